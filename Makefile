@@ -1,0 +1,35 @@
+# vmio: `make demo` runs the default campaign; `make test` runs the test suite.
+# Both install what is missing (system packages with apt-get, Python packages into .venv).
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test lint bench system venv clean
+
+system:
+	bash scripts/setup-system.sh full
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+test: system venv
+	$(BIN)/python -m pytest -q
+
+lint: venv
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/mypy
+
+demo: system venv
+	bash scripts/demo.sh
+
+bench: system venv
+	for b in benchmarks/*.py; do $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) build src/*.egg-info

@@ -1,0 +1,50 @@
+"""The ``vmio`` command: parse, call the library, print, return an exit code.
+
+Exit codes: 0 success, 1 a run or check failed, 2 bad input, 3 refused as unsafe.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+
+from vmio import __version__
+from vmio.errors import VmioError
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="vmio", description="Storage I/O laboratory for KVM/QEMU hosts.")
+    parser.add_argument("--version", action="version", version=f"vmio {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for register in _feature_registrars():
+        register(sub)
+    return parser
+
+
+def _feature_registrars() -> list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]]:
+    # Each feature owns its sub-commands; imports are here so `vmio --help` lists them all.
+    from vmio import cli_campaign
+
+    return [cli_campaign.register]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run vmio with ``argv`` (default: ``sys.argv[1:]``); return the exit code."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits on --help and on bad arguments
+        return 0 if exc.code in (0, None) else 2
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except VmioError as exc:
+        print(f"vmio: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("vmio: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,59 @@
+"""Sizes and durations as users write them: ``512``, ``4k``, ``1M``, ``4G``; ``500ms``, ``10s``, ``2m``.
+
+Sizes use base 1024, as fio does by default (``4k`` is 4096 bytes).
+"""
+
+from __future__ import annotations
+
+import re
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(?:i?b)?\s*$", re.IGNORECASE)
+_SIZE_FACTOR = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(us|ms|s|m|h)?\s*$", re.IGNORECASE)
+_DURATION_FACTOR = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_size(value: object) -> int:
+    """Bytes from ``4096``, ``"4k"``, ``"1M"``, ``"4G"``. Raises ``ValueError`` with the value."""
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a size")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError(f"{value!r} is not a size; sizes are not negative")
+        return value
+    if not isinstance(value, str):
+        raise ValueError(f"{value!r} is not a size; use a number of bytes or a string like '4k'")
+    match = _SIZE.match(value)
+    if not match:
+        raise ValueError(f"{value!r} is not a size; use a number with k, M, G or T such as '4k'")
+    number, unit = match.groups()
+    size = float(number) * _SIZE_FACTOR[unit.lower()]
+    if size != int(size):
+        raise ValueError(f"{value!r} is not a size in whole bytes")
+    return int(size)
+
+
+def parse_duration(value: object) -> float:
+    """Seconds from ``10``, ``"500ms"``, ``"10s"``, ``"2m"``. Raises ``ValueError`` with the value."""
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a duration")
+    if isinstance(value, int | float):
+        if value < 0:
+            raise ValueError(f"{value!r} is not a duration; durations are not negative")
+        return float(value)
+    if not isinstance(value, str):
+        raise ValueError(f"{value!r} is not a duration; use a string like '10s' or '500ms'")
+    match = _DURATION.match(value)
+    if not match:
+        raise ValueError(f"{value!r} is not a duration; use a number with ms, s, m or h such as '10s'")
+    number, unit = match.groups()
+    return float(number) * _DURATION_FACTOR[(unit or "s").lower()]
+
+
+def format_size(n: int) -> str:
+    """The shortest exact form: ``4096`` → ``'4k'``, ``1536`` → ``'1536'``."""
+    for unit in ("p", "t", "g", "m", "k"):
+        factor = _SIZE_FACTOR[unit]
+        if n >= factor and n % factor == 0:
+            return f"{n // factor}{unit}"
+    return str(n)
