@@ -1,0 +1,140 @@
+"""Run a campaign: every point not yet done, each recorded atomically; failures do not stop the rest.
+
+Re-running skips the points already done (``force`` redoes them); a point interrupted by a crash left
+nothing in the store and is simply run again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from vmio import hostfacts
+from vmio.errors import InputError, ToolError, UnsafeTargetError, VmioError
+from vmio.executors import Executor, executor_for
+from vmio.proc import Runner
+from vmio.spec import Campaign, HostTarget, Point
+from vmio.store import RunRecord, Store
+from vmio.targets.safety import check_write, is_block_device
+
+
+@dataclass
+class Options:
+    force: bool = False
+    destroy_data: tuple[str, ...] = ()
+    interval: float = 1.0
+    workdir: Path | None = None
+    runner: Runner = field(default_factory=Runner)
+    proc_root: str = "/proc"
+    sys_root: str = "/sys"
+
+
+@dataclass(frozen=True)
+class Progress:
+    done: int
+    total: int
+    point: str
+    status: str  # "running" | "done" | "failed"
+    eta_s: float | None
+
+
+@dataclass
+class Outcome:
+    done: int = 0
+    failed: int = 0
+    skipped: int = 0
+    failures: list[str] = field(default_factory=list)
+
+
+def preflight(campaign: Campaign, options: Options) -> None:
+    """Refuse the whole campaign before any I/O if a write would touch a device holding data."""
+    writes = any(w.writes for w in campaign.workloads)
+    for target in campaign.targets:
+        paths = [target.path] if isinstance(target, HostTarget) else list(getattr(target, "backing", ()))
+        for path in paths:
+            if writes and is_block_device(path):
+                check_write(path, options.destroy_data, options.runner, options.sys_root, options.proc_root)
+
+
+def run(
+    campaign: Campaign,
+    spec_text: str,
+    store: Store,
+    options: Options,
+    progress: Callable[[Progress], None] | None = None,
+) -> Outcome:
+    preflight(campaign, options)
+    store.ensure_campaign(campaign.name, campaign.path, spec_text, campaign.canonical())
+    points = campaign.points()
+    skip = set() if options.force else store.done_keys(campaign.name)
+    todo = [p for p in points if p.key not in skip]
+    outcome = Outcome(skipped=len(points) - len(todo))
+    report = progress or (lambda _: None)
+    executors: dict[str, Executor] = {}
+    started = time.monotonic()
+    with _workdir(options) as workdir, contextlib.ExitStack() as stack:
+        for i, point in enumerate(todo):
+            eta = _eta(started, i, len(todo), campaign, todo[i:])
+            report(Progress(outcome.skipped + i, len(points), point.key, "running", eta))
+            if point.target not in executors:
+                executors[point.target] = stack.enter_context(
+                    executor_for(campaign.target(point.target), options)
+                )
+            rec = _run_point(campaign, point, executors[point.target], workdir, options)
+            store.record(rec)
+            if rec.status == "done":
+                outcome.done += 1
+            else:
+                outcome.failed += 1
+                outcome.failures.append(f"{point.key}: {rec.error}")
+            report(Progress(outcome.skipped + i + 1, len(points), point.key, rec.status, None))
+    return outcome
+
+
+def _run_point(
+    campaign: Campaign, point: Point, executor: Executor, workdir: Path, options: Options
+) -> RunRecord:
+    rundir = workdir / point.key.replace("/", "_")
+    rundir.mkdir(parents=True, exist_ok=True)
+    workload = campaign.workload(point.workload)
+    target = campaign.target(point.target)
+    rec = RunRecord(
+        campaign=campaign.name, point_key=point.key, target=target.name, target_kind=target.kind,
+        workload=workload.name, bs=point.bs, offered_iops=point.offered_iops,
+        load_processes=point.load_processes, repetition=point.repetition, status="done",
+        started=time.time(), ended=0.0, host=hostfacts.collect(options.proc_root, options.runner),
+    )  # fmt: skip
+    rec.fio_version = rec.host.get("fio_version")
+    try:
+        executor.measure(point, workload, rundir, rec)
+    except (UnsafeTargetError, InputError):
+        raise
+    except VmioError as exc:
+        rec.status = "failed"
+        rec.error = str(exc).splitlines()[0]
+        rec.log = (
+            (rec.log or "") + str(exc) + (("\n" + exc.output[-8000:]) if isinstance(exc, ToolError) else "")
+        )
+    rec.ended = time.time()
+    return rec
+
+
+def _eta(started: float, done: int, todo: int, campaign: Campaign, rest: list[Point]) -> float | None:
+    if done:
+        return (time.monotonic() - started) / done * (todo - done)
+    workloads = {w.name: w for w in campaign.workloads}
+    return sum(workloads[p.workload].runtime + workloads[p.workload].ramp + 1.0 for p in rest)
+
+
+@contextlib.contextmanager
+def _workdir(options: Options) -> Iterator[Path]:
+    if options.workdir is not None:
+        options.workdir.mkdir(parents=True, exist_ok=True)
+        yield options.workdir
+        return
+    with tempfile.TemporaryDirectory(prefix="vmio-run-") as tmp:
+        yield Path(tmp)

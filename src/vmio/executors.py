@@ -1,0 +1,103 @@
+"""How each kind of target measures one point. Every executor fills a ``RunRecord`` in place.
+
+All of them share ``measure_with``: render job files, start the samplers, run fio (locally or as a client
+of fio servers), stop the samplers, average the measured window (ramp excluded).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from vmio.errors import InputError
+from vmio.fio import jobfile
+from vmio.fio import run as fiorun
+from vmio.metrics.devices import device_chain
+from vmio.metrics.sampler import CpuProbe, DiskProbe, Probe, Sampler, window_means
+from vmio.spec import HostTarget, Point, Target, Workload
+from vmio.store import RunRecord
+from vmio.targets import host
+from vmio.targets.safety import is_block_device
+
+if TYPE_CHECKING:
+    from vmio.campaign import Options
+
+FIO_GRACE_S = 60.0
+
+
+class Executor(Protocol):
+    def measure(self, point: Point, workload: Workload, rundir: Path, rec: RunRecord) -> None: ...
+
+
+def measure_with(
+    endpoints: Sequence[tuple[str | None, jobfile.Placement]],
+    point: Point,
+    workload: Workload,
+    rundir: Path,
+    rec: RunRecord,
+    probes: Sequence[Probe],
+    options: Options,
+) -> None:
+    """Run one point's fio on ``endpoints`` (server or None for local, and where its I/O goes)."""
+    files = []
+    texts = []
+    for i, (server, place) in enumerate(endpoints):
+        text = jobfile.render(
+            workload,
+            bs=point.bs,
+            offered_iops=point.offered_iops,
+            load_processes=point.load_processes,
+            place=place,
+        )
+        path = rundir / f"job{i}.fio"
+        path.write_text(text)
+        files.append(fiorun.Endpoint(server, path))
+        texts.append(f"# {server or 'local'}\n{text}" if len(endpoints) > 1 else text)
+    rec.job_file = "\n".join(texts)
+    timeout = (jobfile.OPS_TIME_LIMIT_S if workload.ops else workload.runtime) + workload.ramp + FIO_GRACE_S
+    sampler = Sampler(probes, options.interval)
+    with sampler:
+        result = fiorun.run(files, timeout=timeout, runner=options.runner, cwd=rundir)
+        end = sampler.elapsed()
+    ramp = 0.0 if workload.ops else workload.ramp
+    rec.results = result.results
+    rec.fio_version = result.version or rec.fio_version
+    rec.log = result.text or None
+    rec.samples = sampler.samples
+    rec.metrics = window_means(sampler.samples, ramp, end)
+    if workload.ops:
+        rec.oplat = fiorun.op_latencies(rundir)
+
+
+class HostExecutor:
+    """fio on this host against a file (created and written by vmio) or a block device."""
+
+    def __init__(self, target: HostTarget, options: Options) -> None:
+        self.target, self.options = target, options
+        self.size = host.prepare(target)
+        chain = device_chain(target.path, options.sys_root, options.proc_root)
+        nearest = chain[:1] if is_block_device(target.path) else chain[-1:]
+        self.device: str | None = nearest[0] if nearest else None
+        self.probes: list[Probe] = [DiskProbe(d, options.proc_root) for d in chain]
+        self.probes.append(CpuProbe(options.proc_root))
+
+    def measure(self, point: Point, workload: Workload, rundir: Path, rec: RunRecord) -> None:
+        rec.device = self.device
+        place = jobfile.Placement(
+            self.target.path,
+            self.size,
+            numjobs=workload.numjobs,
+            total_jobs=workload.numjobs,
+            lat_log_prefix=str(rundir / "ops"),
+        )
+        measure_with([(None, place)], point, workload, rundir, rec, self.probes, self.options)
+
+
+@contextlib.contextmanager
+def executor_for(target: Target, options: Options) -> Iterator[Executor]:
+    if isinstance(target, HostTarget):
+        yield HostExecutor(target, options)
+        return
+    raise InputError(f"target {target.name!r}: kind {target.kind!r} is not supported by this vmio yet")

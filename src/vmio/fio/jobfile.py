@@ -1,0 +1,96 @@
+"""Render one fio job file per point and per fio server.
+
+Everything goes in the file: fio ignores command-line options given after a job file. The measured jobs
+are named ``measure``; co-running load processes (seed 004) are named ``load`` and repeat the same I/O
+unthrottled. ``offered_iops`` is a total across every measured job of the point (all VMs and hosts), so
+each job gets its share as ``rate_iops``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from vmio.spec import Workload
+
+PERCENTILE_LIST = "50:90:99:99.9:99.99"
+OPS_TIME_LIMIT_S = 600  # an ops run stops after this even if its operations are not done
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where one fio process does its I/O and how many measured jobs the point has in all."""
+
+    filename: str | None
+    size: int | None = None
+    offset: int = 0
+    numjobs: int = 1
+    total_jobs: int = 1
+    engine_options: Mapping[str, str] = field(default_factory=dict)
+    lat_log_prefix: str | None = None
+
+
+def render(
+    workload: Workload, *, bs: int, offered_iops: int | None, load_processes: int, place: Placement
+) -> str:
+    """The text of a fio job file for one point on one fio process."""
+    glob: dict[str, str | int | float] = {
+        "ioengine": workload.ioengine,
+        "direct": int(workload.direct),
+        "rw": workload.rw,
+        "bs": bs,
+        "iodepth": workload.iodepth,
+        "lat_percentiles": 1,
+        "percentile_list": PERCENTILE_LIST,
+        "norandommap": 1,
+        "randrepeat": 0,
+    }
+    if workload.rw in ("randrw", "rw"):
+        glob["rwmixread"] = workload.rwmixread
+    if place.filename is not None:
+        glob["filename"] = place.filename
+    if place.size is not None:
+        glob["size"] = place.size
+    if place.offset:
+        glob["offset"] = place.offset
+    glob.update(place.engine_options)
+    if workload.ramp > 0:
+        glob["ramp_time"] = _seconds(workload.ramp)
+
+    measure: dict[str, str | int | float] = {"numjobs": place.numjobs}
+    if workload.ops > 0:
+        measure["number_ios"] = workload.ops
+        measure["runtime"] = OPS_TIME_LIMIT_S
+        if place.lat_log_prefix:
+            measure.update(write_lat_log=place.lat_log_prefix, log_avg_msec=0, per_job_logs=1)
+    else:
+        measure.update(time_based=1, runtime=_seconds(workload.runtime))
+    if offered_iops is not None:
+        measure["rate_iops"] = _rate(workload, offered_iops, place.total_jobs)
+    sections = [("global", glob), ("measure", measure)]
+    if load_processes > 0:
+        runtime = OPS_TIME_LIMIT_S if workload.ops > 0 else _seconds(workload.runtime)
+        load: dict[str, str | int | float] = {"numjobs": load_processes, "time_based": 1, "runtime": runtime}
+        if workload.ops > 0:
+            glob["exitall"] = 1  # loads stop when the measured operations are done
+        sections.append(("load", load))
+    return "".join(_section(name, options) for name, options in sections)
+
+
+def _rate(workload: Workload, total: int, jobs: int) -> str:
+    """fio's rate_iops per job; a ``read,write`` pair for mixed workloads."""
+    per_job = max(1, round(total / jobs))
+    if workload.rw in ("randrw", "rw"):
+        reads = max(1, round(per_job * workload.rwmixread / 100))
+        writes = max(1, per_job - reads) if workload.rwmixread < 100 else 0
+        return f"{reads},{writes}"
+    return str(per_job)
+
+
+def _seconds(value: float) -> str:
+    return f"{round(value * 1000)}ms"
+
+
+def _section(name: str, options: Mapping[str, str | int | float]) -> str:
+    lines = [f"[{name}]"] + [f"{key}={value}" for key, value in options.items()]
+    return "\n".join(lines) + "\n\n"

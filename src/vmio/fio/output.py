@@ -1,0 +1,131 @@
+"""Parse fio's JSON / json+ output, tolerating text around the JSON (client banners, warnings).
+
+Each job × direction becomes a ``JobResult``; client/server output yields one per server and job, with
+the server's ``host:port``. fio's own "All clients" aggregate is skipped: vmio merges histograms itself.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from vmio.errors import FioError
+from vmio.fio import histogram
+
+DIRECTIONS = ("read", "write")
+
+
+@dataclass
+class JobResult:
+    """One fio job's figures for one direction."""
+
+    host: str
+    job: str
+    ddir: str
+    iops: float
+    bw_bytes: float
+    total_ios: int
+    runtime_ms: int
+    lat_ns: dict[str, float | None]
+    usr_cpu: float
+    sys_cpu: float
+    bins: histogram.Histogram = field(default_factory=dict)
+
+    @property
+    def role(self) -> str:
+        return "load" if self.job.startswith("load") else "measure"
+
+
+@dataclass
+class FioOutput:
+    version: str
+    results: list[JobResult]
+    disk_util: list[dict[str, Any]]
+    text: str  # everything printed around the JSON, kept for the run's log
+
+
+def extract_json(text: str) -> tuple[dict[str, Any], str]:
+    """Find fio's JSON document in ``text``; return it and the text around it."""
+    decoder = json.JSONDecoder()
+    start = 0
+    while True:
+        start = text.find("{", start)
+        if start < 0:
+            raise FioError("fio printed no JSON result", output=text)
+        try:
+            doc, end = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            start += 1
+            continue
+        if isinstance(doc, dict) and ("jobs" in doc or "client_stats" in doc):
+            return doc, text[:start] + text[end:]
+        start += 1
+
+
+def parse(text: str) -> FioOutput:
+    """Parse fio's output; any surprise in its shape is a ``FioError``, never another exception."""
+    doc, around = extract_json(text)
+    try:
+        return _parse_doc(doc, around)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise FioError(f"fio's JSON has an unexpected shape: {exc!r}", output=text[-4000:]) from exc
+
+
+def _parse_doc(doc: dict[str, Any], around: str) -> FioOutput:
+    jobs = doc.get("client_stats") if "client_stats" in doc else doc["jobs"]
+    if not isinstance(jobs, list):
+        raise ValueError(f"jobs is {type(jobs).__name__}, not a list")
+    results: list[JobResult] = []
+    for job in jobs:
+        if job["jobname"] == "All clients":
+            continue
+        if int(job.get("error", 0)):
+            raise FioError(f"fio job {job['jobname']!r} ended with error {job['error']}", output=around)
+        host = f"{job['hostname']}:{job['port']}" if "hostname" in job else "local"
+        results.extend(_direction(job, host, ddir) for ddir in DIRECTIONS if job[ddir]["total_ios"] > 0)
+    return FioOutput(str(doc.get("fio version", "")), results, list(doc.get("disk_util", [])), around.strip())
+
+
+def _direction(job: dict[str, Any], host: str, ddir: str) -> JobResult:
+    d = job[ddir]
+    lat = d["lat_ns"]
+    pct_source = lat if "percentile" in lat else d["clat_ns"]
+    pcts = {float(k): v for k, v in pct_source.get("percentile", {}).items()}
+    bins_source = lat.get("bins") or d["clat_ns"].get("bins") or {}
+    summary: dict[str, float | None] = {
+        "min": float(lat["min"]),
+        "mean": float(lat["mean"]),
+        "max": float(lat["max"]),
+        "stddev": float(lat["stddev"]),
+    }
+    for p in histogram.PERCENTILES:
+        summary[f"p{p:g}"] = float(pcts[p]) if p in pcts else None
+    return JobResult(
+        host=host,
+        job=str(job["jobname"]),
+        ddir=ddir,
+        iops=float(d["iops"]),
+        bw_bytes=float(d["bw_bytes"]),
+        total_ios=int(d["total_ios"]),
+        runtime_ms=int(d["runtime"]),
+        lat_ns=summary,
+        usr_cpu=float(job["usr_cpu"]),
+        sys_cpu=float(job["sys_cpu"]),
+        bins=histogram.from_json(bins_source),
+    )
+
+
+def parse_lat_log(text: str, name: str = "<lat log>") -> list[tuple[int, int, str]]:
+    """A fio latency log (log_avg_msec=0): (time ms, latency ns, 'read'|'write') per operation."""
+    ops = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        parts = [p.strip() for p in line.split(",")]
+        try:
+            t, value, ddir = int(parts[0]), int(parts[1]), int(parts[2])
+        except (ValueError, IndexError) as exc:
+            raise FioError(f"{name}:{lineno}: not a latency log line: {line!r}") from exc
+        ops.append((t, value, "read" if ddir == 0 else "write" if ddir == 1 else "trim"))
+    return ops

@@ -1,0 +1,52 @@
+"""Run fio for one point: locally, or as a client of one or more ``fio --server`` processes.
+
+All servers of a point start together and report together (fio's client/server protocol).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from vmio.errors import FioError
+from vmio.fio import output
+from vmio.proc import Runner
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where one job file runs: ``None`` for this host, else a fio server's ``host:port``."""
+
+    server: str | None
+    job_file: Path
+
+
+def argv(endpoints: Sequence[Endpoint]) -> list[str]:
+    args = ["fio", "--output-format=json+"]
+    for ep in endpoints:
+        if ep.server is None:
+            if len(endpoints) != 1:
+                raise ValueError("a local fio run takes exactly one job file")
+            return [*args, str(ep.job_file)]
+        host, _, port = ep.server.rpartition(":")
+        args += [f"--client={host},{port}", str(ep.job_file)]
+    return args
+
+
+def run(endpoints: Sequence[Endpoint], *, timeout: float, runner: Runner, cwd: Path) -> output.FioOutput:
+    done = runner.run(argv(endpoints), timeout=timeout, check=False, cwd=str(cwd), error=FioError)
+    text = done.stdout + ("\n" + done.stderr if done.stderr.strip() else "")
+    if done.returncode != 0:
+        raise FioError("fio failed", argv=done.argv, returncode=done.returncode, output=text)
+    return output.parse(text)
+
+
+def op_latencies(rundir: Path, prefix: str = "ops") -> list[tuple[str, str, int, int, str]]:
+    """Every operation from the latency logs of an ``ops`` run: (host, job, t ms, latency ns, ddir)."""
+    ops = []
+    for log in sorted(rundir.glob(f"{prefix}_lat.*.log")):
+        job = "measure." + log.name.split(".")[-2]
+        for t, ns, ddir in output.parse_lat_log(log.read_text(), str(log)):
+            ops.append(("local", job, t, ns, ddir))
+    return ops

@@ -1,0 +1,1 @@
+"""Samplers over /proc run beside each measurement: block devices, host CPU, QEMU threads."""

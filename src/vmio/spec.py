@@ -1,0 +1,299 @@
+"""Experiment specs: TOML → validated, immutable objects, and their expansion into points.
+
+A campaign is the product of targets × workloads × block sizes × offered loads × load processes ×
+repetitions. Every bad value raises ``SpecError`` naming file:line, the field, the value and what is
+accepted.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from vmio import fields as f
+from vmio.errors import SpecError
+from vmio.fields import Fields
+from vmio.tomlsrc import Locator, load_toml, loads_toml
+
+RW_MODES = ("read", "write", "randread", "randwrite", "randrw", "rw")
+BUSES = ("virtio-blk", "virtio-scsi", "nvme", "block", "vfio")
+CACHES = ("none", "writeback", "writethrough", "directsync")
+AIOS = ("native", "io_uring", "threads")
+ACCELS = ("auto", "kvm", "tcg")
+
+
+@dataclass(frozen=True)
+class HostTarget:
+    name: str
+    path: str
+    size: int | None = None
+    kind: str = "host"
+
+
+@dataclass(frozen=True)
+class QemuTarget:
+    name: str
+    backing: tuple[str, ...]
+    bus: str = "virtio-blk"
+    iothreads: int = 0
+    queues: int = 1
+    cache: str = "none"
+    aio: str = "native"
+    vms: int = 1
+    jobs_per_vm: int = 1
+    vcpus: int = 1
+    memory: int = 512 << 20
+    accel: str = "auto"
+    size: int | None = None
+    trace: bool = False
+    kind: str = "qemu"
+
+
+@dataclass(frozen=True)
+class RemoteTarget:
+    name: str
+    hosts: tuple[str, ...]
+    paths: tuple[str, ...]
+    size: int | None = None
+    kind: str = "remote"
+
+
+@dataclass(frozen=True)
+class RbdTarget:
+    name: str
+    pool: str
+    image: str
+    conf: str
+    clientname: str = "admin"
+    kind: str = "rbd"
+
+
+Target = HostTarget | QemuTarget | RemoteTarget | RbdTarget
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    rw: str
+    bs: tuple[int, ...]
+    rwmixread: int = 50
+    iodepth: int = 1
+    numjobs: int = 1
+    direct: bool = True
+    ioengine: str = "libaio"
+    runtime: float = 10.0
+    ramp: float = 0.0
+    offered_iops: tuple[int | None, ...] = (None,)
+    load_processes: tuple[int, ...] = (0,)
+    ops: int = 0
+
+    @property
+    def writes(self) -> bool:
+        return self.rw in ("write", "randwrite", "randrw", "rw")
+
+    @property
+    def read_pct(self) -> int:
+        if self.rw in ("read", "randread"):
+            return 100
+        if self.rw in ("write", "randwrite"):
+            return 0
+        return self.rwmixread
+
+
+@dataclass(frozen=True)
+class Campaign:
+    name: str
+    repetitions: int
+    targets: tuple[Target, ...]
+    workloads: tuple[Workload, ...]
+    path: str = "<spec>"
+
+    def canonical(self) -> str:
+        """A stable JSON text of what defines the points (not the path, not repetitions)."""
+        body = {
+            "targets": [asdict(t) for t in self.targets],
+            "workloads": [asdict(w) for w in self.workloads],
+        }
+        return json.dumps(body, sort_keys=True)
+
+    def target(self, name: str) -> Target:
+        return next(t for t in self.targets if t.name == name)
+
+    def workload(self, name: str) -> Workload:
+        return next(w for w in self.workloads if w.name == name)
+
+    def points(self) -> list[Point]:
+        return [
+            Point(self.name, t.name, w.name, bs, offered, loads, rep)
+            for rep in range(1, self.repetitions + 1)
+            for t in self.targets
+            for w in self.workloads
+            for bs in w.bs
+            for offered in w.offered_iops
+            for loads in w.load_processes
+        ]
+
+
+@dataclass(frozen=True)
+class Point:
+    """One measurement: a target, a workload at one block size, offered load and load count."""
+
+    campaign: str
+    target: str
+    workload: str
+    bs: int
+    offered_iops: int | None
+    load_processes: int
+    repetition: int
+
+    @property
+    def key(self) -> str:
+        offered = "max" if self.offered_iops is None else str(self.offered_iops)
+        return (
+            f"{self.target}/{self.workload}/bs={self.bs}/offered={offered}"
+            f"/load={self.load_processes}/rep={self.repetition}"
+        )
+
+
+def load_spec(path: str | Path) -> Campaign:
+    data, loc = load_toml(path)
+    return _campaign(data, loc)
+
+
+def loads_spec(text: str, path: str = "<spec>") -> Campaign:
+    data, loc = loads_toml(text, path)
+    return _campaign(data, loc)
+
+
+def _campaign(data: dict[str, Any], loc: Locator) -> Campaign:
+    extra = sorted(set(data) - {"campaign", "target", "workload"})
+    if extra:
+        raise loc.error(
+            extra[0], 0, None, f"unknown table [{extra[0]}]; use [campaign], [[target]], [[workload]]"
+        )
+    head = Fields(data.get("campaign", {}), loc, "campaign")
+    name = head.take("name", f.string)
+    repetitions = head.take("repetitions", f.integer(1, 1000), 1)
+    head.done()
+    targets = tuple(_target(t, loc, i) for i, t in enumerate(_array(data, "target", loc)))
+    workloads = tuple(_workload(w, loc, i) for i, w in enumerate(_array(data, "workload", loc)))
+    _unique(targets, "target", loc)
+    _unique(workloads, "workload", loc)
+    return Campaign(name, repetitions, targets, workloads, loc.path)
+
+
+def _array(data: dict[str, Any], key: str, loc: Locator) -> list[Any]:
+    items = data.get(key)
+    if not isinstance(items, list) or not items:
+        raise SpecError(f"{loc.path}:1: the spec needs at least one [[{key}]] table")
+    return items
+
+
+def _unique(items: tuple[Target, ...] | tuple[Workload, ...], table: str, loc: Locator) -> None:
+    seen: set[str] = set()
+    for i, item in enumerate(items):
+        if item.name in seen:
+            raise loc.error(
+                table, i, "name", f"{table}[{i}].name = {item.name!r} is used twice; names must differ"
+            )
+        seen.add(item.name)
+
+
+def _target(data: object, loc: Locator, i: int) -> Target:
+    t = Fields(data, loc, "target", i)
+    name = t.take("name", f.string)
+    kind = t.take("kind", f.choice("host", "qemu", "remote", "rbd"), "host")
+    target: Target
+    if kind == "host":
+        target = HostTarget(name, t.take("path", f.string), t.take("size", f.size, None))
+    elif kind == "remote":
+        hosts = t.take("hosts", f.one_or_many(_host_port))
+        paths: tuple[str, ...] = t.take("paths", f.one_or_many(f.string), ())
+        paths = paths or (t.take("path", f.string),) * len(hosts)
+        if len(paths) != len(hosts):
+            raise t.error("paths", f"target[{i}].paths has {len(paths)} entries for {len(hosts)} hosts")
+        target = RemoteTarget(name, hosts, paths, t.take("size", f.size, None))
+    elif kind == "rbd":
+        target = RbdTarget(
+            name,
+            t.take("pool", f.string, "rbd"),
+            t.take("image", f.string),
+            t.take("conf", f.string),
+            t.take("clientname", f.string, "admin"),
+        )
+    else:
+        target = _qemu_target(t, name)
+    t.done()
+    return target
+
+
+def _qemu_target(t: Fields, name: str) -> QemuTarget:
+    return QemuTarget(
+        name=name,
+        backing=t.take("backing", f.one_or_many(f.string)),
+        bus=t.take("bus", f.choice(*BUSES), "virtio-blk"),
+        iothreads=t.take("iothreads", f.integer(0, 64), 0),
+        queues=t.take("queues", f.integer(1, 64), 1),
+        cache=t.take("cache", f.choice(*CACHES), "none"),
+        aio=t.take("aio", f.choice(*AIOS), "native"),
+        vms=t.take("vms", f.integer(1, 256), 1),
+        jobs_per_vm=t.take("jobs_per_vm", f.integer(1, 256), 1),
+        vcpus=t.take("vcpus", f.integer(1, 64), 1),
+        memory=t.take("memory", _memory, 512 << 20),
+        accel=t.take("accel", f.choice(*ACCELS), "auto"),
+        size=t.take("size", f.size, None),
+        trace=t.take("trace", f.boolean, False),
+    )
+
+
+def _memory(value: object) -> int:
+    n = f.size(value)
+    if n < 128 << 20:
+        raise ValueError("is too small for the guest; use at least '128M'")
+    return n
+
+
+def _host_port(value: object) -> str:
+    text = f.string(value)
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError("is not host:port such as '127.0.0.1:8765'")
+    return text
+
+
+def _offered(value: object) -> int | None:
+    if value == "max":
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError('is not an offered load; use a positive number of IOPS or "max"')
+    return value
+
+
+def _workload(data: object, loc: Locator, i: int) -> Workload:
+    w = Fields(data, loc, "workload", i)
+    workload = Workload(
+        name=w.take("name", f.string),
+        rw=w.take("rw", f.choice(*RW_MODES)),
+        bs=w.take("bs", f.one_or_many(f.block_size), (4096,)),
+        rwmixread=w.take("rwmixread", f.integer(0, 100), 50),
+        iodepth=w.take("iodepth", f.integer(1, 65536), 1),
+        numjobs=w.take("numjobs", f.integer(1, 1024), 1),
+        direct=w.take("direct", f.boolean, True),
+        ioengine=w.take("ioengine", f.string, "libaio"),
+        runtime=w.take("runtime", _positive_duration, 10.0),
+        ramp=w.take("ramp", f.duration, 0.0),
+        offered_iops=w.take("offered_iops", f.one_or_many(_offered), (None,)),
+        load_processes=w.take("load_processes", f.one_or_many(f.integer(0, 256)), (0,)),
+        ops=w.take("ops", f.integer(0, 10_000_000), 0),
+    )
+    w.done()
+    return workload
+
+
+def _positive_duration(value: object) -> float:
+    seconds = f.duration(value)
+    if seconds <= 0:
+        raise ValueError("must be longer than zero")
+    return seconds

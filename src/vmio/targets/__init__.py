@@ -1,0 +1,1 @@
+"""Where I/O runs: the bare host, QEMU VMs, remote fio servers, RBD images."""
