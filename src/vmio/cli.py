@@ -6,6 +6,7 @@ Exit codes: 0 success, 1 a run or check failed, 2 bad input, 3 refused as unsafe
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 
@@ -48,3 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("vmio: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `vmio show | head`: the reader left; not an error of ours
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from vmio.errors import InputError
 from vmio.fio import jobfile
+from vmio.fio.output import FioOutput
 from vmio.fio import run as fiorun
 from vmio.metrics.devices import device_chain
 from vmio.metrics.sampler import CpuProbe, DiskProbe, Probe, Sampler, window_means
@@ -61,14 +62,28 @@ def measure_with(
     with sampler:
         result = fiorun.run(files, timeout=timeout, runner=options.runner, cwd=rundir)
         end = sampler.elapsed()
-    ramp = 0.0 if workload.ops else workload.ramp
+    start, end = measured_window(result, workload, sampler.wall0, end)
     rec.results = result.results
     rec.fio_version = result.version or rec.fio_version
     rec.log = result.text or None
     rec.samples = sampler.samples
-    rec.metrics = window_means(sampler.samples, ramp, end)
+    rec.metrics = window_means(sampler.samples, start, end)
     if workload.ops:
         rec.oplat = fiorun.op_latencies(rundir)
+
+
+def measured_window(
+    result: FioOutput, workload: Workload, wall0: float, exited: float
+) -> tuple[float, float]:
+    """fio's measured window on the sampler's clock: it ends when fio wrote its results (its own
+    timestamp, before process teardown) and lasts the jobs' runtime (ramp excluded)."""
+    end = exited
+    if result.timestamp_ms is not None:
+        end = min(exited, max(0.0, result.timestamp_ms / 1000 - wall0))
+    if workload.ops:
+        return 0.0, end
+    runtime = max((r.runtime_ms for r in result.results), default=0) / 1000 or workload.runtime
+    return max(0.0, end - runtime), end
 
 
 class HostExecutor:

@@ -1,18 +1,24 @@
 """Running external programs: argument lists, a timeout always, failures with their output.
 
-``Runner`` is the seam: tests and features take a runner rather than calling ``subprocess``.
+Every program runs under ``_supervise.py``, a child subreaper that kills the program and everything
+it started when the program ends, on a timeout, or when vmio itself dies (even by SIGKILL): no fio
+job or QEMU outlives vmio. ``Runner`` is the seam: features take a runner rather than calling
+``subprocess``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from vmio.errors import ToolError
+
+SUPERVISOR = str(Path(__file__).with_name("_supervise.py"))
 
 
 @dataclass(frozen=True)
@@ -25,8 +31,65 @@ class Completed:
     stderr: str
 
 
+class Supervised:
+    """A program started under the supervisor. ``stop()`` kills it and its descendants."""
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        stdin: int | None = subprocess.DEVNULL,
+        stdout: int | None = subprocess.PIPE,
+        stderr: int | None = subprocess.PIPE,
+    ) -> None:
+        self.argv = [str(a) for a in argv]
+        control_r, self._control = os.pipe()
+        try:
+            self.popen = subprocess.Popen(
+                [sys.executable, "-S", SUPERVISOR, str(control_r), "--", *self.argv],
+                stdin=stdin,
+                stdout=stdout,
+                stderr=stderr,
+                text=True,
+                errors="replace",
+                env=None if env is None else {**os.environ, **env},
+                cwd=cwd,
+                pass_fds=(control_r,),
+                start_new_session=True,
+            )
+        except OSError:
+            os.close(self._control)
+            raise
+        finally:
+            os.close(control_r)
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def stop(self, wait: float = 15.0) -> None:
+        """Kill the program and everything it started; wait for the supervisor to finish."""
+        self._release()
+        try:
+            self.popen.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.popen.pid, signal.SIGKILL)
+            self.popen.wait()
+
+    def _release(self) -> None:
+        if self._control >= 0:
+            os.close(self._control)
+            self._control = -1
+
+    def finished(self) -> None:
+        """The program has ended by itself: close the control pipe."""
+        self._release()
+
+
 class Runner:
-    """Runs programs with a timeout; kills the whole process group when the time is up."""
+    """Runs programs to completion with a timeout."""
 
     def run(
         self,
@@ -39,44 +102,30 @@ class Runner:
         input_text: str | None = None,
         error: type[ToolError] = ToolError,
     ) -> Completed:
-        """Run ``argv`` to completion; raise ``error`` on timeout or (with ``check``) failure."""
+        """Run ``argv``; raise ``error`` on timeout or (with ``check``) on a non-zero exit."""
         argv = [str(a) for a in argv]
-        full_env = None if env is None else {**os.environ, **env}
+        stdin = subprocess.PIPE if input_text is not None else subprocess.DEVNULL
         try:
-            proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                errors="replace",
-                env=full_env,
-                cwd=cwd,
-                start_new_session=True,
-            )
+            proc = Supervised(argv, env=env, cwd=cwd, stdin=stdin)
         except OSError as exc:
             raise error(f"cannot start {argv[0]!r}: {exc.strerror}", argv=argv) from exc
         try:
-            out, err = proc.communicate(input_text, timeout=timeout)
+            out, err = proc.popen.communicate(input_text, timeout=timeout)
         except subprocess.TimeoutExpired as exc:
-            kill_group(proc)
-            out, err = proc.communicate()
+            proc.stop()
+            out, err = proc.popen.communicate()
             raise error(
                 f"{argv[0]} did not finish within {timeout:g} s and was killed",
                 argv=argv,
                 output=(out or "") + (err or ""),
             ) from exc
         except BaseException:
-            kill_group(proc)
-            proc.wait()
+            proc.stop()
             raise
-        done = Completed(argv, proc.returncode, out, err)
-        if check and proc.returncode != 0:
-            raise error(f"{argv[0]} failed", argv=argv, returncode=proc.returncode, output=out + err)
-        return done
-
-
-def kill_group(proc: subprocess.Popen[str] | subprocess.Popen[bytes]) -> None:
-    """SIGKILL the process group ``proc`` leads (it was started with a new session)."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
+        proc.finished()
+        code = proc.popen.returncode
+        if code == 127 and err.startswith("cannot run"):
+            raise error(err.strip(), argv=argv, returncode=code)
+        if check and code != 0:
+            raise error(f"{argv[0]} failed", argv=argv, returncode=code, output=out + err)
+        return Completed(argv, code, out, err)

@@ -43,6 +43,7 @@ class FioOutput:
     results: list[JobResult]
     disk_util: list[dict[str, Any]]
     text: str  # everything printed around the JSON, kept for the run's log
+    timestamp_ms: int | None = None  # wall clock when fio wrote its results (its I/O had ended)
 
 
 def extract_json(text: str) -> tuple[dict[str, Any], str]:
@@ -84,7 +85,14 @@ def _parse_doc(doc: dict[str, Any], around: str) -> FioOutput:
             raise FioError(f"fio job {job['jobname']!r} ended with error {job['error']}", output=around)
         host = f"{job['hostname']}:{job['port']}" if "hostname" in job else "local"
         results.extend(_direction(job, host, ddir) for ddir in DIRECTIONS if job[ddir]["total_ios"] > 0)
-    return FioOutput(str(doc.get("fio version", "")), results, list(doc.get("disk_util", [])), around.strip())
+    stamp = doc.get("timestamp_ms")
+    return FioOutput(
+        str(doc.get("fio version", "")),
+        results,
+        list(doc.get("disk_util", [])),
+        around.strip(),
+        int(stamp) if isinstance(stamp, int | float) else None,
+    )
 
 
 def _direction(job: dict[str, Any], host: str, ddir: str) -> JobResult:

@@ -37,6 +37,7 @@ def argv(endpoints: Sequence[Endpoint]) -> list[str]:
 def run(endpoints: Sequence[Endpoint], *, timeout: float, runner: Runner, cwd: Path) -> output.FioOutput:
     done = runner.run(argv(endpoints), timeout=timeout, check=False, cwd=str(cwd), error=FioError)
     text = done.stdout + ("\n" + done.stderr if done.stderr.strip() else "")
+    (cwd / "fio-output.txt").write_text(text)
     if done.returncode != 0:
         raise FioError("fio failed", argv=done.argv, returncode=done.returncode, output=text)
     return output.parse(text)

@@ -83,6 +83,7 @@ class Sampler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._t0 = 0.0
+        self.wall0 = 0.0
 
     def __enter__(self) -> Sampler:
         self.start()
@@ -91,9 +92,13 @@ class Sampler:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def start(self) -> None:
+    def start(self, background: bool = True) -> None:
+        """Take the first readings; with ``background`` a thread then ticks every interval."""
         self._t0 = self.clock()
+        self.wall0 = time.time()
         self._last = [(self._t0, self._read(p)) for p in self.probes]
+        if not background:
+            return
         self._thread = threading.Thread(target=self._loop, name="vmio-sampler", daemon=True)
         self._thread.start()
 
@@ -131,9 +136,22 @@ class Sampler:
 
 
 def window_means(samples: Sequence[Sample], start: float, end: float) -> dict[tuple[str, str], float]:
-    """Mean of each (source, metric) over samples whose interval ends inside [start, end]."""
-    sums: dict[tuple[str, str], list[float]] = defaultdict(list)
+    """Time-weighted mean of each (source, metric) over [start, end].
+
+    A sample at ``t`` holds the rate over the interval since the previous sample of its series (or since
+    the sampler started); each counts in proportion to how much of its interval lies in the window.
+    """
+    series: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
     for t, source, metric, value in samples:
-        if start < t <= end + 1e-9:
-            sums[(source, metric)].append(value)
-    return {key: sum(vals) / len(vals) for key, vals in sums.items()}
+        series[(source, metric)].append((t, value))
+    means = {}
+    for key, points in series.items():
+        prev, total, weight = 0.0, 0.0, 0.0
+        for t, value in sorted(points):
+            overlap = max(0.0, min(t, end) - max(prev, start))
+            total += value * overlap
+            weight += overlap
+            prev = t
+        if weight > 0:
+            means[key] = total / weight
+    return means

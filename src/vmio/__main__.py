@@ -1,0 +1,5 @@
+import sys
+
+from vmio.cli import main
+
+sys.exit(main())

@@ -1,0 +1,274 @@
+"""Real fio on a file and on a loop device, through the whole spine: spec → fio → samplers → store."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from vmio import summary
+from vmio.cli import main
+from vmio.fio import histogram, output
+from vmio.store import Store
+
+pytestmark = pytest.mark.fio
+
+
+def spec(path: Path, target: str, workloads: str, name: str = "t") -> Path:
+    text = f'[campaign]\nname = "{name}"\n\n{target}\n{workloads}'
+    file = path / f"{name}.toml"
+    file.write_text(text)
+    return file
+
+
+def file_target(scratch: Path) -> str:
+    return f'[[target]]\nname = "bare"\nkind = "host"\npath = "{scratch}/disk.img"\nsize = "64M"\n'
+
+
+SWEEP = """
+[[workload]]
+name = "rr"
+rw = "randread"
+bs = "4k"
+iodepth = 4
+runtime = "2s"
+ramp = "500ms"
+offered_iops = [200, 500, 1000]
+
+[[workload]]
+name = "rw"
+rw = "randwrite"
+bs = "4k"
+iodepth = 4
+runtime = "2s"
+load_processes = [2]
+
+[[workload]]
+name = "ops"
+rw = "randread"
+bs = "4k"
+ops = 100
+load_processes = [0, 2]
+"""
+
+
+@pytest.fixture(scope="module")
+def file_campaign(tmp_path_factory: pytest.TempPathFactory) -> tuple[Store, Path]:
+    scratch = Path("/var/tmp") / f"vmio-test-module-{os.getpid()}"
+    scratch.mkdir(exist_ok=True)
+    work = tmp_path_factory.mktemp("work")
+    db = work / "vmio.db"
+    code = main(
+        [
+            "run",
+            str(spec(work, file_target(scratch), SWEEP)),
+            "--db",
+            str(db),
+            "--workdir",
+            str(work / "runs"),
+        ]
+    )
+    assert code == 0
+    yield Store(db), work / "runs"
+    for f in scratch.iterdir():
+        f.unlink()
+    scratch.rmdir()
+
+
+def fio_json(rundir: Path) -> dict[str, object]:
+    out = output.extract_json((rundir / "fio-output.txt").read_text())[0]
+    return out
+
+
+def test_every_point_is_stored_done(file_campaign: tuple[Store, Path]) -> None:
+    store, _ = file_campaign
+    rows = summary.point_rows(store, "t")
+    assert len(rows) == 3 + 1 + 2
+    assert {r["status"] for r in rows} == {"done"}
+    for r in rows:
+        assert r["accel"] is None and r["dev_busy_pct"] is not None and r["cpu_usr_pct"] is not None
+        assert r["host_facts"]["fio_version"].startswith("fio-")
+
+
+def test_stored_iops_equal_fios_own_output(file_campaign: tuple[Store, Path]) -> None:
+    store, runs = file_campaign
+    for run in store.runs("t"):
+        doc = fio_json(runs / run["point_key"].replace("/", "_"))
+        fio_iops = [
+            (j["jobname"], d, j[d]["iops"])
+            for j in doc["jobs"]
+            for d in ("read", "write")
+            if j[d]["total_ios"]
+        ]
+        stored = [(r["job"], r["ddir"], r["iops"]) for r in store.results(run["id"])]
+        assert stored == fio_iops
+
+
+def test_offered_rate_is_achieved_below_capacity(file_campaign: tuple[Store, Path]) -> None:
+    store, _ = file_campaign
+    for row in summary.point_rows(store, "t"):
+        if row["workload"] == "rr":
+            assert row["read_iops"] == pytest.approx(row["offered_iops"], rel=0.05)
+
+
+def test_load_processes_run_beside_the_measured_job(file_campaign: tuple[Store, Path]) -> None:
+    store, _ = file_campaign
+    for run in store.runs("t"):
+        roles = [r["role"] for r in store.results(run["id"])]
+        assert roles.count("load") == run["load_processes"]
+        assert roles.count("measure") == 1
+
+
+def test_ops_runs_keep_every_operation(file_campaign: tuple[Store, Path]) -> None:
+    store, _ = file_campaign
+    ops_runs = [r for r in store.runs("t") if r["workload"] == "ops"]
+    assert len(ops_runs) == 2
+    for run in ops_runs:
+        lat = store.oplat(run["id"])
+        assert len(lat) == 100
+        (measure,) = [r for r in store.results(run["id"]) if r["role"] == "measure"]
+        assert measure["total_ios"] == 100
+        ns = [r["lat_ns"] for r in lat]
+        # fio logs the same operations it summarises: min and max agree to the microsecond.
+        assert abs(min(ns) - measure["lat_min"]) < 1000 and abs(max(ns) - measure["lat_max"]) < 1000
+
+
+def test_merged_percentiles_come_from_histograms(file_campaign: tuple[Store, Path]) -> None:
+    store, _ = file_campaign
+    run = next(r for r in store.runs("t") if r["workload"] == "rw")
+    (res,) = [r for r in store.results(run["id"]) if r["role"] == "measure"]
+    bins = store.histogram(res["id"])
+    assert sum(bins.values()) == res["total_ios"]
+    row = summary.point_row(store, "t", run)
+    assert row["write_lat_ns"]["p99"] == histogram.percentile(bins, 99) == res["p99"]
+
+
+def test_show_json_has_the_contract_fields(
+    file_campaign: tuple[Store, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    store, _ = file_campaign
+    assert main(["show", "t", "--db", store.path, "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    need = {"campaign", "target", "workload", "bs", "offered_iops", "load_processes", "repetition", "status",
+            "accel", "read_iops", "write_iops", "read_bw", "write_bw", "read_lat_ns", "write_lat_ns",
+            "dev_read_iops", "dev_write_iops", "dev_busy_pct", "cpu_usr_pct", "cpu_sys_pct", "cpu_iowait_pct",
+            "cpu_steal_pct"}  # fmt: skip
+    assert all(need <= set(r) for r in rows)
+    lat = next(r["read_lat_ns"] for r in rows if r["read_lat_ns"])
+    assert set(lat) >= {"min", "mean", "max", "p50", "p99", "p99.9"}
+    assert {r["offered_iops"] for r in rows} == {200, 500, 1000, "max"}
+
+
+def test_show_table_and_exports(
+    file_campaign: tuple[Store, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store, _ = file_campaign
+    assert main(["show", "t", "--db", store.path]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].split()[:3] == ["point", "status", "IOPS"] and len(table) == 7
+    for fmt in ("csv", "json", "parquet"):
+        out = tmp_path / f"t.{fmt}"
+        assert main(["export", "t", "--db", store.path, "--format", fmt, "-o", str(out)]) == 0
+        assert out.stat().st_size > 0
+    doc = json.loads((tmp_path / "t.json").read_text())
+    assert len(doc["points"]) == 6 and doc["series"]
+    import pyarrow.parquet as pq
+
+    assert pq.read_table(tmp_path / "t.series.parquet").num_rows == len(doc["series"])
+    assert (tmp_path / "t.csv").read_text().count("\n") == 7
+
+
+def test_rerun_skips_done_points(
+    file_campaign: tuple[Store, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store, runs = file_campaign
+    ids = [r["id"] for r in store.runs("t")]
+    spec_path = next(runs.parent.glob("t.toml"))
+    assert main(["run", str(spec_path), "--db", store.path]) == 0
+    assert "0 done, 0 failed, 6 already done" in capsys.readouterr().out
+    assert [r["id"] for r in store.runs("t")] == ids
+
+
+def test_loop_device_iops_agree_with_diskstats(loopdev: str, tmp_path: Path) -> None:
+    target = f'[[target]]\nname = "loop"\nkind = "host"\npath = "{loopdev}"\n'
+    work = """
+[[workload]]
+name = "rr"
+rw = "randread"
+bs = "4k"
+iodepth = 8
+runtime = "3s"
+ramp = "1s"
+
+[[workload]]
+name = "rw"
+rw = "randwrite"
+bs = "4k"
+iodepth = 8
+runtime = "3s"
+ramp = "1s"
+"""
+    db = tmp_path / "l.db"
+    assert (
+        main(["run", str(spec(tmp_path, target, work, "loop")), "--db", str(db), "--interval", "200ms"]) == 0
+    )
+    with Store(db) as store:
+        rows = summary.point_rows(store, "loop")
+    assert [r["device"] for r in rows] == [Path(loopdev).name] * 2
+    for r in rows:
+        ddir = "read" if r["workload"] == "rr" else "write"
+        assert r[f"dev_{ddir}_iops"] == pytest.approx(r[f"{ddir}_iops"], rel=0.05)
+
+
+def test_kill_9_then_rerun_keeps_every_done_point_once(scratch: Path, tmp_path: Path) -> None:
+    work = "\n".join(
+        f'[[workload]]\nname = "w{i}"\nrw = "randread"\nbs = "4k"\nruntime = "1s"\n' for i in range(6)
+    )
+    spec_path = spec(tmp_path, file_target(scratch), work, "crash")
+    db = tmp_path / "crash.db"
+    cmd = [
+        sys.executable,
+        "-m",
+        "vmio",
+        "run",
+        str(spec_path),
+        "--db",
+        str(db),
+        "--workdir",
+        str(tmp_path / "w"),
+    ]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 90
+    done_before: list[tuple[int, str]] = []
+    while time.monotonic() < deadline and len(done_before) < 2:
+        time.sleep(0.2)
+        if db.exists():
+            try:
+                with sqlite3.connect(db) as c:
+                    done_before = c.execute("SELECT id, point_key FROM run WHERE status='done'").fetchall()
+            except sqlite3.OperationalError:
+                pass
+    time.sleep(0.4)  # now most likely inside the next point's fio run
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    assert len(done_before) >= 2
+    time.sleep(0.5)
+    leftover = subprocess.run(["pgrep", "-af", str(tmp_path / "w")], capture_output=True, text=True).stdout
+    assert leftover == "", "fio outlived the killed vmio"
+    with Store(db) as store:
+        kept = {(r["id"], r["point_key"]) for r in store.runs("crash")}
+    assert set(done_before) <= kept
+    assert subprocess.run(cmd, capture_output=True, timeout=120).returncode == 0
+    with Store(db) as store:
+        runs = store.runs("crash")
+        assert sorted(r["point_key"] for r in runs) == sorted({r["point_key"] for r in runs})
+        assert len(runs) == 6 and {r["status"] for r in runs} == {"done"}
+        assert set(done_before) <= {(r["id"], r["point_key"]) for r in runs}
+        assert store.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

@@ -1,0 +1,122 @@
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vmio.errors import FioError
+from vmio.fio import histogram, output
+
+
+def run_fio(job: str, workdir: Path) -> str:
+    path = workdir / "job.fio"
+    path.write_text(job)
+    return subprocess.run(
+        ["fio", "--output-format=json+", str(path)], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
+
+
+JOB = """\
+[global]
+ioengine=libaio
+direct=1
+filename={file}
+size=32M
+rw=randread
+bs=4k
+iodepth=4
+time_based=1
+runtime=1500ms
+lat_percentiles=1
+percentile_list=50:90:99:99.9:99.99
+{extra}
+[measure]
+numjobs=2
+"""
+
+
+@pytest.fixture
+def data_file(scratch: Path) -> Path:
+    path = scratch / "data.img"
+    path.write_bytes(b"\x5a" * (32 << 20))
+    return path
+
+
+def test_percentiles_from_merged_bins_match_fios_group_percentiles(fio: str, data_file: Path) -> None:
+    # With group_reporting fio merges the two jobs' histograms and reports percentiles of the merge.
+    text = run_fio(JOB.format(file=data_file, extra="group_reporting=1"), data_file.parent)
+    (group,) = output.parse(text).results
+    doc = json.loads(text[text.index("{") :])
+    fio_pcts = {float(k): v for k, v in doc["jobs"][0]["read"]["lat_ns"]["percentile"].items()}
+    ours = histogram.percentiles(group.bins)
+    for p, value in ours.items():
+        assert value is not None
+        assert histogram.same_or_adjacent_bucket(value, fio_pcts[p]), (p, value, fio_pcts[p])
+
+
+def test_per_job_results_and_merge(fio: str, data_file: Path) -> None:
+    text = run_fio(JOB.format(file=data_file, extra=""), data_file.parent)
+    doc = json.loads(text[text.index("{") :])
+    results = output.parse(text).results
+    assert [r.job for r in results] == ["measure", "measure"]
+    for res, job in zip(results, doc["jobs"], strict=True):
+        assert res.iops == job["read"]["iops"]
+        assert res.total_ios == job["read"]["total_ios"] == sum(res.bins.values())
+        assert res.lat_ns["p99"] == job["read"]["lat_ns"]["percentile"]["99.000000"]
+    merged = histogram.merge(r.bins for r in results)
+    assert sum(merged.values()) == sum(r.total_ios for r in results)
+    p99s = sorted(histogram.percentile(r.bins, 99) or 0 for r in results)
+    assert p99s[0] <= (histogram.percentile(merged, 99) or 0) <= p99s[1]
+
+
+def test_text_around_the_json_is_kept() -> None:
+    doc = {"fio version": "fio-3.33", "jobs": []}
+    text = "note: both iodepth >= 1 and synchronous I/O engine\n" + json.dumps(doc) + "\ntrailing words\n"
+    out = output.parse(text)
+    assert out.version == "fio-3.33" and out.results == []
+    assert "synchronous I/O engine" in out.text and "trailing words" in out.text
+
+
+def test_job_error_is_fio_error() -> None:
+    doc = {"jobs": [{"jobname": "measure", "error": 5}]}
+    with pytest.raises(FioError, match="ended with error 5"):
+        output.parse(json.dumps(doc))
+
+
+@pytest.mark.parametrize(
+    "text", ["", "fio: pid=1, err=2/file:filesetup.c", "{not json", '{"jobs": 3}', "[1, 2]"]
+)
+def test_bad_output_is_fio_error(text: str) -> None:
+    with pytest.raises(FioError):
+        output.parse(text)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=40), json_values, st.text(max_size=40))
+def test_garbage_is_fio_error_and_nothing_else(before: str, value: object, after: str) -> None:
+    for doc in (value, {"jobs": value}, {"jobs": [value]}, {"client_stats": [value]}):
+        try:
+            output.parse(before + json.dumps(doc) + after)
+        except FioError:
+            pass
+
+
+def test_lat_log() -> None:
+    ops = output.parse_lat_log("1, 52000, 0, 4096, 0\n2, 61000, 1, 4096, 8192\n")
+    assert ops == [(1, 52000, "read"), (2, 61000, "write")]
+    with pytest.raises(FioError, match="ops.log:2"):
+        output.parse_lat_log("1, 5, 0, 4096, 0\nbroken\n", "ops.log")
+
+
+@given(st.integers(min_value=0, max_value=1 << 40))
+def test_bucket_index_is_monotonic(v: int) -> None:
+    assert histogram.bucket_index(v) <= histogram.bucket_index(v + 1)
