@@ -1,0 +1,308 @@
+"""The tuning guideline (seed 000, Fig. 10) as a walk over evidence: is I/O at its limit, and what limits it.
+
+The walk follows the figure's order: (a) is a device dedicated to the VM, (b) is a device free, (c) does one
+VM run several jobs, then (f) its iothread, or (d) the read/write mix, (e) the device and (g) the CPU split.
+Where the seed trusts a signal that later evidence shows to mislead (``%util`` on NVMe), the walk judges by
+IOPS against measured capacity and by queue depth instead; where a measurement is missing it falls back to
+the seed's own conclusion and says so. Every step records the numbers it used.
+
+``at_limit`` means some resource is saturated, so more offered load will not raise IOPS in this
+configuration; ``limit`` names it; ``actions`` are what would raise the ceiling, most promising first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from vmio.advise.evidence import Device, Evidence, Measured, Vm
+from vmio.advise.thresholds import (
+    DEVICE_BUSY_HIGH,
+    DEVICE_CAPACITY_FRACTION,
+    HOST_CPU_BUSY,
+    IOTHREAD_VQ_MAPPING_QEMU,
+    PARALLEL_QUEUE_SATURATED,
+    QEMU_THREAD_BUSY,
+    WRITE_HEAVY_READ_PCT,
+)
+
+Limit = Literal["device", "host-cpu", "qemu-io-thread", "guest-cpu", "none"]
+Action = Literal[
+    "dedicate-disk", "spread-disks", "add-iothread", "iothread-vq-mapping", "scale-out-vms", "none"
+]
+PASSTHROUGH_BUSES = ("vfio", "block")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One question of the walk, its answer, and the numbers the answer rests on."""
+
+    node: str
+    question: str
+    answer: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "node": self.node,
+            "question": self.question,
+            "answer": self.answer,
+            "evidence": self.evidence,
+        }
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """The verdict of the tuning guideline over one piece of evidence."""
+
+    limit: Limit
+    actions: tuple[Action, ...]
+    steps: tuple[Step, ...]
+
+    @property
+    def at_limit(self) -> bool:
+        return self.limit != "none"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "at_limit": self.at_limit,
+            "limit": self.limit,
+            "actions": list(self.actions),
+            "steps": [s.to_dict() for s in self.steps],
+        }
+
+
+Verdict = tuple[Limit, list[Action]]
+
+
+def diagnose(evidence: Evidence) -> Diagnosis:
+    """Walk Fig. 10 over ``evidence``."""
+    walk = _Walk(evidence)
+    dedicable = walk.dedication()
+    free = walk.free_devices()
+    limit, first = walk.limit()
+    actions: list[Action] = list(first)
+    if limit == "device" and free:
+        actions.insert(0, "spread-disks")
+    if limit in ("qemu-io-thread", "host-cpu") and dedicable:
+        actions.append("dedicate-disk")
+    return Diagnosis(limit, tuple(actions) or ("none",), tuple(walk.steps))
+
+
+class _Walk:
+    def __init__(self, evidence: Evidence) -> None:
+        self.ev = evidence
+        self.m: Measured = evidence.measured
+        self.steps: list[Step] = []
+
+    def note(self, node: str, question: str, answer: str, evidence: dict[str, Any]) -> None:
+        self.steps.append(Step(node, question, answer, evidence))
+
+    def free(self) -> list[str]:
+        return [d.name for d in self.ev.devices if d.in_use is False and not d.dedicated_to_vm]
+
+    # (a) and (b): what could be changed about the devices
+    def dedication(self) -> bool:
+        vm = self.ev.vm
+        question = "Is a device dedicated to the VM?"
+        if vm is None:
+            self.note("a", question, "not asked: bare-host evidence", {"vm": None})
+            return False
+        dedicated = [d.name for d in self.ev.devices if d.dedicated_to_vm]
+        cited = {"vm.bus": vm.bus, "vm.count": vm.count, "devices.dedicated_to_vm": dedicated}
+        if vm.bus in PASSTHROUGH_BUSES or dedicated:
+            self.note("a", question, "yes: the VM owns its device already", cited)
+            return False
+        free = self.free()
+        if vm.count == 1 or free:
+            why = "one VM uses the device" if vm.count == 1 else f"{', '.join(free)} is free"
+            self.note("a", question, f"no, but it can be: {why}; passed through it ran at 1.0x bare", cited)
+            return True
+        answer = f"no, and it cannot be: {vm.count} VMs share the device and none is free"
+        self.note("a", question, answer, cited)
+        return False
+
+    def free_devices(self) -> list[str]:
+        free = self.free()
+        cited = {"devices.in_use": {d.name: d.in_use for d in self.ev.devices}}
+        if free:
+            answer = f"yes: {', '.join(free)}; spreading VM disks over two SSDs gave 1.57x read, 2.75x write"
+        elif any(d.in_use is None for d in self.ev.devices):
+            answer = "unknown: some devices' in_use is null; none is known to be free"
+        else:
+            answer = "no: every device is in use" if self.ev.devices else "no devices in the evidence"
+        self.note("b", "Is a device free to take VM disks?", answer, cited)
+        return free
+
+    # (c) to (g): what limits I/O now
+    def limit(self) -> Verdict:
+        vm = self.ev.vm
+        if vm is not None:
+            jobs = vm.jobs_per_vm
+            several = jobs is not None and jobs > 1
+            answer = "unknown" if jobs is None else f"{'yes' if several else 'no'}: {jobs} job(s) per VM"
+            cited = {"vm.jobs_per_vm": jobs, "vm.count": vm.count}
+            self.note("c", "Does one VM run several jobs?", answer, cited)
+            if several:
+                found = self.io_thread(vm)
+                if found is not None:
+                    return found
+        return self.by_mix()
+
+    def io_thread(self, vm: Vm) -> Verdict | None:
+        threads = vm.iothreads or 0
+        qemu = self.ev.host.qemu()
+        vq_ok = qemu is not None and qemu[:2] >= IOTHREAD_VQ_MAPPING_QEMU
+        cited: dict[str, Any] = {"vm.iothreads": vm.iothreads, "host.qemu_version": self.ev.host.qemu_version}
+        if threads == 0:
+            key, load, who = "measured.qemu_main_loop_cpu_pct", self.m.qemu_main_loop_cpu_pct, "main loop"
+            fix: list[Action] = ["add-iothread", "iothread-vq-mapping"] if vq_ok else ["add-iothread"]
+        else:
+            key, load, who = "measured.qemu_iothread_cpu_pct", self.m.qemu_iothread_cpu_pct, "iothread"
+            cited["vm.vq_mapping"] = vm.vq_mapping
+            fix = ["iothread-vq-mapping"] if vq_ok and not vm.vq_mapping else []
+        cited[key] = load
+        busy = QEMU_THREAD_BUSY.value
+        head = "no iothread" if threads == 0 else f"{threads} iothread(s)"
+        if load is not None and load < busy:
+            answer = f"{head}; QEMU's {who} at {load:g} % of a core (< {busy:g} %) is not the limit"
+            self.note("f", "Does the VM have an iothread, and is QEMU's I/O thread saturated?", answer, cited)
+            return None
+        state = f"at {load:g} % of a core (>= {busy:g} %)" if load is not None else "not measured"
+        answer = f"{head}; QEMU's {who} {state}: QEMU's I/O thread is the limit"
+        if load is None:
+            answer += " (seed 000: 16 jobs in one VM ran at 0.21x bare without an iothread, 0.78x with one)"
+        if threads and not vq_ok:
+            version = self.ev.host.qemu_version or "of unknown version"
+            answer += f"; QEMU {version} cannot spread one disk's queues (iothread-vq-mapping needs 9.0)"
+        self.note("f", "Does the VM have an iothread, and is QEMU's I/O thread saturated?", answer, cited)
+        return "qemu-io-thread", fix
+
+    def by_mix(self) -> Verdict:
+        read_pct, cited = self.read_share()
+        split = WRITE_HEAVY_READ_PCT.value
+        question = f"Is the load write-heavy (reads < {split:g} %)?"
+        if read_pct is None:
+            answer = "unknown; taking the read branch, which judges the device directly"
+            self.note("d", question, answer, cited)
+            return self.device_branch()
+        heavy = read_pct < split
+        self.note("d", question, f"{'yes' if heavy else 'no'}: {read_pct:.0f} % reads", cited)
+        return self.cpu_split() if heavy else self.device_branch()
+
+    def read_share(self) -> tuple[float | None, dict[str, Any]]:
+        pct = self.ev.workload.read_pct
+        if pct is not None:
+            return pct, {"workload.read_pct": pct}
+        r, w = self.m.read_iops, self.m.write_iops
+        cited = {"workload.read_pct": None, "measured.read_iops": r, "measured.write_iops": w}
+        total = (r or 0) + (w or 0)
+        return (100 * (r or 0) / total if total > 0 else None), cited
+
+    def device_branch(self) -> Verdict:
+        if self.saturated("e"):
+            return "device", []
+        return self.cpu_limit(guest_by_default=False)
+
+    def cpu_split(self) -> Verdict:
+        usr, sys = self.m.cpu_usr_pct, self.m.cpu_sys_pct
+        cited = {"measured.cpu_usr_pct": usr, "measured.cpu_sys_pct": sys}
+        question = "Does the kernel (%sys) use more CPU than applications (%usr)?"
+        if usr is None or sys is None:
+            self.note("g", question, "unknown; judging the device directly", cited)
+            return self.device_branch()
+        kernel = sys > usr
+        answer = f"{'yes' if kernel else 'no'}: %sys {sys:g} vs %usr {usr:g}"
+        self.note("g", question, answer, cited)
+        if self.saturated("g"):
+            return "device", []
+        return self.cpu_limit(guest_by_default=not kernel)
+
+    def saturated(self, node: str) -> bool:
+        sat, answer, cited = device_saturation(self.ev.devices, self.m)
+        self.note(node, "Is the device saturated?", answer, cited)
+        return sat
+
+    def cpu_limit(self, *, guest_by_default: bool) -> Verdict:
+        usr, sys, vcpu = self.m.cpu_usr_pct, self.m.cpu_sys_pct, self.m.qemu_vcpu_cpu_pct
+        vm = self.ev.vm
+        cited = {"measured.cpu_usr_pct": usr, "measured.cpu_sys_pct": sys, "measured.qemu_vcpu_cpu_pct": vcpu}
+        question = "Is a CPU the limit?"
+        host = (usr or 0) + (sys or 0)
+        if host >= HOST_CPU_BUSY.value:
+            answer = f"yes, the host's: usr+sys {host:g} % (>= {HOST_CPU_BUSY.value:g} %)"
+            self.note("cpu", question, answer, cited)
+            return "host-cpu", []
+        busy = QEMU_THREAD_BUSY.value
+        head = f"host usr+sys {host:g} % (< {HOST_CPU_BUSY.value:g} %)"
+        if vm is not None and vcpu is not None and vcpu >= busy:
+            self.note("cpu", question, f"yes, the guest's: vCPU at {vcpu:g} % of a core; {head}", cited)
+            return "guest-cpu", ["scale-out-vms"]
+        if vm is not None and vcpu is None and guest_by_default:
+            answer = f"yes, the guest's (seed 000 Fig. 10(g): %usr leads, vCPU not measured); {head}"
+            self.note("cpu", question, answer, cited)
+            return "guest-cpu", ["scale-out-vms"]
+        vcpu_text = "" if vm is None else f"; vCPU {'not measured' if vcpu is None else f'{vcpu:g} %'}"
+        load = "; more load (more VMs) would raise IOPS" if vm is not None else ""
+        self.note("cpu", question, f"no: {head}{vcpu_text}{load}", cited)
+        return "none", ["scale-out-vms"] if vm is not None else []
+
+
+def device_saturation(devices: tuple[Device, ...], m: Measured) -> tuple[bool, str, dict[str, Any]]:
+    """Is the device serving the load saturated? (verdict, answer, cited numbers).
+
+    By IOPS against measured capacity when known; else %util for rotational devices; else %util and the
+    queue (a parallel device at 100 % busy with few requests in flight still has room).
+    """
+    used = [d for d in devices if d.in_use or d.dedicated_to_vm] or list(devices)
+    busy, queue = m.dev_busy_pct, m.dev_queue
+    cited: dict[str, Any] = {
+        "devices": [d.name for d in used],
+        "measured.read_iops": m.read_iops,
+        "measured.write_iops": m.write_iops,
+        "measured.dev_busy_pct": busy,
+        "measured.dev_queue": queue,
+        "measured.dev_await_ms": m.dev_await_ms,
+    }
+    fraction = capacity_fraction(used, m)
+    limit_busy = DEVICE_BUSY_HIGH.value
+    if fraction is not None:
+        cited["devices.capacity_read_iops"] = [d.capacity_read_iops for d in used]
+        cited["devices.capacity_write_iops"] = [d.capacity_write_iops for d in used]
+        cited["capacity_fraction"] = round(fraction, 3)
+        sat = fraction >= DEVICE_CAPACITY_FRACTION.value
+        answer = f"{'yes' if sat else 'no'}: {fraction:.0%} of measured capacity"
+        answer += f" (saturated from {DEVICE_CAPACITY_FRACTION.value:.0%})"
+        if not sat and busy is not None and busy >= limit_busy:
+            answer += f"; {busy:g} % busy does not mean saturated on a device serving requests in parallel"
+        return sat, answer, cited
+    if busy is None:
+        return False, "unknown: no capacity and no busy figure; not counted as saturated", cited
+    if used and all(d.rotational for d in used):
+        sat = busy >= limit_busy
+        return sat, f"{'yes' if sat else 'no'}: rotational, {busy:g} % busy (limit {limit_busy:g} %)", cited
+    if queue is None:
+        sat = busy >= limit_busy
+        answer = f"{'yes' if sat else 'no'}: {busy:g} % busy (seed 000's rule; capacity and queue unknown)"
+        return sat, answer, cited
+    deep = PARALLEL_QUEUE_SATURATED.value
+    sat = busy >= limit_busy and queue >= deep
+    answer = f"{'yes' if sat else 'no'}: {busy:g} % busy with {queue:g} requests in flight"
+    return sat, answer + f" (saturated from {limit_busy:g} % busy and {deep:g} in flight)", cited
+
+
+def capacity_fraction(used: list[Device], m: Measured) -> float | None:
+    """Measured IOPS as a fraction of the devices' capacity (reads and writes added), None if unknown."""
+    if not used or (m.read_iops is None and m.write_iops is None):
+        return None
+    fraction = 0.0
+    for iops, caps in (
+        (m.read_iops or 0.0, [d.capacity_read_iops for d in used]),
+        (m.write_iops or 0.0, [d.capacity_write_iops for d in used]),
+    ):
+        if iops <= 0:
+            continue
+        if any(c is None for c in caps):
+            return None
+        fraction += iops / sum(c for c in caps if c is not None)
+    return fraction
