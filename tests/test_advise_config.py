@@ -184,7 +184,7 @@ def test_this_qemu_accepts_the_argv_fragment(
     qemu_accepts(a.qemu_args)
 
 
-def test_human_text_of_one_advice(facts: HostFacts, qemu_7_2: HostFacts) -> None:
+def test_human_text_of_one_advice(qemu_7_2: HostFacts) -> None:
     assert format_advice(advise(qemu_7_2, Requirements())) == EXPECTED
 
 

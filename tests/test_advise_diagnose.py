@@ -306,3 +306,15 @@ def test_cli_bad_evidence_file_is_one_clear_error(tmp_path: Path, capsys: pytest
     err = capsys.readouterr().err
     expected = "$.measured.dev_busy_pct = 180 is out of range; expected between 0 and 100"
     assert err == f"vmio: error: {path}: {expected}\n"
+
+
+def test_vq_mapping_is_only_advised_for_virtio_blk() -> None:
+    scsi = run(host={"qemu_version": "9.1.0"}, vm={"bus": "virtio-scsi", "iothreads": 1})
+    assert scsi.limit == "qemu-io-thread" and "iothread-vq-mapping" not in scsi.actions
+    assert "a virtio-blk property, not virtio-scsi's" in scsi.steps[-1].answer
+
+
+def test_vfio_keeps_qemu_out_of_the_io_path() -> None:
+    d = run(vm={"bus": "vfio"}, measured={"qemu_main_loop_cpu_pct": 100})
+    assert d.steps[3].answer.startswith("not asked: with vfio")
+    assert d.limit != "qemu-io-thread"

@@ -150,10 +150,14 @@ class _Walk:
         return self.by_mix()
 
     def io_thread(self, vm: Vm) -> Verdict | None:
+        question = "Does the VM have an iothread, and is QEMU's I/O thread saturated?"
         threads = vm.iothreads or 0
-        qemu = self.ev.host.qemu()
-        vq_ok = qemu is not None and qemu[:2] >= IOTHREAD_VQ_MAPPING_QEMU
-        cited: dict[str, Any] = {"vm.iothreads": vm.iothreads, "host.qemu_version": self.ev.host.qemu_version}
+        vq_ok = self.vq_mapping_possible(vm)
+        cited: dict[str, Any] = {"vm.iothreads": vm.iothreads, "vm.bus": vm.bus}
+        cited["host.qemu_version"] = self.ev.host.qemu_version
+        if vm.bus == "vfio":
+            self.note("f", question, "not asked: with vfio passthrough QEMU is not in the I/O path", cited)
+            return None
         if threads == 0:
             key, load, who = "measured.qemu_main_loop_cpu_pct", self.m.qemu_main_loop_cpu_pct, "main loop"
             fix: list[Action] = ["add-iothread", "iothread-vq-mapping"] if vq_ok else ["add-iothread"]
@@ -165,18 +169,28 @@ class _Walk:
         busy = QEMU_THREAD_BUSY.value
         head = "no iothread" if threads == 0 else f"{threads} iothread(s)"
         if load is not None and load < busy:
-            answer = f"{head}; QEMU's {who} at {load:g} % of a core (< {busy:g} %) is not the limit"
-            self.note("f", "Does the VM have an iothread, and is QEMU's I/O thread saturated?", answer, cited)
+            self.note("f", question, f"{head}; QEMU's {who} at {load:g} % of a core is not the limit", cited)
             return None
         state = f"at {load:g} % of a core (>= {busy:g} %)" if load is not None else "not measured"
         answer = f"{head}; QEMU's {who} {state}: QEMU's I/O thread is the limit"
         if load is None:
             answer += " (seed 000: 16 jobs in one VM ran at 0.21x bare without an iothread, 0.78x with one)"
         if threads and not vq_ok:
-            version = self.ev.host.qemu_version or "of unknown version"
-            answer += f"; QEMU {version} cannot spread one disk's queues (iothread-vq-mapping needs 9.0)"
-        self.note("f", "Does the VM have an iothread, and is QEMU's I/O thread saturated?", answer, cited)
+            answer += "; " + self.why_no_vq_mapping(vm)
+        self.note("f", question, answer, cited)
         return "qemu-io-thread", fix
+
+    def vq_mapping_possible(self, vm: Vm) -> bool:
+        """iothread-vq-mapping: virtio-blk (or a raw device on it) on QEMU >= 9.0."""
+        qemu = self.ev.host.qemu()
+        on_blk = vm.bus in (None, "virtio-blk", "block")
+        return on_blk and qemu is not None and qemu[:2] >= IOTHREAD_VQ_MAPPING_QEMU
+
+    def why_no_vq_mapping(self, vm: Vm) -> str:
+        if vm.bus not in (None, "virtio-blk", "block"):
+            return f"iothread-vq-mapping is a virtio-blk property, not {vm.bus}'s"
+        version = self.ev.host.qemu_version or "of unknown version"
+        return f"QEMU {version} cannot spread one disk's queues (iothread-vq-mapping needs 9.0)"
 
     def by_mix(self) -> Verdict:
         read_pct, cited = self.read_share()

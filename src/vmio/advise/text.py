@@ -52,6 +52,7 @@ Tuning guideline (seed 000, Fig. 10) as vmio walks it
                  QEMU >= {vq}, dedicate-disk when possible
               iothread(s): the busiest iothread >= {thread:g} %, or not measured -> limit qemu-io-thread;
                  action iothread-vq-mapping on QEMU >= {vq} when not yet used (never on QEMU 7.2)
+              iothread-vq-mapping only for virtio-blk; with vfio (f) is not asked (QEMU is not in the path)
               below {thread:g} % -> the QEMU thread is not the limit; go on to (d)
       no  -> (d)
 (d) Is the load write-heavy (read_pct < {split:g}; from measured IOPS when null)?
