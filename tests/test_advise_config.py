@@ -19,7 +19,10 @@ from vmio.cli import main
 from vmio.errors import InputError
 from vmio.proc import Runner
 
-pytestmark = pytest.mark.skipif(shutil.which("qemu-system-x86_64") is None, reason="needs qemu-system-x86_64")
+pytestmark = [
+    pytest.mark.qemu,
+    pytest.mark.skipif(shutil.which("qemu-system-x86_64") is None, reason="needs qemu-system-x86_64"),
+]
 
 
 @pytest.fixture(scope="module")

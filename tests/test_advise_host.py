@@ -106,6 +106,7 @@ def test_qemu_output_parsers() -> None:
     assert parse_properties(props) == {"iothread", "iothread-vq-mapping"}
 
 
+@pytest.mark.qemu
 @needs_qemu
 def test_real_qemu_facts(tmp_path: Path) -> None:
     sysfs, proc = make_host(tmp_path)
