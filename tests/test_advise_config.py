@@ -135,6 +135,12 @@ def test_shared_disk_on_qemu_9_spreads_queues_over_iothreads(qemu_9: HostFacts) 
     assert [e.get("id") for e in driver.iter("iothread")] == ["1", "2", "3", "4"]
 
 
+def test_vq_mapping_needs_cpus_for_more_than_one_iothread(qemu_9: HostFacts) -> None:
+    small = advise(dataclasses.replace(qemu_9, cpus=2), Requirements())
+    assert (small.config.iothreads, small.config.vq_mapping) == (1, False)
+    assert advise(dataclasses.replace(qemu_9, cpus=6), Requirements()).config.iothreads == 3
+
+
 def test_virtio_scsi_gets_an_iothread_when_qemu_has_one_but_the_seed_has_no_figure(
     qemu_7_2: HostFacts,
 ) -> None:

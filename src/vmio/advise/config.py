@@ -223,7 +223,10 @@ class _Fig9:
             self.note("vq", question, f"no: QEMU {version} lacks it (needs 9.0) -> 1 iothread")
             return 1, False
         cpus = self.facts.cpus or 2
-        n = max(1, min(t.VQ_MAPPING_MAX_IOTHREADS, cpus // 2))
+        n = min(t.VQ_MAPPING_MAX_IOTHREADS, cpus // 2)
+        if n < 2:
+            self.note("vq", question, f"QEMU {version} can, but {cpus} CPU(s) leave room for 1 iothread")
+            return 1, False
         why = t.VQ_MAPPING_MAX_IOTHREADS_SOURCE
         self.note("vq", question, f"yes: QEMU {version} has it -> {n} iothreads ({why})")
         return n, True
