@@ -255,7 +255,7 @@ Path through Fig. 10 (seed 000's tuning guideline):
       yes: nvme1n1; spreading VM disks over two SSDs gave 1.57x read, 2.75x write
       [devices.in_use={"nvme0n1":true,"nvme1n1":false}]
   (c) Does one VM run several jobs?
-      no: 1 job(s) per VM
+      no: 1 job per VM
       [vm.jobs_per_vm=1, vm.count=16]
   (d) Is the load write-heavy (reads < 50 %)?
       no: 100 % reads

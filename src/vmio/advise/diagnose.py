@@ -138,7 +138,8 @@ class _Walk:
         if vm is not None:
             jobs = vm.jobs_per_vm
             several = jobs is not None and jobs > 1
-            answer = "unknown" if jobs is None else f"{'yes' if several else 'no'}: {jobs} job(s) per VM"
+            plural = "" if jobs == 1 else "s"
+            answer = "unknown" if jobs is None else f"{'yes' if several else 'no'}: {jobs} job{plural} per VM"
             cited = {"vm.jobs_per_vm": jobs, "vm.count": vm.count}
             self.note("c", "Does one VM run several jobs?", answer, cited)
             if several:
