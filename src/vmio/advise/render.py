@@ -1,0 +1,100 @@
+"""A recommended configuration as a QEMU argv fragment and as libvirt domain XML fragments."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from vmio.advise.config import Config
+
+NODE = "disk0"
+
+
+def qemu_args(config: Config) -> list[str]:
+    """The QEMU arguments for one VM's disk: iothread objects, the block node, the device."""
+    if config.passthrough == "vfio":
+        return ["-device", f"vfio-pci,host={config.pci_address}"]
+    args: list[str] = []
+    for i in range(config.iothreads):
+        args += ["-object", f"iothread,id=iothread{i}"]
+    args += ["-blockdev", _blockdev(config)]
+    if config.bus == "virtio-scsi":
+        controller = "virtio-scsi-pci,id=scsi0" + (",iothread=iothread0" if config.iothreads else "")
+        return [*args, "-device", controller, "-device", f"scsi-hd,bus=scsi0.0,drive={NODE}"]
+    return [*args, "-device", _virtio_blk(config)]
+
+
+def _blockdev(config: Config) -> str:
+    if config.passthrough == "block":
+        proto, filename = "host_device", f"/dev/{config.device}"
+    else:
+        proto, filename = "file", str(config.image)
+    direct = "on" if config.cache in ("none", "directsync") else "off"
+    return (
+        f"driver=raw,node-name={NODE},file.driver={proto},file.filename={filename},"
+        f"file.aio={config.aio},cache.direct={direct}"
+    )
+
+
+def _virtio_blk(config: Config) -> str:
+    if config.vq_mapping:
+        mapping = [{"iothread": f"iothread{i}"} for i in range(config.iothreads)]
+        spec = {"driver": "virtio-blk-pci", "drive": NODE, "iothread-vq-mapping": mapping}
+        return json.dumps(spec, separators=(",", ":"))
+    return f"virtio-blk-pci,drive={NODE}" + (",iothread=iothread0" if config.iothreads else "")
+
+
+def libvirt_xml(config: Config) -> str:
+    """``<iothreads>`` and ``<disk>`` (or ``<hostdev>`` for vfio, plus ``<controller>`` for virtio-scsi)."""
+    if config.passthrough == "vfio":
+        return _text(_hostdev(str(config.pci_address)))
+    parts = []
+    if config.iothreads:
+        count = ET.Element("iothreads")
+        count.text = str(config.iothreads)
+        parts.append(count)
+    if config.bus == "virtio-scsi":
+        controller = ET.Element("controller", type="scsi", index="0", model="virtio-scsi")
+        if config.iothreads:
+            ET.SubElement(controller, "driver", iothread="1")
+        parts.append(controller)
+    parts.append(_disk(config))
+    return "\n".join(_text(p) for p in parts)
+
+
+def _disk(config: Config) -> ET.Element:
+    block = config.passthrough == "block"
+    disk = ET.Element("disk", type="block" if block else "file", device="disk")
+    driver = ET.SubElement(disk, "driver", name="qemu", type="raw", cache=config.cache, io=config.aio)
+    if config.vq_mapping:
+        driver.set("queues", str(config.iothreads))
+        threads = ET.SubElement(driver, "iothreads")
+        for i in range(config.iothreads):
+            ET.SubElement(threads, "iothread", id=str(i + 1))
+    elif config.iothreads and config.bus == "virtio-blk":
+        driver.set("iothread", "1")
+    if block:
+        ET.SubElement(disk, "source", dev=f"/dev/{config.device}")
+    else:
+        ET.SubElement(disk, "source", file=str(config.image))
+    scsi = config.bus == "virtio-scsi"
+    ET.SubElement(disk, "target", dev="sda" if scsi else "vda", bus="scsi" if scsi else "virtio")
+    return disk
+
+
+def _hostdev(pci: str) -> ET.Element:
+    domain, bus, rest = pci.split(":")
+    slot, function = rest.split(".")
+    hostdev = ET.Element("hostdev", mode="subsystem", type="pci", managed="yes")
+    source = ET.SubElement(hostdev, "source")
+    ET.SubElement(
+        source, "address", domain=f"0x{domain}", bus=f"0x{bus}", slot=f"0x{slot}", function=f"0x{function}"
+    )
+    return hostdev
+
+
+def _text(element: ET.Element) -> str:
+    ET.indent(element, space="  ")
+    return ET.tostring(element, encoding="unicode")
