@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import need
+from conftest import need
 from vmio.cli import main
 from vmio.proc import Runner
 from vmio.store import Store

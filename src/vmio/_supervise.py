@@ -9,6 +9,7 @@ timeout, or vmio died, even by SIGKILL), or it gets SIGTERM. Its exit code is th
 (128 + signal when the command was killed). Standard library only; started with ``-S``.
 """
 
+import contextlib
 import ctypes
 import os
 import select
@@ -55,10 +56,8 @@ def kill_all() -> None:
         if not kids:
             return
         for pid in kids:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         time.sleep(0.01)
         reap()
 
@@ -82,7 +81,7 @@ def main() -> int:
         try:
             os.execvp(argv[0], argv)
         except OSError as exc:
-            os.write(2, f"cannot run {argv[0]!r}: {exc.strerror}\n".encode())
+            os.write(2, f"cannot start {argv[0]!r}: {exc.strerror}\n".encode())
         os._exit(127)
     while True:
         ready, _, _ = select.select([control, wake_r], [], [], 1.0)

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from vmio.errors import InputError
 from vmio.fio import jobfile
-from vmio.fio.output import FioOutput
 from vmio.fio import run as fiorun
+from vmio.fio.output import FioOutput
 from vmio.metrics.devices import device_chain
 from vmio.metrics.sampler import CpuProbe, DiskProbe, Probe, Sampler, window_means
 from vmio.spec import HostTarget, Point, Target, Workload

@@ -124,7 +124,7 @@ class Runner:
             raise
         proc.finished()
         code = proc.popen.returncode
-        if code == 127 and err.startswith("cannot run"):
+        if code == 127 and err.startswith("cannot start"):
             raise error(err.strip(), argv=argv, returncode=code)
         if check and code != 0:
             raise error(f"{argv[0]} failed", argv=argv, returncode=code, output=out + err)
