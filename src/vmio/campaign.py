@@ -17,8 +17,9 @@ from vmio import hostfacts
 from vmio.errors import InputError, ToolError, UnsafeTargetError, VmioError
 from vmio.executors import Executor, executor_for
 from vmio.proc import Runner
-from vmio.spec import Campaign, HostTarget, Point
+from vmio.spec import Campaign, HostTarget, Point, RemoteTarget
 from vmio.store import RunRecord, Store
+from vmio.targets.remote import check_remote_writes
 from vmio.targets.safety import check_write, is_block_device
 
 
@@ -54,6 +55,8 @@ def preflight(campaign: Campaign, options: Options) -> None:
     """Refuse the whole campaign before any I/O if a write would touch a device holding data."""
     writes = any(w.writes for w in campaign.workloads)
     for target in campaign.targets:
+        if writes and isinstance(target, RemoteTarget):
+            check_remote_writes(target, options.destroy_data)
         paths = [target.path] if isinstance(target, HostTarget) else list(getattr(target, "backing", ()))
         for path in paths:
             if writes and is_block_device(path):

@@ -7,6 +7,7 @@ of fio servers), stop the samplers, average the measured window (ramp excluded).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -17,7 +18,7 @@ from vmio.fio import run as fiorun
 from vmio.fio.output import FioOutput
 from vmio.metrics.devices import device_chain
 from vmio.metrics.sampler import CpuProbe, DiskProbe, Probe, Sampler, window_means
-from vmio.spec import HostTarget, Point, Target, Workload
+from vmio.spec import HostTarget, Point, RemoteTarget, Target, Workload
 from vmio.store import RunRecord
 from vmio.targets import host
 from vmio.targets.safety import is_block_device
@@ -44,7 +45,8 @@ def measure_with(
     """Run one point's fio on ``endpoints`` (server or None for local, and where its I/O goes)."""
     files = []
     texts = []
-    for i, (server, place) in enumerate(endpoints):
+    for i, (server, where) in enumerate(endpoints):
+        place = dataclasses.replace(where, lat_log_prefix=str(rundir / f"ops-{i}"))
         text = jobfile.render(
             workload,
             bs=point.bs,
@@ -69,7 +71,7 @@ def measure_with(
     rec.samples = sampler.samples
     rec.metrics = window_means(sampler.samples, start, end)
     if workload.ops:
-        rec.oplat = fiorun.op_latencies(rundir)
+        rec.oplat = fiorun.op_latencies(rundir, [server for server, _ in endpoints])
 
 
 def measured_window(
@@ -105,14 +107,18 @@ class HostExecutor:
             self.size,
             numjobs=workload.numjobs,
             total_jobs=workload.numjobs,
-            lat_log_prefix=str(rundir / "ops"),
         )
         measure_with([(None, place)], point, workload, rundir, rec, self.probes, self.options)
 
 
 @contextlib.contextmanager
 def executor_for(target: Target, options: Options) -> Iterator[Executor]:
+    from vmio.targets.remote import RemoteExecutor
+
     if isinstance(target, HostTarget):
         yield HostExecutor(target, options)
+        return
+    if isinstance(target, RemoteTarget):
+        yield RemoteExecutor(target, options)
         return
     raise InputError(f"target {target.name!r}: kind {target.kind!r} is not supported by this vmio yet")

@@ -43,11 +43,16 @@ def run(endpoints: Sequence[Endpoint], *, timeout: float, runner: Runner, cwd: P
     return output.parse(text)
 
 
-def op_latencies(rundir: Path, prefix: str = "ops") -> list[tuple[str, str, int, int, str]]:
-    """Every operation from the latency logs of an ``ops`` run: (host, job, t ms, latency ns, ddir)."""
+def op_latencies(rundir: Path, servers: Sequence[str | None]) -> list[tuple[str, str, int, int, str]]:
+    """Every operation from the latency logs of an ``ops`` run: (host, job, t ms, latency ns, ddir).
+
+    Endpoint ``i`` logs under the prefix ``ops-i`` (fio's client appends the server's address, which is
+    the same for every VM on 127.0.0.1, so the prefix tells them apart).
+    """
     ops = []
-    for log in sorted(rundir.glob(f"{prefix}_lat.*.log")):
-        job = "measure." + log.name.split(".")[-2]
-        for t, ns, ddir in output.parse_lat_log(log.read_text(), str(log)):
-            ops.append(("local", job, t, ns, ddir))
+    for i, server in enumerate(servers):
+        for log in sorted(rundir.glob(f"ops-{i}_lat.*.log*")):
+            job = "measure." + log.name.split("_lat.")[1].split(".")[0]
+            for t, ns, ddir in output.parse_lat_log(log.read_text(), str(log)):
+                ops.append((server or "local", job, t, ns, ddir))
     return ops

@@ -1,0 +1,66 @@
+"""A remote target made of two real ``fio --server`` processes on 127.0.0.1."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from vmio import summary
+from vmio.cli import main
+from vmio.fio import histogram
+from vmio.store import Store
+from vmio.targets.remote import LocalFioServer
+
+pytestmark = pytest.mark.fio
+
+
+@pytest.fixture
+def servers(fio: str) -> Iterator[list[LocalFioServer]]:
+    with LocalFioServer() as a, LocalFioServer() as b:
+        yield [a, b]
+
+
+def test_two_servers_start_together_and_report_per_host(
+    servers: list[LocalFioServer], scratch: Path, tmp_path: Path
+) -> None:
+    files = [scratch / "a.img", scratch / "b.img"]
+    for f in files:
+        f.write_bytes(b"\xa5" * (16 << 20))
+    hosts = ", ".join(f'"{s.address}"' for s in servers)
+    paths = ", ".join(f'"{f}"' for f in files)
+    spec = tmp_path / "r.toml"
+    spec.write_text(
+        f'[campaign]\nname = "remote"\n[[target]]\nname = "pair"\nkind = "remote"\nhosts = [{hosts}]\n'
+        f'paths = [{paths}]\nsize = "16M"\n'
+        '[[workload]]\nname = "rr"\nrw = "randread"\nbs = "4k"\nruntime = "2s"\noffered_iops = [400]\n'
+        '[[workload]]\nname = "ops"\nrw = "randread"\nbs = "4k"\nops = 50\n'
+    )
+    db = tmp_path / "r.db"
+    assert main(["run", str(spec), "--db", str(db)]) == 0
+    with Store(db) as store:
+        rows = {r["workload"]: r for r in summary.point_rows(store, "remote")}
+        rr = rows["rr"]
+        assert rr["hosts"] == sorted(s.address for s in servers)
+        assert rr["read_iops"] == pytest.approx(400, rel=0.05)  # the offered total, split over both hosts
+        run = next(r for r in store.runs("remote") if r["workload"] == "rr")
+        per_host = store.results(run["id"])
+        assert len(per_host) == 2 and all(r["iops"] == pytest.approx(200, rel=0.05) for r in per_host)
+        merged = histogram.merge(store.histogram(r["id"]) for r in per_host)
+        assert rr["read_lat_ns"]["p99"] == histogram.percentile(merged, 99)
+        ops_run = next(r for r in store.runs("remote") if r["workload"] == "ops")
+        lat = store.oplat(ops_run["id"])
+        assert len(lat) == 100 and {r["host"] for r in lat} == {s.address for s in servers}
+
+
+def test_write_to_remote_device_needs_destroy_data(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / "w.toml"
+    spec.write_text(
+        '[campaign]\nname = "w"\n[[target]]\nname = "r"\nkind = "remote"\nhosts = ["127.0.0.1:9"]\n'
+        'path = "/dev/sdz"\n[[workload]]\nname = "w"\nrw = "randwrite"\n'
+    )
+    assert main(["run", str(spec), "--db", str(tmp_path / "w.db")]) == 3
+    assert "cannot check a remote device" in capsys.readouterr().err
