@@ -105,8 +105,9 @@ def _fio_line(b: TraceBuilder, path: Path, lineno: int, line: str, version: int,
 def read_qemu(path: Path) -> Trace:
     """QEMU ``-trace`` log output of virtio_blk_handle_read/write and blk_co_preadv/pwritev.
 
-    The image is the ``vdev`` (virtio-blk) or ``blk`` (block backend) pointer QEMU prints. Other events are
-    skipped; a line naming one of the four events with bad arguments is an error.
+    The image is the ``vdev`` (virtio-blk) or ``blk`` (block backend) pointer QEMU prints. Lines of other
+    events and other program output are skipped; a line naming one of the four events with bad arguments is
+    an error. Without ``-msg timestamp=on`` lines carry no time: the trace keeps line order, unit ``None``.
     """
     builder = TraceBuilder()
     for lineno, line in _lines(path):
@@ -120,6 +121,8 @@ def read_qemu(path: Path) -> Trace:
             raise _fail(path, lineno, "not a QEMU trace line ('[PID@SEC.USEC:]event args')", line)
         _pid, sec, usec, event, args = m.groups()
         kv = _qemu_args(args)
+        if sec is None:
+            builder.time_unit = None  # without -msg timestamp=on the log has no clock; keep line order
         t = float(sec) + float(usec) / 1e6 if sec is not None else float(lineno)
         try:
             if event.startswith("virtio_blk"):
