@@ -110,6 +110,7 @@ def read_qemu(path: Path) -> Trace:
     an error. Without ``-msg timestamp=on`` lines carry no time: the trace keeps line order, unit ``None``.
     """
     builder = TraceBuilder()
+    t0_us: int | None = None  # epoch microseconds lose precision as floats: subtract the first one exactly
     for lineno, line in _lines(path):
         text = line.strip()
         if not text:
@@ -123,7 +124,11 @@ def read_qemu(path: Path) -> Trace:
         kv = _qemu_args(args)
         if sec is None:
             builder.time_unit = None  # without -msg timestamp=on the log has no clock; keep line order
-        t = float(sec) + float(usec) / 1e6 if sec is not None else float(lineno)
+            t = float(lineno)
+        else:
+            us = int(sec) * 1_000_000 + int(usec)
+            t0_us = us if t0_us is None else t0_us
+            t = (us - t0_us) / 1e6
         try:
             if event.startswith("virtio_blk"):
                 op = READ if event.endswith("read") else WRITE
