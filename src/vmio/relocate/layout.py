@@ -34,7 +34,10 @@ class Layout:
         total = sum(n)
         disk = total if disk_bytes is None else disk_bytes // extent_bytes
         if disk < total:
-            raise InputError(f"images need {total * extent_bytes} bytes but the disk has {disk_bytes}")
+            raise InputError(
+                f"images need {total * extent_bytes} bytes but the disk has {disk_bytes}; "
+                "use smaller images or a larger disk"
+            )
         return cls(tuple(names), tuple(n), tuple(base), extent_bytes, disk)
 
     def physical_offset(self, image: NDArray[np.int32], offset: NDArray[np.int64]) -> NDArray[np.int64]:

@@ -136,13 +136,15 @@ def _zone_start(layout: Layout, nhot: int, position: str) -> int:
 
 def _auto_position(layout: Layout, hot_pairs: list[tuple[int, int]], trace: Trace | None) -> str:
     """The position whose zone lies closest (accesses weighted) to the cold accesses: their weighted median."""
+    end_of_images = max((b + n for b, n in zip(layout.base, layout.nextents, strict=True)), default=0)
+    fallback = "after" if end_of_images + len(hot_pairs) <= layout.disk_extents else "start"
     if trace is None or not len(trace):
-        return "after"
+        return fallback
     hot = {(i, k) for i, k in hot_pairs}
     ext = trace.offset // layout.extent_bytes
     cold = np.array([(i, k) not in hot for i, k in zip(trace.image.tolist(), ext.tolist(), strict=True)])
     if not cold.any():
-        return "after"
+        return fallback
     phys = np.asarray(layout.base)[trace.image[cold]] + ext[cold]
     median = int(np.median(phys))
     return str(max(0, median - len(hot_pairs) // 2))
