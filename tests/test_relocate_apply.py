@@ -62,8 +62,20 @@ def test_apply_killed_midway_resumes_to_identical_data(tmp_path: Path) -> None:
     plan, src, plan_path = _setup(tmp_path)
     out = tmp_path / "out.img"
     journal, _ = side_paths(out)
-    argv = [sys.executable, "-c", CLI, "relocate", "apply", str(plan_path), "--source", str(src),
-            "--to-image", str(out), "--rate", "400k"]
+    argv = [
+        sys.executable,
+        "-c",
+        CLI,
+        "relocate",
+        "apply",
+        str(plan_path),
+        "--source",
+        str(src),
+        "--to-image",
+        str(out),
+        "--rate",
+        "400k",
+    ]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 30
@@ -121,8 +133,11 @@ def test_dm_linear_tables_text() -> None:
         "vm2": "0 24 linear /dev/sdb 32\n24 8 linear /dev/sdb 80\n",
     }
     cmds = dm_swap_commands(_small_plan(), {"vm1": Path("/t/vm1"), "vm2": Path("/t/vm2")})
-    assert cmds[:3] == [["dmsetup", "suspend", "vm1"], ["dmsetup", "reload", "vm1", "/t/vm1"],
-                        ["dmsetup", "resume", "vm1"]]
+    assert cmds[:3] == [
+        ["dmsetup", "suspend", "vm1"],
+        ["dmsetup", "reload", "vm1", "/t/vm1"],
+        ["dmsetup", "resume", "vm1"],
+    ]
 
 
 def test_pvmove_commands_text() -> None:
@@ -138,9 +153,13 @@ def test_pvmove_commands_text() -> None:
 def test_cli_prints_dm_tables_and_pvmove(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     plan_path = tmp_path / "p.json"
     write_plan(_small_plan(), plan_path)
-    assert main(["relocate", "apply", str(plan_path), "--dm-tables", "/dev/sdb", "--pvmove", "/dev/sdb1"]) == 0
+    assert (
+        main(["relocate", "apply", str(plan_path), "--dm-tables", "/dev/sdb", "--pvmove", "/dev/sdb1"]) == 0
+    )
     out = capsys.readouterr().out
-    assert "# vm1\n0 8 linear /dev/sdb 0" in out and "pvmove --alloc anywhere /dev/sdb1:1-2 /dev/sdb1:8-9" in out
+    assert (
+        "# vm1\n0 8 linear /dev/sdb 0" in out and "pvmove --alloc anywhere /dev/sdb1:1-2 /dev/sdb1:8-9" in out
+    )
 
 
 @pytest.mark.root

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,13 +14,22 @@ from vmio.relocate.plan_io import read_plan
 DATA = Path(__file__).parent / "data" / "relocate"
 
 
-def _json(capsys: pytest.CaptureFixture[str]) -> dict:  # type: ignore[type-arg]
+def _json(capsys: pytest.CaptureFixture[str]) -> Any:
     return json.loads(capsys.readouterr().out)
 
 
 def test_analyze_json_and_plots(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["relocate", "analyze", str(DATA / "plain.csv"), str(DATA / "qemu.log"), "--json",
-                 "--plot-dir", str(tmp_path)])
+    code = main(
+        [
+            "relocate",
+            "analyze",
+            str(DATA / "plain.csv"),
+            str(DATA / "qemu.log"),
+            "--json",
+            "--plot-dir",
+            str(tmp_path),
+        ]
+    )
     assert code == 0
     out = _json(capsys)
     assert out["requests"] == 7 and [i["name"] for i in out["images"]][:2] == ["vm1", "vm2"]
@@ -29,7 +39,9 @@ def test_analyze_json_and_plots(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "hot 1 extents" in capsys.readouterr().out
 
 
-def test_bad_trace_gives_one_error_with_file_and_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_trace_gives_one_error_with_file_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     bad = tmp_path / "bad.csv"
     bad.write_text("time,image,op,offset,length\n0,vm1,r,0,4096\n0,vm1,q,0,4096\n")
     assert main(["relocate", "analyze", str(bad)]) == 2
@@ -39,8 +51,27 @@ def test_bad_trace_gives_one_error_with_file_and_line(tmp_path: Path, capsys: py
 
 def test_plan_from_traces_writes_a_valid_plan(tmp_path: Path) -> None:
     out = tmp_path / "plan.json"
-    code = main(["relocate", "plan", str(DATA / "plain.csv"), "--extent", "4k", "--image", "vm1=1M",
-                 "--image", "vm2=2M", "--hot-bytes", "4k", "--zone", "after", "--order", "first", "-o", str(out)])
+    code = main(
+        [
+            "relocate",
+            "plan",
+            str(DATA / "plain.csv"),
+            "--extent",
+            "4k",
+            "--image",
+            "vm1=1M",
+            "--image",
+            "vm2=2M",
+            "--hot-bytes",
+            "4k",
+            "--zone",
+            "after",
+            "--order",
+            "first",
+            "-o",
+            str(out),
+        ]
+    )
     assert code == 0
     plan = read_plan(out)
     assert plan.layout.nextents == (256, 512) and plan.zone_extents == 2 and plan.order == "first"
@@ -48,9 +79,28 @@ def test_plan_from_traces_writes_a_valid_plan(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("vms", "seed_gain"), [(2, 0.10), (3, 0.20)])
-def test_ffsb_like_gain_is_at_least_the_seeds(vms: int, seed_gain: float, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["relocate", "evaluate", "--synthetic", "ffsb", "--vms", str(vms), "--image-size", "100G",
-                 "--hot", "2G", "--seed", "5", "--requests", "6000", "--json"])
+def test_ffsb_like_gain_is_at_least_the_seeds(
+    vms: int, seed_gain: float, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        [
+            "relocate",
+            "evaluate",
+            "--synthetic",
+            "ffsb",
+            "--vms",
+            str(vms),
+            "--image-size",
+            "100G",
+            "--hot",
+            "2G",
+            "--seed",
+            "5",
+            "--requests",
+            "6000",
+            "--json",
+        ]
+    )
     assert code == 0
     r = _json(capsys)
     assert r["gain"] >= seed_gain
@@ -64,8 +114,23 @@ def test_ffsb_like_gain_is_at_least_the_seeds(vms: int, seed_gain: float, capsys
 def test_evaluate_a_trace_text_output_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     png = tmp_path / "ba.png"
     plan = tmp_path / "p.json"
-    code = main(["relocate", "evaluate", "--trace", str(DATA / "fio_v3.log"), str(DATA / "plain.csv"),
-                 "--extent", "64k", "--plot", str(png), "--save-plan", str(plan), "--policy", "elevator"])
+    code = main(
+        [
+            "relocate",
+            "evaluate",
+            "--trace",
+            str(DATA / "fio_v3.log"),
+            str(DATA / "plain.csv"),
+            "--extent",
+            "64k",
+            "--plot",
+            str(png),
+            "--save-plan",
+            str(plan),
+            "--policy",
+            "elevator",
+        ]
+    )
     assert code == 0
     out = capsys.readouterr().out
     assert "before:" in out and "after:" in out and "in-zone order:" in out
@@ -76,6 +141,8 @@ def test_evaluate_rejects_bad_options(capsys: pytest.CaptureFixture[str]) -> Non
     assert main(["relocate", "evaluate", "--synthetic", "ffsb", "--disk", "hp97560", "--requests", "10"]) == 2
     assert "images need" in capsys.readouterr().err
     assert main(["relocate", "evaluate", "--synthetic", "ffsb", "--policy", "sstf", "--requests", "10"]) == 2
-    assert main(["relocate", "evaluate", "--trace", str(DATA / "fio_v3.log"), "--open-loop",
-                 "--disk", "7200"]) == 0
+    assert (
+        main(["relocate", "evaluate", "--trace", str(DATA / "fio_v3.log"), "--open-loop", "--disk", "7200"])
+        == 0
+    )
     assert main(["relocate", "evaluate"]) == 2

@@ -15,8 +15,12 @@ HP_REV_MS = 60_000 / 4002
 
 
 def _one(offset: int, length: int, n: int = 1) -> Requests:
-    return Requests(np.array([offset] * n, dtype=np.int64), np.array([length] * n, dtype=np.int64),
-                    np.zeros(n, dtype=np.int64), np.zeros(n))
+    return Requests(
+        np.array([offset] * n, dtype=np.int64),
+        np.array([length] * n, dtype=np.int64),
+        np.zeros(n, dtype=np.int64),
+        np.zeros(n),
+    )
 
 
 def test_hp97560_seek_curve_from_ruemmler_wilkes() -> None:
@@ -80,8 +84,12 @@ def test_elevator_serves_in_cylinder_order_fcfs_in_arrival_order() -> None:
 
 
 def test_open_loop_waits_for_arrivals_and_counts_queueing_in_response() -> None:
-    req = Requests(np.zeros(3, dtype=np.int64), np.full(3, 512, np.int64), np.zeros(3, dtype=np.int64),
-                   np.array([0.0, 0.0, 10.0]))
+    req = Requests(
+        np.zeros(3, dtype=np.int64),
+        np.full(3, 512, np.int64),
+        np.zeros(3, dtype=np.int64),
+        np.array([0.0, 0.0, 10.0]),
+    )
     res = replay(HP97560, req)
     assert res.start[2] == 10.0 and res.issue[1] == 0.0
     assert res.start[1] == res.finish[0]

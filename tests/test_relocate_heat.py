@@ -19,8 +19,14 @@ MiB = 1 << 20
 
 def _trace(image: list[int], offset: list[int]) -> Trace:
     n = len(image)
-    return Trace(np.linspace(0, 1, n), np.array(image, np.int32), np.zeros(n, np.uint8),
-                 np.array(offset, np.int64), np.full(n, 4096, np.int64), ("a", "b"))
+    return Trace(
+        np.linspace(0, 1, n),
+        np.array(image, np.int32),
+        np.zeros(n, np.uint8),
+        np.array(offset, np.int64),
+        np.full(n, 4096, np.int64),
+        ("a", "b"),
+    )
 
 
 def test_counts_per_extent_and_over_time() -> None:

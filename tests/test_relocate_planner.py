@@ -1,4 +1,4 @@
-"""Planner invariants (Hypothesis): every block mapped exactly once, hot extents in one zone, cold in order."""
+"""Planner invariants (Hypothesis): each block mapped exactly once, hot extents in one zone, cold in order."""
 
 from __future__ import annotations
 
@@ -25,17 +25,31 @@ def scenarios(draw: st.DrawFn) -> tuple[Layout, list[np.ndarray], str, str, Trac
     free = draw(st.integers(0, 30))
     if sum(len(h) for h in hot) > free:
         free = sum(len(h) for h in hot) if draw(st.booleans()) else free
-    layout = Layout.consecutive([f"vm{i}" for i in range(n)], [s * E for s in sizes], E, (sum(sizes) + free) * E)
+    layout = Layout.consecutive(
+        [f"vm{i}" for i in range(n)], [s * E for s in sizes], E, (sum(sizes) + free) * E
+    )
     k = draw(st.integers(1, 40))
     img = np.array(draw(st.lists(st.integers(0, n - 1), min_size=k, max_size=k)), dtype=np.int32)
     ext = np.array([draw(st.integers(0, sizes[i] - 1)) for i in img], dtype=np.int64)
-    trace = Trace(np.arange(k, dtype=np.float64), img, np.zeros(k, np.uint8), ext * E, np.full(k, 512, np.int64),
-                  tuple(layout.names))
+    trace = Trace(
+        np.arange(k, dtype=np.float64),
+        img,
+        np.zeros(k, np.uint8),
+        ext * E,
+        np.full(k, 512, np.int64),
+        tuple(layout.names),
+    )
     nhot = sum(len(h) for h in hot)
     positions = ["auto", "start", "center", str(draw(st.integers(0, layout.disk_extents)))]
     if nhot <= free:
         positions.append("after")
-    return layout, hot, draw(st.sampled_from(positions)), draw(st.sampled_from(["image", "first", "coaccess"])), trace
+    return (
+        layout,
+        hot,
+        draw(st.sampled_from(positions)),
+        draw(st.sampled_from(["image", "first", "coaccess"])),
+        trace,
+    )
 
 
 def _check(plan: Plan, hot: list[np.ndarray]) -> None:
@@ -55,7 +69,9 @@ def _check(plan: Plan, hot: list[np.ndarray]) -> None:
             if int(m[k]) != old:
                 assert old in zone  # only cold extents the zone covered move
                 moved_cold.append((old, int(m[k])))
-    assert [new for _, new in sorted(moved_cold)] == sorted(new for _, new in moved_cold)  # they keep their order
+    assert [new for _, new in sorted(moved_cold)] == sorted(
+        new for _, new in moved_cold
+    )  # they keep their order
 
 
 @settings(max_examples=150, deadline=None)
@@ -92,8 +108,14 @@ def test_coaccess_order_chains_extents_used_one_after_another() -> None:
     seq = [(0, 5), (1, 2), (0, 9), (1, 2)] * 5
     img = np.array([p[0] for p in seq], dtype=np.int32)
     off = np.array([p[1] for p in seq], dtype=np.int64) * E
-    trace = Trace(np.arange(len(seq), dtype=np.float64), img, np.zeros(len(seq), np.uint8), off,
-                  np.full(len(seq), 512, np.int64), ("vm0", "vm1"))
+    trace = Trace(
+        np.arange(len(seq), dtype=np.float64),
+        img,
+        np.zeros(len(seq), np.uint8),
+        off,
+        np.full(len(seq), 512, np.int64),
+        ("vm0", "vm1"),
+    )
     hot = [(0, 5), (0, 9), (1, 2)]
     by_image = zone_order(hot, "image", trace, E)
     chained = zone_order(hot, "coaccess", trace, E)

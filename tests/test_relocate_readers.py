@@ -1,4 +1,4 @@
-"""Trace readers on samples written from the documented formats, on the shared real trace, and on bad input."""
+"""Trace readers on samples written from the documented formats, on the shared real trace, on bad input."""
 
 from __future__ import annotations
 
@@ -127,9 +127,13 @@ _rows = st.lists(
 
 @settings(max_examples=40, deadline=None)
 @given(rows=_rows)
-def test_plain_csv_round_trip(tmp_path_factory: pytest.TempPathFactory, rows: list[tuple[float, str, str, int, int]]) -> None:
+def test_plain_csv_round_trip(
+    tmp_path_factory: pytest.TempPathFactory, rows: list[tuple[float, str, str, int, int]]
+) -> None:
     path = tmp_path_factory.mktemp("csv") / "t.csv"
-    path.write_text("time,image,op,offset,length\n" + "".join(f"{t!r},{i},{o},{off},{n}\n" for t, i, o, off, n in rows))
+    path.write_text(
+        "time,image,op,offset,length\n" + "".join(f"{t!r},{i},{o},{off},{n}\n" for t, i, o, off, n in rows)
+    )
     tr = read_trace(path)
     names = list(dict.fromkeys(r[1] for r in rows))
     assert [tr.images[i] for i in tr.image] == [r[1] for r in rows]
@@ -140,9 +144,16 @@ def test_plain_csv_round_trip(tmp_path_factory: pytest.TempPathFactory, rows: li
 
 
 @settings(max_examples=40, deadline=None)
-@given(rows=st.lists(st.tuples(st.integers(0, 10**9), st.booleans(), st.integers(0, 2**40), st.integers(1, 2**20)),
-                     min_size=1, max_size=30))
-def test_fio_v3_round_trip(tmp_path_factory: pytest.TempPathFactory, rows: list[tuple[int, bool, int, int]]) -> None:
+@given(
+    rows=st.lists(
+        st.tuples(st.integers(0, 10**9), st.booleans(), st.integers(0, 2**40), st.integers(1, 2**20)),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_fio_v3_round_trip(
+    tmp_path_factory: pytest.TempPathFactory, rows: list[tuple[int, bool, int, int]]
+) -> None:
     rows = sorted(rows)
     path = tmp_path_factory.mktemp("fio") / "t.log"
     body = "".join(f"{t} /dev/x {'write' if w else 'read'} {o} {n}\n" for t, w, o, n in rows)

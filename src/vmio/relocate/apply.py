@@ -12,9 +12,9 @@ import hashlib
 import os
 import time
 from collections.abc import Callable, Iterator
-from typing import BinaryIO, TextIO
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO, TextIO
 
 from vmio.errors import InputError, UnsafeTargetError, VmioError
 from vmio.relocate.plan_io import mapping_runs, plan_digest
@@ -85,7 +85,9 @@ def apply_to_image(
     e = plan.layout.extent_bytes
     need = max((b + n) for b, n in zip(plan.layout.base, plan.layout.nextents, strict=True)) * e
     if not source.is_file() or source.stat().st_size < need:
-        raise InputError(f"source {str(source)!r} must be a file of at least {need} bytes (the images' layout)")
+        raise InputError(
+            f"source {str(source)!r} must be a file of at least {need} bytes (the images' layout)"
+        )
     header = f"{JOURNAL_MAGIC} plan={plan_digest(plan)} source={source.resolve()}"
     resumed = journal.exists()
     if out.exists() and not resumed:
@@ -111,7 +113,9 @@ def apply_to_image(
     return ApplyResult(len(extents) - done, done, len(extents), resumed)
 
 
-def _copy_one(src: BinaryIO, fd_out: int, jn: TextIO, seq: int, ext: tuple[int, int, int, int], e: int) -> None:
+def _copy_one(
+    src: BinaryIO, fd_out: int, jn: TextIO, seq: int, ext: tuple[int, int, int, int], e: int
+) -> None:
     image, logical, old, new = ext
     data = _pread_src(src, old * e, e)
     os.pwrite(fd_out, data, new * e)

@@ -18,7 +18,9 @@ QEMU_EVENTS = ("virtio_blk_handle_read", "virtio_blk_handle_write", "blk_co_prea
 DEBUGFS = Path("/sys/kernel/debug")
 
 
-def qemu_trace_args(log_path: Path, *, events: Sequence[str] = QEMU_EVENTS, backends: bool = True) -> list[str]:
+def qemu_trace_args(
+    log_path: Path, *, events: Sequence[str] = QEMU_EVENTS, backends: bool = True
+) -> list[str]:
     """QEMU arguments enabling the request trace events, timestamped, written to ``log_path`` (``-D``).
 
     With ``backends=False`` only the virtio-blk events are enabled (one line per guest request).
@@ -39,8 +41,7 @@ def blktrace_problem(device: Path, debugfs: Path = DEBUGFS) -> str | None:
         return f"{str(device)!r} does not exist"
     if not (debugfs / "block").is_dir():
         return (
-            f"debugfs is not mounted at {str(debugfs)!r} (blktrace needs it: "
-            f"mount -t debugfs none {debugfs})"
+            f"debugfs is not mounted at {str(debugfs)!r} (blktrace needs it: mount -t debugfs none {debugfs})"
         )
     return None
 
@@ -59,7 +60,17 @@ def blktrace_capture(
         raise ToolError(f"cannot run blktrace on {str(device)!r}: {problem}")
     runner = runner or Runner()
     base = out.parent / (out.stem + "-bt")
-    argv = ["blktrace", "-d", str(device), "-w", f"{max(1, round(seconds))}", "-r", str(debugfs), "-o", str(base)]
+    argv = [
+        "blktrace",
+        "-d",
+        str(device),
+        "-w",
+        f"{max(1, round(seconds))}",
+        "-r",
+        str(debugfs),
+        "-o",
+        str(base),
+    ]
     done = runner.run(argv, timeout=seconds + 30, check=False)
     if done.returncode != 0 or "failed" in done.stderr.lower():
         raise ToolError(

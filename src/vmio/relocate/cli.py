@@ -76,13 +76,17 @@ def _add_plan(rsub: Sub) -> None:
 def _add_evaluate(rsub: Sub) -> None:
     p = rsub.add_parser("evaluate", help="replay a multi-VM stream before and after a plan on a disk model")
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--trace", nargs="+", type=Path, metavar="FILE", help="trace files (one image each or more)")
+    src.add_argument(
+        "--trace", nargs="+", type=Path, metavar="FILE", help="trace files (one image each or more)"
+    )
     src.add_argument("--synthetic", choices=["ffsb"], help="an FFSB-like stream as seed 003 describes")
     p.add_argument("--format", default="auto")
     p.add_argument("--extent", type=_size, default=1 << 20)
     p.add_argument("--vms", type=int, default=2)
     p.add_argument("--image-size", type=_size, default=100 << 30, help="image size (default 100G)")
-    p.add_argument("--hot", type=_size, default=2 << 30, help="hot bytes per image (default 2G as in the seed)")
+    p.add_argument(
+        "--hot", type=_size, default=2 << 30, help="hot bytes per image (default 2G as in the seed)"
+    )
     p.add_argument("--hot-fraction", type=_fraction, default=0.9, help="share of requests in the hot region")
     p.add_argument("--requests", type=int, default=50_000, help="synthetic requests per VM")
     p.add_argument("--seed", type=int, default=0)
@@ -101,7 +105,9 @@ def _add_evaluate(rsub: Sub) -> None:
 def _add_apply(rsub: Sub) -> None:
     p = rsub.add_parser("apply", help="apply a plan: to an image file, or generate dm / LVM steps")
     p.add_argument("plan", type=Path)
-    p.add_argument("--to-image", type=Path, metavar="OUT", help="write the relocated disk here (+ .map, .journal)")
+    p.add_argument(
+        "--to-image", type=Path, metavar="OUT", help="write the relocated disk here (+ .map, .journal)"
+    )
     p.add_argument("--source", type=Path, help="the shared disk (file) in the layout before the plan")
     p.add_argument("--rollback", action="store_true", help="remove what an interrupted apply wrote")
     p.add_argument("--rate", type=_size, help="copy at most this many bytes per second")
@@ -126,14 +132,24 @@ def _analyze(args: argparse.Namespace) -> int:
     if args.plot_dir:
         analyze_plots(trace, args.extent, args.plot_dir)
     if args.json:
-        out = {"requests": len(trace), "extent_bytes": args.extent, "coverage": args.coverage,
-               "time_unit": trace.time_unit, "images": [h.as_dict() for h in summary]}
+        out = {
+            "requests": len(trace),
+            "extent_bytes": args.extent,
+            "coverage": args.coverage,
+            "time_unit": trace.time_unit,
+            "images": [h.as_dict() for h in summary],
+        }
         print(json.dumps(out, indent=1))
         return 0
-    print(f"{len(trace)} requests, extent {format_size(args.extent)}, hot = extents covering {args.coverage:.0%}")
+    print(
+        f"{len(trace)} requests, extent {format_size(args.extent)}, "
+        f"hot = extents covering {args.coverage:.0%}"
+    )
     for h in summary:
-        print(f"{h.name}: {h.accesses} accesses on {h.extents_touched} extents; hot {h.hot_extents} extents "
-              f"({format_size(h.hot_bytes)}) take {h.hot_share:.1%}")
+        print(
+            f"{h.name}: {h.accesses} accesses on {h.extents_touched} extents; hot {h.hot_extents} extents "
+            f"({format_size(h.hot_bytes)}) take {h.hot_share:.1%}"
+        )
     return 0
 
 
@@ -145,8 +161,10 @@ def _plan(args: argparse.Namespace) -> int:
     layout = layout_for(trace, args.image, args.extent, args.disk_size, args.hot_bytes)
     plan = plan_from_trace(trace, layout, args.hot_bytes, args.coverage, args.zone, args.order)
     write_plan(plan, args.output)
-    print(f"plan: {plan.zone_extents} hot extents into a zone at {format_size(plan.zone_start * args.extent)} "
-          f"({plan.order} order), {len(plan.moves())} moves -> {args.output}")
+    print(
+        f"plan: {plan.zone_extents} hot extents into a zone at {format_size(plan.zone_start * args.extent)} "
+        f"({plan.order} order), {len(plan.moves())} moves -> {args.output}"
+    )
     return 0
 
 

@@ -46,7 +46,9 @@ def layout_for(
     for i, name in enumerate(trace.images):
         size = given.get(name, extents_of(int(touched[i]), extent) * extent)
         if size < touched[i]:
-            raise InputError(f"--image {name}={format_size(size)} is smaller than its accesses ({int(touched[i])} bytes)")
+            raise InputError(
+                f"--image {name}={format_size(size)} is smaller than its accesses ({int(touched[i])} bytes)"
+            )
         sizes.append(size)
     if disk_bytes is None:
         hot = hot_bytes if hot_bytes is not None else max(sizes, default=0)
@@ -65,28 +67,54 @@ def analyze_plots(trace: Trace, extent: int, out_dir: Path) -> list[Path]:
     """The access distribution over the images laid out one after another, and per-image heat over time."""
     layout = layout_for(trace, [], extent, None, 0)
     phys = layout.physical_offset(trace.image, trace.offset)
-    paths = [plots.access_distribution(phys, None, out_dir / "access-distribution.png",
-                                       disk_bytes=layout.disk_extents * extent, title="accesses over disk address")]
+    paths = [
+        plots.access_distribution(
+            phys,
+            None,
+            out_dir / "access-distribution.png",
+            disk_bytes=layout.disk_extents * extent,
+            title="accesses over disk address",
+        )
+    ]
     for i, name in enumerate(trace.images):
         counts = extent_counts(trace, i, extent, layout.nextents[i])
         grid, edges = heat_over_time(trace, i, extent, len(counts))
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
-        paths.append(plots.heat_over_time(grid, edges, out_dir / f"heat-{safe}.png", extent_bytes=extent, title=name))
+        paths.append(
+            plots.heat_over_time(grid, edges, out_dir / f"heat-{safe}.png", extent_bytes=extent, title=name)
+        )
     return paths
 
 
-def _synthetic(args: argparse.Namespace, rng: np.random.Generator) -> tuple[Trace, Trace, Layout, dict[str, Any]]:
-    spec = FfsbSpec(vms=args.vms, image_bytes=args.image_size, hot_bytes=args.hot, hot_fraction=args.hot_fraction,
-                    requests_per_vm=args.requests, threads=args.depth)
+def _synthetic(
+    args: argparse.Namespace, rng: np.random.Generator
+) -> tuple[Trace, Trace, Layout, dict[str, Any]]:
+    spec = FfsbSpec(
+        vms=args.vms,
+        image_bytes=args.image_size,
+        hot_bytes=args.hot,
+        hot_fraction=args.hot_fraction,
+        requests_per_vm=args.requests,
+        threads=args.depth,
+    )
     spec.check()
     disk = builtin_disk(args.disk)
     starts = hot_regions(spec, rng, args.extent)
     profile, stream = ffsb_stream(spec, starts, rng), ffsb_stream(spec, starts, rng)
-    layout = Layout.consecutive(profile.images, [spec.image_bytes] * spec.vms, args.extent, disk.capacity_bytes)
-    source = {"kind": "synthetic ffsb", "vms": spec.vms, "image_bytes": spec.image_bytes, "hot_bytes": spec.hot_bytes,
-              "hot_fraction": spec.hot_fraction, "requests_per_vm": spec.requests_per_vm, "io_bytes": spec.io_bytes,
-              "hot_region_starts": [int(s) for s in starts],
-              "plan_from": "a second stream drawn from the same distribution (not the replayed one)"}
+    layout = Layout.consecutive(
+        profile.images, [spec.image_bytes] * spec.vms, args.extent, disk.capacity_bytes
+    )
+    source = {
+        "kind": "synthetic ffsb",
+        "vms": spec.vms,
+        "image_bytes": spec.image_bytes,
+        "hot_bytes": spec.hot_bytes,
+        "hot_fraction": spec.hot_fraction,
+        "requests_per_vm": spec.requests_per_vm,
+        "io_bytes": spec.io_bytes,
+        "hot_region_starts": [int(s) for s in starts],
+        "plan_from": "a second stream drawn from the same distribution (not the replayed one)",
+    }
     return profile, stream, layout, source
 
 
@@ -98,8 +126,12 @@ def _from_traces(args: argparse.Namespace) -> tuple[Trace, Trace, Layout, dict[s
     layout = layout_for(trace, [], args.extent, disk.capacity_bytes, None)
     if args.open_loop and trace.time_unit != "s":
         raise InputError("--open-loop needs trace times in seconds; this trace's time unit is unknown")
-    source = {"kind": "trace", "files": [str(p) for p in args.trace], "requests": len(trace),
-              "plan_from": "the same trace that is replayed"}
+    source = {
+        "kind": "trace",
+        "files": [str(p) for p in args.trace],
+        "requests": len(trace),
+        "plan_from": "the same trace that is replayed",
+    }
     return trace, trace, layout, source
 
 
@@ -119,8 +151,13 @@ def evaluate_from_args(args: argparse.Namespace) -> dict[str, Any]:
     if args.plot:
         before = layout.physical_offset(stream.image, stream.offset)
         after = ev.plan.physical_offset(stream.image, stream.offset)
-        plots.access_distribution(before, after, args.plot, disk_bytes=disk.capacity_bytes,
-                                  title=f"{len(layout.names)} images, gain {ev.gain:+.1%}")
+        plots.access_distribution(
+            before,
+            after,
+            args.plot,
+            disk_bytes=disk.capacity_bytes,
+            title=f"{len(layout.names)} images, gain {ev.gain:+.1%}",
+        )
     return _result(ev, source, setup)
 
 
@@ -143,14 +180,17 @@ def evaluation_lines(r: dict[str, Any]) -> list[str]:
     b, a = r["before"], r["after"]
     zone = r["plan"]["zone"]
     lines = [
-        f"disk {r['disk']['model']}, {r['replay']['policy']}, depth {r['replay']['depth_per_image']} per image",
+        f"disk {r['disk']['model']}, {r['replay']['policy']}, "
+        f"depth {r['replay']['depth_per_image']} per image",
         f"before: {b['throughput_iops']:.1f} IOPS, mean response {b['mean_response_ms']:.2f} ms, "
         f"p99 {b['p99_response_ms']:.2f} ms, mean seek {b['mean_seek_cylinders']:.0f} cylinders",
         f"after:  {a['throughput_iops']:.1f} IOPS, mean response {a['mean_response_ms']:.2f} ms, "
         f"p99 {a['p99_response_ms']:.2f} ms, mean seek {a['mean_seek_cylinders']:.0f} cylinders",
-        f"gain: {r['gain']:+.1%} (zone of {format_size(zone['bytes'])} at {format_size(zone['start_bytes'])}, "
+        f"gain: {r['gain']:+.1%} (zone of {format_size(zone['bytes'])} "
+        f"at {format_size(zone['start_bytes'])}, "
         f"{zone['position']} position, {r['order']} order)",
-        "in-zone order: " + ", ".join(f"{k} {v:+.1%}" for k, v in r["order_gains"].items())
+        "in-zone order: "
+        + ", ".join(f"{k} {v:+.1%}" for k, v in r["order_gains"].items())
         + f"; {r['order']} adds {r['order_adds']:+.1%} over image order",
     ]
     return lines
@@ -167,16 +207,20 @@ def apply_from_args(args: argparse.Namespace) -> list[str]:
     plan = read_plan(args.plan)
     lines: list[str] = []
     if args.dm_tables:
-        for name, table in dm_tables(plan, args.dm_tables).items():
-            lines += [f"# {name}", table.rstrip("\n")]
+        for name, text in dm_tables(plan, args.dm_tables).items():
+            lines += [f"# {name}", text.rstrip("\n")]
     if args.pvmove:
         lines += [" ".join(cmd) for cmd in pvmove_commands(plan, args.pvmove)]
     if args.to_image:
         if not args.source:
-            raise InputError("--to-image needs --source DISK (the shared disk file in the layout before the plan)")
+            raise InputError(
+                "--to-image needs --source DISK (the shared disk file in the layout before the plan)"
+            )
         res = apply_to_image(plan, args.source, args.to_image, rate_bytes=args.rate)
         journal, table = side_paths(args.to_image)
         how = "resumed" if res.resumed else "applied"
-        lines.append(f"{how}: {res.copied} extents copied and verified, {res.skipped} already done; "
-                     f"{args.to_image} (mapping {table}, journal {journal})")
+        lines.append(
+            f"{how}: {res.copied} extents copied and verified, {res.skipped} already done; "
+            f"{args.to_image} (mapping {table}, journal {journal})"
+        )
     return lines

@@ -75,11 +75,11 @@ def pvmove_commands(plan: Plan, pv: str) -> list[list[str]]:
     runs: list[list[int]] = []
     for _image, _logical, src, dst in moves:
         if not zlo <= dst < zhi:
-            raise InputError(f"move of extent {src} to {dst} leaves the zone; pvmove plans move only hot extents")
+            raise InputError(
+                f"move of extent {src} to {dst} leaves the zone; pvmove plans move only hot extents"
+            )
         if runs and runs[-1][1] == src - 1 and runs[-1][3] == dst - 1:
             runs[-1][1], runs[-1][3] = src, dst
         else:
             runs.append([src, src, dst, dst])
-    return [
-        ["pvmove", "--alloc", "anywhere", f"{pv}:{a}-{b}", f"{pv}:{c}-{d}"] for a, b, c, d in runs
-    ]
+    return [["pvmove", "--alloc", "anywhere", f"{pv}:{a}-{b}", f"{pv}:{c}-{d}"] for a, b, c, d in runs]

@@ -69,13 +69,15 @@ HP97560 = DiskParams(
     overhead_ms=2.2,
     note="HP 97560 as in Ruemmler & Wilkes, 'An introduction to disk drive modeling' (1994): 1962 cylinders, "
     "19 heads, 72 sectors/track, 4002 rpm; seek 3.24+0.400*sqrt(d) ms below 383 cylinders, 8.00+0.008*d "
-    "beyond. The controller overhead (2.2 ms) is an assumption of vmio, not a figure checked against the paper.",
+    "beyond. The controller overhead (2.2 ms) is an assumption of vmio, not a figure checked against "
+    "the paper.",
 )
 
 
 def _drive_7200() -> DiskParams:
     # A representative 1 TB 7,200 rpm drive: 4 heads, 8 zones from 1,900 down to 1,000 sectors per track.
-    # Seek: 0.8 ms to the next track, 8.5 ms at one third of the stroke, 16 ms full stroke (datasheet-typical).
+    # Seek: 0.8 ms to the next track, 8.5 ms at one third of the stroke, 16 ms full stroke
+    # (datasheet-typical values).
     spts = [1900 - i * 128 for i in range(8)]
     per_zone_sectors = 1_000_000_000_000 // 512 // 8
     zones = tuple((math.ceil(per_zone_sectors / (4 * spt)), spt) for spt in spts)
@@ -90,7 +92,8 @@ def _drive_7200() -> DiskParams:
         zones=zones,
         seek=SeekCurve(0.8, b, 8.5 - e * brk, e, brk),
         overhead_ms=0.2,
-        note="A representative 1 TB, 7,200 rpm drive (8 zones, 1900..1004 sectors/track, 0.8 ms track-to-track, "
+        note="A representative 1 TB, 7,200 rpm drive (8 zones, 1900..1004 sectors/track, "
+        "0.8 ms track-to-track, "
         "8.5 ms one-third-stroke and 16 ms full-stroke seek, 0.2 ms controller overhead).",
     )
 
@@ -125,7 +128,9 @@ class Geometry:
         first_cyl = np.concatenate([[0], np.cumsum(cyls)[:-1]]).astype(np.int64)
         return cls(first_sector, first_cyl, spt, params.heads)
 
-    def locate(self, sector: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]]:
+    def locate(
+        self, sector: NDArray[np.int64]
+    ) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]]:
         """Per sector: cylinder, angular position (fraction of a turn) and sectors per track of its zone."""
         zone = np.searchsorted(self.zone_first_sector, sector, side="right") - 1
         rel = sector - self.zone_first_sector[zone]

@@ -14,7 +14,7 @@ from vmio.relocate.heat import extent_counts, hot_by_budget, hot_by_coverage
 from vmio.relocate.layout import Layout
 from vmio.relocate.order import ORDERS
 from vmio.relocate.planner import Plan, build_plan
-from vmio.relocate.replay import Requests, ReplayResult, replay
+from vmio.relocate.replay import ReplayResult, Requests, replay
 from vmio.relocate.trace import Trace
 
 

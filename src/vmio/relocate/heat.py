@@ -21,7 +21,9 @@ def extents_of(size_bytes: int, extent_bytes: int) -> int:
     return -(-size_bytes // extent_bytes)
 
 
-def extent_counts(trace: Trace, image: int, extent_bytes: int, nextents: int | None = None) -> NDArray[np.int64]:
+def extent_counts(
+    trace: Trace, image: int, extent_bytes: int, nextents: int | None = None
+) -> NDArray[np.int64]:
     """Accesses per extent of ``image``; ``nextents`` defaults to the highest extent touched + 1."""
     sub = trace.image == image
     idx = trace.offset[sub] // extent_bytes

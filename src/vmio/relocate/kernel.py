@@ -23,8 +23,8 @@ def _seek_s(d: int, sp: NDArray[np.float64]) -> float:  # pragma: no cover - com
     if d <= 0:
         return 0.0
     if d < sp[4]:
-        return (sp[0] + sp[1] * math.sqrt(d)) / 1000.0
-    return (sp[2] + sp[3] * d) / 1000.0
+        return float((sp[0] + sp[1] * math.sqrt(d)) / 1000.0)
+    return float((sp[2] + sp[3] * d) / 1000.0)
 
 
 @numba.njit(cache=True)

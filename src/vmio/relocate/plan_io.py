@@ -51,11 +51,19 @@ def plan_from_dict(data: Any, where: str = "plan") -> Plan:
         mapping = [b + np.arange(n, dtype=np.int64) for b, n in zip(lay.base, lay.nextents, strict=True)]
         for image, logical, src, dst in data["moves"]:
             if mapping[image][logical] != src:
-                raise InputError(f"{where}: move {[image, logical, src, dst]!r} does not start where the extent is")
+                raise InputError(
+                    f"{where}: move {[image, logical, src, dst]!r} does not start where the extent is"
+                )
             mapping[image][logical] = dst
         zone = data["zone"]
-        plan = Plan(lay, tuple(mapping), int(zone["start_extent"]), int(zone["extents"]),
-                    str(zone["position"]), str(zone["order"]))
+        plan = Plan(
+            lay,
+            tuple(mapping),
+            int(zone["start_extent"]),
+            int(zone["extents"]),
+            str(zone["position"]),
+            str(zone["order"]),
+        )
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
         raise InputError(f"{where}: malformed plan ({type(exc).__name__}: {exc})") from None
     plan.validate()

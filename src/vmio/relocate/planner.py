@@ -39,8 +39,7 @@ class Plan:
         out: list[tuple[int, int, int, int]] = []
         for i, new in enumerate(self.mapping):
             old = self.layout.base[i] + np.arange(len(new))
-            for k in np.flatnonzero(new != old).tolist():
-                out.append((i, k, int(old[k]), int(new[k])))
+            out.extend((i, k, int(old[k]), int(new[k])) for k in np.flatnonzero(new != old).tolist())
         return out
 
     def physical_offset(self, image: NDArray[np.int32], offset: NDArray[np.int64]) -> NDArray[np.int64]:
@@ -53,14 +52,16 @@ class Plan:
         return out
 
     def validate(self) -> None:
-        """Raise ``InputError`` unless every logical extent maps to one distinct physical extent on the disk."""
+        """Raise ``InputError`` unless each logical extent maps to its own physical extent on the disk."""
         lay = self.layout
         if len(self.mapping) != len(lay.names):
             raise InputError(f"plan maps {len(self.mapping)} images but the layout has {len(lay.names)}")
         allp = np.concatenate(self.mapping) if self.mapping else np.zeros(0, dtype=np.int64)
         for i, m in enumerate(self.mapping):
             if len(m) != lay.nextents[i]:
-                raise InputError(f"image {lay.names[i]!r}: {len(m)} extents mapped, expected {lay.nextents[i]}")
+                raise InputError(
+                    f"image {lay.names[i]!r}: {len(m)} extents mapped, expected {lay.nextents[i]}"
+                )
         if len(allp) and (allp.min() < 0 or allp.max() >= lay.disk_extents):
             raise InputError(f"plan maps an extent outside the disk's {lay.disk_extents} extents")
         if len(np.unique(allp)) != len(allp):
@@ -81,7 +82,9 @@ def build_plan(
     hot_pairs = [(i, int(k)) for i, ks in enumerate(hot) for k in np.unique(ks).tolist()]
     for i, k in hot_pairs:
         if not 0 <= k < layout.nextents[i]:
-            raise InputError(f"hot extent {k} of image {layout.names[i]!r} is beyond its {layout.nextents[i]} extents")
+            raise InputError(
+                f"hot extent {k} of image {layout.names[i]!r} is beyond its {layout.nextents[i]} extents"
+            )
     ordered = zone_order(hot_pairs, order, trace, layout.extent_bytes)
     nhot = len(ordered)
     resolved = _auto_position(layout, hot_pairs, trace) if position == "auto" else position
@@ -93,7 +96,9 @@ def build_plan(
     displaced = [ik for _p, ik in sorted(_owners(layout, zstart, zone_end).items()) if ik not in hot_set]
     holes = [p for p in vacated if not zstart <= p < zone_end] + _free_slots(layout, zstart, zone_end)
     if len(holes) < len(displaced):
-        raise InputError("the disk has no room for the cold extents displaced by the zone; choose another position")
+        raise InputError(
+            "the disk has no room for the cold extents displaced by the zone; choose another position"
+        )
     for (i, k), p in zip(displaced, sorted(holes[: len(displaced)]), strict=True):
         mapping[i][k] = p
     for slot, (i, k) in enumerate(ordered):
@@ -135,7 +140,7 @@ def _zone_start(layout: Layout, nhot: int, position: str) -> int:
 
 
 def _auto_position(layout: Layout, hot_pairs: list[tuple[int, int]], trace: Trace | None) -> str:
-    """The position whose zone lies closest (accesses weighted) to the cold accesses: their weighted median."""
+    """The zone position closest (access weighted) to the cold accesses: their weighted median."""
     end_of_images = max((b + n for b, n in zip(layout.base, layout.nextents, strict=True)), default=0)
     fallback = "after" if end_of_images + len(hot_pairs) <= layout.disk_extents else "start"
     if trace is None or not len(trace):

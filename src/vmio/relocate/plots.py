@@ -39,7 +39,9 @@ def access_distribution(
     return out
 
 
-def heat_over_time(grid: NDArray[np.int64], edges: NDArray[np.float64], out: Path, *, extent_bytes: int, title: str) -> Path:
+def heat_over_time(
+    grid: NDArray[np.int64], edges: NDArray[np.float64], out: Path, *, extent_bytes: int, title: str
+) -> Path:
     """A time × address heat map of one image's accesses."""
     fig, ax = plt.subplots(figsize=(8, 3))
     top = grid.shape[1] * extent_bytes / 1e9

@@ -21,7 +21,9 @@ _BLK_HEAD = re.compile(r"^\s*(\d+,\d+)\s+(\d+)\s+(\d+)\s+(\d+\.\d+)\s+(\d+)\s+([
 _BLK_SECTOR = re.compile(r"^\s*(\d+)\s+\+\s+(\d+)\b")
 _BLK_TRAILER = re.compile(r"^(CPU\d+|Total) \(")
 # QEMU log backend: optional "PID@SEC.USEC:" then "event args".
-_QEMU = re.compile(r"^(?:(\d+)@(\d+)\.(\d+):)?(virtio_blk_handle_(?:read|write)|blk_co_p(?:read|write)v)\s+(.*)$")
+_QEMU = re.compile(
+    r"^(?:(\d+)@(\d+)\.(\d+):)?(virtio_blk_handle_(?:read|write)|blk_co_p(?:read|write)v)\s+(.*)$"
+)
 _QEMU_ANY = re.compile(r"^(?:\d+@\d+\.\d+:)?[a-z0-9_]+(\s|$)")
 
 
@@ -47,7 +49,9 @@ def read_blkparse(path: Path, *, action: str = "D") -> Trace:
             break  # the per-CPU and total summaries follow the events
         m = _BLK_HEAD.match(line)
         if not m:
-            raise _fail(path, lineno, "not a blkparse event line (device cpu seq time pid action rwbs ...)", line)
+            raise _fail(
+                path, lineno, "not a blkparse event line (device cpu seq time pid action rwbs ...)", line
+            )
         dev, _cpu, _seq, ts, _pid, act, rwbs, rest = m.groups()
         if act != action:
             continue

@@ -40,7 +40,9 @@ class ReferenceReplay:
     def seek_s(self, d: int) -> float:
         return self.disk.seek.ms(d) / 1000.0
 
-    def run(self, cyl: list[int], angle: list[float], xfer: list[float], arrival: list[float], stream: list[int]) -> None:
+    def run(
+        self, cyl: list[int], angle: list[float], xfer: list[float], arrival: list[float], stream: list[int]
+    ) -> None:
         streams = [
             _Stream([j for j in range(len(cyl)) if stream[j] == s], [0.0] * self.depth)
             for s in range(max(stream) + 1 if stream else 0)
@@ -63,9 +65,13 @@ class ReferenceReplay:
             head, now = cyl[j], self.finish[j]
             streams[stream[j]].slot_free[slot] = now
 
-    def _admit(self, streams: list[_Stream], pending: list[tuple[int, int]], arrival: list[float], now: float) -> float:
+    def _admit(
+        self, streams: list[_Stream], pending: list[tuple[int, int]], arrival: list[float], now: float
+    ) -> float:
         while len(pending) < self.qmax:
-            options = [(c[0], s, c[1]) for s, st in enumerate(streams) if (c := st.candidate(arrival)) is not None]
+            options = [
+                (c[0], s, c[1]) for s, st in enumerate(streams) if (c := st.candidate(arrival)) is not None
+            ]
             if not options:
                 return math.inf
             t, s, slot = min(options)

@@ -62,7 +62,9 @@ class ReplayResult:
         }
 
 
-def _prepare(disk: DiskParams, req: Requests) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]:
+def _prepare(
+    disk: DiskParams, req: Requests
+) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]:
     if len(req) and int((req.offset + req.length).max()) > disk.capacity_bytes:
         raise InputError(
             f"a request ends at byte {int((req.offset + req.length).max())}, beyond the {disk.name!r} disk's "
@@ -99,8 +101,19 @@ def replay(
     s = disk.seek
     seek = np.array([s.short_a, s.short_b, s.long_c, s.long_e, float(s.break_cyl)])
     issue, start, finish, dist = run_kernel(
-        cyl[order], angle[order], xfer[order], req.arrival[order].astype(np.float64), stream.astype(np.int64), order.astype(np.int64),
-        bounds, slots, queue, POLICIES.index(policy), seek, disk.overhead_ms / 1000.0, disk.revolution_s,
+        cyl[order],
+        angle[order],
+        xfer[order],
+        req.arrival[order].astype(np.float64),
+        stream.astype(np.int64),
+        order.astype(np.int64),
+        bounds,
+        slots,
+        queue,
+        POLICIES.index(policy),
+        seek,
+        disk.overhead_ms / 1000.0,
+        disk.revolution_s,
     )
     back = np.empty_like(order)
     back[order] = np.arange(len(order))
@@ -108,13 +121,21 @@ def replay(
 
 
 def _replay_python(
-    disk: DiskParams, req: Requests, cyl: NDArray[np.int64], angle: NDArray[np.float64],
-    xfer: NDArray[np.float64], depth: int, queue: int, policy: str,
+    disk: DiskParams,
+    req: Requests,
+    cyl: NDArray[np.int64],
+    angle: NDArray[np.float64],
+    xfer: NDArray[np.float64],
+    depth: int,
+    queue: int,
+    policy: str,
 ) -> ReplayResult:
     ref = ReferenceReplay(disk, depth, queue, policy)
     ref.run(cyl.tolist(), angle.tolist(), xfer.tolist(), req.arrival.tolist(), req.stream.tolist())
     n = len(req)
     return ReplayResult(
-        np.array([ref.issue[j] for j in range(n)]), np.array([ref.start[j] for j in range(n)]),
-        np.array([ref.finish[j] for j in range(n)]), np.array([ref.dist[j] for j in range(n)], dtype=np.int64),
+        np.array([ref.issue[j] for j in range(n)]),
+        np.array([ref.start[j] for j in range(n)]),
+        np.array([ref.finish[j] for j in range(n)]),
+        np.array([ref.dist[j] for j in range(n)], dtype=np.int64),
     )

@@ -39,7 +39,9 @@ class FfsbSpec:
         if self.vms < 1 or self.requests_per_vm < 1 or self.threads < 1:
             raise InputError(f"vms, requests and threads must be at least 1: {self!r}")
         if not 0 < self.hot_bytes <= self.image_bytes:
-            raise InputError(f"hot size {self.hot_bytes!r} must be within the image size {self.image_bytes!r}")
+            raise InputError(
+                f"hot size {self.hot_bytes!r} must be within the image size {self.image_bytes!r}"
+            )
         if not 0.0 <= self.hot_fraction <= 1.0:
             raise InputError(f"hot fraction {self.hot_fraction!r} must be between 0 and 1")
 

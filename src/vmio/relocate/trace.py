@@ -40,8 +40,13 @@ class Trace:
     def select(self, keep: NDArray[np.bool_] | NDArray[np.int64]) -> Trace:
         """The requests picked by a mask or an index array."""
         return Trace(
-            self.time[keep], self.image[keep], self.op[keep], self.offset[keep], self.length[keep],
-            self.images, self.time_unit,
+            self.time[keep],
+            self.image[keep],
+            self.op[keep],
+            self.offset[keep],
+            self.length[keep],
+            self.images,
+            self.time_unit,
         )
 
     def image_extent_bytes(self) -> NDArray[np.int64]:
