@@ -121,8 +121,6 @@ def test_evaluate_a_trace_text_output_and_plot(tmp_path: Path, capsys: pytest.Ca
             "--trace",
             str(DATA / "fio_v3.log"),
             str(DATA / "plain.csv"),
-            "--extent",
-            "64k",
             "--plot",
             str(png),
             "--save-plan",
