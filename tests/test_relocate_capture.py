@@ -25,7 +25,6 @@ def test_qemu_trace_args_enable_the_request_events(tmp_path: Path) -> None:
         qemu_trace_args(log, events=["virtio_blk_req_complete"])
 
 
-@pytest.mark.qemu
 @pytest.mark.skipif(shutil.which("qemu-io") is None, reason="qemu-io (Debian qemu-utils) is not installed")
 def test_real_qemu_block_trace_is_read_back(tmp_path: Path) -> None:
     img = tmp_path / "d.img"
