@@ -18,6 +18,7 @@ want cpio
 want zstd
 want xz-utils
 want procps
+want blktrace
 have_cmd python3 || need+=(python3)
 python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
 if [ "$level" = full ]; then

@@ -6,6 +6,7 @@ Exit codes: 0 success, 1 a run or check failed, 2 bad input, 3 refused as unsafe
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Callable
@@ -26,12 +27,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _feature_registrars() -> list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]]:
-    # Each feature owns its sub-commands; imports are here so `vmio --help` lists them all.
-    from vmio import cli_campaign
-    from vmio.advise import cli as advise_cli
+# Each feature owns its sub-commands in ``<module>.register(sub)``; listed here so `vmio --help` shows all.
+FEATURES = (
+    "vmio.cli_campaign",
+    "vmio.advise.cli",
+    "vmio.relocate.cli",
+)
 
-    return [cli_campaign.register, advise_cli.register]
+
+def _feature_registrars() -> list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]]:
+    return [importlib.import_module(name).register for name in FEATURES]
 
 
 def main(argv: list[str] | None = None) -> int:

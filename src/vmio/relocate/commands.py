@@ -1,0 +1,226 @@
+"""What the ``relocate`` sub-commands do, as functions returning data (the CLI prints it)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vmio.errors import InputError
+from vmio.relocate import plots
+from vmio.relocate.disk import builtin_disk
+from vmio.relocate.evaluate import Evaluation, HotChoice, ReplaySetup, evaluate
+from vmio.relocate.heat import extent_counts, extents_of, heat_over_time
+from vmio.relocate.layout import Layout
+from vmio.relocate.plan_io import plan_to_dict, read_plan, write_plan
+from vmio.relocate.planner import Plan, build_plan
+from vmio.relocate.synthetic import FfsbSpec, ffsb_stream, hot_regions
+from vmio.relocate.trace import Trace, concat
+from vmio.units import format_size, parse_size
+
+
+def parse_images(specs: Sequence[str]) -> dict[str, int]:
+    """``NAME=SIZE`` options to a dict."""
+    out = {}
+    for spec in specs:
+        name, sep, size = spec.partition("=")
+        try:
+            if not sep or not name:
+                raise ValueError
+            out[name] = parse_size(size)
+        except ValueError:
+            raise InputError(f"--image {spec!r} is not NAME=SIZE such as 'vm1=100G'") from None
+    return out
+
+
+def layout_for(
+    trace: Trace, image_opts: Sequence[str], extent: int, disk_bytes: int | None, hot_bytes: int | None
+) -> Layout:
+    """Images one after another; sizes from ``--image`` or the highest extent each image touches."""
+    given = parse_images(image_opts)
+    touched = trace.image_extent_bytes()
+    sizes = []
+    for i, name in enumerate(trace.images):
+        size = given.get(name, extents_of(int(touched[i]), extent) * extent)
+        if size < touched[i]:
+            raise InputError(
+                f"--image {name}={format_size(size)} is smaller than its accesses ({int(touched[i])} bytes)"
+            )
+        sizes.append(size)
+    if disk_bytes is None:
+        hot = hot_bytes if hot_bytes is not None else max(sizes, default=0)
+        disk_bytes = sum(extents_of(s, extent) for s in sizes) * extent + hot * len(sizes)
+    return Layout.consecutive(trace.images, sizes, extent, disk_bytes)
+
+
+def plan_from_trace(
+    trace: Trace, layout: Layout, hot_bytes: int | None, coverage: float, zone: str, order: str
+) -> Plan:
+    hot = HotChoice(hot_bytes, coverage).pick(trace, layout)
+    return build_plan(layout, hot, position=zone, order=order, trace=trace)
+
+
+def analyze_plots(trace: Trace, extent: int, out_dir: Path) -> list[Path]:
+    """The access distribution over the images laid out one after another, and per-image heat over time."""
+    layout = layout_for(trace, [], extent, None, 0)
+    phys = layout.physical_offset(trace.image, trace.offset)
+    paths = [
+        plots.access_distribution(
+            phys,
+            None,
+            out_dir / "access-distribution.png",
+            disk_bytes=layout.disk_extents * extent,
+            title="accesses over disk address",
+        )
+    ]
+    for i, name in enumerate(trace.images):
+        counts = extent_counts(trace, i, extent, layout.nextents[i])
+        grid, edges = heat_over_time(trace, i, extent, len(counts))
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+        paths.append(
+            plots.heat_over_time(grid, edges, out_dir / f"heat-{safe}.png", extent_bytes=extent, title=name)
+        )
+    return paths
+
+
+def _synthetic(
+    args: argparse.Namespace, rng: np.random.Generator
+) -> tuple[Trace, Trace, Layout, dict[str, Any]]:
+    spec = FfsbSpec(
+        vms=args.vms,
+        image_bytes=args.image_size,
+        hot_bytes=args.hot,
+        hot_fraction=args.hot_fraction,
+        requests_per_vm=args.requests,
+        threads=args.depth,
+    )
+    spec.check()
+    disk = builtin_disk(args.disk)
+    starts = hot_regions(spec, rng, args.extent)
+    profile, stream = ffsb_stream(spec, starts, rng), ffsb_stream(spec, starts, rng)
+    layout = Layout.consecutive(
+        profile.images, [spec.image_bytes] * spec.vms, args.extent, disk.capacity_bytes
+    )
+    source = {
+        "kind": "synthetic ffsb",
+        "vms": spec.vms,
+        "image_bytes": spec.image_bytes,
+        "hot_bytes": spec.hot_bytes,
+        "hot_fraction": spec.hot_fraction,
+        "requests_per_vm": spec.requests_per_vm,
+        "io_bytes": spec.io_bytes,
+        "hot_region_starts": [int(s) for s in starts],
+        "plan_from": "a second stream drawn from the same distribution (not the replayed one)",
+    }
+    return profile, stream, layout, source
+
+
+def _from_traces(args: argparse.Namespace) -> tuple[Trace, Trace, Layout, dict[str, Any]]:
+    from vmio.relocate.readers import read_trace
+
+    trace = concat([read_trace(p, args.format) for p in args.trace])
+    disk = builtin_disk(args.disk)
+    layout = layout_for(trace, [], args.extent, disk.capacity_bytes, None)
+    if args.open_loop and trace.time_unit != "s":
+        raise InputError("--open-loop needs trace times in seconds; this trace's time unit is unknown")
+    source = {
+        "kind": "trace",
+        "files": [str(p) for p in args.trace],
+        "requests": len(trace),
+        "plan_from": "the same trace that is replayed",
+    }
+    return trace, trace, layout, source
+
+
+def evaluate_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    rng = np.random.default_rng(args.seed)
+    if args.synthetic:
+        profile, stream, layout, source = _synthetic(args, rng)
+        hot = HotChoice(budget_bytes=args.hot)
+    else:
+        profile, stream, layout, source = _from_traces(args)
+        hot = HotChoice(coverage=0.9)
+    disk = builtin_disk(args.disk)
+    setup = ReplaySetup(disk, None if args.open_loop else args.depth, args.policy)
+    ev = evaluate(layout, profile, stream, setup, hot, position=args.zone, order=args.order)
+    if args.save_plan:
+        write_plan(ev.plan, args.save_plan)
+    if args.plot:
+        before = layout.physical_offset(stream.image, stream.offset)
+        after = ev.plan.physical_offset(stream.image, stream.offset)
+        plots.access_distribution(
+            before,
+            after,
+            args.plot,
+            disk_bytes=disk.capacity_bytes,
+            title=f"{len(layout.names)} images, gain {ev.gain:+.1%}",
+        )
+    return _result(ev, source, setup)
+
+
+def _result(ev: Evaluation, source: dict[str, Any], setup: ReplaySetup) -> dict[str, Any]:
+    return {
+        "before": ev.before,
+        "after": ev.after,
+        "gain": ev.gain,
+        "order": ev.plan.order,
+        "order_gains": ev.order_gains,
+        "order_adds": ev.order_gains[ev.plan.order] - ev.order_gains["image"],
+        "plan": plan_to_dict(ev.plan),
+        "disk": {"model": setup.disk.name, "note": setup.disk.note},
+        "replay": {"depth_per_image": setup.depth, "policy": setup.policy, "queue": setup.queue},
+        "source": source,
+    }
+
+
+def evaluation_lines(r: dict[str, Any]) -> list[str]:
+    b, a = r["before"], r["after"]
+    zone = r["plan"]["zone"]
+    lines = [
+        f"disk {r['disk']['model']}, {r['replay']['policy']}, "
+        f"depth {r['replay']['depth_per_image']} per image",
+        f"before: {b['throughput_iops']:.1f} IOPS, mean response {b['mean_response_ms']:.2f} ms, "
+        f"p99 {b['p99_response_ms']:.2f} ms, mean seek {b['mean_seek_cylinders']:.0f} cylinders",
+        f"after:  {a['throughput_iops']:.1f} IOPS, mean response {a['mean_response_ms']:.2f} ms, "
+        f"p99 {a['p99_response_ms']:.2f} ms, mean seek {a['mean_seek_cylinders']:.0f} cylinders",
+        f"gain: {r['gain']:+.1%} (zone of {format_size(zone['bytes'])} "
+        f"at {format_size(zone['start_bytes'])}, "
+        f"{zone['position']} position, {r['order']} order)",
+        "in-zone order: "
+        + ", ".join(f"{k} {v:+.1%}" for k, v in r["order_gains"].items())
+        + f"; {r['order']} adds {r['order_adds']:+.1%} over image order",
+    ]
+    return lines
+
+
+def apply_from_args(args: argparse.Namespace) -> list[str]:
+    from vmio.relocate.apply import apply_to_image, rollback, side_paths
+    from vmio.relocate.devmapper import dm_tables, pvmove_commands
+
+    if args.rollback:
+        if not args.to_image:
+            raise InputError("--rollback needs --to-image OUT")
+        return [f"removed {p}" for p in rollback(args.to_image)]
+    plan = read_plan(args.plan)
+    lines: list[str] = []
+    if args.dm_tables:
+        for name, text in dm_tables(plan, args.dm_tables).items():
+            lines += [f"# {name}", text.rstrip("\n")]
+    if args.pvmove:
+        lines += [" ".join(cmd) for cmd in pvmove_commands(plan, args.pvmove)]
+    if args.to_image:
+        if not args.source:
+            raise InputError(
+                "--to-image needs --source DISK (the shared disk file in the layout before the plan)"
+            )
+        res = apply_to_image(plan, args.source, args.to_image, rate_bytes=args.rate)
+        journal, table = side_paths(args.to_image)
+        how = "resumed" if res.resumed else "applied"
+        lines.append(
+            f"{how}: {res.copied} extents copied and verified, {res.skipped} already done; "
+            f"{args.to_image} (mapping {table}, journal {journal})"
+        )
+    return lines

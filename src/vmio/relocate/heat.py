@@ -1,0 +1,97 @@
+"""Access heat: per image, accesses per extent and over time; hot-spot detection.
+
+A request counts once, at the extent holding its first byte.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from vmio.errors import InputError
+from vmio.relocate.trace import Trace
+
+DEFAULT_EXTENT = 1 << 20
+
+
+def extents_of(size_bytes: int, extent_bytes: int) -> int:
+    """How many extents hold ``size_bytes`` (the last one may be partial)."""
+    return -(-size_bytes // extent_bytes)
+
+
+def extent_counts(
+    trace: Trace, image: int, extent_bytes: int, nextents: int | None = None
+) -> NDArray[np.int64]:
+    """Accesses per extent of ``image``; ``nextents`` defaults to the highest extent touched + 1."""
+    sub = trace.image == image
+    idx = trace.offset[sub] // extent_bytes
+    size = int(idx.max()) + 1 if nextents is None and len(idx) else (nextents or 0)
+    if len(idx) and int(idx.max()) >= size:
+        raise InputError(
+            f"image {trace.images[image]!r} is accessed at byte {int(trace.offset[sub].max())}, beyond its "
+            f"{size * extent_bytes} bytes; give the image's real size"
+        )
+    return np.bincount(idx, minlength=size).astype(np.int64)
+
+
+def heat_over_time(
+    trace: Trace, image: int, extent_bytes: int, nextents: int, time_bins: int = 50
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """A (time bin × extent) matrix of access counts for ``image`` and the time-bin edges."""
+    sub = trace.image == image
+    t = trace.time[sub]
+    lo, hi = (float(t.min()), float(t.max())) if len(t) else (0.0, 1.0)
+    edges = np.linspace(lo, hi if hi > lo else lo + 1.0, time_bins + 1)
+    tb = np.clip(np.searchsorted(edges, t, side="right") - 1, 0, time_bins - 1)
+    eb = trace.offset[sub] // extent_bytes
+    grid = np.zeros((time_bins, nextents), dtype=np.int64)
+    np.add.at(grid, (tb, eb), 1)
+    return grid, edges
+
+
+def hot_by_coverage(counts: NDArray[np.int64], coverage: float) -> NDArray[np.int64]:
+    """The smallest set of extents that together receive at least ``coverage`` (0..1] of all accesses."""
+    if not 0.0 < coverage <= 1.0:
+        raise InputError(f"coverage {coverage!r} must be in (0, 1]; e.g. 0.9 for 90 % of accesses")
+    total = int(counts.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    order = np.argsort(-counts, kind="stable")
+    cum = np.cumsum(counts[order])
+    k = int(np.searchsorted(cum, coverage * total - 1e-9 * total, side="left")) + 1
+    return np.sort(order[:k]).astype(np.int64)
+
+
+def hot_by_budget(counts: NDArray[np.int64], budget_extents: int) -> NDArray[np.int64]:
+    """The ``budget_extents`` most accessed extents (only those accessed at all)."""
+    order = np.argsort(-counts, kind="stable")[: max(budget_extents, 0)]
+    return np.sort(order[counts[order] > 0]).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class ImageHeat:
+    """One image's heat summary."""
+
+    name: str
+    accesses: int
+    extents_touched: int
+    hot_extents: int
+    hot_bytes: int
+    hot_share: float
+
+    def as_dict(self) -> dict[str, object]:
+        return dict(self.__dict__)
+
+
+def summarize(trace: Trace, extent_bytes: int, coverage: float) -> list[ImageHeat]:
+    """Per image: accesses, extents touched, and the hot set covering ``coverage`` of accesses."""
+    out = []
+    for i, name in enumerate(trace.images):
+        counts = extent_counts(trace, i, extent_bytes)
+        hot = hot_by_coverage(counts, coverage)
+        total = int(counts.sum())
+        share = float(counts[hot].sum()) / total if total else 0.0
+        out.append(ImageHeat(name, total, int((counts > 0).sum()), len(hot), len(hot) * extent_bytes, share))
+    return out

@@ -1,0 +1,66 @@
+"""Capture helpers: QEMU trace arguments (checked with real qemu-io), blktrace detection."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from vmio.errors import InputError, ToolError
+from vmio.proc import Runner
+from vmio.relocate.capture import QEMU_EVENTS, blktrace_capture, blktrace_problem, qemu_trace_args
+from vmio.relocate.readers import read_qemu
+from vmio.relocate.trace import READ, WRITE
+
+
+def test_qemu_trace_args_enable_the_request_events(tmp_path: Path) -> None:
+    log = tmp_path / "vm1-trace.log"
+    args = qemu_trace_args(log)
+    assert args[:2] == ["-msg", "timestamp=on"]
+    assert [args[i + 1] for i, a in enumerate(args) if a == "-trace"] == [f"enable={e}" for e in QEMU_EVENTS]
+    assert args[-2:] == ["-D", str(log)]
+    assert "blk_co_preadv" not in " ".join(qemu_trace_args(log, backends=False))
+    with pytest.raises(InputError, match="not request events"):
+        qemu_trace_args(log, events=["virtio_blk_req_complete"])
+
+
+@pytest.mark.skipif(shutil.which("qemu-io") is None, reason="qemu-io (Debian qemu-utils) is not installed")
+def test_real_qemu_block_trace_is_read_back(tmp_path: Path) -> None:
+    img = tmp_path / "d.img"
+    img.write_bytes(b"\0" * (1 << 20))
+    trace_opts = [x for e in QEMU_EVENTS[2:] for x in ("-T", f"enable={e}")]
+    argv = ["qemu-io", "-f", "raw", "-c", "read 0 4k", "-c", "write 65536 8k", *trace_opts, str(img)]
+    done = Runner().run(argv, timeout=30)
+    log = tmp_path / "trace.log"
+    log.write_text(done.stdout + done.stderr)
+    tr = read_qemu(log)
+    assert tr.offset.tolist() == [0, 65536]
+    assert tr.length.tolist() == [4096, 8192]
+    assert tr.op.tolist() == [READ, WRITE]
+    assert len(tr.images) == 1
+
+
+def test_blktrace_without_debugfs_says_how_to_mount_it(tmp_path: Path) -> None:
+    dev = tmp_path / "dev"
+    dev.write_bytes(b"")
+    problem = blktrace_problem(dev, debugfs=tmp_path / "debug")
+    assert problem is not None and "mount -t debugfs" in problem
+    with pytest.raises(ToolError, match="debugfs is not mounted"):
+        blktrace_capture(dev, 1, tmp_path / "out.txt", debugfs=tmp_path / "debug")
+    assert "does not exist" in (blktrace_problem(tmp_path / "nodev") or "")
+
+
+@pytest.mark.root
+@pytest.mark.skipif(shutil.which("blktrace") is None, reason="blktrace is not installed")
+def test_blktrace_on_the_root_disk_or_a_clear_refusal(tmp_path: Path) -> None:
+    dev = Path("/dev/vda") if Path("/dev/vda").exists() else Path("/dev/sda")
+    problem = blktrace_problem(dev)
+    if problem:
+        pytest.skip(f"blktrace cannot run here: {problem}")
+    try:
+        out = blktrace_capture(dev, 1, tmp_path / "bt.txt")
+    except ToolError as exc:
+        assert "kernel refused" in str(exc)
+        pytest.skip(f"this kernel refuses blktrace: {str(exc).splitlines()[0]}")
+    assert out.exists()

@@ -1,0 +1,146 @@
+"""``vmio relocate`` end to end: analyze, plan, evaluate (the seed's FFSB-like gains), bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vmio.cli import main
+from vmio.relocate.plan_io import read_plan
+
+DATA = Path(__file__).parent / "data" / "relocate"
+
+
+def _json(capsys: pytest.CaptureFixture[str]) -> Any:
+    return json.loads(capsys.readouterr().out)
+
+
+def test_analyze_json_and_plots(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(
+        [
+            "relocate",
+            "analyze",
+            str(DATA / "plain.csv"),
+            str(DATA / "qemu.log"),
+            "--json",
+            "--plot-dir",
+            str(tmp_path),
+        ]
+    )
+    assert code == 0
+    out = _json(capsys)
+    assert out["requests"] == 7 and [i["name"] for i in out["images"]][:2] == ["vm1", "vm2"]
+    assert out["images"][0]["accesses"] == 2
+    assert (tmp_path / "access-distribution.png").exists() and (tmp_path / "heat-vm1.png").exists()
+    assert main(["relocate", "analyze", str(DATA / "fio_v2.log")]) == 0
+    assert "hot 1 extents" in capsys.readouterr().out
+
+
+def test_bad_trace_gives_one_error_with_file_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.csv"
+    bad.write_text("time,image,op,offset,length\n0,vm1,r,0,4096\n0,vm1,q,0,4096\n")
+    assert main(["relocate", "analyze", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}:3:" in err and "'0,vm1,q,0,4096'" in err and "Traceback" not in err
+
+
+def test_plan_from_traces_writes_a_valid_plan(tmp_path: Path) -> None:
+    out = tmp_path / "plan.json"
+    code = main(
+        [
+            "relocate",
+            "plan",
+            str(DATA / "plain.csv"),
+            "--extent",
+            "4k",
+            "--image",
+            "vm1=1M",
+            "--image",
+            "vm2=2M",
+            "--hot-bytes",
+            "4k",
+            "--zone",
+            "after",
+            "--order",
+            "first",
+            "-o",
+            str(out),
+        ]
+    )
+    assert code == 0
+    plan = read_plan(out)
+    assert plan.layout.nextents == (256, 512) and plan.zone_extents == 2 and plan.order == "first"
+    assert main(["relocate", "plan", str(DATA / "plain.csv"), "--image", "vm1", "-o", str(out)]) == 2
+
+
+@pytest.mark.parametrize(("vms", "seed_gain"), [(2, 0.10), (3, 0.20)])
+def test_ffsb_like_gain_is_at_least_the_seeds(
+    vms: int, seed_gain: float, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        [
+            "relocate",
+            "evaluate",
+            "--synthetic",
+            "ffsb",
+            "--vms",
+            str(vms),
+            "--image-size",
+            "100G",
+            "--hot",
+            "2G",
+            "--seed",
+            "5",
+            "--requests",
+            "6000",
+            "--json",
+        ]
+    )
+    assert code == 0
+    r = _json(capsys)
+    assert r["gain"] >= seed_gain
+    assert r["after"]["throughput_iops"] > r["before"]["throughput_iops"]
+    assert r["after"]["mean_response_ms"] < r["before"]["mean_response_ms"]
+    assert set(r["order_gains"]) == {"image", "first", "coaccess"}
+    assert r["order_adds"] == pytest.approx(r["order_gains"]["coaccess"] - r["order_gains"]["image"])
+    assert r["plan"]["zone"]["bytes"] == vms * (2 << 30)
+
+
+def test_evaluate_a_trace_text_output_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    png = tmp_path / "ba.png"
+    plan = tmp_path / "p.json"
+    code = main(
+        [
+            "relocate",
+            "evaluate",
+            "--trace",
+            str(DATA / "fio_v3.log"),
+            str(DATA / "plain.csv"),
+            "--plot",
+            str(png),
+            "--save-plan",
+            str(plan),
+            "--policy",
+            "elevator",
+        ]
+    )
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "before:" in out and "after:" in out and "in-zone order:" in out
+    assert png.exists() and read_plan(plan).layout.names == ("/tmp/fiot/f", "vm1", "vm2")
+
+
+def test_evaluate_rejects_bad_options(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["relocate", "evaluate", "--synthetic", "ffsb", "--disk", "hp97560", "--requests", "10"]) == 2
+    assert "images need" in capsys.readouterr().err
+    assert main(["relocate", "evaluate", "--synthetic", "ffsb", "--policy", "sstf", "--requests", "10"]) == 2
+    assert (
+        main(["relocate", "evaluate", "--trace", str(DATA / "fio_v3.log"), "--open-loop", "--disk", "7200"])
+        == 0
+    )
+    assert main(["relocate", "evaluate"]) == 2
