@@ -33,6 +33,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     adv.set_defaults(handler=run_advise)
 
     diag = sub.add_parser("diagnose", help="is I/O at its limit, and what limits it (seed 000, Fig. 10)")
+    diag.add_argument("campaign", nargs="?", help="a stored campaign to diagnose")
+    diag.add_argument("--point", metavar="KEY", help="only this point (default: every unthrottled point)")
+    diag.add_argument(
+        "--dump-evidence", type=Path, metavar="FILE", help="write the campaign's evidence as JSON"
+    )
+    diag.add_argument("--db", default=None, help="the store (default ./vmio.db, or $VMIO_DB)")
     diag.add_argument("--evidence", type=Path, metavar="FILE", help="an evidence JSON file")
     diag.add_argument("--explain", action="store_true", help="print the decision tree and thresholds")
     diag.add_argument("--json", action="store_true", help="print JSON")
@@ -59,11 +65,35 @@ def run_diagnose(args: argparse.Namespace) -> int:
     if args.explain:
         sys.stdout.write(explain())
         return 0
+    if args.campaign is not None:
+        return _diagnose_campaign(args)
     if args.evidence is None:
-        raise InputError("diagnose needs --evidence FILE (or --explain for the decision tree)")
+        raise InputError("diagnose needs CAMPAIGN, --evidence FILE, or --explain for the decision tree")
     diagnosis = diagnose(load_evidence(args.evidence))
     if args.json:
         print(json.dumps(diagnosis.to_dict(), indent=2))
     else:
         sys.stdout.write(format_diagnosis(diagnosis))
+    return 0
+
+
+def _diagnose_campaign(args: argparse.Namespace) -> int:
+    from vmio.advise import from_store
+    from vmio.cli_campaign import open_store
+
+    with open_store(args) as store:
+        camp = from_store.stored_campaign(store, args.campaign)
+        found = [(run["point_key"], from_store.evidence_for(store, camp, run))
+                 for run in from_store.points_to_diagnose(store, args.campaign, args.point)]  # fmt: skip
+    if args.dump_evidence is not None:
+        doc = {key: ev.to_dict() for key, ev in found} if len(found) > 1 else found[0][1].to_dict()
+        args.dump_evidence.write_text(json.dumps(doc, indent=2) + "\n")
+        print(f"evidence for {len(found)} point(s) written to {args.dump_evidence}")
+        return 0
+    verdicts = {key: diagnose(ev) for key, ev in found}
+    if args.json:
+        print(json.dumps({key: d.to_dict() for key, d in verdicts.items()}, indent=2))
+        return 0
+    for key, d in verdicts.items():
+        sys.stdout.write(f"== {key}\n{format_diagnosis(d)}\n")
     return 0

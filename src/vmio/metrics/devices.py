@@ -65,3 +65,18 @@ def _disk_of(name: str, sys_root: Path) -> str:
 def is_rotational(name: str, sys_root: str | Path = "/sys") -> bool | None:
     flag = Path(sys_root) / "block" / _disk_of(name, Path(sys_root)) / "queue" / "rotational"
     return flag.read_text().strip() == "1" if flag.exists() else None
+
+
+def in_use(name: str, sys_root: str | Path = "/sys", proc_root: str | Path = "/proc") -> bool:
+    """True when the device or one of its partitions is mounted or used as swap by this host."""
+    disk = _disk_of(name, Path(sys_root))
+    family = {disk} | {p.name for p in (Path(sys_root) / "block" / disk).glob(f"{disk}*")}
+    for table in ("self/mounts", "swaps"):
+        path = Path(proc_root) / table
+        if not path.exists():
+            continue
+        for line in path.read_text().splitlines():
+            source = line.split(" ", 1)[0]
+            if source.startswith("/dev/") and Path(source).resolve().name in family:
+                return True
+    return False
