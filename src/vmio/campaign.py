@@ -32,6 +32,8 @@ class Options:
     runner: Runner = field(default_factory=Runner)
     proc_root: str = "/proc"
     sys_root: str = "/sys"
+    boot_timeout: float = 90.0
+    startup_errors: dict[str, VmioError] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -77,24 +79,37 @@ def run(
     todo = [p for p in points if p.key not in skip]
     outcome = Outcome(skipped=len(points) - len(todo))
     report = progress or (lambda _: None)
-    executors: dict[str, Executor] = {}
     started = time.monotonic()
-    with _workdir(options) as workdir, contextlib.ExitStack() as stack:
-        for i, point in enumerate(todo):
-            eta = _eta(started, i, len(todo), campaign, todo[i:])
-            report(Progress(outcome.skipped + i, len(points), point.key, "running", eta))
-            if point.target not in executors:
-                executors[point.target] = stack.enter_context(
-                    executor_for(campaign.target(point.target), options)
-                )
-            rec = _run_point(campaign, point, executors[point.target], workdir, options)
-            store.record(rec)
-            if rec.status == "done":
-                outcome.done += 1
-            else:
-                outcome.failed += 1
-                outcome.failures.append(f"{point.key}: {rec.error}")
-            report(Progress(outcome.skipped + i + 1, len(points), point.key, rec.status, None))
+    with _workdir(options) as workdir:
+        current: tuple[str, contextlib.ExitStack, Executor] | None = None
+        try:
+            for i, point in enumerate(todo):
+                eta = _eta(started, i, len(todo), campaign, todo[i:])
+                report(Progress(outcome.skipped + i, len(points), point.key, "running", eta))
+                if current is None or current[0] != point.target:
+                    # One target's executor at a time: idle VMs must not disturb another target's points.
+                    if current is not None:
+                        current[1].close()
+                    stack = contextlib.ExitStack()
+                    current = (
+                        point.target,
+                        stack,
+                        stack.enter_context(executor_for(campaign.target(point.target), options)),
+                    )
+                rec = _run_point(campaign, point, current[2], workdir, options)
+                store.record(rec)
+                if rec.status == "done":
+                    outcome.done += 1
+                else:
+                    outcome.failed += 1
+                    outcome.failures.append(f"{point.key}: {rec.error}")
+                    if current is not None:
+                        current[1].close()  # a failed point may leave its VMs broken: start afresh
+                    current = None
+                report(Progress(outcome.skipped + i + 1, len(points), point.key, rec.status, None))
+        finally:
+            if current is not None:
+                current[1].close()
     return outcome
 
 
@@ -113,6 +128,8 @@ def _run_point(
     )  # fmt: skip
     rec.fio_version = rec.host.get("fio_version")
     try:
+        if executor is None:
+            raise options.startup_errors.pop(point.target)
         executor.measure(point, workload, rundir, rec)
     except (UnsafeTargetError, InputError):
         raise
