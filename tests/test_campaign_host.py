@@ -272,3 +272,19 @@ def test_kill_9_then_rerun_keeps_every_done_point_once(scratch: Path, tmp_path: 
         assert len(runs) == 6 and {r["status"] for r in runs} == {"done"}
         assert set(done_before) <= {(r["id"], r["point_key"]) for r in runs}
         assert store.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_a_failed_point_is_recorded_and_the_rest_go_on(scratch: Path, tmp_path: Path) -> None:
+    work = (
+        '[[workload]]\nname = "bad"\nrw = "randread"\nioengine = "no-such-engine"\nruntime = "1s"\n'
+        '[[workload]]\nname = "good"\nrw = "randread"\nruntime = "1s"\n'
+    )
+    db = tmp_path / "f.db"
+    assert main(["run", str(spec(tmp_path, file_target(scratch), work, "fail")), "--db", str(db)]) == 1
+    with Store(db) as store:
+        runs = {r["workload"]: r for r in store.runs("fail")}
+        assert runs["bad"]["status"] == "failed" and "fio failed" in runs["bad"]["error"]
+        assert "no-such-engine" in runs["bad"]["log"]
+        assert runs["good"]["status"] == "done"
+    # the failed point is not "done", so a re-run tries it again
+    assert main(["run", str(spec(tmp_path, file_target(scratch), work, "fail")), "--db", str(db)]) == 1

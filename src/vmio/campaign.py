@@ -33,7 +33,6 @@ class Options:
     proc_root: str = "/proc"
     sys_root: str = "/sys"
     boot_timeout: float = 90.0
-    startup_errors: dict[str, VmioError] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -81,40 +80,59 @@ def run(
     report = progress or (lambda _: None)
     started = time.monotonic()
     with _workdir(options) as workdir:
-        current: tuple[str, contextlib.ExitStack, Executor] | None = None
+        current: Opened | None = None
         try:
             for i, point in enumerate(todo):
                 eta = _eta(started, i, len(todo), campaign, todo[i:])
                 report(Progress(outcome.skipped + i, len(points), point.key, "running", eta))
-                if current is None or current[0] != point.target:
+                if current is not None and current.target != point.target:
                     # One target's executor at a time: idle VMs must not disturb another target's points.
-                    if current is not None:
-                        current[1].close()
-                    stack = contextlib.ExitStack()
-                    current = (
-                        point.target,
-                        stack,
-                        stack.enter_context(executor_for(campaign.target(point.target), options)),
-                    )
-                rec = _run_point(campaign, point, current[2], workdir, options)
+                    current.stack.close()
+                    current = None
+                if current is None:
+                    current = _open_executor(campaign, point, options)
+                rec = _run_point(campaign, point, current, workdir, options)
                 store.record(rec)
                 if rec.status == "done":
                     outcome.done += 1
                 else:
                     outcome.failed += 1
                     outcome.failures.append(f"{point.key}: {rec.error}")
-                    if current is not None:
-                        current[1].close()  # a failed point may leave its VMs broken: start afresh
+                    current.stack.close()  # a failed point may leave its VMs broken: start afresh
                     current = None
                 report(Progress(outcome.skipped + i + 1, len(points), point.key, rec.status, None))
         finally:
             if current is not None:
-                current[1].close()
+                current.stack.close()
     return outcome
 
 
+@dataclass
+class Opened:
+    """A target made ready for its points, or the error that kept it from starting."""
+
+    target: str
+    stack: contextlib.ExitStack
+    executor: Executor | None = None
+    error: VmioError | None = None
+
+
+def _open_executor(campaign: Campaign, point: Point, options: Options) -> Opened:
+    """Start the point's target (for VMs: boot them); a failure is kept for the point to record."""
+    stack = contextlib.ExitStack()
+    try:
+        executor = stack.enter_context(executor_for(campaign.target(point.target), options))
+    except (UnsafeTargetError, InputError):
+        stack.close()
+        raise
+    except VmioError as exc:
+        stack.close()
+        return Opened(point.target, stack, error=exc)
+    return Opened(point.target, stack, executor)
+
+
 def _run_point(
-    campaign: Campaign, point: Point, executor: Executor, workdir: Path, options: Options
+    campaign: Campaign, point: Point, opened: Opened, workdir: Path, options: Options
 ) -> RunRecord:
     rundir = workdir / point.key.replace("/", "_")
     rundir.mkdir(parents=True, exist_ok=True)
@@ -128,9 +146,10 @@ def _run_point(
     )  # fmt: skip
     rec.fio_version = rec.host.get("fio_version")
     try:
-        if executor is None:
-            raise options.startup_errors.pop(point.target)
-        executor.measure(point, workload, rundir, rec)
+        if opened.error is not None:
+            raise opened.error
+        assert opened.executor is not None
+        opened.executor.measure(point, workload, rundir, rec)
     except (UnsafeTargetError, InputError):
         raise
     except VmioError as exc:
