@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vmio.errors import StoreError
+from vmio.fio.output import JobResult
+from vmio.store import SCHEMA_VERSION, RunRecord, Store
+
+finite = st.floats(min_value=0, max_value=1e12, allow_nan=False)
+results = st.builds(
+    JobResult,
+    host=st.sampled_from(["local", "127.0.0.1:5000"]),
+    job=st.sampled_from(["measure", "load"]),
+    ddir=st.sampled_from(["read", "write"]),
+    iops=finite,
+    bw_bytes=finite,
+    total_ios=st.integers(0, 10**9),
+    runtime_ms=st.integers(0, 10**7),
+    lat_ns=st.fixed_dictionaries(
+        {k: finite for k in ("min", "mean", "max", "stddev", "p50", "p90", "p99", "p99.9", "p99.99")}
+    ),
+    usr_cpu=finite,
+    sys_cpu=finite,
+    bins=st.dictionaries(st.integers(1, 10**10), st.integers(1, 10**6), max_size=20),
+)
+
+
+def record(key: str, res: list[JobResult], status: str = "done") -> RunRecord:
+    return RunRecord(
+        campaign="c", point_key=key, target="t", target_kind="host", workload="w", bs=4096,
+        offered_iops=None, load_processes=0, repetition=1, status=status, started=1.0, ended=2.0,
+        host={"kernel": "6.1"}, results=res, samples=[(0.5, "cpu", "usr_pct", 12.5)],
+        metrics={("cpu", "usr_pct"): 12.5}, oplat=[("local", "measure.1", 3, 52000, "read")],
+    )  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(results, max_size=4))
+def test_round_trip(res: list[JobResult]) -> None:
+    with Store(":memory:") as store:
+        store.ensure_campaign("c", "c.toml", "text", "{}")
+        run_id = store.record(record("k", res))
+        rows = store.results(run_id)
+        assert [(r["host"], r["job"], r["ddir"], r["iops"], r["total_ios"]) for r in rows] == [
+            (x.host, x.job, x.ddir, x.iops, x.total_ios) for x in res
+        ]
+        for row, x in zip(rows, res, strict=True):
+            assert store.histogram(row["id"]) == x.bins
+            assert row["p99"] == x.lat_ns["p99"] and row["p999"] == x.lat_ns["p99.9"]
+        assert store.run_metrics(run_id) == {("cpu", "usr_pct"): 12.5}
+        assert [tuple(r)[1:] for r in store.oplat(run_id)] == [("local", "measure.1", 0, 3, 52000, "read")]
+
+
+def test_recording_a_point_again_replaces_it_whole(store: Store) -> None:
+    store.ensure_campaign("c", "c.toml", "text", "{}")
+    store.record(record("k", [], status="failed"))
+    store.record(record("k", []))
+    runs = store.runs("c")
+    assert len(runs) == 1 and runs[0]["status"] == "done"
+    assert store.db.execute("SELECT COUNT(*) FROM sample").fetchone()[0] == 1
+    assert store.done_keys("c") == {"k"}
+
+
+def test_a_changed_spec_under_the_same_name_is_refused(store: Store) -> None:
+    store.ensure_campaign("c", "a.toml", "text", '{"targets": 1}')
+    with pytest.raises(StoreError, match="already stored .* new campaign name"):
+        store.ensure_campaign("c", "b.toml", "text", '{"targets": 2}')
+
+
+def test_schema_version_and_reopen(tmp_path: Path) -> None:
+    db = tmp_path / "v.db"
+    with Store(db) as s:
+        assert s.schema_version == SCHEMA_VERSION
+        s.ensure_campaign("c", "c.toml", "t", "{}")
+    with Store(db) as s:
+        assert s.campaigns() == ["c"]
+        assert s.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    db = tmp_path / "n.db"
+    Store(db).close()
+    with sqlite3.connect(db) as c:
+        c.execute("INSERT INTO migrations VALUES (99, 'future', 0)")
+    with pytest.raises(StoreError, match="schema version 99, newer"):
+        Store(db)
+
+
+def test_not_a_database_is_a_store_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(StoreError, match="cannot open the store"):
+        Store(bad)
