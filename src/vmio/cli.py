@@ -30,8 +30,9 @@ def _feature_registrars() -> list[Callable[[argparse._SubParsersAction[argparse.
     # Each feature owns its sub-commands; imports are here so `vmio --help` lists them all.
     from vmio import cli_campaign
     from vmio.advise import cli as advise_cli
+    from vmio.report import cli as report_cli
 
-    return [cli_campaign.register, advise_cli.register]
+    return [cli_campaign.register, advise_cli.register, report_cli.register]
 
 
 def main(argv: list[str] | None = None) -> int:
