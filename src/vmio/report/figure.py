@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import matplotlib as mpl
 from matplotlib.artist import Artist
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
@@ -53,6 +54,12 @@ def color(targets: list[str], target: str, baseline: str | None) -> str:
         return BASELINE_COLOR
     others = [t for t in targets if t != baseline]
     return PALETTE[others.index(target) % len(PALETTE)] if target in others else PALETTE[-1]
+
+
+def legend(ax: Axes, size: int = 7) -> None:
+    """A legend when the panel has labelled series (an empty one warns)."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=size)
 
 
 def finish(fig: Figure, title: str, caption: str) -> None:

@@ -21,7 +21,7 @@ from vmio.report.data import (
     offered_axis,
 )
 from vmio.report.data import offered_label as olabel
-from vmio.report.figure import Plot, color, finish, new_figure, style
+from vmio.report.figure import Plot, color, finish, legend, new_figure, style
 from vmio.units import format_size
 
 
@@ -76,7 +76,7 @@ def iops_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
                 ax.set_ylabel(f"achieved {ddir} IOPS")
                 ax.set_title(f"{ddir}s")
                 _y_scale(ax)
-                ax.legend(fontsize=7)
+                legend(ax, 7)
             finish(fig, plot.title, plot.caption)
         plots.append(plot)
     return plots
@@ -119,7 +119,7 @@ def busy_cpu_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
                 offered_ticks(ax, axis)
                 ax.set_ylabel(what)
                 ax.set_ylim(0, 105)
-                ax.legend(fontsize=7)
+                legend(ax, 7)
             busy.set_title("device busy % (/proc/diskstats)")
             cpu.set_title("host CPU %usr / %sys (/proc/stat)")
             finish(fig, plot.title, plot.caption)

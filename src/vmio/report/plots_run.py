@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from vmio.report.data import CampaignData, Group, Row, families, labels, offered_axis, offered_order
 from vmio.report.data import offered_label as olabel
-from vmio.report.figure import PALETTE, Plot, finish, new_figure, style
+from vmio.report.figure import PALETTE, Plot, finish, legend, new_figure, style
 from vmio.report.plots_load import curve, family_title, offered_ticks, series_label
 from vmio.units import format_size
 
@@ -69,7 +69,7 @@ def _time_figure(
                 ax.set_xlabel("time in run (s)")
                 ax.set_ylim(bottom=0)
                 ax.grid(alpha=0.3)
-                ax.legend(fontsize=6)
+                legend(ax, 6)
         plot.caption += " · one line per repetition; the device is the host block device under the target"
         finish(fig, plot.title, plot.caption)
     return plot
@@ -126,7 +126,7 @@ def _qemu_figure(data: CampaignData, i: int, family: tuple[str, int, int], vm: d
             ax.set_title(f"{target} ({target_facts(data, target)})")
             ax.set_ylabel("CPU % of one core (sum over VMs)")
             ax.set_ylim(bottom=0)
-            ax.legend(fontsize=7)
+            legend(ax, 7)
         finish(fig, plot.title, plot.caption)
     return plot
 
