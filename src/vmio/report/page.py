@@ -121,8 +121,12 @@ def _facts(data: CampaignData) -> str:
     rows = data.done() or data.rows
     facts = rows[0]["host_facts"] if rows else {}
     keep = ("hostname", "kernel", "cpu_model", "cores", "memory_bytes", "fio_version", "vmio_version")
+    shown = {
+        **facts,
+        "memory_bytes": format_size(facts["memory_bytes"]) if facts.get("memory_bytes") else None,
+    }
     cells = "".join(
-        f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(facts.get(k)))}</td></tr>" for k in keep
+        f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(shown.get(k)))}</td></tr>" for k in keep
     )
     count = f"{len(data.done())} of {len(data.rows)} points done"
     return f'<p>{html.escape(count)}; host facts of the first point:</p><table class="facts">{cells}</table>'
@@ -158,6 +162,5 @@ def _figure(plot: Plot) -> str:
     series = e(json.dumps(plot.series_ids()))
     return (
         f'<figure class="plot" id="{e(plot.id)}" data-series="{series}">'
-        f"<figcaption>{e(plot.title)}</figcaption>\n{to_svg(plot)}\n"
-        f'<p class="labels">{e(plot.caption)}</p></figure>'
+        f"<figcaption>{e(plot.title)}</figcaption>\n{to_svg(plot)}</figure>"
     )
