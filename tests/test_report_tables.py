@@ -36,21 +36,22 @@ def new_campaign(store: Store, name: str, targets: Sequence[Mapping[str, object]
 def add(
     store: Store, campaign: str, target: str, offered: int | None, rep: int, iops: float,
     p50_us: float = 100.0, p99_us: float = 900.0, workload: str = "rr", ddir: str = "read",
-    samples: list[tuple[float, str, str, float]] | None = None,
+    samples: list[tuple[float, str, str, float]] | None = None, load: int = 0,
+    oplat: list[tuple[str, str, int, int, str]] | None = None,
 ) -> None:  # fmt: skip
     vm = target == "vm"
     lat: dict[str, float | None] = {"min": 20e3, "mean": p50_us * 1.1e3, "max": 5e6, "stddev": 1.0, "p50": p50_us * 1e3,
            "p90": p50_us * 2e3, "p99": p99_us * 1e3, "p99.9": p99_us * 2e3, "p99.99": p99_us * 3e3}  # fmt: skip
     result = JobResult("127.0.0.1:8765" if vm else "local", "measure", ddir, iops, iops * 4096,
                        int(iops * 10), 10_000, lat, 5.0, 10.0)  # fmt: skip
-    key = f"{target}/{workload}/bs=4096/offered={offered or 'max'}/load=0/rep={rep}"
+    key = f"{target}/{workload}/bs=4096/offered={offered or 'max'}/load={load}/rep={rep}"
     store.record(RunRecord(
         campaign=campaign, point_key=key, target=target, target_kind="qemu" if vm else "host",
-        workload=workload, bs=4096, offered_iops=offered, load_processes=0, repetition=rep, status="done",
+        workload=workload, bs=4096, offered_iops=offered, load_processes=load, repetition=rep, status="done",
         started=1000.0, ended=1010.0, host=HOST, accel="tcg" if vm else None, fio_version="fio-3.33",
         qemu_version="7.2.0" if vm else None, device="vda", results=[result],
         metrics={("dev:vda", "busy_pct"): 50.0 + rep, ("cpu", "usr_pct"): 10.0, ("cpu", "sys_pct"): 20.0},
-        samples=samples or [],
+        samples=samples or [], oplat=oplat or [],
     ))  # fmt: skip
 
 
@@ -246,3 +247,27 @@ def test_qemu_thread_plot_from_fixed_samples(store: Store) -> None:
         180.0,
     ]  # median of reps 1 and 2 (40, 80) and (120, 240)
     assert "accel: vm=tcg" in plot.caption and "QEMU 7.2.0" in plot.caption
+
+
+def test_per_operation_latency_faceted_by_vcpus_and_vms(store: Store) -> None:
+    targets = [*TARGETS, {"name": "vm2", "kind": "qemu", "vcpus": 1, "vms": 2}]
+    new_campaign(store, "ops", targets)
+    for target, base in (("bare", 100), ("vm", 300), ("vm2", 500)):
+        for load in (0, 2):
+            for rep in (1, 2):
+                ops = [
+                    ("local", "measure", 10 * i, (base + 10 * load + i + rep) * 1000, "read")
+                    for i in range(20)
+                ]
+                add(store, "ops", target, None, rep, 100, workload="ops", load=load, oplat=ops)
+    (plot,) = page.build(data.load(store, "ops")).sections[2][1]
+    assert [ax.get_title() for ax in plot.figure.axes] == ["host (no VM)", "1 vCPU · 2 VMs", "2 vCPUs · 1 VM"]
+    assert [t.get_text() for t in plot.figure.axes[0].get_xticklabels()] == ["0", "2"]
+    assert plot.series == ["bare (baseline)", "bare (baseline) avg", "bare (baseline) min", "bare (baseline) max",
+                           "vm2", "vm2 avg", "vm2 min", "vm2 max", "vm", "vm avg", "vm min", "vm max"]  # fmt: skip
+    lows = next(line for line in plot.figure.axes[2].get_lines() if line.get_gid() == "oplat-0--vm-min")
+    assert np.asarray(lows.get_ydata(), dtype=float).tolist() == [
+        301.0,
+        321.0,
+    ]  # µs: fastest op at load 0 and 2
+    assert "all 240 operations" in plot.caption

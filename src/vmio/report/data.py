@@ -152,7 +152,8 @@ def _rank(order: list[str], name: str) -> int:
 
 def labels(data: CampaignData, targets: Iterable[str] | None = None) -> str:
     """What every figure states: accelerator per target, tool versions, kernel, repetitions."""
-    names = list(targets) if targets is not None else data.target_names()
+    wanted = set(targets) if targets is not None else None
+    names = [t for t in data.target_names() if wanted is None or t in wanted]
     rows = [r for r in data.done() if r["target"] in names]
     accel = ", ".join(f"{t}={_accel(rows, t)}" for t in names)
     parts = [f"accel: {accel}"]

@@ -16,6 +16,7 @@ import matplotlib as mpl
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
 BASELINE_COLOR = "#000000"
@@ -54,6 +55,14 @@ def color(targets: list[str], target: str, baseline: str | None) -> str:
         return BASELINE_COLOR
     others = [t for t in targets if t != baseline]
     return PALETTE[others.index(target) % len(PALETTE)] if target in others else PALETTE[-1]
+
+
+def log_scale(ax: Axes) -> None:
+    """A log y axis labelled in plain numbers (300, 1000), not powers of ten."""
+    ax.set_yscale("log")
+    plain = FuncFormatter(lambda v, _: f"{v:g}")
+    ax.yaxis.set_major_formatter(plain)
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if f"{v:g}"[0] in "25" else ""))
 
 
 def legend(ax: Axes, size: int = 7) -> None:

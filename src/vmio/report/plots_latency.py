@@ -12,7 +12,7 @@ from matplotlib.patches import Patch
 
 from vmio.report.data import CampaignData, Group, Offered, labels
 from vmio.report.data import offered_label as olabel
-from vmio.report.figure import Plot, color, finish, new_figure, style
+from vmio.report.figure import Plot, color, finish, log_scale, new_figure, style
 from vmio.units import format_size
 
 Facet = tuple[int, int] | None  # (vCPUs, VMs); None for host targets
@@ -64,7 +64,9 @@ def _figure(
         fig = new_figure(1, len(facets), width=max(4.6, 1.2 * len({s.group.key[4] for s in sets}) + 2.5))
         title = f"Per-operation latency: {workload} · bs {format_size(bs)} · offered {olabel(offered)}"
         plot = Plot(f"oplat-{i}", title, labels(data, {s.group.target for s in sets}), fig)
-        for ax, facet in zip(fig.subplots(1, len(facets), squeeze=False)[0], facets, strict=True):
+        for ax, facet in zip(
+            fig.subplots(1, len(facets), squeeze=False, sharey=True)[0], facets, strict=True
+        ):
             _panel(plot, ax, data, [s for s in sets if data.facet(s.group.target) == facet], baseline)
             ax.set_title(facet_label(facet))
         plot.caption += (
@@ -99,7 +101,7 @@ def _panel(plot: Plot, ax: Axes, data: CampaignData, sets: list[OpSet], baseline
     ax.set_xlim(-0.5, len(loads) - 0.5)
     ax.set_xlabel("co-running load processes")
     ax.set_ylabel("latency per operation (µs)")
-    ax.set_yscale("log")
+    log_scale(ax)
     ax.grid(alpha=0.3, axis="y")
     ax.legend(handles=handles, fontsize=7)
 

@@ -21,7 +21,7 @@ from vmio.report.data import (
     offered_axis,
 )
 from vmio.report.data import offered_label as olabel
-from vmio.report.figure import Plot, color, finish, legend, new_figure, style
+from vmio.report.figure import Plot, color, finish, legend, log_scale, new_figure, style
 from vmio.units import format_size
 
 
@@ -86,7 +86,7 @@ def _y_scale(ax: Axes) -> None:
     """Log when the values span more than two decades (an offered sweep often does), else from zero."""
     ys = [float(y) for line in ax.get_lines() for y in np.asarray(line.get_ydata(), dtype=float) if y > 0]
     if ys and max(ys) / min(ys) > 100:
-        ax.set_yscale("log")
+        log_scale(ax)
     else:
         ax.set_ylim(bottom=0)
 
