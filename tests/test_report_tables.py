@@ -271,3 +271,18 @@ def test_per_operation_latency_faceted_by_vcpus_and_vms(store: Store) -> None:
         321.0,
     ]  # µs: fastest op at load 0 and 2
     assert "all 240 operations" in plot.caption
+
+
+def test_a_campaign_with_only_failed_points_still_reports(store: Store, tmp_path: Path) -> None:
+    new_campaign(store, "broken")
+    store.record(RunRecord(
+        campaign="broken", point_key="vm/rr/bs=4096/offered=max/load=0/rep=1", target="vm", target_kind="qemu",
+        workload="rr", bs=4096, offered_iops=None, load_processes=0, repetition=1, status="failed",
+        started=1.0, ended=2.0, error="guest did not reach its ready marker in 30 s",
+    ))  # fmt: skip
+    report = page.build(data.load(store, "broken"))
+    assert report.baseline == "bare" and report.plots == []
+    written = page.write(report, tmp_path / "r.html", tmp_path / "png")
+    html = (tmp_path / "r.html").read_text()
+    assert written == [tmp_path / "r.html"] and "guest did not reach its ready marker" in html
+    assert saturation.format_text(report.summary, "broken", "bare").endswith("no points done\n")

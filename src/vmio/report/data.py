@@ -184,9 +184,9 @@ Family = tuple[str, int, int]  # workload, bs, load processes
 
 
 def families(data: CampaignData) -> dict[Family, dict[str, list[Group]]]:
-    """Groups by (workload, bs, load processes), then by target, offered loads in order."""
+    """Groups with a done repetition by (workload, bs, load processes), then by target, offered loads in order."""
     out: dict[Family, dict[str, list[Group]]] = {}
-    for g in data.groups():
+    for g in (g for g in data.groups() if g.rows):
         t, w, bs, _, load = g.key
         out.setdefault((w, bs, load), {}).setdefault(t, []).append(g)
     workloads = data.workloads()

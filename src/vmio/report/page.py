@@ -73,7 +73,7 @@ def build(data: CampaignData, baseline: str | None = None) -> Report:
         )
     base = baseline or default_baseline(data)
     summary = summarize(data, base) if base else []
-    sections = [(title, make(data, base)) for title, make in SECTIONS]
+    sections = [(title, [p for p in make(data, base) if p.series]) for title, make in SECTIONS]
     return Report(data, base, summary, [(t, p) for t, p in sections if p])
 
 
