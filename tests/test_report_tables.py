@@ -286,3 +286,15 @@ def test_a_campaign_with_only_failed_points_still_reports(store: Store, tmp_path
     html = (tmp_path / "r.html").read_text()
     assert written == [tmp_path / "r.html"] and "guest did not reach its ready marker" in html
     assert saturation.format_text(report.summary, "broken", "bare").endswith("no points done\n")
+
+
+def test_an_unwritable_output_is_one_clear_error(
+    fixed: Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "fixed.db"
+    fixed.db.execute("VACUUM INTO ?", (str(db),))
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    assert main(["report", "fixed", "--db", str(db), "-o", str(blocker / "r.html")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"vmio: error: cannot write the report to '{blocker}") and "Traceback" not in err

@@ -46,7 +46,11 @@ def cmd_report(args: argparse.Namespace) -> int:
         _print_summary(rows, loaded.name, base, args.json)
         return 0
     report = page.build(loaded, args.baseline)
-    written = page.write(report, args.output, args.png_dir)
+    try:
+        written = page.write(report, args.output, args.png_dir)
+    except OSError as exc:
+        where = exc.filename or args.output
+        raise InputError(f"cannot write the report to {str(where)!r}: {exc.strerror or exc}") from None
     _print_summary(report.summary, loaded.name, report.baseline, args.json)
     if not args.json:
         print(
