@@ -32,6 +32,7 @@ FEATURES = (
     "vmio.cli_campaign",
     "vmio.advise.cli",
     "vmio.relocate.cli",
+    "vmio.report.cli",
 )
 
 

@@ -1,7 +1,8 @@
 """Export a campaign's points and metric series as CSV, JSON or Parquet, written atomically.
 
-CSV and Parquet give two tables: the points at ``PATH`` and the series at ``PATH`` with ``.series``
-before the suffix. JSON gives one document ``{"campaign", "points", "series"}``.
+CSV and Parquet give three tables: the points at ``PATH``, the series at ``PATH`` with ``.series``
+before the suffix and the per-operation latencies (``ops`` workloads) with ``.oplat``. JSON gives one
+document ``{"campaign", "points", "series", "oplat"}``.
 """
 
 from __future__ import annotations
@@ -50,21 +51,32 @@ def series(store: Store, campaign: str) -> list[dict[str, Any]]:
     ]
 
 
+def operations(store: Store, campaign: str) -> list[dict[str, Any]]:
+    return [
+        {"point": run["point_key"], "host": o["host"], "job": o["job"], "seq": o["seq"], "t_ms": o["t_ms"],
+         "lat_ns": o["lat_ns"], "ddir": o["ddir"]}
+        for run in store.runs(campaign)
+        for o in store.oplat(run["id"])
+    ]  # fmt: skip
+
+
 def export(store: Store, campaign: str, fmt: str, path: Path) -> list[Path]:
     """Write the files; return their paths."""
     store.require(campaign)
     if fmt not in FORMATS:
         raise InputError(f"--format {fmt!r} is not known; use one of {', '.join(FORMATS)}")
-    points, samples = flat_points(store, campaign), series(store, campaign)
+    points, samples, ops = flat_points(store, campaign), series(store, campaign), operations(store, campaign)
     if fmt == "json":
-        doc = {"campaign": campaign, "points": points, "series": samples}
+        doc = {"campaign": campaign, "points": points, "series": samples, "oplat": ops}
         _atomic(path, json.dumps(doc, indent=1).encode())
         return [path]
-    side = path.with_name(f"{path.stem}.series{path.suffix or '.' + fmt}")
     write = _csv if fmt == "csv" else _parquet
-    _atomic(path, write(points))
-    _atomic(side, write(samples))
-    return [path, side]
+    written = []
+    for suffix, rows in (("", points), (".series", samples), (".oplat", ops)):
+        side = path.with_name(f"{path.stem}{suffix}{path.suffix or '.' + fmt}") if suffix else path
+        _atomic(side, write(rows))
+        written.append(side)
+    return written
 
 
 def _csv(rows: list[dict[str, Any]]) -> bytes:

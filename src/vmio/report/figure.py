@@ -1,0 +1,98 @@
+"""A plot as the report holds it, and how it becomes inline SVG or PNG.
+
+Figures are built on ``matplotlib.figure.Figure`` directly (no pyplot, no global figure registry).
+Each series line carries a ``gid`` (``<plot id>--<series slug>``) so it can be found in the SVG.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import textwrap
+from dataclasses import dataclass, field
+
+import matplotlib as mpl
+from matplotlib.artist import Artist
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
+
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
+BASELINE_COLOR = "#000000"
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
+
+
+@dataclass
+class Plot:
+    id: str
+    title: str
+    caption: str
+    figure: Figure
+    series: list[str] = field(default_factory=list)  # the labels of the plotted series
+
+    def tag(self, artist: Artist | list[Artist] | tuple[Artist, ...], label: str) -> None:
+        """Name a series' artists in the SVG and remember the label."""
+        items = artist if isinstance(artist, list | tuple) else [artist]
+        for i, item in enumerate(items):
+            item.set_gid(f"{self.id}--{slug(label)}" + (f"-{i}" if i else ""))
+        if label not in self.series:
+            self.series.append(label)
+
+    def series_ids(self) -> list[str]:
+        return [f"{self.id}--{slug(s)}" for s in self.series]
+
+
+def new_figure(rows: int, cols: int, width: float = 4.6, height: float = 3.2) -> Figure:
+    return Figure(figsize=(max(width * cols, 6.4), height * rows + 0.8), layout="constrained")
+
+
+def color(targets: list[str], target: str, baseline: str | None) -> str:
+    if target == baseline:
+        return BASELINE_COLOR
+    others = [t for t in targets if t != baseline]
+    return PALETTE[others.index(target) % len(PALETTE)] if target in others else PALETTE[-1]
+
+
+def log_scale(ax: Axes) -> None:
+    """A log y axis labelled in plain numbers (300, 1000), not powers of ten."""
+    ax.set_yscale("log")
+    plain = FuncFormatter(lambda v, _: f"{v:g}")
+    ax.yaxis.set_major_formatter(plain)
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if f"{v:g}"[0] in "25" else ""))
+
+
+def legend(ax: Axes, size: int = 7) -> None:
+    """A legend when the panel has labelled series (an empty one warns)."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=size)
+
+
+def finish(fig: Figure, title: str, caption: str) -> None:
+    """Title on top, the labels line (accelerator, versions, spread) at the bottom, both inside the layout."""
+    fig.suptitle(textwrap.fill(title, int(fig.get_figwidth() * 12)), fontsize=10)
+    fig.supxlabel(textwrap.fill(caption, int(fig.get_figwidth() * 17)), fontsize=7, color="#444444")
+
+
+def style() -> contextlib.AbstractContextManager[None]:
+    """The rc settings figures are built under (fonts resolve when artists are made)."""
+    return mpl.rc_context({"font.family": "DejaVu Sans", "font.size": 8, "axes.titlesize": 9})
+
+
+def to_svg(plot: Plot) -> str:
+    """The figure as an ``<svg>`` element (no XML prolog), ids salted with the plot id."""
+    buf = io.StringIO()
+    with mpl.rc_context({"svg.fonttype": "none", "svg.hashsalt": plot.id}):  # text stays text
+        plot.figure.savefig(buf, format="svg", metadata={"Date": None})
+    text = buf.getvalue()
+    return text[text.index("<svg") :]
+
+
+def to_png(plot: Plot, dpi: int = 100) -> bytes:
+    buf = io.BytesIO()
+    with mpl.rc_context():
+        plot.figure.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
+    return buf.getvalue()

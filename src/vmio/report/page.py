@@ -1,0 +1,166 @@
+"""The report: one self-contained HTML file (inline CSS and SVG, no scripts, nothing fetched) and PNGs."""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from vmio.errors import InputError
+from vmio.report import plots_latency, plots_load, plots_run
+from vmio.report.data import CampaignData
+from vmio.report.figure import Plot, to_png, to_svg
+from vmio.report.saturation import (
+    SummaryRow,
+    format_text,
+    knee_text,
+    rates_text,
+    ratio_text,
+    spread_text,
+    summarize,
+)
+from vmio.units import format_size
+
+SECTIONS: tuple[tuple[str, Callable[[CampaignData, str | None], list[Plot]]], ...] = (
+    ("Achieved IOPS against offered load", plots_load.iops_plots),
+    ("Device busy % and host CPU against offered load", plots_load.busy_cpu_plots),
+    ("Per-operation latency", plots_latency.oplat_plots),
+    ("Over time within a run", plots_run.over_time_plots),
+    ("CPU per QEMU thread", plots_run.qemu_thread_plots),
+)
+CSS = """
+body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 1200px; color: #222; padding: 0 1em; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.2em; border-bottom: 1px solid #ccc; margin-top: 2em; }
+table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0; }
+th, td { border: 1px solid #ccc; padding: 0.2em 0.5em; text-align: left; vertical-align: top; }
+th { background: #f0f0f0; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
+figure { margin: 1em 0; border: 1px solid #ddd; padding: 0.5em; }
+figure svg { max-width: 100%; height: auto; display: block; }
+figcaption { font-weight: 600; margin-bottom: 0.3em; } p.labels { font-size: 0.8em; color: #555; }
+pre { background: #f7f7f7; padding: 0.5em; overflow-x: auto; font-size: 0.8em; } .no { color: #b00; }
+"""
+
+
+@dataclass
+class Report:
+    data: CampaignData
+    baseline: str | None
+    summary: list[SummaryRow]
+    sections: list[tuple[str, list[Plot]]]
+
+    @property
+    def plots(self) -> list[Plot]:
+        return [p for _, plots in self.sections for p in plots]
+
+
+def default_baseline(data: CampaignData) -> str | None:
+    """The first host target, else the first target."""
+    names = data.target_names()
+    hosts = [t for t in names if data.targets.get(t, {}).get("kind", "host") == "host"]
+    first = hosts or names
+    return first[0] if first else None
+
+
+def build(data: CampaignData, baseline: str | None = None) -> Report:
+    if baseline is not None and baseline not in data.target_names():
+        known = ", ".join(data.target_names())
+        raise InputError(
+            f"--baseline {baseline!r} is not a target of campaign {data.name!r}; targets: {known}"
+        )
+    base = baseline or default_baseline(data)
+    summary = summarize(data, base) if base else []
+    sections = [(title, [p for p in make(data, base) if p.series]) for title, make in SECTIONS]
+    return Report(data, base, summary, [(t, p) for t, p in sections if p])
+
+
+def write(report: Report, out: Path, png_dir: Path | None = None) -> list[Path]:
+    """Write the HTML (atomically) and, with ``png_dir``, one PNG per plot; return the paths."""
+    pngs = [atomic_write(png_dir / f"{p.id}.png", to_png(p)) for p in report.plots] if png_dir else []
+    return [atomic_write(out, render(report).encode()), *pngs]
+
+
+def atomic_write(path: Path, data: bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def render(report: Report) -> str:
+    data = report.data
+    e = html.escape
+    parts = [
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
+        f"<title>vmio report: {e(data.name)}</title><style>{CSS}</style></head><body>",
+        f"<h1>vmio report: campaign {e(data.name)}</h1>",
+        _facts(data),
+        '<h2 id="summary">Summary</h2>',
+        _summary_table(report),
+        f'<pre class="summary-text">{e(format_text(report.summary, data.name, report.baseline or "-"))}</pre>',
+        _failures(data),
+    ]
+    for title, plots in report.sections:
+        parts.append(f"<h2>{e(title)}</h2>")
+        parts.extend(_figure(p) for p in plots)
+    parts.append(
+        f'<p class="labels">made by vmio on {time.strftime("%Y-%m-%d %H:%M:%S %Z")}</p></body></html>\n'
+    )
+    return "\n".join(parts)
+
+
+def _facts(data: CampaignData) -> str:
+    rows = data.done() or data.rows
+    facts = rows[0]["host_facts"] if rows else {}
+    keep = ("hostname", "kernel", "cpu_model", "cores", "memory_bytes", "fio_version", "vmio_version")
+    shown = {
+        **facts,
+        "memory_bytes": format_size(facts["memory_bytes"]) if facts.get("memory_bytes") else None,
+    }
+    cells = "".join(
+        f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(shown.get(k)))}</td></tr>" for k in keep
+    )
+    count = f"{len(data.done())} of {len(data.rows)} points done"
+    return f'<p>{html.escape(count)}; host facts of the first point:</p><table class="facts">{cells}</table>'
+
+
+def _summary_table(report: Report) -> str:
+    head = ("workload", "bs", "load", "target", "IOPS at max [min-max]", f"vs {report.baseline}", "knee",
+            "offered rates (achieved IOPS)")  # fmt: skip
+    out = ['<table class="summary"><tr>', *(f"<th>{html.escape(h)}</th>" for h in head), "</tr>"]
+    for r in report.summary:
+        rates = ", ".join(
+            f"{x.offered} <span class=\"{'yes' if x.ok else 'no'}\">{'yes' if x.ok else 'no'}</span> "
+            f"({x.achieved.median:.0f})"
+            for x in r.rates
+        ) or html.escape(rates_text(r))  # fmt: skip
+        cells = (r.workload, format_size(r.bs), str(r.load_processes), r.target, spread_text(r.saturation, 0),
+                 ratio_text(r), knee_text(r))  # fmt: skip
+        out.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + f"<td>{rates}</td></tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
+def _failures(data: CampaignData) -> str:
+    failed = [r for r in data.rows if r["status"] != "done"]
+    if not failed:
+        return ""
+    items = "".join(f"<li>{html.escape(r['point'])}: {html.escape(str(r['error']))}</li>" for r in failed)
+    return f'<h2>Failed points</h2><ul class="failed">{items}</ul>'
+
+
+def _figure(plot: Plot) -> str:
+    e = html.escape
+    series = e(json.dumps(plot.series_ids()))
+    return (
+        f'<figure class="plot" id="{e(plot.id)}" data-series="{series}">'
+        f"<figcaption>{e(plot.title)}</figcaption>\n{to_svg(plot)}</figure>"
+    )

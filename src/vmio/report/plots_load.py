@@ -1,0 +1,127 @@
+"""Figures against offered load: achieved IOPS per target with the baseline (seed 000 Fig. 4, 5, 7, 8),
+device busy % and host CPU %usr/%sys (seed 000 Fig. 6)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from matplotlib.axes import Axes
+
+from vmio.report.data import (
+    CampaignData,
+    Family,
+    Group,
+    Offered,
+    Row,
+    along,
+    families,
+    iops,
+    labels,
+    offered_axis,
+)
+from vmio.report.data import offered_label as olabel
+from vmio.report.figure import Plot, color, finish, legend, log_scale, new_figure, style
+from vmio.units import format_size
+
+
+def family_title(family: Family) -> str:
+    workload, bs, load = family
+    return f"{workload} · bs {format_size(bs)} · {load} load process{'es' if load != 1 else ''}"
+
+
+def series_label(target: str, baseline: str | None) -> str:
+    return f"{target} (baseline)" if target == baseline else target
+
+
+def curve(
+    plot: Plot, ax: Axes, axis: list[Offered], groups: list[Group], value: Callable[[Row], float | None],
+    label: str, colour: str, linestyle: str = "-", bold: bool = False,
+) -> None:  # fmt: skip
+    """Median over repetitions at each offered load, bars from min to max."""
+    points = [(axis.index(g.offered), s) for g in groups if (s := g.spread(value)) is not None]
+    if not points:
+        return
+    xs = [x for x, _ in points]
+    med = [s.median for _, s in points]
+    err = [[s.median - s.lo for _, s in points], [s.hi - s.median for _, s in points]]
+    bars = ax.errorbar(xs, med, yerr=err, marker="o", ms=4, capsize=3, color=colour, ls=linestyle,
+                       lw=2.2 if bold else 1.4, label=label)  # fmt: skip
+    plot.tag(bars.lines[0], label)
+
+
+def offered_ticks(ax: Axes, axis: list[Offered], xlabel: str = "offered IOPS") -> None:
+    ax.set_xticks(range(len(axis)), [olabel(o) for o in axis])
+    ax.set_xlabel(xlabel)
+    ax.set_xlim(-0.4, len(axis) - 0.6)
+    ax.grid(alpha=0.3)
+
+
+def iops_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
+    plots = []
+    names = data.target_names()
+    for i, (family, by_target) in enumerate(families(data).items()):
+        ddirs = data.ddirs(family[0]) or ["read"]
+        axis = offered_axis(g for gs in by_target.values() for g in gs)
+        with style():
+            fig = new_figure(1, len(ddirs))
+            plot = Plot(f"iops-{i}", f"Achieved IOPS against offered load: {family_title(family)}",
+                        labels(data, by_target), fig)  # fmt: skip
+            for ax, ddir in zip(fig.subplots(1, len(ddirs), squeeze=False)[0], ddirs, strict=True):
+                for target, groups in by_target.items():
+                    curve(plot, ax, axis, groups, along(iops, ddir), series_label(target, baseline),
+                          color(names, target, baseline), bold=target == baseline)  # fmt: skip
+                _offered_line(plot, ax, axis, len(ddirs) == 1)
+                offered_ticks(ax, axis)
+                ax.set_ylabel(f"achieved {ddir} IOPS")
+                ax.set_title(f"{ddir}s")
+                _y_scale(ax)
+                legend(ax, 7)
+            finish(fig, plot.title, plot.caption)
+        plots.append(plot)
+    return plots
+
+
+def _y_scale(ax: Axes) -> None:
+    """Log when the values span more than two decades (an offered sweep often does), else from zero."""
+    ys = [float(y) for line in ax.get_lines() for y in np.asarray(line.get_ydata(), dtype=float) if y > 0]
+    if ys and max(ys) / min(ys) > 100:
+        log_scale(ax)
+    else:
+        ax.set_ylim(bottom=0)
+
+
+def _offered_line(plot: Plot, ax: Axes, axis: list[Offered], single_direction: bool) -> None:
+    numeric = [(x, o) for x, o in enumerate(axis) if o is not None]
+    if single_direction and numeric:
+        (line,) = ax.plot([x for x, _ in numeric], [o for _, o in numeric], ls=":", color="#888888",
+                          marker="x", label="offered")  # fmt: skip
+        plot.tag(line, "offered")
+
+
+def busy_cpu_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
+    plots = []
+    names = data.target_names()
+    for i, (family, by_target) in enumerate(families(data).items()):
+        axis = offered_axis(g for gs in by_target.values() for g in gs)
+        with style():
+            fig = new_figure(1, 2)
+            plot = Plot(f"busy-cpu-{i}", f"Device busy % and host CPU against offered load: {family_title(family)}",
+                        labels(data, by_target), fig)  # fmt: skip
+            busy, cpu = fig.subplots(1, 2)
+            for target, groups in by_target.items():
+                c, bold = color(names, target, baseline), target == baseline
+                curve(plot, busy, axis, groups, lambda r: r["dev_busy_pct"], series_label(target, baseline), c,
+                      bold=bold)  # fmt: skip
+                curve(plot, cpu, axis, groups, lambda r: r["cpu_usr_pct"], f"{target} %usr", c, bold=bold)
+                curve(plot, cpu, axis, groups, lambda r: r["cpu_sys_pct"], f"{target} %sys", c, "--", bold)
+            for ax, what in ((busy, "device busy %"), (cpu, "host CPU % (usr solid, sys dashed)")):
+                offered_ticks(ax, axis)
+                ax.set_ylabel(what)
+                ax.set_ylim(0, 105)
+                legend(ax, 7)
+            busy.set_title("device busy % (/proc/diskstats)")
+            cpu.set_title("host CPU %usr / %sys (/proc/stat)")
+            finish(fig, plot.title, plot.caption)
+        plots.append(plot)
+    return plots

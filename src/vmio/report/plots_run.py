@@ -1,0 +1,141 @@
+"""Figures within runs: device IOPS, await and busy % over time, and CPU per QEMU thread class."""
+
+from __future__ import annotations
+
+import sqlite3
+import statistics
+from collections import defaultdict
+from collections.abc import Callable
+
+from vmio.report.data import CampaignData, Group, Row, families, labels, offered_axis, offered_order
+from vmio.report.data import offered_label as olabel
+from vmio.report.figure import PALETTE, Plot, finish, legend, new_figure, style
+from vmio.report.plots_load import curve, family_title, offered_ticks, series_label
+from vmio.units import format_size
+
+TIME_PANELS = (
+    ("IOPS", ("read_iops", "write_iops"), "device IOPS"),
+    ("await", ("await_ms",), "device await (ms)"),
+    ("busy", ("busy_pct",), "device busy %"),
+)
+QEMU_CLASSES = (("vcpu_pct", "vCPU threads"), ("iothread_pct", "I/O threads"), ("main_pct", "main loop"),
+                ("other_pct", "other threads"))  # fmt: skip
+
+
+def representative(groups: list[Group]) -> Group | None:
+    """The saturating point of a target and workload: least load processes, highest offered load."""
+    done = [g for g in groups if g.rows]
+    if not done:
+        return None
+    return min(done, key=lambda g: (g.key[2], g.key[4], tuple(-x for x in offered_order(g.offered))))
+
+
+def series(samples: list[sqlite3.Row], source: str, metric: str) -> tuple[list[float], list[float]]:
+    pts = [(s["t"], s["value"]) for s in samples if s["source"] == source and s["metric"] == metric]
+    return [t for t, _ in pts], [v for _, v in pts]
+
+
+def over_time_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
+    plots = []
+    for i, workload in enumerate(data.workloads()):
+        picks = [(t, g) for t in data.target_names()
+                 if (g := representative([g for g in data.groups() if g.key[:2] == (t, workload)]))]  # fmt: skip
+        picks = [(t, g) for t, g in picks if any(data.samples.get(r["point"]) for r in g.rows)]
+        if picks:
+            plots.append(_time_figure(data, i, workload, picks, baseline))
+    return plots
+
+
+def _time_figure(
+    data: CampaignData, i: int, workload: str, picks: list[tuple[str, Group]], baseline: str | None
+) -> Plot:
+    with style():
+        fig = new_figure(len(picks), len(TIME_PANELS), width=3.8, height=2.4)
+        title = (
+            f"Device IOPS, await and busy % over time within a run (from /proc/diskstats samples): {workload}"
+        )
+        plot = Plot(f"time-{i}", title, labels(data, [t for t, _ in picks]), fig)
+        axes = fig.subplots(len(picks), len(TIME_PANELS), squeeze=False)
+        for row_axes, (target, g) in zip(axes, picks, strict=True):
+            _, _, bs, offered, load = g.key
+            for ax, (name, metrics, ylabel) in zip(row_axes, TIME_PANELS, strict=True):
+                for rep_i, row in enumerate(sorted(g.rows, key=lambda r: r["repetition"])):
+                    _rep_lines(
+                        plot, ax, data, row, metrics, PALETTE[rep_i % len(PALETTE)], f"{target} {name}"
+                    )
+                ax.set_title(f"{series_label(target, baseline)}: bs {format_size(bs)}, offered {olabel(offered)}, "
+                             f"load {load}", fontsize=7)  # fmt: skip
+                ax.set_ylabel(ylabel)
+                ax.set_xlabel("time in run (s)")
+                ax.set_ylim(bottom=0)
+                ax.grid(alpha=0.3)
+                legend(ax, 6)
+        plot.caption += " · one line per repetition; the device is the host block device under the target"
+        finish(fig, plot.title, plot.caption)
+    return plot
+
+
+def _rep_lines(
+    plot: Plot, ax: object, data: CampaignData, row: Row, metrics: tuple[str, ...], c: str, name: str
+) -> None:
+    samples = data.samples.get(row["point"], [])
+    source = f"dev:{row['device']}"
+    for metric, ls in zip(metrics, ("-", "--"), strict=False):
+        ts, vs = series(samples, source, metric)
+        if not ts:
+            continue
+        what = f" {metric.split('_')[0]}" if len(metrics) > 1 else ""
+        label = f"rep {row['repetition']}{what}"
+        (line,) = ax.plot(ts, vs, ls=ls, color=c, lw=1.2, label=label)  # type: ignore[attr-defined]
+        plot.tag(line, f"{name} {label}")
+
+
+def qemu_means(samples: list[sqlite3.Row]) -> dict[str, float]:
+    """Each thread class's mean CPU % over the run, summed over the VMs (``qemu:<vm>`` sources)."""
+    values: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for s in samples:
+        if s["source"].startswith("qemu:") and s["value"] is not None:
+            values[(s["source"], s["metric"])].append(float(s["value"]))
+    out: dict[str, float] = defaultdict(float)
+    for (_, metric), vs in values.items():
+        out[metric] += statistics.fmean(vs)
+    return dict(out)
+
+
+def qemu_thread_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
+    means = {k: m for k, s in data.samples.items() if (m := qemu_means(s))}
+    plots = []
+    for i, (family, by_target) in enumerate(families(data).items()):
+        vm = {t: gs for t, gs in by_target.items() if any(r["point"] in means for g in gs for r in g.rows)}
+        if vm:
+            plots.append(_qemu_figure(data, i, family, vm, means))
+    return plots
+
+
+def _qemu_figure(data: CampaignData, i: int, family: tuple[str, int, int], vm: dict[str, list[Group]],
+                 means: dict[str, dict[str, float]]) -> Plot:  # fmt: skip
+    axis = offered_axis(g for gs in vm.values() for g in gs)
+    with style():
+        fig = new_figure(1, len(vm))
+        plot = Plot(f"qemu-{i}", f"CPU per QEMU thread class (% of one core): {family_title(family)}",
+                    labels(data, vm), fig)  # fmt: skip
+        for ax, (target, groups) in zip(fig.subplots(1, len(vm), squeeze=False)[0], vm.items(), strict=True):
+            for j, (metric, name) in enumerate(QEMU_CLASSES):
+                curve(plot, ax, axis, groups, _thread_value(means, metric), f"{target} {name}", PALETTE[j])
+            offered_ticks(ax, axis)
+            ax.set_title(f"{target} ({target_facts(data, target)})")
+            ax.set_ylabel("CPU % of one core (sum over VMs)")
+            ax.set_ylim(bottom=0)
+            legend(ax, 7)
+        finish(fig, plot.title, plot.caption)
+    return plot
+
+
+def _thread_value(means: dict[str, dict[str, float]], metric: str) -> Callable[[Row], float | None]:
+    return lambda r: means.get(r["point"], {}).get(metric)
+
+
+def target_facts(data: CampaignData, target: str) -> str:
+    spec = data.targets.get(target, {})
+    keys = ("bus", "iothreads", "vms", "vcpus")
+    return ", ".join(f"{k}={spec[k]}" for k in keys if k in spec) or "VM"
