@@ -39,7 +39,7 @@ def parse_network(text: str) -> float:
     if text.strip().lower() == "loopback":
         return LOOPBACK_BW
     value = text.strip().upper().removesuffix("BPS").removesuffix("BIT/S").removesuffix("B")
-    scale = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}.get(value[-1:], None)
+    scale = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}.get(value[-1:])
     number = value[:-1] if scale else value
     try:
         bits = float(number) * (scale or 1.0)
@@ -97,8 +97,8 @@ def _line_start(points: list[Point], base: StoreParams, r: float) -> tuple[float
 def _grid_step(points: list[Point], base: StoreParams, n: int, r: float, centre: tuple[float, float],
                span: float) -> tuple[float, float]:
     factors = np.exp(np.linspace(-np.log(span), np.log(span), GRID))
-    ops, bws = np.meshgrid(centre[0] * factors, centre[1] * factors, indexing="ij")
-    ops, bws = ops.ravel(), bws.ravel()
+    grid_ops, grid_bws = np.meshgrid(centre[0] * factors, centre[1] * factors, indexing="ij")
+    ops, bws = grid_ops.ravel(), grid_bws.ravel()
     cost = np.zeros_like(ops)
     for p in points:
         x, _ = solve(base, p.bs, n, r, dev_op_s=ops, dev_bw=bws)
@@ -116,11 +116,9 @@ def what_if(fit: Fit, bs_list: list[int], *, replicas: int | None = None, stripe
             net_bw: float | None = None, write_path: str | None = None,
             cache_share: float | None = None, outstanding: int | None = None) -> list[Prediction]:
     """Predictions of the fitted model with some of its topology changed."""
-    changes: dict[str, object] = {}
-    for key, value in (("replicas", replicas), ("stripe", stripe), ("net_bw", net_bw),
-                       ("write_path", write_path), ("cache_share", cache_share)):
-        if value is not None:
-            changes[key] = value
+    asked: dict[str, object] = {"replicas": replicas, "stripe": stripe, "net_bw": net_bw,
+                                "write_path": write_path, "cache_share": cache_share}
+    changes = {key: value for key, value in asked.items() if value is not None}
     params = fit.params.with_(**changes)
     return predict(params, bs_list, outstanding or fit.outstanding, fit.read_frac)
 

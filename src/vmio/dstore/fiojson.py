@@ -46,7 +46,8 @@ def extract_json(text: str) -> dict[str, Any]:
         data = json.loads(text[start : end + 1])
     except json.JSONDecodeError as exc:
         line = text[: start].count("\n") + exc.lineno
-        raise FioError(f"fio output is not valid JSON at line {line}: {exc.msg}", output=text[-2000:]) from exc
+        raise FioError(f"fio output is not valid JSON at line {line}: {exc.msg}",
+                       output=text[-2000:]) from exc
     if not isinstance(data, dict) or not isinstance(data.get("jobs"), list) or not data["jobs"]:
         raise FioError("fio JSON has no 'jobs' list; expected fio --output-format=json", output=text[-2000:])
     return data

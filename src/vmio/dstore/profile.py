@@ -97,7 +97,8 @@ def parse_bs_list(text: str) -> list[int]:
         try:
             size = parse_size(item.strip())
         except ValueError as exc:
-            raise InputError(f"--bs {text!r}: {exc}; give a comma-separated list such as '4k,64k,1m'") from exc
+            raise InputError(f"--bs {text!r}: {exc}; give a comma-separated list such as '4k,64k,1m'"
+                             ) from exc
         if size <= 0 or size % 512:
             raise InputError(f"--bs {text!r}: {item.strip()!r} is not a positive multiple of 512 bytes")
         if size in sizes:
@@ -129,14 +130,23 @@ def load_profile(path: Path) -> Profile:
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
-        raise InputError(f"{str(path)!r} does not exist; give a file from `vmio dstore profile --json`") from None
+        raise InputError(f"{str(path)!r} does not exist; give a file from `vmio dstore profile --json`"
+                         ) from None
     except (OSError, ValueError) as exc:
         raise InputError(f"{str(path)!r} is not readable JSON: {exc}") from exc
     if not isinstance(data, dict) or not isinstance(data.get("points"), list) or not data["points"]:
         raise InputError(f"{str(path)!r} has no 'points' list; expected `vmio dstore profile --json` output")
-    criteria = Criteria(**data.get("criteria", {}))
+    criteria = _criteria(path, data.get("criteria", {}))
     points = [_point(path, i, raw, criteria) for i, raw in enumerate(data["points"])]
     return Profile(sorted(points, key=lambda p: p.bs), criteria, dict(data.get("setup", {})))
+
+
+def _criteria(path: Path, raw: object) -> Criteria:
+    known = set(Criteria.__dataclass_fields__)
+    if not isinstance(raw, dict) or not set(raw) <= known or not all(
+            isinstance(v, int | float) and not isinstance(v, bool) for v in raw.values()):
+        raise InputError(f"{str(path)!r}: criteria = {raw!r}; expected numbers for {sorted(known)}")
+    return Criteria(**{k: float(v) for k, v in raw.items()})
 
 
 def _point(path: Path, index: int, raw: object, criteria: Criteria) -> Point:
