@@ -143,8 +143,14 @@ def load(root: Path) -> ClusterRef:
                          "start one with `vmio dstore up --dir DIR`") from None
     except (OSError, ValueError) as exc:
         raise InputError(f"{str(path)!r} cannot be read: {exc}") from exc
-    return ClusterRef(Path(data["conf"]), data["pool"], data["image"], Path(data["root"]),
-                      int(data["replicas"]), int(data["osds"]))
+    try:
+        ref = ClusterRef(Path(data["conf"]), data["pool"], data["image"], Path(data["root"]),
+                         int(data["replicas"]), int(data["osds"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"{str(path)!r} lacks field {exc}; it was not written by `vmio dstore up`") from exc
+    if not ref.conf.is_file():
+        raise InputError(f"{str(ref.conf)!r} (named in {str(path)!r}) is missing; the cluster is gone")
+    return ref
 
 
 def existing(conf: Path, pool: str, image: str, replicas: int = 3) -> ClusterRef:
