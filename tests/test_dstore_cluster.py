@@ -4,6 +4,7 @@ disk, the striping comparison, and down leaving no process and no file behind.""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from vmio.cli import main
-from vmio.dstore import cluster, rbdfio
+from vmio.dstore import cluster, daemons, rbdfio
 from vmio.dstore.profile import Criteria, verdict
 from vmio.proc import Runner
 
@@ -64,11 +65,51 @@ def test_status_reports_a_clean_size_3_pool(live_cluster: cluster.ClusterRef,
     assert sorted(info["daemons"]) == ["mgr.x", "mon.a", "osd.0", "osd.1", "osd.2"]
 
 
+def listening_addresses(pids: list[int]) -> set[str]:
+    """Local addresses (hex, as in /proc/net/tcp*) of the TCP sockets these processes listen on."""
+    inodes = set()
+    for pid in pids:
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            try:
+                target = os.readlink(fd)
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in inodes:  # 0A = LISTEN
+                found.add(fields[1].rsplit(":", 1)[0])
+    return found
+
+
+def test_every_daemon_listens_on_loopback_only(live_cluster: cluster.ClusterRef) -> None:
+    assert live_cluster.root is not None
+    pids = list(daemons.running(live_cluster.root / "run", live_cluster.conf).values())
+    assert len(pids) == 5
+    assert listening_addresses(pids) == {"0100007F"}  # 127.0.0.1, nothing on 0.0.0.0 or IPv6
+
+
 def test_qemu_reaches_the_rbd_image(live_cluster: cluster.ClusterRef) -> None:
-    out = Runner().run(["qemu-img", "info", "--output=json", rbdfio.image_opts(live_cluster)], timeout=60)
+    runner = Runner()
+    out = runner.run(["qemu-img", "info", "--output=json", rbdfio.image_opts(live_cluster)], timeout=60)
     assert json.loads(out.stdout)["virtual-size"] == 1 << 30
-    args = rbdfio.blockdev_args(live_cluster)
-    assert json.loads(args[1])["driver"] == "rbd"
+    drive = rbdfio.drive_args(live_cluster)[1]
+    legacy = runner.run(["qemu-img", "info", "--output=json", drive.split(",")[0].removeprefix("file=")],
+                        timeout=60)
+    assert json.loads(legacy.stdout)["virtual-size"] == 1 << 30
+    if shutil.which("qemu-system-x86_64") is None:
+        pytest.skip("needs qemu-system-x86_64 for the -blockdev check")
+    commands = ("qmp_capabilities", "query-named-block-nodes", "quit")
+    qmp = "\n".join(json.dumps({"execute": c}) for c in commands)
+    argv = ["qemu-system-x86_64", "-M", "none", "-nodefaults", "-display", "none", "-qmp", "stdio",
+            *rbdfio.blockdev_args(live_cluster)[:2]]
+    done = runner.run(argv, timeout=60, input_text=qmp + "\n")
+    nodes = [json.loads(line) for line in done.stdout.splitlines() if '"return"' in line][1]["return"]
+    seen = [(n["node-name"], n["drv"], n["image"]["virtual-size"]) for n in nodes]
+    assert seen == [("disk0", "rbd", 1 << 30)]
 
 
 def test_profile_three_sizes_with_verdicts_plots_and_compare(
