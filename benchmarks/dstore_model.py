@@ -98,7 +98,7 @@ def run(ref: cluster.ClusterRef, runtime: float, with_what_if: bool, reps: int) 
     summary("fit-all, mean latency", errors)
     held = [e for e, p in zip(error_table("held-out view", profile, {"fit-4k64k1m": fits["fit-4k64k1m"]}),
                               profile.points, strict=True) if p.bs not in SUBSET]
-    summary("fit-4k16k64k, held-out block sizes", held)
+    summary("fit-4k64k1m, held-out block sizes", held)
     if not with_what_if:
         return
     for kind, change in (("replicas", {"replicas": 2}), ("striping", {"stripe": compare.STRIPE_COUNT})):

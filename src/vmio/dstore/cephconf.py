@@ -107,6 +107,15 @@ def render_conf(layout: ClusterLayout) -> str:
         "bluestore block create = true",
         f"bluestore block size = {layout.osd_block_mib << 20}",
         "bluestore fsck on mount = false",
+        # RocksDB memtables (256 MiB x 4 by default) and the PG log dominate an idle OSD's memory.
+        "bluestore rocksdb options = compression=kNoCompression,max_write_buffer_number=2,"
+        "min_write_buffer_number_to_merge=1,recycle_log_file_num=2,write_buffer_size=16777216,"
+        "writable_file_max_buffer_size=0,compaction_readahead_size=2097152,max_background_compactions=1,"
+        "max_total_wal_size=67108864",
+        "osd min pg log entries = 100",
+        "osd max pg log entries = 500",
+        "osd target pg log entries per osd = 10000",
+        "osd map cache size = 20",
         "bluestore fsck on mkfs = false",
         "osd op num shards = 2",
         "osd op num threads per shard = 1",

@@ -22,6 +22,7 @@ from vmio.proc import Runner
 
 STATE_FILE = "vmio-dstore.json"
 CMD_TIMEOUT = 60.0
+DAEMON_TOOLS = ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph", "monmaptool", "rbd")
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,10 @@ def up(root: Path, *, osds: int = 3, runner: Runner | None = None, deadline_s: f
     runner = runner or Runner()
     if not 1 <= osds <= 12:
         raise InputError(f"--osds {osds!r} is out of range; use 1 to 12 OSDs")
+    missing = [tool for tool in DAEMON_TOOLS if shutil.which(tool) is None]
+    if missing:
+        raise ClusterError(f"{', '.join(missing)} not installed; install Debian's ceph-mon, ceph-osd, "
+                           "ceph-mgr and ceph-common (scripts/setup-system.sh full)")
     root = root.absolute()
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise InputError(f"--dir {str(root)!r} exists and is not an empty folder; give a new folder")
