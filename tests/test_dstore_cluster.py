@@ -63,6 +63,11 @@ def test_status_reports_a_clean_size_3_pool(live_cluster: cluster.ClusterRef,
     assert info["osds_up"] == 3
     assert info["pg_states"] == {"active+clean": info["pgs"]}
     assert sorted(info["daemons"]) == ["mgr.x", "mon.a", "osd.0", "osd.1", "osd.2"]
+    # the same cluster reached as an existing one, through its ceph.conf
+    assert main(["dstore", "status", "--conf", str(live_cluster.conf), "--pool", live_cluster.pool,
+                 "--image", live_cluster.image, "--json"]) == 0
+    same = json.loads(capsys.readouterr().out)
+    assert same["pgs"] == info["pgs"] and "daemons" not in same
 
 
 def listening_addresses(pids: list[int]) -> set[str]:
