@@ -15,6 +15,7 @@ from vmio.dstore.fiojson import parse_fio, percentile_from_bins
 from vmio.dstore.profile import Criteria, load_profile, parse_bs_list, verdict
 from vmio.errors import FioError, InputError
 from vmio.proc import Runner
+from vmio.units import format_size
 
 
 def test_bs_list_sorted_in_bytes() -> None:
@@ -171,3 +172,10 @@ def test_cli_model_what_if_json(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert [p["bs"] for p in out["baseline"]] == [4096, 1 << 20]
     assert out["what_if"]["points"][0]["iops"] > out["baseline"][0]["iops"]
     assert out["baseline"][0]["iops"] == pytest.approx(5150, rel=0.1)
+
+
+@given(st.sets(st.integers(1, 1 << 14), min_size=1, max_size=12), st.booleans())
+def test_bs_list_round_trip(units: set[int], spaced: bool) -> None:
+    sizes = [u * 512 for u in units]
+    text = (", " if spaced else ",").join(format_size(s) for s in sizes)
+    assert parse_bs_list(text) == sorted(sizes)
