@@ -100,7 +100,8 @@ def _table(fit: Fit, base: list[Prediction], changed: list[Prediction], changes:
     p = fit.params
     lines = [f"model: {p.replicas} replicas, {p.devices} devices, {p.write_path} writes, "
              f"device {p.dev_op_s * 1e3:.3f} ms/op + {p.dev_bw / 1e6:.0f} MB/s, "
-             f"fit error {fit.rms_log_error:.1%} (rms log IOPS)"]
+             + (f"fit error {fit.rms_log_error:.1%} (rms log IOPS) at {len(fit.fit_bs)} block sizes"
+                if fit.fit_bs else "not fitted (parameters as given)")]
     what = ", ".join(f"{k}={v}" for k, v in changes.items()) or "no change"
     lines.append(f"{'bs':>6} {'IOPS':>8} {'mean ms':>8} {'p99 ms':>8} {'verdict':>10} | what if {what}")
     for b, c in zip(base, changed, strict=True):
