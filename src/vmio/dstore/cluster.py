@@ -92,7 +92,7 @@ def _bootstrap(runner: Runner, layout: ClusterLayout, replicas: int, deadline: f
          "--yes-i-really-mean-it")
     ceph(runner, layout.conf, "osd", "pool", "set", layout.pool, "min_size", str(max(1, replicas - 1)))
     ceph(runner, layout.conf, "osd", "pool", "application", "enable", layout.pool, "rbd")
-    wait_clean(runner, layout.conf, deadline)
+    wait_clean(runner, layout.conf, deadline, expected=layout.pg_num)
     runner.run(["rbd", "-c", conf, "create", "--size", str(layout.image_size_mib),
                 f"{layout.pool}/{layout.image}"], timeout=CMD_TIMEOUT, error=ClusterError)
 

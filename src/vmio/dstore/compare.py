@@ -10,7 +10,7 @@ import json
 import time
 from dataclasses import replace
 
-from vmio.dstore.cluster import ClusterRef, ceph, wait_clean
+from vmio.dstore.cluster import ClusterRef, ceph, pg_summary, wait_clean
 from vmio.errors import ClusterError, InputError
 from vmio.proc import Runner
 
@@ -36,11 +36,12 @@ def make_variant(runner: Runner, ref: ClusterRef, kind: str, image_mib: int = 10
         pool = f"{ref.pool}-size2"
         rule = json.loads(ceph(runner, ref.conf, "osd", "pool", "get", ref.pool, "crush_rule",
                                "--format", "json"))["crush_rule"]
+        before, _ = pg_summary(runner, ref.conf)
         ceph(runner, ref.conf, "osd", "pool", "create", pool, "32", "32", "replicated", str(rule))
         ceph(runner, ref.conf, "osd", "pool", "set", pool, "size", "2", "--yes-i-really-mean-it")
         ceph(runner, ref.conf, "osd", "pool", "set", pool, "min_size", "1")
         ceph(runner, ref.conf, "osd", "pool", "application", "enable", pool, "rbd")
-        wait_clean(runner, ref.conf, time.monotonic() + 120.0)
+        wait_clean(runner, ref.conf, time.monotonic() + 120.0, expected=before + 32)
         _rbd(runner, ref, "create", "--size", str(image_mib), f"{pool}/{ref.image}")
         return replace(ref, pool=pool, replicas=2)
     image = f"{ref.image}-striped"
