@@ -33,6 +33,7 @@ FEATURES = (
     "vmio.advise.cli",
     "vmio.relocate.cli",
     "vmio.report.cli",
+    "vmio.dstore.cli",
 )
 
 

@@ -1,0 +1,130 @@
+"""The ``ceph.conf`` of a throwaway loopback cluster: every path inside its folder, every port on 127.0.0.1.
+
+Small-memory settings (``osd_memory_target``, bluestore cache, few op shards) keep three OSDs, a mon and a
+mgr near 1.2 GiB, so the cluster can share a 2-core machine with other work.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+LOOPBACK = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class ClusterLayout:
+    """Where a throwaway cluster keeps its files, and how it is shaped."""
+
+    root: Path
+    fsid: str
+    mon_port: int
+    osds: int = 3
+    pool: str = "vmio"
+    image: str = "vmio-disk"
+    image_size_mib: int = 1024
+    pg_num: int = 32
+    osd_block_mib: int = 4096
+
+    @property
+    def conf(self) -> Path:
+        return self.root / "ceph.conf"
+
+    @property
+    def run_dir(self) -> Path:
+        return self.root / "run"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.root / "log"
+
+    def pid_file(self, name: str) -> Path:
+        """The pid file of daemon ``name`` (``mon.a``, ``mgr.x``, ``osd.0``)."""
+        return self.run_dir / f"{name}.pid"
+
+    def osd_dir(self, osd_id: int) -> Path:
+        return self.root / "osd" / f"ceph-{osd_id}"
+
+
+def new_layout(root: Path, osds: int = 3) -> ClusterLayout:
+    """A layout for a new cluster in ``root`` with a fresh fsid and a free mon port on 127.0.0.1."""
+    return ClusterLayout(root=root, fsid=str(uuid.uuid4()), mon_port=free_port(), osds=osds)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
+        sock.bind((LOOPBACK, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def render_conf(layout: ClusterLayout) -> str:
+    """The text of ``ceph.conf`` for ``layout``."""
+    root = layout.root
+    lines = [
+        "[global]",
+        f"fsid = {layout.fsid}",
+        f"mon host = v2:{LOOPBACK}:{layout.mon_port}",
+        f"public addr = {LOOPBACK}",
+        f"cluster addr = {LOOPBACK}",
+        "public network = 127.0.0.0/8",
+        "ms bind ipv6 = false",
+        "ms bind msgr1 = false",
+        "auth cluster required = none",
+        "auth service required = none",
+        "auth client required = none",
+        "auth allow insecure global id reclaim = false",
+        f"run dir = {layout.run_dir}",
+        f"pid file = {layout.run_dir}/$name.pid",
+        f"admin socket = {layout.run_dir}/$name.asok",
+        f"log file = {layout.log_dir}/$name.log",
+        f"mon cluster log file = {layout.log_dir}/cluster.log",
+        f"crash dir = {root}/crash",
+        f"keyring = {root}/keyring",
+        f"mon data = {root}/mon/ceph-$id",
+        f"mgr data = {root}/mgr/ceph-$id",
+        f"osd data = {root}/osd/ceph-$id",
+        "osd crush chooseleaf type = 0",
+        "osd pool default size = 3",
+        "osd pool default min size = 2",
+        f"osd pool default pg num = {layout.pg_num}",
+        f"osd pool default pgp num = {layout.pg_num}",
+        "osd pool default pg autoscale mode = off",
+        "mon allow pool delete = true",
+        "mon allow pool size one = true",
+        "mon warn on pool no redundancy = false",
+        "mon osd down out interval = 0",
+        "mon warn on osd down out interval zero = false",
+        "mon data avail warn = 5",
+        "osd memory target = 939524096",
+        "osd memory cache min = 67108864",
+        "bluestore cache autotune = false",
+        "bluestore cache size = 67108864",
+        "bluestore block create = true",
+        f"bluestore block size = {layout.osd_block_mib << 20}",
+        "bluestore fsck on mount = false",
+        # RocksDB memtables (256 MiB x 4 by default) and the PG log dominate an idle OSD's memory.
+        "bluestore rocksdb options = compression=kNoCompression,max_write_buffer_number=2,"
+        "min_write_buffer_number_to_merge=1,recycle_log_file_num=2,write_buffer_size=16777216,"
+        "writable_file_max_buffer_size=0,compaction_readahead_size=2097152,max_background_compactions=1,"
+        "max_total_wal_size=67108864",
+        "osd min pg log entries = 100",
+        "osd max pg log entries = 500",
+        "osd target pg log entries per osd = 10000",
+        "osd map cache size = 20",
+        "bluestore fsck on mkfs = false",
+        "osd op num shards = 2",
+        "osd op num threads per shard = 1",
+        "osd objectstore = bluestore",
+        "",
+        "[client]",
+        f"admin socket = {layout.run_dir}/$name.$pid.asok",
+        f"log file = {layout.log_dir}/$name.$pid.log",
+        "rbd cache = false",
+        "",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,191 @@
+"""A throwaway Ceph cluster on 127.0.0.1 (1 mon, 1 mgr, N bluestore-on-file OSDs), or an existing one.
+
+``up`` builds it in a folder and waits for every PG to be active+clean; ``down`` stops each daemon by the
+PID in its pid file (checking the PID still runs a daemon of this cluster) and removes the folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+import uuid
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from vmio.dstore import daemons
+from vmio.dstore.cephconf import ClusterLayout, new_layout, render_conf
+from vmio.errors import ClusterError, InputError
+from vmio.proc import Runner
+
+STATE_FILE = "vmio-dstore.json"
+CMD_TIMEOUT = 60.0
+DAEMON_TOOLS = ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph", "monmaptool", "rbd")
+
+
+@dataclass(frozen=True)
+class ClusterRef:
+    """How clients reach a cluster: its ``ceph.conf``, pool and RBD image; ``root`` when vmio owns it."""
+
+    conf: Path
+    pool: str
+    image: str
+    root: Path | None = None
+    replicas: int = 3
+    osds: int = 3
+
+    def env(self) -> dict[str, str]:
+        """Environment for clients that read only ``CEPH_CONF`` (fio's rbd engine)."""
+        return {"CEPH_CONF": str(self.conf)}
+
+
+def ceph(runner: Runner, conf: Path, *args: str, timeout: float = CMD_TIMEOUT) -> str:
+    """Run ``ceph -c conf ARGS`` and return its stdout."""
+    argv = ["ceph", "-c", str(conf), "--connect-timeout", "20", *args]
+    return runner.run(argv, timeout=timeout, error=ClusterError).stdout
+
+
+def up(root: Path, *, osds: int = 3, runner: Runner | None = None, deadline_s: float = 180.0) -> ClusterRef:
+    """Start a new cluster in ``root`` (absent or empty); tear it down again if any step fails."""
+    runner = runner or Runner()
+    if not 1 <= osds <= 12:
+        raise InputError(f"--osds {osds!r} is out of range; use 1 to 12 OSDs")
+    missing = [tool for tool in DAEMON_TOOLS if shutil.which(tool) is None]
+    if missing:
+        raise ClusterError(f"{', '.join(missing)} not installed; install Debian's ceph-mon, ceph-osd, "
+                           "ceph-mgr and ceph-common (scripts/setup-system.sh full)")
+    root = root.absolute()
+    if root.exists() and (not root.is_dir() or any(root.iterdir())):
+        raise InputError(f"--dir {str(root)!r} exists and is not an empty folder; give a new folder")
+    layout = new_layout(root, osds)
+    for sub in ("run", "log", "crash", "mon", "mgr", "osd"):
+        (root / sub).mkdir(parents=True, exist_ok=True)
+    layout.conf.write_text(render_conf(layout))
+    ref = ClusterRef(layout.conf, layout.pool, layout.image, root, min(3, osds), osds)
+    _write_state(root, ref, layout)
+    try:
+        _bootstrap(runner, layout, ref.replicas, time.monotonic() + deadline_s)
+    except BaseException:
+        down(root)
+        raise
+    return ref
+
+
+def _bootstrap(runner: Runner, layout: ClusterLayout, replicas: int, deadline: float) -> None:
+    conf = str(layout.conf)
+    monmap = str(layout.root / "monmap")
+    addr = f"[v2:127.0.0.1:{layout.mon_port}]"
+    runner.run(["monmaptool", "--create", "--fsid", layout.fsid, "--addv", "a", addr, monmap],
+               timeout=CMD_TIMEOUT, error=ClusterError)
+    runner.run(["ceph-mon", "-c", conf, "--mkfs", "-i", "a", "--monmap", monmap],
+               timeout=CMD_TIMEOUT, error=ClusterError)
+    daemons.start(runner, layout, "mon", "a")
+    daemons.start(runner, layout, "mgr", "x")
+    for _ in range(layout.osds):
+        _add_osd(runner, layout)
+    ceph(runner, layout.conf, "osd", "crush", "rule", "create-replicated", "vmio-osd", "default", "osd")
+    pg = str(layout.pg_num)
+    ceph(runner, layout.conf, "osd", "pool", "create", layout.pool, pg, pg, "replicated", "vmio-osd")
+    ceph(runner, layout.conf, "osd", "pool", "set", layout.pool, "size", str(replicas),
+         "--yes-i-really-mean-it")
+    ceph(runner, layout.conf, "osd", "pool", "set", layout.pool, "min_size", str(max(1, replicas - 1)))
+    ceph(runner, layout.conf, "osd", "pool", "application", "enable", layout.pool, "rbd")
+    wait_clean(runner, layout.conf, deadline, expected=layout.pg_num)
+    runner.run(["rbd", "-c", conf, "create", "--size", str(layout.image_size_mib),
+                f"{layout.pool}/{layout.image}"], timeout=CMD_TIMEOUT, error=ClusterError)
+
+
+def _add_osd(runner: Runner, layout: ClusterLayout) -> None:
+    osd_uuid = str(uuid.uuid4())
+    osd_id = int(ceph(runner, layout.conf, "osd", "new", osd_uuid).strip())
+    layout.osd_dir(osd_id).mkdir(parents=True)
+    runner.run(["ceph-osd", "-c", str(layout.conf), "-i", str(osd_id), "--mkfs", "--osd-uuid", osd_uuid],
+               timeout=120.0, error=ClusterError)
+    daemons.start(runner, layout, "osd", str(osd_id))
+
+
+def pg_summary(runner: Runner, conf: Path) -> tuple[int, dict[str, int]]:
+    """(number of PGs, count per state) from ``ceph pg stat``."""
+    data = json.loads(ceph(runner, conf, "pg", "stat", "--format", "json"))
+    summary = data.get("pg_summary", data)
+    states = {s["name"]: int(s["num"]) for s in summary.get("num_pg_by_state", [])}
+    return int(summary.get("num_pgs", 0)), states
+
+
+def wait_clean(runner: Runner, conf: Path, deadline: float, expected: int = 1) -> None:
+    """Wait until ``ceph pg stat`` shows at least ``expected`` PGs, all active+clean, before ``deadline``."""
+    seen: tuple[int, dict[str, int]] = (0, {})
+    while time.monotonic() < deadline:
+        seen = pg_summary(runner, conf)
+        total, states = seen
+        if total >= expected and states.get("active+clean", 0) == total:
+            return
+        time.sleep(1.0)
+    raise ClusterError(f"PGs not all active+clean before the deadline; last seen {seen[0]} PGs: {seen[1]}")
+
+
+def down(root: Path, *, term_wait_s: float = 20.0) -> list[str]:
+    """Stop every daemon of the cluster in ``root`` by PID and remove the folder; return what was stopped."""
+    root = root.absolute()
+    if not root.is_dir():
+        raise InputError(f"--dir {str(root)!r} does not exist; give the folder `vmio dstore up` made")
+    if not (root / STATE_FILE).is_file():
+        raise InputError(f"--dir {str(root)!r} has no {STATE_FILE}; it is not a cluster vmio started")
+    stopped = daemons.stop_all(root / "run", root / "ceph.conf", term_wait_s)
+    shutil.rmtree(root)
+    return stopped
+
+
+def load(root: Path) -> ClusterRef:
+    """The cluster vmio started in ``root``."""
+    path = root.absolute() / STATE_FILE
+    try:
+        data: dict[str, Any] = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise InputError(f"--dir {str(root)!r} holds no cluster ({STATE_FILE} missing); "
+                         "start one with `vmio dstore up --dir DIR`") from None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{str(path)!r} cannot be read: {exc}") from exc
+    try:
+        ref = ClusterRef(Path(data["conf"]), data["pool"], data["image"], Path(data["root"]),
+                         int(data["replicas"]), int(data["osds"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"{str(path)!r} lacks field {exc}; it was not written by `vmio dstore up`") from exc
+    if not ref.conf.is_file():
+        raise InputError(f"{str(ref.conf)!r} (named in {str(path)!r}) is missing; the cluster is gone")
+    return ref
+
+
+def existing(conf: Path, pool: str, image: str, replicas: int = 3) -> ClusterRef:
+    """A reference to a cluster vmio did not start, after checking its ``ceph.conf`` exists."""
+    if not conf.is_file():
+        raise InputError(f"--conf {str(conf)!r} is not a file; give the cluster's ceph.conf")
+    return ClusterRef(conf.absolute(), pool, image, None, replicas, replicas)
+
+
+def _write_state(root: Path, ref: ClusterRef, layout: ClusterLayout) -> None:
+    data = {k: str(v) if isinstance(v, Path) else v for k, v in asdict(ref).items()}
+    data.update(fsid=layout.fsid, mon_port=layout.mon_port, pid=os.getpid())
+    (root / STATE_FILE).write_text(json.dumps(data, indent=2) + "\n")
+
+
+def status(runner: Runner, ref: ClusterRef) -> dict[str, Any]:
+    """Health, OSDs up/in, PG states, pool size and the live daemons (for clusters vmio owns)."""
+    raw = json.loads(ceph(runner, ref.conf, "status", "--format", "json"))
+    osdmap = raw.get("osdmap", {})
+    osdmap = osdmap.get("osdmap", osdmap)
+    total, states = pg_summary(runner, ref.conf)
+    size = json.loads(ceph(runner, ref.conf, "osd", "pool", "get", ref.pool, "size", "--format", "json"))
+    out: dict[str, Any] = {
+        "conf": str(ref.conf), "pool": ref.pool, "image": ref.image,
+        "health": raw.get("health", {}).get("status", "unknown"),
+        "osds": osdmap.get("num_osds"), "osds_up": osdmap.get("num_up_osds"),
+        "osds_in": osdmap.get("num_in_osds"), "pgs": total, "pg_states": states,
+        "pool_size": size.get("size"),
+    }
+    if ref.root is not None:
+        out["dir"] = str(ref.root)
+        out["daemons"] = daemons.running(ref.root / "run", ref.conf)
+    return out

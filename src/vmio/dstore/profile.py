@@ -1,0 +1,179 @@
+"""Seed 002's evaluation profile: 30 % read / 70 % write random I/O, 50 outstanding, block sizes 4K–1M,
+with a verdict per block size against the service criteria.
+
+Latency verdict: mean ≤ ``ideal_ms`` → "ideal", ≤ ``acceptable_ms`` → "acceptable", else "fails"; a point
+whose IOPS is below the per-host minimum also "fails". The cluster target (4,000 IOPS in the seed) is
+reported as its own flag, as the seed did, since one client host cannot always reach it.
+MB/s is 10^6 bytes per second, IOPS × block size.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vmio.dstore.cluster import ClusterRef
+from vmio.dstore.fiojson import FioResult
+from vmio.dstore.rbdfio import RbdJob, run_rbd_job
+from vmio.errors import InputError
+from vmio.proc import Runner
+from vmio.units import format_size, parse_size
+
+DEFAULT_BS = (4 << 10, 8 << 10, 16 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10, 512 << 10, 1 << 20)
+VERDICTS = ("ideal", "acceptable", "fails")
+
+
+@dataclass(frozen=True)
+class Criteria:
+    """Service criteria of seed 002 (all configurable)."""
+
+    ideal_ms: float = 20.0
+    acceptable_ms: float = 100.0
+    min_iops_host: float = 500.0
+    min_iops_cluster: float = 4000.0
+
+    def __post_init__(self) -> None:
+        if not 0 < self.ideal_ms <= self.acceptable_ms:
+            raise InputError(f"criteria: ideal {self.ideal_ms!r} ms must be > 0 and ≤ acceptable "
+                             f"{self.acceptable_ms!r} ms")
+        if self.min_iops_host < 0 or self.min_iops_cluster < 0:
+            raise InputError(f"criteria: IOPS minimums {self.min_iops_host!r}, {self.min_iops_cluster!r} "
+                             "must not be negative")
+
+
+@dataclass(frozen=True)
+class Point:
+    """The measurement at one block size and its verdict."""
+
+    bs: int
+    iops: float
+    mb_s: float
+    mean_lat_ms: float
+    p99_lat_ms: float
+    verdict: str
+    read_iops: float = 0.0
+    write_iops: float = 0.0
+    meets_host_iops: bool = False
+    meets_cluster_iops: bool = False
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A whole profile: points in block-size order, the criteria and how it was measured."""
+
+    points: list[Point]
+    criteria: Criteria
+    setup: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"points": [asdict(p) for p in self.points], "criteria": asdict(self.criteria),
+                "setup": self.setup}
+
+
+def verdict(mean_lat_ms: float, iops: float, criteria: Criteria) -> str:
+    """"ideal", "acceptable" or "fails" for one point."""
+    if iops < criteria.min_iops_host or mean_lat_ms > criteria.acceptable_ms:
+        return "fails"
+    return "ideal" if mean_lat_ms <= criteria.ideal_ms else "acceptable"
+
+
+def make_point(bs: int, result: FioResult, criteria: Criteria) -> Point:
+    """A profile point from one fio result."""
+    t = result.total
+    # MB/s from IOPS x block size: fio's bw_bytes counts bytes over a slightly different window for the
+    # rbd engine (up to 10 % off at 1M with short runs), and the profile's block size is fixed.
+    return Point(bs=bs, iops=t.iops, mb_s=t.iops * bs / 1e6, mean_lat_ms=t.mean_lat_ms,
+                 p99_lat_ms=t.p99_lat_ms, verdict=verdict(t.mean_lat_ms, t.iops, criteria),
+                 read_iops=result.read.iops, write_iops=result.write.iops,
+                 meets_host_iops=t.iops >= criteria.min_iops_host,
+                 meets_cluster_iops=t.iops >= criteria.min_iops_cluster)
+
+
+def parse_bs_list(text: str) -> list[int]:
+    """Block sizes from ``"4k,64k,1m"``: each a positive multiple of 512 bytes, no repeats."""
+    sizes: list[int] = []
+    for item in text.split(","):
+        try:
+            size = parse_size(item.strip())
+        except ValueError as exc:
+            raise InputError(f"--bs {text!r}: {exc}; give a comma-separated list such as '4k,64k,1m'"
+                             ) from exc
+        if size <= 0 or size % 512:
+            raise InputError(f"--bs {text!r}: {item.strip()!r} is not a positive multiple of 512 bytes")
+        if size in sizes:
+            raise InputError(f"--bs {text!r}: {item.strip()!r} is given twice")
+        sizes.append(size)
+    return sorted(sizes)
+
+
+def run_profile(ref: ClusterRef, bs_list: Sequence[int] = DEFAULT_BS, *, runtime_s: float = 10.0,
+                ramp_s: float = 1.0, criteria: Criteria | None = None, runner: Runner | None = None,
+                iodepth: int = 50, rwmixread: int = 30,
+                on_point: Callable[[Point], None] | None = None) -> Profile:
+    """Measure every block size in ``bs_list`` on ``ref`` and judge each against ``criteria``."""
+    criteria = criteria or Criteria()
+    points = []
+    for bs in bs_list:
+        job = RbdJob(bs=bs, runtime_s=runtime_s, ramp_s=ramp_s, iodepth=iodepth, rwmixread=rwmixread)
+        point = make_point(bs, run_rbd_job(ref, job, runner=runner), criteria)
+        points.append(point)
+        if on_point is not None:
+            on_point(point)
+    setup = {"pool": ref.pool, "image": ref.image, "replicas": ref.replicas, "osds": ref.osds,
+             "iodepth": iodepth, "rwmixread": rwmixread, "runtime_s": runtime_s, "ramp_s": ramp_s}
+    return Profile(points, criteria, setup)
+
+
+def load_profile(path: Path) -> Profile:
+    """Read a profile written by ``vmio dstore profile --json``; errors name the file and the field."""
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise InputError(f"{str(path)!r} does not exist; give a file from `vmio dstore profile --json`"
+                         ) from None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{str(path)!r} is not readable JSON: {exc}") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("points"), list) or not data["points"]:
+        raise InputError(f"{str(path)!r} has no 'points' list; expected `vmio dstore profile --json` output")
+    criteria = _criteria(path, data.get("criteria", {}))
+    points = [_point(path, i, raw, criteria) for i, raw in enumerate(data["points"])]
+    return Profile(sorted(points, key=lambda p: p.bs), criteria, dict(data.get("setup", {})))
+
+
+def _criteria(path: Path, raw: object) -> Criteria:
+    known = set(Criteria.__dataclass_fields__)
+    if not isinstance(raw, dict) or not set(raw) <= known or not all(
+            isinstance(v, int | float) and not isinstance(v, bool) for v in raw.values()):
+        raise InputError(f"{str(path)!r}: criteria = {raw!r}; expected numbers for {sorted(known)}")
+    return Criteria(**{k: float(v) for k, v in raw.items()})
+
+
+def _point(path: Path, index: int, raw: object, criteria: Criteria) -> Point:
+    where = f"{str(path)!r}: points[{index}]"
+    if not isinstance(raw, dict):
+        raise InputError(f"{where} is {raw!r}, not an object")
+    values: dict[str, float] = {}
+    for key in ("bs", "iops", "mean_lat_ms"):
+        value = raw.get(key)
+        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            raise InputError(f"{where}.{key} = {value!r}; expected a positive number")
+        values[key] = float(value)
+    bs, iops, mean = int(values["bs"]), values["iops"], values["mean_lat_ms"]
+    p99 = float(raw.get("p99_lat_ms", mean))
+    mb_s = float(raw.get("mb_s", iops * bs / 1e6))
+    return Point(bs, iops, mb_s, mean, p99, verdict(mean, iops, criteria),
+                 float(raw.get("read_iops", 0.0)), float(raw.get("write_iops", 0.0)),
+                 iops >= criteria.min_iops_host, iops >= criteria.min_iops_cluster)
+
+
+def format_table(profile: Profile) -> str:
+    """A plain-text table of the profile, one line per block size."""
+    lines = [f"{'bs':>6} {'IOPS':>9} {'MB/s':>8} {'mean ms':>9} {'p99 ms':>9}  verdict"]
+    for p in profile.points:
+        flag = "" if p.meets_cluster_iops else "  (below cluster IOPS target)"
+        lines.append(f"{format_size(p.bs):>6} {p.iops:9.0f} {p.mb_s:8.1f} {p.mean_lat_ms:9.2f} "
+                     f"{p.p99_lat_ms:9.2f}  {p.verdict}{flag}")
+    return "\n".join(lines)

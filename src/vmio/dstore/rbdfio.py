@@ -1,0 +1,110 @@
+"""fio jobs on an RBD image through fio's ``rbd`` engine, and QEMU arguments for a VM disk on RBD.
+
+fio's rbd engine finds the cluster only through ``CEPH_CONF``, and options given on fio's command line
+after a job file do not override it, so every option is written into the job file.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from vmio.dstore.cluster import ClusterRef
+from vmio.dstore.fiojson import FioResult, parse_fio
+from vmio.errors import FioError, InputError
+from vmio.proc import Runner
+
+
+@dataclass(frozen=True)
+class RbdJob:
+    """One fio job against ``pool/image``; defaults are seed 002's mix (30 % read, 50 outstanding I/Os)."""
+
+    bs: int
+    runtime_s: float = 10.0
+    ramp_s: float = 0.0
+    rw: str = "randrw"
+    rwmixread: int = 30
+    iodepth: int = 50
+    numjobs: int = 1
+    clientname: str = "admin"
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.bs <= 0 or self.bs % 512:
+            raise InputError(f"block size {self.bs!r} is not a positive multiple of 512 bytes")
+        if not 0 <= self.rwmixread <= 100:
+            raise InputError(f"rwmixread {self.rwmixread!r} is not a percentage 0..100")
+        if self.iodepth < 1 or self.numjobs < 1:
+            raise InputError(f"iodepth {self.iodepth!r} and numjobs {self.numjobs!r} must be ≥ 1")
+        if self.runtime_s <= 0:
+            raise InputError(f"runtime {self.runtime_s!r} s must be positive")
+
+
+def render_job(ref: ClusterRef, job: RbdJob) -> str:
+    """The fio job file text (every option inside the file)."""
+    opts = {
+        "ioengine": "rbd",
+        "clientname": job.clientname,
+        "pool": ref.pool,
+        "rbdname": ref.image,
+        "rw": job.rw,
+        "rwmixread": str(job.rwmixread),
+        "bs": str(job.bs),
+        "iodepth": str(job.iodepth),
+        "numjobs": str(job.numjobs),
+        "direct": "1",
+        "time_based": "1",
+        "runtime": f"{max(1, round(job.runtime_s * 1000))}ms",
+        "ramp_time": f"{round(job.ramp_s * 1000)}ms",
+        "group_reporting": "0",
+        "randrepeat": "0",
+        **job.extra,
+    }
+    body = "\n".join(f"{k}={v}" for k, v in opts.items())
+    return f"[global]\n{body}\n\n[rbd-{job.bs}]\n"
+
+
+def run_rbd_job(ref: ClusterRef, job: RbdJob, *, runner: Runner | None = None) -> FioResult:
+    """Run ``job`` against ``ref`` with fio's rbd engine and parse its ``json+`` output."""
+    runner = runner or Runner()
+    with tempfile.TemporaryDirectory(prefix="vmio-fio-") as tmp:
+        path = Path(tmp) / "job.fio"
+        path.write_text(render_job(ref, job))
+        argv = ["fio", "--output-format=json+", str(path)]
+        timeout = job.runtime_s + job.ramp_s + 60.0
+        done = runner.run(argv, timeout=timeout, env=ref.env(), error=FioError, cwd=tmp)
+    return parse_fio(done.stdout)
+
+
+def blockdev_args(ref: ClusterRef, *, node: str = "disk0", device: str = "virtio-blk-pci",
+                  cache_direct: bool = True, user: str = "admin") -> list[str]:
+    """``-blockdev``/``-device`` arguments giving a VM a disk on the RBD image (QEMU's rbd driver)."""
+    spec = {
+        "driver": "rbd", "node-name": node, "pool": ref.pool, "image": ref.image,
+        "conf": str(ref.conf), "user": user,
+        "cache": {"direct": cache_direct, "no-flush": False},
+    }
+    return ["-blockdev", json.dumps(spec, separators=(",", ":")), "-device", f"{device},drive={node}"]
+
+
+def drive_args(ref: ClusterRef, *, drive_id: str = "disk0", cache: str = "none",
+               interface: str = "virtio") -> list[str]:
+    """The legacy ``-drive`` form of the same disk, for QEMU command lines that still use it."""
+    if cache not in ("none", "writeback", "writethrough", "directsync", "unsafe"):
+        raise InputError(f"cache {cache!r} is not a QEMU cache mode; use none, writeback, writethrough "
+                         "or directsync")
+    for value in (ref.pool, ref.image, str(ref.conf)):
+        if any(c in value for c in ":,@"):
+            raise InputError(f"{value!r} contains ':', ',' or '@', which -drive cannot quote; "
+                             "use blockdev_args")
+    file = f"rbd:{ref.pool}/{ref.image}:conf={ref.conf}:id=admin"
+    return ["-drive", f"file={file},format=raw,if={interface},id={drive_id},cache={cache}"]
+
+
+def image_opts(ref: ClusterRef, user: str = "admin") -> str:
+    """A ``json:`` filename for ``qemu-img`` reaching the same image as :func:`blockdev_args`."""
+    spec = {"driver": "raw", "file": {"driver": "rbd", "pool": ref.pool, "image": ref.image,
+                                      "conf": str(ref.conf), "user": user}}
+    return "json:" + json.dumps(spec, separators=(",", ":"))

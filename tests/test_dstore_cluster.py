@@ -1,0 +1,153 @@
+"""A real Ceph cluster on loopback: up, status, the seed 002 profile at three block sizes, plots, a QEMU rbd
+disk, the striping comparison, and down leaving no process and no file behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from vmio.cli import main
+from vmio.dstore import cluster, daemons, rbdfio
+from vmio.dstore.profile import Criteria, verdict
+from vmio.proc import Runner
+
+NEEDED = ("ceph-mon", "ceph-osd", "ceph-mgr", "ceph", "rbd", "monmaptool", "fio", "qemu-img")
+MISSING = [tool for tool in NEEDED if shutil.which(tool) is None]
+
+pytestmark = [
+    pytest.mark.ceph,
+    pytest.mark.fio,
+    pytest.mark.slow,
+    pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)} (scripts/setup-system.sh full)"),
+]
+
+
+def ceph_processes(marker: str) -> list[str]:
+    """Command lines of live ceph-* processes that mention ``marker``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        text = b" ".join(argv).decode(errors="replace")
+        if argv and Path(argv[0].decode(errors="replace")).name.startswith("ceph-") and marker in text:
+            found.append(text)
+    return found
+
+
+@pytest.fixture(scope="session")
+def live_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[cluster.ClusterRef]:
+    root = tmp_path_factory.mktemp("dstore") / "cluster"
+    assert main(["dstore", "up", "--dir", str(root), "--osds", "3", "--deadline", "150s"]) == 0
+    ref = cluster.load(root)
+    try:
+        yield ref
+    finally:
+        if root.exists():
+            cluster.down(root)
+
+
+def test_status_reports_a_clean_size_3_pool(live_cluster: cluster.ClusterRef,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["dstore", "status", "--dir", str(live_cluster.root), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["pool_size"] == 3
+    assert info["osds_up"] == 3
+    assert info["pg_states"] == {"active+clean": info["pgs"]}
+    assert sorted(info["daemons"]) == ["mgr.x", "mon.a", "osd.0", "osd.1", "osd.2"]
+    # the same cluster reached as an existing one, through its ceph.conf
+    assert main(["dstore", "status", "--conf", str(live_cluster.conf), "--pool", live_cluster.pool,
+                 "--image", live_cluster.image, "--json"]) == 0
+    same = json.loads(capsys.readouterr().out)
+    assert same["pgs"] == info["pgs"] and "daemons" not in same
+
+
+def listening_addresses(pids: list[int]) -> set[str]:
+    """Local addresses (hex, as in /proc/net/tcp*) of the TCP sockets these processes listen on."""
+    inodes = set()
+    for pid in pids:
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            try:
+                target = os.readlink(fd)
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in inodes:  # 0A = LISTEN
+                found.add(fields[1].rsplit(":", 1)[0])
+    return found
+
+
+def test_every_daemon_listens_on_loopback_only(live_cluster: cluster.ClusterRef) -> None:
+    assert live_cluster.root is not None
+    pids = list(daemons.running(live_cluster.root / "run", live_cluster.conf).values())
+    assert len(pids) == 5
+    assert listening_addresses(pids) == {"0100007F"}  # 127.0.0.1, nothing on 0.0.0.0 or IPv6
+
+
+def test_qemu_reaches_the_rbd_image(live_cluster: cluster.ClusterRef) -> None:
+    runner = Runner()
+    out = runner.run(["qemu-img", "info", "--output=json", rbdfio.image_opts(live_cluster)], timeout=60)
+    assert json.loads(out.stdout)["virtual-size"] == 1 << 30
+    drive = rbdfio.drive_args(live_cluster)[1]
+    legacy = runner.run(["qemu-img", "info", "--output=json", drive.split(",")[0].removeprefix("file=")],
+                        timeout=60)
+    assert json.loads(legacy.stdout)["virtual-size"] == 1 << 30
+    if shutil.which("qemu-system-x86_64") is None:
+        pytest.skip("needs qemu-system-x86_64 for the -blockdev check")
+    commands = ("qmp_capabilities", "query-named-block-nodes", "quit")
+    qmp = "\n".join(json.dumps({"execute": c}) for c in commands)
+    argv = ["qemu-system-x86_64", "-M", "none", "-nodefaults", "-display", "none", "-qmp", "stdio",
+            *rbdfio.blockdev_args(live_cluster)[:2]]
+    done = runner.run(argv, timeout=60, input_text=qmp + "\n")
+    nodes = [json.loads(line) for line in done.stdout.splitlines() if '"return"' in line][1]["return"]
+    seen = [(n["node-name"], n["drv"], n["image"]["virtual-size"]) for n in nodes]
+    assert seen == [("disk0", "rbd", 1 << 30)]
+
+
+def test_profile_three_sizes_with_verdicts_plots_and_compare(
+        live_cluster: cluster.ClusterRef, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plots = tmp_path / "plots"
+    code = main(["dstore", "profile", "--dir", str(live_cluster.root), "--bs", "4k,64k,1m",
+                 "--runtime", "2s", "--ramp", "500ms", "--json", "--plot-dir", str(plots),
+                 "--compare", "striping", "-o", str(tmp_path / "p.json")])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out == json.loads((tmp_path / "p.json").read_text())
+    criteria = Criteria(**out["criteria"])
+    for profile in (out, out["compare"]["other"]):
+        points = profile["points"]
+        assert [p["bs"] for p in points] == [4096, 65536, 1 << 20]
+        for p in points:
+            assert p["iops"] > 0 and p["mean_lat_ms"] > 0 and p["p99_lat_ms"] >= p["mean_lat_ms"] * 0.5
+            assert p["verdict"] == verdict(p["mean_lat_ms"], p["iops"], criteria)
+            # Little's law: 50 outstanding I/Os = IOPS x mean latency, within fio's bookkeeping
+            assert 35 < p["iops"] * p["mean_lat_ms"] / 1e3 < 55
+        assert points[2]["mb_s"] > points[0]["mb_s"]  # big blocks move more bytes, fewer I/Os
+        assert points[2]["iops"] < points[0]["iops"]
+    for name in ("profile.png", "compare.png"):
+        assert (plots / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # the striped variant image was removed again
+    images = Runner().run(["rbd", "-c", str(live_cluster.conf), "ls", live_cluster.pool], timeout=60).stdout
+    assert images.split() == [live_cluster.image]
+
+
+def test_down_leaves_no_process_and_no_file(live_cluster: cluster.ClusterRef) -> None:
+    root = live_cluster.root
+    assert root is not None
+    assert ceph_processes(str(root))
+    assert main(["dstore", "down", "--dir", str(root)]) == 0
+    assert ceph_processes(str(root)) == []
+    assert not root.exists()

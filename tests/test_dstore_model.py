@@ -1,0 +1,130 @@
+"""The replicated-store model: seed 002's published shape, what-if directions, fork-join, Little's law."""
+
+from __future__ import annotations
+
+import pytest
+
+from vmio.dstore.calibrate import fit_profile, parse_network, what_if
+from vmio.dstore.model import StoreParams, harmonic, predict, solve
+from vmio.dstore.profile import Criteria, Point, Profile, verdict
+from vmio.errors import InputError
+
+KIB = 1 << 10
+SMALL = [4 * KIB, 8 * KIB, 16 * KIB, 32 * KIB, 64 * KIB]
+LARGE = [256 * KIB, 512 * KIB, 1024 * KIB]
+
+
+def seed_002_small_points() -> list[Point]:
+    """Seed 002 Fig. 2, read as numbers: thousands of IOPS from 4K to 64K, 64K still well under 100 ms.
+
+    The points follow one I/O-count cost and one byte cost (the mirror path moves ~120 MB/s at 64K), with
+    IOPS x latency = 50 outstanding I/Os, as a closed benchmark with 50 outstanding I/Os gives.
+    """
+    readings = {4 * KIB: 5150, 8 * KIB: 4250, 16 * KIB: 3350, 32 * KIB: 2350, 64 * KIB: 1450}
+    return [Point(bs, iops, iops * bs / 1e6, 50e3 / iops, 3 * 50e3 / iops, "ideal")
+            for bs, iops in readings.items()]
+
+
+def seed_fit(write_path: str = "fanout") -> tuple[Profile, StoreParams]:
+    profile = Profile(seed_002_small_points(), Criteria(), {"iodepth": 50, "rwmixread": 30})
+    base = StoreParams(replicas=3, devices=8, hosts=8, write_path=write_path, net_bw=parse_network("10G"))
+    return profile, base
+
+
+def test_fitted_at_small_blocks_predicts_over_100ms_at_256k_to_1m() -> None:
+    profile, base = seed_fit()
+    fit = fit_profile(profile, base)
+    assert fit.rms_log_error < 0.05
+    small = predict(fit.params, SMALL, 50, 0.3)
+    large = predict(fit.params, LARGE, 50, 0.3)
+    assert all(p.mean_lat_ms < 100 for p in small)
+    assert all(p.mean_lat_ms > 100 for p in large), [round(p.mean_lat_ms) for p in large]
+    assert large[1].mean_lat_ms > 200  # the seed saw > 200 ms at 512K
+    assert [verdict(p.mean_lat_ms, p.iops, Criteria()) for p in large] == ["fails"] * 3
+    # bandwidth-bound: MB/s levels off while latency keeps growing with the block size
+    assert large[2].mb_s < 1.2 * large[0].mb_s
+    assert large[2].mean_lat_ms > 3 * large[0].mean_lat_ms
+
+
+def test_same_small_points_without_a_byte_cost_would_not_fail() -> None:
+    """The large-block verdict comes from the byte cost seen at 32K-64K, not from the model's defaults."""
+    flat = [Point(p.bs, 5000.0, 5000.0 * p.bs / 1e6, 10.0, 30.0, "ideal") for p in seed_002_small_points()]
+    _, base = seed_fit()
+    fit = fit_profile(Profile(flat, Criteria(), {"iodepth": 50, "rwmixread": 30}), base)
+    assert predict(fit.params, [256 * KIB], 50, 0.3)[0].mean_lat_ms < 100
+
+
+def test_littles_law_holds_in_every_prediction() -> None:
+    for p in predict(StoreParams(), SMALL + LARGE, 50, 0.3):
+        assert p.iops * p.mean_lat_ms / 1e3 == pytest.approx(50, rel=1e-6)
+
+
+def test_fewer_replicas_more_iops_and_lower_latency() -> None:
+    profile, base = seed_fit()
+    fit = fit_profile(profile, base)
+    three = what_if(fit, [4 * KIB, 1024 * KIB])
+    two = what_if(fit, [4 * KIB, 1024 * KIB], replicas=2)
+    for a, b in zip(three, two, strict=True):
+        assert b.iops > a.iops and b.mean_lat_ms < a.mean_lat_ms
+
+
+def test_client_fanout_is_network_bound_on_a_slow_link_primary_copy_less_so() -> None:
+    base = StoreParams(dev_bw=2e9, dev_op_s=5e-5, net_bw=parse_network("1G"))
+    fan = predict(base.with_(write_path="fanout"), [1024 * KIB], 50, 0.3)[0]
+    primary = predict(base, [1024 * KIB], 50, 0.3)[0]
+    assert fan.iops < primary.iops
+    faster = predict(base.with_(write_path="fanout", net_bw=parse_network("25G")), [1024 * KIB], 50, 0.3)[0]
+    assert faster.iops > 5 * fan.iops
+
+
+def test_fork_join_waits_for_the_slowest_replica() -> None:
+    one = StoreParams(replicas=1)
+    three = StoreParams(replicas=3)
+    x1, r1 = solve(one, 4 * KIB, 1, 0.0)
+    x3, r3 = solve(three, 4 * KIB, 1, 0.0)
+    piece = one.dev_op_s + 4 * KIB / one.dev_bw
+    # with one I/O in flight a write waits H_3 piece times, one extra RTT hop to the replicas, and the
+    # primary's links carry two more copies out and the replicas' links two more in
+    extra_net = 4 * 4 * KIB / three.net_bw
+    expected = (harmonic(3) - 1) * piece + three.rtt_s + extra_net
+    assert float(r3[0] - r1[0]) == pytest.approx(expected, rel=1e-3)
+    assert float(x3[0]) < float(x1[0])
+    assert harmonic(3) == pytest.approx(11 / 6)
+
+
+def test_striping_cuts_light_load_latency_but_not_saturated_throughput() -> None:
+    plain = StoreParams()
+    striped = plain.with_(stripe=4)
+    mib = [1024 * KIB]
+    assert predict(striped, mib, 1, 0.3)[0].mean_lat_ms < predict(plain, mib, 1, 0.3)[0].mean_lat_ms
+    assert predict(striped, mib, 50, 0.3)[0].iops <= predict(plain, mib, 50, 0.3)[0].iops
+
+
+def test_write_cache_share_helps_writes() -> None:
+    plain = StoreParams()
+    cached = plain.with_(cache_share=0.7)
+    assert predict(cached, [64 * KIB], 50, 0.3)[0].iops > predict(plain, [64 * KIB], 50, 0.3)[0].iops
+
+
+@pytest.mark.parametrize(("changes", "needle"), [
+    ({"write_path": "broadcast"}, "write path 'broadcast'"),
+    ({"replicas": 4}, "replicas 4 exceed"),
+    ({"cache_share": 1.5}, "cache share 1.5"),
+    ({"stripe": 0}, "stripe = 0"),
+    ({"dev_bw": 0.0}, "dev_bw = 0.0"),
+])
+def test_bad_parameters_are_named(changes: dict[str, object], needle: str) -> None:
+    with pytest.raises(InputError, match=needle):
+        StoreParams().with_(**changes)
+
+
+@pytest.mark.parametrize(("text", "bytes_per_s"), [("10G", 1.25e9), ("25G", 3.125e9), ("100M", 12.5e6),
+                                                   ("25Gbps", 3.125e9)])
+def test_network_speeds_are_bits(text: str, bytes_per_s: float) -> None:
+    assert parse_network(text) == pytest.approx(bytes_per_s)
+
+
+@pytest.mark.parametrize("text", ["fast", "-1G", "G", ""])
+def test_bad_network_speed(text: str) -> None:
+    with pytest.raises(InputError, match="--network"):
+        parse_network(text)
