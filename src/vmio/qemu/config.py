@@ -93,14 +93,14 @@ class VMConfig:
 
     index: int = 0
     disks: tuple[Disk, ...] = ()
-    bus: Bus = Bus.VIRTIO_BLK
+    bus: Bus | str = Bus.VIRTIO_BLK
     iothreads: int = 0
     queues: int = 1
-    cache: Cache = Cache.NONE
-    aio: Aio = Aio.NATIVE
+    cache: Cache | str = Cache.NONE
+    aio: Aio | str = Aio.NATIVE
     vcpus: int = 1
     memory: int = 512 * 2**20
-    accel: Accel = Accel.TCG
+    accel: Accel | str = Accel.TCG
     balloon: bool = True
     agent_interval: float | None = None  # seconds; starts the guest agent on a virtio-serial port
     disk_wait: int = 30  # seconds the guest waits for its disks before declaring itself ready
@@ -108,10 +108,10 @@ class VMConfig:
     extra_append: tuple[str, ...] = field(default=())
 
     def __post_init__(self) -> None:
-        _choice(Bus, self.bus, "bus")
-        _choice(Cache, self.cache, "cache")
-        _choice(Aio, self.aio, "aio")
-        _choice(Accel, self.accel, "accel")
+        # Plain strings (from a spec) are accepted and stored as the enum members.
+        for name, kind in (("bus", Bus), ("cache", Cache), ("aio", Aio), ("accel", Accel)):
+            _choice(kind, getattr(self, name), name)
+            object.__setattr__(self, name, kind(getattr(self, name)))
         for name, low in (("index", 0), ("iothreads", 0), ("queues", 1), ("vcpus", 1), ("disk_wait", 1)):
             value = getattr(self, name)
             if not isinstance(value, int) or value < low:
