@@ -15,7 +15,7 @@ import pytest
 from qemu_support import alive, caps, fio_client, job_file, needs_qemu, read_ios, session_guest
 from vmio.errors import GuestBootError, VmioError
 from vmio.guest import GuestImage
-from vmio.qemu import VM, Disk, Fleet, QemuCaps, ThreadSampler, VMConfig, VMState
+from vmio.qemu import VM, Disk, Fleet, QemuCaps, ThreadSampler, VMConfig, VMState, read_agent_records
 
 pytestmark = [pytest.mark.qemu, pytest.mark.fio, needs_qemu]
 
@@ -61,7 +61,7 @@ def test_boot_and_fio_on_each_bus(bus: str, device: str, guest: GuestImage, qcap
 
 def test_virtio_blk_iothread_runs_the_disk(guest: GuestImage, qcaps: QemuCaps, backing: Path,
                                            tmp_path: Path) -> None:
-    config = VMConfig(disks=(Disk(backing),), iothreads=1, queues=2)
+    config = VMConfig(disks=(Disk(backing),), iothreads=1, queues=2, agent_interval=0.5)
     with VM(config, guest, caps=qcaps, workdir=tmp_path / "vm") as vm:
         sampler = ThreadSampler(vm.pid, config.iothread_ids)
         job = job_file(tmp_path / "job.fio", "/dev/vda")
@@ -72,6 +72,9 @@ def test_virtio_blk_iothread_runs_the_disk(guest: GuestImage, qcaps: QemuCaps, b
         assert {"vcpu", "iothread", "main"} <= set(kinds)
         assert kinds["iothread"].comm == "IO iothread0" and kinds["vcpu"].comm == "CPU 0/TCG"
         assert kinds["iothread"].total_pct > 0  # the disk's requests went through the I/O thread
+        [first, second] = read_agent_records(vm.runtime.agent, count=2)
+        assert second.uptime > first.uptime and first.meminfo["MemTotal"] > 200 << 20
+        assert "pgpgin" in first.vmstat
         before = vm.query_balloon()
         vm.balloon(before - (64 << 20))
         deadline = time.monotonic() + 10

@@ -29,6 +29,8 @@ Public API (all importable from ``vmio.qemu``):
         .sample() -> [ThreadCPU(tid, comm, kind "vcpu"|"iothread"|"main"|"other", usr_pct, sys_pct)]
         cpu_between(before: Snapshot, after: Snapshot, iothread_ids) for replayed snapshots
     VfioBinding(address, sys_root=Path("/sys")), iommu_present(sys_root) -> bool
+    read_agent_records(vm.runtime.agent, count=1, timeout=10.0) -> [AgentRecord(uptime, vmstat, meminfo)]
+        needs VMConfig(agent_interval=SECONDS); meminfo values in bytes
 
 Typical use (accel resolved once, then VMs):
 
@@ -40,6 +42,7 @@ Typical use (accel resolved once, then VMs):
 """
 
 from vmio.qemu.accel import KVM_PROBE_DEADLINE, AccelChoice, AccelProber, resolve_accel
+from vmio.qemu.agent import AgentRecord, read_agent_records
 from vmio.qemu.argv import Runtime, build_argv, free_port, kernel_cmdline
 from vmio.qemu.caps import QemuCaps, probe_caps
 from vmio.qemu.config import Accel, Aio, Bus, Cache, Disk, VMConfig
@@ -54,6 +57,7 @@ __all__ = [
     "Accel",
     "AccelChoice",
     "AccelProber",
+    "AgentRecord",
     "Aio",
     "Bus",
     "Cache",
@@ -74,6 +78,7 @@ __all__ = [
     "iommu_present",
     "kernel_cmdline",
     "probe_caps",
+    "read_agent_records",
     "read_threads",
     "resolve_accel",
 ]
