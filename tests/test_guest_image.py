@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 import stat
 import time
@@ -96,7 +95,7 @@ def test_build_makes_a_bootable_layout_and_caches(tmp_path_factory: pytest.TempP
     assert built.kernel.stat().st_size > 1 << 20
     assert built.size == built.kernel.stat().st_size + built.initrd.stat().st_size
     assert built.versions.fio.startswith("fio-")
-    entries = read_cpio(gzip.decompress(built.initrd.read_bytes()))
+    entries = read_cpio(built.initrd.read_bytes())
     assert {"init", "bin/busybox", "usr/bin/fio", "bin/vmio-agent", "dev/console"} <= set(entries)
     assert "lib64/ld-linux-x86-64.so.2" in entries
     module_list = entries["etc/vmio/modules"][1].decode().split()
@@ -123,6 +122,11 @@ def test_cli_info_json_shows_the_cached_image(tmp_path_factory: pytest.TempPathF
     assert main(["guest", "info", "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["key"] == built.key and info["path"] == str(built.path) and info["size"] == built.size
+    stale = built.path.parent / "0123456789abcdef"
+    stale.mkdir()
+    (stale / "manifest.json").write_text("{}")
+    assert main(["guest", "build", "--prune"]) == 0
+    assert f"removed {stale}" in capsys.readouterr().out and not stale.exists() and built.path.exists()
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("empty-cache")))
     assert main(["guest", "info"]) == 1
     assert "vmio guest build" in capsys.readouterr().out

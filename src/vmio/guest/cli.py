@@ -19,6 +19,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     build = actions.add_parser("build", help="build the guest image into the cache (once per input set)")
     _source_args(build)
     build.add_argument("--force", action="store_true", help="rebuild even when the cached image exists")
+    build.add_argument("--prune", action="store_true", help="delete cached images of other input versions")
     build.set_defaults(handler=_build)
     info = actions.add_parser("info", help="show the cached guest image for the current inputs")
     _source_args(info)
@@ -41,6 +42,9 @@ def _source(args: argparse.Namespace) -> KernelSource:
 def _build(args: argparse.Namespace) -> int:
     built = image.build(_source(args), force=args.force)
     print(f"guest {built.key}: {built.path} ({_mib(built.size)})")
+    if args.prune:
+        for old in image.remove_stale(built.path.parent, keep=built.key):
+            print(f"removed {old}")
     return 0
 
 
