@@ -15,11 +15,14 @@ PR_SET_PDEATHSIG = 1
 
 
 def _pdeathsig_hook(parent: int) -> Callable[[], None]:
-    """A ``preexec_fn``: SIGKILL this child when the parent (the launching thread) dies."""
+    """A ``preexec_fn``: SIGKILL this child when the parent (the launching thread) dies.
+
+    ``prctl`` is looked up here, in the parent, so the forked child runs no dynamic loading.
+    """
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
 
     def hook() -> None:
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        if prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
             os._exit(126)
         if os.getppid() != parent:  # the parent died before prctl took effect
             os._exit(125)
