@@ -89,6 +89,7 @@ def test_cli_rejects_modules_without_kernel(capsys: pytest.CaptureFixture[str]) 
     assert "--initrd-modules needs --kernel" in capsys.readouterr().err
 
 
+@pytest.mark.qemu
 @needs_qemu
 def test_build_makes_a_bootable_layout_and_caches(tmp_path_factory: pytest.TempPathFactory) -> None:
     built = session_guest(tmp_path_factory)
@@ -113,6 +114,7 @@ def test_build_makes_a_bootable_layout_and_caches(tmp_path_factory: pytest.TempP
     assert again.key == built.key and time.monotonic() - started < 10
 
 
+@pytest.mark.qemu
 @needs_qemu
 def test_cli_info_json_shows_the_cached_image(tmp_path_factory: pytest.TempPathFactory,
                                               monkeypatch: pytest.MonkeyPatch,
@@ -130,3 +132,15 @@ def test_cli_info_json_shows_the_cached_image(tmp_path_factory: pytest.TempPathF
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("empty-cache")))
     assert main(["guest", "info"]) == 1
     assert "vmio guest build" in capsys.readouterr().out
+
+
+@pytest.mark.qemu
+@needs_qemu
+def test_build_with_a_given_kernel_and_no_modules(tmp_path_factory: pytest.TempPathFactory,
+                                                  tmp_path: Path) -> None:
+    debian = session_guest(tmp_path_factory)
+    own = image.build(KernelSource(kernel=debian.kernel), root=tmp_path)
+    assert own.key != debian.key and own.versions.kernel.startswith(f"file:{debian.kernel}")
+    assert own.modules == () and own.kernel.read_bytes() == debian.kernel.read_bytes()
+    entries = read_cpio(own.initrd.read_bytes())
+    assert entries["etc/vmio/modules"][1] == b"" and "usr/bin/fio" in entries
