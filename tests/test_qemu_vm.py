@@ -49,14 +49,18 @@ def boot_and_read(config: VMConfig, guest: GuestImage, qcaps: QemuCaps, tmp_path
     return vm
 
 
-@pytest.mark.parametrize(("bus", "device"), [("virtio-blk", "/dev/vda"), ("virtio-scsi", "/dev/sda"),
-                                             ("nvme", "/dev/nvme0n1")])
-def test_boot_and_fio_on_each_bus(bus: str, device: str, guest: GuestImage, qcaps: QemuCaps,
-                                  backing: Path, tmp_path: Path) -> None:
-    config = VMConfig(disks=(Disk(backing, offset=1 << 20, size=32 << 20),), bus=bus)
+@pytest.mark.parametrize(("bus", "device", "cache", "aio"), [
+    ("virtio-blk", "/dev/vda", "none", "native"),
+    ("virtio-scsi", "/dev/sda", "writeback", "threads"),
+    ("nvme", "/dev/nvme0n1", "directsync", "io_uring"),
+])
+def test_boot_and_fio_on_each_bus(bus: str, device: str, cache: str, aio: str, guest: GuestImage,
+                                  qcaps: QemuCaps, backing: Path, tmp_path: Path) -> None:
+    disk = Disk(backing, offset=1 << 20, size=32 << 20)
+    config = VMConfig(disks=(disk,), bus=bus, cache=cache, aio=aio)
     assert config.guest_devices() == [device]
     vm = boot_and_read(config, guest, qcaps, tmp_path)
-    assert "-name vmio-0,debug-threads=on" in " ".join(vm.argv)
+    assert "-name vmio-0,debug-threads=on" in " ".join(vm.argv) and f"aio={aio}" in " ".join(vm.argv)
 
 
 def test_virtio_blk_iothread_runs_the_disk(guest: GuestImage, qcaps: QemuCaps, backing: Path,
