@@ -43,8 +43,14 @@ class Fleet:
         if len(set(names)) != len(names):
             raise InputError(f"VM indexes must differ; got names {names!r}")
         check_disjoint(configs)
-        self.vms = [VM(c, image, caps=caps, boot_timeout=boot_timeout,
-                       workdir=None if workdir is None else workdir / c.name) for c in configs]
+        self.vms: list[VM] = []
+        try:
+            for c in configs:
+                self.vms.append(VM(c, image, caps=caps, boot_timeout=boot_timeout,
+                                   workdir=None if workdir is None else workdir / c.name))
+        except BaseException:
+            self.shutdown()
+            raise
 
     def start(self, poll: float = 0.05) -> Fleet:
         """Launch every VM, then wait until all are ready; on any failure tear all down and re-raise."""

@@ -63,7 +63,12 @@ class VM:
         workdir = workdir or Path(tempfile.mkdtemp(prefix=f"{config.name}-"))
         workdir.mkdir(parents=True, exist_ok=True)
         self.runtime = Runtime(workdir, free_port())
-        self.argv = build_argv(config, image, self.runtime, caps)
+        try:
+            self.argv = build_argv(config, image, self.runtime, caps)
+        except BaseException:
+            if self._own_workdir:
+                shutil.rmtree(workdir, ignore_errors=True)
+            raise
         self.state = VMState.CREATED
         self._proc: subprocess.Popen[bytes] | None = None
         self._qmp: QMPConnection | None = None
