@@ -17,6 +17,7 @@ from vmio.guest import image
 from vmio.guest.cpio import CpioWriter
 from vmio.guest.inputs import KernelSource, Versions
 from vmio.guest.kmod import modinfo_depends, module_name, resolve_modules
+from vmio.qemu import probe_caps
 
 
 def read_cpio(data: bytes) -> dict[str, tuple[int, bytes]]:
@@ -124,6 +125,10 @@ def test_cli_info_json_shows_the_cached_image(tmp_path_factory: pytest.TempPathF
     assert main(["guest", "info", "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["key"] == built.key and info["path"] == str(built.path) and info["size"] == built.size
+    assert main(["guest", "probe", "--json", "--fresh"]) == 0
+    probe = json.loads(capsys.readouterr().out)
+    assert probe["guest"] == built.key and probe["qemu_version"] == probe_caps().version_string
+    assert probe["accel"] in ("kvm", "tcg") and probe["reason"]
     stale = built.path.parent / "0123456789abcdef"
     stale.mkdir()
     (stale / "manifest.json").write_text("{}")

@@ -1,4 +1,4 @@
-"""``vmio guest build | info``: make the boot-to-fio guest image and show it."""
+"""``vmio guest build | info | probe``: make the boot-to-fio guest image, show it, pick the accelerator."""
 
 from __future__ import annotations
 
@@ -25,6 +25,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _source_args(info)
     info.add_argument("--json", action="store_true", help="print one JSON object")
     info.set_defaults(handler=_info)
+    probe = actions.add_parser("probe", help="show the QEMU found and the accelerator 'auto' resolves to")
+    _source_args(probe)
+    probe.add_argument("--fresh", action="store_true", help="ignore the cached probe result")
+    probe.add_argument("--json", action="store_true", help="print one JSON object")
+    probe.set_defaults(handler=_probe)
 
 
 def _source_args(parser: argparse.ArgumentParser) -> None:
@@ -69,3 +74,27 @@ def _info(args: argparse.Namespace) -> int:
 
 def _mib(size: int) -> str:
     return f"{size / 2**20:.1f} MiB"
+
+
+def _probe(args: argparse.Namespace) -> int:
+    from vmio.qemu import AccelProber, probe_caps
+
+    caps = probe_caps()
+    built = image.build(_source(args))
+    choice = AccelProber(built, caps, use_cache=not args.fresh).resolve("auto")
+    facts = {
+        "qemu": caps.binary,
+        "qemu_version": caps.version_string,
+        "iothread_vq_mapping": caps.iothread_vq_mapping,
+        "kvm_device": caps.kvm_device,
+        "accel": choice.accel,
+        "reason": choice.reason,
+        "cached": choice.cached,
+        "guest": built.key,
+    }
+    if args.json:
+        print(json.dumps(facts, indent=2))
+    else:
+        for name, value in facts.items():
+            print(f"{name + ':':<20} {value}")
+    return 0
