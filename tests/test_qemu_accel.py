@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import time
 from pathlib import Path
 
@@ -29,9 +30,16 @@ def test_auto_probe_picks_an_accelerator_that_boots(tmp_path_factory: pytest.Tem
     cached = AccelProber(guest, qcaps, deadline=10, cache_dir=tmp_path).resolve("auto")
     assert cached.cached and cached.accel == choice.accel
     assert [p.name.startswith(boot_id()) for p in tmp_path.iterdir()] == [True]
-    # The choice must actually work: the guest boots with it.
-    with VM(VMConfig(accel=choice.accel, balloon=False), guest, caps=qcaps, workdir=tmp_path / "vm") as vm:
-        assert vm.query_status() == "running"
+    # The choice must actually work: the guest boots with it. The forwarded port given is taken by
+    # another socket, so QEMU cannot bind it and the VM must relaunch on a fresh port.
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = taken.getsockname()[1]
+        config = VMConfig(accel=choice.accel, balloon=False)
+        with VM(config, guest, caps=qcaps, workdir=tmp_path / "vm", host_port=busy) as vm:
+            assert vm.query_status() == "running"
+            assert vm.runtime.host_port != busy and f"127.0.0.1:{vm.runtime.host_port}-" in " ".join(vm.argv)
 
 
 def test_explicit_accelerators_pass_and_bad_ones_fail(tmp_path_factory: pytest.TempPathFactory,

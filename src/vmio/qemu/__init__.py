@@ -17,7 +17,7 @@ Public API (all importable from ``vmio.qemu``):
     resolve_accel(requested: str, image, caps, *, deadline=10.0, cache_dir=None) -> AccelChoice
         AccelChoice(accel "kvm"|"tcg", reason, qemu_version, probe_seconds, cached);
         AccelProber(image, caps, deadline=..., cache_dir=None).resolve(requested) keeps one answer
-    VM(config, image, *, caps, workdir=None, boot_timeout=60.0)       context manager
+    VM(config, image, *, caps, workdir=None, boot_timeout=60.0, host_port=None)   context manager
         .launch(), .poll_ready() -> bool, .wait_ready(), .start(), .shutdown()
         .state (VMState), .argv, .pid, .accel, .fio_client ("127.0.0.1,PORT"), .boot_seconds,
         .guest_devices(), .console_tail(lines), .failure_output(),

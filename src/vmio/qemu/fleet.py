@@ -13,6 +13,7 @@ from types import TracebackType
 
 from vmio.errors import InputError
 from vmio.guest.image import GuestImage
+from vmio.qemu.argv import free_port
 from vmio.qemu.caps import QemuCaps
 from vmio.qemu.config import Bus, VMConfig
 from vmio.qemu.vm import VM
@@ -46,11 +47,19 @@ class Fleet:
         self.vms: list[VM] = []
         try:
             for c in configs:
-                self.vms.append(VM(c, image, caps=caps, boot_timeout=boot_timeout,
+                self.vms.append(VM(c, image, caps=caps, boot_timeout=boot_timeout, host_port=self._new_port(),
                                    workdir=None if workdir is None else workdir / c.name))
         except BaseException:
             self.shutdown()
             raise
+
+    def _new_port(self) -> int:
+        """A free port no VM of this fleet has taken yet."""
+        taken = {vm.runtime.host_port for vm in self.vms}
+        port = free_port()
+        while port in taken:
+            port = free_port()
+        return port
 
     def start(self, poll: float = 0.05) -> Fleet:
         """Launch every VM, then wait until all are ready; on any failure tear all down and re-raise."""

@@ -51,7 +51,8 @@ class VM:
     """A VM as a context manager; ``config.accel`` must be 'kvm' or 'tcg' (see ``accel.resolve_accel``)."""
 
     def __init__(self, config: VMConfig, image: GuestImage, *, caps: QemuCaps, workdir: Path | None = None,
-                 boot_timeout: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
+                 boot_timeout: float = 60.0, clock: Callable[[], float] = time.monotonic,
+                 host_port: int | None = None) -> None:
         if config.accel == Accel.AUTO:
             raise VmioError("VM needs accel 'kvm' or 'tcg'; resolve 'auto' with vmio.qemu.resolve_accel")
         self.config = config
@@ -62,7 +63,7 @@ class VM:
         self._own_workdir = workdir is None
         workdir = workdir or Path(tempfile.mkdtemp(prefix=f"{config.name}-"))
         workdir.mkdir(parents=True, exist_ok=True)
-        self.runtime = Runtime(workdir, free_port())
+        self.runtime = Runtime(workdir, host_port or free_port())
         try:
             self.argv = build_argv(config, image, self.runtime, caps)
         except BaseException:
@@ -75,6 +76,7 @@ class VM:
         self._deadline = 0.0
         self.launched_at = 0.0
         self.ready_at = 0.0
+        self._port_retries = 0
 
     # -- facts the caller records -------------------------------------------------------------
     @property
@@ -128,6 +130,8 @@ class VM:
             self._to(VMState.READY)
             return True
         code = self._proc.poll()
+        if code is not None and self._port_lost():
+            return False
         if code is not None:
             self._fail(f"QEMU for {self.config.name} exited with code {code} before the guest was ready")
         if self._clock() > self._deadline:
@@ -136,6 +140,18 @@ class VM:
                 f"(accel {self.accel}) and was killed"
             )
         return False
+
+    def _port_lost(self) -> bool:
+        """QEMU exited because another process took the forwarded port first: relaunch on a new one."""
+        qemu_said = lifecycle.read_tail(self.runtime.qemu_log)
+        if self._port_retries >= 2 or "host forwarding rule" not in qemu_said:
+            return False
+        self._port_retries += 1
+        self.runtime = Runtime(self.runtime.workdir, free_port())
+        self.argv = build_argv(self.config, self.image, self.runtime, self.caps)
+        self.runtime.console.unlink(missing_ok=True)
+        self._proc = lifecycle.spawn(self.argv, self.runtime.qemu_log)
+        return True
 
     def wait_ready(self, poll: float = 0.05) -> None:
         while not self.poll_ready():
