@@ -7,6 +7,7 @@ The image lives in ``$XDG_CACHE_HOME/vmio/guest/<key>/`` (default ``~/.cache``) 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -20,7 +21,7 @@ from pathlib import Path
 from vmio.errors import InputError
 from vmio.guest import inputs
 from vmio.guest.cpio import CpioWriter
-from vmio.guest.kmod import resolve_modules
+from vmio.guest.kmod import read_module, resolve_modules
 from vmio.proc import Runner
 
 FORMAT = 2  # bump when the image layout changes (2: uncompressed initramfs)
@@ -112,13 +113,22 @@ def build(source: inputs.KernelSource | None = None, *, root: Path | None = None
     if (final / "manifest.json").is_file() and not force:
         return load(final)
     final.parent.mkdir(parents=True, exist_ok=True)
+    with open(final.parent / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one builder at a time; a waiting one then finds the image
+        if (final / "manifest.json").is_file() and not force:
+            return load(final)
+        return _build_locked(source, runner, vers, final)
+
+
+def _build_locked(source: inputs.KernelSource, runner: Runner, vers: inputs.Versions,
+                  final: Path) -> GuestImage:
     with tempfile.TemporaryDirectory(prefix="build-", dir=final.parent) as tmp:
         work = Path(tmp)
         staged = work / "image"
         staged.mkdir()
         modules = _assemble(source, runner, work, staged)
         size = sum(f.stat().st_size for f in staged.iterdir())
-        image = GuestImage(staged, vers.key(), vers, size, tuple(p.name for p in modules))
+        image = GuestImage(final, vers.key(), vers, size, tuple(p.name for p in modules))
         manifest = {**image.to_json(), "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         (staged / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
         if final.exists():
@@ -167,7 +177,7 @@ def _write_tree(w: CpioWriter, busybox: Path, fio: Path, libs: list[Path], modul
     listing = []
     for module in modules:
         name = f"lib/modules/{module.name.split('.ko')[0]}.ko"
-        w.file(name, _module_bytes(module))
+        w.file(name, read_module(module))
         listing.append("/" + name)
     w.file("etc/vmio/modules", ("\n".join(listing) + "\n").encode() if listing else b"")
 
@@ -176,12 +186,6 @@ def _parents(w: CpioWriter, directory: Path) -> None:
     parts = directory.parts[1:]
     for i in range(1, len(parts) + 1):
         w.directory("/".join(parts[:i]))
-
-
-def _module_bytes(path: Path) -> bytes:
-    from vmio.guest.kmod import read_module
-
-    return read_module(path)
 
 
 def remove_stale(root: Path, keep: str) -> list[Path]:
