@@ -32,6 +32,10 @@ Public API (all importable from ``vmio.qemu``):
     read_agent_records(vm.runtime.agent, count=1, timeout=10.0) -> [AgentRecord(uptime, vmstat, meminfo)]
         needs VMConfig(agent_interval=SECONDS); meminfo values in bytes
 
+QEMU runs in its own session with PR_SET_PDEATHSIG=SIGKILL: it dies with the *thread* that launched it,
+so launch VMs (VM.launch/start, Fleet.start) from a thread that outlives them, e.g. the main thread.
+Per-thread CPU of a running VM: ThreadSampler(vm.pid, vm.config.iothread_ids).sample().
+
 Typical use (accel resolved once, then VMs):
 
     caps = probe_caps(); image = vmio.guest.build()
