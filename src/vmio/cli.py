@@ -34,6 +34,7 @@ FEATURES = (
     "vmio.relocate.cli",
     "vmio.report.cli",
     "vmio.dstore.cli",
+    "vmio.guest.cli",
 )
 
 

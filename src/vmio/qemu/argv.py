@@ -1,0 +1,166 @@
+"""A ``VMConfig`` + guest image + run directory -> the exact QEMU argv (a list, never a shell string).
+
+Disks are ``-blockdev`` pairs (protocol ``file``/``host_device`` under a ``raw`` format node that carries
+the ``offset``/``size`` range) and a ``-device`` for the bus. Threads are named (``debug-threads=on``):
+``CPU n/TCG`` or ``CPU n/KVM``, ``IO iothreadN``, and the main loop.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+from vmio.errors import InputError
+from vmio.guest.image import FIO_PORT, GuestImage
+from vmio.qemu.caps import QemuCaps
+from vmio.qemu.config import Accel, Bus, Cache, Disk, VMConfig
+
+AGENT_PORT_NAME = "vmio.agent"
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """Where a running VM keeps its console log, sockets and QEMU's own output; its forwarded port."""
+
+    workdir: Path
+    host_port: int
+
+    @property
+    def console(self) -> Path:
+        return self.workdir / "console.log"
+
+    @property
+    def qmp(self) -> Path:
+        return self.workdir / "qmp.sock"
+
+    @property
+    def agent(self) -> Path:
+        return self.workdir / "agent.sock"
+
+    @property
+    def qemu_log(self) -> Path:
+        return self.workdir / "qemu.log"
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free now (the kernel picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _esc(value: object) -> str:
+    """Escape a value for QEMU's key=value option syntax (a comma is written twice)."""
+    return str(value).replace(",", ",,")
+
+
+def kernel_cmdline(config: VMConfig) -> str:
+    parts = ["console=ttyS0", "panic=-1", f"loglevel={config.loglevel}", "scsi_mod.scan=sync",
+             f"vmio.fio_port={FIO_PORT}", f"vmio.disk_wait={config.disk_wait}"]
+    if config.disks:
+        parts.append("vmio.disks=" + ",".join(config.guest_devices()))
+    if config.agent_interval is not None:
+        parts.append(f"vmio.agent={config.agent_interval:g}")
+    return " ".join([*parts, *config.extra_append])
+
+
+def build_argv(config: VMConfig, image: GuestImage, runtime: Runtime, caps: QemuCaps) -> list[str]:
+    """The full QEMU command line for ``config``; ``config.accel`` must be resolved (kvm or tcg)."""
+    if config.accel == Accel.AUTO:
+        raise InputError("accel = 'auto' must be resolved to 'kvm' or 'tcg' before building argv")
+    kvm = config.accel == Accel.KVM
+    argv = [
+        caps.binary,
+        "-name", f"{config.name},debug-threads=on",
+        "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
+        "-machine", "q35", "-accel", str(config.accel), "-cpu", "host" if kvm else "max",
+        "-smp", str(config.vcpus), "-m", f"{config.memory // 2**20}M",
+        "-kernel", str(image.kernel), "-initrd", str(image.initrd), "-append", kernel_cmdline(config),
+        "-chardev", f"file,id=console,path={_esc(runtime.console)}", "-serial", "chardev:console",
+        "-qmp", f"unix:{_esc(runtime.qmp)},server=on,wait=off",
+        "-netdev", f"user,id=net0,restrict=on,hostfwd=tcp:127.0.0.1:{runtime.host_port}-:{FIO_PORT}",
+        "-device", "virtio-net-pci,netdev=net0",
+    ]
+    for iothread in config.iothread_ids:
+        argv += ["-object", f"iothread,id={iothread}"]
+    argv += disk_args(config, caps)
+    if config.balloon:
+        argv += ["-device", "virtio-balloon-pci,id=balloon0"]
+    if config.agent_interval is not None:
+        argv += ["-device", "virtio-serial-pci,id=vser0",
+                 "-chardev", f"socket,id=agent,path={_esc(runtime.agent)},server=on,wait=off",
+                 "-device", f"virtserialport,bus=vser0.0,chardev=agent,name={AGENT_PORT_NAME}"]
+    return argv
+
+
+def disk_args(config: VMConfig, caps: QemuCaps) -> list[str]:
+    """``-blockdev``/``-device`` arguments for every disk of ``config``."""
+    args: list[str] = []
+    for i, disk in enumerate(config.disks):
+        if config.bus == Bus.VFIO:
+            args += ["-device", f"vfio-pci,host={disk.path},id=vfio{i}"]
+            continue
+        args += blockdev_args(i, disk, config)
+        args += device_args(i, config, caps)
+    return args
+
+
+def blockdev_args(i: int, disk: Disk, config: VMConfig) -> list[str]:
+    """A protocol node (``proto<i>``) and a raw format node (``disk<i>``) with the byte range."""
+    is_block = disk.path.is_block_device()
+    if config.bus == Bus.BLOCK and not is_block:
+        raise InputError(f"bus = 'block' needs a host block device; {str(disk.path)!r} is not one")
+    cache = Cache(config.cache)
+    ranged = disk.offset > 0 or disk.size is not None
+    proto = [f"driver={'host_device' if is_block else 'file'}", f"filename={_esc(disk.path)}",
+             f"node-name=proto{i}", f"cache.direct={'on' if cache.direct else 'off'}", "cache.no-flush=off",
+             f"aio={config.aio}"]
+    if ranged:
+        proto.append("locking=off")  # several VMs share one backing file, each on its own range
+    raw = ["driver=raw", f"file=proto{i}", f"node-name=disk{i}"]
+    if disk.offset:
+        raw.append(f"offset={disk.offset}")
+    if disk.size is not None:
+        raw.append(f"size={disk.size}")
+    if disk.read_only:
+        proto.append("read-only=on")
+        raw.append("read-only=on")
+    return ["-blockdev", ",".join(proto), "-blockdev", ",".join(raw)]
+
+
+def _iothread_for(i: int, config: VMConfig) -> str | None:
+    ids = config.iothread_ids
+    return ids[i % len(ids)] if ids else None
+
+
+def device_args(i: int, config: VMConfig, caps: QemuCaps) -> list[str]:
+    """The guest-visible device for disk ``i`` on ``config.bus``."""
+    wce = "on" if Cache(config.cache).write_cache else "off"
+    iothread = _iothread_for(i, config)
+    if config.bus in (Bus.VIRTIO_BLK, Bus.BLOCK):
+        if config.iothreads > 1 and caps.iothread_vq_mapping:
+            dev = {"driver": "virtio-blk-pci", "id": f"vdisk{i}", "drive": f"disk{i}",
+                   "num-queues": config.queues, "write-cache": wce,
+                   "iothread-vq-mapping": [{"iothread": t} for t in config.iothread_ids]}
+            return ["-device", json.dumps(dev, separators=(",", ":"))]
+        opts = [f"drive=disk{i}", f"id=vdisk{i}", f"num-queues={config.queues}", f"write-cache={wce}"]
+        return ["-device", ",".join(["virtio-blk-pci", *opts, *_iothread_opt(iothread)])]
+    if config.bus == Bus.VIRTIO_SCSI:
+        ctrl = ["virtio-scsi-pci", f"id=scsi{i}", f"num_queues={config.queues}", *_iothread_opt(iothread)]
+        hd = f"scsi-hd,drive=disk{i},id=sdisk{i},bus=scsi{i}.0,channel=0,scsi-id=0,lun=0,write-cache={wce}"
+        return ["-device", ",".join(ctrl), "-device", hd]
+    opts = ["nvme", f"drive=disk{i}", f"id=nvme{i}", f"serial=vmio{config.index}n{i}",
+            f"max_ioqpairs={config.queues}"]
+    if iothread is not None:
+        if not caps.has_prop("nvme", "iothread"):
+            raise InputError(f"bus = 'nvme' with iothreads = {config.iothreads!r}: QEMU "
+                             f"{caps.version_string} has no iothread for nvme; use iothreads = 0")
+        opts.append(f"iothread={iothread}")
+    return ["-device", ",".join(opts)]
+
+
+def _iothread_opt(iothread: str | None) -> list[str]:
+    return [] if iothread is None else [f"iothread={iothread}"]
