@@ -38,6 +38,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="allow writes to DEVICE even though it holds data")  # fmt: skip
     p.add_argument("--interval", default="1s", help="sampling interval (default 1s, at least 100ms)")
     p.add_argument("--workdir", help="keep job files and fio logs here")
+    p.add_argument("--boot-timeout", default="90s", help="time a guest has to become ready (default 90s)")
     p.set_defaults(handler=cmd_run)
 
     p = sub.add_parser("show", help="show stored campaigns and their points")
@@ -72,6 +73,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         destroy_data=tuple(args.destroy_data),
         interval=interval,
         workdir=Path(args.workdir) if args.workdir else None,
+        boot_timeout=_duration("--boot-timeout", args.boot_timeout),
     )
     text = Path(args.spec).read_text(encoding="utf-8")
     bar = ProgressPrinter(sys.stderr)
@@ -85,6 +87,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         for failure in outcome.failures:
             print(f"  failed: {failure}")
     return 1 if outcome.failed else 0
+
+
+def _duration(flag: str, text: str) -> float:
+    from vmio.units import parse_duration
+
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise InputError(f"{flag}: {exc}") from None
 
 
 def print_dry_run(camp: spec.Campaign, out: TextIO) -> None:

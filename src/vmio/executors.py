@@ -18,7 +18,7 @@ from vmio.fio import run as fiorun
 from vmio.fio.output import FioOutput
 from vmio.metrics.devices import device_chain
 from vmio.metrics.sampler import CpuProbe, DiskProbe, Probe, Sampler, window_means
-from vmio.spec import HostTarget, Point, RemoteTarget, Target, Workload
+from vmio.spec import HostTarget, Point, QemuTarget, RemoteTarget, Target, Workload
 from vmio.store import RunRecord
 from vmio.targets import host
 from vmio.targets.safety import is_block_device
@@ -113,8 +113,13 @@ class HostExecutor:
 
 @contextlib.contextmanager
 def executor_for(target: Target, options: Options) -> Iterator[Executor]:
+    from vmio.targets.qemu import qemu_executor
     from vmio.targets.remote import RemoteExecutor
 
+    if isinstance(target, QemuTarget):
+        with qemu_executor(target, options) as executor:
+            yield executor
+        return
     if isinstance(target, HostTarget):
         yield HostExecutor(target, options)
         return

@@ -102,7 +102,7 @@ class RunRecord:
     fio_version: str | None = None
     qemu_version: str | None = None
     job_file: str | None = None
-    qemu_argv: list[str] | None = None
+    qemu_argv: list[list[str]] | None = None  # one argv per VM
     device: str | None = None
     error: str | None = None
     log: str | None = None

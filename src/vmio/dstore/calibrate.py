@@ -44,8 +44,10 @@ def parse_network(text: str) -> float:
     try:
         bits = float(number) * (scale or 1.0)
     except ValueError:
-        raise InputError(f"--network {text!r} is not a link speed; use bits per second such as '10G', "
-                         "'25G', '100M' or 'loopback'") from None
+        raise InputError(
+            f"--network {text!r} is not a link speed; use bits per second such as '10G', "
+            "'25G', '100M' or 'loopback'"
+        ) from None
     if bits <= 0:
         raise InputError(f"--network {text!r} must be a positive speed")
     return bits / 8.0
@@ -61,7 +63,7 @@ def fit_profile(profile: Profile, base: StoreParams, fit_bs: Sequence[int] | Non
     span = 8.0
     for _ in range(4):
         best = _grid_step(points, base, n, read_frac, best, span)
-        span = span ** 0.35
+        span = span**0.35
     ratios = [p.p99_lat_ms / p.mean_lat_ms for p in points if p.mean_lat_ms > 0 and p.p99_lat_ms > 0]
     p99 = float(np.median(ratios)) if ratios else base.p99_factor
     params = base.with_(dev_op_s=best[0], dev_bw=best[1], p99_factor=max(1.0, p99))
@@ -94,8 +96,9 @@ def _line_start(points: list[Point], base: StoreParams, r: float) -> tuple[float
     return a / copies, copies / c
 
 
-def _grid_step(points: list[Point], base: StoreParams, n: int, r: float, centre: tuple[float, float],
-               span: float) -> tuple[float, float]:
+def _grid_step(
+    points: list[Point], base: StoreParams, n: int, r: float, centre: tuple[float, float], span: float
+) -> tuple[float, float]:
     factors = np.exp(np.linspace(-np.log(span), np.log(span), GRID))
     grid_ops, grid_bws = np.meshgrid(centre[0] * factors, centre[1] * factors, indexing="ij")
     ops, bws = grid_ops.ravel(), grid_bws.ravel()
@@ -112,12 +115,25 @@ def _errors(points: list[Point], params: StoreParams, n: int, r: float) -> list[
     return [float(np.log(q.iops / p.iops)) for p, q in zip(points, preds, strict=True)]
 
 
-def what_if(fit: Fit, bs_list: list[int], *, replicas: int | None = None, stripe: int | None = None,
-            net_bw: float | None = None, write_path: str | None = None,
-            cache_share: float | None = None, outstanding: int | None = None) -> list[Prediction]:
+def what_if(
+    fit: Fit,
+    bs_list: list[int],
+    *,
+    replicas: int | None = None,
+    stripe: int | None = None,
+    net_bw: float | None = None,
+    write_path: str | None = None,
+    cache_share: float | None = None,
+    outstanding: int | None = None,
+) -> list[Prediction]:
     """Predictions of the fitted model with some of its topology changed."""
-    asked: dict[str, object] = {"replicas": replicas, "stripe": stripe, "net_bw": net_bw,
-                                "write_path": write_path, "cache_share": cache_share}
+    asked: dict[str, object] = {
+        "replicas": replicas,
+        "stripe": stripe,
+        "net_bw": net_bw,
+        "write_path": write_path,
+        "cache_share": cache_share,
+    }
     changes = {key: value for key, value in asked.items() if value is not None}
     params = fit.params.with_(**changes)
     return predict(params, bs_list, outstanding or fit.outstanding, fit.read_frac)

@@ -73,8 +73,9 @@ def target(args: argparse.Namespace) -> cluster.ClusterRef:
     if args.dir is not None:
         return cluster.load(args.dir)
     if args.conf is None:
-        raise InputError("no cluster given; use --dir DIR (from `vmio dstore up`) or --conf FILE --pool P "
-                         "--image I")
+        raise InputError(
+            "no cluster given; use --dir DIR (from `vmio dstore up`) or --conf FILE --pool P --image I"
+        )
     if not args.pool or not args.image:
         raise InputError(f"--conf {str(args.conf)!r} needs --pool and --image naming the RBD image to use")
     return cluster.existing(args.conf, args.pool, args.image, args.replicas)
@@ -89,8 +90,9 @@ def _duration(flag: str, text: str) -> float:
 
 def _up(args: argparse.Namespace) -> int:
     ref = cluster.up(args.dir, osds=args.osds, deadline_s=_duration("--deadline", args.deadline))
-    print(f"cluster up in {ref.root}: conf {ref.conf}, pool {ref.pool} (size {ref.replicas}), "
-          f"image {ref.image}")
+    print(
+        f"cluster up in {ref.root}: conf {ref.conf}, pool {ref.pool} (size {ref.replicas}), image {ref.image}"
+    )
     return 0
 
 
@@ -121,8 +123,17 @@ def _profile(args: argparse.Namespace) -> int:
     runner = Runner()
 
     def run(on: cluster.ClusterRef, label: str) -> Profile:
-        prof = run_profile(on, bs_list, runtime_s=runtime, ramp_s=ramp, criteria=criteria, runner=runner,
-                           iodepth=args.iodepth, rwmixread=args.rwmixread, on_point=_progress)
+        prof = run_profile(
+            on,
+            bs_list,
+            runtime_s=runtime,
+            ramp_s=ramp,
+            criteria=criteria,
+            runner=runner,
+            iodepth=args.iodepth,
+            rwmixread=args.rwmixread,
+            on_point=_progress,
+        )
         prof.setup["config"] = label
         return prof
 
@@ -138,8 +149,9 @@ def _profile(args: argparse.Namespace) -> int:
     if args.plot_dir is not None:
         plot_profile(base, args.plot_dir / "profile.png")
         if labels:
-            plot_compare(other, base, labels, args.plot_dir / "compare.png",
-                         title=f"{labels[0]} vs {labels[1]}")
+            plot_compare(
+                other, base, labels, args.plot_dir / "compare.png", title=f"{labels[0]} vs {labels[1]}"
+            )
     if args.output is not None:
         args.output.write_text(json.dumps(out, indent=2) + "\n")
     print(json.dumps(out, indent=2) if args.json else format_table(base))
@@ -149,6 +161,7 @@ def _profile(args: argparse.Namespace) -> int:
 
 
 def _progress(point: Point) -> None:
-    print(f"  bs {point.bs}: {point.iops:.0f} IOPS, mean {point.mean_lat_ms:.1f} ms ({point.verdict})",
-          file=sys.stderr)
-
+    print(
+        f"  bs {point.bs}: {point.iops:.0f} IOPS, mean {point.mean_lat_ms:.1f} ms ({point.verdict})",
+        file=sys.stderr,
+    )

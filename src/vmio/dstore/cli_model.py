@@ -47,10 +47,21 @@ def _model(args: argparse.Namespace) -> int:
     criteria = Criteria()
     baseline = predict(fit.params, bs_list, args.iodepth or fit.outstanding, fit.read_frac)
     net = parse_network(args.network) if args.network else None
-    changed = what_if(fit, bs_list, replicas=args.replicas, stripe=args.stripe, net_bw=net,
-                      write_path=args.write_path, cache_share=args.cache_share, outstanding=args.iodepth)
-    changes = {k: getattr(args, k) for k in ("replicas", "stripe", "network", "write_path", "cache_share",
-                                             "iodepth") if getattr(args, k) is not None}
+    changed = what_if(
+        fit,
+        bs_list,
+        replicas=args.replicas,
+        stripe=args.stripe,
+        net_bw=net,
+        write_path=args.write_path,
+        cache_share=args.cache_share,
+        outstanding=args.iodepth,
+    )
+    changes = {
+        k: getattr(args, k)
+        for k in ("replicas", "stripe", "network", "write_path", "cache_share", "iodepth")
+        if getattr(args, k) is not None
+    }
     if args.json:
         print(json.dumps(_json(fit, baseline, changed, changes, criteria), indent=2))
     else:
@@ -64,10 +75,15 @@ def _fit(args: argparse.Namespace) -> Fit:
     devices = args.devices or int(setup.get("osds", 3))
     try:
         base = StoreParams(
-            replicas=args.base_replicas or int(setup.get("replicas", 3)), devices=devices,
-            hosts=args.hosts or devices, write_path=args.base_write_path,
-            dev_op_s=parse_duration(args.dev_op), dev_bw=float(parse_size(args.dev_bw)),
-            net_bw=parse_network(args.base_network), rtt_s=parse_duration(args.rtt))
+            replicas=args.base_replicas or int(setup.get("replicas", 3)),
+            devices=devices,
+            hosts=args.hosts or devices,
+            write_path=args.base_write_path,
+            dev_op_s=parse_duration(args.dev_op),
+            dev_bw=float(parse_size(args.dev_bw)),
+            net_bw=parse_network(args.base_network),
+            rtt_s=parse_duration(args.rtt),
+        )
     except ValueError as exc:
         raise InputError(f"model parameters: {exc}") from exc
     if profile is None:
@@ -86,26 +102,42 @@ def _row(p: Prediction, criteria: Criteria) -> dict[str, Any]:
     return {**asdict(p), "verdict": verdict(p.mean_lat_ms, p.iops, criteria)}
 
 
-def _json(fit: Fit, base: list[Prediction], changed: list[Prediction], changes: dict[str, Any],
-          criteria: Criteria) -> dict[str, Any]:
-    return {"fit": {"params": asdict(fit.params), "fit_bs": fit.fit_bs, "rms_log_error": fit.rms_log_error,
-                    "outstanding": fit.outstanding, "read_frac": fit.read_frac},
-            "baseline": [_row(p, criteria) for p in base],
-            "what_if": {"changes": changes, "points": [_row(p, criteria) for p in changed]},
-            "criteria": asdict(criteria)}
+def _json(
+    fit: Fit, base: list[Prediction], changed: list[Prediction], changes: dict[str, Any], criteria: Criteria
+) -> dict[str, Any]:
+    return {
+        "fit": {
+            "params": asdict(fit.params),
+            "fit_bs": fit.fit_bs,
+            "rms_log_error": fit.rms_log_error,
+            "outstanding": fit.outstanding,
+            "read_frac": fit.read_frac,
+        },
+        "baseline": [_row(p, criteria) for p in base],
+        "what_if": {"changes": changes, "points": [_row(p, criteria) for p in changed]},
+        "criteria": asdict(criteria),
+    }
 
 
-def _table(fit: Fit, base: list[Prediction], changed: list[Prediction], changes: dict[str, Any],
-           criteria: Criteria) -> str:
+def _table(
+    fit: Fit, base: list[Prediction], changed: list[Prediction], changes: dict[str, Any], criteria: Criteria
+) -> str:
     p = fit.params
-    lines = [f"model: {p.replicas} replicas, {p.devices} devices, {p.write_path} writes, "
-             f"device {p.dev_op_s * 1e3:.3f} ms/op + {p.dev_bw / 1e6:.0f} MB/s, "
-             + (f"fit error {fit.rms_log_error:.1%} (rms log IOPS) at {len(fit.fit_bs)} block sizes"
-                if fit.fit_bs else "not fitted (parameters as given)")]
+    lines = [
+        f"model: {p.replicas} replicas, {p.devices} devices, {p.write_path} writes, "
+        f"device {p.dev_op_s * 1e3:.3f} ms/op + {p.dev_bw / 1e6:.0f} MB/s, "
+        + (
+            f"fit error {fit.rms_log_error:.1%} (rms log IOPS) at {len(fit.fit_bs)} block sizes"
+            if fit.fit_bs
+            else "not fitted (parameters as given)"
+        )
+    ]
     what = ", ".join(f"{k}={v}" for k, v in changes.items()) or "no change"
     lines.append(f"{'bs':>6} {'IOPS':>8} {'mean ms':>8} {'p99 ms':>8} {'verdict':>10} | what if {what}")
     for b, c in zip(base, changed, strict=True):
-        lines.append(f"{format_size(b.bs):>6} {b.iops:8.0f} {b.mean_lat_ms:8.2f} {b.p99_lat_ms:8.2f} "
-                     f"{verdict(b.mean_lat_ms, b.iops, criteria):>10} | {c.iops:8.0f} "
-                     f"{c.mean_lat_ms:8.2f} {c.p99_lat_ms:8.2f} {verdict(c.mean_lat_ms, c.iops, criteria)}")
+        lines.append(
+            f"{format_size(b.bs):>6} {b.iops:8.0f} {b.mean_lat_ms:8.2f} {b.p99_lat_ms:8.2f} "
+            f"{verdict(b.mean_lat_ms, b.iops, criteria):>10} | {c.iops:8.0f} "
+            f"{c.mean_lat_ms:8.2f} {c.p99_lat_ms:8.2f} {verdict(c.mean_lat_ms, c.iops, criteria)}"
+        )
     return "\n".join(lines)

@@ -54,8 +54,10 @@ def up(root: Path, *, osds: int = 3, runner: Runner | None = None, deadline_s: f
         raise InputError(f"--osds {osds!r} is out of range; use 1 to 12 OSDs")
     missing = [tool for tool in DAEMON_TOOLS if shutil.which(tool) is None]
     if missing:
-        raise ClusterError(f"{', '.join(missing)} not installed; install Debian's ceph-mon, ceph-osd, "
-                           "ceph-mgr and ceph-common (scripts/setup-system.sh full)")
+        raise ClusterError(
+            f"{', '.join(missing)} not installed; install Debian's ceph-mon, ceph-osd, "
+            "ceph-mgr and ceph-common (scripts/setup-system.sh full)"
+        )
     root = root.absolute()
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise InputError(f"--dir {str(root)!r} exists and is not an empty folder; give a new folder")
@@ -77,10 +79,16 @@ def _bootstrap(runner: Runner, layout: ClusterLayout, replicas: int, deadline: f
     conf = str(layout.conf)
     monmap = str(layout.root / "monmap")
     addr = f"[v2:127.0.0.1:{layout.mon_port}]"
-    runner.run(["monmaptool", "--create", "--fsid", layout.fsid, "--addv", "a", addr, monmap],
-               timeout=CMD_TIMEOUT, error=ClusterError)
-    runner.run(["ceph-mon", "-c", conf, "--mkfs", "-i", "a", "--monmap", monmap],
-               timeout=CMD_TIMEOUT, error=ClusterError)
+    runner.run(
+        ["monmaptool", "--create", "--fsid", layout.fsid, "--addv", "a", addr, monmap],
+        timeout=CMD_TIMEOUT,
+        error=ClusterError,
+    )
+    runner.run(
+        ["ceph-mon", "-c", conf, "--mkfs", "-i", "a", "--monmap", monmap],
+        timeout=CMD_TIMEOUT,
+        error=ClusterError,
+    )
     daemons.start(runner, layout, "mon", "a")
     daemons.start(runner, layout, "mgr", "x")
     for _ in range(layout.osds):
@@ -88,21 +96,36 @@ def _bootstrap(runner: Runner, layout: ClusterLayout, replicas: int, deadline: f
     ceph(runner, layout.conf, "osd", "crush", "rule", "create-replicated", "vmio-osd", "default", "osd")
     pg = str(layout.pg_num)
     ceph(runner, layout.conf, "osd", "pool", "create", layout.pool, pg, pg, "replicated", "vmio-osd")
-    ceph(runner, layout.conf, "osd", "pool", "set", layout.pool, "size", str(replicas),
-         "--yes-i-really-mean-it")
+    ceph(
+        runner,
+        layout.conf,
+        "osd",
+        "pool",
+        "set",
+        layout.pool,
+        "size",
+        str(replicas),
+        "--yes-i-really-mean-it",
+    )
     ceph(runner, layout.conf, "osd", "pool", "set", layout.pool, "min_size", str(max(1, replicas - 1)))
     ceph(runner, layout.conf, "osd", "pool", "application", "enable", layout.pool, "rbd")
     wait_clean(runner, layout.conf, deadline, expected=layout.pg_num)
-    runner.run(["rbd", "-c", conf, "create", "--size", str(layout.image_size_mib),
-                f"{layout.pool}/{layout.image}"], timeout=CMD_TIMEOUT, error=ClusterError)
+    runner.run(
+        ["rbd", "-c", conf, "create", "--size", str(layout.image_size_mib), f"{layout.pool}/{layout.image}"],
+        timeout=CMD_TIMEOUT,
+        error=ClusterError,
+    )
 
 
 def _add_osd(runner: Runner, layout: ClusterLayout) -> None:
     osd_uuid = str(uuid.uuid4())
     osd_id = int(ceph(runner, layout.conf, "osd", "new", osd_uuid).strip())
     layout.osd_dir(osd_id).mkdir(parents=True)
-    runner.run(["ceph-osd", "-c", str(layout.conf), "-i", str(osd_id), "--mkfs", "--osd-uuid", osd_uuid],
-               timeout=120.0, error=ClusterError)
+    runner.run(
+        ["ceph-osd", "-c", str(layout.conf), "-i", str(osd_id), "--mkfs", "--osd-uuid", osd_uuid],
+        timeout=120.0,
+        error=ClusterError,
+    )
     daemons.start(runner, layout, "osd", str(osd_id))
 
 
@@ -144,13 +167,21 @@ def load(root: Path) -> ClusterRef:
     try:
         data: dict[str, Any] = json.loads(path.read_text())
     except FileNotFoundError:
-        raise InputError(f"--dir {str(root)!r} holds no cluster ({STATE_FILE} missing); "
-                         "start one with `vmio dstore up --dir DIR`") from None
+        raise InputError(
+            f"--dir {str(root)!r} holds no cluster ({STATE_FILE} missing); "
+            "start one with `vmio dstore up --dir DIR`"
+        ) from None
     except (OSError, ValueError) as exc:
         raise InputError(f"{str(path)!r} cannot be read: {exc}") from exc
     try:
-        ref = ClusterRef(Path(data["conf"]), data["pool"], data["image"], Path(data["root"]),
-                         int(data["replicas"]), int(data["osds"]))
+        ref = ClusterRef(
+            Path(data["conf"]),
+            data["pool"],
+            data["image"],
+            Path(data["root"]),
+            int(data["replicas"]),
+            int(data["osds"]),
+        )
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(f"{str(path)!r} lacks field {exc}; it was not written by `vmio dstore up`") from exc
     if not ref.conf.is_file():
@@ -179,10 +210,15 @@ def status(runner: Runner, ref: ClusterRef) -> dict[str, Any]:
     total, states = pg_summary(runner, ref.conf)
     size = json.loads(ceph(runner, ref.conf, "osd", "pool", "get", ref.pool, "size", "--format", "json"))
     out: dict[str, Any] = {
-        "conf": str(ref.conf), "pool": ref.pool, "image": ref.image,
+        "conf": str(ref.conf),
+        "pool": ref.pool,
+        "image": ref.image,
         "health": raw.get("health", {}).get("status", "unknown"),
-        "osds": osdmap.get("num_osds"), "osds_up": osdmap.get("num_up_osds"),
-        "osds_in": osdmap.get("num_in_osds"), "pgs": total, "pg_states": states,
+        "osds": osdmap.get("num_osds"),
+        "osds_up": osdmap.get("num_up_osds"),
+        "osds_in": osdmap.get("num_in_osds"),
+        "pgs": total,
+        "pg_states": states,
         "pool_size": size.get("size"),
     }
     if ref.root is not None:

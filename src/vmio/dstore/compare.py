@@ -34,8 +34,9 @@ def make_variant(runner: Runner, ref: ClusterRef, kind: str, image_mib: int = 10
     check_kind(kind)
     if kind == "replicas":
         pool = f"{ref.pool}-size2"
-        rule = json.loads(ceph(runner, ref.conf, "osd", "pool", "get", ref.pool, "crush_rule",
-                               "--format", "json"))["crush_rule"]
+        rule = json.loads(
+            ceph(runner, ref.conf, "osd", "pool", "get", ref.pool, "crush_rule", "--format", "json")
+        )["crush_rule"]
         before, _ = pg_summary(runner, ref.conf)
         ceph(runner, ref.conf, "osd", "pool", "create", pool, "32", "32", "replicated", str(rule))
         ceph(runner, ref.conf, "osd", "pool", "set", pool, "size", "2", "--yes-i-really-mean-it")
@@ -45,8 +46,18 @@ def make_variant(runner: Runner, ref: ClusterRef, kind: str, image_mib: int = 10
         _rbd(runner, ref, "create", "--size", str(image_mib), f"{pool}/{ref.image}")
         return replace(ref, pool=pool, replicas=2)
     image = f"{ref.image}-striped"
-    _rbd(runner, ref, "create", "--size", str(image_mib), "--stripe-unit", str(STRIPE_UNIT),
-         "--stripe-count", str(STRIPE_COUNT), f"{ref.pool}/{image}")
+    _rbd(
+        runner,
+        ref,
+        "create",
+        "--size",
+        str(image_mib),
+        "--stripe-unit",
+        str(STRIPE_UNIT),
+        "--stripe-count",
+        str(STRIPE_COUNT),
+        f"{ref.pool}/{image}",
+    )
     return replace(ref, image=image)
 
 
@@ -54,8 +65,16 @@ def remove_variant(runner: Runner, base: ClusterRef, variant: ClusterRef) -> Non
     """Remove what :func:`make_variant` created."""
     _rbd(runner, base, "rm", "--no-progress", f"{variant.pool}/{variant.image}")
     if variant.pool != base.pool:
-        ceph(runner, base.conf, "osd", "pool", "rm", variant.pool, variant.pool,
-             "--yes-i-really-really-mean-it")
+        ceph(
+            runner,
+            base.conf,
+            "osd",
+            "pool",
+            "rm",
+            variant.pool,
+            variant.pool,
+            "--yes-i-really-really-mean-it",
+        )
 
 
 def _rbd(runner: Runner, ref: ClusterRef, *args: str) -> None:

@@ -33,8 +33,9 @@ def start(runner: Runner, layout: ClusterLayout, kind: str, ident: str) -> int:
         time.sleep(0.1)
     log = layout.log_dir / f"{name}.log"
     text = log.read_text(errors="replace") if log.is_file() else ""
-    raise ClusterError(f"{name} did not leave a live pid in {str(pid_file)!r}", argv=argv,
-                       output=tail_lines(text, 15))
+    raise ClusterError(
+        f"{name} did not leave a live pid in {str(pid_file)!r}", argv=argv, output=tail_lines(text, 15)
+    )
 
 
 def owned_pid(pid_file: Path, conf: Path) -> int | None:

@@ -45,9 +45,10 @@ def extract_json(text: str) -> dict[str, Any]:
     try:
         data = json.loads(text[start : end + 1])
     except json.JSONDecodeError as exc:
-        line = text[: start].count("\n") + exc.lineno
-        raise FioError(f"fio output is not valid JSON at line {line}: {exc.msg}",
-                       output=text[-2000:]) from exc
+        line = text[:start].count("\n") + exc.lineno
+        raise FioError(
+            f"fio output is not valid JSON at line {line}: {exc.msg}", output=text[-2000:]
+        ) from exc
     if not isinstance(data, dict) or not isinstance(data.get("jobs"), list) or not data["jobs"]:
         raise FioError("fio JSON has no 'jobs' list; expected fio --output-format=json", output=text[-2000:])
     return data
@@ -82,11 +83,19 @@ def _side(job: dict[str, Any], direction: str) -> _Side:
         pct = clat.get("percentile", {})
         p99 = float(pct.get("99.000000", 0.0))
         bins = {int(k): int(v) for k, v in clat.get("bins", {}).items()}
-        return _Side(int(block["total_ios"]), float(block["iops"]), float(block["bw_bytes"]),
-                     float(lat["mean"]), p99, bins)
+        return _Side(
+            int(block["total_ios"]),
+            float(block["iops"]),
+            float(block["bw_bytes"]),
+            float(lat["mean"]),
+            p99,
+            bins,
+        )
     except (KeyError, TypeError, ValueError) as exc:
-        raise FioError(f"fio JSON job {job.get('jobname')!r} lacks {direction} field {exc}; "
-                       "expected fio 3.x JSON with lat_ns/clat_ns") from exc
+        raise FioError(
+            f"fio JSON job {job.get('jobname')!r} lacks {direction} field {exc}; "
+            "expected fio 3.x JSON with lat_ns/clat_ns"
+        ) from exc
 
 
 def _combine(sides: list[_Side]) -> DirStats:

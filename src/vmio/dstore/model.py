@@ -86,8 +86,14 @@ def pieces(p: StoreParams, bs: int) -> int:
     return max(1, min(p.stripe, math.ceil(bs / p.stripe_unit)))
 
 
-def solve(p: StoreParams, bs: int, outstanding: int, read_frac: float,
-          dev_op_s: Array | None = None, dev_bw: Array | None = None) -> tuple[Array, Array]:
+def solve(
+    p: StoreParams,
+    bs: int,
+    outstanding: int,
+    read_frac: float,
+    dev_op_s: Array | None = None,
+    dev_bw: Array | None = None,
+) -> tuple[Array, Array]:
     """(IOPS, mean latency in s) for ``outstanding`` I/Os; ``dev_op_s``/``dev_bw`` may be arrays."""
     op = np.atleast_1d(np.asarray(p.dev_op_s if dev_op_s is None else dev_op_s, dtype=np.float64))
     bw = np.atleast_1d(np.asarray(p.dev_bw if dev_bw is None else dev_bw, dtype=np.float64))
@@ -134,8 +140,9 @@ def _network_demands(p: StoreParams, bs: int, r: float, w: float) -> list[float]
     return [client_tx, client_rx] + [host_tx, host_rx] * p.hosts
 
 
-def predict(p: StoreParams, bs_list: list[int], outstanding: int = 50,
-            read_frac: float = 0.3) -> list[Prediction]:
+def predict(
+    p: StoreParams, bs_list: list[int], outstanding: int = 50, read_frac: float = 0.3
+) -> list[Prediction]:
     """The model's IOPS, MB/s, mean and p99 latency at each block size."""
     out = []
     for bs in bs_list:

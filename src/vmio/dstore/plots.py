@@ -25,8 +25,13 @@ def plot_profile(profile: Profile, path: Path, title: str = "Seed 002 profile") 
     xs = list(range(len(labels)))
     fig, ax = plt.subplots(figsize=(9, 5.5))
     try:
-        ax.bar(xs, [p.iops for p in profile.points],
-               color=[VERDICT_COLOURS[p.verdict] for p in profile.points], alpha=0.8, label="IOPS")
+        ax.bar(
+            xs,
+            [p.iops for p in profile.points],
+            color=[VERDICT_COLOURS[p.verdict] for p in profile.points],
+            alpha=0.8,
+            label="IOPS",
+        )
         _iops_lines(ax, profile)
         ax.set_xticks(xs, labels)
         ax.set_xlabel("block size (30 % read / 70 % write, random)")
@@ -47,8 +52,9 @@ def plot_profile(profile: Profile, path: Path, title: str = "Seed 002 profile") 
     return path
 
 
-def plot_compare(a: Profile, b: Profile, labels: tuple[str, str], path: Path,
-                 title: str = "Two configurations") -> Path:
+def plot_compare(
+    a: Profile, b: Profile, labels: tuple[str, str], path: Path, title: str = "Two configurations"
+) -> Path:
     """Side by side: IOPS of both configurations (left) and their mean latency (right)."""
     sizes = sorted({p.bs for p in a.points} & {p.bs for p in b.points})
     pa = {p.bs: p for p in a.points}
@@ -80,18 +86,38 @@ def plot_compare(a: Profile, b: Profile, labels: tuple[str, str], path: Path,
 
 def _iops_lines(ax: Axes, profile: Profile) -> None:
     c = profile.criteria
-    ax.axhline(c.min_iops_host, color="tab:blue", linestyle=":", linewidth=1,
-               label=f"{c.min_iops_host:g} IOPS per host")
-    ax.axhline(c.min_iops_cluster, color="tab:purple", linestyle=":", linewidth=1,
-               label=f"{c.min_iops_cluster:g} IOPS per cluster")
+    ax.axhline(
+        c.min_iops_host,
+        color="tab:blue",
+        linestyle=":",
+        linewidth=1,
+        label=f"{c.min_iops_host:g} IOPS per host",
+    )
+    ax.axhline(
+        c.min_iops_cluster,
+        color="tab:purple",
+        linestyle=":",
+        linewidth=1,
+        label=f"{c.min_iops_cluster:g} IOPS per cluster",
+    )
 
 
 def _latency_lines(ax: Axes, profile: Profile) -> None:
     c = profile.criteria
-    ax.axhline(c.ideal_ms, color=VERDICT_COLOURS["ideal"], linestyle="--", linewidth=1,
-               label=f"ideal ≤ {c.ideal_ms:g} ms")
-    ax.axhline(c.acceptable_ms, color=VERDICT_COLOURS["fails"], linestyle="--", linewidth=1,
-               label=f"acceptable ≤ {c.acceptable_ms:g} ms")
+    ax.axhline(
+        c.ideal_ms,
+        color=VERDICT_COLOURS["ideal"],
+        linestyle="--",
+        linewidth=1,
+        label=f"ideal ≤ {c.ideal_ms:g} ms",
+    )
+    ax.axhline(
+        c.acceptable_ms,
+        color=VERDICT_COLOURS["fails"],
+        linestyle="--",
+        linewidth=1,
+        label=f"acceptable ≤ {c.acceptable_ms:g} ms",
+    )
 
 
 def _legend(*axes: Axes) -> None:
@@ -102,5 +128,6 @@ def _legend(*axes: Axes) -> None:
         names += n
     handles += [Patch(color=c) for c in VERDICT_COLOURS.values()]
     names += [f"bar: {v}" for v in VERDICT_COLOURS]
-    axes[0].legend(handles, names, fontsize="x-small", loc="upper center", ncol=5,
-                   bbox_to_anchor=(0.5, -0.15))
+    axes[0].legend(
+        handles, names, fontsize="x-small", loc="upper center", ncol=5, bbox_to_anchor=(0.5, -0.15)
+    )

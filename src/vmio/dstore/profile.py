@@ -37,11 +37,14 @@ class Criteria:
 
     def __post_init__(self) -> None:
         if not 0 < self.ideal_ms <= self.acceptable_ms:
-            raise InputError(f"criteria: ideal {self.ideal_ms!r} ms must be > 0 and ≤ acceptable "
-                             f"{self.acceptable_ms!r} ms")
+            raise InputError(
+                f"criteria: ideal {self.ideal_ms!r} ms must be > 0 and ≤ acceptable {self.acceptable_ms!r} ms"
+            )
         if self.min_iops_host < 0 or self.min_iops_cluster < 0:
-            raise InputError(f"criteria: IOPS minimums {self.min_iops_host!r}, {self.min_iops_cluster!r} "
-                             "must not be negative")
+            raise InputError(
+                f"criteria: IOPS minimums {self.min_iops_host!r}, {self.min_iops_cluster!r} "
+                "must not be negative"
+            )
 
 
 @dataclass(frozen=True)
@@ -69,12 +72,15 @@ class Profile:
     setup: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {"points": [asdict(p) for p in self.points], "criteria": asdict(self.criteria),
-                "setup": self.setup}
+        return {
+            "points": [asdict(p) for p in self.points],
+            "criteria": asdict(self.criteria),
+            "setup": self.setup,
+        }
 
 
 def verdict(mean_lat_ms: float, iops: float, criteria: Criteria) -> str:
-    """"ideal", "acceptable" or "fails" for one point."""
+    """ "ideal", "acceptable" or "fails" for one point."""
     if iops < criteria.min_iops_host or mean_lat_ms > criteria.acceptable_ms:
         return "fails"
     return "ideal" if mean_lat_ms <= criteria.ideal_ms else "acceptable"
@@ -85,11 +91,18 @@ def make_point(bs: int, result: FioResult, criteria: Criteria) -> Point:
     t = result.total
     # MB/s from IOPS x block size: fio's bw_bytes counts bytes over a slightly different window for the
     # rbd engine (up to 10 % off at 1M with short runs), and the profile's block size is fixed.
-    return Point(bs=bs, iops=t.iops, mb_s=t.iops * bs / 1e6, mean_lat_ms=t.mean_lat_ms,
-                 p99_lat_ms=t.p99_lat_ms, verdict=verdict(t.mean_lat_ms, t.iops, criteria),
-                 read_iops=result.read.iops, write_iops=result.write.iops,
-                 meets_host_iops=t.iops >= criteria.min_iops_host,
-                 meets_cluster_iops=t.iops >= criteria.min_iops_cluster)
+    return Point(
+        bs=bs,
+        iops=t.iops,
+        mb_s=t.iops * bs / 1e6,
+        mean_lat_ms=t.mean_lat_ms,
+        p99_lat_ms=t.p99_lat_ms,
+        verdict=verdict(t.mean_lat_ms, t.iops, criteria),
+        read_iops=result.read.iops,
+        write_iops=result.write.iops,
+        meets_host_iops=t.iops >= criteria.min_iops_host,
+        meets_cluster_iops=t.iops >= criteria.min_iops_cluster,
+    )
 
 
 def parse_bs_list(text: str) -> list[int]:
@@ -99,8 +112,9 @@ def parse_bs_list(text: str) -> list[int]:
         try:
             size = parse_size(item.strip())
         except ValueError as exc:
-            raise InputError(f"--bs {text!r}: {exc}; give a comma-separated list such as '4k,64k,1m'"
-                             ) from exc
+            raise InputError(
+                f"--bs {text!r}: {exc}; give a comma-separated list such as '4k,64k,1m'"
+            ) from exc
         if size <= 0 or size % 512:
             raise InputError(f"--bs {text!r}: {item.strip()!r} is not a positive multiple of 512 bytes")
         if size in sizes:
@@ -109,10 +123,18 @@ def parse_bs_list(text: str) -> list[int]:
     return sorted(sizes)
 
 
-def run_profile(ref: ClusterRef, bs_list: Sequence[int] = DEFAULT_BS, *, runtime_s: float = 10.0,
-                ramp_s: float = 1.0, criteria: Criteria | None = None, runner: Runner | None = None,
-                iodepth: int = 50, rwmixread: int = 30,
-                on_point: Callable[[Point], None] | None = None) -> Profile:
+def run_profile(
+    ref: ClusterRef,
+    bs_list: Sequence[int] = DEFAULT_BS,
+    *,
+    runtime_s: float = 10.0,
+    ramp_s: float = 1.0,
+    criteria: Criteria | None = None,
+    runner: Runner | None = None,
+    iodepth: int = 50,
+    rwmixread: int = 30,
+    on_point: Callable[[Point], None] | None = None,
+) -> Profile:
     """Measure every block size in ``bs_list`` on ``ref`` and judge each against ``criteria``."""
     criteria = criteria or Criteria()
     points = []
@@ -122,8 +144,16 @@ def run_profile(ref: ClusterRef, bs_list: Sequence[int] = DEFAULT_BS, *, runtime
         points.append(point)
         if on_point is not None:
             on_point(point)
-    setup = {"pool": ref.pool, "image": ref.image, "replicas": ref.replicas, "osds": ref.osds,
-             "iodepth": iodepth, "rwmixread": rwmixread, "runtime_s": runtime_s, "ramp_s": ramp_s}
+    setup = {
+        "pool": ref.pool,
+        "image": ref.image,
+        "replicas": ref.replicas,
+        "osds": ref.osds,
+        "iodepth": iodepth,
+        "rwmixread": rwmixread,
+        "runtime_s": runtime_s,
+        "ramp_s": ramp_s,
+    }
     return Profile(points, criteria, setup)
 
 
@@ -132,8 +162,9 @@ def load_profile(path: Path) -> Profile:
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
-        raise InputError(f"{str(path)!r} does not exist; give a file from `vmio dstore profile --json`"
-                         ) from None
+        raise InputError(
+            f"{str(path)!r} does not exist; give a file from `vmio dstore profile --json`"
+        ) from None
     except (OSError, ValueError) as exc:
         raise InputError(f"{str(path)!r} is not readable JSON: {exc}") from exc
     if not isinstance(data, dict) or not isinstance(data.get("points"), list) or not data["points"]:
@@ -145,8 +176,11 @@ def load_profile(path: Path) -> Profile:
 
 def _criteria(path: Path, raw: object) -> Criteria:
     known = set(Criteria.__dataclass_fields__)
-    if not isinstance(raw, dict) or not set(raw) <= known or not all(
-            isinstance(v, int | float) and not isinstance(v, bool) for v in raw.values()):
+    if (
+        not isinstance(raw, dict)
+        or not set(raw) <= known
+        or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in raw.values())
+    ):
         raise InputError(f"{str(path)!r}: criteria = {raw!r}; expected numbers for {sorted(known)}")
     return Criteria(**{k: float(v) for k, v in raw.items()})
 
@@ -164,9 +198,18 @@ def _point(path: Path, index: int, raw: object, criteria: Criteria) -> Point:
     bs, iops, mean = int(values["bs"]), values["iops"], values["mean_lat_ms"]
     p99 = float(raw.get("p99_lat_ms", mean))
     mb_s = float(raw.get("mb_s", iops * bs / 1e6))
-    return Point(bs, iops, mb_s, mean, p99, verdict(mean, iops, criteria),
-                 float(raw.get("read_iops", 0.0)), float(raw.get("write_iops", 0.0)),
-                 iops >= criteria.min_iops_host, iops >= criteria.min_iops_cluster)
+    return Point(
+        bs,
+        iops,
+        mb_s,
+        mean,
+        p99,
+        verdict(mean, iops, criteria),
+        float(raw.get("read_iops", 0.0)),
+        float(raw.get("write_iops", 0.0)),
+        iops >= criteria.min_iops_host,
+        iops >= criteria.min_iops_cluster,
+    )
 
 
 def format_table(profile: Profile) -> str:
@@ -174,6 +217,8 @@ def format_table(profile: Profile) -> str:
     lines = [f"{'bs':>6} {'IOPS':>9} {'MB/s':>8} {'mean ms':>9} {'p99 ms':>9}  verdict"]
     for p in profile.points:
         flag = "" if p.meets_cluster_iops else "  (below cluster IOPS target)"
-        lines.append(f"{format_size(p.bs):>6} {p.iops:9.0f} {p.mb_s:8.1f} {p.mean_lat_ms:9.2f} "
-                     f"{p.p99_lat_ms:9.2f}  {p.verdict}{flag}")
+        lines.append(
+            f"{format_size(p.bs):>6} {p.iops:9.0f} {p.mb_s:8.1f} {p.mean_lat_ms:9.2f} "
+            f"{p.p99_lat_ms:9.2f}  {p.verdict}{flag}"
+        )
     return "\n".join(lines)

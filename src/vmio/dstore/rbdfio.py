@@ -78,33 +78,48 @@ def run_rbd_job(ref: ClusterRef, job: RbdJob, *, runner: Runner | None = None) -
     return parse_fio(done.stdout)
 
 
-def blockdev_args(ref: ClusterRef, *, node: str = "disk0", device: str = "virtio-blk-pci",
-                  cache_direct: bool = True, user: str = "admin") -> list[str]:
+def blockdev_args(
+    ref: ClusterRef,
+    *,
+    node: str = "disk0",
+    device: str = "virtio-blk-pci",
+    cache_direct: bool = True,
+    user: str = "admin",
+) -> list[str]:
     """``-blockdev``/``-device`` arguments giving a VM a disk on the RBD image (QEMU's rbd driver)."""
     spec = {
-        "driver": "rbd", "node-name": node, "pool": ref.pool, "image": ref.image,
-        "conf": str(ref.conf), "user": user,
+        "driver": "rbd",
+        "node-name": node,
+        "pool": ref.pool,
+        "image": ref.image,
+        "conf": str(ref.conf),
+        "user": user,
         "cache": {"direct": cache_direct, "no-flush": False},
     }
     return ["-blockdev", json.dumps(spec, separators=(",", ":")), "-device", f"{device},drive={node}"]
 
 
-def drive_args(ref: ClusterRef, *, drive_id: str = "disk0", cache: str = "none",
-               interface: str = "virtio") -> list[str]:
+def drive_args(
+    ref: ClusterRef, *, drive_id: str = "disk0", cache: str = "none", interface: str = "virtio"
+) -> list[str]:
     """The legacy ``-drive`` form of the same disk, for QEMU command lines that still use it."""
     if cache not in ("none", "writeback", "writethrough", "directsync", "unsafe"):
-        raise InputError(f"cache {cache!r} is not a QEMU cache mode; use none, writeback, writethrough "
-                         "or directsync")
+        raise InputError(
+            f"cache {cache!r} is not a QEMU cache mode; use none, writeback, writethrough or directsync"
+        )
     for value in (ref.pool, ref.image, str(ref.conf)):
         if any(c in value for c in ":,@"):
-            raise InputError(f"{value!r} contains ':', ',' or '@', which -drive cannot quote; "
-                             "use blockdev_args")
+            raise InputError(
+                f"{value!r} contains ':', ',' or '@', which -drive cannot quote; use blockdev_args"
+            )
     file = f"rbd:{ref.pool}/{ref.image}:conf={ref.conf}:id=admin"
     return ["-drive", f"file={file},format=raw,if={interface},id={drive_id},cache={cache}"]
 
 
 def image_opts(ref: ClusterRef, user: str = "admin") -> str:
     """A ``json:`` filename for ``qemu-img`` reaching the same image as :func:`blockdev_args`."""
-    spec = {"driver": "raw", "file": {"driver": "rbd", "pool": ref.pool, "image": ref.image,
-                                      "conf": str(ref.conf), "user": user}}
+    spec = {
+        "driver": "raw",
+        "file": {"driver": "rbd", "pool": ref.pool, "image": ref.image, "conf": str(ref.conf), "user": user},
+    }
     return "json:" + json.dumps(spec, separators=(",", ":"))

@@ -1,11 +1,11 @@
 """The vmio guest: a small initramfs that boots straight to ``fio --server``.
 
-    build(source=None, *, root=None, force=False, runner=None) -> GuestImage
-    find(source=None, *, root=None, runner=None) -> GuestImage | None
-    cache_root() -> Path
-    GuestImage(path, key, versions, size, modules) with .kernel, .initrd, .to_json()
-    KernelSource(kernel: Path | None = None, modules: Path | None = None)
-    FIO_PORT (8765, the guest's fio server port), READY_MARKER ("VMIO-READY", on the serial console)
+build(source=None, *, root=None, force=False, runner=None) -> GuestImage
+find(source=None, *, root=None, runner=None) -> GuestImage | None
+cache_root() -> Path
+GuestImage(path, key, versions, size, modules) with .kernel, .initrd, .to_json()
+KernelSource(kernel: Path | None = None, modules: Path | None = None)
+FIO_PORT (8765, the guest's fio server port), READY_MARKER ("VMIO-READY", on the serial console)
 """
 
 from vmio.guest.image import FIO_PORT, READY_MARKER, GuestImage, build, cache_root, find

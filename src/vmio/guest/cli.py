@@ -34,8 +34,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _source_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kernel", type=Path, help="a vmlinuz to use instead of Debian's cloud kernel")
-    parser.add_argument("--initrd-modules", type=Path, metavar="DIR",
-                        help="the /lib/modules/<release> directory that goes with --kernel")
+    parser.add_argument(
+        "--initrd-modules",
+        type=Path,
+        metavar="DIR",
+        help="the /lib/modules/<release> directory that goes with --kernel",
+    )
 
 
 def _source(args: argparse.Namespace) -> KernelSource:
@@ -59,8 +63,10 @@ def _info(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps({"built": False, "cache": str(image.cache_root())}))
         else:
-            print(f"no guest image built for the current inputs under {image.cache_root()}; "
-                  "run 'vmio guest build'")
+            print(
+                f"no guest image built for the current inputs under {image.cache_root()}; "
+                "run 'vmio guest build'"
+            )
         return 1
     if args.json:
         print(json.dumps({"built": True, **found.to_json()}, indent=2))

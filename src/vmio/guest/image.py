@@ -94,8 +94,9 @@ def load(path: Path) -> GuestImage:
     )
 
 
-def find(source: inputs.KernelSource | None = None, *, root: Path | None = None,
-         runner: Runner | None = None) -> GuestImage | None:
+def find(
+    source: inputs.KernelSource | None = None, *, root: Path | None = None, runner: Runner | None = None
+) -> GuestImage | None:
     """The cached image for the current inputs, or None when it has not been built."""
     runner = runner or Runner()
     key = versions(source or inputs.KernelSource(), runner).key()
@@ -103,8 +104,13 @@ def find(source: inputs.KernelSource | None = None, *, root: Path | None = None,
     return load(path) if (path / "manifest.json").is_file() else None
 
 
-def build(source: inputs.KernelSource | None = None, *, root: Path | None = None, force: bool = False,
-          runner: Runner | None = None) -> GuestImage:
+def build(
+    source: inputs.KernelSource | None = None,
+    *,
+    root: Path | None = None,
+    force: bool = False,
+    runner: Runner | None = None,
+) -> GuestImage:
     """The guest image for the current inputs, built (into the cache) unless it is there already."""
     runner = runner or Runner()
     source = source or inputs.KernelSource()
@@ -120,8 +126,9 @@ def build(source: inputs.KernelSource | None = None, *, root: Path | None = None
         return _build_locked(source, runner, vers, final)
 
 
-def _build_locked(source: inputs.KernelSource, runner: Runner, vers: inputs.Versions,
-                  final: Path) -> GuestImage:
+def _build_locked(
+    source: inputs.KernelSource, runner: Runner, vers: inputs.Versions, final: Path
+) -> GuestImage:
     with tempfile.TemporaryDirectory(prefix="build-", dir=final.parent) as tmp:
         work = Path(tmp)
         staged = work / "image"
@@ -160,8 +167,22 @@ def _assemble(source: inputs.KernelSource, runner: Runner, work: Path, out: Path
 
 
 def _write_tree(w: CpioWriter, busybox: Path, fio: Path, libs: list[Path], modules: list[Path]) -> None:
-    for d in ("bin", "sbin", "usr", "usr/bin", "usr/sbin", "dev", "proc", "sys", "tmp", "run", "etc",
-              "etc/vmio", "lib", "lib/modules"):
+    for d in (
+        "bin",
+        "sbin",
+        "usr",
+        "usr/bin",
+        "usr/sbin",
+        "dev",
+        "proc",
+        "sys",
+        "tmp",
+        "run",
+        "etc",
+        "etc/vmio",
+        "lib",
+        "lib/modules",
+    ):
         w.directory(d)
     w.char_device("dev/console", 5, 1)
     w.char_device("dev/null", 1, 3, 0o666)

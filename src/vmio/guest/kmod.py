@@ -73,12 +73,12 @@ def modinfo_depends(elf: bytes) -> list[str]:
     """The ``depends=`` list of a module's ``.modinfo`` section (64-bit little-endian ELF)."""
     if elf[:4] != b"\x7fELF" or elf[4] != 2:
         raise InputError("not a 64-bit ELF kernel module")
-    shoff, = struct.unpack_from("<Q", elf, 0x28)
+    (shoff,) = struct.unpack_from("<Q", elf, 0x28)
     shentsize, shnum, shstrndx = struct.unpack_from("<HHH", elf, 0x3A)
 
     def section(i: int) -> tuple[int, int, int]:
         base = shoff + i * shentsize
-        name, = struct.unpack_from("<I", elf, base)
+        (name,) = struct.unpack_from("<I", elf, base)
         offset, size = struct.unpack_from("<QQ", elf, base + 0x18)
         return name, offset, size
 

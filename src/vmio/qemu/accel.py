@@ -96,12 +96,20 @@ class AccelProber:
         except GuestBootError as exc:
             took = time.monotonic() - start
             last = exc.output.strip().splitlines()[-1:] or ["(no console output)"]
-            reason = f"KVM probe boot not ready after {took:.1f} s (deadline {self.deadline:g} s); " \
-                     f"console ends: {last[0][:120]!r}"
+            reason = (
+                f"KVM probe boot not ready after {took:.1f} s (deadline {self.deadline:g} s); "
+                f"console ends: {last[0][:120]!r}"
+            )
             return AccelChoice("tcg", reason, self.caps.version_string, took)
 
 
-def resolve_accel(requested: str, image: GuestImage, caps: QemuCaps, *,
-                  deadline: float = KVM_PROBE_DEADLINE, cache_dir: Path | None = None) -> AccelChoice:
+def resolve_accel(
+    requested: str,
+    image: GuestImage,
+    caps: QemuCaps,
+    *,
+    deadline: float = KVM_PROBE_DEADLINE,
+    cache_dir: Path | None = None,
+) -> AccelChoice:
     """``kvm``/``tcg`` as given; ``auto`` by a (cached) probe boot. See ``AccelProber``."""
     return AccelProber(image, caps, deadline=deadline, cache_dir=cache_dir).resolve(requested)

@@ -29,7 +29,7 @@ class AgentRecord:
 
 def parse_record(lines: list[str]) -> AgentRecord:
     """A record from its lines, header first, without the end marker."""
-    uptime = float(lines[0][len(_HEADER):].split()[0])
+    uptime = float(lines[0][len(_HEADER) :].split()[0])
     vmstat: dict[str, int] = {}
     meminfo: dict[str, int] = {}
     for line in lines[1:]:

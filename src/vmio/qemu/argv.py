@@ -58,8 +58,14 @@ def _esc(value: object) -> str:
 
 
 def kernel_cmdline(config: VMConfig) -> str:
-    parts = ["console=ttyS0", "panic=-1", f"loglevel={config.loglevel}", "scsi_mod.scan=sync",
-             f"vmio.fio_port={FIO_PORT}", f"vmio.disk_wait={config.disk_wait}"]
+    parts = [
+        "console=ttyS0",
+        "panic=-1",
+        f"loglevel={config.loglevel}",
+        "scsi_mod.scan=sync",
+        f"vmio.fio_port={FIO_PORT}",
+        f"vmio.disk_wait={config.disk_wait}",
+    ]
     if config.disks:
         parts.append("vmio.disks=" + ",".join(config.guest_devices()))
     if config.agent_interval is not None:
@@ -74,15 +80,39 @@ def build_argv(config: VMConfig, image: GuestImage, runtime: Runtime, caps: Qemu
     kvm = config.accel == Accel.KVM
     argv = [
         caps.binary,
-        "-name", f"{config.name},debug-threads=on",
-        "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
-        "-machine", "q35", "-accel", str(config.accel), "-cpu", "host" if kvm else "max",
-        "-smp", str(config.vcpus), "-m", f"{config.memory // 2**20}M",
-        "-kernel", str(image.kernel), "-initrd", str(image.initrd), "-append", kernel_cmdline(config),
-        "-chardev", f"file,id=console,path={_esc(runtime.console)}", "-serial", "chardev:console",
-        "-qmp", f"unix:{_esc(runtime.qmp)},server=on,wait=off",
-        "-netdev", f"user,id=net0,restrict=on,hostfwd=tcp:127.0.0.1:{runtime.host_port}-:{FIO_PORT}",
-        "-device", "virtio-net-pci,netdev=net0",
+        "-name",
+        f"{config.name},debug-threads=on",
+        "-nodefaults",
+        "-no-user-config",
+        "-display",
+        "none",
+        "-no-reboot",
+        "-machine",
+        "q35",
+        "-accel",
+        str(config.accel),
+        "-cpu",
+        "host" if kvm else "max",
+        "-smp",
+        str(config.vcpus),
+        "-m",
+        f"{config.memory // 2**20}M",
+        "-kernel",
+        str(image.kernel),
+        "-initrd",
+        str(image.initrd),
+        "-append",
+        kernel_cmdline(config),
+        "-chardev",
+        f"file,id=console,path={_esc(runtime.console)}",
+        "-serial",
+        "chardev:console",
+        "-qmp",
+        f"unix:{_esc(runtime.qmp)},server=on,wait=off",
+        "-netdev",
+        f"user,id=net0,restrict=on,hostfwd=tcp:127.0.0.1:{runtime.host_port}-:{FIO_PORT}",
+        "-device",
+        "virtio-net-pci,netdev=net0",
     ]
     for iothread in config.iothread_ids:
         argv += ["-object", f"iothread,id={iothread}"]
@@ -90,9 +120,14 @@ def build_argv(config: VMConfig, image: GuestImage, runtime: Runtime, caps: Qemu
     if config.balloon:
         argv += ["-device", "virtio-balloon-pci,id=balloon0"]
     if config.agent_interval is not None:
-        argv += ["-device", "virtio-serial-pci,id=vser0",
-                 "-chardev", f"socket,id=agent,path={_esc(runtime.agent)},server=on,wait=off",
-                 "-device", f"virtserialport,bus=vser0.0,chardev=agent,name={AGENT_PORT_NAME}"]
+        argv += [
+            "-device",
+            "virtio-serial-pci,id=vser0",
+            "-chardev",
+            f"socket,id=agent,path={_esc(runtime.agent)},server=on,wait=off",
+            "-device",
+            f"virtserialport,bus=vser0.0,chardev=agent,name={AGENT_PORT_NAME}",
+        ]
     return argv
 
 
@@ -115,9 +150,14 @@ def blockdev_args(i: int, disk: Disk, config: VMConfig) -> list[str]:
         raise InputError(f"bus = 'block' needs a host block device; {str(disk.path)!r} is not one")
     cache = Cache(config.cache)
     ranged = disk.offset > 0 or disk.size is not None
-    proto = [f"driver={'host_device' if is_block else 'file'}", f"filename={_esc(disk.path)}",
-             f"node-name=proto{i}", f"cache.direct={'on' if cache.direct else 'off'}", "cache.no-flush=off",
-             f"aio={config.aio}"]
+    proto = [
+        f"driver={'host_device' if is_block else 'file'}",
+        f"filename={_esc(disk.path)}",
+        f"node-name=proto{i}",
+        f"cache.direct={'on' if cache.direct else 'off'}",
+        "cache.no-flush=off",
+        f"aio={config.aio}",
+    ]
     if ranged:
         proto.append("locking=off")  # several VMs share one backing file, each on its own range
     raw = ["driver=raw", f"file=proto{i}", f"node-name=disk{i}"]
@@ -142,9 +182,14 @@ def device_args(i: int, config: VMConfig, caps: QemuCaps) -> list[str]:
     iothread = _iothread_for(i, config)
     if config.bus in (Bus.VIRTIO_BLK, Bus.BLOCK):
         if config.iothreads > 1 and caps.iothread_vq_mapping:
-            dev = {"driver": "virtio-blk-pci", "id": f"vdisk{i}", "drive": f"disk{i}",
-                   "num-queues": config.queues, "write-cache": wce,
-                   "iothread-vq-mapping": [{"iothread": t} for t in config.iothread_ids]}
+            dev = {
+                "driver": "virtio-blk-pci",
+                "id": f"vdisk{i}",
+                "drive": f"disk{i}",
+                "num-queues": config.queues,
+                "write-cache": wce,
+                "iothread-vq-mapping": [{"iothread": t} for t in config.iothread_ids],
+            }
             return ["-device", json.dumps(dev, separators=(",", ":"))]
         opts = [f"drive=disk{i}", f"id=vdisk{i}", f"num-queues={config.queues}", f"write-cache={wce}"]
         return ["-device", ",".join(["virtio-blk-pci", *opts, *_iothread_opt(iothread)])]
@@ -152,12 +197,19 @@ def device_args(i: int, config: VMConfig, caps: QemuCaps) -> list[str]:
         ctrl = ["virtio-scsi-pci", f"id=scsi{i}", f"num_queues={config.queues}", *_iothread_opt(iothread)]
         hd = f"scsi-hd,drive=disk{i},id=sdisk{i},bus=scsi{i}.0,channel=0,scsi-id=0,lun=0,write-cache={wce}"
         return ["-device", ",".join(ctrl), "-device", hd]
-    opts = ["nvme", f"drive=disk{i}", f"id=nvme{i}", f"serial=vmio{config.index}n{i}",
-            f"max_ioqpairs={config.queues}"]
+    opts = [
+        "nvme",
+        f"drive=disk{i}",
+        f"id=nvme{i}",
+        f"serial=vmio{config.index}n{i}",
+        f"max_ioqpairs={config.queues}",
+    ]
     if iothread is not None:
         if not caps.has_prop("nvme", "iothread"):
-            raise InputError(f"bus = 'nvme' with iothreads = {config.iothreads!r}: QEMU "
-                             f"{caps.version_string} has no iothread for nvme; use iothreads = 0")
+            raise InputError(
+                f"bus = 'nvme' with iothreads = {config.iothreads!r}: QEMU "
+                f"{caps.version_string} has no iothread for nvme; use iothreads = 0"
+            )
         opts.append(f"iothread={iothread}")
     return ["-device", ",".join(opts)]
 

@@ -1,7 +1,7 @@
 """Several VMs booted together and torn down together; each gets its own fio server port.
 
-    with Fleet([VMConfig(index=i, disks=...) for i in range(2)], image, caps=caps) as fleet:
-        run(["fio", *fleet.fio_client_args(["job.fio"])])   # one fio client drives every VM
+with Fleet([VMConfig(index=i, disks=...) for i in range(2)], image, caps=caps) as fleet:
+    run(["fio", *fleet.fio_client_args(["job.fio"])])   # one fio client drives every VM
 """
 
 from __future__ import annotations
@@ -30,16 +30,25 @@ def check_disjoint(configs: Sequence[VMConfig]) -> None:
             key = str(disk.path.resolve())
             for start, other_end, owner in seen.get(key, []):
                 if disk.offset < other_end and start < end and not disk.read_only:
-                    raise InputError(f"{config.name} and {owner} both use {key!r} over overlapping ranges; "
-                                     "give each VM its own file or its own offset/size range")
+                    raise InputError(
+                        f"{config.name} and {owner} both use {key!r} over overlapping ranges; "
+                        "give each VM its own file or its own offset/size range"
+                    )
             seen.setdefault(key, []).append((disk.offset, end, config.name))
 
 
 class Fleet:
     """VMs launched from the calling thread, waited for together, always all torn down."""
 
-    def __init__(self, configs: Sequence[VMConfig], image: GuestImage, *, caps: QemuCaps,
-                 workdir: Path | None = None, boot_timeout: float = 90.0) -> None:
+    def __init__(
+        self,
+        configs: Sequence[VMConfig],
+        image: GuestImage,
+        *,
+        caps: QemuCaps,
+        workdir: Path | None = None,
+        boot_timeout: float = 90.0,
+    ) -> None:
         names = [c.name for c in configs]
         if len(set(names)) != len(names):
             raise InputError(f"VM indexes must differ; got names {names!r}")
@@ -47,8 +56,16 @@ class Fleet:
         self.vms: list[VM] = []
         try:
             for c in configs:
-                self.vms.append(VM(c, image, caps=caps, boot_timeout=boot_timeout, host_port=self._new_port(),
-                                   workdir=None if workdir is None else workdir / c.name))
+                self.vms.append(
+                    VM(
+                        c,
+                        image,
+                        caps=caps,
+                        boot_timeout=boot_timeout,
+                        host_port=self._new_port(),
+                        workdir=None if workdir is None else workdir / c.name,
+                    )
+                )
         except BaseException:
             self.shutdown()
             raise
@@ -90,6 +107,7 @@ class Fleet:
     def __enter__(self) -> Fleet:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.shutdown()

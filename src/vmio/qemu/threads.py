@@ -78,8 +78,9 @@ def read_threads(pid: int, proc_root: Path = Path("/proc")) -> dict[int, ThreadS
     return found
 
 
-def cpu_between(before: Snapshot, after: Snapshot, iothread_ids: Sequence[str] = (),
-                clk_tck: int | None = None) -> list[ThreadCPU]:
+def cpu_between(
+    before: Snapshot, after: Snapshot, iothread_ids: Sequence[str] = (), clk_tck: int | None = None
+) -> list[ThreadCPU]:
     """Per-thread CPU % between two snapshots of the same process (threads present in both)."""
     ticks = clk_tck or os.sysconf("SC_CLK_TCK")
     elapsed = after.at - before.at
@@ -91,16 +92,29 @@ def cpu_between(before: Snapshot, after: Snapshot, iothread_ids: Sequence[str] =
         if then is None:
             continue
         scale = 100.0 / (ticks * elapsed)
-        rows.append(ThreadCPU(tid, now.comm, classify(tid, now.comm, after.pid, iothread_ids),
-                              (now.utime - then.utime) * scale, (now.stime - then.stime) * scale))
+        rows.append(
+            ThreadCPU(
+                tid,
+                now.comm,
+                classify(tid, now.comm, after.pid, iothread_ids),
+                (now.utime - then.utime) * scale,
+                (now.stime - then.stime) * scale,
+            )
+        )
     return rows
 
 
 class ThreadSampler:
     """Samples one QEMU process; ``sample()`` returns CPU % per thread since the previous call."""
 
-    def __init__(self, pid: int, iothread_ids: Sequence[str] = (), *, proc_root: Path = Path("/proc"),
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        pid: int,
+        iothread_ids: Sequence[str] = (),
+        *,
+        proc_root: Path = Path("/proc"),
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.pid = pid
         self.iothread_ids = tuple(iothread_ids)
         self.proc_root = proc_root

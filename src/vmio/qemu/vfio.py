@@ -62,14 +62,17 @@ class VfioBinding:
     def __enter__(self) -> VfioBinding:
         if not iommu_present(self.sys_root):
             groups = self.sys_root / "kernel" / "iommu_groups"
-            raise InputError(f"bus = 'vfio' needs an IOMMU; {str(groups)!r} is empty or missing "
-                             "(enable VT-d/AMD-Vi and boot with intel_iommu=on or amd_iommu=on)")
+            raise InputError(
+                f"bus = 'vfio' needs an IOMMU; {str(groups)!r} is empty or missing "
+                "(enable VT-d/AMD-Vi and boot with intel_iommu=on or amd_iommu=on)"
+            )
         self.previous = current_driver(self.address, self.sys_root)
         if self.previous != "vfio-pci":
             rebind(self.address, "vfio-pci", self.sys_root)
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if self.previous != "vfio-pci":
             rebind(self.address, None, self.sys_root)

@@ -50,9 +50,17 @@ _ALLOWED = {
 class VM:
     """A VM as a context manager; ``config.accel`` must be 'kvm' or 'tcg' (see ``accel.resolve_accel``)."""
 
-    def __init__(self, config: VMConfig, image: GuestImage, *, caps: QemuCaps, workdir: Path | None = None,
-                 boot_timeout: float = 60.0, clock: Callable[[], float] = time.monotonic,
-                 host_port: int | None = None) -> None:
+    def __init__(
+        self,
+        config: VMConfig,
+        image: GuestImage,
+        *,
+        caps: QemuCaps,
+        workdir: Path | None = None,
+        boot_timeout: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+        host_port: int | None = None,
+    ) -> None:
         if config.accel == Accel.AUTO:
             raise VmioError("VM needs accel 'kvm' or 'tcg'; resolve 'auto' with vmio.qemu.resolve_accel")
         self.config = config
@@ -214,8 +222,9 @@ class VM:
             self.shutdown()
             raise
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.shutdown()
 
     # -- QMP ----------------------------------------------------------------------------------

@@ -1,0 +1,168 @@
+"""VMs as a target: boot a fleet running the vmio guest, drive every VM's ``fio --server`` with one client.
+
+VMs are spread over the backing paths in turn; the VMs sharing a path get disjoint byte ranges of it
+(seed 000's "one SSD vs two"). The fleet stays up for the target's consecutive points and is torn down
+after them or after a failed point. Every run records the accelerator, the QEMU version and each VM's argv.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vmio import guest
+from vmio.errors import InputError, VmioError
+from vmio.executors import measure_with
+from vmio.fio import jobfile
+from vmio.metrics.devices import device_chain
+from vmio.metrics.sampler import CpuProbe, DiskProbe, Probe
+from vmio.qemu import VM, AccelProber, Disk, Fleet, VMConfig, probe_caps
+from vmio.qemu.threads import Snapshot, cpu_between, read_threads
+from vmio.spec import Point, QemuTarget, Workload
+from vmio.store import RunRecord
+from vmio.targets import host
+from vmio.targets.safety import is_block_device
+
+if TYPE_CHECKING:
+    from vmio.campaign import Options
+
+ALIGN = 1 << 20
+
+
+@dataclass
+class QemuThreadProbe:
+    """CPU per QEMU thread class of one VM, in % of one core: the sum per class and its busiest thread."""
+
+    vm: VM
+    source: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.source = f"qemu:{self.vm.config.name}"
+
+    def read(self) -> Snapshot:
+        return Snapshot(self.vm.pid, time.monotonic(), read_threads(self.vm.pid))
+
+    def rates(self, prev: Any, cur: Any, seconds: float) -> dict[str, float]:
+        if prev is None or cur is None or cur.at <= prev.at:
+            return {}
+        out = {
+            f"{kind}_{stat}": 0.0
+            for kind in ("vcpu", "iothread", "main", "other")
+            for stat in ("pct", "max_pct")
+        }
+        for row in cpu_between(prev, cur, self.vm.config.iothread_ids):
+            out[f"{row.kind}_pct"] += row.total_pct
+            out[f"{row.kind}_max_pct"] = max(out[f"{row.kind}_max_pct"], row.total_pct)
+        return out
+
+
+def layout(target: QemuTarget) -> list[Disk]:
+    """One disk per VM: VM i on backing path i mod n, VMs on one path in disjoint aligned ranges."""
+    per_path: dict[str, int] = {}
+    for i in range(target.vms):
+        path = target.backing[i % len(target.backing)]
+        per_path[path] = per_path.get(path, 0) + 1
+    share = {path: _share(target, path, count) for path, count in per_path.items()}
+    seen: dict[str, int] = {}
+    disks = []
+    for i in range(target.vms):
+        path = target.backing[i % len(target.backing)]
+        slot = seen.get(path, 0)
+        seen[path] = slot + 1
+        whole = per_path[path] == 1 and target.size is None
+        disks.append(Disk(Path(path), offset=slot * share[path], size=None if whole else share[path]))
+    return disks
+
+
+def _share(target: QemuTarget, path: str, count: int) -> int:
+    """Bytes each of ``count`` VMs gets on ``path``; a missing file is created to fit them all."""
+    if is_block_device(path):
+        total = _device_bytes(path)
+    elif target.size is not None:
+        host.prepare_file(path, target.size * count)
+        total = Path(path).stat().st_size
+    elif Path(path).is_file():
+        total = Path(path).stat().st_size
+    else:
+        raise InputError(f'target {target.name!r}: backing {path!r} does not exist; give size (e.g. "1G")')
+    share = (target.size or total // count) // ALIGN * ALIGN
+    if share <= 0 or share * count > total:
+        raise InputError(f"target {target.name!r}: {path!r} ({total} bytes) cannot hold {count} VM disks")
+    return share
+
+
+def _device_bytes(path: str) -> int:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.lseek(fd, 0, os.SEEK_END)
+    finally:
+        os.close(fd)
+
+
+class QemuExecutor:
+    def __init__(self, target: QemuTarget, options: Options, stack: contextlib.ExitStack) -> None:
+        self.target, self.options = target, options
+        self.caps = probe_caps()
+        image = guest.build()
+        self.accel = AccelProber(image, self.caps).resolve(target.accel)
+        configs = [
+            VMConfig(
+                index=i,
+                disks=(disk,),
+                bus=target.bus,
+                iothreads=target.iothreads,
+                queues=target.queues,
+                cache=target.cache,
+                aio=target.aio,
+                vcpus=target.vcpus,
+                memory=target.memory,
+                accel=self.accel.accel,
+            )  # fmt: skip
+            for i, disk in enumerate(layout(target))
+        ]
+        self.fleet = stack.enter_context(
+            Fleet(configs, image, caps=self.caps, boot_timeout=options.boot_timeout)
+        )
+        chains = {
+            name
+            for path in target.backing
+            for name in device_chain(path, options.sys_root, options.proc_root)
+        }
+        first = device_chain(target.backing[0], options.sys_root, options.proc_root)
+        nearest = first[:1] if is_block_device(target.backing[0]) else first[-1:]
+        self.device: str | None = nearest[0] if nearest else None
+        self.probes: list[Probe] = [DiskProbe(d, options.proc_root) for d in sorted(chains)]
+        self.probes.append(CpuProbe(options.proc_root))
+        self.probes += [QemuThreadProbe(vm) for vm in self.fleet.vms]
+
+    def measure(self, point: Point, workload: Workload, rundir: Path, rec: RunRecord) -> None:
+        rec.accel = self.accel.accel
+        rec.qemu_version = self.caps.version_string
+        rec.qemu_argv = [vm.argv for vm in self.fleet.vms]
+        rec.device = self.device
+        rec.host["accel_reason"] = self.accel.reason
+        total = self.target.vms * self.target.jobs_per_vm
+        endpoints: list[tuple[str | None, jobfile.Placement]] = [
+            (vm.fio_client.replace(",", ":"),
+             jobfile.Placement(vm.config.guest_devices()[0], numjobs=self.target.jobs_per_vm, total_jobs=total))
+            for vm in self.fleet.vms
+        ]  # fmt: skip
+        try:
+            measure_with(endpoints, point, workload, rundir, rec, self.probes, self.options)
+        except VmioError:
+            consoles = "\n".join(
+                f"--- {vm.config.name} console ---\n{vm.console_tail(20)}" for vm in self.fleet.vms
+            )
+            rec.log = (rec.log or "") + consoles + "\n"
+            raise
+
+
+@contextlib.contextmanager
+def qemu_executor(target: QemuTarget, options: Options) -> Iterator[QemuExecutor]:
+    with contextlib.ExitStack() as stack:
+        yield QemuExecutor(target, options, stack)

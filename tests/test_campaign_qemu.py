@@ -1,0 +1,162 @@
+"""VM targets through the whole spine, with real QEMU (TCG here, KVM on a real host) and real fio."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from qemu_support import alive, needs_qemu
+
+from vmio import summary
+from vmio.cli import main
+from vmio.fio import histogram
+from vmio.store import Store
+
+pytestmark = [needs_qemu, pytest.mark.qemu, pytest.mark.slow]
+
+WORKLOAD = '[[workload]]\nname = "rr"\nrw = "randread"\nbs = "4k"\niodepth = 4\nruntime = "2s"\n'
+
+
+def vm_target(name: str, backing: str, **keys: object) -> str:
+    lines = [f'[[target]]\nname = "{name}"\nkind = "qemu"\nbacking = ["{backing}"]']
+    lines += [f"{k} = {json.dumps(v)}" for k, v in keys.items()]
+    return "\n".join(lines) + "\n"
+
+
+def qemu_pids(marker: str) -> list[int]:
+    out = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout
+    return [int(p) for p in out.split() if alive(int(p))]
+
+
+@pytest.fixture(scope="module")
+def vm_campaign(tmp_path_factory: pytest.TempPathFactory) -> Store:
+    work = tmp_path_factory.mktemp("vm")
+    scratch = Path("/var/tmp") / f"vmio-qemu-test-{work.name}"
+    scratch.mkdir(exist_ok=True)
+    img = f"{scratch}/disk.img"
+    targets = "".join([
+        f'[[target]]\nname = "bare"\npath = "{img}"\nsize = "256M"\n',
+        vm_target("vblk", img, size="64M"),
+        vm_target("vblk-io-2jobs", img, size="64M", iothreads=1, jobs_per_vm=2),
+        vm_target("scsi-2vms", img, size="64M", bus="virtio-scsi", vms=2),
+        vm_target("nvme", img, size="64M", bus="nvme"),
+    ])  # fmt: skip
+    spec = work / "vm.toml"
+    spec.write_text(f'[campaign]\nname = "vm"\n\n{targets}\n{WORKLOAD}')
+    db = work / "vm.db"
+    # the host file must exist before the loop device can cover it: run bare first, then add `block`
+    assert main(["run", str(spec), "--db", str(db)]) == 0
+    loop = subprocess.run(["losetup", "-f", "--show", img], capture_output=True, text=True, timeout=30)
+    if loop.returncode == 0:
+        dev = loop.stdout.strip()
+        block = work / "block.toml"
+        block.write_text(f'[campaign]\nname = "vm-block"\n\n{vm_target("block", dev, bus="block")}\n{WORKLOAD}')
+        try:
+            assert main(["run", str(block), "--db", str(db)]) == 0
+        finally:
+            subprocess.run(["losetup", "-d", dev], timeout=30, check=False)
+    yield Store(db)
+    for f in scratch.iterdir():
+        f.unlink()
+    scratch.rmdir()
+
+
+def rows(store: Store, campaign: str = "vm") -> dict[str, dict[str, object]]:
+    return {r["target"]: r for r in summary.point_rows(store, campaign)}
+
+
+def test_every_disk_path_measured_in_a_vm(vm_campaign: Store) -> None:
+    found = rows(vm_campaign)
+    assert set(found) == {"bare", "vblk", "vblk-io-2jobs", "scsi-2vms", "nvme"}
+    for name, row in found.items():
+        assert row["status"] == "done", (name, row["error"])
+        assert row["read_iops"] > 0
+        if name == "bare":
+            assert row["accel"] is None
+        else:
+            assert row["accel"] in ("kvm", "tcg") and row["qemu_version"]
+
+
+def test_topologies_one_vm_many_jobs_and_many_vms_one_job(vm_campaign: Store) -> None:
+    runs = {r["target"]: r for r in vm_campaign.runs("vm")}
+    two_jobs = vm_campaign.results(runs["vblk-io-2jobs"]["id"])
+    assert len(two_jobs) == 2 and len({r["host"] for r in two_jobs}) == 1
+    two_vms = vm_campaign.results(runs["scsi-2vms"]["id"])
+    assert len(two_vms) == 2 and len({r["host"] for r in two_vms}) == 2
+    row = summary.point_row(vm_campaign, "vm", runs["scsi-2vms"])
+    merged = histogram.merge(vm_campaign.histogram(r["id"]) for r in two_vms)
+    assert row["read_lat_ns"]["p99"] == histogram.percentile(merged, 99)
+    assert row["read_iops"] == pytest.approx(sum(r["iops"] for r in two_vms))
+
+
+def test_argv_accelerator_and_disjoint_ranges_are_recorded(vm_campaign: Store) -> None:
+    runs = {r["target"]: r for r in vm_campaign.runs("vm")}
+    argvs = json.loads(runs["scsi-2vms"]["qemu_argv"])
+    assert len(argvs) == 2
+    assert all(any(a.startswith("vmio-") and "debug-threads=on" in a for a in argv) for argv in argvs)
+    text = [" ".join(argv) for argv in argvs]
+    assert "offset=0" in text[0] and f"offset={64 << 20}" in text[1]
+    accel = runs["nvme"]["accel"]
+    assert any(f"accel={accel}" in a or a == accel for a in argvs[0] + json.loads(runs["nvme"]["qemu_argv"])[0])
+
+
+def test_qemu_threads_are_sampled(vm_campaign: Store) -> None:
+    runs = {r["target"]: r for r in vm_campaign.runs("vm")}
+    io = vm_campaign.run_metrics(runs["vblk-io-2jobs"]["id"])
+    assert io[("qemu:vmio-0", "vcpu_pct")] > 0
+    assert io[("qemu:vmio-0", "iothread_pct")] > 0  # the disk is served by its I/O thread
+    plain = vm_campaign.run_metrics(runs["vblk"]["id"])
+    assert plain[("qemu:vmio-0", "iothread_pct")] == 0 and plain[("qemu:vmio-0", "main_pct")] > 0
+    assert {src for src, _ in vm_campaign.run_metrics(runs["scsi-2vms"]["id"])} >= {"qemu:vmio-0", "qemu:vmio-1"}
+
+
+def test_block_device_given_raw(vm_campaign: Store) -> None:
+    if "vm-block" not in vm_campaign.campaigns():
+        pytest.skip("needs a loop device (root)")
+    (row,) = rows(vm_campaign, "vm-block").values()
+    assert row["status"] == "done" and row["read_iops"] > 0
+    assert row["device"].startswith("loop")
+
+
+def test_a_guest_that_does_not_come_up_is_killed_and_recorded(scratch: Path, tmp_path: Path) -> None:
+    spec = tmp_path / "hang.toml"
+    spec.write_text(
+        '[campaign]\nname = "hang"\n' + vm_target("slow", f"{scratch}/h.img", size="32M")
+        + f'[[target]]\nname = "bare"\npath = "{scratch}/h.img"\n\n' + WORKLOAD
+    )  # fmt: skip
+    db = tmp_path / "h.db"
+    marker = f"{scratch}/h.img"
+    assert main(["run", str(spec), "--db", str(db), "--boot-timeout", "500ms"]) == 1
+    with Store(db) as store:
+        found = rows(store, "hang")
+        assert found["slow"]["status"] == "failed" and "ready" in found["slow"]["error"]
+        run = next(r for r in store.runs("hang") if r["target"] == "slow")
+        assert "console" in run["log"].lower() or "VMIO" in run["log"] or "Linux" in run["log"]
+        assert found["bare"]["status"] == "done"
+    time.sleep(1)
+    assert qemu_pids(marker) == []
+
+
+def test_no_qemu_outlives_a_killed_vmio_run(scratch: Path, tmp_path: Path) -> None:
+    spec = tmp_path / "k.toml"
+    marker = f"{scratch}/k.img"
+    spec.write_text('[campaign]\nname = "k"\n' + vm_target("v", marker, size="32M") + WORKLOAD.replace("2s", "30s"))
+    cmd = [sys.executable, "-m", "vmio", "run", str(spec), "--db", str(tmp_path / "k.db")]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not qemu_pids(marker):
+        time.sleep(0.2)
+    assert qemu_pids(marker), "QEMU never started"
+    time.sleep(1)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and qemu_pids(marker):
+        time.sleep(0.2)
+    assert qemu_pids(marker) == []
+    assert subprocess.run(["pgrep", "-af", "fio --output-format"], capture_output=True, text=True).stdout.count(str(spec)) == 0
