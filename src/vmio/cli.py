@@ -28,8 +28,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _feature_registrars() -> list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]]:
     # Each feature owns its sub-commands; imports are here so `vmio --help` lists them all.
     from vmio import cli_campaign
+    from vmio.membal import cli as membal_cli
 
-    return [cli_campaign.register]
+    return [cli_campaign.register, membal_cli.register]
 
 
 def main(argv: list[str] | None = None) -> int:
