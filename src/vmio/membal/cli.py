@@ -55,12 +55,18 @@ def render_table(out: Outcome) -> str:
     names = [vm.name for vm in s.vms]
     for name, run in out.runs.items():
         _, eff = run.efficiency()
-        mem = " ".join(f"{n}={format_size(int(a) * s.page)}" for n, a in zip(names, run.allocation[-1], strict=True))
+        mem = " ".join(
+            f"{n}={format_size(int(a) * s.page)}" for n, a in zip(names, run.allocation[-1], strict=True)
+        )
         lines.append(
             f"{name:<12}{run.hit_ratio:>10.4f}{out.vs_equal(name):>10.3f}{out.vs_optimal(name):>12.3f}"
             f"{float(eff.mean()):>12.3f}  {mem}"
         )
-    split = " ".join(f"{n}={format_size(int(a) * s.page)}" for n, a in zip(names, out.oracle.allocation[0], strict=True))
-    lines.append(f"{'optimal':<12}{out.optimal.hit_ratio:>10.4f}   (best split per epoch, exact MRCs: a bound)")
+    split = " ".join(
+        f"{n}={format_size(int(a) * s.page)}" for n, a in zip(names, out.oracle.allocation[0], strict=True)
+    )
+    lines.append(
+        f"{'optimal':<12}{out.optimal.hit_ratio:>10.4f}   (best split per epoch, exact MRCs: a bound)"
+    )
     lines.append(f"{'oracle':<12}{out.oracle.hit_ratio:>10.4f}   (best static split: {split})")
     return "\n".join(lines)

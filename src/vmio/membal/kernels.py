@@ -39,8 +39,12 @@ def _unlink_tail(v: int, prev: I64, nxt: I64, resident: Any, head: I64, tail: I6
 
 @_jit
 def lru_run(
-    vms: I64, pages: I64, state: tuple[I64, I64, Any, I64, I64, I64, I64, I64],
-    hits: I64, hit_pages: I64, stamp: int,
+    vms: I64,
+    pages: I64,
+    state: tuple[I64, I64, Any, I64, I64, I64, I64, I64],
+    hits: I64,
+    hit_pages: I64,
+    stamp: int,
 ) -> None:
     """Replay ``pages`` (page ``pages[k]`` requested by VM ``vms[k]``) against the VMs' LRU caches.
 

@@ -47,7 +47,8 @@ def _num(x: float) -> float | None:
 
 
 def outcome_json(out: Outcome) -> dict[str, Any]:
-    """``{"policies": {name: {"hit_ratio", "vs_equal", "vs_optimal", ...}}, "optimal": {"hit_ratio"}, ...}``."""
+    """The ``--json`` contract: ``{"policies": {name: {"hit_ratio", "vs_equal", "vs_optimal", ...}},
+    "optimal": {"hit_ratio"}, ...}``."""
     names = [vm.name for vm in out.scenario.vms]
     policies = {}
     for name, run in out.runs.items():

@@ -56,7 +56,10 @@ def plot_hit_ratio(outcome: Outcome, out: Path) -> list[Path]:
 
 def plot_memory(outcome: Outcome, out: Path) -> list[Path]:
     s = outcome.scenario
-    panels = {**{k: r.allocation for k, r in outcome.runs.items()}, "optimal (bound)": outcome.optimal.allocation}
+    panels = {
+        **{k: r.allocation for k, r in outcome.runs.items()},
+        "optimal (bound)": outcome.optimal.allocation,
+    }
     fig, axes = _panels(len(panels), f"{s.name}: page-cache memory per VM (MiB)")
     mib = s.page / float(1 << 20)
     for ax, (policy, alloc) in zip(axes, panels.items(), strict=True):

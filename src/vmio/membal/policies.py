@@ -120,8 +120,14 @@ class Marginal:
 
     name = "marginal"
 
-    def __init__(self, budget: Budget, step: int | None = None, sample_rate: float = 0.1,
-                 decay: float = 0.5, min_gain: float = 0.002) -> None:
+    def __init__(
+        self,
+        budget: Budget,
+        step: int | None = None,
+        sample_rate: float = 0.1,
+        decay: float = 0.5,
+        min_gain: float = 0.002,
+    ) -> None:
         self.budget = budget
         self.step = step or max(1, budget.memory // 16)
         self.sample_rate = sample_rate
@@ -135,7 +141,9 @@ class Marginal:
         if any(h is None for h in hists):
             raise ValueError("the marginal policy needs each VM's sampled reuse histogram")
         new = [np.asarray(h, dtype=np.float64) for h in hists]
-        self.est = new if self.est is None else [self.decay * e + h for e, h in zip(self.est, new, strict=True)]
+        self.est = (
+            new if self.est is None else [self.decay * e + h for e, h in zip(self.est, new, strict=True)]
+        )
         curves = [np.concatenate([[0.0], np.cumsum(e[:-1])]) for e in self.est]
         g = self.budget.grain
         units = self.budget.memory // g
@@ -172,7 +180,9 @@ class Mom:
     name = "mom"
     sample_rate = 0.0
 
-    def __init__(self, budget: Budget, free_min: float = 0.05, shrink: float = 0.1, grow: float = 0.05) -> None:
+    def __init__(
+        self, budget: Budget, free_min: float = 0.05, shrink: float = 0.1, grow: float = 0.05
+    ) -> None:
         self.budget = budget
         self.free_min = free_min
         self.shrink = shrink

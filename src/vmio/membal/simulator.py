@@ -119,21 +119,29 @@ def simulate(
         for key, row in zip(rows, (accesses, hits, hit_pages, resident, alloc), strict=True):
             rows[key].append(list(row))
         obs = [
-            VmObservation(alloc[i], resident[i], accesses[i], hits[i], hit_pages[i],
-                          reuse[i][e] if reuse is not None else None)
+            VmObservation(
+                alloc[i],
+                resident[i],
+                accesses[i],
+                hits[i],
+                hit_pages[i],
+                reuse[i][e] if reuse is not None else None,
+            )
             for i in range(n)
         ]
         alloc = _checked(policy, policy.decide(obs), budget)
         for i, a in enumerate(alloc):
             cache.set_capacity(i, a)
     arr = {k: np.asarray(v, dtype=np.int64) for k, v in rows.items()}
-    return PolicyRun(policy.name, arr["accesses"], arr["hits"], arr["hit_pages"], arr["resident"], arr["alloc"])
+    return PolicyRun(
+        policy.name, arr["accesses"], arr["hits"], arr["hit_pages"], arr["resident"], arr["alloc"]
+    )
 
 
 def _checked(policy: Policy, alloc: list[int], budget: Budget) -> list[int]:
     if sum(alloc) > budget.memory or any(a < f for a, f in zip(alloc, budget.floors, strict=True)):
         raise ValueError(
-            f"policy {policy.name!r} asked for {alloc!r}: more than {budget.memory} pages or below the floors "
+            f"policy {policy.name!r} asked for {alloc!r}: more than {budget.memory} pages or below floors "
             f"{list(budget.floors)!r}"
         )
     return [int(a) for a in alloc]

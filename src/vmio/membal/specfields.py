@@ -72,8 +72,15 @@ def need_table(where: Where, data: Mapping[str, Any], known: set[str]) -> None:
             raise where.error(key, data[key], f"known fields are {', '.join(sorted(known))}")
 
 
-def get_int(where: Where, data: Mapping[str, Any], key: str, default: Any = _MISSING, *,
-            low: int = 0, high: int = 10**12) -> int:
+def get_int(
+    where: Where,
+    data: Mapping[str, Any],
+    key: str,
+    default: Any = _MISSING,
+    *,
+    low: int = 0,
+    high: int = 10**12,
+) -> int:
     value = data.get(key, default)
     if value is _MISSING:
         raise where.error(key, None, f"it is required: a whole number from {low} to {high}")
@@ -82,8 +89,16 @@ def get_int(where: Where, data: Mapping[str, Any], key: str, default: Any = _MIS
     return value
 
 
-def get_float(where: Where, data: Mapping[str, Any], key: str, default: Any = _MISSING, *,
-              low: float = 0.0, high: float = 1e12, low_open: bool = False) -> float:
+def get_float(
+    where: Where,
+    data: Mapping[str, Any],
+    key: str,
+    default: Any = _MISSING,
+    *,
+    low: float = 0.0,
+    high: float = 1e12,
+    low_open: bool = False,
+) -> float:
     value = data.get(key, default)
     if value is _MISSING:
         raise where.error(key, None, f"it is required: a number from {low} to {high}")
@@ -94,8 +109,13 @@ def get_float(where: Where, data: Mapping[str, Any], key: str, default: Any = _M
     return float(value)
 
 
-def get_str(where: Where, data: Mapping[str, Any], key: str, default: Any = _MISSING,
-            choices: tuple[str, ...] | None = None) -> str:
+def get_str(
+    where: Where,
+    data: Mapping[str, Any],
+    key: str,
+    default: Any = _MISSING,
+    choices: tuple[str, ...] | None = None,
+) -> str:
     value = data.get(key, default)
     if value is _MISSING:
         raise where.error(key, None, "it is required" + (f": one of {', '.join(choices)}" if choices else ""))
@@ -106,8 +126,15 @@ def get_str(where: Where, data: Mapping[str, Any], key: str, default: Any = _MIS
     return value
 
 
-def get_size(where: Where, data: Mapping[str, Any], key: str, default: Any = _MISSING, *,
-             low: int = 0, high: int = 1 << 50) -> int:
+def get_size(
+    where: Where,
+    data: Mapping[str, Any],
+    key: str,
+    default: Any = _MISSING,
+    *,
+    low: int = 0,
+    high: int = 1 << 50,
+) -> int:
     """Bytes from a size (``4096``, ``"4k"``, ``"1G"``)."""
     value = data.get(key, default)
     if value is _MISSING:
@@ -121,8 +148,16 @@ def get_size(where: Where, data: Mapping[str, Any], key: str, default: Any = _MI
     return size
 
 
-def get_pages(where: Where, data: Mapping[str, Any], key: str, page: int, default: Any = _MISSING, *,
-              low: int = 1, high: int = 1 << 26) -> int:
+def get_pages(
+    where: Where,
+    data: Mapping[str, Any],
+    key: str,
+    page: int,
+    default: Any = _MISSING,
+    *,
+    low: int = 1,
+    high: int = 1 << 26,
+) -> int:
     """Pages from a count (``1000``) or a size (``"4M"``, rounded up to whole pages)."""
     value = data.get(key, default)
     if isinstance(value, int) and not isinstance(value, bool):

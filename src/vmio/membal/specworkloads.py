@@ -93,7 +93,9 @@ def _phases(where: Where, t: Mapping[str, Any], page: int, base: Path) -> w.Work
             raise sub.error(None, item, accepted)
         kind = get_str(sub, item, "workload", choices=tuple(k for k in WORKLOADS if k != "phases"))
         need_table(sub, item, {"workload", "length"} | set(WORKLOADS[kind]))
-        phases.append((_PARSERS[kind](sub, item, page, base), get_int(sub, item, "length", low=1, high=10**9)))
+        phases.append(
+            (_PARSERS[kind](sub, item, page, base), get_int(sub, item, "length", low=1, high=10**9))
+        )
     return w.Phases(tuple(phases))
 
 

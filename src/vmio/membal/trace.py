@@ -34,10 +34,10 @@ def _requests(path: Path) -> tuple[list[int], list[int]]:
                 size, lbn = _fields(path, line, row)
                 sizes.append(size)
                 lbns.append(lbn)
-    except OSError as exc:
-        raise TraceError(f"{path}: cannot read the trace: {exc.strerror}") from exc
     except UnicodeDecodeError as exc:
         raise TraceError(f"{path}: is not a text CSV file ({exc.reason})") from exc
+    except (OSError, ValueError) as exc:
+        raise TraceError(f"{path}: cannot read the trace: {exc}") from exc
     return sizes, lbns
 
 
