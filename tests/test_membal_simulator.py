@@ -52,7 +52,7 @@ def test_fast_engine_equals_reference_engine(policy: str) -> None:
     budget = Budget(s.memory, tuple(s.floors), s.grain)
     fast = simulate(s, streams, make_policy(policy, budget, s.policy_params.get(policy)))
     slow = simulate(s, streams, make_policy(policy, budget, s.policy_params.get(policy)), ReferenceEngine)
-    for field in ("accesses", "hits", "hit_pages", "resident", "allocation"):
+    for field in ("accesses", "hits", "hit_pages", "refaults", "resident", "allocation"):
         assert np.array_equal(getattr(fast, field), getattr(slow, field)), field
     if policy != "equal":
         assert len({tuple(row) for row in fast.allocation}) > 1  # the policy did move memory

@@ -24,14 +24,28 @@ def _jit(fn: F) -> F:
     return cast(F, numba.njit(cache=True, nogil=True)(fn))
 
 
+PREV, NEXT, STAMP, RESIDENT = 0, 1, 2, 3  # node columns
+NEVER, IN_CACHE, EVICTED = 0, 1, 2  # values of node[:, RESIDENT]
+HITS, HIT_PAGES, REFAULTS = 0, 1, 2  # columns of the per-VM counters
+
+
+def new_nodes(n_pages: int) -> npt.NDArray[np.int32]:
+    """One row per page: prev, next, stamp of the epoch it last hit, residency (never cached, cached,
+    evicted); a 16-byte row keeps what an access touches in one cache line."""
+    node = np.zeros((n_pages, 4), dtype=np.int32)
+    node[:, PREV] = NONE
+    node[:, NEXT] = NONE
+    return node
+
+
 @_jit
-def _unlink_tail(v: int, prev: I64, nxt: I64, resident: Any, head: I64, tail: I64, size: I64) -> None:
+def _evict_tail(v: int, node: Any, head: I64, tail: I64, size: I64) -> None:
     t = tail[v]
-    resident[t] = False
-    a = prev[t]
+    node[t, RESIDENT] = EVICTED
+    a = node[t, PREV]
     tail[v] = a
     if a != NONE:
-        nxt[a] = NONE
+        node[a, NEXT] = NONE
     else:
         head[v] = NONE
     size[v] -= 1
@@ -41,61 +55,104 @@ def _unlink_tail(v: int, prev: I64, nxt: I64, resident: Any, head: I64, tail: I6
 def lru_run(
     vms: I64,
     pages: I64,
-    state: tuple[I64, I64, Any, I64, I64, I64, I64, I64],
-    hits: I64,
-    hit_pages: I64,
+    state: tuple[Any, I64, I64, I64, I64],
+    counts: Any,
     stamp: int,
 ) -> None:
     """Replay ``pages`` (page ``pages[k]`` requested by VM ``vms[k]``) against the VMs' LRU caches.
 
-    ``state`` is (prev, nxt, resident, head, tail, size, capacity, hit_stamp). Adds each VM's hits to
-    ``hits`` and the number of distinct pages that hit for the first time under ``stamp`` to ``hit_pages``.
+    ``state`` is (node, head, tail, size, capacity). Adds to each VM's row of ``counts``: hits, distinct
+    pages that hit for the first time under ``stamp``, and refaults (misses on pages evicted before: what
+    Linux counts as ``workingset_refault_file``).
     """
-    prev, nxt, resident, head, tail, size, cap, hit_stamp = state
+    node, head, tail, size, cap = state
     for k in range(vms.shape[0]):
         v = vms[k]
         p = pages[k]
-        if resident[p]:
-            hits[v] += 1
-            if hit_stamp[p] != stamp:
-                hit_stamp[p] = stamp
-                hit_pages[v] += 1
+        if node[p, RESIDENT] == IN_CACHE:
+            counts[v, HITS] += 1
+            if node[p, STAMP] != stamp:
+                node[p, STAMP] = stamp
+                counts[v, HIT_PAGES] += 1
             h = head[v]
             if h != p:
-                a = prev[p]
-                b = nxt[p]
-                nxt[a] = b
+                a = node[p, PREV]
+                b = node[p, NEXT]
+                node[a, NEXT] = b
                 if b != NONE:
-                    prev[b] = a
+                    node[b, PREV] = a
                 else:
                     tail[v] = a
-                prev[p] = NONE
-                nxt[p] = h
-                prev[h] = p
+                node[p, PREV] = NONE
+                node[p, NEXT] = h
+                node[h, PREV] = p
                 head[v] = p
             continue
+        if node[p, RESIDENT] == EVICTED:
+            counts[v, REFAULTS] += 1
         if cap[v] <= 0:
             continue
         if size[v] >= cap[v]:
-            _unlink_tail(v, prev, nxt, resident, head, tail, size)
+            _evict_tail(v, node, head, tail, size)
         h = head[v]
-        prev[p] = NONE
-        nxt[p] = h
+        node[p, PREV] = NONE
+        node[p, NEXT] = h
         if h != NONE:
-            prev[h] = p
+            node[h, PREV] = p
         else:
             tail[v] = p
         head[v] = p
-        resident[p] = True
+        node[p, RESIDENT] = IN_CACHE
         size[v] += 1
 
 
 @_jit
-def lru_shrink(v: int, state: tuple[I64, I64, Any, I64, I64, I64, I64, I64]) -> None:
+def lru_shrink(v: int, state: tuple[Any, I64, I64, I64, I64]) -> None:
     """Evict VM ``v``'s least recently used pages until it holds at most its capacity."""
-    prev, nxt, resident, head, tail, size, cap, _ = state
+    node, head, tail, size, cap = state
     while size[v] > cap[v]:
-        _unlink_tail(v, prev, nxt, resident, head, tail, size)
+        _evict_tail(v, node, head, tail, size)
+
+
+@_jit
+def _prefix(tree: Any, i: int) -> int:
+    s = 0
+    while i > 0:
+        s += tree[i]
+        i -= i & -i
+    return s
+
+
+@_jit
+def _add(tree: Any, i: int, delta: int) -> None:
+    n = tree.shape[0] - 1
+    while i <= n:
+        tree[i] += delta
+        i += i & -i
+
+
+@_jit
+def _compact(last: I64, tree: Any) -> int:
+    """Renumber the live marks (each page's latest access) to slots 0..L-1 in order; rebuild the tree."""
+    n = tree.shape[0] - 1
+    owner = np.full(n, -1, dtype=np.int64)
+    for p in range(last.shape[0]):
+        if last[p] >= 0:
+            owner[last[p]] = p
+    j = 0
+    for pos in range(n):
+        p = owner[pos]
+        if p >= 0:
+            last[p] = j
+            j += 1
+    tree[:] = 0
+    for i in range(1, n + 1):  # linear Fenwick build over j ones then zeros
+        if i <= j:
+            tree[i] += 1
+        up = i + (i & -i)
+        if up <= n:
+            tree[up] += tree[i]
+    return j
 
 
 @_jit
@@ -104,35 +161,28 @@ def stack_distances(pages: I64, n_pages: int) -> I64:
 
     The distance is the number of distinct other pages touched since the page's previous access, so an
     LRU cache of ``c`` pages hits exactly the accesses whose distance is below ``c``. A Fenwick tree over
-    access times marks each page's latest access; the distance is the count of marks after it.
+    time slots marks each page's latest access; the distance is the count of marks after it. When the
+    slots run out, the live marks are packed to the front, so the tree stays ~2x the number of pages.
     """
     n = pages.shape[0]
+    slots = max(2 * n_pages, 1024)
     out = np.empty(n, dtype=np.int64)
     last = np.full(n_pages, -1, dtype=np.int64)
-    tree = np.zeros(n + 1, dtype=np.int32)
+    tree = np.zeros(slots + 1, dtype=np.int32)
     live = 0
+    t = 0
     for i in range(n):
+        if t == slots:
+            t = _compact(last, tree)
         p = pages[i]
-        t = last[p]
-        if t < 0:
+        old = last[p]
+        if old < 0:
             out[i] = -1
+            live += 1
         else:
-            # marks at positions <= t (1-based t+1); distance = live marks after t
-            s = 0
-            j = t + 1
-            while j > 0:
-                s += tree[j]
-                j -= j & -j
-            out[i] = live - s
-            j = t + 1
-            while j <= n:
-                tree[j] -= 1
-                j += j & -j
-            live -= 1
-        j = i + 1
-        while j <= n:
-            tree[j] += 1
-            j += j & -j
-        live += 1
-        last[p] = i
+            out[i] = live - _prefix(tree, old + 1)
+            _add(tree, old + 1, -1)
+        _add(tree, t + 1, 1)
+        last[p] = t
+        t += 1
     return out

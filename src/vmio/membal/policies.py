@@ -43,6 +43,7 @@ class VmObservation:
     accesses: int
     hits: int
     hit_pages: int  # distinct pages that hit in the interval (seed 001's "hit pages")
+    refaults: int = 0  # misses on pages evicted before (a guest's /proc/vmstat workingset_refault_file)
     reuse: F64 | None = None  # sampled stack distances, histogram over grain units (last bin: beyond)
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 
+from vmio.membal.engine import EpochCounts
+
 
 class LruCache:
     """One LRU page cache of ``capacity`` pages (an ``OrderedDict``, most recent last)."""
@@ -12,6 +14,7 @@ class LruCache:
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
         self.pages: OrderedDict[int, None] = OrderedDict()
+        self.evicted: set[int] = set()
 
     def access(self, page: int) -> bool:
         """Request ``page``; True on a hit. A miss inserts it, evicting the least recently used page."""
@@ -21,7 +24,7 @@ class LruCache:
         if self.capacity <= 0:
             return False
         if len(self.pages) >= self.capacity:
-            self.pages.popitem(last=False)
+            self.evicted.add(self.pages.popitem(last=False)[0])
         self.pages[page] = None
         return False
 
@@ -29,7 +32,7 @@ class LruCache:
         """Set the capacity; shrinking evicts least recently used pages."""
         self.capacity = capacity
         while len(self.pages) > max(capacity, 0):
-            self.pages.popitem(last=False)
+            self.evicted.add(self.pages.popitem(last=False)[0])
 
 
 def lru_hits(pages: Iterable[int], capacity: int) -> int:
@@ -66,13 +69,16 @@ class ReferenceEngine:
     def resident(self) -> list[int]:
         return [len(c.pages) for c in self.caches]
 
-    def run(self, vms: Sequence[int], pages: Sequence[int]) -> tuple[list[int], list[int]]:
-        """Replay one epoch; per VM (hits, distinct pages that hit)."""
+    def run(self, vms: Sequence[int], pages: Sequence[int]) -> EpochCounts:
+        """Replay one epoch; per VM hits, distinct pages that hit, refaults."""
         n = len(self.caches)
-        hits = [0] * n
+        hits, refaults = [0] * n, [0] * n
         hit_pages: list[set[int]] = [set() for _ in range(n)]
         for v, p in zip(vms, pages, strict=True):
-            if self.caches[v].access(p):
+            cache = self.caches[v]
+            if cache.access(p):
                 hits[v] += 1
                 hit_pages[v].add(p)
-        return hits, [len(s) for s in hit_pages]
+            elif p in cache.evicted:
+                refaults[v] += 1
+        return EpochCounts(hits, [len(s) for s in hit_pages], refaults)

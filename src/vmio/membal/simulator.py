@@ -16,6 +16,7 @@ from vmio.membal.scenario import Scenario
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 EngineFactory = Callable[[int, int], Engine]
+_ROWS = ("accesses", "hits", "hit_pages", "refaults", "resident", "allocation")
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,7 @@ class PolicyRun:
     accesses: I64
     hits: I64
     hit_pages: I64
+    refaults: I64
     resident: I64  # cache pages at the end of the epoch
     allocation: I64  # pages allowed during the epoch
 
@@ -110,32 +112,31 @@ def simulate(
     alloc = equal_split(budget)
     for i, a in enumerate(alloc):
         cache.set_capacity(i, a)
-    rows: dict[str, list[list[int]]] = {k: [] for k in ("accesses", "hits", "hit_pages", "resident", "alloc")}
+    rows: dict[str, list[list[int]]] = {k: [] for k in _ROWS}
     for e in range(n_epochs):
         lo, hi = e * scenario.epoch, min((e + 1) * scenario.epoch, scenario.accesses)
-        hits, hit_pages = cache.run(streams.vm_of[lo:hi], streams.pages[lo:hi])
+        counts = cache.run(streams.vm_of[lo:hi], streams.pages[lo:hi])
         resident = cache.resident()
         accesses = np.bincount(streams.vm_of[lo:hi], minlength=n).tolist()
-        for key, row in zip(rows, (accesses, hits, hit_pages, resident, alloc), strict=True):
-            rows[key].append(list(row))
+        row = (accesses, counts.hits, counts.hit_pages, counts.refaults, resident, alloc)
+        for key, values in zip(_ROWS, row, strict=True):
+            rows[key].append(list(values))
         obs = [
             VmObservation(
-                alloc[i],
-                resident[i],
-                accesses[i],
-                hits[i],
-                hit_pages[i],
-                reuse[i][e] if reuse is not None else None,
+                allocation=alloc[i],
+                resident=resident[i],
+                accesses=accesses[i],
+                hits=counts.hits[i],
+                hit_pages=counts.hit_pages[i],
+                refaults=counts.refaults[i],
+                reuse=reuse[i][e] if reuse is not None else None,
             )
             for i in range(n)
         ]
         alloc = _checked(policy, policy.decide(obs), budget)
         for i, a in enumerate(alloc):
             cache.set_capacity(i, a)
-    arr = {k: np.asarray(v, dtype=np.int64) for k, v in rows.items()}
-    return PolicyRun(
-        policy.name, arr["accesses"], arr["hits"], arr["hit_pages"], arr["resident"], arr["alloc"]
-    )
+    return PolicyRun(policy.name, *(np.asarray(rows[k], dtype=np.int64) for k in _ROWS))
 
 
 def _checked(policy: Policy, alloc: list[int], budget: Budget) -> list[int]:

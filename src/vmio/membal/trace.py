@@ -67,4 +67,5 @@ def read_vscsi_pages(path: str | Path, page: int = 4096) -> I64:
     if counts.size == 0:
         raise TraceError(f"{path}: the trace has no request with a size above 0")
     offsets = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
-    return np.repeat(first, counts) + offsets
+    pages: I64 = np.repeat(first, counts) + offsets
+    return pages

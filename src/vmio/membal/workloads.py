@@ -56,7 +56,8 @@ class Zipf:
         weights = np.arange(1, self.pages + 1, dtype=np.float64) ** -self.alpha
         cdf = np.cumsum(weights)
         picks = np.searchsorted(cdf, rng.random(n) * cdf[-1], side="right")
-        return np.minimum(picks, self.pages - 1).astype(np.int64)
+        out: I64 = np.minimum(picks, self.pages - 1).astype(np.int64)
+        return out
 
 
 @dataclass(frozen=True)
