@@ -69,7 +69,14 @@ def test_exact_mrc_on_cloudphysics_matches_the_simulator(trace_pages: np.ndarray
 
 @pytest.mark.parametrize("seed", [4, 5])
 def test_stack_distances_equal_the_explicit_stack(seed: int) -> None:
-    pages = synthetic(seed, 5_000)
+    pages = synthetic(seed, 5_000)  # 5,000 accesses over <= 400 pages: the 1,024 slots are packed often
+    assert mrc.stack_distances(pages).tolist() == reference.stack_distances(pages.tolist())
+
+
+@pytest.mark.parametrize("n_pages", [1, 2, 63, 64, 65, 700])
+def test_stack_distances_across_word_edges_and_repacking(n_pages: int) -> None:
+    rng = np.random.default_rng(n_pages)
+    pages = np.concatenate([np.arange(3_000) % n_pages, rng.integers(0, n_pages, 3_000)]).astype(np.int64)
     assert mrc.stack_distances(pages).tolist() == reference.stack_distances(pages.tolist())
 
 

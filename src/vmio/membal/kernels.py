@@ -1,4 +1,4 @@
-"""Compiled hot loops (numba): multi-VM LRU page caches and Mattson stack distances.
+"""Compiled hot loop (numba) of the multi-VM LRU page caches; stack distances are in ``stackdist``.
 
 Pages are dense integers (0..n_pages-1, each VM owning a disjoint range). Every VM's LRU list is a doubly
 linked list threaded through the shared ``prev``/``nxt`` arrays; ``head`` is the most recently used page.
@@ -112,77 +112,3 @@ def lru_shrink(v: int, state: tuple[Any, I64, I64, I64, I64]) -> None:
     node, head, tail, size, cap = state
     while size[v] > cap[v]:
         _evict_tail(v, node, head, tail, size)
-
-
-@_jit
-def _prefix(tree: Any, i: int) -> int:
-    s = 0
-    while i > 0:
-        s += tree[i]
-        i -= i & -i
-    return s
-
-
-@_jit
-def _add(tree: Any, i: int, delta: int) -> None:
-    n = tree.shape[0] - 1
-    while i <= n:
-        tree[i] += delta
-        i += i & -i
-
-
-@_jit
-def _compact(last: I64, tree: Any) -> int:
-    """Renumber the live marks (each page's latest access) to slots 0..L-1 in order; rebuild the tree."""
-    n = tree.shape[0] - 1
-    owner = np.full(n, -1, dtype=np.int64)
-    for p in range(last.shape[0]):
-        if last[p] >= 0:
-            owner[last[p]] = p
-    j = 0
-    for pos in range(n):
-        p = owner[pos]
-        if p >= 0:
-            last[p] = j
-            j += 1
-    tree[:] = 0
-    for i in range(1, n + 1):  # linear Fenwick build over j ones then zeros
-        if i <= j:
-            tree[i] += 1
-        up = i + (i & -i)
-        if up <= n:
-            tree[up] += tree[i]
-    return j
-
-
-@_jit
-def stack_distances(pages: I64, n_pages: int) -> I64:
-    """Mattson LRU stack distance of every access (-1 for a first access).
-
-    The distance is the number of distinct other pages touched since the page's previous access, so an
-    LRU cache of ``c`` pages hits exactly the accesses whose distance is below ``c``. A Fenwick tree over
-    time slots marks each page's latest access; the distance is the count of marks after it. When the
-    slots run out, the live marks are packed to the front, so the tree stays ~2x the number of pages.
-    """
-    n = pages.shape[0]
-    slots = max(2 * n_pages, 1024)
-    out = np.empty(n, dtype=np.int64)
-    last = np.full(n_pages, -1, dtype=np.int64)
-    tree = np.zeros(slots + 1, dtype=np.int32)
-    live = 0
-    t = 0
-    for i in range(n):
-        if t == slots:
-            t = _compact(last, tree)
-        p = pages[i]
-        old = last[p]
-        if old < 0:
-            out[i] = -1
-            live += 1
-        else:
-            out[i] = live - _prefix(tree, old + 1)
-            _add(tree, old + 1, -1)
-        _add(tree, t + 1, 1)
-        last[p] = t
-        t += 1
-    return out

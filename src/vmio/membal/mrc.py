@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from vmio.membal import kernels
+from vmio.membal import stackdist
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -26,7 +26,7 @@ def dense_pages(pages: I64) -> tuple[I64, int]:
 def stack_distances(pages: I64) -> I64:
     """Stack distance of every access of ``pages`` (-1 = first access); any non-negative page ids."""
     dense, n = dense_pages(pages)
-    return kernels.stack_distances(dense, max(n, 1))
+    return stackdist.stack_distances(dense, max(n, 1))
 
 
 def hit_curve(distances: I64, units: int, grain: int = 1) -> I64:
