@@ -20,7 +20,7 @@ I64 = npt.NDArray[np.int64]
 NONE = -1
 
 
-def _jit(fn: F) -> F:
+def jit(fn: F) -> F:
     return cast(F, numba.njit(cache=True, nogil=True)(fn))
 
 
@@ -38,7 +38,7 @@ def new_nodes(n_pages: int) -> npt.NDArray[np.int32]:
     return node
 
 
-@_jit
+@jit
 def _evict_tail(v: int, node: Any, head: I64, tail: I64, size: I64) -> None:
     t = tail[v]
     node[t, RESIDENT] = EVICTED
@@ -51,7 +51,7 @@ def _evict_tail(v: int, node: Any, head: I64, tail: I64, size: I64) -> None:
     size[v] -= 1
 
 
-@_jit
+@jit
 def lru_run(
     vms: I64,
     pages: I64,
@@ -106,7 +106,7 @@ def lru_run(
         size[v] += 1
 
 
-@_jit
+@jit
 def lru_shrink(v: int, state: tuple[Any, I64, I64, I64, I64]) -> None:
     """Evict VM ``v``'s least recently used pages until it holds at most its capacity."""
     node, head, tail, size, cap = state

@@ -61,6 +61,10 @@ class PolicyRun:
     allocation: I64  # pages allowed during the epoch
 
     @property
+    def misses(self) -> I64:
+        return np.asarray(self.accesses - self.hits, dtype=np.int64)
+
+    @property
     def hit_ratio(self) -> float:
         return float(self.hits.sum() / max(self.accesses.sum(), 1))
 

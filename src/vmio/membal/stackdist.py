@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from vmio.membal.kernels import I64, _jit
+from vmio.membal.kernels import I64, jit
 
 _M1 = np.uint64(0x5555555555555555)
 _M2 = np.uint64(0x3333333333333333)
@@ -22,7 +22,7 @@ _H01 = np.uint64(0x0101010101010101)
 _ONE = np.uint64(1)
 
 
-@_jit
+@jit
 def _popcount(x: Any) -> int:
     x = x - ((x >> _ONE) & _M1)
     x = (x & _M2) + ((x >> np.uint64(2)) & _M2)
@@ -30,7 +30,7 @@ def _popcount(x: Any) -> int:
     return int((x * _H01) >> np.uint64(56))
 
 
-@_jit
+@jit
 def _prefix(tree: Any, i: int) -> int:
     s = 0
     while i > 0:
@@ -39,7 +39,7 @@ def _prefix(tree: Any, i: int) -> int:
     return s
 
 
-@_jit
+@jit
 def _add(tree: Any, i: int, delta: int) -> None:
     n = tree.shape[0] - 1
     while i <= n:
@@ -47,7 +47,7 @@ def _add(tree: Any, i: int, delta: int) -> None:
         i += i & -i
 
 
-@_jit
+@jit
 def _rebuild(words: Any, tree: Any, marks: int) -> None:
     """Marks in slots 0..marks-1 and none after; the Fenwick tree over words built in linear time."""
     words[:] = 0
@@ -64,7 +64,7 @@ def _rebuild(words: Any, tree: Any, marks: int) -> None:
             tree[up] += tree[i]
 
 
-@_jit
+@jit
 def _compact(last: I64, words: Any, tree: Any) -> int:
     """Renumber each page's latest slot to 0..L-1, keeping their order; returns L."""
     slots = words.shape[0] * 64
@@ -82,7 +82,7 @@ def _compact(last: I64, words: Any, tree: Any) -> int:
     return j
 
 
-@_jit
+@jit
 def stack_distances(pages: I64, n_pages: int) -> I64:
     """Stack distance of every access of ``pages`` (dense ids below ``n_pages``); -1 for a first access.
 
