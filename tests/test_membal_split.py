@@ -57,3 +57,16 @@ def test_floors_are_kept_and_too_large_floors_refused() -> None:
 
 def test_lookahead_spreads_memory_nobody_gains_from() -> None:
     assert sorted(lookahead_split([np.zeros(5), np.zeros(5)], 4, [0, 0])) == [2, 2]
+
+
+def test_marginal_keeps_floors_when_grains_do_not_divide_memory() -> None:
+    from vmio.membal.policies import Budget, Marginal, VmObservation
+
+    budget = Budget(memory=1000, floors=(400, 400), grain=300)
+    policy = Marginal(budget, min_gain=0.0)
+    reuse = [np.array([0.0, 0.0, 0.0, 50.0]), np.array([90.0, 0.0, 0.0, 0.0])]
+    obs = [VmObservation(500, 500, 100, 10, 5, reuse=r) for r in reuse]
+    for _ in range(5):
+        alloc = policy.decide(obs)
+        assert sum(alloc) == 1000 and all(a >= 400 for a in alloc)
+        obs = [VmObservation(a, a, 100, 10, 5, reuse=r) for a, r in zip(alloc, reuse, strict=True)]

@@ -150,11 +150,23 @@ class Marginal:
         units = self.budget.memory // g
         floors = [-(-f // g) for f in self.budget.floors]
         target = [u * g for u in lookahead_split(curves, units, floors)]
-        target[int(np.argmax(target))] += self.budget.memory - sum(target)
+        target = _fit(target, self.budget.memory, self.budget.floors)
         gain = sum(_at(c, t / g) - _at(c, a / g) for c, t, a in zip(curves, target, alloc, strict=True))
         if gain <= self.min_gain * max(sum(o.accesses for o in obs), 1):
             return alloc
         return _toward(alloc, target, self.step)
+
+
+def _fit(target: list[int], memory: int, floors: Sequence[int]) -> list[int]:
+    """``target`` raised to the floors and made to sum to ``memory`` (rounding to grains can miss both)."""
+    out = [max(t, f) for t, f in zip(target, floors, strict=True)]
+    extra = sum(out) - memory
+    for i in sorted(range(len(out)), key=lambda i: floors[i] - out[i]):
+        take = min(max(extra, 0), out[i] - floors[i])
+        out[i] -= take
+        extra -= take
+    out[int(np.argmax(out))] -= min(extra, 0)
+    return out
 
 
 def _at(curve: F64, units: float) -> float:
