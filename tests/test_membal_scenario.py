@@ -7,6 +7,7 @@ import contextlib
 import string
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -189,3 +190,13 @@ def test_any_field_value_is_accepted_or_a_spec_error(key: str, value: object, in
         assert str(exc).startswith("<scenario>:")
     else:
         assert s.memory > 0 and s.epoch > 0 and all(vm.workload.footprint > 0 for vm in s.vms)
+
+
+def test_errors_inside_phases_point_at_the_phases_line() -> None:
+    phases = 'workload = "phases"\nphases = [{workload = "loop", pages = 10, length = 5}, {workload = "zip"}]'
+    text = GOOD.replace('workload = "zipf"\npages = "16M"\nalpha = 0.9', phases)
+    with pytest.raises(SpecError, match=r"^s.toml:10: vm\[0\].phases\[1\].workload = 'zip' is not accepted"):
+        parse_scenario(text, "s.toml")
+    s = parse_scenario(text.replace('{workload = "zip"}', '{workload = "uniform", pages = 20, length = 3}'))
+    stream = s.vms[0].workload.generate(16, np.random.default_rng(0))
+    assert stream[:5].tolist() == [0, 1, 2, 3, 4] and stream[8:13].tolist() == [0, 1, 2, 3, 4]

@@ -20,9 +20,12 @@ class SourceLines:
         self.path = path
         self.lines = text.splitlines()
 
-    def find(self, table: str, index: int | None, key: str | None) -> int:
+    def find(self, table: str, index: int | None, *keys: str | None) -> int:
+        """The line of the first of ``keys`` found in the table's block; else the block's header line."""
         start, end = self._block(table, index)
-        if key is not None:
+        for key in keys:
+            if key is None:
+                continue
             pattern = re.compile(rf"^\s*[\"']?{re.escape(key)}[\"']?\s*=")
             for n in range(start, end):
                 if pattern.match(self.lines[n]):
@@ -56,9 +59,10 @@ class Where:
     table: str
     index: int | None = None
     label: str = ""
+    anchor: str | None = None  # a key to point at when ``key`` is not on a line of its own (inline tables)
 
     def error(self, key: str | None, value: object, accepted: str) -> SpecError:
-        line = self.src.find(self.table, self.index, key)
+        line = self.src.find(self.table, self.index, *((self.anchor,) if self.anchor else (key,)))
         field = f"{self.label}.{key}" if key else self.label
         return SpecError(f"{self.src.path}:{line}: {field} = {value!r} is not accepted; {accepted}")
 

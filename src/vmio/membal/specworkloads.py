@@ -88,7 +88,7 @@ def _phases(where: Where, t: Mapping[str, Any], page: int, base: Path) -> w.Work
         raise where.error("phases", value, accepted)
     phases = []
     for i, item in enumerate(value):
-        sub = Where(where.src, where.table, where.index, f"{where.label}.phases[{i}]")
+        sub = Where(where.src, where.table, where.index, f"{where.label}.phases[{i}]", anchor="phases")
         if not isinstance(item, dict):
             raise sub.error(None, item, accepted)
         kind = get_str(sub, item, "workload", choices=tuple(k for k in WORKLOADS if k != "phases"))
