@@ -16,9 +16,12 @@ import numpy as np
 
 from vmio.membal import mrc
 from vmio.membal.engine import FastEngine
+from vmio.membal.outcome import run_scenario
 from vmio.membal.reference import lru_hits as reference_lru_hits
+from vmio.membal.scenario import load_scenario
 from vmio.membal.trace import read_vscsi_pages
 
+CASE1 = Path(__file__).resolve().parents[1] / "examples" / "membal" / "case1-web-burst.toml"
 TRACE = Path(__file__).resolve().parents[1].parent / "shared" / "traces" / "cloudphysics_vscsi_sample.csv"
 EPOCH = 100_000
 
@@ -92,6 +95,10 @@ def main() -> None:
     report(
         "exact MRC (Mattson stack distances), synthetic", n, best_of(2, lambda: mrc.stack_distances(pages)), 5
     )
+    case1 = load_scenario(CASE1)
+    runs = len(case1.policies)
+    seconds = best_of(1, lambda: run_scenario(case1))
+    report(f"end to end: {CASE1.name}, {runs} policies + bounds", case1.accesses * runs, seconds)
     if not TRACE.exists():
         print(f"(no trace at {TRACE}: skipping the trace figures)")
         return

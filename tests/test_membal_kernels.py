@@ -116,3 +116,11 @@ def test_sampled_distances_estimate_the_exact_curve() -> None:
     assert 0.05 < mask.mean() < 0.15
     est = np.array([(scaled[(scaled >= 0)] < c).sum() for c in (1_000, 2_500, 4_000)]) / 0.1
     assert np.allclose(est, exact[[1_000, 2_500, 4_000]], rtol=0.1)
+
+
+@pytest.mark.parametrize("ids", [[5, 3, 5, 9], [0], [2**40, 7, 2**40], []])
+def test_dense_pages_keeps_order_by_lookup_or_by_sorting(ids: list[int]) -> None:
+    pages = np.asarray(ids, dtype=np.int64)
+    dense, n = mrc.dense_pages(pages)
+    uniq, inverse = np.unique(pages, return_inverse=True)
+    assert dense.tolist() == inverse.tolist() and n == uniq.size

@@ -8,6 +8,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vmio.membal import kernels
+from vmio.membal.mrc import dense_pages
 
 I64 = npt.NDArray[np.int64]
 
@@ -61,7 +62,7 @@ class FastEngine:
 
 def lru_hits(pages: I64, capacity: int) -> int:
     """Hits of one LRU cache of ``capacity`` pages over ``pages`` (any non-negative page ids)."""
-    _, dense = np.unique(pages, return_inverse=True)
-    engine = FastEngine(1, int(dense.max()) + 1 if dense.size else 1)
+    dense, n = dense_pages(pages)
+    engine = FastEngine(1, max(n, 1))
     engine.set_capacity(0, capacity)
-    return engine.run(np.zeros(dense.size, dtype=np.int64), dense.astype(np.int64)).hits[0]
+    return engine.run(np.zeros(dense.size, dtype=np.int64), dense).hits[0]

@@ -18,7 +18,18 @@ _HASH_MULT = np.uint64(0x9E3779B97F4A7C15)
 
 
 def dense_pages(pages: I64) -> tuple[I64, int]:
-    """Renumber page ids to 0..n-1 (order of first value); returns (pages, n)."""
+    """Renumber non-negative page ids to 0..n-1 keeping their order; returns (pages, n).
+
+    Ids in a range not much larger than the stream go through a lookup table (linear time); others are
+    sorted (``np.unique``)."""
+    if pages.size == 0:
+        return pages.astype(np.int64), 0
+    top = int(pages.max())
+    if int(pages.min()) >= 0 and top < 4 * pages.size + (1 << 20):
+        seen = np.zeros(top + 1, dtype=np.bool_)
+        seen[pages] = True
+        index = np.cumsum(seen, dtype=np.int64) - 1
+        return index[pages], int(index[-1]) + 1
     uniq, inverse = np.unique(pages, return_inverse=True)
     return inverse.astype(np.int64).reshape(-1), int(uniq.size)
 
