@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import string
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from vmio.errors import TraceError
 from vmio.membal.trace import read_vscsi_pages
@@ -35,7 +39,11 @@ def test_other_page_sizes(tmp_path: Path) -> None:
     [
         ("1,1,28,4096\n", r"t.csv:2: 4 columns"),
         ("1,1,28,4096,0\n1,1,28,big,0\n", r"t.csv:3: size 'big'"),
-        ("1,1,28,-4,0\n", r"t.csv:2: size -4"),
+        ("1,1,28,-4,0\n", r"t.csv:2: size -4 and lbn 0 are out of range"),
+        (
+            "1,1,28,4096,99999999999999999999999\n",
+            r"t.csv:2: size 4096 and lbn 99999999999999999999999 are out",
+        ),
         ("", r"no request"),
     ],
 )
@@ -51,3 +59,30 @@ def test_bad_header_and_missing_file(tmp_path: Path) -> None:
         read_vscsi_pages(bad)
     with pytest.raises(TraceError, match="cannot read"):
         read_vscsi_pages(tmp_path / "missing.csv")
+
+
+ROWS = st.lists(st.tuples(st.integers(0, 1 << 17), st.integers(0, 1 << 50)), min_size=1, max_size=40)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ROWS)
+def test_expansion_matches_a_plain_loop(tmp_path: Path, rows: list[tuple[int, int]]) -> None:
+    body = "".join(f"1,{i},28,{size},{lbn}\n" for i, (size, lbn) in enumerate(rows))
+    expected = [
+        page
+        for size, lbn in rows
+        if size > 0
+        for page in range(lbn * 512 // 4096, (lbn * 512 + size - 1) // 4096 + 1)
+    ]
+    if not expected:
+        with pytest.raises(TraceError):
+            read_vscsi_pages(write(tmp_path, body))
+    else:
+        assert read_vscsi_pages(write(tmp_path, body)).tolist() == expected
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(alphabet=string.printable, max_size=200))
+def test_garbage_lines_are_trace_errors(tmp_path: Path, garbage: str) -> None:
+    with contextlib.suppress(TraceError):
+        read_vscsi_pages(write(tmp_path, "1,1,28,4096,8\n" + garbage))

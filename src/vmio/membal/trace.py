@@ -17,6 +17,8 @@ from vmio.errors import TraceError
 I64 = npt.NDArray[np.int64]
 COLUMNS = ["version", "time", "op", "size", "lbn"]
 SECTOR = 512
+MAX_SIZE = 1 << 31  # bytes in one request
+MAX_LBN = 1 << 50  # sectors: 512 PiB
 
 
 def _requests(path: Path) -> tuple[list[int], list[int]]:
@@ -50,8 +52,11 @@ def _fields(path: Path, line: int, row: list[str]) -> tuple[int, int]:
         raise TraceError(
             f"{path}:{line}: size {row[3]!r} and lbn {row[4]!r} must be whole numbers (bytes, sectors)"
         ) from None
-    if size < 0 or lbn < 0:
-        raise TraceError(f"{path}:{line}: size {size!r} and lbn {lbn!r} must not be negative")
+    if not (0 <= size <= MAX_SIZE and 0 <= lbn <= MAX_LBN):
+        raise TraceError(
+            f"{path}:{line}: size {size!r} and lbn {lbn!r} are out of range; "
+            f"use 0 to {MAX_SIZE} bytes and 0 to {MAX_LBN} sectors"
+        )
     return size, lbn
 
 
