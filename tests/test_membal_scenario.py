@@ -49,7 +49,7 @@ def test_examples_load(path: Path) -> None:
 def test_defaults_and_units() -> None:
     s = parse_scenario(GOOD)
     assert (s.page, s.memory, s.seed, s.grain) == (4096, 16384, 0, 64)
-    assert s.policies == ("equal", "efficiency", "marginal", "mom")
+    assert s.policies == ("equal", "efficiency", "marginal", "mom", "refault")
     assert s.vms[0].workload == w.Zipf(4096, 0.9)
     burst = s.vms[1].workload
     assert isinstance(burst, w.WebBurst) and (burst.content_pages, burst.hot_pages, burst.factor) == (

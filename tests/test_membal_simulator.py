@@ -45,14 +45,14 @@ phases = [{{workload = "loop", pages = 150, length = 3000}},
 """
 
 
-@pytest.mark.parametrize("policy", ["equal", "efficiency", "marginal", "mom"])
+@pytest.mark.parametrize("policy", ["equal", "efficiency", "marginal", "mom", "refault"])
 def test_fast_engine_equals_reference_engine(policy: str) -> None:
     s = parse_scenario(SMALL.format(seed=11))
     streams = build_streams(s, np.random.default_rng(s.seed))
     budget = Budget(s.memory, tuple(s.floors), s.grain)
     fast = simulate(s, streams, make_policy(policy, budget, s.policy_params.get(policy)))
     slow = simulate(s, streams, make_policy(policy, budget, s.policy_params.get(policy)), ReferenceEngine)
-    for field in ("accesses", "hits", "hit_pages", "refaults", "resident", "allocation"):
+    for field in ("accesses", "hits", "hit_pages", "refaults", "activations", "resident", "allocation"):
         assert np.array_equal(getattr(fast, field), getattr(slow, field)), field
     if policy != "equal":
         assert len({tuple(row) for row in fast.allocation}) > 1  # the policy did move memory

@@ -19,6 +19,7 @@ class EpochCounts(NamedTuple):
     hits: list[int]
     hit_pages: list[int]  # distinct pages that hit
     refaults: list[int]  # misses on pages that had been evicted
+    activations: list[int]  # refaults a cache twice as large would have hit
 
 
 class Engine(Protocol):
@@ -41,6 +42,7 @@ class FastEngine:
             np.full(n_vms, -1, dtype=np.int64),  # tail
             np.zeros(n_vms, dtype=np.int64),  # size
             np.zeros(n_vms, dtype=np.int64),  # capacity
+            np.zeros(n_vms, dtype=np.int64),  # evictions so far
         )
         self._stamp = 0
 
@@ -52,12 +54,12 @@ class FastEngine:
         return [int(x) for x in self._state[3]]
 
     def run(self, vms: I64, pages: I64) -> EpochCounts:
-        """Replay one epoch; per VM hits, distinct pages that hit, refaults."""
+        """Replay one epoch; per VM hits, distinct pages that hit, refaults, activations."""
         n = self._state[1].shape[0]
-        counts = np.zeros((n, 3), dtype=np.int64)
+        counts = np.zeros((n, 4), dtype=np.int64)
         self._stamp += 1
         kernels.lru_run(vms, pages, self._state, counts, self._stamp)
-        return EpochCounts(counts[:, 0].tolist(), counts[:, 1].tolist(), counts[:, 2].tolist())
+        return EpochCounts(*(counts[:, k].tolist() for k in range(4)))
 
 
 def lru_hits(pages: I64, capacity: int) -> int:

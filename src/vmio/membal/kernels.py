@@ -25,13 +25,13 @@ def jit(fn: F) -> F:
 
 
 PREV, NEXT, STAMP, RESIDENT = 0, 1, 2, 3  # node columns
-NEVER, IN_CACHE, EVICTED = 0, 1, 2  # values of node[:, RESIDENT]
-HITS, HIT_PAGES, REFAULTS = 0, 1, 2  # columns of the per-VM counters
+NEVER, IN_CACHE, EVICTED = 0, 1, 2  # node[:, RESIDENT]; EVICTED + n: evicted as the VM's n-th eviction
+HITS, HIT_PAGES, REFAULTS, ACTIVATIONS = 0, 1, 2, 3  # columns of the per-VM counters
 
 
 def new_nodes(n_pages: int) -> npt.NDArray[np.int32]:
     """One row per page: prev, next, stamp of the epoch it last hit, residency (never cached, cached,
-    evicted); a 16-byte row keeps what an access touches in one cache line."""
+    or evicted and when); a 16-byte row keeps what an access touches in one cache line."""
     node = np.zeros((n_pages, 4), dtype=np.int32)
     node[:, PREV] = NONE
     node[:, NEXT] = NONE
@@ -39,9 +39,10 @@ def new_nodes(n_pages: int) -> npt.NDArray[np.int32]:
 
 
 @jit
-def _evict_tail(v: int, node: Any, head: I64, tail: I64, size: I64) -> None:
+def _evict_tail(v: int, node: Any, head: I64, tail: I64, size: I64, evictions: I64) -> None:
     t = tail[v]
-    node[t, RESIDENT] = EVICTED
+    evictions[v] += 1
+    node[t, RESIDENT] = EVICTED + evictions[v]
     a = node[t, PREV]
     tail[v] = a
     if a != NONE:
@@ -55,17 +56,18 @@ def _evict_tail(v: int, node: Any, head: I64, tail: I64, size: I64) -> None:
 def lru_run(
     vms: I64,
     pages: I64,
-    state: tuple[Any, I64, I64, I64, I64],
+    state: tuple[Any, I64, I64, I64, I64, I64],
     counts: Any,
     stamp: int,
 ) -> None:
     """Replay ``pages`` (page ``pages[k]`` requested by VM ``vms[k]``) against the VMs' LRU caches.
 
-    ``state`` is (node, head, tail, size, capacity). Adds to each VM's row of ``counts``: hits, distinct
-    pages that hit for the first time under ``stamp``, and refaults (misses on pages evicted before: what
-    Linux counts as ``workingset_refault_file``).
+    ``state`` is (node, head, tail, size, capacity, evictions). Adds to each VM's row of ``counts``: hits,
+    distinct pages that hit for the first time under ``stamp``, refaults (misses on pages evicted before:
+    Linux's ``workingset_refault_file``) and activations (refaults evicted fewer evictions ago than the
+    cache holds pages, which a cache twice as large would have hit: ``workingset_activate_file``).
     """
-    node, head, tail, size, cap = state
+    node, head, tail, size, cap, evictions = state
     for k in range(vms.shape[0]):
         v = vms[k]
         p = pages[k]
@@ -88,12 +90,15 @@ def lru_run(
                 node[h, PREV] = p
                 head[v] = p
             continue
-        if node[p, RESIDENT] == EVICTED:
+        gone = node[p, RESIDENT]
+        if gone > EVICTED:
             counts[v, REFAULTS] += 1
+            if evictions[v] - (gone - EVICTED) <= size[v]:
+                counts[v, ACTIVATIONS] += 1
         if cap[v] <= 0:
             continue
         if size[v] >= cap[v]:
-            _evict_tail(v, node, head, tail, size)
+            _evict_tail(v, node, head, tail, size, evictions)
         h = head[v]
         node[p, PREV] = NONE
         node[p, NEXT] = h
@@ -107,8 +112,8 @@ def lru_run(
 
 
 @jit
-def lru_shrink(v: int, state: tuple[Any, I64, I64, I64, I64]) -> None:
+def lru_shrink(v: int, state: tuple[Any, I64, I64, I64, I64, I64]) -> None:
     """Evict VM ``v``'s least recently used pages until it holds at most its capacity."""
-    node, head, tail, size, cap = state
+    node, head, tail, size, cap, evictions = state
     while size[v] > cap[v]:
-        _evict_tail(v, node, head, tail, size)
+        _evict_tail(v, node, head, tail, size, evictions)

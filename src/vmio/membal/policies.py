@@ -8,6 +8,9 @@ This is the seam between the simulator and a live balloon controller: both build
   from the least to the most efficient VM. Kept to compare against: it can move memory the wrong way.
 - ``marginal`` (default): the slope of each VM's miss-ratio curve, estimated online from sampled stack
   distances (SHARDS), decides; a UCP lookahead sees past cliffs.
+- ``refault``: the marginal rule on what an unmodified guest can report: activations (refaults a cache
+  twice as large would have hit, ``workingset_activate_file``) per cached page estimate each VM's slope;
+  the candidate for the live balloon controller.
 - ``mom``: a free-memory rule like oVirt MOM's balloon policy: reclaim guests' unused memory, grow guests
   that have none left. It does not see how useful a cache is.
 """
@@ -31,6 +34,7 @@ POLICY_PARAMS: dict[str, dict[str, str]] = {
     "efficiency": {"step": "size"},
     "marginal": {"step": "size", "sample_rate": "fraction", "decay": "fraction", "min_gain": "fraction"},
     "mom": {"free_min": "fraction", "shrink": "fraction", "grow": "fraction"},
+    "refault": {"step": "size", "hysteresis": "fraction", "shrink": "fraction"},
 }
 
 
@@ -44,6 +48,7 @@ class VmObservation:
     hits: int
     hit_pages: int  # distinct pages that hit in the interval (seed 001's "hit pages")
     refaults: int = 0  # misses on pages evicted before (a guest's /proc/vmstat workingset_refault_file)
+    activations: int = 0  # refaults a cache twice as large would have hit (workingset_activate_file)
     reuse: F64 | None = None  # sampled stack distances, histogram over grain units (last bin: beyond)
 
 
@@ -219,6 +224,61 @@ class Mom:
         return alloc
 
 
+class Refault:
+    """Move ``step`` from the VM with the fewest activations per cached page to the one with the most.
+
+    Uses only what an unmodified guest reports (``/proc/vmstat`` activations, file pages). Activations show
+    the gain of growing, not the loss of shrinking, and a cache that fits its working set shows none until
+    it no longer fits. So a donor without activations gives up only ``shrink`` of the memory it leaves
+    unused per epoch; and when a cut makes its donor the hungriest VM at once (its gain more than doubled),
+    the cut is undone and the donor's allocation before it is kept as a floor for ``remember`` epochs.
+    """
+
+    name = "refault"
+    sample_rate = 0.0
+
+    def __init__(
+        self,
+        budget: Budget,
+        step: int | None = None,
+        hysteresis: float = 0.1,
+        shrink: float = 0.1,
+        remember: int = 50,
+    ) -> None:
+        self.budget = budget
+        self.shrink = shrink
+        self.remember = remember
+        self.step = step or max(1, budget.memory // 32)
+        self.hysteresis = hysteresis
+        self.learned: dict[int, tuple[int, int]] = {}  # VM → (floor, epochs left)
+        self.cut: tuple[int, int, float] | None = (
+            None  # last decision's donor, its allocation and gain before
+        )
+
+    def decide(self, obs: Sequence[VmObservation]) -> list[int]:
+        alloc = [o.allocation for o in obs]
+        gain = [o.activations / o.resident if o.resident else 0.0 for o in obs]
+        self.learned = {i: (f, n - 1) for i, (f, n) in self.learned.items() if n > 1}
+        high = max(range(len(obs)), key=lambda i: gain[i])
+        if self.cut is not None and self.cut[0] == high and gain[high] > 2 * self.cut[2]:
+            self.learned[high] = (self.cut[1], self.remember)  # the cut hurt its donor most: undo, remember
+        floors = [max(f, self.learned.get(i, (0, 0))[0]) for i, f in enumerate(self.budget.floors)]
+        self.cut = None
+        donors = [i for i in range(len(obs)) if alloc[i] > floors[i] and i != high]
+        if not donors:
+            return alloc
+        low = min(donors, key=lambda i: gain[i])
+        if gain[high] > (1 + self.hysteresis) * gain[low]:
+            move = min(self.step, alloc[low] - floors[low])
+            if obs[low].activations == 0:  # its cache may fit: give up only a share of what it leaves unused
+                move = min(move, int(self.shrink * (alloc[low] - obs[low].resident)))
+            if move > 0:
+                self.cut = (low, alloc[low], gain[low])
+                alloc[low] -= move
+                alloc[high] += move
+        return alloc
+
+
 def make_policy(name: str, budget: Budget, params: Mapping[str, Any] | None = None) -> Policy:
     """A fresh policy by name; ``params`` are already validated (sizes in pages)."""
     kw = dict(params or {})
@@ -230,4 +290,6 @@ def make_policy(name: str, budget: Budget, params: Mapping[str, Any] | None = No
         return Marginal(budget, **kw)
     if name == "mom":
         return Mom(budget, **kw)
+    if name == "refault":
+        return Refault(budget, **kw)
     raise ValueError(f"no policy {name!r}; policies are {', '.join(POLICY_PARAMS)}")

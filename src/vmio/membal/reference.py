@@ -14,7 +14,8 @@ class LruCache:
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
         self.pages: OrderedDict[int, None] = OrderedDict()
-        self.evicted: set[int] = set()
+        self.evicted: dict[int, int] = {}  # page → the eviction count when it was evicted
+        self.evictions = 0
 
     def access(self, page: int) -> bool:
         """Request ``page``; True on a hit. A miss inserts it, evicting the least recently used page."""
@@ -24,7 +25,7 @@ class LruCache:
         if self.capacity <= 0:
             return False
         if len(self.pages) >= self.capacity:
-            self.evicted.add(self.pages.popitem(last=False)[0])
+            self._evict()
         self.pages[page] = None
         return False
 
@@ -32,7 +33,11 @@ class LruCache:
         """Set the capacity; shrinking evicts least recently used pages."""
         self.capacity = capacity
         while len(self.pages) > max(capacity, 0):
-            self.evicted.add(self.pages.popitem(last=False)[0])
+            self._evict()
+
+    def _evict(self) -> None:
+        self.evictions += 1
+        self.evicted[self.pages.popitem(last=False)[0]] = self.evictions
 
 
 def lru_hits(pages: Iterable[int], capacity: int) -> int:
@@ -70,15 +75,17 @@ class ReferenceEngine:
         return [len(c.pages) for c in self.caches]
 
     def run(self, vms: Sequence[int], pages: Sequence[int]) -> EpochCounts:
-        """Replay one epoch; per VM hits, distinct pages that hit, refaults."""
+        """Replay one epoch; per VM hits, distinct pages that hit, refaults, activations."""
         n = len(self.caches)
-        hits, refaults = [0] * n, [0] * n
+        hits, refaults, activations = [0] * n, [0] * n, [0] * n
         hit_pages: list[set[int]] = [set() for _ in range(n)]
         for v, p in zip(vms, pages, strict=True):
             cache = self.caches[v]
-            if cache.access(p):
+            if p in cache.pages:
                 hits[v] += 1
                 hit_pages[v].add(p)
             elif p in cache.evicted:
                 refaults[v] += 1
-        return EpochCounts(hits, [len(s) for s in hit_pages], refaults)
+                activations[v] += cache.evictions - cache.evicted[p] <= len(cache.pages)
+            cache.access(p)
+        return EpochCounts(hits, [len(s) for s in hit_pages], refaults, activations)

@@ -8,7 +8,7 @@ page = "4k"              # default 4k
 epoch = 20000            # accesses between policy decisions
 accesses = 2000000       # total, over all VMs
 seed = 1
-policies = ["equal", "efficiency", "marginal", "mom"]
+policies = ["equal", "efficiency", "marginal", "mom", "refault"]
 grain = "1M"             # allocation unit of the optimal bound and of `marginal` (default memory/256)
 
 [policy.efficiency]      # optional parameters per policy
@@ -46,7 +46,7 @@ from vmio.membal.specfields import (
 from vmio.membal.specworkloads import WORKLOADS, parse_workload
 from vmio.membal.workloads import Workload
 
-DEFAULT_POLICIES = ("equal", "efficiency", "marginal", "mom")
+DEFAULT_POLICIES = ("equal", "efficiency", "marginal", "mom", "refault")
 SCENARIO_KEYS = {"name", "memory", "page", "epoch", "accesses", "seed", "policies", "grain"}
 MAX_PAGES = 1 << 24
 MAX_FOOTPRINT = 1 << 25  # pages over all VMs: the simulator keeps ~25 bytes per page

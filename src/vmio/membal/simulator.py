@@ -16,7 +16,7 @@ from vmio.membal.scenario import Scenario
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 EngineFactory = Callable[[int, int], Engine]
-_ROWS = ("accesses", "hits", "hit_pages", "refaults", "resident", "allocation")
+_ROWS = ("accesses", "hits", "hit_pages", "refaults", "activations", "resident", "allocation")
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,7 @@ class PolicyRun:
     hits: I64
     hit_pages: I64
     refaults: I64
+    activations: I64
     resident: I64  # cache pages at the end of the epoch
     allocation: I64  # pages allowed during the epoch
 
@@ -122,7 +123,7 @@ def simulate(
         counts = cache.run(streams.vm_of[lo:hi], streams.pages[lo:hi])
         resident = cache.resident()
         accesses = np.bincount(streams.vm_of[lo:hi], minlength=n).tolist()
-        row = (accesses, counts.hits, counts.hit_pages, counts.refaults, resident, alloc)
+        row = (accesses, *counts, resident, alloc)
         for key, values in zip(_ROWS, row, strict=True):
             rows[key].append(list(values))
         obs = [
@@ -133,6 +134,7 @@ def simulate(
                 hits=counts.hits[i],
                 hit_pages=counts.hit_pages[i],
                 refaults=counts.refaults[i],
+                activations=counts.activations[i],
                 reuse=reuse[i][e] if reuse is not None else None,
             )
             for i in range(n)
