@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from vmio.membal.bounds import exact_curves, per_epoch_optimal, static_oracle
+from vmio.membal.observation import Budget
 from vmio.membal.outcome import run_scenario
-from vmio.membal.policies import Budget, make_policy
+from vmio.membal.policies import make_policy
 from vmio.membal.reference import ReferenceEngine
 from vmio.membal.scenario import parse_scenario
 from vmio.membal.simulator import build_streams, simulate

@@ -7,6 +7,8 @@ import itertools
 import numpy as np
 import pytest
 
+from vmio.membal.marginal import Marginal
+from vmio.membal.observation import Budget, VmObservation
 from vmio.membal.split import lookahead_split, optimal_split
 
 
@@ -60,8 +62,6 @@ def test_lookahead_spreads_memory_nobody_gains_from() -> None:
 
 
 def test_marginal_keeps_floors_when_grains_do_not_divide_memory() -> None:
-    from vmio.membal.policies import Budget, Marginal, VmObservation
-
     budget = Budget(memory=1000, floors=(400, 400), grain=300)
     policy = Marginal(budget, min_gain=0.0)
     reuse = [np.array([0.0, 0.0, 0.0, 50.0]), np.array([90.0, 0.0, 0.0, 0.0])]

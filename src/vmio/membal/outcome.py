@@ -9,7 +9,8 @@ import numpy as np
 
 from vmio.membal.bounds import Bound, exact_curves, per_epoch_optimal, static_oracle
 from vmio.membal.engine import FastEngine
-from vmio.membal.policies import Budget, make_policy
+from vmio.membal.observation import Budget
+from vmio.membal.policies import make_policy
 from vmio.membal.scenario import Scenario
 from vmio.membal.simulator import EngineFactory, PolicyRun, build_streams, simulate
 

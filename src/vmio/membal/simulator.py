@@ -10,7 +10,7 @@ import numpy.typing as npt
 
 from vmio.membal.engine import Engine, FastEngine
 from vmio.membal.mrc import sampled_distances
-from vmio.membal.policies import Budget, Policy, VmObservation, equal_split
+from vmio.membal.observation import Budget, Policy, VmObservation, equal_split
 from vmio.membal.scenario import Scenario
 
 I64 = npt.NDArray[np.int64]
