@@ -31,9 +31,12 @@ class Outcome:
         return self.runs[name].hit_ratio / best if best > 0 else float("nan")
 
 
-def run_scenario(scenario: Scenario, engine: EngineFactory = FastEngine) -> Outcome:
-    """Simulate every policy of ``scenario`` on one set of streams drawn from its seed."""
-    streams = build_streams(scenario, np.random.default_rng(scenario.seed))
+def run_scenario(
+    scenario: Scenario, engine: EngineFactory = FastEngine, rng: np.random.Generator | None = None
+) -> Outcome:
+    """Simulate every policy of ``scenario`` on one set of streams drawn from ``rng`` (default: a
+    generator seeded with the scenario's seed)."""
+    streams = build_streams(scenario, rng if rng is not None else np.random.default_rng(scenario.seed))
     budget = Budget(scenario.memory, tuple(scenario.floors), scenario.grain)
     runs = {}
     for name in scenario.policies:
