@@ -35,6 +35,7 @@ FEATURES = (
     "vmio.report.cli",
     "vmio.dstore.cli",
     "vmio.guest.cli",
+    "vmio.membal.cli",
 )
 
 

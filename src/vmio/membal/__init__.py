@@ -1,0 +1,14 @@
+"""Cache-aware memory balancing between VMs (seed 001), simulated.
+
+- ``scenario``: TOML scenario files → :class:`~vmio.membal.scenario.Scenario` (``specfields``,
+  ``specworkloads`` hold the field readers and the workload tables); ``workloads`` and ``trace`` make the
+  access streams.
+- ``simulator``: several VMs' LRU page caches (``engine`` over the numba ``kernels``, or the plain-Python
+  ``reference``), interleaved by rate, a policy every epoch.
+- ``policies``: ``equal``, ``efficiency`` (seed 001), ``mom``; ``marginal`` (the default) and ``refault``
+  live in ``marginal``. ``observation`` is the seam for a live balloon controller: build one
+  ``VmObservation`` per VM per interval, call ``Policy.decide``, apply the allocations it returns (pages).
+- ``mrc``/``stackdist``: exact and sampled miss-ratio curves; ``split``: the optimal (DP) and lookahead
+  splits; ``bounds``: the per-epoch optimal and static oracle bounds; ``outcome``: all of it for one scenario.
+- ``cli``: ``vmio membal sim SCENARIO [--json] [--plots DIR]``; ``plots``: the figures.
+"""

@@ -1,0 +1,79 @@
+"""One scenario, every policy and both bounds, on the same streams; and its JSON form."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from vmio.membal.bounds import Bound, exact_curves, per_epoch_optimal, static_oracle
+from vmio.membal.engine import FastEngine
+from vmio.membal.observation import Budget
+from vmio.membal.policies import make_policy
+from vmio.membal.scenario import Scenario
+from vmio.membal.simulator import EngineFactory, PolicyRun, build_streams, simulate
+
+
+@dataclass(frozen=True)
+class Outcome:
+    scenario: Scenario
+    runs: dict[str, PolicyRun]
+    optimal: Bound
+    oracle: Bound
+
+    def vs_equal(self, name: str) -> float:
+        base = self.runs["equal"].hit_ratio
+        return self.runs[name].hit_ratio / base if base > 0 else float("nan")
+
+    def vs_optimal(self, name: str) -> float:
+        best = self.optimal.hit_ratio
+        return self.runs[name].hit_ratio / best if best > 0 else float("nan")
+
+
+def run_scenario(
+    scenario: Scenario, engine: EngineFactory = FastEngine, rng: np.random.Generator | None = None
+) -> Outcome:
+    """Simulate every policy of ``scenario`` on one set of streams drawn from ``rng`` (default: a
+    generator seeded with the scenario's seed)."""
+    streams = build_streams(scenario, rng if rng is not None else np.random.default_rng(scenario.seed))
+    budget = Budget(scenario.memory, tuple(scenario.floors), scenario.grain)
+    runs = {}
+    for name in scenario.policies:
+        policy = make_policy(name, budget, scenario.policy_params.get(name))
+        runs[name] = simulate(scenario, streams, policy, engine)
+    curves = exact_curves(scenario, streams)
+    return Outcome(scenario, runs, per_epoch_optimal(scenario, curves), static_oracle(scenario, curves))
+
+
+def _num(x: float) -> float | None:
+    return None if np.isnan(x) else round(x, 6)
+
+
+def outcome_json(out: Outcome) -> dict[str, Any]:
+    """The ``--json`` contract: ``{"policies": {name: {"hit_ratio", "vs_equal", "vs_optimal", ...}},
+    "optimal": {"hit_ratio"}, ...}``."""
+    names = [vm.name for vm in out.scenario.vms]
+    policies = {}
+    for name, run in out.runs.items():
+        _, eff = run.efficiency()
+        policies[name] = {
+            "hit_ratio": _num(run.hit_ratio),
+            "vs_equal": _num(out.vs_equal(name)),
+            "vs_optimal": _num(out.vs_optimal(name)),
+            "efficiency": _num(float(eff.mean())),
+            "vms": {n: _num(float(r)) for n, r in zip(names, run.vm_hit_ratio(), strict=True)},
+            "final_memory": {
+                n: int(a) * out.scenario.page for n, a in zip(names, run.allocation[-1], strict=True)
+            },
+        }
+    split = out.oracle.allocation[0]
+    return {
+        "scenario": out.scenario.name,
+        "policies": policies,
+        "optimal": {"hit_ratio": _num(out.optimal.hit_ratio)},
+        "oracle": {
+            "hit_ratio": _num(out.oracle.hit_ratio),
+            "memory": {n: int(a) * out.scenario.page for n, a in zip(names, split, strict=True)},
+        },
+    }
