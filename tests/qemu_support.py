@@ -39,8 +39,14 @@ def job_file(path: Path, device: str, rw: str = "randread", size: str = "8M") ->
 
 def fio_client(args: Sequence[str], timeout: float = 60.0) -> list[dict[str, object]]:
     """Run ``fio --output-format=json ARGS`` on the host; return its ``client_stats`` job entries."""
-    done = subprocess.run(["fio", "--output-format=json", *args], capture_output=True, text=True,
-                          timeout=timeout, check=False, env={**os.environ, "LC_ALL": "C"})
+    done = subprocess.run(
+        ["fio", "--output-format=json", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        env={**os.environ, "LC_ALL": "C"},
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     start = done.stdout.index("\n{") + 1
     stats: list[dict[str, object]] = json.loads(done.stdout[start:])["client_stats"]

@@ -55,7 +55,9 @@ def vm_campaign(tmp_path_factory: pytest.TempPathFactory) -> Store:
     if loop.returncode == 0:
         dev = loop.stdout.strip()
         block = work / "block.toml"
-        block.write_text(f'[campaign]\nname = "vm-block"\n\n{vm_target("block", dev, bus="block")}\n{WORKLOAD}')
+        block.write_text(
+            f'[campaign]\nname = "vm-block"\n\n{vm_target("block", dev, bus="block")}\n{WORKLOAD}'
+        )
         try:
             assert main(["run", str(block), "--db", str(db)]) == 0
         finally:
@@ -102,7 +104,9 @@ def test_argv_accelerator_and_disjoint_ranges_are_recorded(vm_campaign: Store) -
     text = [" ".join(argv) for argv in argvs]
     assert "offset=0" in text[0] and f"offset={64 << 20}" in text[1]
     accel = runs["nvme"]["accel"]
-    assert any(f"accel={accel}" in a or a == accel for a in argvs[0] + json.loads(runs["nvme"]["qemu_argv"])[0])
+    assert any(
+        f"accel={accel}" in a or a == accel for a in argvs[0] + json.loads(runs["nvme"]["qemu_argv"])[0]
+    )
 
 
 def test_qemu_threads_are_sampled(vm_campaign: Store) -> None:
@@ -112,7 +116,10 @@ def test_qemu_threads_are_sampled(vm_campaign: Store) -> None:
     assert io[("qemu:vmio-0", "iothread_pct")] > 0  # the disk is served by its I/O thread
     plain = vm_campaign.run_metrics(runs["vblk"]["id"])
     assert plain[("qemu:vmio-0", "iothread_pct")] == 0 and plain[("qemu:vmio-0", "main_pct")] > 0
-    assert {src for src, _ in vm_campaign.run_metrics(runs["scsi-2vms"]["id"])} >= {"qemu:vmio-0", "qemu:vmio-1"}
+    assert {src for src, _ in vm_campaign.run_metrics(runs["scsi-2vms"]["id"])} >= {
+        "qemu:vmio-0",
+        "qemu:vmio-1",
+    }
 
 
 def test_block_device_given_raw(vm_campaign: Store) -> None:
@@ -145,7 +152,9 @@ def test_a_guest_that_does_not_come_up_is_killed_and_recorded(scratch: Path, tmp
 def test_no_qemu_outlives_a_killed_vmio_run(scratch: Path, tmp_path: Path) -> None:
     spec = tmp_path / "k.toml"
     marker = f"{scratch}/k.img"
-    spec.write_text('[campaign]\nname = "k"\n' + vm_target("v", marker, size="32M") + WORKLOAD.replace("2s", "30s"))
+    spec.write_text(
+        '[campaign]\nname = "k"\n' + vm_target("v", marker, size="32M") + WORKLOAD.replace("2s", "30s")
+    )
     cmd = [sys.executable, "-m", "vmio", "run", str(spec), "--db", str(tmp_path / "k.db")]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
@@ -159,4 +168,9 @@ def test_no_qemu_outlives_a_killed_vmio_run(scratch: Path, tmp_path: Path) -> No
     while time.monotonic() < deadline and qemu_pids(marker):
         time.sleep(0.2)
     assert qemu_pids(marker) == []
-    assert subprocess.run(["pgrep", "-af", "fio --output-format"], capture_output=True, text=True).stdout.count(str(spec)) == 0
+    assert (
+        subprocess.run(["pgrep", "-af", "fio --output-format"], capture_output=True, text=True).stdout.count(
+            str(spec)
+        )
+        == 0
+    )

@@ -55,8 +55,9 @@ def live_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[cluster.C
             cluster.down(root)
 
 
-def test_status_reports_a_clean_size_3_pool(live_cluster: cluster.ClusterRef,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_status_reports_a_clean_size_3_pool(
+    live_cluster: cluster.ClusterRef, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["dstore", "status", "--dir", str(live_cluster.root), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["pool_size"] == 3
@@ -64,8 +65,22 @@ def test_status_reports_a_clean_size_3_pool(live_cluster: cluster.ClusterRef,
     assert info["pg_states"] == {"active+clean": info["pgs"]}
     assert sorted(info["daemons"]) == ["mgr.x", "mon.a", "osd.0", "osd.1", "osd.2"]
     # the same cluster reached as an existing one, through its ceph.conf
-    assert main(["dstore", "status", "--conf", str(live_cluster.conf), "--pool", live_cluster.pool,
-                 "--image", live_cluster.image, "--json"]) == 0
+    assert (
+        main(
+            [
+                "dstore",
+                "status",
+                "--conf",
+                str(live_cluster.conf),
+                "--pool",
+                live_cluster.pool,
+                "--image",
+                live_cluster.image,
+                "--json",
+            ]
+        )
+        == 0
+    )
     same = json.loads(capsys.readouterr().out)
     assert same["pgs"] == info["pgs"] and "daemons" not in same
 
@@ -102,15 +117,25 @@ def test_qemu_reaches_the_rbd_image(live_cluster: cluster.ClusterRef) -> None:
     out = runner.run(["qemu-img", "info", "--output=json", rbdfio.image_opts(live_cluster)], timeout=60)
     assert json.loads(out.stdout)["virtual-size"] == 1 << 30
     drive = rbdfio.drive_args(live_cluster)[1]
-    legacy = runner.run(["qemu-img", "info", "--output=json", drive.split(",")[0].removeprefix("file=")],
-                        timeout=60)
+    legacy = runner.run(
+        ["qemu-img", "info", "--output=json", drive.split(",")[0].removeprefix("file=")], timeout=60
+    )
     assert json.loads(legacy.stdout)["virtual-size"] == 1 << 30
     if shutil.which("qemu-system-x86_64") is None:
         pytest.skip("needs qemu-system-x86_64 for the -blockdev check")
     commands = ("qmp_capabilities", "query-named-block-nodes", "quit")
     qmp = "\n".join(json.dumps({"execute": c}) for c in commands)
-    argv = ["qemu-system-x86_64", "-M", "none", "-nodefaults", "-display", "none", "-qmp", "stdio",
-            *rbdfio.blockdev_args(live_cluster)[:2]]
+    argv = [
+        "qemu-system-x86_64",
+        "-M",
+        "none",
+        "-nodefaults",
+        "-display",
+        "none",
+        "-qmp",
+        "stdio",
+        *rbdfio.blockdev_args(live_cluster)[:2],
+    ]
     done = runner.run(argv, timeout=60, input_text=qmp + "\n")
     nodes = [json.loads(line) for line in done.stdout.splitlines() if '"return"' in line][1]["return"]
     seen = [(n["node-name"], n["drv"], n["image"]["virtual-size"]) for n in nodes]
@@ -118,11 +143,30 @@ def test_qemu_reaches_the_rbd_image(live_cluster: cluster.ClusterRef) -> None:
 
 
 def test_profile_three_sizes_with_verdicts_plots_and_compare(
-        live_cluster: cluster.ClusterRef, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    live_cluster: cluster.ClusterRef, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     plots = tmp_path / "plots"
-    code = main(["dstore", "profile", "--dir", str(live_cluster.root), "--bs", "4k,64k,1m",
-                 "--runtime", "2s", "--ramp", "500ms", "--json", "--plot-dir", str(plots),
-                 "--compare", "striping", "-o", str(tmp_path / "p.json")])
+    code = main(
+        [
+            "dstore",
+            "profile",
+            "--dir",
+            str(live_cluster.root),
+            "--bs",
+            "4k,64k,1m",
+            "--runtime",
+            "2s",
+            "--ramp",
+            "500ms",
+            "--json",
+            "--plot-dir",
+            str(plots),
+            "--compare",
+            "striping",
+            "-o",
+            str(tmp_path / "p.json"),
+        ]
+    )
     assert code == 0
     out = json.loads(capsys.readouterr().out)
     assert out == json.loads((tmp_path / "p.json").read_text())

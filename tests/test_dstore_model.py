@@ -21,8 +21,10 @@ def seed_002_small_points() -> list[Point]:
     IOPS x latency = 50 outstanding I/Os, as a closed benchmark with 50 outstanding I/Os gives.
     """
     readings = {4 * KIB: 5150, 8 * KIB: 4250, 16 * KIB: 3350, 32 * KIB: 2350, 64 * KIB: 1450}
-    return [Point(bs, iops, iops * bs / 1e6, 50e3 / iops, 3 * 50e3 / iops, "ideal")
-            for bs, iops in readings.items()]
+    return [
+        Point(bs, iops, iops * bs / 1e6, 50e3 / iops, 3 * 50e3 / iops, "ideal")
+        for bs, iops in readings.items()
+    ]
 
 
 def seed_fit(write_path: str = "fanout") -> tuple[Profile, StoreParams]:
@@ -106,20 +108,24 @@ def test_write_cache_share_helps_writes() -> None:
     assert predict(cached, [64 * KIB], 50, 0.3)[0].iops > predict(plain, [64 * KIB], 50, 0.3)[0].iops
 
 
-@pytest.mark.parametrize(("changes", "needle"), [
-    ({"write_path": "broadcast"}, "write path 'broadcast'"),
-    ({"replicas": 4}, "replicas 4 exceed"),
-    ({"cache_share": 1.5}, "cache share 1.5"),
-    ({"stripe": 0}, "stripe = 0"),
-    ({"dev_bw": 0.0}, "dev_bw = 0.0"),
-])
+@pytest.mark.parametrize(
+    ("changes", "needle"),
+    [
+        ({"write_path": "broadcast"}, "write path 'broadcast'"),
+        ({"replicas": 4}, "replicas 4 exceed"),
+        ({"cache_share": 1.5}, "cache share 1.5"),
+        ({"stripe": 0}, "stripe = 0"),
+        ({"dev_bw": 0.0}, "dev_bw = 0.0"),
+    ],
+)
 def test_bad_parameters_are_named(changes: dict[str, object], needle: str) -> None:
     with pytest.raises(InputError, match=needle):
         StoreParams().with_(**changes)
 
 
-@pytest.mark.parametrize(("text", "bytes_per_s"), [("10G", 1.25e9), ("25G", 3.125e9), ("100M", 12.5e6),
-                                                   ("25Gbps", 3.125e9)])
+@pytest.mark.parametrize(
+    ("text", "bytes_per_s"), [("10G", 1.25e9), ("25G", 3.125e9), ("100M", 12.5e6), ("25Gbps", 3.125e9)]
+)
 def test_network_speeds_are_bits(text: str, bytes_per_s: float) -> None:
     assert parse_network(text) == pytest.approx(bytes_per_s)
 

@@ -22,22 +22,32 @@ def test_bs_list_sorted_in_bytes() -> None:
     assert parse_bs_list("64k, 4k,1m") == [4096, 65536, 1 << 20]
 
 
-@pytest.mark.parametrize(("text", "needle"), [
-    ("1000,4k", "'1000' is not a positive multiple of 512"),
-    ("4k,,8k", "is not a size"),
-    ("4k,4k", "'4k' is given twice"),
-    ("lots", "'lots' is not a size"),
-    ("0", "'0' is not a positive multiple"),
-])
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("1000,4k", "'1000' is not a positive multiple of 512"),
+        ("4k,,8k", "is not a size"),
+        ("4k,4k", "'4k' is given twice"),
+        ("lots", "'lots' is not a size"),
+        ("0", "'0' is not a positive multiple"),
+    ],
+)
 def test_bad_bs_lists(text: str, needle: str) -> None:
     with pytest.raises(InputError, match=needle):
         parse_bs_list(text)
 
 
-@pytest.mark.parametrize(("mean", "iops", "expected"), [
-    (5.0, 6000, "ideal"), (20.0, 600, "ideal"), (20.1, 600, "acceptable"), (100.0, 600, "acceptable"),
-    (100.1, 6000, "fails"), (5.0, 499, "fails"),
-])
+@pytest.mark.parametrize(
+    ("mean", "iops", "expected"),
+    [
+        (5.0, 6000, "ideal"),
+        (20.0, 600, "ideal"),
+        (20.1, 600, "acceptable"),
+        (100.0, 600, "acceptable"),
+        (100.1, 6000, "fails"),
+        (5.0, 499, "fails"),
+    ],
+)
 def test_verdicts_follow_seed_002(mean: float, iops: float, expected: str) -> None:
     assert verdict(mean, iops, Criteria()) == expected
 
@@ -50,8 +60,16 @@ def test_criteria_are_configurable_and_checked() -> None:
 
 def test_load_profile_names_the_bad_field(tmp_path: Path) -> None:
     path = tmp_path / "p.json"
-    path.write_text(json.dumps({"points": [{"bs": 4096, "iops": 100, "mean_lat_ms": 1},
-                                           {"bs": 8192, "iops": "fast", "mean_lat_ms": 1}]}))
+    path.write_text(
+        json.dumps(
+            {
+                "points": [
+                    {"bs": 4096, "iops": 100, "mean_lat_ms": 1},
+                    {"bs": 8192, "iops": "fast", "mean_lat_ms": 1},
+                ]
+            }
+        )
+    )
     with pytest.raises(InputError, match=r"points\[1\]\.iops = 'fast'"):
         load_profile(path)
     path.write_text("{not json")
@@ -65,9 +83,17 @@ def _fio_doc(sides: dict[str, tuple[int, float, float, dict[int, int]]]) -> dict
     job: dict[str, object] = {"jobname": "j", "error": 0}
     for d in ("read", "write"):
         ios, iops, mean, bins = sides.get(d, (0, 0.0, 0.0, {}))
-        job[d] = {"total_ios": ios, "iops": iops, "bw_bytes": iops * 4096, "lat_ns": {"mean": mean},
-                  "clat_ns": {"mean": mean, "percentile": {"99.000000": 0},
-                              "bins": {str(k): v for k, v in bins.items()}}}
+        job[d] = {
+            "total_ios": ios,
+            "iops": iops,
+            "bw_bytes": iops * 4096,
+            "lat_ns": {"mean": mean},
+            "clat_ns": {
+                "mean": mean,
+                "percentile": {"99.000000": 0},
+                "bins": {str(k): v for k, v in bins.items()},
+            },
+        }
     return {"fio version": "fio-3.33", "jobs": [job]}
 
 
@@ -75,10 +101,12 @@ bins_st = st.dictionaries(st.integers(1, 10**9), st.integers(1, 1000), min_size=
 
 
 @given(read=bins_st, write=bins_st, noise=st.text(alphabet="abc xyz\n:=", max_size=40))
-def test_parser_merges_histograms_for_the_combined_p99(read: dict[int, int], write: dict[int, int],
-                                                        noise: str) -> None:
-    doc = _fio_doc({"read": (sum(read.values()), 100.0, 2e6, read),
-                    "write": (sum(write.values()), 300.0, 4e6, write)})
+def test_parser_merges_histograms_for_the_combined_p99(
+    read: dict[int, int], write: dict[int, int], noise: str
+) -> None:
+    doc = _fio_doc(
+        {"read": (sum(read.values()), 100.0, 2e6, read), "write": (sum(write.values()), 300.0, 4e6, write)}
+    )
     result = parse_fio(noise + "\n" + json.dumps(doc) + "\n" + noise)
     merged = sorted(v for b in (read, write) for v, n in b.items() for _ in range(n))
     rank = -(-len(merged) * 99 // 100)
@@ -93,13 +121,16 @@ def test_percentile_from_bins_nearest_rank() -> None:
     assert percentile_from_bins({10: 1}, 99.0) == 10.0
 
 
-@pytest.mark.parametrize(("text", "needle"), [
-    ("fio: engine rbd not loadable", "no JSON object"),
-    ('{"jobs": []}', "no 'jobs' list"),
-    ('{"jobs": [{"jobname": "j", "read": {}}]}', "lacks read field"),
-    ('{"jobs": [{"jobname": "j", "error": 5}]}', "ended with error 5"),
-    ('{"jobs": [ {"x": 1,, }]}', "not valid JSON"),
-])
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("fio: engine rbd not loadable", "no JSON object"),
+        ('{"jobs": []}', "no 'jobs' list"),
+        ('{"jobs": [{"jobname": "j", "read": {}}]}', "lacks read field"),
+        ('{"jobs": [{"jobname": "j", "error": 5}]}', "ended with error 5"),
+        ('{"jobs": [ {"x": 1,, }]}', "not valid JSON"),
+    ],
+)
 def test_parser_rejects_bad_output(text: str, needle: str) -> None:
     with pytest.raises(FioError, match=needle):
         parse_fio(text)
@@ -108,40 +139,62 @@ def test_parser_rejects_bad_output(text: str, needle: str) -> None:
 @pytest.mark.fio
 @pytest.mark.skipif(shutil.which("fio") is None, reason="needs fio")
 def test_parser_reads_real_fio_json_plus() -> None:
-    argv = ["fio", "--name=x", "--ioengine=null", "--rw=randrw", "--rwmixread=30", "--size=8m", "--bs=4k",
-            "--output-format=json+"]
+    argv = [
+        "fio",
+        "--name=x",
+        "--ioengine=null",
+        "--rw=randrw",
+        "--rwmixread=30",
+        "--size=8m",
+        "--bs=4k",
+        "--output-format=json+",
+    ]
     out = Runner().run(argv, timeout=60).stdout
     result = parse_fio(out)
     raw = json.loads(out)["jobs"][0]
     assert result.read.ios == raw["read"]["total_ios"] and result.write.ios == raw["write"]["total_ios"]
     assert result.read.ios + result.write.ios == 2048
     # the merged-histogram p99 of one direction equals fio's own (fio reports bin values too)
-    assert result.write.p99_lat_ms * 1e6 == pytest.approx(raw["write"]["clat_ns"]["percentile"]["99.000000"],
-                                                          rel=0.02)
+    assert result.write.p99_lat_ms * 1e6 == pytest.approx(
+        raw["write"]["clat_ns"]["percentile"]["99.000000"], rel=0.02
+    )
 
 
-@pytest.mark.parametrize("argv", [
-    ["dstore", "profile", "--dir", "/nonexistent/vmio-cluster"],
-    ["dstore", "status", "--dir", "/nonexistent/vmio-cluster"],
-    ["dstore", "down", "--dir", "/nonexistent/vmio-cluster"],
-    ["dstore", "profile"],
-    ["dstore", "profile", "--conf", "/nonexistent/ceph.conf", "--pool", "p", "--image", "i"],
-    ["dstore", "model", "--calibrate", "/nonexistent/p.json"],
-    ["dstore", "model", "--network", "fast"],
-    ["dstore", "model", "--bs", "4k,1000"],
-    ["dstore", "up", "--dir", "/tmp", "--osds", "0"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["dstore", "profile", "--dir", "/nonexistent/vmio-cluster"],
+        ["dstore", "status", "--dir", "/nonexistent/vmio-cluster"],
+        ["dstore", "down", "--dir", "/nonexistent/vmio-cluster"],
+        ["dstore", "profile"],
+        ["dstore", "profile", "--conf", "/nonexistent/ceph.conf", "--pool", "p", "--image", "i"],
+        ["dstore", "model", "--calibrate", "/nonexistent/p.json"],
+        ["dstore", "model", "--network", "fast"],
+        ["dstore", "model", "--bs", "4k,1000"],
+        ["dstore", "up", "--dir", "/tmp", "--osds", "0"],
+    ],
+)
 def test_cli_bad_input_exits_2_with_one_message(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("vmio: error:") and "Traceback" not in err
 
 
-def test_cli_profile_rejects_bad_bs_before_touching_a_cluster(tmp_path: Path,
-                                                              capsys: pytest.CaptureFixture[str]) -> None:
-    (tmp_path / "vmio-dstore.json").write_text(json.dumps(
-        {"conf": str(tmp_path / "ceph.conf"), "pool": "p", "image": "i", "root": str(tmp_path),
-         "replicas": 3, "osds": 3}))
+def test_cli_profile_rejects_bad_bs_before_touching_a_cluster(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "vmio-dstore.json").write_text(
+        json.dumps(
+            {
+                "conf": str(tmp_path / "ceph.conf"),
+                "pool": "p",
+                "image": "i",
+                "root": str(tmp_path),
+                "replicas": 3,
+                "osds": 3,
+            }
+        )
+    )
     (tmp_path / "ceph.conf").write_text("[global]\n")
     assert main(["dstore", "profile", "--dir", str(tmp_path), "--bs", "4k,1000"]) == 2
     assert "'1000' is not a positive multiple of 512" in capsys.readouterr().err
@@ -161,12 +214,30 @@ def test_cli_down_refuses_a_folder_vmio_did_not_make(tmp_path: Path) -> None:
 
 
 def test_cli_model_what_if_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    points = [{"bs": bs, "iops": iops, "mean_lat_ms": 50e3 / iops, "p99_lat_ms": 150e3 / iops}
-              for bs, iops in ((4096, 5150), (16384, 3350), (65536, 1450))]
+    points = [
+        {"bs": bs, "iops": iops, "mean_lat_ms": 50e3 / iops, "p99_lat_ms": 150e3 / iops}
+        for bs, iops in ((4096, 5150), (16384, 3350), (65536, 1450))
+    ]
     path = tmp_path / "p.json"
     path.write_text(json.dumps({"points": points, "setup": {"replicas": 3, "osds": 3, "iodepth": 50}}))
-    assert main(["dstore", "model", "--calibrate", str(path), "--replicas", "2", "--network", "25G",
-                 "--bs", "4k,1m", "--json"]) == 0
+    assert (
+        main(
+            [
+                "dstore",
+                "model",
+                "--calibrate",
+                str(path),
+                "--replicas",
+                "2",
+                "--network",
+                "25G",
+                "--bs",
+                "4k,1m",
+                "--json",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["what_if"]["changes"] == {"replicas": 2, "network": "25G"}
     assert [p["bs"] for p in out["baseline"]] == [4096, 1 << 20]

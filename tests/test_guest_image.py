@@ -74,8 +74,12 @@ def test_resolve_modules_reads_modules_dep_and_builtins(tmp_path: Path) -> None:
 
 def test_versions_key_changes_with_any_input() -> None:
     base = Versions("k1", "b1", "fio-3.33", "i1")
-    others = [("k2", "b1", "fio-3.33", "i1"), ("k1", "b2", "fio-3.33", "i1"), ("k1", "b1", "fio-3.34", "i1"),
-              ("k1", "b1", "fio-3.33", "i2")]
+    others = [
+        ("k2", "b1", "fio-3.33", "i1"),
+        ("k1", "b2", "fio-3.33", "i1"),
+        ("k1", "b1", "fio-3.34", "i1"),
+        ("k1", "b1", "fio-3.33", "i2"),
+    ]
     keys = {base.key(), *(Versions(*o).key() for o in others)}
     assert len(keys) == 5
 
@@ -117,9 +121,11 @@ def test_build_makes_a_bootable_layout_and_caches(tmp_path_factory: pytest.TempP
 
 @pytest.mark.qemu
 @needs_qemu
-def test_cli_info_json_shows_the_cached_image(tmp_path_factory: pytest.TempPathFactory,
-                                              monkeypatch: pytest.MonkeyPatch,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_info_json_shows_the_cached_image(
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     built = session_guest(tmp_path_factory)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "xdg"))
     assert main(["guest", "info", "--json"]) == 0
@@ -141,8 +147,9 @@ def test_cli_info_json_shows_the_cached_image(tmp_path_factory: pytest.TempPathF
 
 @pytest.mark.qemu
 @needs_qemu
-def test_build_with_a_given_kernel_and_no_modules(tmp_path_factory: pytest.TempPathFactory,
-                                                  tmp_path: Path) -> None:
+def test_build_with_a_given_kernel_and_no_modules(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
     debian = session_guest(tmp_path_factory)
     own = image.build(KernelSource(kernel=debian.kernel), root=tmp_path)
     assert own.key != debian.key and own.versions.kernel.startswith(f"file:{debian.kernel}")

@@ -16,8 +16,9 @@ from vmio.qemu.accel import boot_id
 pytestmark = [pytest.mark.qemu, needs_qemu]
 
 
-def test_auto_probe_picks_an_accelerator_that_boots(tmp_path_factory: pytest.TempPathFactory,
-                                                    tmp_path: Path) -> None:
+def test_auto_probe_picks_an_accelerator_that_boots(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
     guest, qcaps = session_guest(tmp_path_factory), caps()
     prober = AccelProber(guest, qcaps, deadline=10, cache_dir=tmp_path)
     started = time.monotonic()
@@ -42,8 +43,9 @@ def test_auto_probe_picks_an_accelerator_that_boots(tmp_path_factory: pytest.Tem
             assert vm.runtime.host_port != busy and f"127.0.0.1:{vm.runtime.host_port}-" in " ".join(vm.argv)
 
 
-def test_explicit_accelerators_pass_and_bad_ones_fail(tmp_path_factory: pytest.TempPathFactory,
-                                                      tmp_path: Path) -> None:
+def test_explicit_accelerators_pass_and_bad_ones_fail(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
     prober = AccelProber(session_guest(tmp_path_factory), caps(), cache_dir=tmp_path)
     assert prober.resolve("tcg").accel == "tcg" and prober.resolve("tcg").reason == "requested"
     with pytest.raises(InputError, match="accel = 'xen'"):

@@ -9,8 +9,10 @@ from vmio.qemu.agent import split_records
 
 
 def record(uptime: float, free_kb: int, pgpgin: int) -> str:
-    return f"--- vmio {uptime:.2f} 1.00\nnr_free_pages 10\npgpgin {pgpgin}\nMemFree:   {free_kb} kB\n" \
-           "HugePages_Total:       0\n--- end\n"
+    return (
+        f"--- vmio {uptime:.2f} 1.00\nnr_free_pages 10\npgpgin {pgpgin}\nMemFree:   {free_kb} kB\n"
+        "HugePages_Total:       0\n--- end\n"
+    )
 
 
 def test_partial_first_record_is_dropped_and_tail_kept() -> None:
@@ -24,8 +26,10 @@ def test_partial_first_record_is_dropped_and_tail_kept() -> None:
     assert [r.uptime for r in more] == [2.0] and more[0].meminfo["MemFree"] == 90 * 1024
 
 
-@given(st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**9), st.integers(0, 10**12)), max_size=5),
-       st.integers(0, 400))
+@given(
+    st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**9), st.integers(0, 10**12)), max_size=5),
+    st.integers(0, 400),
+)
 def test_records_survive_any_chunking(samples: list[tuple[int, int, int]], cut: int) -> None:
     stream = "".join(record(u / 100, f, p) for u, f, p in samples)
     cut = min(cut, len(stream))

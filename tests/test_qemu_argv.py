@@ -19,8 +19,12 @@ RUNTIME = Runtime(Path("/run/vm"), 40000)
 def caps(**props: set[str]) -> QemuCaps:
     base = {"virtio-blk-pci": {"iothread", "num-queues"}, "nvme": {"max_ioqpairs"}}
     base.update(props)
-    return QemuCaps("/usr/bin/qemu-system-x86_64", (7, 2, 0), "QEMU emulator version 7.2.0",
-                    {k: frozenset(v) for k, v in base.items()})
+    return QemuCaps(
+        "/usr/bin/qemu-system-x86_64",
+        (7, 2, 0),
+        "QEMU emulator version 7.2.0",
+        {k: frozenset(v) for k, v in base.items()},
+    )
 
 
 def option(argv: list[str], flag: str) -> list[str]:
@@ -29,8 +33,12 @@ def option(argv: list[str], flag: str) -> list[str]:
 
 def test_virtio_blk_with_range_iothread_and_cache_modes() -> None:
     disk = Disk(Path("/data/shared.img"), offset=1 << 30, size=1 << 30)
-    argv = build_argv(VMConfig(index=3, disks=(disk,), iothreads=1, queues=4, vcpus=2, memory=1 << 30),
-                      IMAGE, RUNTIME, caps())
+    argv = build_argv(
+        VMConfig(index=3, disks=(disk,), iothreads=1, queues=4, vcpus=2, memory=1 << 30),
+        IMAGE,
+        RUNTIME,
+        caps(),
+    )
     assert argv[:3] == ["/usr/bin/qemu-system-x86_64", "-name", "vmio-3,debug-threads=on"]
     assert option(argv, "-blockdev") == [
         "driver=file,filename=/data/shared.img,node-name=proto0,cache.direct=on,cache.no-flush=off,aio=native,"
@@ -39,7 +47,8 @@ def test_virtio_blk_with_range_iothread_and_cache_modes() -> None:
     ]
     assert "iothread,id=iothread0" in option(argv, "-object")
     assert "virtio-blk-pci,drive=disk0,id=vdisk0,num-queues=4,write-cache=on,iothread=iothread0" in option(
-        argv, "-device")
+        argv, "-device"
+    )
     assert option(argv, "-smp") == ["2"] and option(argv, "-m") == ["1024M"]
     assert "user,id=net0,restrict=on,hostfwd=tcp:127.0.0.1:40000-:8765" in option(argv, "-netdev")
     assert "unix:/run/vm/qmp.sock,server=on,wait=off" in option(argv, "-qmp")
@@ -56,20 +65,27 @@ def test_iothread_vq_mapping_only_when_qemu_has_it() -> None:
 
 
 def test_scsi_nvme_and_writethrough() -> None:
-    scsi = build_argv(VMConfig(disks=(Disk(Path("/a")), Disk(Path("/b"))), bus="virtio-scsi",
-                               iothreads=1, cache="writethrough", aio="threads"),
-                      IMAGE, RUNTIME, caps())
+    scsi = build_argv(
+        VMConfig(
+            disks=(Disk(Path("/a")), Disk(Path("/b"))),
+            bus="virtio-scsi",
+            iothreads=1,
+            cache="writethrough",
+            aio="threads",
+        ),
+        IMAGE,
+        RUNTIME,
+        caps(),
+    )
     devices = option(scsi, "-device")
     assert "virtio-scsi-pci,id=scsi1,num_queues=1,iothread=iothread0" in devices
     assert "scsi-hd,drive=disk1,id=sdisk1,bus=scsi1.0,channel=0,scsi-id=0,lun=0,write-cache=off" in devices
     proto = option(scsi, "-blockdev")[0]
     assert "cache.direct=off" in proto and "aio=threads" in proto
-    nvme = build_argv(VMConfig(disks=(Disk(Path("/a")),), bus="nvme", queues=2), IMAGE,
-                      RUNTIME, caps())
+    nvme = build_argv(VMConfig(disks=(Disk(Path("/a")),), bus="nvme", queues=2), IMAGE, RUNTIME, caps())
     assert "nvme,drive=disk0,id=nvme0,serial=vmio0n0,max_ioqpairs=2" in option(nvme, "-device")
     with pytest.raises(InputError, match="no iothread for nvme"):
-        build_argv(VMConfig(disks=(Disk(Path("/a")),), bus="nvme", iothreads=1), IMAGE,
-                   RUNTIME, caps())
+        build_argv(VMConfig(disks=(Disk(Path("/a")),), bus="nvme", iothreads=1), IMAGE, RUNTIME, caps())
 
 
 def test_block_bus_refuses_a_regular_file(tmp_path: Path) -> None:
@@ -80,21 +96,23 @@ def test_block_bus_refuses_a_regular_file(tmp_path: Path) -> None:
 
 
 def test_vfio_passes_the_pci_address() -> None:
-    argv = build_argv(VMConfig(disks=(Disk(Path("0000:01:00.0")),), bus="vfio"), IMAGE, RUNTIME,
-                      caps())
+    argv = build_argv(VMConfig(disks=(Disk(Path("0000:01:00.0")),), bus="vfio"), IMAGE, RUNTIME, caps())
     assert "vfio-pci,host=0000:01:00.0,id=vfio0" in option(argv, "-device")
     with pytest.raises(InputError, match="not a PCI address"):
         VMConfig(disks=(Disk(Path("/dev/nvme0n1")),), bus="vfio")
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"bus": "ide"}, "bus = 'ide' is not accepted; use one of virtio-blk"),
-    ({"cache": "unsafe"}, "cache = 'unsafe'"),
-    ({"aio": "native", "cache": "writeback"}, "aio = 'native' needs O_DIRECT"),
-    ({"iothreads": -1}, "iothreads = -1"),
-    ({"memory": 64 << 20}, "at least 256 MiB"),
-    ({"accel": "hvf"}, "accel = 'hvf'"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"bus": "ide"}, "bus = 'ide' is not accepted; use one of virtio-blk"),
+        ({"cache": "unsafe"}, "cache = 'unsafe'"),
+        ({"aio": "native", "cache": "writeback"}, "aio = 'native' needs O_DIRECT"),
+        ({"iothreads": -1}, "iothreads = -1"),
+        ({"memory": 64 << 20}, "at least 256 MiB"),
+        ({"accel": "hvf"}, "accel = 'hvf'"),
+    ],
+)
 def test_bad_config_values(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(InputError, match=message):
         VMConfig(**kwargs)  # type: ignore[arg-type]

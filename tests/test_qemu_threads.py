@@ -27,13 +27,31 @@ def write_proc(root: Path, pid: int, threads: dict[int, tuple[str, int, int]]) -
 
 def test_sampler_classifies_threads_and_computes_percentages(tmp_path: Path) -> None:
     pid = 500
-    write_proc(tmp_path, pid, {500: ("qemu-system-x86", 10, 10), 501: ("CPU 0/TCG", 0, 0),
-                               502: ("CPU 1/KVM", 0, 0), 503: ("IO iothread0", 0, 0), 504: ("worker", 0, 0)})
+    write_proc(
+        tmp_path,
+        pid,
+        {
+            500: ("qemu-system-x86", 10, 10),
+            501: ("CPU 0/TCG", 0, 0),
+            502: ("CPU 1/KVM", 0, 0),
+            503: ("IO iothread0", 0, 0),
+            504: ("worker", 0, 0),
+        },
+    )
     times = iter([100.0, 102.0])
     sampler = ThreadSampler(pid, ["iothread0"], proc_root=tmp_path, clock=lambda: next(times))
     shutil.rmtree(tmp_path / "500" / "task" / "504")
-    write_proc(tmp_path, pid, {500: ("qemu-system-x86", 30, 20), 501: ("CPU 0/TCG", 150, 10),
-                               502: ("CPU 1/KVM", 0, 0), 503: ("IO iothread0", 20, 80), 505: ("new", 9, 9)})
+    write_proc(
+        tmp_path,
+        pid,
+        {
+            500: ("qemu-system-x86", 30, 20),
+            501: ("CPU 0/TCG", 150, 10),
+            502: ("CPU 1/KVM", 0, 0),
+            503: ("IO iothread0", 20, 80),
+            505: ("new", 9, 9),
+        },
+    )
     rows = {row.tid: row for row in sampler.sample()}
     assert set(rows) == {500, 501, 502, 503}  # 504 exited, 505 is new: no interval for either
     assert [rows[t].kind for t in (500, 501, 502, 503)] == ["main", "vcpu", "vcpu", "iothread"]
@@ -48,7 +66,10 @@ def test_classify_truncated_iothread_names() -> None:
     assert classify(1, "qemu-system-x86", 1) == "main"
 
 
-@given(comm=st.text(alphabet=st.characters(blacklist_categories=["Cs", "Cc"]), max_size=15),
-       utime=st.integers(0, 2**40), stime=st.integers(0, 2**40))
+@given(
+    comm=st.text(alphabet=st.characters(blacklist_categories=["Cs", "Cc"]), max_size=15),
+    utime=st.integers(0, 2**40),
+    stime=st.integers(0, 2**40),
+)
 def test_parse_stat_survives_any_thread_name(comm: str, utime: int, stime: int) -> None:
     assert parse_stat(stat_line(42, comm, utime, stime)) == (utime, stime)

@@ -49,8 +49,10 @@ def test_binding_refuses_without_iommu_or_with_bad_address(tmp_path: Path) -> No
 
 
 @pytest.mark.root
-@pytest.mark.skipif("VMIO_VFIO_DEVICE" not in os.environ,
-                    reason="set VMIO_VFIO_DEVICE to a spare NVMe controller's PCI address to test vfio")
+@pytest.mark.skipif(
+    "VMIO_VFIO_DEVICE" not in os.environ,
+    reason="set VMIO_VFIO_DEVICE to a spare NVMe controller's PCI address to test vfio",
+)
 @pytest.mark.skipif(not iommu_present(), reason="no IOMMU on this host (/sys/kernel/iommu_groups is empty)")
 def test_real_vfio_round_trip() -> None:
     address = os.environ["VMIO_VFIO_DEVICE"]

@@ -49,13 +49,24 @@ def boot_and_read(config: VMConfig, guest: GuestImage, qcaps: QemuCaps, tmp_path
     return vm
 
 
-@pytest.mark.parametrize(("bus", "device", "cache", "aio"), [
-    ("virtio-blk", "/dev/vda", "none", "native"),
-    ("virtio-scsi", "/dev/sda", "writeback", "threads"),
-    ("nvme", "/dev/nvme0n1", "directsync", "io_uring"),
-])
-def test_boot_and_fio_on_each_bus(bus: str, device: str, cache: str, aio: str, guest: GuestImage,
-                                  qcaps: QemuCaps, backing: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("bus", "device", "cache", "aio"),
+    [
+        ("virtio-blk", "/dev/vda", "none", "native"),
+        ("virtio-scsi", "/dev/sda", "writeback", "threads"),
+        ("nvme", "/dev/nvme0n1", "directsync", "io_uring"),
+    ],
+)
+def test_boot_and_fio_on_each_bus(
+    bus: str,
+    device: str,
+    cache: str,
+    aio: str,
+    guest: GuestImage,
+    qcaps: QemuCaps,
+    backing: Path,
+    tmp_path: Path,
+) -> None:
     disk = Disk(backing, offset=1 << 20, size=32 << 20)
     config = VMConfig(disks=(disk,), bus=bus, cache=cache, aio=aio)
     assert config.guest_devices() == [device]
@@ -63,8 +74,9 @@ def test_boot_and_fio_on_each_bus(bus: str, device: str, cache: str, aio: str, g
     assert "-name vmio-0,debug-threads=on" in " ".join(vm.argv) and f"aio={aio}" in " ".join(vm.argv)
 
 
-def test_virtio_blk_iothread_runs_the_disk(guest: GuestImage, qcaps: QemuCaps, backing: Path,
-                                           tmp_path: Path) -> None:
+def test_virtio_blk_iothread_runs_the_disk(
+    guest: GuestImage, qcaps: QemuCaps, backing: Path, tmp_path: Path
+) -> None:
     config = VMConfig(disks=(Disk(backing),), iothreads=1, queues=2, agent_interval=0.5)
     with VM(config, guest, caps=qcaps, workdir=tmp_path / "vm") as vm:
         sampler = ThreadSampler(vm.pid, config.iothread_ids)
@@ -88,25 +100,27 @@ def test_virtio_blk_iothread_runs_the_disk(guest: GuestImage, qcaps: QemuCaps, b
 
 
 @pytest.mark.root
-def test_block_bus_gives_a_loop_device_raw(guest: GuestImage, qcaps: QemuCaps, backing: Path,
-                                           tmp_path: Path) -> None:
+def test_block_bus_gives_a_loop_device_raw(
+    guest: GuestImage, qcaps: QemuCaps, backing: Path, tmp_path: Path
+) -> None:
     if os.geteuid() != 0:
         pytest.skip("needs root for losetup (loop devices)")
-    loop = subprocess.run(["losetup", "--find", "--show", str(backing)], capture_output=True, text=True,
-                          timeout=30, check=False)
+    loop = subprocess.run(
+        ["losetup", "--find", "--show", str(backing)], capture_output=True, text=True, timeout=30, check=False
+    )
     if loop.returncode != 0:
         pytest.skip(f"losetup cannot attach a loop device: {loop.stderr.strip()}")
     device = loop.stdout.strip()
     try:
-        vm = boot_and_read(VMConfig(disks=(Disk(Path(device)),), bus="block"), guest, qcaps,
-                           tmp_path)
+        vm = boot_and_read(VMConfig(disks=(Disk(Path(device)),), bus="block"), guest, qcaps, tmp_path)
         assert f"driver=host_device,filename={device}" in " ".join(vm.argv)
     finally:
         subprocess.run(["losetup", "-d", device], timeout=30, check=False)
 
 
-def test_fleet_boots_two_vms_on_one_backing_file(guest: GuestImage, qcaps: QemuCaps, backing: Path,
-                                                 tmp_path: Path) -> None:
+def test_fleet_boots_two_vms_on_one_backing_file(
+    guest: GuestImage, qcaps: QemuCaps, backing: Path, tmp_path: Path
+) -> None:
     half = 32 << 20
     configs = [VMConfig(index=i, disks=(Disk(backing, offset=i * half, size=half),)) for i in range(2)]
     with Fleet(configs, guest, caps=qcaps, workdir=tmp_path) as fleet:
@@ -137,8 +151,13 @@ def test_hung_guest_is_killed_with_console_tail(guest: GuestImage, qcaps: QemuCa
 
 
 def test_guest_that_panics_fails_fast(guest: GuestImage, qcaps: QemuCaps, tmp_path: Path) -> None:
-    vm = VM(VMConfig(extra_append=("rdinit=/nonexistent",)), guest, caps=qcaps, workdir=tmp_path / "vm",
-            boot_timeout=60)
+    vm = VM(
+        VMConfig(extra_append=("rdinit=/nonexistent",)),
+        guest,
+        caps=qcaps,
+        workdir=tmp_path / "vm",
+        boot_timeout=60,
+    )
     with pytest.raises(GuestBootError, match="exited with code 0 before the guest was ready") as info:
         vm.start()
     assert "Kernel panic" in info.value.output
@@ -169,10 +188,14 @@ def child_killer() -> Iterator[list[subprocess.Popen[str]]]:
             proc.stdout.close()
 
 
-def test_no_qemu_outlives_a_sigkilled_parent(guest: GuestImage, tmp_path: Path,
-                                             child_killer: list[subprocess.Popen[str]]) -> None:
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(guest.path), str(tmp_path / "vm")],
-                             stdout=subprocess.PIPE, text=True)
+def test_no_qemu_outlives_a_sigkilled_parent(
+    guest: GuestImage, tmp_path: Path, child_killer: list[subprocess.Popen[str]]
+) -> None:
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(guest.path), str(tmp_path / "vm")],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     child_killer.append(child)
     assert child.stdout is not None
     qemu_pid = int(child.stdout.readline())

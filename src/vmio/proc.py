@@ -8,6 +8,7 @@ job or QEMU outlives vmio. ``Runner`` is the seam: features take a runner rather
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -43,12 +44,15 @@ class Supervised:
         stdin: int | None = subprocess.DEVNULL,
         stdout: int | None = subprocess.PIPE,
         stderr: int | None = subprocess.PIPE,
+        supervise: bool = True,
     ) -> None:
         self.argv = [str(a) for a in argv]
+        self.supervised = supervise
         control_r, self._control = os.pipe()
+        wrapper = [sys.executable, "-S", SUPERVISOR, str(control_r), "--"] if supervise else []
         try:
             self.popen = subprocess.Popen(
-                [sys.executable, "-S", SUPERVISOR, str(control_r), "--", *self.argv],
+                [*wrapper, *self.argv],
                 stdin=stdin,
                 stdout=stdout,
                 stderr=stderr,
@@ -72,6 +76,9 @@ class Supervised:
     def stop(self, wait: float = 15.0) -> None:
         """Kill the program and everything it started; wait for the supervisor to finish."""
         self._release()
+        if not self.supervised:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.popen.pid, signal.SIGKILL)
         try:
             self.popen.wait(timeout=wait)
         except subprocess.TimeoutExpired:
@@ -101,12 +108,17 @@ class Runner:
         cwd: str | None = None,
         input_text: str | None = None,
         error: type[ToolError] = ToolError,
+        leaves_daemon: bool = False,
     ) -> Completed:
-        """Run ``argv``; raise ``error`` on timeout or (with ``check``) on a non-zero exit."""
+        """Run ``argv``; raise ``error`` on timeout or (with ``check``) on a non-zero exit.
+
+        ``leaves_daemon``: the program's job is to start a daemon that outlives it (``ceph-mon`` forks
+        and exits), so its descendants are not killed when it returns; the caller owns the daemon.
+        """
         argv = [str(a) for a in argv]
         stdin = subprocess.PIPE if input_text is not None else subprocess.DEVNULL
         try:
-            proc = Supervised(argv, env=env, cwd=cwd, stdin=stdin)
+            proc = Supervised(argv, env=env, cwd=cwd, stdin=stdin, supervise=not leaves_daemon)
         except OSError as exc:
             raise error(f"cannot start {argv[0]!r}: {exc.strerror}", argv=argv) from exc
         try:

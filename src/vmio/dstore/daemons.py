@@ -23,7 +23,7 @@ def start(runner: Runner, layout: ClusterLayout, kind: str, ident: str) -> int:
     """Start ``ceph-KIND -i IDENT`` (it daemonizes itself); return the PID from its pid file."""
     name = f"{kind}.{ident}"
     argv = [f"ceph-{kind}", "-c", str(layout.conf), "-i", ident]
-    runner.run(argv, timeout=START_TIMEOUT, error=ClusterError)
+    runner.run(argv, timeout=START_TIMEOUT, error=ClusterError, leaves_daemon=True)
     pid_file = layout.pid_file(name)
     deadline = time.monotonic() + 15.0
     while time.monotonic() < deadline:
