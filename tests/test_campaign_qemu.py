@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-from qemu_support import alive, needs_qemu
 
+from qemu_support import alive, needs_qemu
 from vmio import summary
 from vmio.cli import main
 from vmio.fio import histogram
@@ -44,7 +44,7 @@ def vm_campaign(tmp_path_factory: pytest.TempPathFactory) -> Store:
         vm_target("vblk", img, size="64M"),
         vm_target("vblk-io-2jobs", img, size="64M", iothreads=1, jobs_per_vm=2),
         vm_target("scsi-2vms", img, size="64M", bus="virtio-scsi", vms=2),
-        vm_target("nvme", img, size="64M", bus="nvme"),
+        vm_target("nvme", img, size="64M", bus="nvme", aio="io_uring"),  # native hangs at qd>1 on QEMU 7.2 TCG
     ])  # fmt: skip
     spec = work / "vm.toml"
     spec.write_text(f'[campaign]\nname = "vm"\n\n{targets}\n{WORKLOAD}')
@@ -102,7 +102,8 @@ def test_argv_accelerator_and_disjoint_ranges_are_recorded(vm_campaign: Store) -
     assert len(argvs) == 2
     assert all(any(a.startswith("vmio-") and "debug-threads=on" in a for a in argv) for argv in argvs)
     text = [" ".join(argv) for argv in argvs]
-    assert "offset=0" in text[0] and f"offset={64 << 20}" in text[1]
+    assert f"offset={64 << 20}" not in text[0] and f"offset={64 << 20}" in text[1]
+    assert all(f"size={64 << 20}" in t for t in text)
     accel = runs["nvme"]["accel"]
     assert any(
         f"accel={accel}" in a or a == accel for a in argvs[0] + json.loads(runs["nvme"]["qemu_argv"])[0]
@@ -141,7 +142,7 @@ def test_a_guest_that_does_not_come_up_is_killed_and_recorded(scratch: Path, tmp
     assert main(["run", str(spec), "--db", str(db), "--boot-timeout", "500ms"]) == 1
     with Store(db) as store:
         found = rows(store, "hang")
-        assert found["slow"]["status"] == "failed" and "ready" in found["slow"]["error"]
+        assert found["slow"]["status"] == "failed" and "ready" in found["slow"]["error"].lower()
         run = next(r for r in store.runs("hang") if r["target"] == "slow")
         assert "console" in run["log"].lower() or "VMIO" in run["log"] or "Linux" in run["log"]
         assert found["bare"]["status"] == "done"

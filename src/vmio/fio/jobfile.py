@@ -42,7 +42,6 @@ def render(
         "iodepth": workload.iodepth,
         "lat_percentiles": 1,
         "percentile_list": PERCENTILE_LIST,
-        "norandommap": 1,
         "randrepeat": 0,
     }
     if workload.rw in ("randrw", "rw"):
