@@ -288,3 +288,18 @@ def test_a_failed_point_is_recorded_and_the_rest_go_on(scratch: Path, tmp_path: 
         assert runs["good"]["status"] == "done"
     # the failed point is not "done", so a re-run tries it again
     assert main(["run", str(spec(tmp_path, file_target(scratch), work, "fail")), "--db", str(db)]) == 1
+
+
+def test_relative_workdir(scratch: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    work = '[[workload]]\nname = "w"\nrw = "randread"\nruntime = "1s"\n'
+    args = [
+        "run",
+        str(spec(tmp_path, file_target(scratch), work, "rel")),
+        "--db",
+        "r.db",
+        "--workdir",
+        "runs",
+    ]
+    assert main(args) == 0
+    assert list((tmp_path / "runs").glob("*/fio-output.txt"))

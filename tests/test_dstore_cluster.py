@@ -188,6 +188,29 @@ def test_profile_three_sizes_with_verdicts_plots_and_compare(
     assert images.split() == [live_cluster.image]
 
 
+def test_rbd_target_in_a_campaign(live_cluster: cluster.ClusterRef, tmp_path: Path) -> None:
+    """kind = "rbd": the same spec, store and show as every other target, through fio's rbd engine."""
+    from vmio.store import Store
+    from vmio.summary import point_rows
+
+    spec = tmp_path / "rbd.toml"
+    spec.write_text(
+        '[campaign]\nname = "rbd"\n[[target]]\nname = "ceph"\nkind = "rbd"\n'
+        f'conf = "{live_cluster.conf}"\npool = "{live_cluster.pool}"\nimage = "{live_cluster.image}"\n'
+        '[[workload]]\nname = "seed002"\nrw = "randrw"\nrwmixread = 30\nbs = "16k"\niodepth = 50\n'
+        'runtime = "2s"\n'
+    )
+    db = tmp_path / "rbd.db"
+    assert main(["run", str(spec), "--db", str(db)]) == 0
+    with Store(db) as store:
+        (row,) = point_rows(store, "rbd")
+        assert row["status"] == "done" and row["read_iops"] > 0 and row["write_iops"] > 0
+        assert row["write_iops"] > row["read_iops"]  # 30 % reads
+        assert row["device"] is not None and row["cpu_usr_pct"] is not None
+        (run,) = store.runs("rbd")
+        assert "ioengine=rbd" in run["job_file"] and f"rbdname={live_cluster.image}" in run["job_file"]
+
+
 def test_down_leaves_no_process_and_no_file(live_cluster: cluster.ClusterRef) -> None:
     root = live_cluster.root
     assert root is not None

@@ -172,8 +172,9 @@ def _eta(started: float, done: int, todo: int, campaign: Campaign, rest: list[Po
 @contextlib.contextmanager
 def _workdir(options: Options) -> Iterator[Path]:
     if options.workdir is not None:
-        options.workdir.mkdir(parents=True, exist_ok=True)
-        yield options.workdir
+        workdir = options.workdir.resolve()  # fio runs inside each point's folder
+        workdir.mkdir(parents=True, exist_ok=True)
+        yield workdir
         return
     with tempfile.TemporaryDirectory(prefix="vmio-run-") as tmp:
         yield Path(tmp)

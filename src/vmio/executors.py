@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -18,7 +18,7 @@ from vmio.fio import run as fiorun
 from vmio.fio.output import FioOutput
 from vmio.metrics.devices import device_chain
 from vmio.metrics.sampler import CpuProbe, DiskProbe, Probe, Sampler, window_means
-from vmio.spec import HostTarget, Point, QemuTarget, RemoteTarget, Target, Workload
+from vmio.spec import HostTarget, Point, QemuTarget, RbdTarget, RemoteTarget, Target, Workload
 from vmio.store import RunRecord
 from vmio.targets import host
 from vmio.targets.safety import is_block_device
@@ -41,6 +41,7 @@ def measure_with(
     rec: RunRecord,
     probes: Sequence[Probe],
     options: Options,
+    env: Mapping[str, str] | None = None,
 ) -> None:
     """Run one point's fio on ``endpoints`` (server or None for local, and where its I/O goes)."""
     files = []
@@ -62,7 +63,7 @@ def measure_with(
     timeout = (jobfile.OPS_TIME_LIMIT_S if workload.ops else workload.runtime) + workload.ramp + FIO_GRACE_S
     sampler = Sampler(probes, options.interval)
     with sampler:
-        result = fiorun.run(files, timeout=timeout, runner=options.runner, cwd=rundir)
+        result = fiorun.run(files, timeout=timeout, runner=options.runner, cwd=rundir, env=env)
         end = sampler.elapsed()
     start, end = measured_window(result, workload, sampler.wall0, end)
     rec.results = result.results
@@ -114,8 +115,12 @@ class HostExecutor:
 @contextlib.contextmanager
 def executor_for(target: Target, options: Options) -> Iterator[Executor]:
     from vmio.targets.qemu import qemu_executor
+    from vmio.targets.rbd import RbdExecutor
     from vmio.targets.remote import RemoteExecutor
 
+    if isinstance(target, RbdTarget):
+        yield RbdExecutor(target, options)
+        return
     if isinstance(target, QemuTarget):
         with qemu_executor(target, options) as executor:
             yield executor
@@ -126,4 +131,4 @@ def executor_for(target: Target, options: Options) -> Iterator[Executor]:
     if isinstance(target, RemoteTarget):
         yield RemoteExecutor(target, options)
         return
-    raise InputError(f"target {target.name!r}: kind {target.kind!r} is not supported by this vmio yet")
+    raise InputError(f"target {target.name!r}: kind {target.kind!r} is not supported")

@@ -5,7 +5,7 @@ All servers of a point start together and report together (fio's client/server p
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,8 +34,15 @@ def argv(endpoints: Sequence[Endpoint]) -> list[str]:
     return args
 
 
-def run(endpoints: Sequence[Endpoint], *, timeout: float, runner: Runner, cwd: Path) -> output.FioOutput:
-    done = runner.run(argv(endpoints), timeout=timeout, check=False, cwd=str(cwd), error=FioError)
+def run(
+    endpoints: Sequence[Endpoint],
+    *,
+    timeout: float,
+    runner: Runner,
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+) -> output.FioOutput:
+    done = runner.run(argv(endpoints), timeout=timeout, check=False, cwd=str(cwd), env=env, error=FioError)
     text = done.stdout + ("\n" + done.stderr if done.stderr.strip() else "")
     (cwd / "fio-output.txt").write_text(text)
     if done.returncode != 0:
