@@ -158,13 +158,25 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def format_table(rows: list[dict[str, object]]) -> str:
     """The text table of ``vmio show``."""
-    head = ("point", "status", "IOPS r/w", "MB/s r/w", "p50 ms", "p99 ms", "dev busy%", "%usr", "%sys")
+    head = (
+        "point",
+        "status",
+        "accel",
+        "IOPS r/w",
+        "MB/s r/w",
+        "p50 ms",
+        "p99 ms",
+        "dev busy%",
+        "%usr",
+        "%sys",
+    )
     lines = [head]
     for r in rows:
         lat = r["read_lat_ns"] or r["write_lat_ns"]
         lines.append((
             f"{r['campaign']}:{r['point']}",
             str(r["status"]),
+            str(r["accel"] or "-"),
             f"{_num(r['read_iops'])}/{_num(r['write_iops'])}",
             f"{_mb(r['read_bw'])}/{_mb(r['write_bw'])}",
             _ms(lat, "p50"),
@@ -177,7 +189,7 @@ def format_table(rows: list[dict[str, object]]) -> str:
         return "no points stored\n"
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     return "".join(
-        "  ".join(cell.ljust(w) if i < 2 else cell.rjust(w) for i, (cell, w) in enumerate(zip(line, widths, strict=True)))
+        "  ".join(cell.ljust(w) if i < 3 else cell.rjust(w) for i, (cell, w) in enumerate(zip(line, widths, strict=True)))
         .rstrip() + "\n"
         for line in lines
     )  # fmt: skip
