@@ -175,3 +175,24 @@ def test_no_qemu_outlives_a_killed_vmio_run(scratch: Path, tmp_path: Path) -> No
         )
         == 0
     )
+
+
+def test_trace_true_keeps_each_points_requests_for_relocate(
+    scratch: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / "t.toml"
+    spec.write_text(
+        '[campaign]\nname = "tr"\n' + vm_target("v", f"{scratch}/t.img", size="32M", trace=True) + WORKLOAD
+    )
+    db = tmp_path / "t.db"
+    assert main(["run", str(spec), "--db", str(db)]) == 0
+    with Store(db) as store:
+        (run,) = store.runs("tr")
+        ios = sum(r["total_ios"] for r in store.results(run["id"]))
+    capsys.readouterr()
+    assert main(["relocate", "analyze", "--run", "tr", "--db", str(db), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    # every measured request is in the trace (the trace also holds fio's ramp and layout reads)
+    assert doc["requests"] >= ios > 0
+    assert json.dumps(doc).count("vmio-0") >= 1
+    assert main(["relocate", "analyze", "--run", "nope", "--db", str(db)]) == 2

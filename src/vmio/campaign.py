@@ -33,6 +33,7 @@ class Options:
     proc_root: str = "/proc"
     sys_root: str = "/sys"
     boot_timeout: float = 90.0
+    trace_root: Path | None = None  # where VM targets with trace = true keep each point's request traces
 
 
 @dataclass(frozen=True)

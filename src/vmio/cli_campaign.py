@@ -23,6 +23,11 @@ def add_db(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", default=None, help="the store (default ./vmio.db, or $VMIO_DB)")
 
 
+def traces_beside(db: str) -> Path:
+    """VM request traces are kept in a folder beside the store: ``vmio.db`` → ``vmio.db.traces/``."""
+    return Path(db).resolve().with_name(Path(db).name + ".traces")
+
+
 def open_store(args: argparse.Namespace) -> Store:
     return Store(args.db or default_db())
 
@@ -74,6 +79,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         interval=interval,
         workdir=Path(args.workdir) if args.workdir else None,
         boot_timeout=_duration("--boot-timeout", args.boot_timeout),
+        trace_root=traces_beside(args.db or default_db()),
     )
     text = Path(args.spec).read_text(encoding="utf-8")
     bar = ProgressPrinter(sys.stderr)

@@ -128,6 +128,7 @@ def build_argv(config: VMConfig, image: GuestImage, runtime: Runtime, caps: Qemu
             "-device",
             f"virtserialport,bus=vser0.0,chardev=agent,name={AGENT_PORT_NAME}",
         ]
+    argv += config.extra_args
     return argv
 
 

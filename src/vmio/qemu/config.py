@@ -106,6 +106,7 @@ class VMConfig:
     disk_wait: int = 30  # seconds the guest waits for its disks before declaring itself ready
     loglevel: int = 4
     extra_append: tuple[str, ...] = field(default=())
+    extra_args: tuple[str, ...] = field(default=())  # appended to QEMU's argv (e.g. -trace options)
 
     def __post_init__(self) -> None:
         # Plain strings (from a spec) are accepted and stored as the enum members.

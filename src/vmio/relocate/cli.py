@@ -42,7 +42,11 @@ def register(sub: Sub) -> None:
 
 
 def _trace_options(p: argparse.ArgumentParser, *, required: bool) -> None:
-    p.add_argument("traces", nargs="+" if required else "*", metavar="TRACE", help="trace files")
+    p.add_argument("traces", nargs="*", metavar="TRACE", help="trace files")
+    if required:
+        p.add_argument("--run", metavar="CAMPAIGN[:POINT]",
+                       help="instead of files: the VM traces vmio kept for a campaign (targets with trace = true)")  # fmt: skip
+        p.add_argument("--db", default=None, help="the store whose traces --run reads (default ./vmio.db)")
     p.add_argument("--format", default="auto", help="auto | blkparse | fio | qemu | cloudphysics | csv")
     p.add_argument("--extent", type=_size, default=1 << 20, help="extent size (default 1M)")
 
@@ -116,6 +120,19 @@ def _add_apply(rsub: Sub) -> None:
     p.set_defaults(handler=_apply)
 
 
+def _traces_of(args: argparse.Namespace) -> Any:
+    """The trace files named, or with ``--run`` the VM traces vmio kept beside the store."""
+    if args.run:
+        from vmio.cli_campaign import default_db, traces_beside
+        from vmio.relocate.runs import read_run_traces
+
+        campaign, _, point = args.run.partition(":")
+        return read_run_traces(traces_beside(args.db or default_db()), campaign, point or None)
+    if not args.traces:
+        raise InputError("give trace files, or --run CAMPAIGN for the traces of vmio's own VM runs")
+    return _read_traces(args.traces, args.format)
+
+
 def _read_traces(paths: list[Path] | list[str], fmt: str) -> Any:
     from vmio.relocate.readers import read_trace
     from vmio.relocate.trace import concat
@@ -127,7 +144,7 @@ def _analyze(args: argparse.Namespace) -> int:
     from vmio.relocate import heat
     from vmio.relocate.commands import analyze_plots
 
-    trace = _read_traces(args.traces, args.format)
+    trace = _traces_of(args)
     summary = heat.summarize(trace, args.extent, args.coverage)
     if args.plot_dir:
         analyze_plots(trace, args.extent, args.plot_dir)
@@ -157,7 +174,7 @@ def _plan(args: argparse.Namespace) -> int:
     from vmio.relocate.commands import layout_for, plan_from_trace
     from vmio.relocate.plan_io import write_plan
 
-    trace = _read_traces(args.traces, args.format)
+    trace = _traces_of(args)
     layout = layout_for(trace, args.image, args.extent, args.disk_size, args.hot_bytes)
     plan = plan_from_trace(trace, layout, args.hot_bytes, args.coverage, args.zone, args.order)
     write_plan(plan, args.output)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -23,6 +25,7 @@ from vmio.metrics.devices import device_chain
 from vmio.metrics.sampler import CpuProbe, DiskProbe, Probe
 from vmio.qemu import VM, AccelProber, Disk, Fleet, VMConfig, probe_caps
 from vmio.qemu.threads import Snapshot, cpu_between, read_threads
+from vmio.relocate.capture import qemu_trace_args
 from vmio.spec import Point, QemuTarget, Workload
 from vmio.store import RunRecord
 from vmio.targets import host
@@ -104,12 +107,28 @@ def _device_bytes(path: str) -> int:
         os.close(fd)
 
 
+def trace_events(bus: str) -> tuple[str, ...]:
+    """One event pair per guest request: virtio-blk's own, else the block backend's (same offsets)."""
+    if bus in ("virtio-blk", "block"):
+        return ("virtio_blk_handle_read", "virtio_blk_handle_write")
+    return ("blk_co_preadv", "blk_co_pwritev")
+
+
+def trace_dir(root: Path, campaign: str, point_key: str) -> Path:
+    """Where a point's QEMU request traces are kept: ``ROOT/CAMPAIGN/POINT/vmio-N.log``."""
+    return root / campaign / point_key.replace("/", "_")
+
+
 class QemuExecutor:
     def __init__(self, target: QemuTarget, options: Options, stack: contextlib.ExitStack) -> None:
         self.target, self.options = target, options
         self.caps = probe_caps()
         image = guest.build()
         self.accel = AccelProber(image, self.caps).resolve(target.accel)
+        self.live_traces: list[Path] = []
+        if target.trace:
+            live = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="vmio-trace-")))
+            self.live_traces = [live / f"vmio-{i}.log" for i in range(target.vms)]
         configs = [
             VMConfig(
                 index=i,
@@ -122,7 +141,8 @@ class QemuExecutor:
                 vcpus=target.vcpus,
                 memory=target.memory,
                 accel=self.accel.accel,
-            )  # fmt: skip
+                extra_args=self._trace_args(i),
+            )
             for i, disk in enumerate(layout(target))
         ]
         self.fleet = stack.enter_context(
@@ -140,7 +160,24 @@ class QemuExecutor:
         self.probes.append(CpuProbe(options.proc_root))
         self.probes += [QemuThreadProbe(vm) for vm in self.fleet.vms]
 
+    def _trace_args(self, index: int) -> tuple[str, ...]:
+        if not self.live_traces:
+            return ()
+        return tuple(qemu_trace_args(self.live_traces[index], events=trace_events(self.target.bus)))
+
+    def _keep_traces(self, starts: list[int], rec: RunRecord) -> None:
+        """Copy what each VM traced during the point into the point's trace folder."""
+        if self.options.trace_root is None:
+            return
+        out = trace_dir(self.options.trace_root, rec.campaign, rec.point_key)
+        out.mkdir(parents=True, exist_ok=True)
+        for live, start in zip(self.live_traces, starts, strict=True):
+            with open(live, "rb") as src, open(out / live.name, "wb") as dst:
+                src.seek(start)
+                shutil.copyfileobj(src, dst)
+
     def measure(self, point: Point, workload: Workload, rundir: Path, rec: RunRecord) -> None:
+        starts = [p.stat().st_size if p.exists() else 0 for p in self.live_traces]
         rec.accel = self.accel.accel
         rec.qemu_version = self.caps.version_string
         rec.qemu_argv = [vm.argv for vm in self.fleet.vms]
@@ -154,6 +191,7 @@ class QemuExecutor:
         ]  # fmt: skip
         try:
             measure_with(endpoints, point, workload, rundir, rec, self.probes, self.options)
+            self._keep_traces(starts, rec)
         except VmioError:
             consoles = "\n".join(
                 f"--- {vm.config.name} console ---\n{vm.console_tail(20)}" for vm in self.fleet.vms
