@@ -211,6 +211,33 @@ def test_rbd_target_in_a_campaign(live_cluster: cluster.ClusterRef, tmp_path: Pa
         assert "ioengine=rbd" in run["job_file"] and f"rbdname={live_cluster.image}" in run["job_file"]
 
 
+@pytest.mark.qemu
+def test_vm_disk_on_rbd_in_a_campaign(live_cluster: cluster.ClusterRef, tmp_path: Path) -> None:
+    """Seed 002's case: a guest whose disk lives on the replicated store, through QEMU's rbd driver."""
+    from qemu_support import MISSING
+
+    from vmio.store import Store
+    from vmio.summary import point_rows
+
+    if MISSING:
+        pytest.skip(f"needs {', '.join(MISSING)}")
+    spec = tmp_path / "vmrbd.toml"
+    spec.write_text(
+        '[campaign]\nname = "vmrbd"\n[[target]]\nname = "vm-on-ceph"\nkind = "qemu"\n'
+        f'backing = ["rbd:{live_cluster.pool}/{live_cluster.image}"]\nconf = "{live_cluster.conf}"\n'
+        'size = "256M"\n[[workload]]\nname = "seed002"\nrw = "randrw"\nrwmixread = 30\nbs = "16k"\n'
+        'iodepth = 16\nruntime = "2s"\n'
+    )
+    db = tmp_path / "vmrbd.db"
+    assert main(["run", str(spec), "--db", str(db)]) == 0
+    with Store(db) as store:
+        (row,) = point_rows(store, "vmrbd")
+        assert row["status"] == "done" and row["accel"] in ("kvm", "tcg")
+        assert row["read_iops"] > 0 and row["write_iops"] > 0
+        (run,) = store.runs("vmrbd")
+        assert '"driver":"rbd"' in run["qemu_argv"].replace(" ", "").replace("\\", "")
+
+
 def test_down_leaves_no_process_and_no_file(live_cluster: cluster.ClusterRef) -> None:
     root = live_cluster.root
     assert root is not None

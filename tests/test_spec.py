@@ -135,3 +135,13 @@ def test_any_workload_value_is_accepted_or_a_spec_error(key: str, value: object)
         loads_spec(text)
     except SpecError as exc:
         assert str(exc).startswith("<spec>:")
+
+
+def test_rbd_backing_needs_pool_image_and_conf() -> None:
+    base = '[campaign]\nname = "x"\n[[target]]\nname = "v"\nkind = "qemu"\nbacking = ["{b}"]\n{extra}[[workload]]\nname = "w"\nrw = "read"\n'
+    ok = loads_spec(base.format(b="rbd:vmio/disk", extra='conf = "/etc/ceph/ceph.conf"\n'))
+    assert isinstance(ok.targets[0], QemuTarget) and ok.targets[0].conf == "/etc/ceph/ceph.conf"
+    with pytest.raises(SpecError, match="spec.toml:6: .*give conf"):
+        loads_spec(base.format(b="rbd:vmio/disk", extra=""), "spec.toml")
+    with pytest.raises(SpecError, match="'rbd:POOL/IMAGE'"):
+        loads_spec(base.format(b="rbd:vmio", extra='conf = "c"\n'), "spec.toml")

@@ -48,6 +48,7 @@ class QemuTarget:
     accel: str = "auto"
     size: int | None = None
     trace: bool = False
+    conf: str | None = None  # ceph.conf for backings written rbd:POOL/IMAGE
     kind: str = "qemu"
 
 
@@ -225,6 +226,7 @@ def _target(data: object, loc: Locator, i: int) -> Target:
         )
     else:
         target = _qemu_target(t, name)
+        _check_rbd(t, target)
     t.done()
     return target
 
@@ -245,7 +247,23 @@ def _qemu_target(t: Fields, name: str) -> QemuTarget:
         accel=t.take("accel", f.choice(*ACCELS), "auto"),
         size=t.take("size", f.size, None),
         trace=t.take("trace", f.boolean, False),
+        conf=t.take("conf", f.string, None),
     )
+
+
+def _check_rbd(t: Fields, target: QemuTarget) -> None:
+    rbd = [b for b in target.backing if b.startswith("rbd:")]
+    for b in rbd:
+        pool, _, image = b[4:].partition("/")
+        if not pool or not image:
+            raise t.error("backing", f"{t.label}.backing has {b!r}; write an RBD image as 'rbd:POOL/IMAGE'")
+    if rbd and target.conf is None:
+        raise t.error("backing", f'{t.label}.backing names RBD images; give conf = "/path/to/ceph.conf"')
+    if rbd and target.bus in ("block", "vfio"):
+        raise t.error(
+            "bus",
+            f"{t.label}.bus = {target.bus!r} cannot use an RBD image; use virtio-blk, virtio-scsi or nvme",
+        )
 
 
 def _memory(value: object) -> int:

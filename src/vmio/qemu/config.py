@@ -69,6 +69,11 @@ class Disk:
     offset: int = 0
     size: int | None = None
     read_only: bool = False
+    rbd_conf: Path | None = None  # set: ``path`` is ``POOL/IMAGE`` on the Ceph cluster of this ceph.conf
+
+    @property
+    def is_rbd(self) -> bool:
+        return self.rbd_conf is not None
 
     def __post_init__(self) -> None:
         if self.offset < 0 or self.offset % 512:

@@ -78,12 +78,24 @@ def layout(target: QemuTarget) -> list[Disk]:
         slot = seen.get(path, 0)
         seen[path] = slot + 1
         whole = per_path[path] == 1 and target.size is None
-        disks.append(Disk(Path(path), offset=slot * share[path], size=None if whole else share[path]))
+        size = None if whole else share[path]
+        if path.startswith("rbd:"):
+            disks.append(
+                Disk(Path(path[4:]), slot * share[path], size, rbd_conf=Path(str(target.conf)).resolve())
+            )
+        else:
+            disks.append(Disk(Path(path), offset=slot * share[path], size=size))
     return disks
 
 
 def _share(target: QemuTarget, path: str, count: int) -> int:
     """Bytes each of ``count`` VMs gets on ``path``; a missing file is created to fit them all."""
+    if path.startswith("rbd:"):
+        if target.size is None and count > 1:
+            raise InputError(
+                f'target {target.name!r}: {count} VMs share {path!r}; give size per VM (e.g. "1G")'
+            )
+        return target.size or 0
     if is_block_device(path):
         total = _device_bytes(path)
     elif target.size is not None:
@@ -148,13 +160,12 @@ class QemuExecutor:
         self.fleet = stack.enter_context(
             Fleet(configs, image, caps=self.caps, boot_timeout=options.boot_timeout)
         )
-        chains = {
-            name
-            for path in target.backing
-            for name in device_chain(path, options.sys_root, options.proc_root)
-        }
-        first = device_chain(target.backing[0], options.sys_root, options.proc_root)
-        nearest = first[:1] if is_block_device(target.backing[0]) else first[-1:]
+        local = [b for b in target.backing if not b.startswith("rbd:")]
+        if target.conf and (Path(target.conf).parent / "vmio-dstore.json").is_file():
+            local.append(str(Path(target.conf).parent))  # a cluster vmio started: its OSDs' files
+        chains = {name for path in local for name in device_chain(path, options.sys_root, options.proc_root)}
+        first = device_chain(local[0], options.sys_root, options.proc_root) if local else []
+        nearest = first[:1] if local and is_block_device(local[0]) else first[-1:]
         self.device: str | None = nearest[0] if nearest else None
         self.probes: list[Probe] = [DiskProbe(d, options.proc_root) for d in sorted(chains)]
         self.probes.append(CpuProbe(options.proc_root))
