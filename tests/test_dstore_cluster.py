@@ -209,6 +209,13 @@ def test_rbd_target_in_a_campaign(live_cluster: cluster.ClusterRef, tmp_path: Pa
         assert row["device"] is not None and row["cpu_usr_pct"] is not None
         (run,) = store.runs("rbd")
         assert "ioengine=rbd" in run["job_file"] and f"rbdname={live_cluster.image}" in run["job_file"]
+    # the model calibrates on the stored campaign as it does on a profile file
+    from vmio.dstore.from_campaign import profile_from_campaign
+
+    with Store(db) as store:
+        (point,) = profile_from_campaign(store, "rbd").points
+    assert point.bs == 16384 and point.iops == pytest.approx(row["read_iops"] + row["write_iops"])
+    assert main(["dstore", "model", "--calibrate", "rbd", "--db", str(db), "--replicas", "2", "--json"]) == 0
 
 
 @pytest.mark.qemu

@@ -10,7 +10,7 @@ from typing import Any
 
 from vmio.dstore.calibrate import Fit, fit_profile, parse_network, what_if
 from vmio.dstore.model import WRITE_PATHS, Prediction, StoreParams, predict
-from vmio.dstore.profile import DEFAULT_BS, Criteria, load_profile, parse_bs_list, verdict
+from vmio.dstore.profile import DEFAULT_BS, Criteria, Profile, load_profile, parse_bs_list, verdict
 from vmio.errors import InputError
 from vmio.units import format_size, parse_duration, parse_size
 
@@ -18,7 +18,13 @@ from vmio.units import format_size, parse_duration, parse_size
 def add_model_parser(dsub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``model`` to the dstore sub-commands."""
     p = dsub.add_parser("model", help="predict IOPS/latency per block size; fit to a profile; what-if")
-    p.add_argument("--calibrate", type=Path, help="a profile JSON from `vmio dstore profile --json`")
+    p.add_argument(
+        "--calibrate",
+        metavar="CAMPAIGN_OR_PROFILE",
+        help="a profile JSON from `vmio dstore profile --json`, or a stored campaign with rbd targets",
+    )
+    p.add_argument("--db", default=None, help="the store for --calibrate CAMPAIGN (default ./vmio.db)")
+    p.add_argument("--target", help="the campaign's rbd target to fit (default: all of them)")
     p.add_argument("--fit-bs", help="fit only at these block sizes, e.g. 4k,8k,16k")
     p.add_argument("--bs", help="predict at these block sizes (default: seed 002's 4k..1m)")
     base = p.add_argument_group("the measured (base) configuration")
@@ -69,8 +75,21 @@ def _model(args: argparse.Namespace) -> int:
     return 0
 
 
+def _calibration(args: argparse.Namespace) -> Profile:
+    """The profile to fit: a JSON file when one exists at that path, else a stored campaign."""
+    path = Path(args.calibrate)
+    if path.suffix == ".json" or path.is_file():
+        return load_profile(path)
+    from vmio.cli_campaign import default_db
+    from vmio.dstore.from_campaign import profile_from_campaign
+    from vmio.store import Store
+
+    with Store(args.db or default_db()) as store:
+        return profile_from_campaign(store, args.calibrate, args.target)
+
+
 def _fit(args: argparse.Namespace) -> Fit:
-    profile = load_profile(args.calibrate) if args.calibrate else None
+    profile = _calibration(args) if args.calibrate else None
     setup = profile.setup if profile else {}
     devices = args.devices or int(setup.get("osds", 3))
     try:
@@ -94,7 +113,7 @@ def _fit(args: argparse.Namespace) -> Fit:
 
 def _default_bs(args: argparse.Namespace) -> list[int]:
     if args.calibrate:
-        return sorted({p.bs for p in load_profile(args.calibrate).points} | set(DEFAULT_BS))
+        return sorted({p.bs for p in _calibration(args).points} | set(DEFAULT_BS))
     return list(DEFAULT_BS)
 
 
