@@ -164,10 +164,9 @@ class LiveController:
         add_decisions(self.store, self.run_id, rows)
 
     def run(self, duration: float, interval: float, on_step: Callable[[Step], None] | None = None) -> None:
-        """Steps every ``interval`` seconds for ``duration`` seconds (after ``start``)."""
+        """``duration / interval`` steps, one every ``interval`` seconds (after ``start``)."""
         next_at = self._clock() + interval
-        end = self._t0 + duration
-        while next_at <= end + 1e-9:
+        for _ in range(max(1, int(duration / interval + 1e-9))):
             time.sleep(max(0.0, next_at - self._clock()))
             step = self.step(wait=max(interval, 5.0))
             if on_step is not None:

@@ -75,7 +75,8 @@ class LiveSettings:
         return out
 
 
-def _configs(s: LiveSettings, accel: str, workdir: Path) -> list[VMConfig]:
+def vm_configs(s: LiveSettings, accel: str, workdir: Path) -> list[VMConfig]:
+    """The VMs of a run, each with a sparse disk in ``workdir`` large enough for its load."""
     configs = []
     for i in range(s.vms):
         load = s.loads[i] if i < len(s.loads) else Load()
@@ -118,7 +119,7 @@ def run_live(
     own = workdir is None
     work = Path(tempfile.mkdtemp(prefix="vmio-membal-", dir="/var/tmp")) if workdir is None else workdir
     try:
-        configs = _configs(settings, accel, work)
+        configs = vm_configs(settings, accel, work)
         with Fleet(configs, image, caps=caps, workdir=work / "vms", boot_timeout=boot_timeout) as fleet:
             guests = [BalloonedVM(vm) for vm in fleet.vms]
             run_id = start_run(
