@@ -22,6 +22,7 @@ from vmio.membal.record import DecisionRow, add_decisions
 from vmio.membal.signals import PAGE, GuestSignals, signals
 from vmio.qemu.agent import AgentRecord
 from vmio.store import Store
+from vmio.units import parse_size
 
 # What each policy reads of an observation beyond allocation/resident, and whether a guest reports it.
 NEEDS: dict[str, tuple[str, ...]] = {
@@ -49,6 +50,29 @@ def check_live_policy(name: str) -> None:
             f"--policy {name!r} cannot run live: it needs {_WHY[missing[0]]}; "
             f"live policies are {', '.join(LIVE_POLICIES)} (all policies run in 'vmio membal sim')"
         )
+
+
+def policy_params(policy: str, given: Mapping[str, object]) -> dict[str, Any]:
+    """A live policy's parameters from ``--param KEY=VALUE`` or a config's ``[policy]`` table: sizes
+    (``step``) in bytes become pages, fractions must lie in (0, 1]."""
+    check_live_policy(policy)
+    kinds = POLICY_PARAMS[policy]
+    out: dict[str, Any] = {}
+    for key, value in given.items():
+        if key not in kinds:
+            known = ", ".join(kinds) or "none"
+            raise InputError(f"policy {policy!r} has no parameter {key!r}; its parameters: {known}")
+        try:
+            if kinds[key] == "size":
+                out[key] = max(1, parse_size(value) // PAGE)
+                continue
+            number = float(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"policy parameter {key} = {value!r} is not a {kinds[key]}: {exc}") from exc
+        if not 0.0 < number <= 1.0:
+            raise InputError(f"policy parameter {key} = {value!r} must be a fraction in (0, 1]")
+        out[key] = number
+    return out
 
 
 @dataclass

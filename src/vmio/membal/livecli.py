@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from vmio.errors import InputError
-from vmio.membal.live import LIVE_POLICIES, Step
+from vmio.membal.live import LIVE_POLICIES, Step, policy_params
 from vmio.membal.liverun import LiveOutcome, LiveSettings, describe, run_live
 from vmio.membal.livework import Load, load_config
 from vmio.store import Store
@@ -17,7 +17,7 @@ from vmio.units import format_size, parse_duration, parse_size
 
 _DEFAULTS: dict[str, Any] = {
     "vms": 2, "memory": 512 << 20, "floor": 256 << 20, "policy": "refault", "interval": 2.0,
-    "duration": 60.0, "max_step": 64 << 20, "min_move": 8 << 20, "budget": 0,
+    "duration": 60.0, "max_step": 64 << 20, "min_move": 8 << 20, "budget": 0, "psi_threshold": 0.01,
 }  # fmt: skip
 
 
@@ -51,6 +51,19 @@ def add_run(inner: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add("--duration", type=_duration, help="how long to control (default 60s)")
     add("--max-step", dest="max_step", type=_size, help="most a balloon moves per interval (default 64M)")
     add("--min-move", dest="min_move", type=_size, help="hysteresis: smaller moves are skipped (default 8M)")
+    add(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a policy parameter, e.g. hysteresis=0.2 or step=32M for refault (repeatable)",
+    )
+    add(
+        "--psi-threshold",
+        dest="psi_threshold",
+        type=float,
+        help="PSI 'some' stall share of an interval that counts as memory pressure (default 0.01)",
+    )
     add("--load", type=_sizes, help="buffered-read working set per VM, comma-separated (0: idle)")
     add("--config", metavar="TOML", help="run settings and per-VM workloads ([run], [[vm]])")
     add("--accel", default="auto", choices=("auto", "kvm", "tcg"), help="accelerator (default auto)")
@@ -74,10 +87,17 @@ def settings_from(args: argparse.Namespace) -> LiveSettings:
     loads = tuple(Load(size) for size in args.load) if args.load else (conf.loads if conf else ())
     per_vm = () if args.floor is not None or conf is None else conf.floors
     floors = _floors(values["floor"], per_vm, n)
+    params = dict(conf.params) if conf is not None else {}
+    for item in args.param:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise InputError(f"--param {item!r} is not KEY=VALUE, e.g. hysteresis=0.2")
+        params[key.strip()] = value.strip()
     return LiveSettings(
         vms=n, memory=values["memory"], floors=floors, policy=values["policy"], interval=values["interval"],
         duration=values["duration"], max_step=values["max_step"], min_move=values["min_move"],
-        budget=values["budget"], loads=loads, accel=args.accel,
+        budget=values["budget"], psi_threshold=values["psi_threshold"], loads=loads, accel=args.accel,
+        params=policy_params(values["policy"], params),
     )  # fmt: skip
 
 
@@ -95,6 +115,7 @@ def _floors(floor: int | list[int], per_vm: tuple[int | None, ...], n: int) -> t
 
 def _run(args: argparse.Namespace) -> int:
     settings = settings_from(args)
+    settings.rules()  # bad floors, budget or steps fail here, before the store is opened
     db = args.db or os.environ.get("VMIO_DB", "vmio.db")
     with Store(db) as store:
         if not args.json:

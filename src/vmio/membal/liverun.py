@@ -53,6 +53,8 @@ class LiveSettings:
             raise InputError(f"{len(self.loads)} workloads for {self.vms} VMs; give at most one per VM")
         if self.interval < 0.5:
             raise InputError(f"--interval {self.interval!r} s is too short; use at least 0.5s")
+        if not 0 < self.psi_threshold <= 1:
+            raise InputError(f"--psi-threshold {self.psi_threshold!r} is not accepted; use a share in (0, 1]")
         if self.duration < self.interval:
             raise InputError(
                 f"--duration {self.duration!r} s is shorter than the interval {self.interval!r} s"

@@ -13,6 +13,10 @@ the guest's cache has left refaults and, near the floor, puts the guest under me
     interval = "2s"
     duration = "60s"
     max_step = "64M"
+    psi_threshold = 0.01        # PSI stall share that counts as memory pressure
+
+    [policy]                    # the policy's parameters, e.g. for refault:
+    hysteresis = 0.1            # move only when the gains differ by more than 10 %
 
     [[vm]]                      # one per VM, in order
     load = "300M"               # working set of buffered reads ("0": idle)
@@ -34,7 +38,7 @@ from vmio.units import parse_duration, parse_size
 
 RUN_KEYS = {"policy": "text", "memory": "size", "floor": "size", "interval": "duration",
             "duration": "duration", "max_step": "size", "budget": "size", "min_move": "size",
-            "vms": "count"}  # fmt: skip
+            "vms": "count", "psi_threshold": "fraction"}  # fmt: skip
 VM_KEYS = {"load": "size", "rw": "text", "bs": "size", "floor": "size"}
 RW = ("randread", "read")
 
@@ -53,6 +57,7 @@ class LiveConfig:
     run: dict[str, Any]  # RUN_KEYS values, parsed
     loads: tuple[Load, ...]
     floors: tuple[int | None, ...]
+    params: dict[str, object]  # [policy] table, checked against the policy later
 
 
 def _value(kind: str, value: object) -> object:
@@ -60,6 +65,10 @@ def _value(kind: str, value: object) -> object:
         return parse_size(value)
     if kind == "duration":
         return parse_duration(value)
+    if kind == "fraction":
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
+            raise ValueError(f"{value!r} is not a fraction in (0, 1]")
+        return float(value)
     if kind == "count":
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(f"{value!r} is not a count; use an integer >= 1")
@@ -86,9 +95,12 @@ def _table(loc_error: Any, name: str, index: int, data: object, keys: dict[str, 
 def load_config(path: str | Path) -> LiveConfig:
     """Parse a ``--config`` file; errors name file:line and the field."""
     data, loc = load_toml(path)
-    unknown = set(data) - {"run", "vm"}
+    unknown = set(data) - {"run", "vm", "policy"}
     if unknown:
-        raise SpecError(f"{path}:1: unknown tables {sorted(unknown)!r}; use [run] and [[vm]]")
+        raise SpecError(f"{path}:1: unknown tables {sorted(unknown)!r}; use [run], [policy] and [[vm]]")
+    params = data.get("policy", {})
+    if not isinstance(params, dict):
+        raise loc.error("policy", 0, None, "[policy] must be a table of the policy's parameters")
     run = _table(loc.error, "run", 0, data.get("run", {}), RUN_KEYS)
     vms = data.get("vm", [])
     if not isinstance(vms, list):
@@ -98,7 +110,7 @@ def load_config(path: str | Path) -> LiveConfig:
         if t.get("rw", "randread") not in RW:
             raise loc.error("vm", i, "rw", f"vm.rw = {t['rw']!r} is not accepted; use one of {', '.join(RW)}")
     loads = tuple(Load(t.get("load", 0), t.get("rw", "randread"), t.get("bs", 64 << 10)) for t in tables)
-    return LiveConfig(run, loads, tuple(t.get("floor") for t in tables))
+    return LiveConfig(run, loads, tuple(t.get("floor") for t in tables), params)
 
 
 def job_text(load: Load, device: str, runtime: float) -> str:
