@@ -9,12 +9,13 @@ import pytest
 from vmio.cli import build_parser, main
 from vmio.errors import InputError, SpecError
 from vmio.membal.livecli import settings_from
+from vmio.membal.liverun import LiveSettings
 from vmio.membal.livework import Load, job_text, load_config
 
 M = 1 << 20
 
 
-def settings(argv: list[str]):  # type: ignore[no-untyped-def]
+def settings(argv: list[str]) -> LiveSettings:
     return settings_from(build_parser().parse_args(["membal", "run", *argv]))
 
 
