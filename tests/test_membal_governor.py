@@ -92,3 +92,10 @@ def test_floors_steps_and_budget_hold_for_any_proposal(vms: list[tuple[int, int,
         assert 256 * M <= m.new <= 512 * M
         assert abs(m.new - m.old) <= r.max_step
         assert not pressed or m.new >= m.old
+
+
+def test_a_balanced_move_stays_balanced_after_rounding_to_the_grain() -> None:
+    half = M // 2
+    [a, b] = govern(rules(), [384 * M, 384 * M], [384 * M + 12 * M + half, 384 * M - 12 * M - half], [False, False])
+    assert (a.new, b.new) == (396 * M, 372 * M)
+    assert a.reason == "policy" and b.reason == "policy"

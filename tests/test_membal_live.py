@@ -110,6 +110,7 @@ def test_a_thrashing_guest_is_deflated_from_an_idle_one_and_every_decision_is_st
     assert pressed and all(r.new_target >= r.old_target for r in pressed)  # never shrunk under pressure
     assert pressed[0].new_target > pressed[0].old_target  # deflated while the idle guest had room to give
     assert pressed[0].inputs["signals"]["pressure"]["under"]
+    assert pressed[0].inputs["observation"]["resident"] == pressed[0].inputs["signals"]["file"] // PAGE
     assert pressed[0].inputs["signals"]["activations"] == control.steps[pressed[0].step].vms[0].signals.activations
     assert loaded.target > 288 * M and quiet.target < 288 * M
     assert all(r.new_target >= 256 * M for r in rows)  # floors

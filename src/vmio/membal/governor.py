@@ -4,7 +4,7 @@ step, hysteresis, deflation under pressure, and the shared budget.
 ``govern`` is a pure function of the old targets, the policy's proposed targets and which guests report
 memory pressure, so it is tested on recorded observations without VMs. Its order:
 
-1. round to the grain; clamp to ``[floor, ceiling]``;
+1. round the change to the grain (toward the old target); clamp to ``[floor, ceiling]``;
 2. a guest under pressure gets at least ``deflate`` bytes more (the balloon gives memory back) and
    never shrinks;
 3. no VM moves more than ``max_step`` per interval;
@@ -89,7 +89,8 @@ def _limit(rules: Rules, i: int, old: int, proposed: int, pressed: bool, why: li
     """Steps 1-4 for one VM."""
     g = rules.grain
     floor, ceiling = rules.floors[i], rules.ceilings[i]
-    want = (proposed + g // 2) // g * g
+    change = abs(proposed - old) // g * g  # toward the old target, so a move between two VMs stays balanced
+    want = old + change if proposed >= old else old - change
     if want < floor:
         want = floor
         why.append("floor")

@@ -216,8 +216,17 @@ class LiveController:
 
 def decision_inputs(v: VmStep) -> dict[str, Any]:
     """What the decision was made from: the guest's signals, the balloon, the policy's proposal."""
+    obs = v.signals.observation()
     return {
         "signals": v.signals.to_json(),
+        "observation": {
+            "allocation": obs.allocation,
+            "resident": obs.resident,
+            "activations": obs.activations,
+            "refaults": obs.refaults,
+            "accesses": obs.accesses,
+            "page": PAGE,
+        },
         "actual": v.actual,
         "proposed": v.move.proposed,
         "overhead": v.signals.overhead(v.move.old),
