@@ -73,6 +73,7 @@ def test_balloons_follow_the_controller_and_a_pressured_guest_is_deflated(
     assert any("pressure" in r.reason and r.new_target > r.old_target for r in loaded), [r.reason for r in loaded]
     assert control.targets[0] > 288 * M  # deflated: memory given back to the guest under pressure
     assert control.targets[1] < 288 * M  # the idle guest's unused memory was taken
+    assert any(r.reason == "policy" and r.new_target < r.old_target for r in idle), [r.reason for r in idle]
     assert all(r.new_target >= 256 * M and (r.actual or 0) >= 256 * M for r in rows)  # floors never crossed
     assert all(abs(r.new_target - r.old_target) <= 32 * M for r in rows)
     assert sum(control.targets) <= 576 * M
