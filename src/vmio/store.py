@@ -76,6 +76,30 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         CREATE INDEX oplat_run ON oplat(run_id);
         """,
     ),
+    (
+        2,
+        "membal live controller runs and decisions",
+        """
+        CREATE TABLE membal_run (
+            id INTEGER PRIMARY KEY,
+            started REAL NOT NULL, ended REAL,
+            policy TEXT NOT NULL,
+            settings TEXT NOT NULL,
+            accel TEXT, qemu_version TEXT, qemu_argv TEXT,
+            status TEXT NOT NULL CHECK (status IN ('running', 'done', 'failed')),
+            error TEXT, summary TEXT
+        );
+        CREATE TABLE membal_decision (
+            id INTEGER PRIMARY KEY,
+            run_id INTEGER NOT NULL REFERENCES membal_run(id) ON DELETE CASCADE,
+            t REAL NOT NULL, step INTEGER NOT NULL, vm TEXT NOT NULL,
+            inputs TEXT NOT NULL,
+            old_target INTEGER NOT NULL, new_target INTEGER NOT NULL, actual INTEGER,
+            policy TEXT NOT NULL, reason TEXT NOT NULL
+        );
+        CREATE INDEX membal_decision_run ON membal_decision(run_id, vm, step);
+        """,
+    ),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 PCT_COLUMNS = {"p50": "p50", "p90": "p90", "p99": "p99", "p99.9": "p999", "p99.99": "p9999"}

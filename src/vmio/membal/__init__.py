@@ -11,4 +11,10 @@
 - ``mrc``/``stackdist``: exact and sampled miss-ratio curves; ``split``: the optimal (DP) and lookahead
   splits; ``bounds``: the per-epoch optimal and static oracle bounds; ``outcome``: all of it for one scenario.
 - ``cli``: ``vmio membal sim SCENARIO [--json] [--plots DIR]``; ``plots``: the figures.
+
+Live (``vmio membal run``, ``livecli``): ``signals`` turns two guest agent records into observations and
+memory pressure; ``governor`` applies floors, ceilings, the maximum step, hysteresis, deflation under
+pressure and the budget to a policy's proposal; ``live`` is the controller (which policies can run live and
+why); ``balloon`` the guest side (QMP balloon, agent stream); ``record`` the store tables; ``livework`` the
+fio page-cache load and the ``--config`` file; ``liverun`` one whole run. See ``docs/membal.md``.
 """

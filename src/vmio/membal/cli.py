@@ -1,4 +1,5 @@
-"""``vmio membal sim SCENARIO [--json] [--plots DIR]``: simulate memory policies and compare to the bounds."""
+"""``vmio membal sim SCENARIO [--json] [--plots DIR]``: simulate memory policies and compare to the bounds;
+``vmio membal run ...`` (in ``livecli``): drive real VMs' balloons with a live policy."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 from pathlib import Path
 
 from vmio.errors import InputError
+from vmio.membal.livecli import add_run
 from vmio.membal.outcome import Outcome, outcome_json, run_scenario
 from vmio.membal.scenario import load_scenario
 from vmio.units import format_size
@@ -22,6 +24,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sim.add_argument("--json", action="store_true", help="print the results as JSON")
     sim.add_argument("--plots", metavar="DIR", type=Path, help="write hit-ratio and memory plots (PNG, SVG)")
     sim.set_defaults(handler=_sim)
+    add_run(inner)
 
 
 def _sim(args: argparse.Namespace) -> int:

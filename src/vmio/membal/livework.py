@@ -1,0 +1,149 @@
+"""Page-cache load inside live guests: buffered fio reads over each guest's disk, driven from the host.
+
+Every guest runs ``fio --server``; one host fio client starts a job per loaded VM. A job reads a working
+set of ``size`` bytes through the guest's page cache (``direct=0``): a working set larger than the memory
+the guest's cache has left refaults and, near the floor, puts the guest under memory pressure.
+
+``--config TOML`` describes the run and its per-VM workloads::
+
+    [run]                       # every key optional; command-line options win
+    policy = "refault"
+    memory = "512M"
+    floor = "256M"
+    interval = "2s"
+    duration = "60s"
+    max_step = "64M"
+    psi_threshold = 0.01        # PSI stall share that counts as memory pressure
+
+    [policy]                    # the policy's parameters, e.g. for refault:
+    hysteresis = 0.1            # move only when the gains differ by more than 10 %
+
+    [[vm]]                      # one per VM, in order
+    load = "300M"               # working set of buffered reads ("0": idle)
+    rw = "randread"             # randread | read
+    bs = "64k"                  # block size of the reads
+    floor = "256M"              # this VM's floor
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vmio.errors import SpecError, ToolError
+from vmio.proc import Supervised
+from vmio.tomlsrc import load_toml
+from vmio.units import parse_duration, parse_size
+
+RUN_KEYS = {"policy": "text", "memory": "size", "floor": "size", "interval": "duration",
+            "duration": "duration", "max_step": "size", "budget": "size", "min_move": "size",
+            "vms": "count", "psi_threshold": "fraction"}  # fmt: skip
+VM_KEYS = {"load": "size", "rw": "text", "bs": "size", "floor": "size"}
+RW = ("randread", "read")
+
+
+@dataclass(frozen=True)
+class Load:
+    """One VM's workload: buffered reads over ``size`` bytes of its first disk (0: none)."""
+
+    size: int = 0
+    rw: str = "randread"
+    bs: int = 64 << 10
+
+
+@dataclass(frozen=True)
+class LiveConfig:
+    run: dict[str, Any]  # RUN_KEYS values, parsed
+    loads: tuple[Load, ...]
+    floors: tuple[int | None, ...]
+    params: dict[str, object]  # [policy] table, checked against the policy later
+
+
+def _value(kind: str, value: object) -> object:
+    if kind == "size":
+        return parse_size(value)
+    if kind == "duration":
+        return parse_duration(value)
+    if kind == "fraction":
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
+            raise ValueError(f"{value!r} is not a fraction in (0, 1]")
+        return float(value)
+    if kind == "count":
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{value!r} is not a count; use an integer >= 1")
+        return value
+    if not isinstance(value, str):
+        raise ValueError(f"{value!r} is not text")
+    return value
+
+
+def _table(loc_error: Any, name: str, index: int, data: object, keys: dict[str, str]) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise loc_error(name, index, None, f"[{name}] must be a table")
+    out = {}
+    for key, value in data.items():
+        if key not in keys:
+            raise loc_error(name, index, key, f"{name}.{key} is not known; use one of {', '.join(keys)}")
+        try:
+            out[key] = _value(keys[key], value)
+        except ValueError as exc:
+            raise loc_error(name, index, key, f"{name}.{key}: {exc}") from exc
+    return out
+
+
+def load_config(path: str | Path) -> LiveConfig:
+    """Parse a ``--config`` file; errors name file:line and the field."""
+    data, loc = load_toml(path)
+    unknown = set(data) - {"run", "vm", "policy"}
+    if unknown:
+        raise SpecError(f"{path}:1: unknown tables {sorted(unknown)!r}; use [run], [policy] and [[vm]]")
+    params = data.get("policy", {})
+    if not isinstance(params, dict):
+        raise loc.error("policy", 0, None, "[policy] must be a table of the policy's parameters")
+    run = _table(loc.error, "run", 0, data.get("run", {}), RUN_KEYS)
+    vms = data.get("vm", [])
+    if not isinstance(vms, list):
+        raise loc.error("vm", 0, None, "vm must be an array of tables: [[vm]]")
+    tables = [_table(loc.error, "vm", i, v, VM_KEYS) for i, v in enumerate(vms)]
+    for i, t in enumerate(tables):
+        if t.get("rw", "randread") not in RW:
+            raise loc.error("vm", i, "rw", f"vm.rw = {t['rw']!r} is not accepted; use one of {', '.join(RW)}")
+    loads = tuple(Load(t.get("load", 0), t.get("rw", "randread"), t.get("bs", 64 << 10)) for t in tables)
+    return LiveConfig(run, loads, tuple(t.get("floor") for t in tables), params)
+
+
+def job_text(load: Load, device: str, runtime: float) -> str:
+    """The fio job for one VM's load; ``invalidate=0`` keeps fio from dropping the cache between loops
+    (pages it drops leave no shadow entries, so their refaults would not count)."""
+    return (
+        f"[membal-load]\nfilename={device}\nrw={load.rw}\nbs={load.bs}\nsize={load.size}\ndirect=0\n"
+        f"invalidate=0\nioengine=psync\nruntime={max(1, int(runtime))}\ntime_based=1\nrandrepeat=0\n"
+    )
+
+
+class LoadRun:
+    """One host fio client driving every loaded VM's job in the background; ``stop`` ends it."""
+
+    def __init__(self, clients: list[tuple[str, Load, str]], runtime: float, workdir: Path) -> None:
+        args: list[str] = []
+        for i, (client, load, device) in enumerate(clients):
+            job = workdir / f"load-{i}.fio"
+            job.write_text(job_text(load, device, runtime))
+            args += [f"--client={client}", str(job)]
+        self.argv = ["fio", "--output-format=json", *args]
+        self.log = workdir / "load.log"
+        self.proc: Supervised | None = None
+        if clients:
+            with open(self.log, "wb") as log:  # the child keeps its own copy of the descriptor
+                try:
+                    self.proc = Supervised(
+                        self.argv, env={"LC_ALL": "C"}, stdout=log.fileno(), stderr=log.fileno()
+                    )
+                except OSError as exc:
+                    raise ToolError(f"cannot start fio: {exc.strerror}", argv=self.argv) from exc
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.stop(wait=10.0)
+            self.proc = None

@@ -1,0 +1,110 @@
+"""What an unmodified Linux guest tells the live controller, from two of its agent records.
+
+The agent (``vmio.qemu.read_agent_records``) sends ``/proc/vmstat`` and ``/proc/meminfo``, and, when the
+kernel has PSI (Debian kernels need ``psi=1``), the memory stall totals ``psi_memory_some_us`` and
+``psi_memory_full_us``. Between two records this module derives:
+
+- the page-cache signals the policies use: file pages (``Active(file) + Inactive(file)``, which leaves out
+  the initramfs's shmem), free memory, refaults and activations (``workingset_*_file``), pages read;
+- memory pressure: the share of the interval some task stalled on memory (PSI); without PSI, direct
+  reclaim (``allocstall_*``, ``pgscan_direct``), swap traffic or an OOM kill in the interval.
+
+Observations are in the *cache frame*: a VM's ``allocation`` is the memory its page cache may use now
+(free + file pages) and ``resident`` its file pages; the rest of the balloon target (kernel, shmem,
+programs) is its ``overhead``, added back when an allocation is turned into a balloon target.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from vmio.membal.observation import VmObservation
+from vmio.qemu.agent import AgentRecord
+
+PAGE = 4096
+_STALL_COUNTERS = ("allocstall_dma", "allocstall_dma32", "allocstall_normal", "allocstall_movable")
+_SWAP_COUNTERS = ("pswpin", "pswpout")
+
+
+@dataclass(frozen=True)
+class Pressure:
+    """Memory pressure over one interval and how it was judged."""
+
+    source: str  # "psi" or "vmstat"
+    stall: float  # PSI: share of the interval with some task stalled on memory (0..1); vmstat: 0
+    reclaim: int  # direct-reclaim stalls + direct scans + swap pages + OOM kills in the interval
+    under: bool  # the guest is under memory pressure
+
+
+@dataclass(frozen=True)
+class GuestSignals:
+    """One VM over one interval: the guest's memory (bytes) and its counters' deltas (pages)."""
+
+    seconds: float  # guest uptime between the records
+    total: int  # MemTotal
+    free: int  # MemFree
+    available: int  # MemAvailable
+    file: int  # Active(file) + Inactive(file)
+    refaults: int  # workingset_refault_file
+    activations: int  # workingset_activate_file
+    read_pages: int  # pgpgin (KiB) in pages
+    pressure: Pressure
+
+    def observation(self) -> VmObservation:
+        """The policy's view in the cache frame; hits are not observable in a guest and stay 0."""
+        return VmObservation(
+            allocation=(self.free + self.file) // PAGE,
+            resident=self.file // PAGE,
+            accesses=self.read_pages,
+            hits=0,
+            hit_pages=0,
+            refaults=self.refaults,
+            activations=self.activations,
+        )
+
+    def overhead(self, target: int) -> int:
+        """Bytes of the balloon target the page cache cannot use (kernel, shmem, programs)."""
+        return max(0, target - self.free - self.file)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _delta(before: AgentRecord, after: AgentRecord, names: tuple[str, ...]) -> int:
+    """The counters' total increase; a counter that went back (guest reboot) counts from 0."""
+    total = 0
+    for name in names:
+        new, old = after.vmstat.get(name, 0), before.vmstat.get(name, 0)
+        total += new - old if new >= old else new
+    return total
+
+
+def pressure(before: AgentRecord, after: AgentRecord, psi_threshold: float = 0.01) -> Pressure:
+    """PSI's stall share when the guest reports it, else direct reclaim, swap or OOM activity."""
+    reclaim = (
+        _delta(before, after, _STALL_COUNTERS)
+        + _delta(before, after, ("pgscan_direct", "oom_kill"))
+        + _delta(before, after, _SWAP_COUNTERS)
+    )
+    if "psi_memory_some_us" in after.vmstat:
+        seconds = max(after.uptime - before.uptime, 1e-3)
+        stall = _delta(before, after, ("psi_memory_some_us",)) / 1e6 / seconds
+        return Pressure("psi", round(stall, 6), reclaim, stall >= psi_threshold)
+    return Pressure("vmstat", 0.0, reclaim, reclaim > 0)
+
+
+def signals(before: AgentRecord, after: AgentRecord, psi_threshold: float = 0.01) -> GuestSignals:
+    """The guest's memory at ``after`` and its activity since ``before``."""
+    mem = after.meminfo
+    return GuestSignals(
+        seconds=round(after.uptime - before.uptime, 3),
+        total=mem.get("MemTotal", 0),
+        free=mem.get("MemFree", 0),
+        available=mem.get("MemAvailable", 0),
+        file=mem.get("Active(file)", 0) + mem.get("Inactive(file)", 0),
+        refaults=_delta(before, after, ("workingset_refault_file",)),
+        activations=_delta(before, after, ("workingset_activate_file",)),
+        read_pages=_delta(before, after, ("pgpgin",)) * 1024 // PAGE,
+        pressure=pressure(before, after, psi_threshold),
+    )

@@ -1,0 +1,85 @@
+"""``vmio membal run`` settings: defaults, --config files, command-line precedence and bad input (no VMs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from vmio.cli import build_parser, main
+from vmio.errors import InputError, SpecError
+from vmio.membal.livecli import settings_from
+from vmio.membal.liverun import LiveSettings
+from vmio.membal.livework import Load, job_text, load_config
+
+M = 1 << 20
+
+
+def settings(argv: list[str]) -> LiveSettings:
+    return settings_from(build_parser().parse_args(["membal", "run", *argv]))
+
+
+def test_defaults_give_two_vms_halfway_between_floor_and_memory() -> None:
+    s = settings([])
+    rules = s.rules()
+    assert (s.vms, s.policy, s.interval, s.duration) == (2, "refault", 2.0, 60.0)
+    assert rules.budget == 768 * M and rules.initial() == [384 * M, 384 * M]
+    assert rules.max_step == 64 * M and rules.deflate == 64 * M
+
+
+def test_config_then_command_line(tmp_path: Path) -> None:
+    conf = tmp_path / "live.toml"
+    conf.write_text(
+        '[run]\npolicy = "mom"\ninterval = "1s"\nmax_step = "16M"\n\n[policy]\nshrink = 0.5\n\n'
+        '[[vm]]\nload = "100M"\nrw = "read"\nfloor = "300M"\n\n[[vm]]\n'
+    )
+    s = settings(["--config", str(conf), "--interval", "3s"])
+    assert (s.policy, s.interval, s.max_step) == ("mom", 3.0, 16 * M)
+    assert s.floors == (300 * M, 256 * M) and s.params == {"shrink": 0.5}
+    assert s.loads == (Load(100 * M, "read"), Load(0))
+    s = settings(["--config", str(conf), "--floor", "280M", "--load", "50M,60M", "--param", "grow=0.2"])
+    assert s.floors == (280 * M, 280 * M) and s.loads == (Load(50 * M), Load(60 * M))
+    assert s.params == {"shrink": 0.5, "grow": 0.2}
+
+
+def test_refault_step_is_given_in_bytes_and_kept_in_pages() -> None:
+    assert settings(["--param", "step=32M", "--param", "hysteresis=0.2"]).params == {
+        "step": 32 * M // 4096, "hysteresis": 0.2,
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ('[run]\nmemory = "lots"\n', r"live.toml:2: run.memory: 'lots' is not a size"),
+    ('[run]\ncolour = 1\n', r"live.toml:2: run.colour is not known"),
+    ('[[vm]]\nload = "1M"\n\n[[vm]]\nrw = "write"\n', r"live.toml:5: vm.rw = 'write' is not accepted"),
+    ('[disk]\n', r"unknown tables \['disk'\]"),
+])
+def test_bad_config_names_file_line_and_field(tmp_path: Path, text: str, message: str) -> None:
+    conf = tmp_path / "live.toml"
+    conf.write_text(text)
+    with pytest.raises(SpecError, match=message):
+        load_config(conf)
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--policy", "marginal"], "cannot run live: it needs sampled stack distances"),
+    (["--policy", "efficiency"], "cannot run live: it needs the pages that hit"),
+    (["--floor", "600M"], "at most its memory"),
+    (["--floor", "1M,2M,3M"], "3 values for 2 VMs"),
+    (["--vms", "3", "--budget", "700M"], "more than the budget"),
+    (["--interval", "100ms"], "too short"),
+    (["--param", "alpha=1"], "has no parameter 'alpha'"),
+    (["--load", "1M,1M,1M"], "3 workloads for 2 VMs"),
+    (["--psi-threshold", "2"], "use a share in"),
+])
+def test_bad_options_fail_before_any_vm_boots(argv: list[str], message: str,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(InputError, match=message):
+        settings(argv).rules()
+    assert main(["membal", "run", *argv]) == 2
+    assert "vmio: error:" in capsys.readouterr().err
+
+
+def test_load_job_reads_through_the_page_cache() -> None:
+    job = job_text(Load(200 * M), "/dev/vda", 30)
+    assert "direct=0" in job and "invalidate=0" in job and f"size={200 * M}" in job and "rw=randread" in job
