@@ -55,17 +55,21 @@ def error_table(title: str, measured: Profile, fits: dict[str, Fit], **changes: 
 def summary(label: str, errors: list[float]) -> None:
     absolute = [abs(e) for e in errors]
     within = sum(e <= 0.20 for e in absolute)
-    print(f"{label}: median |error| {statistics.median(absolute):.1%}, max {max(absolute):.1%}, "
-          f"within 20 %: {within}/{len(absolute)}")
+    print(
+        f"{label}: median |error| {statistics.median(absolute):.1%}, max {max(absolute):.1%}, "
+        f"within 20 %: {within}/{len(absolute)}"
+    )
 
 
 def measure(ref: cluster.ClusterRef, runtime: float, bs: list[int], runner: Runner, reps: int) -> Profile:
     """The profile repeated ``reps`` times (whole sweeps, so drifting load hits every size); medians."""
+
     def show(p: Point) -> None:
         print(f"  measured {format_size(p.bs)}: {p.iops:.0f} IOPS, {p.mean_lat_ms:.1f} ms", file=sys.stderr)
 
-    sweeps = [run_profile(ref, bs, runtime_s=runtime, ramp_s=1.0, runner=runner, on_point=show)
-              for _ in range(reps)]
+    sweeps = [
+        run_profile(ref, bs, runtime_s=runtime, ramp_s=1.0, runner=runner, on_point=show) for _ in range(reps)
+    ]
     points = []
     for i, bs_i in enumerate(bs):
         runs = [s.points[i] for s in sweeps]
@@ -73,8 +77,10 @@ def measure(ref: cluster.ClusterRef, runtime: float, bs: list[int], runner: Runn
         mean = statistics.median(p.mean_lat_ms for p in runs)
         p99 = statistics.median(p.p99_lat_ms for p in runs)
         spread = (max(p.iops for p in runs) - min(p.iops for p in runs)) / iops
-        print(f"  {format_size(bs_i)}: median {iops:.0f} IOPS over {reps} runs, spread {spread:.0%}",
-              file=sys.stderr)
+        print(
+            f"  {format_size(bs_i)}: median {iops:.0f} IOPS over {reps} runs, spread {spread:.0%}",
+            file=sys.stderr,
+        )
         points.append(make_point_from(bs_i, iops, mean, p99, sweeps[0].criteria))
     return Profile(points, sweeps[0].criteria, sweeps[0].setup)
 
@@ -85,19 +91,29 @@ def make_point_from(bs: int, iops: float, mean: float, p99: float, criteria: Cri
 
 def run(ref: cluster.ClusterRef, runtime: float, with_what_if: bool, reps: int) -> None:
     runner = Runner()
-    base = StoreParams(replicas=ref.replicas, devices=ref.osds, hosts=ref.osds,
-                       net_bw=parse_network("loopback"), rtt_s=5e-5)
+    base = StoreParams(
+        replicas=ref.replicas, devices=ref.osds, hosts=ref.osds, net_bw=parse_network("loopback"), rtt_s=5e-5
+    )
     print(f"load average before: {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
     profile = measure(ref, runtime, list(DEFAULT_BS), runner, reps)
     fits = {"fit-all": fit_profile(profile, base), "fit-4k64k1m": fit_profile(profile, base, SUBSET)}
     for name, fit in fits.items():
         p = fit.params
-        print(f"{name}: device {p.dev_op_s * 1e3:.3f} ms/op, {p.dev_bw / 1e6:.0f} MB/s, "
-              f"p99/mean {p.p99_factor:.2f}, rms log-IOPS error {fit.rms_log_error:.1%}")
+        print(
+            f"{name}: device {p.dev_op_s * 1e3:.3f} ms/op, {p.dev_bw / 1e6:.0f} MB/s, "
+            f"p99/mean {p.p99_factor:.2f}, rms log-IOPS error {fit.rms_log_error:.1%}"
+        )
     errors = error_table("pool size 3, no striping (measured profile)", profile, fits)
     summary("fit-all, mean latency", errors)
-    held = [e for e, p in zip(error_table("held-out view", profile, {"fit-4k64k1m": fits["fit-4k64k1m"]}),
-                              profile.points, strict=True) if p.bs not in SUBSET]
+    held = [
+        e
+        for e, p in zip(
+            error_table("held-out view", profile, {"fit-4k64k1m": fits["fit-4k64k1m"]}),
+            profile.points,
+            strict=True,
+        )
+        if p.bs not in SUBSET
+    ]
     summary("fit-4k64k1m, held-out block sizes", held)
     if not with_what_if:
         return
@@ -108,8 +124,9 @@ def run(ref: cluster.ClusterRef, runtime: float, with_what_if: bool, reps: int) 
         finally:
             compare.remove_variant(runner, ref, variant)
         label = compare.KINDS[kind][0]
-        errs = error_table(f"what-if {label}: predicted from the size-3 fit", other,
-                           {"fit-all": fits["fit-all"]}, **change)
+        errs = error_table(
+            f"what-if {label}: predicted from the size-3 fit", other, {"fit-all": fits["fit-all"]}, **change
+        )
         summary(f"what-if {label}, mean latency", errs)
     print(f"load average after: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 

@@ -28,10 +28,12 @@ def main() -> int:
 
     started = time.monotonic()
     image = build()
-    print(f"guest image {image.key}: {image.size / 2**20:.1f} MiB "
-          f"(kernel {image.kernel.stat().st_size / 2**20:.1f} MiB, "
-          f"initramfs {image.initrd.stat().st_size / 2**20:.1f} MiB), "
-          f"built or found in {time.monotonic() - started:.1f} s")
+    print(
+        f"guest image {image.key}: {image.size / 2**20:.1f} MiB "
+        f"(kernel {image.kernel.stat().st_size / 2**20:.1f} MiB, "
+        f"initramfs {image.initrd.stat().st_size / 2**20:.1f} MiB), "
+        f"built or found in {time.monotonic() - started:.1f} s"
+    )
     caps = probe_caps()
     choice = resolve_accel(args.accel, image, caps)
     print(f"QEMU {caps.version_string}; accelerator {choice.accel} ({choice.reason})")
@@ -53,9 +55,11 @@ def main() -> int:
             times.append(ready)
             print(f"boot {i + 1}: ready {ready:.2f} s (marker {vm.boot_seconds:.2f} s), stop {stopped:.2f} s")
     quartiles = statistics.quantiles(times, n=4) if len(times) > 1 else [times[0]] * 3
-    print(f"launch-to-ready: median {statistics.median(times):.2f} s, min {min(times):.2f} s, "
-          f"max {max(times):.2f} s, IQR {quartiles[0]:.2f}-{quartiles[2]:.2f} s over {len(times)} boots "
-          f"({choice.accel})")
+    print(
+        f"launch-to-ready: median {statistics.median(times):.2f} s, min {min(times):.2f} s, "
+        f"max {max(times):.2f} s, IQR {quartiles[0]:.2f}-{quartiles[2]:.2f} s over {len(times)} boots "
+        f"({choice.accel})"
+    )
     return 0
 
 

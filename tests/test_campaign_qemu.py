@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from qemu_support import alive, needs_qemu
 from vmio import summary
 from vmio.cli import main
 from vmio.fio import histogram
 from vmio.store import Store
+
+from qemu_support import alive, needs_qemu
 
 pytestmark = [needs_qemu, pytest.mark.qemu, pytest.mark.slow]
 

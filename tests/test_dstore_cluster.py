@@ -221,10 +221,10 @@ def test_rbd_target_in_a_campaign(live_cluster: cluster.ClusterRef, tmp_path: Pa
 @pytest.mark.qemu
 def test_vm_disk_on_rbd_in_a_campaign(live_cluster: cluster.ClusterRef, tmp_path: Path) -> None:
     """Seed 002's case: a guest whose disk lives on the replicated store, through QEMU's rbd driver."""
-    from qemu_support import MISSING
-
     from vmio.store import Store
     from vmio.summary import point_rows
+
+    from qemu_support import MISSING
 
     if MISSING:
         pytest.skip(f"needs {', '.join(MISSING)}")

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from qemu_support import needs_qemu, session_guest
 from vmio.cli import main
 from vmio.errors import InputError
 from vmio.guest import image
@@ -18,6 +17,8 @@ from vmio.guest.cpio import CpioWriter
 from vmio.guest.inputs import KernelSource, Versions
 from vmio.guest.kmod import modinfo_depends, module_name, resolve_modules
 from vmio.qemu import probe_caps
+
+from qemu_support import needs_qemu, session_guest
 
 
 def read_cpio(data: bytes) -> dict[str, tuple[int, bytes]]:

@@ -66,11 +66,14 @@ def test_no_donor_above_its_floor_means_no_deflation() -> None:
     assert "budget" in d.reasons
 
 
-@pytest.mark.parametrize(("kw", "message"), [
-    ({"floors": (600 * M, 256 * M)}, "at most its memory"),
-    ({"budget": 400 * M}, "more than the budget"),
-    ({"max_step": 1024}, "at least the grain"),
-])
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        ({"floors": (600 * M, 256 * M)}, "at most its memory"),
+        ({"budget": 400 * M}, "more than the budget"),
+        ({"max_step": 1024}, "at least the grain"),
+    ],
+)
 def test_bad_rules_are_refused(kw: dict[str, object], message: str) -> None:
     with pytest.raises(InputError, match=message):
         rules(**kw)
@@ -96,6 +99,8 @@ def test_floors_steps_and_budget_hold_for_any_proposal(vms: list[tuple[int, int,
 
 def test_a_balanced_move_stays_balanced_after_rounding_to_the_grain() -> None:
     half = M // 2
-    [a, b] = govern(rules(), [384 * M, 384 * M], [384 * M + 12 * M + half, 384 * M - 12 * M - half], [False, False])
+    [a, b] = govern(
+        rules(), [384 * M, 384 * M], [384 * M + 12 * M + half, 384 * M - 12 * M - half], [False, False]
+    )
     assert (a.new, b.new) == (396 * M, 372 * M)
     assert a.reason == "policy" and b.reason == "policy"

@@ -85,8 +85,14 @@ def test_policies_a_guest_cannot_feed_are_refused(name: str) -> None:
 
 
 def rules() -> Rules:
-    return Rules(budget=576 * M, floors=(256 * M, 256 * M), ceilings=(512 * M, 512 * M),
-                 max_step=32 * M, min_move=8 * M, deflate=32 * M)
+    return Rules(
+        budget=576 * M,
+        floors=(256 * M, 256 * M),
+        ceilings=(512 * M, 512 * M),
+        max_step=32 * M,
+        min_move=8 * M,
+        deflate=32 * M,
+    )
 
 
 @pytest.mark.parametrize("policy", ["refault", "mom"])
@@ -111,7 +117,10 @@ def test_a_thrashing_guest_is_deflated_from_an_idle_one_and_every_decision_is_st
     assert pressed[0].new_target > pressed[0].old_target  # deflated while the idle guest had room to give
     assert pressed[0].inputs["signals"]["pressure"]["under"]
     assert pressed[0].inputs["observation"]["resident"] == pressed[0].inputs["signals"]["file"] // PAGE
-    assert pressed[0].inputs["signals"]["activations"] == control.steps[pressed[0].step].vms[0].signals.activations
+    assert (
+        pressed[0].inputs["signals"]["activations"]
+        == control.steps[pressed[0].step].vms[0].signals.activations
+    )
     assert loaded.target > 288 * M and quiet.target < 288 * M
     assert all(r.new_target >= 256 * M for r in rows)  # floors
     assert all(abs(r.new_target - r.old_target) <= 32 * M for r in rows)  # max step

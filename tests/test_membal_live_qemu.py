@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from qemu_support import caps, needs_qemu, session_guest
 from vmio.cli import main
 from vmio.guest import GuestImage
 from vmio.membal.balloon import BalloonedVM
@@ -19,6 +18,8 @@ from vmio.membal.livework import Load, LoadRun
 from vmio.membal.record import decisions, finish_run, run_row, start_run
 from vmio.qemu import AccelProber, Fleet, QemuCaps
 from vmio.store import Store
+
+from qemu_support import caps, needs_qemu, session_guest
 
 pytestmark = [pytest.mark.qemu, pytest.mark.fio, needs_qemu]
 M = 1 << 20
@@ -45,11 +46,15 @@ def settle(vm: BalloonedVM, target: int, timeout: float = 15.0) -> int:
 def test_balloons_follow_the_controller_and_a_pressured_guest_is_deflated(
     guest: GuestImage, qcaps: QemuCaps, tmp_path: Path
 ) -> None:
-    settings = LiveSettings(policy="mom", budget=576 * M, max_step=32 * M, interval=1.5, duration=12.0,
-                            loads=(Load(180 * M),))
+    settings = LiveSettings(
+        policy="mom", budget=576 * M, max_step=32 * M, interval=1.5, duration=12.0, loads=(Load(180 * M),)
+    )
     accel = AccelProber(guest, qcaps, cache_dir=guest.path.parents[1] / "accel").resolve("auto").accel
     configs = vm_configs(settings, accel, tmp_path)
-    with Fleet(configs, guest, caps=qcaps, workdir=tmp_path / "vms") as fleet, Store(tmp_path / "m.db") as store:
+    with (
+        Fleet(configs, guest, caps=qcaps, workdir=tmp_path / "vms") as fleet,
+        Store(tmp_path / "m.db") as store,
+    ):
         guests = [BalloonedVM(vm) for vm in fleet.vms]
         run_id = start_run(store, "mom", settings.to_json(), accel=accel)
         control = LiveController(guests, settings.rules(), "mom", store=store, run_id=run_id)
@@ -70,7 +75,9 @@ def test_balloons_follow_the_controller_and_a_pressured_guest_is_deflated(
     assert finals == control.targets  # the sizes QEMU reports follow the controller
     loaded = [r for r in rows if r.vm == "vmio-0"]
     idle = [r for r in rows if r.vm == "vmio-1"]
-    assert any("pressure" in r.reason and r.new_target > r.old_target for r in loaded), [r.reason for r in loaded]
+    assert any("pressure" in r.reason and r.new_target > r.old_target for r in loaded), [
+        r.reason for r in loaded
+    ]
     assert control.targets[0] > 288 * M  # deflated: memory given back to the guest under pressure
     assert control.targets[1] < 288 * M  # the idle guest's unused memory was taken
     assert any(r.reason == "policy" and r.new_target < r.old_target for r in idle), [r.reason for r in idle]
@@ -90,8 +97,21 @@ def test_cli_run_prints_steps_and_stores_the_run(
     config = tmp_path / "live.toml"
     config.write_text('[run]\npolicy = "equal"\ninterval = "1s"\nduration = "3s"\n\n[[vm]]\nfloor = "300M"\n')
     db = tmp_path / "live.db"
-    code = main(["membal", "run", "--config", str(config), "--memory", "400M", "--floor", "256M",
-                 "--db", str(db), "--json"])
+    code = main(
+        [
+            "membal",
+            "run",
+            "--config",
+            str(config),
+            "--memory",
+            "400M",
+            "--floor",
+            "256M",
+            "--db",
+            str(db),
+            "--json",
+        ]
+    )
     out = capsys.readouterr()
     assert code == 0, out.err
     data = json.loads(out.out)

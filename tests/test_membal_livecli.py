@@ -48,12 +48,15 @@ def test_refault_step_is_given_in_bytes_and_kept_in_pages() -> None:
     }  # fmt: skip
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ('[run]\nmemory = "lots"\n', r"live.toml:2: run.memory: 'lots' is not a size"),
-    ('[run]\ncolour = 1\n', r"live.toml:2: run.colour is not known"),
-    ('[[vm]]\nload = "1M"\n\n[[vm]]\nrw = "write"\n', r"live.toml:5: vm.rw = 'write' is not accepted"),
-    ('[disk]\n', r"unknown tables \['disk'\]"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[run]\nmemory = "lots"\n', r"live.toml:2: run.memory: 'lots' is not a size"),
+        ("[run]\ncolour = 1\n", r"live.toml:2: run.colour is not known"),
+        ('[[vm]]\nload = "1M"\n\n[[vm]]\nrw = "write"\n', r"live.toml:5: vm.rw = 'write' is not accepted"),
+        ("[disk]\n", r"unknown tables \['disk'\]"),
+    ],
+)
 def test_bad_config_names_file_line_and_field(tmp_path: Path, text: str, message: str) -> None:
     conf = tmp_path / "live.toml"
     conf.write_text(text)
@@ -61,19 +64,23 @@ def test_bad_config_names_file_line_and_field(tmp_path: Path, text: str, message
         load_config(conf)
 
 
-@pytest.mark.parametrize(("argv", "message"), [
-    (["--policy", "marginal"], "cannot run live: it needs sampled stack distances"),
-    (["--policy", "efficiency"], "cannot run live: it needs the pages that hit"),
-    (["--floor", "600M"], "at most its memory"),
-    (["--floor", "1M,2M,3M"], "3 values for 2 VMs"),
-    (["--vms", "3", "--budget", "700M"], "more than the budget"),
-    (["--interval", "100ms"], "too short"),
-    (["--param", "alpha=1"], "has no parameter 'alpha'"),
-    (["--load", "1M,1M,1M"], "3 workloads for 2 VMs"),
-    (["--psi-threshold", "2"], "use a share in"),
-])
-def test_bad_options_fail_before_any_vm_boots(argv: list[str], message: str,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--policy", "marginal"], "cannot run live: it needs sampled stack distances"),
+        (["--policy", "efficiency"], "cannot run live: it needs the pages that hit"),
+        (["--floor", "600M"], "at most its memory"),
+        (["--floor", "1M,2M,3M"], "3 values for 2 VMs"),
+        (["--vms", "3", "--budget", "700M"], "more than the budget"),
+        (["--interval", "100ms"], "too short"),
+        (["--param", "alpha=1"], "has no parameter 'alpha'"),
+        (["--load", "1M,1M,1M"], "3 workloads for 2 VMs"),
+        (["--psi-threshold", "2"], "use a share in"),
+    ],
+)
+def test_bad_options_fail_before_any_vm_boots(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     with pytest.raises(InputError, match=message):
         settings(argv).rules()
     assert main(["membal", "run", *argv]) == 2

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from qemu_support import caps, needs_qemu, session_guest
 from vmio.errors import InputError
 from vmio.qemu import VM, AccelProber, VMConfig
 from vmio.qemu.accel import boot_id
+
+from qemu_support import caps, needs_qemu, session_guest
 
 pytestmark = [pytest.mark.qemu, needs_qemu]
 

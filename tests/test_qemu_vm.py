@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from qemu_support import alive, caps, fio_client, job_file, needs_qemu, read_ios, session_guest
 from vmio.errors import GuestBootError, VmioError
 from vmio.guest import GuestImage
 from vmio.qemu import VM, Disk, Fleet, QemuCaps, ThreadSampler, VMConfig, VMState, read_agent_records
+
+from qemu_support import alive, caps, fio_client, job_file, needs_qemu, read_ios, session_guest
 
 pytestmark = [pytest.mark.qemu, pytest.mark.fio, needs_qemu]
 

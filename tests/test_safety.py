@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import need
 from vmio.cli import main
 from vmio.proc import Runner
 from vmio.store import Store
 from vmio.targets.safety import data_on_device
+
+from conftest import need
 
 pytestmark = [pytest.mark.fio, pytest.mark.root]
 
