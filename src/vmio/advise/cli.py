@@ -45,16 +45,23 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     diag.add_argument("--live", action="store_true", help="diagnose the QEMU processes running now")
     diag.add_argument("--seconds", default="5s", help="with --live: how long to sample (default 5s)")
     diag.add_argument("--pid", type=int, action="append", help="with --live: only this QEMU (repeatable)")
-    diag.add_argument("--jobs-per-vm", type=int, metavar="N",
-                      help="with --live: I/O jobs each guest runs (the host cannot see them; default unknown)")
+    diag.add_argument(
+        "--jobs-per-vm",
+        type=int,
+        metavar="N",
+        help="with --live: I/O jobs each guest runs (the host cannot see them; default unknown)",
+    )
     diag.add_argument("--proc", type=Path, default=Path("/proc"), help=argparse.SUPPRESS)
     diag.set_defaults(handler=run_diagnose)
 
     tune = sub.add_parser("tune", help="apply the top diagnosed action to a campaign's VM targets and re-run")
     tune.add_argument("campaign", help="a stored campaign with VM targets")
     tune.add_argument("--db", default=None, help="the store (default ./vmio.db, or $VMIO_DB)")
-    tune.add_argument("--backing", metavar="PATH",
-                      help="a second backing path (spread-disks) or a free block device (dedicate-disk)")
+    tune.add_argument(
+        "--backing",
+        metavar="PATH",
+        help="a second backing path (spread-disks) or a free block device (dedicate-disk)",
+    )
     tune.add_argument("--target", metavar="NAME", help="only this VM target (default: every VM target)")
     tune.add_argument("--name", metavar="NAME", help="the tuned campaign's name (default CAMPAIGN-tuned)")
     tune.add_argument("--boot-timeout", default="90s", help="time a guest has to become ready (default 90s)")
