@@ -47,7 +47,10 @@ def busy_vm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[VM, Path
     job.write_text("[rr]\nfilename=/dev/vda\nrw=randread\nbs=4k\nsize=16M\nruntime=10\ntime_based=1\n"
                    "direct=1\nioengine=libaio\niodepth=4\nnumjobs=2\n")  # fmt: skip
     try:
-        with VM(config, session_guest(tmp_path_factory), caps=caps()) as vm, open(work / "fio.out", "wb") as out:
+        with (
+            VM(config, session_guest(tmp_path_factory), caps=caps()) as vm,
+            open(work / "fio.out", "wb") as out,
+        ):
             fio = subprocess.Popen(["fio", f"--client={vm.fio_client}", str(job)], stdout=out, stderr=out)
             try:
                 time.sleep(1.5)  # the jobs are running

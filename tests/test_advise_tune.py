@@ -72,8 +72,12 @@ def test_tune_applies_the_diagnosed_action_and_compares(
     tuned = loads_spec(store.require("t-tuned")["spec_text"])
     (vm,) = tuned.targets
     assert isinstance(vm, QemuTarget)
-    expected = {"add-iothread": {"iothreads": 1}, "scale-out-vms": {"vms": 2, "jobs_per_vm": 1},
-                "dedicate-disk": {"bus": "block", "backing": (loop,)}}[target["action"]]  # fmt: skip
+    by_action: dict[str, dict[str, object]] = {
+        "add-iothread": {"iothreads": 1},
+        "scale-out-vms": {"vms": 2, "jobs_per_vm": 1},
+        "dedicate-disk": {"bus": "block", "backing": (loop,)},
+    }
+    expected = by_action[target["action"]]
     assert {k: getattr(vm, k) for k in expected} == expected
     assert {r["status"] for r in store.runs("t-tuned")} == {"done"}
     changes = report["compare"]["changes"]

@@ -11,8 +11,6 @@ from dataclasses import fields
 
 from vmio.spec import Campaign, Target, Workload
 
-_SKIP = {"path"}
-
 
 def dumps(campaign: Campaign, comment: str = "") -> str:
     """The TOML text of ``campaign``; ``comment`` lines go on top as ``#`` comments."""
@@ -29,7 +27,7 @@ def _table(item: Target | Workload) -> list[str]:
     out = []
     for f in fields(item):
         value = getattr(item, f.name)
-        if f.name in _SKIP or value is None:
+        if value is None:
             continue
         if f.name == "offered_iops":
             value = ["max" if v is None else v for v in value]
