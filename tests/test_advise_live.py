@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import time
 from collections.abc import Iterator
@@ -36,7 +37,7 @@ class VmMonitor:
 
 @pytest.fixture(scope="module")
 def busy_vm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[VM, Path]]:
-    """A VM with one iothread and a 32 MiB disk inside a file, two fio jobs reading it for 10 s."""
+    """A VM with one iothread and a 32 MiB disk inside a file, two fio jobs reading it for 20 s (killed after the tests)."""
     work = tmp_path_factory.mktemp("live")
     image = Path("/var/tmp") / f"vmio-live-{work.name}.img"
     with open(image, "wb") as f:  # written, not sparse: a hole is read without touching the disk
@@ -44,7 +45,7 @@ def busy_vm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[VM, Path
             f.write(b"\x5a" * (1 << 20))
     config = VMConfig(disks=(Disk(image, offset=1 << 20, size=32 << 20),), iothreads=1, accel="tcg")
     job = work / "job.fio"
-    job.write_text("[rr]\nfilename=/dev/vda\nrw=randread\nbs=4k\nsize=16M\nruntime=10\ntime_based=1\n"
+    job.write_text("[rr]\nfilename=/dev/vda\nrw=randread\nbs=4k\nsize=16M\nruntime=20\ntime_based=1\n"
                    "direct=1\nioengine=libaio\niodepth=4\nnumjobs=2\n")  # fmt: skip
     try:
         with (
@@ -73,6 +74,7 @@ def test_live_from_the_command_line_when_qmp_is_held(
     assert found["pid"] == vm.pid and found["name"] == "vmio-0" and found["accel"] == "tcg"
     # the VM object holds its QMP socket, and QEMU serves one client: the socket is found but does not answer
     assert found["qmp"]["socket"] == str(vm.runtime.qmp) and not found["qmp"]["reachable"]
+    assert "one QMP client at a time" in found["qmp"]["error"]
     assert found["source"] == "command line" and found["qemu_version"] == vm.caps.version_string
     (disk,) = found["disks"]
     assert disk["path"] == str(image) and disk["bus"] == "virtio-blk" and disk["iothread"] == "iothread0"
@@ -84,6 +86,20 @@ def test_live_from_the_command_line_when_qmp_is_held(
     steps = {s["node"]: s for s in disk["diagnosis"]["steps"]}
     assert steps["c"]["answer"].startswith("yes: 2 jobs") and "1 iothread(s)" in steps["f"]["answer"]
     assert any("host device" in note for note in found["notes"])
+
+
+def test_live_evidence_dumped_reads_back(busy_vm: tuple[VM, Path], tmp_path: Path) -> None:
+    vm, _ = busy_vm
+    dump = tmp_path / "live.json"
+    assert (
+        main(["diagnose", "--live", "--pid", str(vm.pid), "--seconds", "0.5", "--dump-evidence", str(dump)])
+        == 0
+    )
+    ((key, evidence),) = json.loads(dump.read_text()).items()
+    assert key == f"{vm.pid}/vdisk0" and evidence["vm"]["iothreads"] == 1
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps(evidence))
+    assert main(["diagnose", "--evidence", str(one), "--json"]) == 0
 
 
 def test_live_over_qmp(busy_vm: tuple[VM, Path]) -> None:
@@ -104,10 +120,23 @@ def test_live_over_qmp(busy_vm: tuple[VM, Path]) -> None:
     m = disk.evidence.measured
     assert m.read_iops is not None and m.read_iops > 0 and m.write_iops == 0  # query-blockstats of this disk
     assert disk.evidence.workload.read_pct == 100 and disk.evidence.workload.bs == 4096
-    assert not found.notes
+    (note,) = found.notes  # the IOPS are the disk's own, not the host device's; only the jobs are unknown
+    assert "--jobs-per-vm" in note and disk.evidence.vm is not None and disk.evidence.vm.jobs_per_vm is None
     assert disk.diagnosis.limit in ("device", "host-cpu", "qemu-io-thread", "guest-cpu", "none")
 
 
 def test_live_refuses_a_pid_that_is_not_qemu(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["diagnose", "--live", "--pid", "1", "--seconds", "0.1"]) == 2
     assert "--pid 1 is not a running QEMU" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(shutil.which("virsh") is None, reason="needs virsh (libvirt-clients), not installed")
+def test_live_through_libvirt() -> None:
+    domains = subprocess.run(["virsh", "list", "--name"], capture_output=True, text=True, timeout=30)
+    names = domains.stdout.split()
+    if domains.returncode != 0 or not names:
+        pytest.skip("virsh runs no domain to diagnose")
+    vms = diagnose_live(0.5, Seams())
+    libvirt = [vm for vm in vms if vm.proc.cmd.name in names]
+    assert libvirt and all(vm.facts.via and vm.facts.via.startswith("virsh") for vm in libvirt)
+    assert all(vm.facts.reachable and vm.version for vm in libvirt)

@@ -36,7 +36,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     diag.add_argument("campaign", nargs="?", help="a stored campaign to diagnose")
     diag.add_argument("--point", metavar="KEY", help="only this point (default: every unthrottled point)")
     diag.add_argument(
-        "--dump-evidence", type=Path, metavar="FILE", help="write the campaign's evidence as JSON"
+        "--dump-evidence",
+        type=Path,
+        metavar="FILE",
+        help="write the evidence (of the campaign, or with --live of each disk) as JSON",
     )
     diag.add_argument("--db", default=None, help="the store (default ./vmio.db, or $VMIO_DB)")
     diag.add_argument("--evidence", type=Path, metavar="FILE", help="an evidence JSON file")

@@ -111,9 +111,12 @@ class SocketMonitor:
         quiet.setLevel(logging.CRITICAL)  # a held socket is expected; the report says so, not a log line
         try:
             self.conn.connect()
-        except ToolError:
+        except ToolError as exc:
             self.conn.close()
-            raise
+            why = str(exc.__cause__ or exc)
+            if isinstance(exc.__cause__, TimeoutError):
+                why = f"no greeting within {timeout:g} s; QEMU serves one QMP client at a time, another may hold it"
+            raise ToolError(f"QMP socket {path!r} did not answer: {why}") from exc
         finally:
             quiet.setLevel(level)
 

@@ -18,9 +18,20 @@ def run_live(args: argparse.Namespace) -> int:
 
     if args.jobs_per_vm is not None and args.jobs_per_vm < 1:
         raise InputError(f"--jobs-per-vm {args.jobs_per_vm!r} must be at least 1")
+    if args.point is not None:
+        raise InputError(f"--point {args.point!r} picks a stored campaign's point; --live has none")
     span = seconds("--seconds", args.seconds)
     vms = diagnose_live(span, Seams(proc_root=args.proc, sys_root=Path("/sys")), pids=args.pid or (),
                         jobs_per_vm=args.jobs_per_vm)  # fmt: skip
+    if args.dump_evidence is not None and vms:
+        doc = {
+            f"{vm.proc.pid}/{d.disk.device_id or d.disk.drive}": d.evidence.to_dict()
+            for vm in vms
+            for d in vm.disks
+        }
+        args.dump_evidence.write_text(json.dumps(doc, indent=2) + "\n")
+        print(f"evidence for {len(doc)} disk(s) written to {args.dump_evidence}")
+        return 0
     if args.json:
         print(json.dumps({"seconds": span, "vms": [vm_dict(vm) for vm in vms]}, indent=1))
     elif not vms:

@@ -82,6 +82,10 @@ def diagnose_live(
     for proc in chosen:
         facts, mon = ask(proc, opener)
         vms.append(LiveVm(proc, facts, facts.version or _binary_version(proc, seams.runner), monitor=mon))
+    if jobs_per_vm is None:
+        for vm in vms:
+            vm.notes.append("jobs per VM unknown (the host cannot see the guest's jobs); "
+                            "--jobs-per-vm N lets Fig. 10 (c) ask about QEMU's I/O thread")  # fmt: skip
     try:
         _sample(vms, everyone, seconds, seams, jobs_per_vm)
     finally:
