@@ -123,8 +123,16 @@ def test_tune_without_an_action_exits_0_without_a_rerun(
     # two VMs' iothreads at their limit on QEMU 7.2 (no iothread-vq-mapping), no device to dedicate
     db = stored(tmp_path, {("qemu:vmio-0", "iothread_pct"): 99.0}, iothreads=1, jobs_per_vm=4, vms=2)
     assert main(["tune", "c", "--db", db]) == 0
-    out = capsys.readouterr().out
-    assert "limit qemu-io-thread" in out and "top action: none" in out and "nothing was re-run" in out
+    assert capsys.readouterr().out == (
+        "campaign 'c': tuning guideline (seed 000, Fig. 10) per VM target\n"
+        "  target 'vm': 1 point(s); limit qemu-io-thread\n"
+        "    vm/rr/bs=4096/offered=max/load=0/rep=1: limit qemu-io-thread; actions none\n"
+        "    top action: none\n"
+        "    nothing to apply: the guideline names no action for this target\n"
+        "not tuned: no action to apply; nothing was re-run\n"
+    )
+    with Store(db) as store:
+        assert store.campaigns() == ["c"]
 
 
 def test_vq_mapping_is_refused_on_an_old_qemu_and_planned_on_a_new_one(tmp_path: Path) -> None:

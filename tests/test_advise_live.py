@@ -37,7 +37,7 @@ class VmMonitor:
 
 @pytest.fixture(scope="module")
 def busy_vm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[VM, Path]]:
-    """A VM with one iothread and a 32 MiB disk inside a file, two fio jobs reading it for 20 s (killed after the tests)."""
+    """A VM with one iothread and a 32 MiB disk in a file; two fio jobs read it until the tests end."""
     work = tmp_path_factory.mktemp("live")
     image = Path("/var/tmp") / f"vmio-live-{work.name}.img"
     with open(image, "wb") as f:  # written, not sparse: a hole is read without touching the disk
