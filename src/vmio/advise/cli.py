@@ -135,19 +135,24 @@ def _diagnose_campaign(args: argparse.Namespace) -> int:
 def run_tune(args: argparse.Namespace) -> int:
     from vmio import campaign as runner
     from vmio.advise import tune
-    from vmio.advise.tune_text import format_result
-    from vmio.cli_campaign import open_store
+    from vmio.advise.tune_text import format_outcome, format_plan
+    from vmio.cli_campaign import ProgressPrinter, open_store
     from vmio.qemu import probe_caps
 
     options = runner.Options(boot_timeout=seconds("--boot-timeout", args.boot_timeout))
     with open_store(args) as store:
         plan = tune.plan(store, args.campaign, caps=probe_caps, backing=args.backing, tuned_name=args.name,
                          only=args.target)  # fmt: skip
-        result = tune.execute(plan, store, options) if not plan.refused else tune.Result(plan)
+        if not args.json:
+            sys.stdout.write(format_plan(plan))
+            sys.stdout.flush()
+        bar = ProgressPrinter(sys.stderr)
+        result = tune.execute(plan, store, options, bar) if not plan.refused else tune.Result(plan)
+        bar.close()
     if args.json:
         print(json.dumps(result.as_dict(), indent=1))
     else:
-        sys.stdout.write(format_result(result))
+        sys.stdout.write(format_outcome(result))
     return 1 if plan.refused or result.failures else 0
 
 

@@ -154,10 +154,12 @@ def _tuned_campaign(p: Plan, camp: Campaign, store: Store) -> None:
     p.tuned, p.spec_text = tuned, text
 
 
-def execute(p: Plan, store: Store, options: runner.Options) -> Result:
+def execute(
+    p: Plan, store: Store, options: runner.Options, progress: Callable[[runner.Progress], None] | None = None
+) -> Result:
     """Run the tuned campaign's points and compare them with the original's."""
     if p.tuned is None or p.spec_text is None:
         return Result(p)
-    outcome = runner.run(p.tuned, p.spec_text, store, options)
+    outcome = runner.run(p.tuned, p.spec_text, store, options, progress)
     before, after = data.load(store, p.campaign), data.load(store, p.tuned_name)
     return Result(p, outcome, compare.before_after(before, after), outcome.failures)

@@ -24,8 +24,13 @@ def format_plan(plan: Plan) -> str:
 
 
 def format_result(result: Result) -> str:
+    return format_plan(result.plan) + format_outcome(result)
+
+
+def format_outcome(result: Result) -> str:
+    """What became of the plan: refused, nothing to do, or the re-run and its comparison."""
     plan = result.plan
-    text = format_plan(plan)
+    text = ""
     if plan.refused:
         names = ", ".join(repr(t.target) for t in plan.refused)
         return (
