@@ -25,7 +25,8 @@ def dumps(campaign: Campaign, comment: str = "") -> str:
 
 def _table(item: Target | Workload) -> list[str]:
     out = []
-    for f in fields(item):
+    first = {"name": 0, "kind": 1}  # a table reads best starting with what it is
+    for f in sorted(fields(item), key=lambda f: first.get(f.name, 2)):
         value = getattr(item, f.name)
         if value is None:
             continue
