@@ -4,7 +4,8 @@
 ``ask(proc)`` asks the QEMU over its QMP socket (or through ``virsh qemu-monitor-command`` for a libvirt
 domain when virsh is installed) for its version, disks (query-block), iothreads (query-iothreads), vCPU
 threads and per-disk I/O counters. A QMP socket already held by another client (QEMU serves one at a time)
-does not answer; the QEMU is then described from its command line alone, and the report says so.
+does not answer; the QEMU is then described from its command line alone, and the report says so. A
+session vmio opens is held for the sampling window only, then closed.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from vmio.advise.cmdline import CmdDisk, Cmdline
 from vmio.errors import ToolError
 from vmio.proc import Runner
 from vmio.qemu.qmp import QMPConnection
+from vmio.targets.safety import is_block_device
 
 QMP_TIMEOUT = 2.0  # seconds; a QMP socket held by another client never greets
 
@@ -154,7 +156,8 @@ def ask(proc: QemuProcess, open_fn: Callable[[QemuProcess], Monitor]) -> tuple[Q
         version = mon.execute("query-version")["qemu"]
         facts.version = f"{version['major']}.{version['minor']}.{version['micro']}"
         facts.iothread_tids = {t["id"]: int(t["thread-id"]) for t in mon.execute("query-iothreads")}
-        facts.vcpu_tids = [int(c["thread-id"]) for c in mon.execute("query-cpus-fast")]
+        with contextlib.suppress(ToolError):  # QEMU before 2.12 has no query-cpus-fast: names decide
+            facts.vcpu_tids = [int(c["thread-id"]) for c in mon.execute("query-cpus-fast")]
         facts.disks = [_disk(mon, b, proc.cmd) for b in mon.execute("query-block") if b.get("inserted")]
     except (ToolError, KeyError, TypeError, ValueError) as exc:
         mon.close()
@@ -175,7 +178,7 @@ def _disk(mon: Monitor, block: dict[str, Any], cmd: Cmdline) -> CmdDisk:
             link = mon.execute("qom-get", {"path": qdev, "property": "iothread"})
             iothread = str(link).rsplit("/", 1)[-1] or None
     bus = known.bus if known else "virtio-blk"
-    if bus == "virtio-blk" and protocol == "host_device":
+    if bus == "virtio-blk" and (protocol == "host_device" or (path and is_block_device(path))):
         bus = "block"
     return CmdDisk(dev_id, node, path, bus, iothread, known.vq_mapping if known else False)
 
