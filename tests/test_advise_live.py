@@ -118,8 +118,9 @@ def test_live_over_qmp(busy_vm: tuple[VM, Path]) -> None:
     assert disk.disk.path == str(image) and disk.disk.drive == "disk0" and disk.disk.device_id == "vdisk0"
     assert disk.disk.iothread == "iothread0"
     m = disk.evidence.measured
-    assert m.read_iops is not None and m.read_iops > 0 and m.write_iops == 0  # query-blockstats of this disk
-    assert disk.evidence.workload.read_pct == 100 and disk.evidence.workload.bs == 4096
+    seen = (m, disk.evidence.workload, found.notes)
+    assert m.read_iops is not None and m.read_iops > 0 and m.write_iops == 0, seen  # query-blockstats
+    assert disk.evidence.workload.read_pct == 100 and disk.evidence.workload.bs == 4096, seen
     (note,) = found.notes  # the IOPS are the disk's own, not the host device's; only the jobs are unknown
     assert "--jobs-per-vm" in note and disk.evidence.vm is not None and disk.evidence.vm.jobs_per_vm is None
     assert disk.diagnosis.limit in ("device", "host-cpu", "qemu-io-thread", "guest-cpu", "none")
