@@ -1,4 +1,4 @@
-"""vmio tune end to end: a 1 VM x 2 jobs campaign without an iothread (TCG here) -> diagnose -> tune ->
+"""vmio tune end to end: a 1 VM x 2 jobs campaign without an iothread (TCG) -> diagnose -> tune ->
 the re-run is stored under its own name and compared point by point with the original."""
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ kind = "qemu"
 backing = ["{img}"]
 size = "64M"
 jobs_per_vm = 2
+accel = "tcg"
 
 [[workload]]
 name = "rr"
