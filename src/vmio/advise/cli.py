@@ -36,13 +36,40 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     diag.add_argument("campaign", nargs="?", help="a stored campaign to diagnose")
     diag.add_argument("--point", metavar="KEY", help="only this point (default: every unthrottled point)")
     diag.add_argument(
-        "--dump-evidence", type=Path, metavar="FILE", help="write the campaign's evidence as JSON"
+        "--dump-evidence",
+        type=Path,
+        metavar="FILE",
+        help="write the evidence (of the campaign, or with --live of each disk) as JSON",
     )
     diag.add_argument("--db", default=None, help="the store (default ./vmio.db, or $VMIO_DB)")
     diag.add_argument("--evidence", type=Path, metavar="FILE", help="an evidence JSON file")
     diag.add_argument("--explain", action="store_true", help="print the decision tree and thresholds")
     diag.add_argument("--json", action="store_true", help="print JSON")
+    diag.add_argument("--live", action="store_true", help="diagnose the QEMU processes running now")
+    diag.add_argument("--seconds", default="5s", help="with --live: how long to sample (default 5s)")
+    diag.add_argument("--pid", type=int, action="append", help="with --live: only this QEMU (repeatable)")
+    diag.add_argument(
+        "--jobs-per-vm",
+        type=int,
+        metavar="N",
+        help="with --live: I/O jobs each guest runs (the host cannot see them; default unknown)",
+    )
+    diag.add_argument("--proc", type=Path, default=Path("/proc"), help=argparse.SUPPRESS)
     diag.set_defaults(handler=run_diagnose)
+
+    tune = sub.add_parser("tune", help="apply the top diagnosed action to a campaign's VM targets and re-run")
+    tune.add_argument("campaign", help="a stored campaign with VM targets")
+    tune.add_argument("--db", default=None, help="the store (default ./vmio.db, or $VMIO_DB)")
+    tune.add_argument(
+        "--backing",
+        metavar="PATH",
+        help="a second backing path (spread-disks) or a free block device (dedicate-disk)",
+    )
+    tune.add_argument("--target", metavar="NAME", help="only this VM target (default: every VM target)")
+    tune.add_argument("--name", metavar="NAME", help="the tuned campaign's name (default CAMPAIGN-tuned)")
+    tune.add_argument("--boot-timeout", default="90s", help="time a guest has to become ready (default 90s)")
+    tune.add_argument("--json", action="store_true", help="print JSON")
+    tune.set_defaults(handler=run_tune)
 
 
 def run_advise(args: argparse.Namespace) -> int:
@@ -65,6 +92,12 @@ def run_diagnose(args: argparse.Namespace) -> int:
     if args.explain:
         sys.stdout.write(explain())
         return 0
+    if args.live:
+        if args.campaign is not None or args.evidence is not None:
+            raise InputError("--live diagnoses running QEMUs; give it without CAMPAIGN or --evidence")
+        from vmio.advise.live_cli import run_live
+
+        return run_live(args)
     if args.campaign is not None:
         return _diagnose_campaign(args)
     if args.evidence is None:
@@ -97,3 +130,40 @@ def _diagnose_campaign(args: argparse.Namespace) -> int:
     for key, d in verdicts.items():
         sys.stdout.write(f"== {key}\n{format_diagnosis(d)}\n")
     return 0
+
+
+def run_tune(args: argparse.Namespace) -> int:
+    from vmio import campaign as runner
+    from vmio.advise import tune
+    from vmio.advise.tune_text import format_outcome, format_plan
+    from vmio.cli_campaign import ProgressPrinter, open_store
+    from vmio.qemu import probe_caps
+
+    options = runner.Options(boot_timeout=seconds("--boot-timeout", args.boot_timeout))
+    with open_store(args) as store:
+        plan = tune.plan(store, args.campaign, caps=probe_caps, backing=args.backing, tuned_name=args.name,
+                         only=args.target)  # fmt: skip
+        if not args.json:
+            sys.stdout.write(format_plan(plan))
+            sys.stdout.flush()
+        bar = ProgressPrinter(sys.stderr)
+        result = tune.execute(plan, store, options, bar) if not plan.refused else tune.Result(plan)
+        bar.close()
+    if args.json:
+        print(json.dumps(result.as_dict(), indent=1))
+    else:
+        sys.stdout.write(format_outcome(result))
+    return 1 if plan.refused or result.failures else 0
+
+
+def seconds(flag: str, text: str) -> float:
+    """A duration option in seconds; InputError names the flag and the value."""
+    from vmio.units import parse_duration
+
+    try:
+        value = parse_duration(text)
+    except ValueError as exc:
+        raise InputError(f"{flag} {text!r}: {exc}") from None
+    if value <= 0:
+        raise InputError(f"{flag} {text!r} must be longer than zero, such as '5s'")
+    return value
