@@ -12,12 +12,13 @@ from typing import Any
 
 import pytest
 
-from qemu_support import caps, needs_qemu, session_guest
 from vmio.advise.live import QemuProcess
 from vmio.advise.live_sample import Seams, diagnose_live
 from vmio.cli import main
 from vmio.metrics.devices import device_chain
 from vmio.qemu import VM, Disk, VMConfig
+
+from qemu_support import caps, needs_qemu, session_guest
 
 pytestmark = [needs_qemu, pytest.mark.qemu, pytest.mark.slow]
 

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from qemu_support import needs_qemu
 from vmio.cli import main
 from vmio.spec import QemuTarget, loads_spec
 from vmio.store import Store
+
+from qemu_support import needs_qemu
 
 SPEC = """\
 [campaign]
