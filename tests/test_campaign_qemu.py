@@ -197,3 +197,18 @@ def test_trace_true_keeps_each_points_requests_for_relocate(
     assert doc["requests"] >= ios > 0
     assert json.dumps(doc).count("vmio-0") >= 1
     assert main(["relocate", "analyze", "--run", "nope", "--db", str(db)]) == 2
+
+
+def test_evidence_takes_the_busiest_qemu_thread(vm_campaign: Store) -> None:
+    from vmio.advise.from_store import evidence_for, stored_campaign
+
+    run = next(r for r in vm_campaign.runs("vm") if r["target"] == "vblk-io-2jobs")
+    metrics = vm_campaign.run_metrics(run["id"])
+    ev = evidence_for(vm_campaign, stored_campaign(vm_campaign, "vm"), run)
+    assert ev.vm is not None and (ev.vm.count, ev.vm.jobs_per_vm, ev.vm.iothreads) == (1, 2, 1)
+    assert ev.measured.qemu_iothread_cpu_pct == pytest.approx(
+        min(100.0, metrics[("qemu:vmio-0", "iothread_max_pct")])
+    )
+    assert ev.measured.qemu_vcpu_cpu_pct == pytest.approx(
+        min(100.0, metrics[("qemu:vmio-0", "vcpu_max_pct")])
+    )
