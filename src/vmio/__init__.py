@@ -2,6 +2,8 @@
 
 __version__ = "0.1.0"
 
+from vmio.campaign import Options
+from vmio.campaign import run as run_campaign
 from vmio.errors import (
     ClusterError,
     FioError,
@@ -14,14 +16,20 @@ from vmio.errors import (
     UnsafeTargetError,
     VmioError,
 )
+from vmio.spec import Campaign, Point, load_spec, loads_spec
+from vmio.store import Store
 from vmio.units import format_size, parse_duration, parse_size
 
 __all__ = [
+    "Campaign",
     "ClusterError",
     "FioError",
     "GuestBootError",
     "InputError",
+    "Options",
+    "Point",
     "SpecError",
+    "Store",
     "StoreError",
     "ToolError",
     "TraceError",
@@ -29,6 +37,9 @@ __all__ = [
     "VmioError",
     "__version__",
     "format_size",
+    "load_spec",
+    "loads_spec",
     "parse_duration",
     "parse_size",
+    "run_campaign",
 ]
