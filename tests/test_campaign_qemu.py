@@ -45,7 +45,7 @@ def vm_campaign(tmp_path_factory: pytest.TempPathFactory) -> Store:
         vm_target("vblk", img, size="64M"),
         vm_target("vblk-io-2jobs", img, size="64M", iothreads=1, jobs_per_vm=2),
         vm_target("scsi-2vms", img, size="64M", bus="virtio-scsi", vms=2),
-        vm_target("nvme", img, size="64M", bus="nvme", aio="threads"),  # see examples/demo.toml
+        vm_target("nvme", img, size="64M", bus="nvme"),
     ])  # fmt: skip
     spec = work / "vm.toml"
     spec.write_text(f'[campaign]\nname = "vm"\n\n{targets}\n{WORKLOAD}')
@@ -105,6 +105,7 @@ def test_argv_accelerator_and_disjoint_ranges_are_recorded(vm_campaign: Store) -
     text = [" ".join(argv) for argv in argvs]
     assert f"offset={64 << 20}" not in text[0] and f"offset={64 << 20}" in text[1]
     assert all(f"size={64 << 20}" in t for t in text)
+    assert "nvme_core.io_timeout=2" in " ".join(json.loads(runs["nvme"]["qemu_argv"])[0])
     accel = runs["nvme"]["accel"]
     assert any(
         f"accel={accel}" in a or a == accel for a in argvs[0] + json.loads(runs["nvme"]["qemu_argv"])[0]
