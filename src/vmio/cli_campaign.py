@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -104,18 +105,57 @@ def _duration(flag: str, text: str) -> float:
         raise InputError(f"{flag}: {exc}") from None
 
 
+GUEST_DEVICE = {
+    "virtio-blk": "/dev/vda",
+    "block": "/dev/vda",
+    "virtio-scsi": "/dev/sda",
+    "nvme": "/dev/nvme0n1",
+}
+
+
+def dry_run_placement(target: spec.Target, workload: spec.Workload) -> tuple[str, jobfile.Placement]:
+    """What one fio process of ``target`` would be given, and where it runs."""
+    if isinstance(target, spec.QemuTarget):
+        jobs = target.vms * target.jobs_per_vm
+        where = f"in each of {target.vms} VM(s), fio --server"
+        return where, jobfile.Placement(
+            GUEST_DEVICE.get(target.bus), numjobs=target.jobs_per_vm, total_jobs=jobs
+        )
+    if isinstance(target, spec.RemoteTarget):
+        jobs = workload.numjobs * len(target.hosts)
+        where = (
+            f"on {target.hosts[0]} (and {len(target.hosts) - 1} more)"
+            if len(target.hosts) > 1
+            else f"on {target.hosts[0]}"
+        )
+        return where, jobfile.Placement(
+            target.paths[0], target.size, numjobs=workload.numjobs, total_jobs=jobs
+        )
+    if isinstance(target, spec.RbdTarget):
+        engine = {
+            "ioengine": "rbd",
+            "clientname": target.clientname,
+            "pool": target.pool,
+            "rbdname": target.image,
+        }
+        return "here, fio's rbd engine", jobfile.Placement(None, numjobs=workload.numjobs, total_jobs=workload.numjobs,
+                                                           engine_options=engine)  # fmt: skip
+    return "here", jobfile.Placement(
+        target.path, target.size, numjobs=workload.numjobs, total_jobs=workload.numjobs
+    )
+
+
 def print_dry_run(camp: spec.Campaign, out: TextIO) -> None:
     points = camp.points()
     out.write(f"campaign {camp.name!r}: {len(points)} points\n")
     for point in points:
         workload = camp.workload(point.workload)
         target = camp.target(point.target)
-        path = getattr(target, "path", None)
-        place = jobfile.Placement(path, getattr(target, "size", None), numjobs=workload.numjobs,
-                                  total_jobs=workload.numjobs, lat_log_prefix="ops")  # fmt: skip
+        where, place = dry_run_placement(target, workload)
+        place = dataclasses.replace(place, lat_log_prefix="ops-0")
         text = jobfile.render(workload, bs=point.bs, offered_iops=point.offered_iops,
                               load_processes=point.load_processes, place=place)  # fmt: skip
-        out.write(f"\n## {point.key}  ({target.kind})\n{text}")
+        out.write(f"\n## {point.key}  ({target.kind}; {where})\n{text}")
 
 
 class ProgressPrinter:
