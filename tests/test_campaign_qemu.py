@@ -80,9 +80,10 @@ def test_every_disk_path_measured_in_a_vm(vm_campaign: Store) -> None:
         assert row["status"] == "done", (name, row["error"])
         assert row["read_iops"] > 0
         if name == "bare":
-            assert row["accel"] is None
+            assert row["accel"] is None and row["guest_io_warnings"] is None
         else:
             assert row["accel"] in ("kvm", "tcg") and row["qemu_version"]
+            assert isinstance(row["guest_io_warnings"], int)  # the guest console was read for the point
 
 
 def test_topologies_one_vm_many_jobs_and_many_vms_one_job(vm_campaign: Store) -> None:

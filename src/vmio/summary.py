@@ -61,6 +61,7 @@ def point_row(store: Store, campaign: str, run: sqlite3.Row) -> dict[str, Any]:
     for metric, name in CPU_FIELDS.items():
         row[name] = metrics.get(("cpu", metric))
     row["host_facts"] = json.loads(run["host_json"] or "{}")
+    row["guest_io_warnings"] = row["host_facts"].get("guest_io_warnings")  # None for host targets
     return row
 
 

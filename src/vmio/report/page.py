@@ -107,6 +107,7 @@ def render(report: Report) -> str:
         _summary_table(report),
         f'<pre class="summary-text">{e(format_text(report.summary, data.name, report.baseline or "-"))}</pre>',
         _failures(data),
+        _guest_warnings(data),
     ]
     for title, plots in report.sections:
         parts.append(f"<h2>{e(title)}</h2>")
@@ -147,6 +148,22 @@ def _summary_table(report: Report) -> str:
         out.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + f"<td>{rates}</td></tr>")
     out.append("</table>")
     return "".join(out)
+
+
+def _guest_warnings(data: CampaignData) -> str:
+    """Points whose guest kernel reported disk trouble (I/O timeouts, errors): their figures need care."""
+    warned = [r for r in data.rows if r.get("guest_io_warnings")]
+    if not warned:
+        return ""
+    items = "".join(
+        f"<li>{html.escape(r['point'])}: {r['guest_io_warnings']} guest kernel disk warnings</li>"
+        for r in warned
+    )
+    return (
+        "<h2>Guest disk warnings</h2><p>The guest kernel reported I/O timeouts or errors during these points "
+        "(see each run's log in the store); their figures include the stalls.</p>"
+        f'<ul class="failed">{items}</ul>'
+    )
 
 
 def _failures(data: CampaignData) -> str:

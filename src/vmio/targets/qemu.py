@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -39,6 +40,11 @@ ALIGN = 1 << 20
 # aio mode; likely its shadow-doorbell support). The guest recovers by aborting them after its I/O timeout:
 # 2 s instead of 30 keeps a stall a latency outlier rather than a failed point. It is in the stored argv.
 NVME_APPEND = ("nvme_core.io_timeout=2",)
+# Guest kernel lines that say its disk misbehaved during a point (warnings: the console shows level <= 4).
+GUEST_IO_TROUBLE = re.compile(
+    r"timeout, aborting|timeout, reset|I/O error|blk_update_request|resetting controller"
+)
+GUEST_LOGLEVEL = 5
 
 
 @dataclass
@@ -159,6 +165,7 @@ class QemuExecutor:
                 accel=self.accel.accel,
                 extra_args=self._trace_args(i),
                 extra_append=NVME_APPEND if target.bus == "nvme" else (),
+                loglevel=GUEST_LOGLEVEL,
             )
             for i, disk in enumerate(layout(target))
         ]
@@ -192,8 +199,33 @@ class QemuExecutor:
                 src.seek(start)
                 shutil.copyfileobj(src, dst)
 
+    def _console_sizes(self) -> list[int]:
+        return [
+            vm.runtime.console.stat().st_size if vm.runtime.console.exists() else 0 for vm in self.fleet.vms
+        ]
+
+    def _guest_trouble(self, sizes: list[int], rec: RunRecord) -> None:
+        """Record the guest kernel's disk warnings printed during the point (they explain odd figures)."""
+        found = []
+        for vm, size in zip(self.fleet.vms, sizes, strict=True):
+            with open(vm.runtime.console, "rb") as console:
+                console.seek(size)
+                text = console.read().decode(errors="replace")
+            found += [
+                f"{vm.config.name}: {line.strip()}"
+                for line in text.splitlines()
+                if GUEST_IO_TROUBLE.search(line)
+            ]
+        rec.host["guest_io_warnings"] = len(found)
+        if found:
+            shown = "\n".join(found[:20]) + (f"\n... {len(found) - 20} more" if len(found) > 20 else "")
+            rec.log = (
+                rec.log or ""
+            ) + f"\nguest kernel disk warnings during this point ({len(found)}):\n{shown}\n"
+
     def measure(self, point: Point, workload: Workload, rundir: Path, rec: RunRecord) -> None:
         starts = [p.stat().st_size if p.exists() else 0 for p in self.live_traces]
+        consoles = self._console_sizes()
         rec.accel = self.accel.accel
         rec.qemu_version = self.caps.version_string
         rec.qemu_argv = [vm.argv for vm in self.fleet.vms]
@@ -208,11 +240,12 @@ class QemuExecutor:
         try:
             measure_with(endpoints, point, workload, rundir, rec, self.probes, self.options)
             self._keep_traces(starts, rec)
+            self._guest_trouble(consoles, rec)
         except VmioError:
-            consoles = "\n".join(
+            tails = "\n".join(
                 f"--- {vm.config.name} console ---\n{vm.console_tail(20)}" for vm in self.fleet.vms
             )
-            rec.log = (rec.log or "") + consoles + "\n"
+            rec.log = (rec.log or "") + tails + "\n"
             raise
 
 
