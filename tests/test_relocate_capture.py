@@ -64,3 +64,23 @@ def test_blktrace_on_the_root_disk_or_a_clear_refusal(tmp_path: Path) -> None:
         assert "kernel refused" in str(exc)
         pytest.skip(f"this kernel refuses blktrace: {str(exc).splitlines()[0]}")
     assert out.exists()
+
+
+def test_capture_command_says_why_it_cannot_trace_here(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from vmio.cli import main
+    from vmio.relocate.capture import blktrace_problem
+
+    device = Path("/dev/loop0")
+    problem = blktrace_problem(device)
+    if problem is None:
+        pytest.skip("blktrace may run here; the real capture is tested above")
+    assert (
+        main(
+            ["relocate", "capture", "--device", str(device), "--seconds", "1", "-o", str(tmp_path / "t.txt")]
+        )
+        == 1
+    )
+    err = capsys.readouterr().err
+    assert problem in err and "Traceback" not in err and not (tmp_path / "t.txt").exists()

@@ -39,6 +39,27 @@ def register(sub: Sub) -> None:
     _add_plan(rsub)
     _add_evaluate(rsub)
     _add_apply(rsub)
+    _add_capture(rsub)
+
+
+def _add_capture(rsub: Sub) -> None:
+    p = rsub.add_parser(
+        "capture", help="trace a host block device with blktrace (where the kernel allows it)"
+    )
+    p.add_argument("--device", type=Path, required=True, help="the block device holding the VM images")
+    p.add_argument("--seconds", type=float, default=30.0, help="how long to trace (default 30)")
+    p.add_argument("-o", "--output", type=Path, required=True, help="blkparse text output, for analyze/plan")
+    p.set_defaults(handler=_capture)
+
+
+def _capture(args: argparse.Namespace) -> int:
+    from vmio.relocate.capture import blktrace_capture
+
+    if args.seconds <= 0:
+        raise InputError(f"--seconds {args.seconds!r} must be positive")
+    out = blktrace_capture(args.device, args.seconds, args.output)
+    print(f"trace of {args.device} for {args.seconds:g} s written to {out} (vmio relocate analyze {out})")
+    return 0
 
 
 def _trace_options(p: argparse.ArgumentParser, *, required: bool) -> None:
