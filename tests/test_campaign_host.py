@@ -172,7 +172,7 @@ def test_show_table_and_exports(
     store, _ = file_campaign
     assert main(["show", "t", "--db", store.path]) == 0
     table = capsys.readouterr().out.splitlines()
-    assert table[0].split()[:3] == ["point", "status", "IOPS"] and len(table) == 7
+    assert table[0].split()[:4] == ["point", "status", "accel", "IOPS"] and len(table) == 7
     for fmt in ("csv", "json", "parquet"):
         out = tmp_path / f"t.{fmt}"
         assert main(["export", "t", "--db", store.path, "--format", fmt, "-o", str(out)]) == 0
