@@ -26,3 +26,11 @@ def test_bad_spec_is_one_error_and_exit_2(tmp_path: Path, capsys: pytest.Capture
     assert main(["run", str(spec), "--dry-run"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{spec}:9: workload[0].bs = '3000'" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("value", "message"), [("50ms", "below the 100ms floor"), ("1x", "is not a duration")]
+)
+def test_interval_is_checked(value: str, message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", str(EXAMPLES / "quick.toml"), "--interval", value, "--dry-run"]) == 2
+    assert message in capsys.readouterr().err

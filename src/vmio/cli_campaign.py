@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from vmio import argtypes, export, spec, summary
 from vmio import campaign as runner
-from vmio import export, spec, summary
 from vmio.errors import InputError
 from vmio.fio import jobfile
 from vmio.store import Store
@@ -42,9 +42,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--force", action="store_true", help="redo points already done")
     p.add_argument("--destroy-data", action="append", default=[], metavar="DEVICE",
                    help="allow writes to DEVICE even though it holds data")  # fmt: skip
-    p.add_argument("--interval", default="1s", help="sampling interval (default 1s, at least 100ms)")
+    p.add_argument(
+        "--interval",
+        type=argtypes.duration,
+        default="1s",
+        help="sampling interval (default 1s, at least 100ms)",
+    )
     p.add_argument("--workdir", help="keep job files and fio logs here")
-    p.add_argument("--boot-timeout", default="90s", help="time a guest has to become ready (default 90s)")
+    p.add_argument(
+        "--boot-timeout",
+        type=argtypes.duration,
+        default="90s",
+        help="time a guest has to become ready (default 90s)",
+    )
     p.set_defaults(handler=cmd_run)
 
     p = sub.add_parser("show", help="show stored campaigns and their points")
@@ -62,24 +72,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from vmio.units import parse_duration
-
     camp = spec.load_spec(args.spec)
-    try:
-        interval = parse_duration(args.interval)
-    except ValueError as exc:
-        raise InputError(f"--interval: {exc}") from None
-    if interval < 0.1:
-        raise InputError(f"--interval {args.interval!r} is below the 100ms floor")
+    if args.interval < 0.1:
+        raise InputError(f"--interval {args.interval:g}s is below the 100ms floor")
     if args.dry_run:
         print_dry_run(camp, sys.stdout)
         return 0
     options = runner.Options(
         force=args.force,
         destroy_data=tuple(args.destroy_data),
-        interval=interval,
+        interval=args.interval,
         workdir=Path(args.workdir) if args.workdir else None,
-        boot_timeout=_duration("--boot-timeout", args.boot_timeout),
+        boot_timeout=args.boot_timeout,
         trace_root=traces_beside(args.db or default_db()),
     )
     text = Path(args.spec).read_text(encoding="utf-8")
@@ -96,31 +100,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 1 if outcome.failed else 0
 
 
-def _duration(flag: str, text: str) -> float:
-    from vmio.units import parse_duration
-
-    try:
-        return parse_duration(text)
-    except ValueError as exc:
-        raise InputError(f"{flag}: {exc}") from None
-
-
-GUEST_DEVICE = {
-    "virtio-blk": "/dev/vda",
-    "block": "/dev/vda",
-    "virtio-scsi": "/dev/sda",
-    "nvme": "/dev/nvme0n1",
-}
-
-
 def dry_run_placement(target: spec.Target, workload: spec.Workload) -> tuple[str, jobfile.Placement]:
     """What one fio process of ``target`` would be given, and where it runs."""
     if isinstance(target, spec.QemuTarget):
+        from vmio.qemu import Disk, VMConfig
+
+        one = VMConfig(disks=(Disk(Path("-")),), bus=target.bus)
+        device = None if target.bus == "vfio" else one.guest_devices()[0]
         jobs = target.vms * target.jobs_per_vm
         where = f"in each of {target.vms} VM(s), fio --server"
-        return where, jobfile.Placement(
-            GUEST_DEVICE.get(target.bus), numjobs=target.jobs_per_vm, total_jobs=jobs
-        )
+        return where, jobfile.Placement(device, numjobs=target.jobs_per_vm, total_jobs=jobs)
     if isinstance(target, spec.RemoteTarget):
         jobs = workload.numjobs * len(target.hosts)
         where = (

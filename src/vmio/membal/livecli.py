@@ -8,12 +8,13 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from vmio.argtypes import duration, size
 from vmio.errors import InputError
 from vmio.membal.live import LIVE_POLICIES, Step, policy_params
 from vmio.membal.liverun import LiveOutcome, LiveSettings, describe, run_live
 from vmio.membal.livework import Load, load_config
 from vmio.store import Store
-from vmio.units import format_size, parse_duration, parse_size
+from vmio.units import format_size
 
 _DEFAULTS: dict[str, Any] = {
     "vms": 2, "memory": 512 << 20, "floor": 256 << 20, "policy": "refault", "interval": 2.0,
@@ -21,36 +22,22 @@ _DEFAULTS: dict[str, Any] = {
 }  # fmt: skip
 
 
-def _size(value: str) -> int:
-    try:
-        return parse_size(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from exc
-
-
-def _duration(value: str) -> float:
-    try:
-        return parse_duration(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from exc
-
-
 def _sizes(value: str) -> list[int]:
-    return [_size(v) for v in value.split(",")]
+    return [size(v) for v in value.split(",")]
 
 
 def add_run(inner: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     run = inner.add_parser("run", help="drive real VMs' balloons with a live policy")
     add: Callable[..., Any] = run.add_argument
     add("--vms", type=int, help="number of VMs (default 2)")
-    add("--memory", type=_size, help="each VM's memory, the balloon's ceiling (default 512M)")
+    add("--memory", type=size, help="each VM's memory, the balloon's ceiling (default 512M)")
     add("--floor", type=_sizes, help="floor(s), one or one per VM, comma-separated (default 256M)")
-    add("--budget", type=_size, help="memory shared by all VMs (default: (VMs x memory + floors) / 2)")
+    add("--budget", type=size, help="memory shared by all VMs (default: (VMs x memory + floors) / 2)")
     add("--policy", help=f"one of {', '.join(LIVE_POLICIES)} (default refault)")
-    add("--interval", type=_duration, help="time between decisions (default 2s)")
-    add("--duration", type=_duration, help="how long to control (default 60s)")
-    add("--max-step", dest="max_step", type=_size, help="most a balloon moves per interval (default 64M)")
-    add("--min-move", dest="min_move", type=_size, help="hysteresis: smaller moves are skipped (default 8M)")
+    add("--interval", type=duration, help="time between decisions (default 2s)")
+    add("--duration", type=duration, help="how long to control (default 60s)")
+    add("--max-step", dest="max_step", type=size, help="most a balloon moves per interval (default 64M)")
+    add("--min-move", dest="min_move", type=size, help="hysteresis: smaller moves are skipped (default 8M)")
     add(
         "--param",
         action="append",

@@ -7,18 +7,12 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vmio.argtypes import size
 from vmio.errors import InputError
-from vmio.units import format_size, parse_size
+from vmio.units import format_size
 
 if TYPE_CHECKING:
     Sub = argparse._SubParsersAction[argparse.ArgumentParser]
-
-
-def _size(text: str) -> int:
-    try:
-        return parse_size(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _fraction(text: str) -> float:
@@ -69,7 +63,7 @@ def _trace_options(p: argparse.ArgumentParser, *, required: bool) -> None:
                        help="instead of files: the VM traces vmio kept for a campaign (targets with trace = true)")  # fmt: skip
         p.add_argument("--db", default=None, help="the store whose traces --run reads (default ./vmio.db)")
     p.add_argument("--format", default="auto", help="auto | blkparse | fio | qemu | cloudphysics | csv")
-    p.add_argument("--extent", type=_size, default=1 << 20, help="extent size (default 1M)")
+    p.add_argument("--extent", type=size, default=1 << 20, help="extent size (default 1M)")
 
 
 def _add_analyze(rsub: Sub) -> None:
@@ -82,7 +76,7 @@ def _add_analyze(rsub: Sub) -> None:
 
 
 def _plan_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--hot-bytes", type=_size, help="hot budget per image (default: --coverage)")
+    p.add_argument("--hot-bytes", type=size, help="hot budget per image (default: --coverage)")
     p.add_argument("--coverage", type=_fraction, default=0.9, help="hot set covers this share of accesses")
     p.add_argument("--zone", default="auto", help="auto | after | start | center | EXTENT_NUMBER")
     p.add_argument("--order", default="coaccess", help="in-zone order: image | first | coaccess")
@@ -93,7 +87,7 @@ def _add_plan(rsub: Sub) -> None:
     _trace_options(p, required=True)
     _plan_options(p)
     p.add_argument("--image", action="append", default=[], metavar="NAME=SIZE", help="an image's size")
-    p.add_argument("--disk-size", type=_size, help="disk size (default: the images plus their hot bytes)")
+    p.add_argument("--disk-size", type=size, help="disk size (default: the images plus their hot bytes)")
     p.add_argument("-o", "--output", type=Path, required=True, help="plan file to write")
     p.set_defaults(handler=_plan)
 
@@ -106,11 +100,11 @@ def _add_evaluate(rsub: Sub) -> None:
     )
     src.add_argument("--synthetic", choices=["ffsb"], help="an FFSB-like stream as seed 003 describes")
     p.add_argument("--format", default="auto")
-    p.add_argument("--extent", type=_size, default=1 << 20)
+    p.add_argument("--extent", type=size, default=1 << 20)
     p.add_argument("--vms", type=int, default=2)
-    p.add_argument("--image-size", type=_size, default=100 << 30, help="image size (default 100G)")
+    p.add_argument("--image-size", type=size, default=100 << 30, help="image size (default 100G)")
     p.add_argument(
-        "--hot", type=_size, default=2 << 30, help="hot bytes per image (default 2G as in the seed)"
+        "--hot", type=size, default=2 << 30, help="hot bytes per image (default 2G as in the seed)"
     )
     p.add_argument("--hot-fraction", type=_fraction, default=0.9, help="share of requests in the hot region")
     p.add_argument("--requests", type=int, default=50_000, help="synthetic requests per VM")
@@ -135,7 +129,7 @@ def _add_apply(rsub: Sub) -> None:
     )
     p.add_argument("--source", type=Path, help="the shared disk (file) in the layout before the plan")
     p.add_argument("--rollback", action="store_true", help="remove what an interrupted apply wrote")
-    p.add_argument("--rate", type=_size, help="copy at most this many bytes per second")
+    p.add_argument("--rate", type=size, help="copy at most this many bytes per second")
     p.add_argument("--dm-tables", metavar="DEVICE", help="print device-mapper linear tables onto DEVICE")
     p.add_argument("--pvmove", metavar="PV", help="print pvmove commands for volumes on PV")
     p.set_defaults(handler=_apply)
