@@ -134,3 +134,13 @@ def test_version_and_device_help_parsing() -> None:
     assert parse_version("QEMU emulator version 9.0") == (9, 0, 0)
     text = "virtio-blk-pci options:\n  iothread-vq-mapping=<IOThreadVirtQueueMappingList>\n  drive=<str>\n"
     assert parse_device_help(text) == {"iothread-vq-mapping", "drive"}
+
+
+def test_nvme_guests_get_a_short_io_timeout() -> None:
+    from pathlib import Path
+
+    from vmio.qemu import Disk, VMConfig, kernel_cmdline
+
+    disk = (Disk(Path("/var/tmp/x.img")),)
+    assert "nvme_core.io_timeout=2" in kernel_cmdline(VMConfig(disks=disk, bus="nvme")).split()
+    assert "nvme_core.io_timeout" not in kernel_cmdline(VMConfig(disks=disk, bus="virtio-blk"))

@@ -36,10 +36,6 @@ if TYPE_CHECKING:
     from vmio.campaign import Options
 
 ALIGN = 1 << 20
-# QEMU 7.2's emulated NVMe now and then leaves a queue's commands unprocessed (seen under TCG with every
-# aio mode; likely its shadow-doorbell support). The guest recovers by aborting them after its I/O timeout:
-# 2 s instead of 30 keeps a stall a latency outlier rather than a failed point. It is in the stored argv.
-NVME_APPEND = ("nvme_core.io_timeout=2",)
 # Guest kernel lines that say its disk misbehaved during a point (warnings: the console shows level <= 4).
 GUEST_IO_TROUBLE = re.compile(
     r"timeout, aborting|timeout, reset|I/O error|blk_update_request|resetting controller"
@@ -164,7 +160,6 @@ class QemuExecutor:
                 memory=target.memory,
                 accel=self.accel.accel,
                 extra_args=self._trace_args(i),
-                extra_append=NVME_APPEND if target.bus == "nvme" else (),
                 loglevel=GUEST_LOGLEVEL,
             )
             for i, disk in enumerate(layout(target))
