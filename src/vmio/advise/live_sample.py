@@ -213,7 +213,7 @@ def _evidence(
         devices=devices,
         vm=Vm(count=sharing, jobs_per_vm=jobs, bus=disk.bus, iothreads=iothreads, vq_mapping=disk.vq_mapping),
         workload=Workload(
-            read_pct=_pct(100 * (read or 0) / total) if total > 0 else None,
+            read_pct=_pct(round(100 * (read or 0) / total, 3)) if total > 0 else None,
             bs=max(1, round(moved / total)) if total > 0 and moved > 0 else None,
         ),  # fmt: skip
         measured=Measured(
