@@ -16,12 +16,11 @@ from vmio.errors import InputError
 from vmio.fio import jobfile
 from vmio.fio import run as fiorun
 from vmio.fio.output import FioOutput
-from vmio.metrics.devices import device_chain
+from vmio.metrics.devices import device_chain, reported_device
 from vmio.metrics.sampler import CpuProbe, DiskProbe, Probe, Sampler, window_means
 from vmio.spec import HostTarget, Point, QemuTarget, RbdTarget, RemoteTarget, Target, Workload
 from vmio.store import RunRecord
 from vmio.targets import host
-from vmio.targets.safety import is_block_device
 
 if TYPE_CHECKING:
     from vmio.campaign import Options
@@ -96,8 +95,7 @@ class HostExecutor:
         self.target, self.options = target, options
         self.size = host.prepare(target)
         chain = device_chain(target.path, options.sys_root, options.proc_root)
-        nearest = chain[:1] if is_block_device(target.path) else chain[-1:]
-        self.device: str | None = nearest[0] if nearest else None
+        self.device = reported_device(target.path, chain)
         self.probes: list[Probe] = [DiskProbe(d, options.proc_root) for d in chain]
         self.probes.append(CpuProbe(options.proc_root))
 

@@ -29,11 +29,10 @@ from vmio.advise.live import (
 )
 from vmio.errors import InputError, ToolError
 from vmio.metrics import procfs
-from vmio.metrics.devices import device_chain, in_use, is_rotational
+from vmio.metrics.devices import device_chain, in_use, is_rotational, reported_device
 from vmio.proc import Runner
 from vmio.qemu.caps import parse_version
 from vmio.qemu.threads import Snapshot, classify, cpu_between, read_threads
-from vmio.targets.safety import is_block_device
 
 
 @dataclass
@@ -168,9 +167,7 @@ def _thread_pcts(vm: LiveVm, after: Snapshot | None) -> dict[str, list[float]]:
 def _host_device(disk: CmdDisk, seams: Seams) -> str | None:
     if disk.path is None or disk.bus == "vfio":
         return None
-    chain = device_chain(disk.path, seams.sys_root, seams.proc_root)
-    nearest = chain[:1] if is_block_device(disk.path) else chain[-1:]
-    return nearest[0] if nearest else None
+    return reported_device(disk.path, device_chain(disk.path, seams.sys_root, seams.proc_root))
 
 
 def _vms_per_device(everyone: list[QemuProcess], seams: Seams) -> dict[str, int]:

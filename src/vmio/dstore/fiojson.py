@@ -8,11 +8,11 @@ percentile of the union), else the largest per-job p99.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from typing import Any
 
 from vmio.errors import FioError
+from vmio.fio import histogram
 
 DIRECTIONS = ("read", "write")
 
@@ -103,21 +103,15 @@ def _combine(sides: list[_Side]) -> DirStats:
     if ios == 0:
         return DirStats(0, 0.0, 0.0, 0.0, 0.0)
     mean = sum(s.mean_ns * s.ios for s in sides) / ios
-    bins: dict[int, int] = {}
-    for s in sides:
-        for k, v in s.bins.items():
-            bins[k] = bins.get(k, 0) + v
+    bins = histogram.merge(s.bins for s in sides)
     p99 = percentile_from_bins(bins, 99.0) if bins else max(s.p99_ns for s in sides if s.ios)
     return DirStats(ios, sum(s.iops for s in sides), sum(s.bw for s in sides), mean / 1e6, p99 / 1e6)
 
 
 def percentile_from_bins(bins: dict[int, int], pct: float) -> float:
-    """The ``pct`` percentile (nearest rank) of a histogram of latency value → count."""
-    total = sum(bins.values())
-    rank = max(1, math.ceil(total * pct / 100.0))
-    seen = 0
-    for value in sorted(bins):
-        seen += bins[value]
-        if seen >= rank:
-            return float(value)
-    return float(max(bins))
+    """The ``pct`` percentile (nearest rank) of a histogram of latency value → count: fio's own rule,
+    shared with the campaign store (``vmio.fio.histogram``)."""
+    value = histogram.percentile(bins, pct)
+    if value is None:
+        raise ValueError("an empty histogram has no percentiles")
+    return float(value)

@@ -27,6 +27,21 @@ def device_chain(
     return chain
 
 
+def reported_device(path: str | Path, chain: list[str]) -> str | None:
+    """The device whose figures a run reports for ``path``, given ``device_chain(path)``: a block device
+    itself (a loop device target is measured as that loop device), a file's storing device at the end of
+    the chain (a file on an ext4 on ``loop0`` over ``vda`` reports ``vda``)."""
+    nearest = chain[:1] if stat.S_ISBLK(_mode(path)) else chain[-1:]
+    return nearest[0] if nearest else None
+
+
+def _mode(path: str | Path) -> int:
+    try:
+        return os.stat(path).st_mode
+    except OSError:
+        return 0
+
+
 def _device_of(path: Path, sys_root: Path, proc_root: Path) -> str | None:
     try:
         st = os.stat(path)

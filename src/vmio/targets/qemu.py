@@ -22,7 +22,7 @@ from vmio import guest
 from vmio.errors import InputError, VmioError
 from vmio.executors import measure_with
 from vmio.fio import jobfile
-from vmio.metrics.devices import device_chain
+from vmio.metrics.devices import device_chain, reported_device
 from vmio.metrics.sampler import CpuProbe, DiskProbe, Probe
 from vmio.qemu import VM, AccelProber, Disk, Fleet, VMConfig, probe_caps
 from vmio.qemu.threads import Snapshot, cpu_between, read_threads
@@ -172,8 +172,7 @@ class QemuExecutor:
             local.append(str(Path(target.conf).parent))  # a cluster vmio started: its OSDs' files
         chains = {name for path in local for name in device_chain(path, options.sys_root, options.proc_root)}
         first = device_chain(local[0], options.sys_root, options.proc_root) if local else []
-        nearest = first[:1] if local and is_block_device(local[0]) else first[-1:]
-        self.device: str | None = nearest[0] if nearest else None
+        self.device = reported_device(local[0], first) if local else None
         self.probes: list[Probe] = [DiskProbe(d, options.proc_root) for d in sorted(chains)]
         self.probes.append(CpuProbe(options.proc_root))
         self.probes += [QemuThreadProbe(vm) for vm in self.fleet.vms]

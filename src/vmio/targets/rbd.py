@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from vmio.errors import InputError
 from vmio.executors import measure_with
 from vmio.fio import jobfile
-from vmio.metrics.devices import device_chain
+from vmio.metrics.devices import device_chain, reported_device
 from vmio.metrics.sampler import CpuProbe, DiskProbe, Probe
 from vmio.spec import Point, RbdTarget, Workload
 from vmio.store import RunRecord
@@ -34,7 +34,7 @@ class RbdExecutor:
         self.probes: list[Probe] = [CpuProbe(options.proc_root)]
         if (conf.parent / "vmio-dstore.json").is_file():  # a local cluster on files: its OSDs' device
             chain = device_chain(conf.parent, options.sys_root, options.proc_root)
-            self.device = chain[-1] if chain else None
+            self.device = reported_device(conf.parent, chain)
             self.probes += [DiskProbe(d, options.proc_root) for d in chain]
 
     def measure(self, point: Point, workload: Workload, rundir: Path, rec: RunRecord) -> None:
