@@ -6,11 +6,11 @@ mgr near 1.2 GiB, so the cluster can share a 2-core machine with other work.
 
 from __future__ import annotations
 
-import contextlib
-import socket
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+
+from vmio.net import free_port
 
 LOOPBACK = "127.0.0.1"
 
@@ -52,14 +52,6 @@ class ClusterLayout:
 def new_layout(root: Path, osds: int = 3) -> ClusterLayout:
     """A layout for a new cluster in ``root`` with a fresh fsid and a free mon port on 127.0.0.1."""
     return ClusterLayout(root=root, fsid=str(uuid.uuid4()), mon_port=free_port(), osds=osds)
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
-        sock.bind((LOOPBACK, 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def render_conf(layout: ClusterLayout) -> str:

@@ -8,7 +8,6 @@ the ``offset``/``size`` range) and a ``-device`` for the bus. Threads are named 
 from __future__ import annotations
 
 import json
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,14 +41,6 @@ class Runtime:
     @property
     def qemu_log(self) -> Path:
         return self.workdir / "qemu.log"
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that is free now (the kernel picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _esc(value: object) -> str:

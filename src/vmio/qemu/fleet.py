@@ -13,7 +13,7 @@ from types import TracebackType
 
 from vmio.errors import InputError
 from vmio.guest.image import GuestImage
-from vmio.qemu.argv import free_port
+from vmio.net import free_port
 from vmio.qemu.caps import QemuCaps
 from vmio.qemu.config import Bus, VMConfig
 from vmio.qemu.vm import VM

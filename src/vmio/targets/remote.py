@@ -6,8 +6,6 @@ be probed for data either, so writes to a remote ``/dev/...`` path need ``--dest
 
 from __future__ import annotations
 
-import socket
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,6 +14,7 @@ from vmio.errors import ToolError, UnsafeTargetError
 from vmio.executors import measure_with
 from vmio.fio import jobfile
 from vmio.metrics.sampler import CpuProbe, Probe
+from vmio.net import free_port, wait_for_port
 from vmio.proc import Supervised
 from vmio.spec import Point, RemoteTarget, Workload
 from vmio.store import RunRecord
@@ -45,23 +44,6 @@ class RemoteExecutor:
             for host, path in zip(self.target.hosts, self.target.paths, strict=True)
         ]
         measure_with(endpoints, point, workload, rundir, rec, self.probes, self.options)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_for_port(host: str, port: int, deadline_s: float) -> bool:
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        try:
-            with socket.create_connection((host, port), timeout=0.5):
-                return True
-        except OSError:
-            time.sleep(0.05)
-    return False
 
 
 class LocalFioServer:
