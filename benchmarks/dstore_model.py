@@ -21,11 +21,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from vmio.dstore import cluster, compare
+from vmio.dstore import cluster
+from vmio.dstore import variants as compare
 from vmio.dstore.calibrate import Fit, fit_profile, parse_network, what_if
 from vmio.dstore.model import StoreParams
 from vmio.dstore.profile import DEFAULT_BS, Criteria, Point, Profile, run_profile, verdict
-from vmio.proc import Runner
+from vmio.system.process import Runner
 from vmio.units import format_size, parse_duration
 
 SUBSET = [4 << 10, 64 << 10, 1 << 20]

@@ -22,11 +22,11 @@ import time
 from pathlib import Path
 
 from vmio.fio import jobfile, output
-from vmio.metrics.devices import device_chain
 from vmio.metrics.sampler import CpuProbe, DiskProbe, Probe, Sampler
 from vmio.spec import loads_spec
 from vmio.store import Store
-from vmio.summary import point_rows
+from vmio.store.rows import point_rows
+from vmio.system.blockdev import device_chain
 
 SPEC = """
 [campaign]

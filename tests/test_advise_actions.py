@@ -12,11 +12,11 @@ import pytest
 
 from vmio.advise.actions import CannotApply, apply
 from vmio.advise.diagnose import Diagnosis
-from vmio.advise.spec_toml import dumps
 from vmio.advise.tune import plan, top_action
 from vmio.cli import main
 from vmio.qemu import QemuCaps
 from vmio.spec import QemuTarget, loads_spec
+from vmio.spec.dump import dumps
 from vmio.store import RunRecord, Store
 
 OLD = QemuCaps("qemu-system-x86_64", (7, 2, 22), "QEMU 7.2.22", {"nvme": frozenset({"drive"})})

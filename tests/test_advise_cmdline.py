@@ -8,10 +8,10 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vmio.advise.cmdline import CmdDisk, parse, split_opts
-from vmio.advise.live import file_of, find_qemus
 from vmio.guest import GuestImage, Versions
 from vmio.qemu import Disk, QemuCaps, Runtime, VMConfig, build_argv
+from vmio.qemu.cmdline import CmdDisk, parse, split_opts
+from vmio.qemu.inspect import file_of, find_qemus
 
 IMAGE = GuestImage(Path("/cache/g"), "k", Versions("k", "b", "f", "i"), 1, ())
 RUNTIME = Runtime(Path("/run/vm,x"), 40000)

@@ -12,12 +12,12 @@ import pytest
 
 from test_advise_host import make_host
 from vmio.advise import thresholds as t
-from vmio.advise.config import Advice, Requirements, advise, parse_buses
-from vmio.advise.host import BlockDevice, HostFacts, read_host_facts
+from vmio.advise.config_guideline import Advice, Requirements, advise, parse_buses
+from vmio.advise.inventory import BlockDevice, HostFacts, read_host_facts
 from vmio.advise.text import format_advice
 from vmio.cli import main
 from vmio.errors import InputError
-from vmio.proc import Runner
+from vmio.system.process import Runner
 
 pytestmark = [
     pytest.mark.qemu,

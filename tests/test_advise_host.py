@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from vmio.advise.host import (
+from vmio.advise.inventory import (
     BlockDevice,
     parse_device_list,
     parse_properties,
@@ -18,7 +18,7 @@ from vmio.advise.host import (
     read_mounted,
 )
 from vmio.errors import InputError, ToolError
-from vmio.proc import Runner
+from vmio.system.process import Runner
 
 needs_qemu = pytest.mark.skipif(shutil.which("qemu-system-x86_64") is None, reason="needs qemu-system-x86_64")
 

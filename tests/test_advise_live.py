@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from vmio.advise.live import QemuProcess
 from vmio.advise.live_sample import Seams, diagnose_live
 from vmio.cli import main
-from vmio.metrics.devices import device_chain
 from vmio.qemu import VM, Disk, VMConfig
+from vmio.qemu.inspect import QemuProcess
+from vmio.system.blockdev import device_chain
 
 from qemu_support import caps, needs_qemu, session_guest
 

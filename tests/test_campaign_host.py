@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from vmio import summary
 from vmio.cli import main
-from vmio.fio import histogram, output
+from vmio.fio import output
+from vmio.stats import histogram
 from vmio.store import Store
+from vmio.store import rows as summary
 
 pytestmark = pytest.mark.fio
 

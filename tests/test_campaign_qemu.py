@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from vmio import summary
 from vmio.cli import main
-from vmio.fio import histogram
+from vmio.stats import histogram
 from vmio.store import Store
+from vmio.store import rows as summary
 
 from qemu_support import alive, needs_qemu
 

@@ -14,7 +14,7 @@ import pytest
 from vmio.cli import main
 from vmio.dstore import cluster, daemons, rbdfio
 from vmio.dstore.profile import Criteria, verdict
-from vmio.proc import Runner
+from vmio.system.process import Runner
 
 NEEDED = ("ceph-mon", "ceph-osd", "ceph-mgr", "ceph", "rbd", "monmaptool", "fio", "qemu-img")
 MISSING = [tool for tool in NEEDED if shutil.which(tool) is None]
@@ -191,7 +191,7 @@ def test_profile_three_sizes_with_verdicts_plots_and_compare(
 def test_rbd_target_in_a_campaign(live_cluster: cluster.ClusterRef, tmp_path: Path) -> None:
     """kind = "rbd": the same spec, store and show as every other target, through fio's rbd engine."""
     from vmio.store import Store
-    from vmio.summary import point_rows
+    from vmio.store.rows import point_rows
 
     spec = tmp_path / "rbd.toml"
     spec.write_text(
@@ -222,7 +222,7 @@ def test_rbd_target_in_a_campaign(live_cluster: cluster.ClusterRef, tmp_path: Pa
 def test_vm_disk_on_rbd_in_a_campaign(live_cluster: cluster.ClusterRef, tmp_path: Path) -> None:
     """Seed 002's case: a guest whose disk lives on the replicated store, through QEMU's rbd driver."""
     from vmio.store import Store
-    from vmio.summary import point_rows
+    from vmio.store.rows import point_rows
 
     from qemu_support import MISSING
 

@@ -14,7 +14,7 @@ from vmio.cli import main
 from vmio.dstore.fiojson import parse_fio, percentile_from_bins
 from vmio.dstore.profile import Criteria, load_profile, parse_bs_list, verdict
 from vmio.errors import FioError, InputError
-from vmio.proc import Runner
+from vmio.system.process import Runner
 from vmio.units import format_size
 
 

@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vmio.errors import FioError
-from vmio.fio import histogram, output
+from vmio.fio import output
+from vmio.stats import histogram
 
 
 def run_fio(job: str, workdir: Path) -> str:

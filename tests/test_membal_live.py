@@ -10,10 +10,10 @@ import pytest
 from vmio.errors import InputError
 from vmio.membal.governor import Rules
 from vmio.membal.live import LIVE_POLICIES, LiveController, check_live_policy
-from vmio.membal.record import decisions, finish_run, run_row, start_run
 from vmio.membal.signals import PAGE, pressure, signals
 from vmio.qemu.agent import AgentRecord, split_records
 from vmio.store import Store
+from vmio.store.membal import decisions, finish_run, run_row, start_run
 
 M = 1 << 20
 DATA = Path(__file__).parent / "data" / "membal_agent_randread.txt"

@@ -15,9 +15,9 @@ from vmio.membal.balloon import BalloonedVM
 from vmio.membal.live import LiveController
 from vmio.membal.liverun import LiveSettings, vm_configs
 from vmio.membal.livework import Load, LoadRun
-from vmio.membal.record import decisions, finish_run, run_row, start_run
 from vmio.qemu import AccelProber, Fleet, QemuCaps
 from vmio.store import Store
+from vmio.store.membal import decisions, finish_run, run_row, start_run
 
 from qemu_support import caps, needs_qemu, session_guest
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from vmio.cli import build_parser, main
+from vmio.cli.membal_live import settings_from
 from vmio.errors import InputError, SpecError
-from vmio.membal.livecli import settings_from
 from vmio.membal.liverun import LiveSettings
 from vmio.membal.livework import Load, job_text, load_config
 

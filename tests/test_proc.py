@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from vmio.errors import ToolError
-from vmio.proc import Runner
+from vmio.system.process import Runner
 
 
 def alive(pid: int) -> bool:
@@ -68,7 +68,7 @@ def test_a_daemon_is_kept_when_that_is_the_point(tmp_path: Path) -> None:
 def test_children_die_with_a_killed_parent(tmp_path: Path) -> None:
     pidfile = tmp_path / "pid"
     code = (
-        "from vmio.proc import Runner\n"
+        "from vmio.system.process import Runner\n"
         f"Runner().run(['sh', '-c', \"setsid sh -c 'echo $$ > {pidfile}; exec sleep 300' & wait\"], timeout=600)\n"
     )
     parent = subprocess.Popen([sys.executable, "-c", code])

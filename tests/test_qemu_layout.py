@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from vmio.campaign import Progress
-from vmio.cli_campaign import ProgressPrinter
+from vmio.cli.campaign import ProgressPrinter
 from vmio.errors import InputError
 from vmio.spec import QemuTarget
 from vmio.targets.qemu import layout

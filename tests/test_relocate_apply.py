@@ -167,7 +167,7 @@ def test_dm_tables_read_back_the_images_on_a_real_device_mapper(tmp_path: Path) 
     problem = device_mapper_problem()
     if problem:
         pytest.skip(f"device-mapper is not available here: {problem}")
-    from vmio.proc import Runner
+    from vmio.system.process import Runner
 
     plan, src, _ = _setup(tmp_path, extents=16)
     out = tmp_path / "out.img"

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from vmio.errors import InputError, ToolError
-from vmio.proc import Runner
 from vmio.relocate.capture import QEMU_EVENTS, blktrace_capture, blktrace_problem, qemu_trace_args
-from vmio.relocate.readers import read_qemu
-from vmio.relocate.trace import READ, WRITE
+from vmio.system.process import Runner
+from vmio.traces.readers import read_qemu
+from vmio.traces.trace import READ, WRITE
 
 
 def test_qemu_trace_args_enable_the_request_events(tmp_path: Path) -> None:

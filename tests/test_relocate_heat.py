@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from vmio.errors import InputError
 from vmio.relocate import plots
 from vmio.relocate.heat import extent_counts, heat_over_time, hot_by_budget, hot_by_coverage, summarize
-from vmio.relocate.trace import Trace
+from vmio.traces.trace import Trace
 
 MiB = 1 << 20
 

@@ -12,7 +12,7 @@ from vmio.relocate.layout import Layout
 from vmio.relocate.order import order_quality, zone_order
 from vmio.relocate.plan_io import mapping_runs, plan_from_dict, plan_to_dict
 from vmio.relocate.planner import Plan, build_plan
-from vmio.relocate.trace import Trace
+from vmio.traces.trace import Trace
 
 E = 4096
 

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vmio.errors import TraceError
-from vmio.relocate.readers import read_trace, sniff_format
-from vmio.relocate.trace import READ, WRITE, concat
+from vmio.traces.readers import read_trace, sniff_format
+from vmio.traces.trace import READ, WRITE, concat
 
 DATA = Path(__file__).parent / "data" / "relocate"
 SHARED = Path("/work/shared/traces/cloudphysics_vscsi_sample.csv")
@@ -27,7 +27,7 @@ def test_blkparse_keeps_issued_reads_and_writes_per_device() -> None:
 
 
 def test_blkparse_other_action_selects_completions(tmp_path: Path) -> None:
-    from vmio.relocate.readers import read_blkparse
+    from vmio.traces.readers import read_blkparse
 
     tr = read_blkparse(DATA / "blkparse.txt", action="C")
     assert tr.offset.tolist() == [2048 * 512, 409600 * 512]

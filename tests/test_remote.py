@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from vmio import summary
 from vmio.cli import main
-from vmio.fio import histogram
+from vmio.stats import histogram
 from vmio.store import Store
+from vmio.store import rows as summary
 from vmio.targets.remote import LocalFioServer
 
 pytestmark = pytest.mark.fio

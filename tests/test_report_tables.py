@@ -16,9 +16,10 @@ from scipy import stats as scipy_stats
 
 from vmio.cli import main
 from vmio.fio.output import JobResult
-from vmio.report import compare, compare_text, data, page, saturation
+from vmio.report import compare, compare_text, data, page
+from vmio.report import summary_table as saturation
 from vmio.report.figure import to_svg
-from vmio.report.stats import Spread, ratio, welch
+from vmio.stats.spread import Spread, ratio, welch
 from vmio.store import RunRecord, Store
 
 TARGETS: list[Mapping[str, object]] = [

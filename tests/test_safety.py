@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from vmio.cli import main
-from vmio.proc import Runner
 from vmio.store import Store
-from vmio.targets.safety import data_on_device
+from vmio.system.process import Runner
+from vmio.system.safety import data_on_device
 
 from conftest import need
 

@@ -1,4 +1,4 @@
-from vmio.cli_campaign import format_table
+from vmio.cli.campaign import format_table
 
 
 def row(

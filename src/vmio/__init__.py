@@ -1,9 +1,8 @@
 """vmio: measure, diagnose and optimize storage I/O on KVM/QEMU hosts."""
 
-__version__ = "0.1.0"
-
 from vmio.campaign import Options
 from vmio.campaign import run as run_campaign
+from vmio.campaign.facts import vmio_version as _vmio_version
 from vmio.errors import (
     ClusterError,
     FioError,
@@ -19,6 +18,8 @@ from vmio.errors import (
 from vmio.spec import Campaign, Point, load_spec, loads_spec
 from vmio.store import Store
 from vmio.units import format_size, parse_duration, parse_size
+
+__version__ = _vmio_version()
 
 __all__ = [
     "Campaign",

@@ -15,7 +15,7 @@ from pathlib import Path
 from vmio.advise.thresholds import VQ_MAPPING_MAX_IOTHREADS
 from vmio.qemu import QemuCaps
 from vmio.spec import QemuTarget
-from vmio.targets.safety import is_block_device
+from vmio.system.safety import is_block_device
 
 MAX_VMS = 256  # the spec's limit on vms
 

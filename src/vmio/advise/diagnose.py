@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from vmio.advise.device_saturation import device_saturation
 from vmio.advise.evidence import Evidence, Measured, Vm
-from vmio.advise.saturation import device_saturation
 from vmio.advise.thresholds import (
     HOST_CPU_BUSY,
     IOTHREAD_VQ_MAPPING_QEMU,

@@ -12,10 +12,10 @@ from typing import Any
 
 from vmio.advise.evidence import Device, Evidence, Host, Measured, Vm, Workload
 from vmio.errors import InputError
-from vmio.metrics.devices import in_use, is_rotational
 from vmio.spec import Campaign, QemuTarget, loads_spec
 from vmio.store import Store
-from vmio.summary import point_row
+from vmio.store.rows import point_row
+from vmio.system.blockdev import in_use, is_rotational
 
 # The evidence wants each class's busiest thread (% of one core), not the class's sum.
 QEMU_METRICS = {"iothread_max_pct": "qemu_iothread_cpu_pct", "main_max_pct": "qemu_main_loop_cpu_pct",

@@ -14,10 +14,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vmio.advise.cmdline import CmdDisk
 from vmio.advise.diagnose import Diagnosis, diagnose
 from vmio.advise.evidence import Device, Evidence, Host, Measured, Vm, Workload
-from vmio.advise.live import (
+from vmio.errors import InputError, ToolError
+from vmio.metrics import procfs
+from vmio.qemu.caps import parse_version
+from vmio.qemu.cmdline import CmdDisk
+from vmio.qemu.inspect import (
     BlockCounters,
     Monitor,
     QemuProcess,
@@ -27,12 +30,9 @@ from vmio.advise.live import (
     find_qemus,
     open_monitor,
 )
-from vmio.errors import InputError, ToolError
-from vmio.metrics import procfs
-from vmio.metrics.devices import device_chain, in_use, is_rotational, reported_device
-from vmio.proc import Runner
-from vmio.qemu.caps import parse_version
 from vmio.qemu.threads import Snapshot, classify, cpu_between, read_threads
+from vmio.system.blockdev import device_chain, in_use, is_rotational, reported_device
+from vmio.system.process import Runner
 
 
 @dataclass

@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from vmio.advise.config import Config
+    from vmio.advise.config_guideline import Config
 
 NODE = "disk0"
 

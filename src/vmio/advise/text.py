@@ -7,7 +7,7 @@ import shlex
 from typing import Any
 
 from vmio.advise import thresholds as t
-from vmio.advise.config import Advice
+from vmio.advise.config_guideline import Advice
 from vmio.advise.diagnose import Diagnosis, Step
 
 

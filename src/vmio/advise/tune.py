@@ -14,15 +14,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from vmio import campaign as runner
 from vmio.advise import from_store
 from vmio.advise.actions import Applied, CannotApply, apply
 from vmio.advise.diagnose import Diagnosis, diagnose
-from vmio.advise.spec_toml import dumps
+from vmio.campaign import runner
 from vmio.errors import InputError
 from vmio.qemu import QemuCaps
 from vmio.report import compare, data
 from vmio.spec import Campaign, QemuTarget, loads_spec
+from vmio.spec.dump import dumps
 from vmio.store import Store
 
 

@@ -10,7 +10,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from vmio.net import free_port
+from vmio.system.ports import free_port
 
 LOOPBACK = "127.0.0.1"
 

@@ -18,7 +18,7 @@ from typing import Any
 from vmio.dstore import daemons
 from vmio.dstore.cephconf import ClusterLayout, new_layout, render_conf
 from vmio.errors import ClusterError, InputError
-from vmio.proc import Runner
+from vmio.system.process import Runner
 
 STATE_FILE = "vmio-dstore.json"
 CMD_TIMEOUT = 60.0

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from vmio.dstore.cephconf import ClusterLayout
 from vmio.errors import ClusterError, tail_lines
-from vmio.proc import Runner
+from vmio.system.process import Runner
 
 START_TIMEOUT = 90.0
 

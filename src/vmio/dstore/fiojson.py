@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vmio.errors import FioError
-from vmio.fio import histogram
+from vmio.stats import histogram
 
 DIRECTIONS = ("read", "write")
 
@@ -110,7 +110,7 @@ def _combine(sides: list[_Side]) -> DirStats:
 
 def percentile_from_bins(bins: dict[int, int], pct: float) -> float:
     """The ``pct`` percentile (nearest rank) of a histogram of latency value → count: fio's own rule,
-    shared with the campaign store (``vmio.fio.histogram``)."""
+    shared with the campaign store (``vmio.stats.histogram``)."""
     value = histogram.percentile(bins, pct)
     if value is None:
         raise ValueError("an empty histogram has no percentiles")

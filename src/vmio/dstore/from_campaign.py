@@ -15,7 +15,7 @@ from vmio.dstore.profile import Criteria, Point, Profile, verdict
 from vmio.errors import InputError
 from vmio.spec import RbdTarget, loads_spec
 from vmio.store import Store
-from vmio.summary import point_row
+from vmio.store.rows import point_row
 
 
 def profile_from_campaign(store: Store, campaign: str, target: str | None = None) -> Profile:

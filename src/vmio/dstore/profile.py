@@ -19,7 +19,7 @@ from vmio.dstore.cluster import ClusterRef
 from vmio.dstore.fiojson import FioResult
 from vmio.dstore.rbdfio import RbdJob, run_rbd_job
 from vmio.errors import InputError
-from vmio.proc import Runner
+from vmio.system.process import Runner
 from vmio.units import format_size, parse_size
 
 DEFAULT_BS = (4 << 10, 8 << 10, 16 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10, 512 << 10, 1 << 20)

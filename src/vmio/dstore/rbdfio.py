@@ -14,7 +14,7 @@ from pathlib import Path
 from vmio.dstore.cluster import ClusterRef
 from vmio.dstore.fiojson import FioResult, parse_fio
 from vmio.errors import FioError, InputError
-from vmio.proc import Runner
+from vmio.system.process import Runner
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vmio.errors import FioError
-from vmio.fio import histogram
+from vmio.stats import histogram
 
 DIRECTIONS = ("read", "write")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from vmio.errors import FioError
 from vmio.fio import output
-from vmio.proc import Runner
+from vmio.system.process import Runner
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from vmio.errors import InputError
 from vmio.guest import inputs
 from vmio.guest.cpio import CpioWriter
 from vmio.guest.kmod import read_module, resolve_modules
-from vmio.proc import Runner
+from vmio.system.process import Runner
 
 FORMAT = 2  # bump when the image layout changes (2: uncompressed initramfs)
 FIO_PORT = 8765

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vmio.errors import InputError, ToolError
-from vmio.proc import Runner
+from vmio.system.process import Runner
 
 KERNEL_PACKAGE = "linux-image-cloud-amd64"
 BUSYBOX_PACKAGE = "busybox-static"

@@ -18,10 +18,10 @@ from vmio.membal.balloon import Guest
 from vmio.membal.governor import Move, Rules, govern
 from vmio.membal.observation import Budget, Policy
 from vmio.membal.policies import POLICY_PARAMS, make_policy
-from vmio.membal.record import DecisionRow, add_decisions
 from vmio.membal.signals import PAGE, GuestSignals, signals
 from vmio.qemu.agent import AgentRecord
 from vmio.store import Store
+from vmio.store.membal import DecisionRow, add_decisions
 from vmio.units import parse_size
 
 # What each policy reads of an observation beyond allocation/resident, and whether a guest reports it.

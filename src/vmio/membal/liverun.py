@@ -20,9 +20,9 @@ from vmio.membal.balloon import BalloonedVM
 from vmio.membal.governor import Rules
 from vmio.membal.live import LiveController, Step, check_live_policy
 from vmio.membal.livework import Load, LoadRun
-from vmio.membal.record import finish_run, start_run
 from vmio.qemu import AccelProber, Disk, Fleet, QemuCaps, VMConfig, probe_caps
 from vmio.store import Store
+from vmio.store.membal import finish_run, start_run
 from vmio.units import format_size
 
 

@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from vmio.errors import SpecError, ToolError
-from vmio.proc import Supervised
-from vmio.tomlsrc import load_toml
+from vmio.spec.tomlfile import load_toml
+from vmio.system.process import Supervised
 from vmio.units import parse_duration, parse_size
 
 RUN_KEYS = {"policy": "text", "memory": "size", "floor": "size", "interval": "duration",

@@ -18,8 +18,8 @@ from pathlib import Path
 from vmio.errors import GuestBootError, InputError
 from vmio.guest.image import GuestImage, cache_root
 from vmio.qemu.caps import QemuCaps
-from vmio.qemu.config import Accel, VMConfig
 from vmio.qemu.vm import VM
+from vmio.qemu.vmconfig import Accel, VMConfig
 
 KVM_PROBE_DEADLINE = 10.0
 

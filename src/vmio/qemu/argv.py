@@ -14,7 +14,7 @@ from pathlib import Path
 from vmio.errors import InputError
 from vmio.guest.image import FIO_PORT, GuestImage
 from vmio.qemu.caps import QemuCaps
-from vmio.qemu.config import Accel, Bus, Cache, Disk, VMConfig
+from vmio.qemu.vmconfig import Accel, Bus, Cache, Disk, VMConfig
 
 AGENT_PORT_NAME = "vmio.agent"
 

@@ -8,7 +8,7 @@ import shutil
 from dataclasses import dataclass, field
 
 from vmio.errors import ToolError
-from vmio.proc import Runner
+from vmio.system.process import Runner
 
 QEMU_BINARY = "qemu-system-x86_64"
 

@@ -13,10 +13,10 @@ from types import TracebackType
 
 from vmio.errors import InputError
 from vmio.guest.image import GuestImage
-from vmio.net import free_port
 from vmio.qemu.caps import QemuCaps
-from vmio.qemu.config import Bus, VMConfig
 from vmio.qemu.vm import VM
+from vmio.qemu.vmconfig import Bus, VMConfig
+from vmio.system.ports import free_port
 
 
 def check_disjoint(configs: Sequence[VMConfig]) -> None:

@@ -23,12 +23,12 @@ from typing import Any
 
 from vmio.errors import GuestBootError, ToolError, VmioError, tail_lines
 from vmio.guest.image import READY_MARKER, GuestImage
-from vmio.net import free_port
 from vmio.qemu import lifecycle
 from vmio.qemu.argv import Runtime, build_argv
 from vmio.qemu.caps import QemuCaps
-from vmio.qemu.config import Accel, VMConfig
 from vmio.qemu.qmp import QMPConnection
+from vmio.qemu.vmconfig import Accel, VMConfig
+from vmio.system.ports import free_port
 
 
 class VMState(Enum):

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from vmio.errors import InputError, ToolError
-from vmio.proc import Runner
+from vmio.system.process import Runner
 
 QEMU_EVENTS = ("virtio_blk_handle_read", "virtio_blk_handle_write", "blk_co_preadv", "blk_co_pwritev")
 DEBUGFS = Path("/sys/kernel/debug")

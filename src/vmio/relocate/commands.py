@@ -18,7 +18,7 @@ from vmio.relocate.layout import Layout
 from vmio.relocate.plan_io import plan_to_dict, read_plan, write_plan
 from vmio.relocate.planner import Plan, build_plan
 from vmio.relocate.synthetic import FfsbSpec, ffsb_stream, hot_regions
-from vmio.relocate.trace import Trace, concat
+from vmio.traces.trace import Trace, concat
 from vmio.units import format_size, parse_size
 
 
@@ -119,7 +119,7 @@ def _synthetic(
 
 
 def _from_traces(args: argparse.Namespace) -> tuple[Trace, Trace, Layout, dict[str, Any]]:
-    from vmio.relocate.readers import read_trace
+    from vmio.traces.readers import read_trace
 
     trace = concat([read_trace(p, args.format) for p in args.trace])
     disk = builtin_disk(args.disk)

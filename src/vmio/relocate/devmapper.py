@@ -13,9 +13,9 @@ import os
 from pathlib import Path
 
 from vmio.errors import InputError, ToolError
-from vmio.proc import Runner
 from vmio.relocate.plan_io import mapping_runs
 from vmio.relocate.planner import Plan
+from vmio.system.process import Runner
 
 SECTOR = 512
 DM_CONTROL = Path("/dev/mapper/control")

@@ -15,7 +15,7 @@ from vmio.relocate.layout import Layout
 from vmio.relocate.order import ORDERS
 from vmio.relocate.planner import Plan, build_plan
 from vmio.relocate.replay import ReplayResult, Requests, replay
-from vmio.relocate.trace import Trace
+from vmio.traces.trace import Trace
 
 
 @dataclass(frozen=True)

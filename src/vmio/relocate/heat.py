@@ -11,7 +11,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from vmio.errors import InputError
-from vmio.relocate.trace import Trace
+from vmio.traces.trace import Trace
 
 DEFAULT_EXTENT = 1 << 20
 

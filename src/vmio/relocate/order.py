@@ -13,7 +13,7 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from vmio.errors import InputError
-from vmio.relocate.trace import Trace
+from vmio.traces.trace import Trace
 
 ORDERS = ("image", "first", "coaccess")
 Pair = tuple[int, int]

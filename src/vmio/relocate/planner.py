@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 from vmio.errors import InputError
 from vmio.relocate.layout import Layout
 from vmio.relocate.order import zone_order
-from vmio.relocate.trace import Trace
+from vmio.traces.trace import Trace
 
 POSITIONS = ("auto", "after", "start", "center")
 

@@ -16,8 +16,8 @@ from numpy.typing import NDArray
 
 from vmio.errors import InputError
 from vmio.relocate.disk import DiskParams, Geometry
-from vmio.relocate.kernel import run_kernel
 from vmio.relocate.reference import ReferenceReplay
+from vmio.relocate.replay_kernel import run_kernel
 
 POLICIES = ("fcfs", "elevator")
 OPEN_LOOP_DEPTH = 64

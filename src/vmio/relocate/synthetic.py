@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from vmio.errors import InputError
-from vmio.relocate.trace import Trace
+from vmio.traces.trace import Trace
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from typing import Any
 
 from vmio.errors import InputError
 from vmio.report.data import CampaignData, Group, GroupKey, Row, along, iops, latency, offered_label
-from vmio.report.stats import LEVEL, Difference, Spread, ratio, welch
+from vmio.stats.spread import LEVEL, Difference, Spread, ratio, welch
 from vmio.units import format_size
 
 Metric = tuple[str, Callable[[Row, str], float | None], bool]  # name, value, higher is better

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from vmio.report.compare import METRICS, BeforeAfter, Change, RatioRow, point_label
 from vmio.report.data import offered_label
-from vmio.report.stats import LEVEL, Spread
+from vmio.stats.spread import LEVEL, Spread
 from vmio.units import format_size
 
 

@@ -8,9 +8,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from vmio.report.stats import Spread
+from vmio.stats.spread import Spread
 from vmio.store import Store
-from vmio.summary import point_rows
+from vmio.store.rows import point_rows
 
 DDIRS = ("read", "write")
 Offered = int | None  # None = "max" (unthrottled)

@@ -14,7 +14,7 @@ from vmio.errors import InputError
 from vmio.report import plots_latency, plots_load, plots_run
 from vmio.report.data import CampaignData
 from vmio.report.figure import Plot, to_png, to_svg
-from vmio.report.saturation import (
+from vmio.report.summary_table import (
     SummaryRow,
     format_text,
     knee_text,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from vmio.errors import InputError
 from vmio.spec import HostTarget
-from vmio.targets.safety import is_block_device
+from vmio.system.safety import is_block_device
 
 CHUNK = 4 << 20
 

@@ -19,18 +19,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vmio import guest
+from vmio.campaign.measure import measure_with
 from vmio.errors import InputError, VmioError
-from vmio.executors import measure_with
 from vmio.fio import jobfile
-from vmio.metrics.devices import device_chain, reported_device
 from vmio.metrics.sampler import CpuProbe, DiskProbe, Probe
 from vmio.qemu import VM, AccelProber, Disk, Fleet, VMConfig, probe_caps
 from vmio.qemu.threads import Snapshot, cpu_between, read_threads
 from vmio.relocate.capture import qemu_trace_args
 from vmio.spec import Point, QemuTarget, Workload
 from vmio.store import RunRecord
+from vmio.system.blockdev import device_chain, reported_device
+from vmio.system.safety import is_block_device
 from vmio.targets import host
-from vmio.targets.safety import is_block_device
 
 if TYPE_CHECKING:
     from vmio.campaign import Options

@@ -9,13 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from vmio.campaign.measure import measure_with
 from vmio.errors import InputError
-from vmio.executors import measure_with
 from vmio.fio import jobfile
-from vmio.metrics.devices import device_chain, reported_device
 from vmio.metrics.sampler import CpuProbe, DiskProbe, Probe
 from vmio.spec import Point, RbdTarget, Workload
 from vmio.store import RunRecord
+from vmio.system.blockdev import device_chain, reported_device
 
 if TYPE_CHECKING:
     from vmio.campaign import Options

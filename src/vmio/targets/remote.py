@@ -10,14 +10,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from vmio.campaign.measure import measure_with
 from vmio.errors import ToolError, UnsafeTargetError
-from vmio.executors import measure_with
 from vmio.fio import jobfile
 from vmio.metrics.sampler import CpuProbe, Probe
-from vmio.net import free_port, wait_for_port
-from vmio.proc import Supervised
 from vmio.spec import Point, RemoteTarget, Workload
 from vmio.store import RunRecord
+from vmio.system.ports import free_port, wait_for_port
+from vmio.system.process import Supervised
 
 if TYPE_CHECKING:
     from vmio.campaign import Options

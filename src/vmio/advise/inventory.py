@@ -1,0 +1,171 @@
+"""Host facts the configuration guideline needs, asked of QEMU itself and read from sysfs.
+
+QEMU is asked with ``--version``, ``-device help`` and ``-device DEVICE,help`` (the property list shows
+whether ``iothread`` and ``iothread-vq-mapping`` exist in this build). Block devices come from
+``SYSFS/block`` with their ``queue/rotational`` flag and, for passthrough, the PCI address they sit on.
+The runner and the sysfs root are seams: tests hand in a tree under ``tmp_path``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from vmio.advise.evidence import parse_version
+from vmio.errors import InputError, ToolError
+from vmio.system.process import Runner
+
+QEMU = "qemu-system-x86_64"
+PROBED_DEVICES = ("virtio-blk-pci", "virtio-scsi-pci")
+VIRTUAL_BLOCK_PREFIXES = ("loop", "ram", "zram", "sr", "fd", "nbd", "mtdblock")
+_PCI = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+_DEVICE_LINE = re.compile(r'^name "([^"]+)"(?:.*?alias "([^"]+)")?')
+_PROPERTY_LINE = re.compile(r"^\s+([A-Za-z0-9_.-]+)=")
+_QEMU_TIMEOUT = 20.0
+
+
+@dataclass(frozen=True)
+class BlockDevice:
+    """A block device of the host: its name, whether it spins, its size, its PCI address if it has one,
+    and what of the host's holds it (a mount, swap or a device-mapper holder), which rules out passthrough."""
+
+    name: str
+    rotational: bool | None
+    size_bytes: int
+    pci_address: str | None = None
+    host_uses: str | None = None
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    """What this host's QEMU can do and which block devices it has."""
+
+    qemu_version: str
+    qemu_devices: frozenset[str]
+    device_properties: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    cpus: int | None = None
+    block_devices: tuple[BlockDevice, ...] = ()
+
+    def qemu(self) -> tuple[int, int, int]:
+        return parse_version(self.qemu_version)
+
+    def has_device(self, device: str) -> bool:
+        return device in self.qemu_devices
+
+    def has_property(self, device: str, prop: str) -> bool:
+        return prop in self.device_properties.get(device, frozenset())
+
+
+def read_host_facts(
+    runner: Runner, *, sysfs: Path = Path("/sys"), proc: Path = Path("/proc"), qemu: str = QEMU
+) -> HostFacts:
+    """Ask ``qemu`` for its version, devices and the storage devices' properties; read block devices."""
+    version = qemu_version(runner.run([qemu, "--version"], timeout=_QEMU_TIMEOUT).stdout)
+    devices = parse_device_list(runner.run([qemu, "-device", "help"], timeout=_QEMU_TIMEOUT).stdout)
+    props = {
+        name: parse_properties(runner.run([qemu, "-device", f"{name},help"], timeout=_QEMU_TIMEOUT).stdout)
+        for name in PROBED_DEVICES
+        if name in devices
+    }
+    return HostFacts(version, devices, props, read_cpus(sysfs), read_block_devices(sysfs, read_mounted(proc)))
+
+
+def qemu_version(text: str) -> str:
+    """``'QEMU emulator version 7.2.22 (Debian ...)'`` → ``'7.2.22'``."""
+    match = re.search(r"version (\d+\.\d+(?:\.\d+)?)", text)
+    if match is None:
+        raise ToolError(f"cannot find a version in QEMU's --version output {text[:80]!r}", output=text)
+    return match[1]
+
+
+def parse_device_list(text: str) -> frozenset[str]:
+    """Device names and their aliases from ``-device help``."""
+    names: set[str] = set()
+    for line in text.splitlines():
+        match = _DEVICE_LINE.match(line.strip())
+        if match:
+            names.update(n for n in match.groups() if n)
+    return frozenset(names)
+
+
+def parse_properties(text: str) -> frozenset[str]:
+    """Property names from ``-device NAME,help``."""
+    return frozenset(m[1] for line in text.splitlines() if (m := _PROPERTY_LINE.match(line)))
+
+
+def read_cpus(sysfs: Path) -> int | None:
+    """Online CPUs from ``SYSFS/devices/system/cpu/online`` (``0-15``, ``0,2-3``); None if absent."""
+    try:
+        text = (sysfs / "devices/system/cpu/online").read_text().strip()
+    except OSError:
+        return None
+    count = 0
+    for part in text.split(","):
+        low, _, high = part.partition("-")
+        try:
+            count += int(high or low) - int(low) + 1
+        except ValueError as exc:
+            raise InputError(f"{sysfs}/devices/system/cpu/online = {text!r} is not a CPU list") from exc
+    return count
+
+
+def read_mounted(proc: Path) -> dict[str, str]:
+    """Device name → mount point (or 'swap') from ``PROC/mounts`` and ``PROC/swaps``."""
+    used: dict[str, str] = {}
+    for name, column in (("mounts", 1), ("swaps", None)):
+        try:
+            lines = (proc / name).read_text().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if fields and fields[0].startswith("/dev/"):
+                used.setdefault(fields[0].rsplit("/", 1)[-1], "swap" if column is None else fields[column])
+    return used
+
+
+def read_block_devices(sysfs: Path, mounted: Mapping[str, str] | None = None) -> tuple[BlockDevice, ...]:
+    """Non-virtual block devices with a size, sorted by name; ``mounted`` is :func:`read_mounted`'s."""
+    root = sysfs / "block"
+    if not root.is_dir():
+        return ()
+    found = []
+    for entry in sorted(root.iterdir()):
+        if entry.name.startswith(VIRTUAL_BLOCK_PREFIXES):
+            continue
+        size = _read_int(entry / "size")
+        if not size:
+            continue
+        flag = _read_int(entry / "queue/rotational")
+        rotational = None if flag is None else flag == 1
+        uses = _host_uses(entry, mounted or {})
+        found.append(BlockDevice(entry.name, rotational, size * 512, _pci_address(entry), uses))
+    return tuple(found)
+
+
+def _host_uses(entry: Path, mounted: Mapping[str, str]) -> str | None:
+    names = [entry.name, *(p.name for p in entry.iterdir() if (p / "partition").exists())]
+    for name in names:
+        if name in mounted:
+            return f"/dev/{name} on {mounted[name]}"
+        holders = entry / name / "holders" if name != entry.name else entry / "holders"
+        if holders.is_dir() and any(holders.iterdir()):
+            return f"/dev/{name} held by {', '.join(sorted(h.name for h in holders.iterdir()))}"
+    return None
+
+
+def _read_int(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _pci_address(entry: Path) -> str | None:
+    device = entry / "device"
+    if not device.exists():
+        return None
+    parts = [p for p in device.resolve().parts if _PCI.match(p)]
+    return parts[-1] if parts else None

@@ -1,0 +1,68 @@
+"""The facts that make a measurement trustworthy: kernel, CPU, cores, tool versions, load."""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import socket
+from functools import cache
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from vmio.errors import ToolError
+from vmio.system.process import Runner
+
+
+def collect(proc_root: str | Path = "/proc", runner: Runner | None = None) -> dict[str, Any]:
+    proc = Path(proc_root)
+    return {
+        "hostname": socket.gethostname(),
+        "kernel": platform.release(),
+        "cpu_model": _cpu_model(proc),
+        "cores": os.cpu_count(),
+        "memory_bytes": _mem_total(proc),
+        "loadavg": list(os.getloadavg()),
+        "fio_version": fio_version(runner or Runner()),
+        "python": platform.python_version(),
+        "vmio_version": vmio_version(),
+    }
+
+
+def vmio_version() -> str:
+    """The installed vmio's version (its package metadata)."""
+    try:
+        return metadata.version("vmio")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+@cache
+def _fio_version_cached(runner: Runner) -> str | None:
+    try:
+        return runner.run(["fio", "--version"], timeout=10).stdout.strip() or None
+    except ToolError:
+        return None
+
+
+def fio_version(runner: Runner) -> str | None:
+    return _fio_version_cached(runner)
+
+
+def _cpu_model(proc: Path) -> str | None:
+    try:
+        text = (proc / "cpuinfo").read_text()
+    except OSError:
+        return None
+    match = re.search(r"^model name\s*:\s*(.+)$", text, re.MULTILINE)
+    return match.group(1).strip() if match else None
+
+
+def _mem_total(proc: Path) -> int | None:
+    try:
+        text = (proc / "meminfo").read_text()
+    except OSError:
+        return None
+    match = re.search(r"^MemTotal:\s*(\d+) kB", text, re.MULTILINE)
+    return int(match.group(1)) * 1024 if match else None

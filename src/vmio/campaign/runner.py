@@ -1,0 +1,181 @@
+"""Run a campaign: every point not yet done, each recorded atomically; failures do not stop the rest.
+
+Re-running skips the points already done (``force`` redoes them); a point interrupted by a crash left
+nothing in the store and is simply run again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from vmio.campaign import facts as hostfacts
+from vmio.campaign.measure import Executor, executor_for
+from vmio.errors import InputError, ToolError, UnsafeTargetError, VmioError
+from vmio.spec import Campaign, HostTarget, Point, RemoteTarget
+from vmio.store import RunRecord, Store
+from vmio.system.process import Runner
+from vmio.system.safety import check_write, is_block_device
+from vmio.targets.remote import check_remote_writes
+
+
+@dataclass
+class Options:
+    force: bool = False
+    destroy_data: tuple[str, ...] = ()
+    interval: float = 1.0
+    workdir: Path | None = None
+    runner: Runner = field(default_factory=Runner)
+    proc_root: str = "/proc"
+    sys_root: str = "/sys"
+    boot_timeout: float = 90.0
+    trace_root: Path | None = None  # where VM targets with trace = true keep each point's request traces
+
+
+@dataclass(frozen=True)
+class Progress:
+    done: int
+    total: int
+    point: str
+    status: str  # "running" | "done" | "failed"
+    eta_s: float | None
+
+
+@dataclass
+class Outcome:
+    done: int = 0
+    failed: int = 0
+    skipped: int = 0
+    failures: list[str] = field(default_factory=list)
+
+
+def preflight(campaign: Campaign, options: Options) -> None:
+    """Refuse the whole campaign before any I/O if a write would touch a device holding data."""
+    writes = any(w.writes for w in campaign.workloads)
+    for target in campaign.targets:
+        if writes and isinstance(target, RemoteTarget):
+            check_remote_writes(target, options.destroy_data)
+        paths = [target.path] if isinstance(target, HostTarget) else list(getattr(target, "backing", ()))
+        for path in paths:
+            if writes and is_block_device(path):
+                check_write(path, options.destroy_data, options.runner, options.sys_root, options.proc_root)
+
+
+def run(
+    campaign: Campaign,
+    spec_text: str,
+    store: Store,
+    options: Options,
+    progress: Callable[[Progress], None] | None = None,
+) -> Outcome:
+    preflight(campaign, options)
+    store.ensure_campaign(campaign.name, campaign.path, spec_text, campaign.canonical())
+    points = campaign.points()
+    skip = set() if options.force else store.done_keys(campaign.name)
+    todo = [p for p in points if p.key not in skip]
+    outcome = Outcome(skipped=len(points) - len(todo))
+    report = progress or (lambda _: None)
+    started = time.monotonic()
+    with _workdir(options) as workdir:
+        current: Opened | None = None
+        try:
+            for i, point in enumerate(todo):
+                eta = _eta(started, i, len(todo), campaign, todo[i:])
+                report(Progress(outcome.skipped + i, len(points), point.key, "running", eta))
+                if current is not None and current.target != point.target:
+                    # One target's executor at a time: idle VMs must not disturb another target's points.
+                    current.stack.close()
+                    current = None
+                if current is None:
+                    current = _open_executor(campaign, point, options)
+                rec = _run_point(campaign, point, current, workdir, options)
+                store.record(rec)
+                if rec.status == "done":
+                    outcome.done += 1
+                else:
+                    outcome.failed += 1
+                    outcome.failures.append(f"{point.key}: {rec.error}")
+                    current.stack.close()  # a failed point may leave its VMs broken: start afresh
+                    current = None
+                report(Progress(outcome.skipped + i + 1, len(points), point.key, rec.status, None))
+        finally:
+            if current is not None:
+                current.stack.close()
+    return outcome
+
+
+@dataclass
+class Opened:
+    """A target made ready for its points, or the error that kept it from starting."""
+
+    target: str
+    stack: contextlib.ExitStack
+    executor: Executor | None = None
+    error: VmioError | None = None
+
+
+def _open_executor(campaign: Campaign, point: Point, options: Options) -> Opened:
+    """Start the point's target (for VMs: boot them); a failure is kept for the point to record."""
+    stack = contextlib.ExitStack()
+    try:
+        executor = stack.enter_context(executor_for(campaign.target(point.target), options))
+    except (UnsafeTargetError, InputError):
+        stack.close()
+        raise
+    except VmioError as exc:
+        stack.close()
+        return Opened(point.target, stack, error=exc)
+    return Opened(point.target, stack, executor)
+
+
+def _run_point(
+    campaign: Campaign, point: Point, opened: Opened, workdir: Path, options: Options
+) -> RunRecord:
+    rundir = workdir / point.key.replace("/", "_")
+    rundir.mkdir(parents=True, exist_ok=True)
+    workload = campaign.workload(point.workload)
+    target = campaign.target(point.target)
+    rec = RunRecord(
+        campaign=campaign.name, point_key=point.key, target=target.name, target_kind=target.kind,
+        workload=workload.name, bs=point.bs, offered_iops=point.offered_iops,
+        load_processes=point.load_processes, repetition=point.repetition, status="done",
+        started=time.time(), ended=0.0, host=hostfacts.collect(options.proc_root, options.runner),
+    )  # fmt: skip
+    rec.fio_version = rec.host.get("fio_version")
+    try:
+        if opened.error is not None:
+            raise opened.error
+        assert opened.executor is not None
+        opened.executor.measure(point, workload, rundir, rec)
+    except (UnsafeTargetError, InputError):
+        raise
+    except VmioError as exc:
+        rec.status = "failed"
+        rec.error = str(exc).splitlines()[0]
+        rec.log = (
+            (rec.log or "") + str(exc) + (("\n" + exc.output[-8000:]) if isinstance(exc, ToolError) else "")
+        )
+    rec.ended = time.time()
+    return rec
+
+
+def _eta(started: float, done: int, todo: int, campaign: Campaign, rest: list[Point]) -> float | None:
+    if done:
+        return (time.monotonic() - started) / done * (todo - done)
+    workloads = {w.name: w for w in campaign.workloads}
+    return sum(workloads[p.workload].runtime + workloads[p.workload].ramp + 1.0 for p in rest)
+
+
+@contextlib.contextmanager
+def _workdir(options: Options) -> Iterator[Path]:
+    if options.workdir is not None:
+        workdir = options.workdir.resolve()  # fio runs inside each point's folder
+        workdir.mkdir(parents=True, exist_ok=True)
+        yield workdir
+        return
+    with tempfile.TemporaryDirectory(prefix="vmio-run-") as tmp:
+        yield Path(tmp)

@@ -1,0 +1,169 @@
+"""``vmio advise`` (Fig. 9 over host facts) and ``vmio diagnose`` (Fig. 10 over evidence)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from vmio.advise.config_guideline import ADVISE_BUSES, Requirements, advise, parse_buses
+from vmio.advise.diagnose import diagnose
+from vmio.advise.evidence import load_evidence
+from vmio.advise.inventory import QEMU, read_host_facts
+from vmio.advise.text import explain, format_advice, format_diagnosis
+from vmio.errors import InputError
+from vmio.system.process import Runner
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``advise`` and ``diagnose`` to ``sub``."""
+    adv = sub.add_parser("advise", help="recommend a VM disk configuration (seed 000, Fig. 9)")
+    for flag, text in (
+        ("--scale-out", "capacity grows by adding VMs"),
+        ("--dedicated-disk", "a device may be given to one VM"),
+        ("--live-migration", "VMs must live-migrate"),
+    ):
+        adv.add_argument(flag, choices=("yes", "no"), default="no", help=f"{text} (default no)")
+    adv.add_argument("--bus", default=",".join(ADVISE_BUSES), help="allowed buses, comma-separated")
+    adv.add_argument("--json", action="store_true", help="print JSON")
+    adv.add_argument("--qemu", default=QEMU, help=argparse.SUPPRESS)
+    adv.add_argument("--sysfs", type=Path, default=Path("/sys"), help=argparse.SUPPRESS)
+    adv.add_argument("--proc", type=Path, default=Path("/proc"), help=argparse.SUPPRESS)
+    adv.set_defaults(handler=run_advise)
+
+    diag = sub.add_parser("diagnose", help="is I/O at its limit, and what limits it (seed 000, Fig. 10)")
+    diag.add_argument("campaign", nargs="?", help="a stored campaign to diagnose")
+    diag.add_argument("--point", metavar="KEY", help="only this point (default: every unthrottled point)")
+    diag.add_argument(
+        "--dump-evidence",
+        type=Path,
+        metavar="FILE",
+        help="write the evidence (of the campaign, or with --live of each disk) as JSON",
+    )
+    diag.add_argument("--db", default=None, help="the store (default ./vmio.db, or $VMIO_DB)")
+    diag.add_argument("--evidence", type=Path, metavar="FILE", help="an evidence JSON file")
+    diag.add_argument("--explain", action="store_true", help="print the decision tree and thresholds")
+    diag.add_argument("--json", action="store_true", help="print JSON")
+    diag.add_argument("--live", action="store_true", help="diagnose the QEMU processes running now")
+    diag.add_argument("--seconds", default="5s", help="with --live: how long to sample (default 5s)")
+    diag.add_argument("--pid", type=int, action="append", help="with --live: only this QEMU (repeatable)")
+    diag.add_argument(
+        "--jobs-per-vm",
+        type=int,
+        metavar="N",
+        help="with --live: I/O jobs each guest runs (the host cannot see them; default unknown)",
+    )
+    diag.add_argument("--proc", type=Path, default=Path("/proc"), help=argparse.SUPPRESS)
+    diag.set_defaults(handler=run_diagnose)
+
+    tune = sub.add_parser("tune", help="apply the top diagnosed action to a campaign's VM targets and re-run")
+    tune.add_argument("campaign", help="a stored campaign with VM targets")
+    tune.add_argument("--db", default=None, help="the store (default ./vmio.db, or $VMIO_DB)")
+    tune.add_argument(
+        "--backing",
+        metavar="PATH",
+        help="a second backing path (spread-disks) or a free block device (dedicate-disk)",
+    )
+    tune.add_argument("--target", metavar="NAME", help="only this VM target (default: every VM target)")
+    tune.add_argument("--name", metavar="NAME", help="the tuned campaign's name (default CAMPAIGN-tuned)")
+    tune.add_argument("--boot-timeout", default="90s", help="time a guest has to become ready (default 90s)")
+    tune.add_argument("--json", action="store_true", help="print JSON")
+    tune.set_defaults(handler=run_tune)
+
+
+def run_advise(args: argparse.Namespace) -> int:
+    req = Requirements(
+        scale_out=args.scale_out == "yes",
+        dedicated_disk=args.dedicated_disk == "yes",
+        buses=parse_buses(args.bus),
+        live_migration=args.live_migration == "yes",
+    )
+    facts = read_host_facts(Runner(), sysfs=args.sysfs, proc=args.proc, qemu=args.qemu)
+    advice = advise(facts, req)
+    if args.json:
+        print(json.dumps(advice.to_dict(), indent=2))
+    else:
+        sys.stdout.write(format_advice(advice))
+    return 0
+
+
+def run_diagnose(args: argparse.Namespace) -> int:
+    if args.explain:
+        sys.stdout.write(explain())
+        return 0
+    if args.live:
+        if args.campaign is not None or args.evidence is not None:
+            raise InputError("--live diagnoses running QEMUs; give it without CAMPAIGN or --evidence")
+        from vmio.cli.diagnose_live import run_live
+
+        return run_live(args)
+    if args.campaign is not None:
+        return _diagnose_campaign(args)
+    if args.evidence is None:
+        raise InputError("diagnose needs CAMPAIGN, --evidence FILE, or --explain for the decision tree")
+    diagnosis = diagnose(load_evidence(args.evidence))
+    if args.json:
+        print(json.dumps(diagnosis.to_dict(), indent=2))
+    else:
+        sys.stdout.write(format_diagnosis(diagnosis))
+    return 0
+
+
+def _diagnose_campaign(args: argparse.Namespace) -> int:
+    from vmio.advise import from_store
+    from vmio.cli.campaign import open_store
+
+    with open_store(args) as store:
+        camp = from_store.stored_campaign(store, args.campaign)
+        found = [(run["point_key"], from_store.evidence_for(store, camp, run))
+                 for run in from_store.points_to_diagnose(store, args.campaign, args.point)]  # fmt: skip
+    if args.dump_evidence is not None:
+        doc = {key: ev.to_dict() for key, ev in found} if len(found) > 1 else found[0][1].to_dict()
+        args.dump_evidence.write_text(json.dumps(doc, indent=2) + "\n")
+        print(f"evidence for {len(found)} point(s) written to {args.dump_evidence}")
+        return 0
+    verdicts = {key: diagnose(ev) for key, ev in found}
+    if args.json:
+        print(json.dumps({key: d.to_dict() for key, d in verdicts.items()}, indent=2))
+        return 0
+    for key, d in verdicts.items():
+        sys.stdout.write(f"== {key}\n{format_diagnosis(d)}\n")
+    return 0
+
+
+def run_tune(args: argparse.Namespace) -> int:
+    from vmio.advise import tune
+    from vmio.campaign import runner
+    from vmio.cli.campaign import ProgressPrinter, open_store
+    from vmio.cli.tune_text import format_outcome, format_plan
+    from vmio.qemu import probe_caps
+
+    options = runner.Options(boot_timeout=seconds("--boot-timeout", args.boot_timeout))
+    with open_store(args) as store:
+        plan = tune.plan(store, args.campaign, caps=probe_caps, backing=args.backing, tuned_name=args.name,
+                         only=args.target)  # fmt: skip
+        if not args.json:
+            sys.stdout.write(format_plan(plan))
+            sys.stdout.flush()
+        bar = ProgressPrinter(sys.stderr)
+        result = tune.execute(plan, store, options, bar) if not plan.refused else tune.Result(plan)
+        bar.close()
+    if args.json:
+        print(json.dumps(result.as_dict(), indent=1))
+    else:
+        sys.stdout.write(format_outcome(result))
+    return 1 if plan.refused or result.failures else 0
+
+
+def seconds(flag: str, text: str) -> float:
+    """A duration option in seconds; InputError names the flag and the value."""
+    from vmio.units import parse_duration
+
+    try:
+        value = parse_duration(text)
+    except ValueError as exc:
+        raise InputError(f"{flag} {text!r}: {exc}") from None
+    if value <= 0:
+        raise InputError(f"{flag} {text!r} must be longer than zero, such as '5s'")
+    return value

@@ -1,0 +1,254 @@
+"""Sub-commands over campaigns: run, show, export."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from vmio import spec
+from vmio.campaign import runner
+from vmio.cli import argtypes
+from vmio.errors import InputError
+from vmio.fio import jobfile
+from vmio.store import Store, export
+from vmio.store import rows as summary
+
+
+def default_db() -> str:
+    return os.environ.get("VMIO_DB", "vmio.db")
+
+
+def add_db(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--db", default=None, help="the store (default ./vmio.db, or $VMIO_DB)")
+
+
+def traces_beside(db: str) -> Path:
+    """VM request traces are kept in a folder beside the store: ``vmio.db`` → ``vmio.db.traces/``."""
+    return Path(db).resolve().with_name(Path(db).name + ".traces")
+
+
+def open_store(args: argparse.Namespace) -> Store:
+    return Store(args.db or default_db())
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the campaign sub-commands to ``sub``."""
+    p = sub.add_parser("run", help="run a campaign from a TOML spec")
+    p.add_argument("spec", help="experiment spec (TOML)")
+    add_db(p)
+    p.add_argument("--dry-run", action="store_true", help="print the points and their fio job files")
+    p.add_argument("--force", action="store_true", help="redo points already done")
+    p.add_argument("--destroy-data", action="append", default=[], metavar="DEVICE",
+                   help="allow writes to DEVICE even though it holds data")  # fmt: skip
+    p.add_argument(
+        "--interval",
+        type=argtypes.duration,
+        default="1s",
+        help="sampling interval (default 1s, at least 100ms)",
+    )
+    p.add_argument("--workdir", help="keep job files and fio logs here")
+    p.add_argument(
+        "--boot-timeout",
+        type=argtypes.duration,
+        default="90s",
+        help="time a guest has to become ready (default 90s)",
+    )
+    p.set_defaults(handler=cmd_run)
+
+    p = sub.add_parser("show", help="show stored campaigns and their points")
+    p.add_argument("campaign", nargs="?")
+    add_db(p)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_show)
+
+    p = sub.add_parser("export", help="export a campaign's points and metric series")
+    p.add_argument("campaign")
+    add_db(p)
+    p.add_argument("--format", choices=export.FORMATS, required=True)
+    p.add_argument("-o", "--output", required=True, help="output file (series go beside it)")
+    p.set_defaults(handler=cmd_export)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    camp = spec.load_spec(args.spec)
+    if args.interval < 0.1:
+        raise InputError(f"--interval {args.interval:g}s is below the 100ms floor")
+    if args.dry_run:
+        print_dry_run(camp, sys.stdout)
+        return 0
+    options = runner.Options(
+        force=args.force,
+        destroy_data=tuple(args.destroy_data),
+        interval=args.interval,
+        workdir=Path(args.workdir) if args.workdir else None,
+        boot_timeout=args.boot_timeout,
+        trace_root=traces_beside(args.db or default_db()),
+    )
+    text = Path(args.spec).read_text(encoding="utf-8")
+    bar = ProgressPrinter(sys.stderr)
+    with open_store(args) as store:
+        outcome = runner.run(camp, text, store, options, bar)
+        bar.close()
+        print(
+            f"campaign {camp.name!r}: {outcome.done} done, {outcome.failed} failed, "
+            f"{outcome.skipped} already done; store {store.path}"
+        )
+        for failure in outcome.failures:
+            print(f"  failed: {failure}")
+    return 1 if outcome.failed else 0
+
+
+def dry_run_placement(target: spec.Target, workload: spec.Workload) -> tuple[str, jobfile.Placement]:
+    """What one fio process of ``target`` would be given, and where it runs."""
+    if isinstance(target, spec.QemuTarget):
+        from vmio.qemu import Disk, VMConfig
+
+        one = VMConfig(disks=(Disk(Path("-")),), bus=target.bus)
+        device = None if target.bus == "vfio" else one.guest_devices()[0]
+        jobs = target.vms * target.jobs_per_vm
+        where = f"in each of {target.vms} VM(s), fio --server"
+        return where, jobfile.Placement(device, numjobs=target.jobs_per_vm, total_jobs=jobs)
+    if isinstance(target, spec.RemoteTarget):
+        jobs = workload.numjobs * len(target.hosts)
+        where = (
+            f"on {target.hosts[0]} (and {len(target.hosts) - 1} more)"
+            if len(target.hosts) > 1
+            else f"on {target.hosts[0]}"
+        )
+        return where, jobfile.Placement(
+            target.paths[0], target.size, numjobs=workload.numjobs, total_jobs=jobs
+        )
+    if isinstance(target, spec.RbdTarget):
+        engine = {
+            "ioengine": "rbd",
+            "clientname": target.clientname,
+            "pool": target.pool,
+            "rbdname": target.image,
+        }
+        return "here, fio's rbd engine", jobfile.Placement(None, numjobs=workload.numjobs, total_jobs=workload.numjobs,
+                                                           engine_options=engine)  # fmt: skip
+    return "here", jobfile.Placement(
+        target.path, target.size, numjobs=workload.numjobs, total_jobs=workload.numjobs
+    )
+
+
+def print_dry_run(camp: spec.Campaign, out: TextIO) -> None:
+    points = camp.points()
+    out.write(f"campaign {camp.name!r}: {len(points)} points\n")
+    for point in points:
+        workload = camp.workload(point.workload)
+        target = camp.target(point.target)
+        where, place = dry_run_placement(target, workload)
+        place = dataclasses.replace(place, lat_log_prefix="ops-0")
+        text = jobfile.render(workload, bs=point.bs, offered_iops=point.offered_iops,
+                              load_processes=point.load_processes, place=place)  # fmt: skip
+        out.write(f"\n## {point.key}  ({target.kind}; {where})\n{text}")
+
+
+class ProgressPrinter:
+    """A one-line bar on a terminal; plain lines otherwise."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.tty = stream.isatty()
+
+    def __call__(self, p: runner.Progress) -> None:
+        eta = f" ETA {_hms(p.eta_s)}" if p.eta_s is not None else ""
+        if self.tty:
+            width = 24
+            filled = int(width * p.done / max(p.total, 1))
+            bar = "#" * filled + "." * (width - filled)
+            self.stream.write(f"\r[{bar}] {p.done}/{p.total} {p.status:7} {p.point[:60]:60}{eta}\x1b[K")
+        elif p.status != "running":
+            self.stream.write(f"[{p.done}/{p.total}] {p.status} {p.point}\n")
+        else:
+            self.stream.write(f"[{p.done}/{p.total}] running {p.point}{eta}\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.tty:
+            self.stream.write("\n")
+
+
+def _hms(seconds: float) -> str:
+    s = int(seconds)
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    import json
+
+    with open_store(args) as store:
+        rows = summary.point_rows(store, args.campaign)
+    if args.json:
+        for row in rows:
+            row.pop("host_facts", None)
+        print(json.dumps(rows, indent=1))
+        return 0
+    print(format_table(rows), end="")
+    return 0
+
+
+def format_table(rows: list[dict[str, object]]) -> str:
+    """The text table of ``vmio show``."""
+    head = (
+        "point",
+        "status",
+        "accel",
+        "IOPS r/w",
+        "MB/s r/w",
+        "p50 ms",
+        "p99 ms",
+        "dev busy%",
+        "%usr",
+        "%sys",
+    )
+    lines = [head]
+    for r in rows:
+        lat = r["read_lat_ns"] or r["write_lat_ns"]
+        lines.append((
+            f"{r['campaign']}:{r['point']}",
+            str(r["status"]),
+            str(r["accel"] or "-"),
+            f"{_num(r['read_iops'])}/{_num(r['write_iops'])}",
+            f"{_mb(r['read_bw'])}/{_mb(r['write_bw'])}",
+            _ms(lat, "p50"),
+            _ms(lat, "p99"),
+            _num(r["dev_busy_pct"], 1),
+            _num(r["cpu_usr_pct"], 1),
+            _num(r["cpu_sys_pct"], 1),
+        ))  # fmt: skip
+    if len(lines) == 1:
+        return "no points stored\n"
+    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
+    return "".join(
+        "  ".join(cell.ljust(w) if i < 3 else cell.rjust(w) for i, (cell, w) in enumerate(zip(line, widths, strict=True)))
+        .rstrip() + "\n"
+        for line in lines
+    )  # fmt: skip
+
+
+def _num(value: object, digits: int = 0) -> str:
+    return "-" if not isinstance(value, int | float) else f"{value:.{digits}f}"
+
+
+def _mb(value: object) -> str:
+    return "-" if not isinstance(value, int | float) else f"{value / 1e6:.1f}"
+
+
+def _ms(lat: object, key: str) -> str:
+    if not isinstance(lat, dict) or lat.get(key) is None:
+        return "-"
+    return f"{lat[key] / 1e6:.3f}"
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        written = export.export(store, args.campaign, args.format, Path(args.output))
+    for path in written:
+        print(path)
+    return 0

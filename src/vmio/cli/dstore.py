@@ -1,0 +1,167 @@
+"""``vmio dstore``: up | down | status | profile | model."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from vmio.cli.dstore_model import add_model_parser
+from vmio.dstore import cluster
+from vmio.dstore.plots import plot_compare, plot_profile
+from vmio.dstore.profile import DEFAULT_BS, Criteria, Point, Profile, format_table, parse_bs_list, run_profile
+from vmio.dstore.variants import check_kind, make_variant, remove_variant
+from vmio.errors import InputError
+from vmio.system.process import Runner
+from vmio.units import parse_duration
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``vmio dstore`` and its sub-commands to ``sub``."""
+    parser = sub.add_parser("dstore", help="replicated VM storage: Ceph cluster, seed 002 profile, model")
+    dsub = parser.add_subparsers(dest="dstore_command", metavar="ACTION")
+    dsub.required = True
+    p = dsub.add_parser("up", help="start a throwaway Ceph cluster on 127.0.0.1")
+    p.add_argument("--dir", required=True, type=Path, help="new folder for the cluster")
+    p.add_argument("--osds", type=int, default=3)
+    p.add_argument("--deadline", default="180s", help="time allowed for all PGs to be active+clean")
+    p.set_defaults(handler=_up)
+    p = dsub.add_parser("down", help="stop every daemon of a cluster and remove its folder")
+    p.add_argument("--dir", required=True, type=Path)
+    p.set_defaults(handler=_down)
+    p = dsub.add_parser("status", help="health, OSDs, PG states and daemons")
+    _target_args(p)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_status)
+    p = dsub.add_parser("profile", help="seed 002's profile: 30/70 random, 50 outstanding, 4K-1M")
+    _target_args(p)
+    _profile_args(p)
+    p.set_defaults(handler=_profile)
+    add_model_parser(dsub)
+
+
+def _target_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dir", type=Path, help="a cluster started by `vmio dstore up`")
+    p.add_argument("--conf", type=Path, help="an existing cluster's ceph.conf (instead of --dir)")
+    p.add_argument("--pool", help="pool of the existing cluster")
+    p.add_argument("--image", help="RBD image in that pool")
+    p.add_argument("--replicas", type=int, default=3, help="pool size of the existing cluster")
+
+
+def _profile_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--bs", default=",".join(str(b) for b in DEFAULT_BS), help="e.g. 4k,64k,1m")
+    p.add_argument("--runtime", default="10s")
+    p.add_argument("--ramp", default="1s")
+    p.add_argument("--iodepth", type=int, default=50)
+    p.add_argument("--rwmixread", type=int, default=30)
+    p.add_argument("--ideal-ms", type=float, default=20.0)
+    p.add_argument("--acceptable-ms", type=float, default=100.0)
+    p.add_argument("--min-iops-host", type=float, default=500.0)
+    p.add_argument("--min-iops-cluster", type=float, default=4000.0)
+    p.add_argument("--compare", help="also profile a second configuration: replicas | striping")
+    p.add_argument("--plot-dir", type=Path, help="write profile.png (and compare.png) here")
+    p.add_argument("-o", "--output", type=Path, help="also write the JSON result to this file")
+    p.add_argument("--json", action="store_true")
+
+
+def target(args: argparse.Namespace) -> cluster.ClusterRef:
+    """The cluster named by --dir, or by --conf/--pool/--image."""
+    if args.dir is not None and args.conf is not None:
+        raise InputError("give either --dir or --conf, not both")
+    if args.dir is not None:
+        return cluster.load(args.dir)
+    if args.conf is None:
+        raise InputError(
+            "no cluster given; use --dir DIR (from `vmio dstore up`) or --conf FILE --pool P --image I"
+        )
+    if not args.pool or not args.image:
+        raise InputError(f"--conf {str(args.conf)!r} needs --pool and --image naming the RBD image to use")
+    return cluster.existing(args.conf, args.pool, args.image, args.replicas)
+
+
+def _duration(flag: str, text: str) -> float:
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise InputError(f"{flag}: {exc}") from exc
+
+
+def _up(args: argparse.Namespace) -> int:
+    ref = cluster.up(args.dir, osds=args.osds, deadline_s=_duration("--deadline", args.deadline))
+    print(
+        f"cluster up in {ref.root}: conf {ref.conf}, pool {ref.pool} (size {ref.replicas}), image {ref.image}"
+    )
+    return 0
+
+
+def _down(args: argparse.Namespace) -> int:
+    stopped = cluster.down(args.dir)
+    print(f"stopped {', '.join(stopped) or 'no running daemons'}; removed {args.dir}")
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    info = cluster.status(Runner(), target(args))
+    if args.json:
+        print(json.dumps(info, indent=2))
+    else:
+        for key, value in info.items():
+            print(f"{key:>10}: {value}")
+    clean = info["pgs"] > 0 and info["pg_states"].get("active+clean", 0) == info["pgs"]
+    return 0 if clean and info["osds_up"] == info["osds"] else 1
+
+
+def _profile(args: argparse.Namespace) -> int:
+    ref = target(args)
+    bs_list = parse_bs_list(args.bs)
+    runtime = _duration("--runtime", args.runtime)
+    ramp = _duration("--ramp", args.ramp)
+    criteria = Criteria(args.ideal_ms, args.acceptable_ms, args.min_iops_host, args.min_iops_cluster)
+    labels = check_kind(args.compare) if args.compare else None
+    runner = Runner()
+
+    def run(on: cluster.ClusterRef, label: str) -> Profile:
+        prof = run_profile(
+            on,
+            bs_list,
+            runtime_s=runtime,
+            ramp_s=ramp,
+            criteria=criteria,
+            runner=runner,
+            iodepth=args.iodepth,
+            rwmixread=args.rwmixread,
+            on_point=_progress,
+        )
+        prof.setup["config"] = label
+        return prof
+
+    base = run(ref, labels[1] if labels else "as configured")
+    out: dict[str, Any] = base.to_json()
+    if labels:
+        variant = make_variant(runner, ref, args.compare)
+        try:
+            other = run(variant, labels[0])
+        finally:
+            remove_variant(runner, ref, variant)
+        out["compare"] = {"kind": args.compare, "labels": list(labels), "other": other.to_json()}
+    if args.plot_dir is not None:
+        plot_profile(base, args.plot_dir / "profile.png")
+        if labels:
+            plot_compare(
+                other, base, labels, args.plot_dir / "compare.png", title=f"{labels[0]} vs {labels[1]}"
+            )
+    if args.output is not None:
+        args.output.write_text(json.dumps(out, indent=2) + "\n")
+    print(json.dumps(out, indent=2) if args.json else format_table(base))
+    if labels and not args.json:
+        print(f"\n{labels[0]}:\n{format_table(other)}")
+    return 0
+
+
+def _progress(point: Point) -> None:
+    print(
+        f"  bs {point.bs}: {point.iops:.0f} IOPS, mean {point.mean_lat_ms:.1f} ms ({point.verdict})",
+        file=sys.stderr,
+    )

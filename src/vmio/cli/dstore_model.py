@@ -1,0 +1,162 @@
+"""``vmio dstore model``: fit the replicated-store model to a profile and ask what-if questions."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from vmio.dstore.calibrate import Fit, fit_profile, parse_network, what_if
+from vmio.dstore.model import WRITE_PATHS, Prediction, StoreParams, predict
+from vmio.dstore.profile import DEFAULT_BS, Criteria, Profile, load_profile, parse_bs_list, verdict
+from vmio.errors import InputError
+from vmio.units import format_size, parse_duration, parse_size
+
+
+def add_model_parser(dsub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``model`` to the dstore sub-commands."""
+    p = dsub.add_parser("model", help="predict IOPS/latency per block size; fit to a profile; what-if")
+    p.add_argument(
+        "--calibrate",
+        metavar="CAMPAIGN_OR_PROFILE",
+        help="a profile JSON from `vmio dstore profile --json`, or a stored campaign with rbd targets",
+    )
+    p.add_argument("--db", default=None, help="the store for --calibrate CAMPAIGN (default ./vmio.db)")
+    p.add_argument("--target", help="the campaign's rbd target to fit (default: all of them)")
+    p.add_argument("--fit-bs", help="fit only at these block sizes, e.g. 4k,8k,16k")
+    p.add_argument("--bs", help="predict at these block sizes (default: seed 002's 4k..1m)")
+    base = p.add_argument_group("the measured (base) configuration")
+    base.add_argument("--base-replicas", type=int, help="default: the profile's pool size, else 3")
+    base.add_argument("--devices", type=int, help="OSDs/devices; default: the profile's OSDs, else 3")
+    base.add_argument("--hosts", type=int, help="storage hosts; default: the devices")
+    base.add_argument("--base-network", default="loopback", help="link speed in bits, e.g. 10G")
+    base.add_argument("--rtt", default="50us", help="network round trip")
+    base.add_argument("--base-write-path", choices=WRITE_PATHS, default="primary")
+    base.add_argument("--dev-op", default="0.2ms", help="device service time per op (without --calibrate)")
+    base.add_argument("--dev-bw", default="500M", help="device bandwidth, bytes/s (without --calibrate)")
+    what = p.add_argument_group("what if")
+    what.add_argument("--replicas", type=int)
+    what.add_argument("--stripe", type=int, help="stripe width (pieces per I/O)")
+    what.add_argument("--network", help="link speed in bits per second, e.g. 25G")
+    what.add_argument("--write-path", choices=WRITE_PATHS)
+    what.add_argument("--cache-share", type=float, help="fraction of writes absorbed by a write cache")
+    what.add_argument("--iodepth", type=int, help="outstanding I/Os (default: the profile's, else 50)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_model)
+
+
+def _model(args: argparse.Namespace) -> int:
+    fit = _fit(args)
+    bs_list = parse_bs_list(args.bs) if args.bs else _default_bs(args)
+    criteria = Criteria()
+    baseline = predict(fit.params, bs_list, args.iodepth or fit.outstanding, fit.read_frac)
+    net = parse_network(args.network) if args.network else None
+    changed = what_if(
+        fit,
+        bs_list,
+        replicas=args.replicas,
+        stripe=args.stripe,
+        net_bw=net,
+        write_path=args.write_path,
+        cache_share=args.cache_share,
+        outstanding=args.iodepth,
+    )
+    changes = {
+        k: getattr(args, k)
+        for k in ("replicas", "stripe", "network", "write_path", "cache_share", "iodepth")
+        if getattr(args, k) is not None
+    }
+    if args.json:
+        print(json.dumps(_json(fit, baseline, changed, changes, criteria), indent=2))
+    else:
+        print(_table(fit, baseline, changed, changes, criteria))
+    return 0
+
+
+def _calibration(args: argparse.Namespace) -> Profile:
+    """The profile to fit: a JSON file when one exists at that path, else a stored campaign."""
+    path = Path(args.calibrate)
+    if path.suffix == ".json" or path.is_file():
+        return load_profile(path)
+    from vmio.cli.campaign import default_db
+    from vmio.dstore.from_campaign import profile_from_campaign
+    from vmio.store import Store
+
+    with Store(args.db or default_db()) as store:
+        return profile_from_campaign(store, args.calibrate, args.target)
+
+
+def _fit(args: argparse.Namespace) -> Fit:
+    profile = _calibration(args) if args.calibrate else None
+    setup = profile.setup if profile else {}
+    devices = args.devices or int(setup.get("osds", 3))
+    try:
+        base = StoreParams(
+            replicas=args.base_replicas or int(setup.get("replicas", 3)),
+            devices=devices,
+            hosts=args.hosts or devices,
+            write_path=args.base_write_path,
+            dev_op_s=parse_duration(args.dev_op),
+            dev_bw=float(parse_size(args.dev_bw)),
+            net_bw=parse_network(args.base_network),
+            rtt_s=parse_duration(args.rtt),
+        )
+    except ValueError as exc:
+        raise InputError(f"model parameters: {exc}") from exc
+    if profile is None:
+        return Fit(base, args.iodepth or 50, 0.3, [], 0.0)
+    fit_bs = parse_bs_list(args.fit_bs) if args.fit_bs else None
+    return fit_profile(profile, base, fit_bs)
+
+
+def _default_bs(args: argparse.Namespace) -> list[int]:
+    if args.calibrate:
+        return sorted({p.bs for p in _calibration(args).points} | set(DEFAULT_BS))
+    return list(DEFAULT_BS)
+
+
+def _row(p: Prediction, criteria: Criteria) -> dict[str, Any]:
+    return {**asdict(p), "verdict": verdict(p.mean_lat_ms, p.iops, criteria)}
+
+
+def _json(
+    fit: Fit, base: list[Prediction], changed: list[Prediction], changes: dict[str, Any], criteria: Criteria
+) -> dict[str, Any]:
+    return {
+        "fit": {
+            "params": asdict(fit.params),
+            "fit_bs": fit.fit_bs,
+            "rms_log_error": fit.rms_log_error,
+            "outstanding": fit.outstanding,
+            "read_frac": fit.read_frac,
+        },
+        "baseline": [_row(p, criteria) for p in base],
+        "what_if": {"changes": changes, "points": [_row(p, criteria) for p in changed]},
+        "criteria": asdict(criteria),
+    }
+
+
+def _table(
+    fit: Fit, base: list[Prediction], changed: list[Prediction], changes: dict[str, Any], criteria: Criteria
+) -> str:
+    p = fit.params
+    lines = [
+        f"model: {p.replicas} replicas, {p.devices} devices, {p.write_path} writes, "
+        f"device {p.dev_op_s * 1e3:.3f} ms/op + {p.dev_bw / 1e6:.0f} MB/s, "
+        + (
+            f"fit error {fit.rms_log_error:.1%} (rms log IOPS) at {len(fit.fit_bs)} block sizes"
+            if fit.fit_bs
+            else "not fitted (parameters as given)"
+        )
+    ]
+    what = ", ".join(f"{k}={v}" for k, v in changes.items()) or "no change"
+    lines.append(f"{'bs':>6} {'IOPS':>8} {'mean ms':>8} {'p99 ms':>8} {'verdict':>10} | what if {what}")
+    for b, c in zip(base, changed, strict=True):
+        lines.append(
+            f"{format_size(b.bs):>6} {b.iops:8.0f} {b.mean_lat_ms:8.2f} {b.p99_lat_ms:8.2f} "
+            f"{verdict(b.mean_lat_ms, b.iops, criteria):>10} | {c.iops:8.0f} "
+            f"{c.mean_lat_ms:8.2f} {c.p99_lat_ms:8.2f} {verdict(c.mean_lat_ms, c.iops, criteria)}"
+        )
+    return "\n".join(lines)

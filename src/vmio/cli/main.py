@@ -1,0 +1,57 @@
+"""The ``vmio`` command: parse, call the library, print, return an exit code.
+
+Exit codes: 0 success, 1 a run or check failed, 2 bad input, 3 refused as unsafe.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+
+from vmio.campaign.facts import vmio_version
+from vmio.cli import advise, campaign, dstore, guest, membal, relocate, report
+from vmio.errors import VmioError
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="vmio", description="Storage I/O laboratory for KVM/QEMU hosts.")
+    parser.add_argument("--version", action="version", version=f"vmio {vmio_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for register in _feature_registrars():
+        register(sub)
+    return parser
+
+
+# Each sub-command family registers itself with ``register(sub)``; listed here so `vmio --help` shows all.
+FEATURES = (campaign, advise, relocate, report, dstore, guest, membal)
+
+
+def _feature_registrars() -> list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]]:
+    return [module.register for module in FEATURES]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run vmio with ``argv`` (default: ``sys.argv[1:]``); return the exit code."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits on --help and on bad arguments
+        return 0 if exc.code in (0, None) else 2
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except VmioError as exc:
+        print(f"vmio: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("vmio: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `vmio show | head`: the reader left; not an error of ours
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0

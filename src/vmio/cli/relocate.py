@@ -1,0 +1,221 @@
+"""``vmio relocate analyze | plan | evaluate | apply``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vmio.cli.argtypes import size
+from vmio.errors import InputError
+from vmio.units import format_size
+
+if TYPE_CHECKING:
+    Sub = argparse._SubParsersAction[argparse.ArgumentParser]
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number between 0 and 1") from None
+    if not 0.0 < value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number in (0, 1]")
+    return value
+
+
+def register(sub: Sub) -> None:
+    parser = sub.add_parser("relocate", help="hot-spot relocation of VM images sharing one disk")
+    rsub = parser.add_subparsers(dest="relocate_command", metavar="ACTION")
+    rsub.required = True
+    _add_analyze(rsub)
+    _add_plan(rsub)
+    _add_evaluate(rsub)
+    _add_apply(rsub)
+    _add_capture(rsub)
+
+
+def _add_capture(rsub: Sub) -> None:
+    p = rsub.add_parser(
+        "capture", help="trace a host block device with blktrace (where the kernel allows it)"
+    )
+    p.add_argument("--device", type=Path, required=True, help="the block device holding the VM images")
+    p.add_argument("--seconds", type=float, default=30.0, help="how long to trace (default 30)")
+    p.add_argument("-o", "--output", type=Path, required=True, help="blkparse text output, for analyze/plan")
+    p.set_defaults(handler=_capture)
+
+
+def _capture(args: argparse.Namespace) -> int:
+    from vmio.relocate.capture import blktrace_capture
+
+    if args.seconds <= 0:
+        raise InputError(f"--seconds {args.seconds!r} must be positive")
+    out = blktrace_capture(args.device, args.seconds, args.output)
+    print(f"trace of {args.device} for {args.seconds:g} s written to {out} (vmio relocate analyze {out})")
+    return 0
+
+
+def _trace_options(p: argparse.ArgumentParser, *, required: bool) -> None:
+    p.add_argument("traces", nargs="*", metavar="TRACE", help="trace files")
+    if required:
+        p.add_argument("--run", metavar="CAMPAIGN[:POINT]",
+                       help="instead of files: the VM traces vmio kept for a campaign (targets with trace = true)")  # fmt: skip
+        p.add_argument("--db", default=None, help="the store whose traces --run reads (default ./vmio.db)")
+    p.add_argument("--format", default="auto", help="auto | blkparse | fio | qemu | cloudphysics | csv")
+    p.add_argument("--extent", type=size, default=1 << 20, help="extent size (default 1M)")
+
+
+def _add_analyze(rsub: Sub) -> None:
+    p = rsub.add_parser("analyze", help="heat per image: accesses per extent, hot set, plots")
+    _trace_options(p, required=True)
+    p.add_argument("--coverage", type=_fraction, default=0.9, help="hot set covers this share of accesses")
+    p.add_argument("--plot-dir", type=Path, help="write access-distribution and heat-over-time PNGs here")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_analyze)
+
+
+def _plan_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--hot-bytes", type=size, help="hot budget per image (default: --coverage)")
+    p.add_argument("--coverage", type=_fraction, default=0.9, help="hot set covers this share of accesses")
+    p.add_argument("--zone", default="auto", help="auto | after | start | center | EXTENT_NUMBER")
+    p.add_argument("--order", default="coaccess", help="in-zone order: image | first | coaccess")
+
+
+def _add_plan(rsub: Sub) -> None:
+    p = rsub.add_parser("plan", help="a relocation plan from traces, as JSON")
+    _trace_options(p, required=True)
+    _plan_options(p)
+    p.add_argument("--image", action="append", default=[], metavar="NAME=SIZE", help="an image's size")
+    p.add_argument("--disk-size", type=size, help="disk size (default: the images plus their hot bytes)")
+    p.add_argument("-o", "--output", type=Path, required=True, help="plan file to write")
+    p.set_defaults(handler=_plan)
+
+
+def _add_evaluate(rsub: Sub) -> None:
+    p = rsub.add_parser("evaluate", help="replay a multi-VM stream before and after a plan on a disk model")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument(
+        "--trace", nargs="+", type=Path, metavar="FILE", help="trace files (one image each or more)"
+    )
+    src.add_argument("--synthetic", choices=["ffsb"], help="an FFSB-like stream as seed 003 describes")
+    p.add_argument("--format", default="auto")
+    p.add_argument("--extent", type=size, default=1 << 20)
+    p.add_argument("--vms", type=int, default=2)
+    p.add_argument("--image-size", type=size, default=100 << 30, help="image size (default 100G)")
+    p.add_argument(
+        "--hot", type=size, default=2 << 30, help="hot bytes per image (default 2G as in the seed)"
+    )
+    p.add_argument("--hot-fraction", type=_fraction, default=0.9, help="share of requests in the hot region")
+    p.add_argument("--requests", type=int, default=50_000, help="synthetic requests per VM")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--disk", default="7200", help="disk model: 7200 | hp97560")
+    p.add_argument("--policy", default="fcfs", help="fcfs | elevator")
+    p.add_argument("--depth", type=int, default=1, help="outstanding requests per VM (closed loop)")
+    p.add_argument("--open-loop", action="store_true", help="issue trace requests at their times instead")
+    p.add_argument("--zone", default="auto")
+    p.add_argument("--order", default="coaccess")
+    p.add_argument("--plot", type=Path, help="PNG of the access distribution before and after")
+    p.add_argument("--save-plan", type=Path, help="write the plan used to this file")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_evaluate)
+
+
+def _add_apply(rsub: Sub) -> None:
+    p = rsub.add_parser("apply", help="apply a plan: to an image file, or generate dm / LVM steps")
+    p.add_argument("plan", type=Path)
+    p.add_argument(
+        "--to-image", type=Path, metavar="OUT", help="write the relocated disk here (+ .map, .journal)"
+    )
+    p.add_argument("--source", type=Path, help="the shared disk (file) in the layout before the plan")
+    p.add_argument("--rollback", action="store_true", help="remove what an interrupted apply wrote")
+    p.add_argument("--rate", type=size, help="copy at most this many bytes per second")
+    p.add_argument("--dm-tables", metavar="DEVICE", help="print device-mapper linear tables onto DEVICE")
+    p.add_argument("--pvmove", metavar="PV", help="print pvmove commands for volumes on PV")
+    p.set_defaults(handler=_apply)
+
+
+def _traces_of(args: argparse.Namespace) -> Any:
+    """The trace files named, or with ``--run`` the VM traces vmio kept beside the store."""
+    if args.run:
+        from vmio.cli.campaign import default_db, traces_beside
+        from vmio.traces.vm_runs import read_run_traces
+
+        campaign, _, point = args.run.partition(":")
+        return read_run_traces(traces_beside(args.db or default_db()), campaign, point or None)
+    if not args.traces:
+        raise InputError("give trace files, or --run CAMPAIGN for the traces of vmio's own VM runs")
+    return _read_traces(args.traces, args.format)
+
+
+def _read_traces(paths: list[Path] | list[str], fmt: str) -> Any:
+    from vmio.traces.readers import read_trace
+    from vmio.traces.trace import concat
+
+    return concat([read_trace(p, fmt) for p in paths])
+
+
+def _analyze(args: argparse.Namespace) -> int:
+    from vmio.relocate import heat
+    from vmio.relocate.commands import analyze_plots
+
+    trace = _traces_of(args)
+    summary = heat.summarize(trace, args.extent, args.coverage)
+    if args.plot_dir:
+        analyze_plots(trace, args.extent, args.plot_dir)
+    if args.json:
+        out = {
+            "requests": len(trace),
+            "extent_bytes": args.extent,
+            "coverage": args.coverage,
+            "time_unit": trace.time_unit,
+            "images": [h.as_dict() for h in summary],
+        }
+        print(json.dumps(out, indent=1))
+        return 0
+    print(
+        f"{len(trace)} requests, extent {format_size(args.extent)}, "
+        f"hot = extents covering {args.coverage:.0%}"
+    )
+    for h in summary:
+        print(
+            f"{h.name}: {h.accesses} accesses on {h.extents_touched} extents; hot {h.hot_extents} extents "
+            f"({format_size(h.hot_bytes)}) take {h.hot_share:.1%}"
+        )
+    return 0
+
+
+def _plan(args: argparse.Namespace) -> int:
+    from vmio.relocate.commands import layout_for, plan_from_trace
+    from vmio.relocate.plan_io import write_plan
+
+    trace = _traces_of(args)
+    layout = layout_for(trace, args.image, args.extent, args.disk_size, args.hot_bytes)
+    plan = plan_from_trace(trace, layout, args.hot_bytes, args.coverage, args.zone, args.order)
+    write_plan(plan, args.output)
+    print(
+        f"plan: {plan.zone_extents} hot extents into a zone at {format_size(plan.zone_start * args.extent)} "
+        f"({plan.order} order), {len(plan.moves())} moves -> {args.output}"
+    )
+    return 0
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from vmio.relocate.commands import evaluate_from_args, evaluation_lines
+
+    result = evaluate_from_args(args)
+    if args.json:
+        print(json.dumps(result, indent=1))
+    else:
+        print("\n".join(evaluation_lines(result)))
+    return 0
+
+
+def _apply(args: argparse.Namespace) -> int:
+    from vmio.relocate.commands import apply_from_args
+
+    if not (args.to_image or args.dm_tables or args.pvmove):
+        raise InputError("apply needs --to-image OUT (with --source DISK), --dm-tables DEVICE or --pvmove PV")
+    for line in apply_from_args(args):
+        print(line)
+    return 0

@@ -1,0 +1,104 @@
+"""``vmio report`` (HTML, PNGs, summary table) and ``vmio compare`` (baseline ratios, before/after)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from vmio.cli.campaign import add_db, open_store
+from vmio.errors import InputError
+from vmio.report import compare, compare_text, data, page
+from vmio.report import summary_table as saturation
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``report`` and ``compare`` to ``sub``."""
+    p = sub.add_parser("report", help="an HTML report with plots, and the summary table")
+    p.add_argument("campaign")
+    p.add_argument(
+        "-o", "--output", type=Path, help="the HTML file to write (without it: the summary table only)"
+    )
+    p.add_argument("--png-dir", type=Path, help="also write every plot as PNG here")
+    p.add_argument("--baseline", help="the baseline target (default: the first host target)")
+    p.add_argument("--json", action="store_true", help="print the summary table as JSON")
+    add_db(p)
+    p.set_defaults(handler=cmd_report)
+
+    p = sub.add_parser("compare", help="targets against a baseline, or campaign A against campaign B")
+    p.add_argument("campaigns", nargs="+", metavar="CAMPAIGN", help="one campaign with --baseline, or two")
+    p.add_argument("--baseline", help="the baseline target (with one campaign)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    add_db(p)
+    p.set_defaults(handler=cmd_compare)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    if args.png_dir is not None and args.output is None:
+        raise InputError("--png-dir needs -o/--output: the PNGs are the HTML report's plots")
+    with open_store(args) as store:
+        loaded = data.load(store, args.campaign)
+    if args.output is None:
+        base = args.baseline or page.default_baseline(loaded)
+        if base is not None and base not in loaded.target_names():
+            raise InputError(f"--baseline {base!r} is not a target of campaign {loaded.name!r}; "
+                             f"targets: {', '.join(loaded.target_names())}")  # fmt: skip
+        rows = saturation.summarize(loaded, base) if base else []
+        _print_summary(rows, loaded.name, base, args.json)
+        return 0
+    report = page.build(loaded, args.baseline)
+    try:
+        written = page.write(report, args.output, args.png_dir)
+    except OSError as exc:
+        where = exc.filename or args.output
+        raise InputError(f"cannot write the report to {str(where)!r}: {exc.strerror or exc}") from None
+    _print_summary(report.summary, loaded.name, report.baseline, args.json)
+    if not args.json:
+        print(
+            f"wrote {written[0]} ({len(report.plots)} plots"
+            + (f", PNGs in {args.png_dir})" if args.png_dir else ")")
+        )
+    return 0
+
+
+def _print_summary(
+    rows: list[saturation.SummaryRow], campaign: str, baseline: str | None, as_json: bool
+) -> None:
+    if as_json:
+        print(
+            json.dumps(
+                {"campaign": campaign, "baseline": baseline, "rows": [r.as_dict() for r in rows]}, indent=1
+            )
+        )
+    else:
+        print(saturation.format_text(rows, campaign, baseline or "-"), end="")
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    names: list[str] = args.campaigns
+    if len(names) > 2:
+        raise InputError(f"compare takes one campaign (with --baseline) or two, not {len(names)}: {names!r}")
+    if len(names) == 1 and not args.baseline:
+        raise InputError(
+            f"compare {names[0]!r} needs --baseline TARGET, or a second campaign to compare with"
+        )
+    if len(names) == 2 and args.baseline:
+        raise InputError(
+            "--baseline compares targets inside one campaign; give one campaign with it, not two"
+        )
+    with open_store(args) as store:
+        loaded = [data.load(store, n) for n in names]
+    if len(loaded) == 1:
+        rows = compare.against_baseline(loaded[0], args.baseline)
+        if args.json:
+            print(json.dumps({"campaign": names[0], "baseline": args.baseline, "rows": [r.as_dict() for r in rows]},
+                             indent=1))  # fmt: skip
+        else:
+            print(compare_text.format_baseline(rows, names[0], args.baseline), end="")
+        return 0
+    result = compare.before_after(loaded[0], loaded[1])
+    if args.json:
+        print(json.dumps(result.as_dict(), indent=1))
+    else:
+        print(compare_text.format_before_after(result), end="")
+    return 0

@@ -1,0 +1,1 @@
+"""fio: job files for every workload, running fio (locally or as a client of servers), and parsing its output."""

@@ -1,0 +1,48 @@
+"""A ``Campaign`` written back as spec TOML that ``vmio.spec.loads_spec`` reads to an equal campaign.
+
+``vmio tune`` stores the changed spec as the tuned campaign's spec text, so the text must say exactly
+what ran: every field is written out (defaults included), sizes in bytes and durations in seconds.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+
+from vmio.spec.model import Campaign, Target, Workload
+
+
+def dumps(campaign: Campaign, comment: str = "") -> str:
+    """The TOML text of ``campaign``; ``comment`` lines go on top as ``#`` comments."""
+    lines = [f"# {line}".rstrip() for line in comment.splitlines()]
+    lines += ["[campaign]", f"name = {_value(campaign.name)}", f"repetitions = {campaign.repetitions}"]
+    for target in campaign.targets:
+        lines += ["", "[[target]]", *_table(target)]
+    for workload in campaign.workloads:
+        lines += ["", "[[workload]]", *_table(workload)]
+    return "\n".join(lines) + "\n"
+
+
+def _table(item: Target | Workload) -> list[str]:
+    out = []
+    first = {"name": 0, "kind": 1}  # a table reads best starting with what it is
+    for f in sorted(fields(item), key=lambda f: first.get(f.name, 2)):
+        value = getattr(item, f.name)
+        if value is None:
+            continue
+        if f.name == "offered_iops":
+            value = ["max" if v is None else v for v in value]
+        out.append(f"{f.name} = {_value(value)}")
+    return out
+
+
+def _value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)  # a JSON string is a valid TOML basic string
+    if isinstance(value, tuple | list):
+        return "[" + ", ".join(_value(v) for v in value) + "]"
+    raise TypeError(f"cannot write {value!r} as a spec value")

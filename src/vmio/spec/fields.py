@@ -1,0 +1,113 @@
+"""Reading one TOML table field by field, each bad value a ``SpecError`` with file:line."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+from vmio.errors import SpecError
+from vmio.spec.tomlfile import Locator
+from vmio.units import parse_duration, parse_size
+
+T = TypeVar("T")
+_REQUIRED: Any = object()
+
+
+class Fields:
+    """The keys of one table; ``take`` each, then ``done`` rejects the ones nobody took."""
+
+    def __init__(self, data: object, loc: Locator, table: str, index: int = 0) -> None:
+        self.loc, self.table, self.index = loc, table, index
+        self.label = table if table in ("campaign", "scenario") else f"{table}[{index}]"
+        if not isinstance(data, dict):
+            raise loc.error(table, index, None, f"{table} must be a table, not {data!r}")
+        self.data: dict[str, Any] = dict(data)
+        self.taken: set[str] = set()
+
+    def error(self, key: str | None, message: str) -> SpecError:
+        return self.loc.error(self.table, self.index, key, message)
+
+    def take(self, key: str, convert: Callable[[Any], T], default: T = _REQUIRED) -> T:
+        self.taken.add(key)
+        if key not in self.data:
+            if default is _REQUIRED:
+                raise self.error(None, f"{self.label}.{key} is required")
+            return default
+        value = self.data[key]
+        try:
+            return convert(value)
+        except (ValueError, TypeError) as exc:
+            raise self.error(key, f"{self.label}.{key} = {value!r}: {exc}") from None
+
+    def done(self, allowed_extra: Iterable[str] = ()) -> None:
+        unknown = sorted(set(self.data) - self.taken - set(allowed_extra))
+        if unknown:
+            known = ", ".join(sorted(self.taken))
+            raise self.error(unknown[0], f"{self.label} has no key {unknown[0]!r}; known keys: {known}")
+
+
+def string(value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("expected a non-empty string")
+    return value
+
+
+def boolean(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError("expected true or false")
+    return value
+
+
+def integer(low: int | None = None, high: int | None = None) -> Callable[[object], int]:
+    def convert(value: object) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError("expected a whole number")
+        if low is not None and value < low:
+            raise ValueError(f"must be at least {low}")
+        if high is not None and value > high:
+            raise ValueError(f"must be at most {high}")
+        return value
+
+    return convert
+
+
+def choice(*options: str) -> Callable[[object], str]:
+    def convert(value: object) -> str:
+        if value not in options:
+            raise ValueError(f"use one of {', '.join(options)}")
+        return str(value)
+
+    return convert
+
+
+def size(value: object) -> int:
+    return parse_size(value)
+
+
+def block_size(value: object) -> int:
+    n = parse_size(value)
+    if n == 0 or n % 512:
+        raise ValueError("is not a block size; use a multiple of 512 such as '4k'")
+    return n
+
+
+def duration(value: object) -> float:
+    return parse_duration(value)
+
+
+def one_or_many(convert: Callable[[object], T]) -> Callable[[object], tuple[T, ...]]:
+    """A single value or a non-empty list of them."""
+
+    def many(value: object) -> tuple[T, ...]:
+        items = value if isinstance(value, list) else [value]
+        if not items:
+            raise ValueError("expected at least one value")
+        out = []
+        for item in items:
+            try:
+                out.append(convert(item))
+            except ValueError as exc:
+                raise ValueError(f"item {item!r}: {exc}") from None
+        return tuple(out)
+
+    return many

@@ -1,0 +1,187 @@
+"""Experiment specs: TOML → the validated objects of ``vmio.spec.model``.
+
+Every bad value raises ``SpecError`` naming file:line, the field, the value and what is accepted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from vmio.errors import SpecError
+from vmio.spec import fields as f
+from vmio.spec.fields import Fields
+from vmio.spec.model import (
+    ACCELS,
+    AIOS,
+    BUSES,
+    CACHES,
+    RW_MODES,
+    Campaign,
+    HostTarget,
+    QemuTarget,
+    RbdTarget,
+    RemoteTarget,
+    Target,
+    Workload,
+)
+from vmio.spec.tomlfile import Locator, load_toml, loads_toml
+
+
+def load_spec(path: str | Path) -> Campaign:
+    data, loc = load_toml(path)
+    return _campaign(data, loc)
+
+
+def loads_spec(text: str, path: str = "<spec>") -> Campaign:
+    data, loc = loads_toml(text, path)
+    return _campaign(data, loc)
+
+
+def _campaign(data: dict[str, Any], loc: Locator) -> Campaign:
+    extra = sorted(set(data) - {"campaign", "target", "workload"})
+    if extra:
+        raise loc.error(
+            extra[0], 0, None, f"unknown table [{extra[0]}]; use [campaign], [[target]], [[workload]]"
+        )
+    head = Fields(data.get("campaign", {}), loc, "campaign")
+    name = head.take("name", f.string)
+    repetitions = head.take("repetitions", f.integer(1, 1000), 1)
+    head.done()
+    targets = tuple(_target(t, loc, i) for i, t in enumerate(_array(data, "target", loc)))
+    workloads = tuple(_workload(w, loc, i) for i, w in enumerate(_array(data, "workload", loc)))
+    _unique(targets, "target", loc)
+    _unique(workloads, "workload", loc)
+    return Campaign(name, repetitions, targets, workloads, loc.path)
+
+
+def _array(data: dict[str, Any], key: str, loc: Locator) -> list[Any]:
+    items = data.get(key)
+    if not isinstance(items, list) or not items:
+        raise SpecError(f"{loc.path}:1: the spec needs at least one [[{key}]] table")
+    return items
+
+
+def _unique(items: tuple[Target, ...] | tuple[Workload, ...], table: str, loc: Locator) -> None:
+    seen: set[str] = set()
+    for i, item in enumerate(items):
+        if item.name in seen:
+            raise loc.error(
+                table, i, "name", f"{table}[{i}].name = {item.name!r} is used twice; names must differ"
+            )
+        seen.add(item.name)
+
+
+def _target(data: object, loc: Locator, i: int) -> Target:
+    t = Fields(data, loc, "target", i)
+    name = t.take("name", f.string)
+    kind = t.take("kind", f.choice("host", "qemu", "remote", "rbd"), "host")
+    target: Target
+    if kind == "host":
+        target = HostTarget(name, t.take("path", f.string), t.take("size", f.size, None))
+    elif kind == "remote":
+        hosts = t.take("hosts", f.one_or_many(_host_port))
+        paths: tuple[str, ...] = t.take("paths", f.one_or_many(f.string), ())
+        paths = paths or (t.take("path", f.string),) * len(hosts)
+        if len(paths) != len(hosts):
+            raise t.error("paths", f"target[{i}].paths has {len(paths)} entries for {len(hosts)} hosts")
+        target = RemoteTarget(name, hosts, paths, t.take("size", f.size, None))
+    elif kind == "rbd":
+        target = RbdTarget(
+            name,
+            t.take("pool", f.string, "rbd"),
+            t.take("image", f.string),
+            t.take("conf", f.string),
+            t.take("clientname", f.string, "admin"),
+        )
+    else:
+        target = _qemu_target(t, name)
+        _check_rbd(t, target)
+    t.done()
+    return target
+
+
+def _qemu_target(t: Fields, name: str) -> QemuTarget:
+    return QemuTarget(
+        name=name,
+        backing=t.take("backing", f.one_or_many(f.string)),
+        bus=t.take("bus", f.choice(*BUSES), "virtio-blk"),
+        iothreads=t.take("iothreads", f.integer(0, 64), 0),
+        queues=t.take("queues", f.integer(1, 64), 1),
+        cache=t.take("cache", f.choice(*CACHES), "none"),
+        aio=t.take("aio", f.choice(*AIOS), "native"),
+        vms=t.take("vms", f.integer(1, 256), 1),
+        jobs_per_vm=t.take("jobs_per_vm", f.integer(1, 256), 1),
+        vcpus=t.take("vcpus", f.integer(1, 64), 1),
+        memory=t.take("memory", _memory, 512 << 20),
+        accel=t.take("accel", f.choice(*ACCELS), "auto"),
+        size=t.take("size", f.size, None),
+        trace=t.take("trace", f.boolean, False),
+        conf=t.take("conf", f.string, None),
+    )
+
+
+def _check_rbd(t: Fields, target: QemuTarget) -> None:
+    rbd = [b for b in target.backing if b.startswith("rbd:")]
+    for b in rbd:
+        pool, _, image = b[4:].partition("/")
+        if not pool or not image:
+            raise t.error("backing", f"{t.label}.backing has {b!r}; write an RBD image as 'rbd:POOL/IMAGE'")
+    if rbd and target.conf is None:
+        raise t.error("backing", f'{t.label}.backing names RBD images; give conf = "/path/to/ceph.conf"')
+    if rbd and target.bus in ("block", "vfio"):
+        raise t.error(
+            "bus",
+            f"{t.label}.bus = {target.bus!r} cannot use an RBD image; use virtio-blk, virtio-scsi or nvme",
+        )
+
+
+def _memory(value: object) -> int:
+    n = f.size(value)
+    if n < 128 << 20:
+        raise ValueError("is too small for the guest; use at least '128M'")
+    return n
+
+
+def _host_port(value: object) -> str:
+    text = f.string(value)
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError("is not host:port such as '127.0.0.1:8765'")
+    return text
+
+
+def _offered(value: object) -> int | None:
+    if value == "max":
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError('is not an offered load; use a positive number of IOPS or "max"')
+    return value
+
+
+def _workload(data: object, loc: Locator, i: int) -> Workload:
+    w = Fields(data, loc, "workload", i)
+    workload = Workload(
+        name=w.take("name", f.string),
+        rw=w.take("rw", f.choice(*RW_MODES)),
+        bs=w.take("bs", f.one_or_many(f.block_size), (4096,)),
+        rwmixread=w.take("rwmixread", f.integer(0, 100), 50),
+        iodepth=w.take("iodepth", f.integer(1, 65536), 1),
+        numjobs=w.take("numjobs", f.integer(1, 1024), 1),
+        direct=w.take("direct", f.boolean, True),
+        ioengine=w.take("ioengine", f.string, "libaio"),
+        runtime=w.take("runtime", _positive_duration, 10.0),
+        ramp=w.take("ramp", f.duration, 0.0),
+        offered_iops=w.take("offered_iops", f.one_or_many(_offered), (None,)),
+        load_processes=w.take("load_processes", f.one_or_many(f.integer(0, 256)), (0,)),
+        ops=w.take("ops", f.integer(0, 10_000_000), 0),
+    )
+    w.done()
+    return workload
+
+
+def _positive_duration(value: object) -> float:
+    seconds = f.duration(value)
+    if seconds <= 0:
+        raise ValueError("must be longer than zero")
+    return seconds

@@ -1,0 +1,150 @@
+"""What an experiment is: targets, workloads, the campaign and its points (immutable, validated by ``load``).
+
+A campaign is the product of targets × workloads × block sizes × offered loads × load processes ×
+repetitions.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+
+RW_MODES = ("read", "write", "randread", "randwrite", "randrw", "rw")
+BUSES = ("virtio-blk", "virtio-scsi", "nvme", "block", "vfio")
+CACHES = ("none", "writeback", "writethrough", "directsync")
+AIOS = ("native", "io_uring", "threads")
+ACCELS = ("auto", "kvm", "tcg")
+
+
+@dataclass(frozen=True)
+class HostTarget:
+    name: str
+    path: str
+    size: int | None = None
+    kind: str = "host"
+
+
+@dataclass(frozen=True)
+class QemuTarget:
+    name: str
+    backing: tuple[str, ...]
+    bus: str = "virtio-blk"
+    iothreads: int = 0
+    queues: int = 1
+    cache: str = "none"
+    aio: str = "native"
+    vms: int = 1
+    jobs_per_vm: int = 1
+    vcpus: int = 1
+    memory: int = 512 << 20
+    accel: str = "auto"
+    size: int | None = None
+    trace: bool = False
+    conf: str | None = None  # ceph.conf for backings written rbd:POOL/IMAGE
+    kind: str = "qemu"
+
+
+@dataclass(frozen=True)
+class RemoteTarget:
+    name: str
+    hosts: tuple[str, ...]
+    paths: tuple[str, ...]
+    size: int | None = None
+    kind: str = "remote"
+
+
+@dataclass(frozen=True)
+class RbdTarget:
+    name: str
+    pool: str
+    image: str
+    conf: str
+    clientname: str = "admin"
+    kind: str = "rbd"
+
+
+Target = HostTarget | QemuTarget | RemoteTarget | RbdTarget
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    rw: str
+    bs: tuple[int, ...]
+    rwmixread: int = 50
+    iodepth: int = 1
+    numjobs: int = 1
+    direct: bool = True
+    ioengine: str = "libaio"
+    runtime: float = 10.0
+    ramp: float = 0.0
+    offered_iops: tuple[int | None, ...] = (None,)
+    load_processes: tuple[int, ...] = (0,)
+    ops: int = 0
+
+    @property
+    def writes(self) -> bool:
+        return self.rw in ("write", "randwrite", "randrw", "rw")
+
+    @property
+    def read_pct(self) -> int:
+        if self.rw in ("read", "randread"):
+            return 100
+        if self.rw in ("write", "randwrite"):
+            return 0
+        return self.rwmixread
+
+
+@dataclass(frozen=True)
+class Campaign:
+    name: str
+    repetitions: int
+    targets: tuple[Target, ...]
+    workloads: tuple[Workload, ...]
+    path: str = "<spec>"
+
+    def canonical(self) -> str:
+        """A stable JSON text of what defines the points (not the path, not repetitions)."""
+        body = {
+            "targets": [asdict(t) for t in self.targets],
+            "workloads": [asdict(w) for w in self.workloads],
+        }
+        return json.dumps(body, sort_keys=True)
+
+    def target(self, name: str) -> Target:
+        return next(t for t in self.targets if t.name == name)
+
+    def workload(self, name: str) -> Workload:
+        return next(w for w in self.workloads if w.name == name)
+
+    def points(self) -> list[Point]:
+        return [
+            Point(self.name, t.name, w.name, bs, offered, loads, rep)
+            for rep in range(1, self.repetitions + 1)
+            for t in self.targets
+            for w in self.workloads
+            for bs in w.bs
+            for offered in w.offered_iops
+            for loads in w.load_processes
+        ]
+
+
+@dataclass(frozen=True)
+class Point:
+    """One measurement: a target, a workload at one block size, offered load and load count."""
+
+    campaign: str
+    target: str
+    workload: str
+    bs: int
+    offered_iops: int | None
+    load_processes: int
+    repetition: int
+
+    @property
+    def key(self) -> str:
+        offered = "max" if self.offered_iops is None else str(self.offered_iops)
+        return (
+            f"{self.target}/{self.workload}/bs={self.bs}/offered={offered}"
+            f"/load={self.load_processes}/rep={self.repetition}"
+        )

@@ -1,0 +1,5 @@
+"""The SQLite store of every run: schema and migrations, the records written, the row views read back, exports."""
+
+from vmio.store.database import MIGRATIONS, PCT_COLUMNS, SCHEMA_VERSION, RunRecord, Store, rows_as_dicts
+
+__all__ = ["MIGRATIONS", "PCT_COLUMNS", "SCHEMA_VERSION", "RunRecord", "Store", "rows_as_dicts"]

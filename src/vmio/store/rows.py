@@ -1,0 +1,83 @@
+"""One row per stored point, as ``vmio show --json`` prints it (the contract in DESIGN.md).
+
+IOPS and bandwidth are sums over the measured jobs of every VM or host; latency percentiles come from
+the merged histograms, never from averaging percentiles; the mean is weighted by operation counts.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from vmio.stats import histogram
+from vmio.store.database import PCT_COLUMNS, Store
+
+LAT_KEYS = ("min", "mean", "max", "p50", "p99", "p99.9")
+DEVICE_FIELDS = {"read_iops": "dev_read_iops", "write_iops": "dev_write_iops", "busy_pct": "dev_busy_pct",
+                 "queue": "dev_queue", "await_ms": "dev_await_ms", "read_bw": "dev_read_bw",
+                 "write_bw": "dev_write_bw"}  # fmt: skip
+CPU_FIELDS = {"usr_pct": "cpu_usr_pct", "sys_pct": "cpu_sys_pct", "iowait_pct": "cpu_iowait_pct",
+              "steal_pct": "cpu_steal_pct", "idle_pct": "cpu_idle_pct", "guest_pct": "cpu_guest_pct"}  # fmt: skip
+
+
+def point_rows(store: Store, campaign: str | None = None) -> list[dict[str, Any]]:
+    names = [campaign] if campaign else store.campaigns()
+    if campaign:
+        store.require(campaign)
+    return [point_row(store, name, run) for name in names for run in store.runs(name)]
+
+
+def point_row(store: Store, campaign: str, run: sqlite3.Row) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "campaign": campaign,
+        "point": run["point_key"],
+        "target": run["target"],
+        "target_kind": run["target_kind"],
+        "workload": run["workload"],
+        "bs": run["bs"],
+        "offered_iops": "max" if run["offered_iops"] is None else run["offered_iops"],
+        "load_processes": run["load_processes"],
+        "repetition": run["repetition"],
+        "status": run["status"],
+        "accel": run["accel"],
+        "fio_version": run["fio_version"],
+        "qemu_version": run["qemu_version"],
+        "device": run["device"],
+        "error": run["error"],
+    }
+    results = [r for r in store.results(run["id"]) if r["role"] == "measure"]
+    for ddir in ("read", "write"):
+        mine = [r for r in results if r["ddir"] == ddir]
+        row[f"{ddir}_iops"] = sum(r["iops"] for r in mine)
+        row[f"{ddir}_bw"] = sum(r["bw_bytes"] for r in mine)
+        row[f"{ddir}_lat_ns"] = _latency(store, mine)
+        row[f"{ddir}_ops"] = sum(r["total_ios"] for r in mine)
+    row["hosts"] = sorted({r["host"] for r in results})
+    metrics = store.run_metrics(run["id"])
+    dev = f"dev:{run['device']}" if run["device"] else None
+    for metric, name in DEVICE_FIELDS.items():
+        row[name] = metrics.get((dev, metric)) if dev else None
+    for metric, name in CPU_FIELDS.items():
+        row[name] = metrics.get(("cpu", metric))
+    row["host_facts"] = json.loads(run["host_json"] or "{}")
+    row["guest_io_warnings"] = row["host_facts"].get("guest_io_warnings")  # None for host targets
+    return row
+
+
+def _latency(store: Store, results: list[sqlite3.Row]) -> dict[str, float | None] | None:
+    ops = sum(r["total_ios"] for r in results)
+    if not results or ops == 0:
+        return None
+    merged = histogram.merge(store.histogram(r["id"]) for r in results)
+    out: dict[str, float | None] = {
+        "min": min(r["lat_min"] for r in results),
+        "mean": sum(r["lat_mean"] * r["total_ios"] for r in results) / ops,
+        "max": max(r["lat_max"] for r in results),
+    }
+    for p in (50.0, 90.0, 99.0, 99.9, 99.99):
+        value = histogram.percentile(merged, p) if merged else None
+        if value is None and len(results) == 1:  # no bins stored: fio's own figure is exact for one job
+            value = results[0][PCT_COLUMNS[f"p{p:g}"]]
+        out[f"p{p:g}"] = float(value) if value is not None else None
+    return out

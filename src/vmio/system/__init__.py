@@ -1,0 +1,1 @@
+"""This host: running programs (supervised, with timeouts), loopback ports, block devices and their safety."""

@@ -1,0 +1,33 @@
+"""Traces from vmio's own runs: VM targets with ``trace = true`` keep QEMU's request trace per point
+beside the store (``vmio.db.traces/CAMPAIGN/POINT/vmio-N.log``). Each VM's disk becomes one image named
+after the VM, so VMs from one campaign can be analysed and planned together as images on one shared disk."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from vmio.errors import TraceError
+from vmio.traces.readers import read_qemu
+from vmio.traces.trace import Trace, concat
+
+
+def run_trace_files(root: Path, campaign: str, point: str | None = None) -> list[Path]:
+    base = root / campaign
+    folders = [base / point.replace("/", "_")] if point else sorted(p for p in base.glob("*") if p.is_dir())
+    files = [f for folder in folders for f in sorted(folder.glob("vmio-*.log"))]
+    if not files:
+        where = base / point.replace("/", "_") if point else base
+        raise TraceError(f"{where}: no VM traces; run a VM target with trace = true in campaign {campaign!r}")
+    return files
+
+
+def read_run_traces(root: Path, campaign: str, point: str | None = None) -> Trace:
+    """All VM traces of a campaign (or one point); images are named ``vmio-N`` after their VM."""
+    traces = []
+    for path in run_trace_files(root, campaign, point):
+        trace = read_qemu(path)
+        vm = path.stem
+        names = (vm,) if len(trace.images) <= 1 else tuple(f"{vm}:{name}" for name in trace.images)
+        traces.append(dataclasses.replace(trace, images=names))
+    return concat(traces)
