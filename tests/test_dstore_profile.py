@@ -11,9 +11,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from vmio.cli import main
-from vmio.dstore.fiojson import parse_fio, percentile_from_bins
 from vmio.dstore.profile import Criteria, load_profile, parse_bs_list, verdict
 from vmio.errors import FioError, InputError
+from vmio.fio.totals import parse_totals as parse_fio
+from vmio.fio.totals import percentile_from_bins
 from vmio.system.process import Runner
 from vmio.units import format_size
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from vmio.errors import InputError, ToolError
-from vmio.relocate.capture import QEMU_EVENTS, blktrace_capture, blktrace_problem, qemu_trace_args
+from vmio.qemu.tracing import QEMU_EVENTS, qemu_trace_args
+from vmio.relocate.capture import blktrace_capture, blktrace_problem
 from vmio.system.process import Runner
 from vmio.traces.readers import read_qemu
 from vmio.traces.trace import READ, WRITE

@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from vmio.advise import thresholds as t
+from vmio.advise.disk_config import Config, libvirt_xml, qemu_args
 from vmio.advise.inventory import BlockDevice, HostFacts
-from vmio.advise.render import libvirt_xml, qemu_args
 from vmio.errors import InputError
 
 ADVISE_BUSES = ("virtio-blk", "virtio-scsi", "block", "vfio")
@@ -35,23 +35,6 @@ class Requirements:
     dedicated_disk: bool = False
     buses: tuple[str, ...] = ADVISE_BUSES
     live_migration: bool = False
-
-
-@dataclass(frozen=True)
-class Config:
-    """The recommended VM disk configuration."""
-
-    name: str
-    bus: str
-    iothreads: int = 0
-    vq_mapping: bool = False
-    passthrough: str | None = None
-    device: str | None = None
-    pci_address: str | None = None
-    image: str | None = None
-    spread_over: tuple[str, ...] = ()
-    cache: str = "none"
-    aio: str = "native"
 
 
 @dataclass(frozen=True)

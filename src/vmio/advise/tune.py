@@ -4,14 +4,14 @@
 the top action (the first action most of its points name), and the changed target or why it cannot be
 changed automatically. Only a plan with nothing refused is run (``execute``): the tuned campaign holds the
 changed targets under their own names with the same workloads, so its points have the same keys and
-``vmio compare``'s before/after machinery pairs them.
+``vmio compare``'s before/after machinery pairs them (the CLI prints that comparison).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from vmio.advise import from_store
@@ -20,7 +20,6 @@ from vmio.advise.diagnose import Diagnosis, diagnose
 from vmio.campaign import runner
 from vmio.errors import InputError
 from vmio.qemu import QemuCaps
-from vmio.report import compare, data
 from vmio.spec import Campaign, QemuTarget, loads_spec
 from vmio.spec.dump import dumps
 from vmio.store import Store
@@ -66,31 +65,6 @@ class Plan:
     @property
     def changes(self) -> list[TargetPlan]:
         return [t for t in self.targets if t.applied is not None]
-
-
-@dataclass
-class Result:
-    plan: Plan
-    outcome: runner.Outcome | None = None
-    comparison: compare.BeforeAfter | None = None
-    failures: list[str] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        out = self.outcome
-        return {
-            "campaign": self.plan.campaign,
-            "tuned_campaign": self.plan.tuned_name if self.plan.tuned else None,
-            "targets": [t.as_dict() for t in self.plan.targets],
-            "run": None
-            if out is None
-            else {
-                "done": out.done,
-                "failed": out.failed,
-                "skipped": out.skipped,
-                "failures": out.failures,
-            },  # fmt: skip
-            "compare": None if self.comparison is None else self.comparison.as_dict(),
-        }
 
 
 def top_action(diagnoses: dict[str, Diagnosis]) -> str:
@@ -156,10 +130,8 @@ def _tuned_campaign(p: Plan, camp: Campaign, store: Store) -> None:
 
 def execute(
     p: Plan, store: Store, options: runner.Options, progress: Callable[[runner.Progress], None] | None = None
-) -> Result:
-    """Run the tuned campaign's points and compare them with the original's."""
+) -> runner.Outcome | None:
+    """Run the tuned campaign's points (``None``: the plan tuned nothing); ``vmio compare`` pairs them."""
     if p.tuned is None or p.spec_text is None:
-        return Result(p)
-    outcome = runner.run(p.tuned, p.spec_text, store, options, progress)
-    before, after = data.load(store, p.campaign), data.load(store, p.tuned_name)
-    return Result(p, outcome, compare.before_after(before, after), outcome.failures)
+        return None
+    return runner.run(p.tuned, p.spec_text, store, options, progress)

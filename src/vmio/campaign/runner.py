@@ -13,13 +13,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vmio.campaign import facts as hostfacts
-from vmio.campaign.measure import Executor, executor_for
-from vmio.errors import InputError, ToolError, UnsafeTargetError, VmioError
+from vmio.campaign.measure import measure_point
+from vmio.errors import InputError, UnsafeTargetError, VmioError
 from vmio.spec import Campaign, HostTarget, Point, RemoteTarget
-from vmio.store import RunRecord, Store
+from vmio.store import Store
 from vmio.system.process import Runner
 from vmio.system.safety import check_write, is_block_device
+from vmio.targets import Env, Rig, open_target
 from vmio.targets.remote import check_remote_writes
 
 
@@ -34,6 +34,9 @@ class Options:
     sys_root: str = "/sys"
     boot_timeout: float = 90.0
     trace_root: Path | None = None  # where VM targets with trace = true keep each point's request traces
+
+    def target_env(self) -> Env:
+        return Env(self.runner, self.proc_root, self.sys_root, self.boot_timeout, self.trace_root)
 
 
 @dataclass(frozen=True)
@@ -91,8 +94,12 @@ def run(
                     current.stack.close()
                     current = None
                 if current is None:
-                    current = _open_executor(campaign, point, options)
-                rec = _run_point(campaign, point, current, workdir, options)
+                    current = _open(campaign, point, options)
+                rundir = workdir / point.key.replace("/", "_")
+                rundir.mkdir(parents=True, exist_ok=True)
+                rec = measure_point(campaign, point, current.ready(), rundir,
+                                    interval=options.interval, runner=options.runner,
+                                    proc_root=options.proc_root)  # fmt: skip
                 store.record(rec)
                 if rec.status == "done":
                     outcome.done += 1
@@ -114,53 +121,29 @@ class Opened:
 
     target: str
     stack: contextlib.ExitStack
-    executor: Executor | None = None
+    rig: Rig | None = None
     error: VmioError | None = None
 
+    def ready(self) -> Rig | VmioError:
+        """The started target, or the error to record for its points."""
+        if self.rig is not None:
+            return self.rig
+        assert self.error is not None
+        return self.error
 
-def _open_executor(campaign: Campaign, point: Point, options: Options) -> Opened:
+
+def _open(campaign: Campaign, point: Point, options: Options) -> Opened:
     """Start the point's target (for VMs: boot them); a failure is kept for the point to record."""
     stack = contextlib.ExitStack()
     try:
-        executor = stack.enter_context(executor_for(campaign.target(point.target), options))
+        rig = stack.enter_context(open_target(campaign.target(point.target), options.target_env()))
     except (UnsafeTargetError, InputError):
         stack.close()
         raise
     except VmioError as exc:
         stack.close()
         return Opened(point.target, stack, error=exc)
-    return Opened(point.target, stack, executor)
-
-
-def _run_point(
-    campaign: Campaign, point: Point, opened: Opened, workdir: Path, options: Options
-) -> RunRecord:
-    rundir = workdir / point.key.replace("/", "_")
-    rundir.mkdir(parents=True, exist_ok=True)
-    workload = campaign.workload(point.workload)
-    target = campaign.target(point.target)
-    rec = RunRecord(
-        campaign=campaign.name, point_key=point.key, target=target.name, target_kind=target.kind,
-        workload=workload.name, bs=point.bs, offered_iops=point.offered_iops,
-        load_processes=point.load_processes, repetition=point.repetition, status="done",
-        started=time.time(), ended=0.0, host=hostfacts.collect(options.proc_root, options.runner),
-    )  # fmt: skip
-    rec.fio_version = rec.host.get("fio_version")
-    try:
-        if opened.error is not None:
-            raise opened.error
-        assert opened.executor is not None
-        opened.executor.measure(point, workload, rundir, rec)
-    except (UnsafeTargetError, InputError):
-        raise
-    except VmioError as exc:
-        rec.status = "failed"
-        rec.error = str(exc).splitlines()[0]
-        rec.log = (
-            (rec.log or "") + str(exc) + (("\n" + exc.output[-8000:]) if isinstance(exc, ToolError) else "")
-        )
-    rec.ended = time.time()
-    return rec
+    return Opened(point.target, stack, rig)
 
 
 def _eta(started: float, done: int, todo: int, campaign: Campaign, rest: list[Point]) -> float | None:

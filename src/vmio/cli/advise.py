@@ -12,6 +12,7 @@ from vmio.advise.diagnose import diagnose
 from vmio.advise.evidence import load_evidence
 from vmio.advise.inventory import QEMU, read_host_facts
 from vmio.advise.text import explain, format_advice, format_diagnosis
+from vmio.cli import argtypes
 from vmio.errors import InputError
 from vmio.system.process import Runner
 
@@ -136,10 +137,11 @@ def run_tune(args: argparse.Namespace) -> int:
     from vmio.advise import tune
     from vmio.campaign import runner
     from vmio.cli.campaign import ProgressPrinter, open_store
-    from vmio.cli.tune_text import format_outcome, format_plan
+    from vmio.cli.tune_result import Result, format_outcome, format_plan
     from vmio.qemu import probe_caps
+    from vmio.report import compare, data
 
-    options = runner.Options(boot_timeout=seconds("--boot-timeout", args.boot_timeout))
+    options = runner.Options(boot_timeout=argtypes.positive_duration("--boot-timeout", args.boot_timeout))
     with open_store(args) as store:
         plan = tune.plan(store, args.campaign, caps=probe_caps, backing=args.backing, tuned_name=args.name,
                          only=args.target)  # fmt: skip
@@ -147,23 +149,14 @@ def run_tune(args: argparse.Namespace) -> int:
             sys.stdout.write(format_plan(plan))
             sys.stdout.flush()
         bar = ProgressPrinter(sys.stderr)
-        result = tune.execute(plan, store, options, bar) if not plan.refused else tune.Result(plan)
+        outcome = tune.execute(plan, store, options, bar) if not plan.refused else None
         bar.close()
+        result = Result(plan)
+        if outcome is not None:
+            before, after = data.load(store, plan.campaign), data.load(store, plan.tuned_name)
+            result = Result(plan, outcome, compare.before_after(before, after), outcome.failures)
     if args.json:
         print(json.dumps(result.as_dict(), indent=1))
     else:
         sys.stdout.write(format_outcome(result))
     return 1 if plan.refused or result.failures else 0
-
-
-def seconds(flag: str, text: str) -> float:
-    """A duration option in seconds; InputError names the flag and the value."""
-    from vmio.units import parse_duration
-
-    try:
-        value = parse_duration(text)
-    except ValueError as exc:
-        raise InputError(f"{flag} {text!r}: {exc}") from None
-    if value <= 0:
-        raise InputError(f"{flag} {text!r} must be longer than zero, such as '5s'")
-    return value

@@ -16,6 +16,8 @@ from vmio.errors import InputError
 from vmio.fio import jobfile
 from vmio.store import Store, export
 from vmio.store import rows as summary
+from vmio.targets import placement
+from vmio.traces.vm_runs import beside_store
 
 
 def default_db() -> str:
@@ -24,11 +26,6 @@ def default_db() -> str:
 
 def add_db(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", default=None, help="the store (default ./vmio.db, or $VMIO_DB)")
-
-
-def traces_beside(db: str) -> Path:
-    """VM request traces are kept in a folder beside the store: ``vmio.db`` → ``vmio.db.traces/``."""
-    return Path(db).resolve().with_name(Path(db).name + ".traces")
 
 
 def open_store(args: argparse.Namespace) -> Store:
@@ -86,7 +83,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         interval=args.interval,
         workdir=Path(args.workdir) if args.workdir else None,
         boot_timeout=args.boot_timeout,
-        trace_root=traces_beside(args.db or default_db()),
+        trace_root=beside_store(args.db or default_db()),
     )
     text = Path(args.spec).read_text(encoding="utf-8")
     bar = ProgressPrinter(sys.stderr)
@@ -102,51 +99,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 1 if outcome.failed else 0
 
 
-def dry_run_placement(target: spec.Target, workload: spec.Workload) -> tuple[str, jobfile.Placement]:
-    """What one fio process of ``target`` would be given, and where it runs."""
-    if isinstance(target, spec.QemuTarget):
-        from vmio.qemu import Disk, VMConfig
-
-        one = VMConfig(disks=(Disk(Path("-")),), bus=target.bus)
-        device = None if target.bus == "vfio" else one.guest_devices()[0]
-        jobs = target.vms * target.jobs_per_vm
-        where = f"in each of {target.vms} VM(s), fio --server"
-        return where, jobfile.Placement(device, numjobs=target.jobs_per_vm, total_jobs=jobs)
-    if isinstance(target, spec.RemoteTarget):
-        jobs = workload.numjobs * len(target.hosts)
-        where = (
-            f"on {target.hosts[0]} (and {len(target.hosts) - 1} more)"
-            if len(target.hosts) > 1
-            else f"on {target.hosts[0]}"
-        )
-        return where, jobfile.Placement(
-            target.paths[0], target.size, numjobs=workload.numjobs, total_jobs=jobs
-        )
-    if isinstance(target, spec.RbdTarget):
-        engine = {
-            "ioengine": "rbd",
-            "clientname": target.clientname,
-            "pool": target.pool,
-            "rbdname": target.image,
-        }
-        return "here, fio's rbd engine", jobfile.Placement(None, numjobs=workload.numjobs, total_jobs=workload.numjobs,
-                                                           engine_options=engine)  # fmt: skip
-    return "here", jobfile.Placement(
-        target.path, target.size, numjobs=workload.numjobs, total_jobs=workload.numjobs
-    )
-
-
 def print_dry_run(camp: spec.Campaign, out: TextIO) -> None:
     points = camp.points()
     out.write(f"campaign {camp.name!r}: {len(points)} points\n")
     for point in points:
         workload = camp.workload(point.workload)
         target = camp.target(point.target)
-        where, place = dry_run_placement(target, workload)
-        place = dataclasses.replace(place, lat_log_prefix="ops-0")
+        place = dataclasses.replace(placement.endpoints(target, workload)[0].place, lat_log_prefix="ops-0")
         text = jobfile.render(workload, bs=point.bs, offered_iops=point.offered_iops,
                               load_processes=point.load_processes, place=place)  # fmt: skip
-        out.write(f"\n## {point.key}  ({target.kind}; {where})\n{text}")
+        out.write(f"\n## {point.key}  ({target.kind}; {placement.where(target)})\n{text}")
 
 
 class ProgressPrinter:

@@ -10,17 +10,16 @@ from typing import Any
 
 from vmio.advise.live_sample import LiveVm, Seams, diagnose_live
 from vmio.advise.text import format_diagnosis
+from vmio.cli import argtypes
 from vmio.errors import InputError
 
 
 def run_live(args: argparse.Namespace) -> int:
-    from vmio.cli.advise import seconds
-
     if args.jobs_per_vm is not None and args.jobs_per_vm < 1:
         raise InputError(f"--jobs-per-vm {args.jobs_per_vm!r} must be at least 1")
     if args.point is not None:
         raise InputError(f"--point {args.point!r} picks a stored campaign's point; --live has none")
-    span = seconds("--seconds", args.seconds)
+    span = argtypes.positive_duration("--seconds", args.seconds)
     vms = diagnose_live(span, Seams(proc_root=args.proc, sys_root=Path("/sys")), pids=args.pid or (),
                         jobs_per_vm=args.jobs_per_vm)  # fmt: skip
     if args.dump_evidence is not None and vms:

@@ -138,11 +138,11 @@ def _add_apply(rsub: Sub) -> None:
 def _traces_of(args: argparse.Namespace) -> Any:
     """The trace files named, or with ``--run`` the VM traces vmio kept beside the store."""
     if args.run:
-        from vmio.cli.campaign import default_db, traces_beside
-        from vmio.traces.vm_runs import read_run_traces
+        from vmio.cli.campaign import default_db
+        from vmio.traces.vm_runs import beside_store, read_run_traces
 
         campaign, _, point = args.run.partition(":")
-        return read_run_traces(traces_beside(args.db or default_db()), campaign, point or None)
+        return read_run_traces(beside_store(args.db or default_db()), campaign, point or None)
     if not args.traces:
         raise InputError("give trace files, or --run CAMPAIGN for the traces of vmio's own VM runs")
     return _read_traces(args.traces, args.format)

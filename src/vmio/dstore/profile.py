@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from vmio.dstore.cluster import ClusterRef
-from vmio.dstore.fiojson import FioResult
 from vmio.dstore.rbdfio import RbdJob, run_rbd_job
 from vmio.errors import InputError
+from vmio.fio.totals import Totals
 from vmio.system.process import Runner
 from vmio.units import format_size, parse_size
 
@@ -86,7 +86,7 @@ def verdict(mean_lat_ms: float, iops: float, criteria: Criteria) -> str:
     return "ideal" if mean_lat_ms <= criteria.ideal_ms else "acceptable"
 
 
-def make_point(bs: int, result: FioResult, criteria: Criteria) -> Point:
+def make_point(bs: int, result: Totals, criteria: Criteria) -> Point:
     """A profile point from one fio result."""
     t = result.total
     # MB/s from IOPS x block size: fio's bw_bytes counts bytes over a slightly different window for the

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vmio.dstore.cluster import ClusterRef
-from vmio.dstore.fiojson import FioResult, parse_fio
 from vmio.errors import FioError, InputError
+from vmio.fio.totals import Totals, parse_totals
 from vmio.system.process import Runner
 
 
@@ -66,7 +66,7 @@ def render_job(ref: ClusterRef, job: RbdJob) -> str:
     return f"[global]\n{body}\n\n[rbd-{job.bs}]\n"
 
 
-def run_rbd_job(ref: ClusterRef, job: RbdJob, *, runner: Runner | None = None) -> FioResult:
+def run_rbd_job(ref: ClusterRef, job: RbdJob, *, runner: Runner | None = None) -> Totals:
     """Run ``job`` against ``ref`` with fio's rbd engine and parse its ``json+`` output."""
     runner = runner or Runner()
     with tempfile.TemporaryDirectory(prefix="vmio-fio-") as tmp:
@@ -75,7 +75,7 @@ def run_rbd_job(ref: ClusterRef, job: RbdJob, *, runner: Runner | None = None) -
         argv = ["fio", "--output-format=json+", str(path)]
         timeout = job.runtime_s + job.ramp_s + 60.0
         done = runner.run(argv, timeout=timeout, env=ref.env(), error=FioError, cwd=tmp)
-    return parse_fio(done.stdout)
+    return parse_totals(done.stdout)
 
 
 def blockdev_args(

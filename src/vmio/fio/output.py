@@ -14,6 +14,7 @@ from vmio.errors import FioError
 from vmio.stats import histogram
 
 DIRECTIONS = ("read", "write")
+NO_JOBS = "fio JSON has no 'jobs' list; expected fio --output-format=json"
 
 
 @dataclass
@@ -53,7 +54,7 @@ def extract_json(text: str) -> tuple[dict[str, Any], str]:
     while True:
         start = text.find("{", start)
         if start < 0:
-            raise FioError("fio printed no JSON result", output=text)
+            raise FioError(_why_no_json(text), output=text[-4000:])
         try:
             doc, end = decoder.raw_decode(text, start)
         except json.JSONDecodeError:
@@ -62,6 +63,24 @@ def extract_json(text: str) -> tuple[dict[str, Any], str]:
         if isinstance(doc, dict) and ("jobs" in doc or "client_stats" in doc):
             return doc, text[:start] + text[end:]
         start += 1
+
+
+def _why_no_json(text: str) -> str:
+    first, last = text.find("{"), text.rfind("}")
+    if first < 0 or last < first:
+        return "fio printed no JSON object"
+    try:
+        json.loads(text[first : last + 1])
+    except json.JSONDecodeError as exc:
+        line = text[:first].count("\n") + exc.lineno
+        return f"fio output is not valid JSON at line {line}: {exc.msg}"
+    return NO_JOBS
+
+
+def check_job(job: dict[str, Any], around: str = "") -> None:
+    """A job that fio says ended with an error is a ``FioError``."""
+    if job.get("error"):
+        raise FioError(f"fio job {job.get('jobname')!r} ended with error {job['error']!r}", output=around)
 
 
 def parse(text: str) -> FioOutput:
@@ -82,7 +101,7 @@ def _parse_doc(doc: dict[str, Any], around: str) -> FioOutput:
         if job["jobname"] == "All clients":
             continue
         if int(job.get("error", 0)):
-            raise FioError(f"fio job {job['jobname']!r} ended with error {job['error']}", output=around)
+            check_job(job, around)
         host = f"{job['hostname']}:{job['port']}" if "hostname" in job else "local"
         results.extend(_direction(job, host, ddir) for ddir in DIRECTIONS if job[ddir]["total_ios"] > 0)
     stamp = doc.get("timestamp_ms")

@@ -11,7 +11,8 @@ import sqlite3
 from typing import Any
 
 from vmio.stats import histogram
-from vmio.store.database import PCT_COLUMNS, Store
+from vmio.store.database import Store
+from vmio.store.schema import PCT_COLUMNS
 
 LAT_KEYS = ("min", "mean", "max", "p50", "p99", "p99.9")
 DEVICE_FIELDS = {"read_iops": "dev_read_iops", "write_iops": "dev_write_iops", "busy_pct": "dev_busy_pct",

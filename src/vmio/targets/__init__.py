@@ -1,1 +1,37 @@
-"""Where I/O runs: the bare host, QEMU VMs, remote fio servers, RBD images."""
+"""Where I/O runs: the bare host, QEMU VMs, remote fio servers, RBD images.
+
+``open_target`` starts a target for its points and gives a ``Rig`` (``targets.base``): its fio endpoints,
+the device it reports, what it samples, the facts a run records. ``placement.endpoints`` derives where a
+point's I/O goes, for the real run and the dry run alike.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+from vmio.errors import InputError
+from vmio.spec import HostTarget, QemuTarget, RbdTarget, RemoteTarget, Target
+from vmio.targets.base import Endpoint, Env, Facts, Notes, Rig
+from vmio.targets.host import HostRig
+from vmio.targets.qemu import QemuRig
+from vmio.targets.rbd import RbdRig
+from vmio.targets.remote import RemoteRig
+
+__all__ = ["Endpoint", "Env", "Facts", "Notes", "Rig", "open_target"]
+
+
+@contextlib.contextmanager
+def open_target(target: Target, env: Env) -> Iterator[Rig]:
+    """Start ``target`` (VMs: boot them) for as long as the block lasts; tear it down after."""
+    if isinstance(target, RbdTarget):
+        yield RbdRig(target, env)
+    elif isinstance(target, QemuTarget):
+        with contextlib.ExitStack() as stack:
+            yield QemuRig(target, env, stack)
+    elif isinstance(target, HostTarget):
+        yield HostRig(target, env)
+    elif isinstance(target, RemoteTarget):
+        yield RemoteRig(target, env)
+    else:
+        raise InputError(f"target {target.name!r}: kind {target.kind!r} is not supported")

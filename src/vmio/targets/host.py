@@ -1,13 +1,18 @@
-"""The bare host as a target: a file vmio creates and fully writes, or a block device."""
+"""The bare host as a target: a file vmio creates and fully writes, or a block device; fio runs here."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
 from vmio.errors import InputError
-from vmio.spec import HostTarget
+from vmio.metrics.sampler import CpuProbe, DiskProbe, Probe
+from vmio.spec import HostTarget, Workload
+from vmio.system.blockdev import device_chain, reported_device
 from vmio.system.safety import is_block_device
+from vmio.targets import placement
+from vmio.targets.base import Endpoint, Env, Facts, Notes, nothing_to_watch
 
 CHUNK = 4 << 20
 
@@ -52,3 +57,26 @@ def prepare(target: HostTarget) -> int | None:
         )
     prepare_file(target.path, target.size)
     return target.size
+
+
+class HostRig:
+    """A host target made ready: its file written, the devices under it sampled with the host's CPU."""
+
+    fio_env = None
+
+    def __init__(self, target: HostTarget, env: Env) -> None:
+        self.target = target
+        self.size = prepare(target)
+        chain = device_chain(target.path, env.sys_root, env.proc_root)
+        self.device = reported_device(target.path, chain)
+        self.probes: list[Probe] = [DiskProbe(d, env.proc_root) for d in chain]
+        self.probes.append(CpuProbe(env.proc_root))
+
+    def endpoints(self, workload: Workload) -> list[Endpoint]:
+        return placement.endpoints(self.target, workload, size=self.size)
+
+    def facts(self) -> Facts:
+        return Facts(device=self.device)
+
+    def watch(self, campaign: str, point_key: str) -> contextlib.AbstractContextManager[Notes]:
+        return nothing_to_watch()

@@ -16,24 +16,20 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from vmio import guest
-from vmio.campaign.measure import measure_with
 from vmio.errors import InputError, VmioError
-from vmio.fio import jobfile
 from vmio.metrics.sampler import CpuProbe, DiskProbe, Probe
 from vmio.qemu import VM, AccelProber, Disk, Fleet, VMConfig, probe_caps
 from vmio.qemu.threads import Snapshot, cpu_between, read_threads
-from vmio.relocate.capture import qemu_trace_args
-from vmio.spec import Point, QemuTarget, Workload
-from vmio.store import RunRecord
+from vmio.qemu.tracing import qemu_trace_args, trace_events
+from vmio.spec import QemuTarget, Workload
 from vmio.system.blockdev import device_chain, reported_device
 from vmio.system.safety import is_block_device
-from vmio.targets import host
-
-if TYPE_CHECKING:
-    from vmio.campaign import Options
+from vmio.targets import host, placement
+from vmio.targets.base import Endpoint, Env, Facts, Notes
+from vmio.traces.vm_runs import point_dir, vm_trace_name
 
 ALIGN = 1 << 20
 # Guest kernel lines that say its disk misbehaved during a point (warnings: the console shows level <= 4).
@@ -125,28 +121,21 @@ def _device_bytes(path: str) -> int:
         os.close(fd)
 
 
-def trace_events(bus: str) -> tuple[str, ...]:
-    """One event pair per guest request: virtio-blk's own, else the block backend's (same offsets)."""
-    if bus in ("virtio-blk", "block"):
-        return ("virtio_blk_handle_read", "virtio_blk_handle_write")
-    return ("blk_co_preadv", "blk_co_pwritev")
+class QemuRig:
+    """A VM target made ready: its fleet booted, the devices under its backing files and every QEMU
+    thread sampled. The fleet lives in ``stack`` and goes down with it."""
 
+    fio_env = None
 
-def trace_dir(root: Path, campaign: str, point_key: str) -> Path:
-    """Where a point's QEMU request traces are kept: ``ROOT/CAMPAIGN/POINT/vmio-N.log``."""
-    return root / campaign / point_key.replace("/", "_")
-
-
-class QemuExecutor:
-    def __init__(self, target: QemuTarget, options: Options, stack: contextlib.ExitStack) -> None:
-        self.target, self.options = target, options
+    def __init__(self, target: QemuTarget, env: Env, stack: contextlib.ExitStack) -> None:
+        self.target, self.env = target, env
         self.caps = probe_caps()
         image = guest.build()
         self.accel = AccelProber(image, self.caps).resolve(target.accel)
         self.live_traces: list[Path] = []
         if target.trace:
             live = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="vmio-trace-")))
-            self.live_traces = [live / f"vmio-{i}.log" for i in range(target.vms)]
+            self.live_traces = [live / vm_trace_name(i) for i in range(target.vms)]
         configs = [
             VMConfig(
                 index=i,
@@ -164,29 +153,57 @@ class QemuExecutor:
             )
             for i, disk in enumerate(layout(target))
         ]
-        self.fleet = stack.enter_context(
-            Fleet(configs, image, caps=self.caps, boot_timeout=options.boot_timeout)
-        )
+        self.fleet = stack.enter_context(Fleet(configs, image, caps=self.caps, boot_timeout=env.boot_timeout))
         local = [b for b in target.backing if not b.startswith("rbd:")]
         if target.conf and (Path(target.conf).parent / "vmio-dstore.json").is_file():
             local.append(str(Path(target.conf).parent))  # a cluster vmio started: its OSDs' files
-        chains = {name for path in local for name in device_chain(path, options.sys_root, options.proc_root)}
-        first = device_chain(local[0], options.sys_root, options.proc_root) if local else []
+        chains = {name for path in local for name in device_chain(path, env.sys_root, env.proc_root)}
+        first = device_chain(local[0], env.sys_root, env.proc_root) if local else []
         self.device = reported_device(local[0], first) if local else None
-        self.probes: list[Probe] = [DiskProbe(d, options.proc_root) for d in sorted(chains)]
-        self.probes.append(CpuProbe(options.proc_root))
+        self.probes: list[Probe] = [DiskProbe(d, env.proc_root) for d in sorted(chains)]
+        self.probes.append(CpuProbe(env.proc_root))
         self.probes += [QemuThreadProbe(vm) for vm in self.fleet.vms]
+
+    def endpoints(self, workload: Workload) -> list[Endpoint]:
+        servers = [vm.fio_client.replace(",", ":") for vm in self.fleet.vms]
+        return placement.endpoints(self.target, workload, servers=servers)
+
+    def facts(self) -> Facts:
+        return Facts(
+            device=self.device,
+            accel=self.accel.accel,
+            qemu_version=self.caps.version_string,
+            qemu_argv=[vm.argv for vm in self.fleet.vms],
+            host={"accel_reason": self.accel.reason},
+        )
+
+    @contextlib.contextmanager
+    def watch(self, campaign: str, point_key: str) -> Iterator[Notes]:
+        """Notes of one point: the guest kernel's disk warnings, the VMs' traces kept; on a failure the
+        tail of every VM's console."""
+        starts = [p.stat().st_size if p.exists() else 0 for p in self.live_traces]
+        consoles = self._console_sizes()
+        notes = Notes()
+        try:
+            yield notes
+        except VmioError:
+            notes.log += "".join(
+                f"--- {vm.config.name} console ---\n{vm.console_tail(20)}\n" for vm in self.fleet.vms
+            )
+            raise
+        self._keep_traces(starts, campaign, point_key)
+        self._guest_trouble(consoles, notes)
 
     def _trace_args(self, index: int) -> tuple[str, ...]:
         if not self.live_traces:
             return ()
         return tuple(qemu_trace_args(self.live_traces[index], events=trace_events(self.target.bus)))
 
-    def _keep_traces(self, starts: list[int], rec: RunRecord) -> None:
+    def _keep_traces(self, starts: list[int], campaign: str, point_key: str) -> None:
         """Copy what each VM traced during the point into the point's trace folder."""
-        if self.options.trace_root is None:
+        if self.env.trace_root is None or not self.live_traces:
             return
-        out = trace_dir(self.options.trace_root, rec.campaign, rec.point_key)
+        out = point_dir(self.env.trace_root, campaign, point_key)
         out.mkdir(parents=True, exist_ok=True)
         for live, start in zip(self.live_traces, starts, strict=True):
             with open(live, "rb") as src, open(out / live.name, "wb") as dst:
@@ -198,8 +215,8 @@ class QemuExecutor:
             vm.runtime.console.stat().st_size if vm.runtime.console.exists() else 0 for vm in self.fleet.vms
         ]
 
-    def _guest_trouble(self, sizes: list[int], rec: RunRecord) -> None:
-        """Record the guest kernel's disk warnings printed during the point (they explain odd figures)."""
+    def _guest_trouble(self, sizes: list[int], notes: Notes) -> None:
+        """Note the guest kernel's disk warnings printed during the point (they explain odd figures)."""
         found = []
         for vm, size in zip(self.fleet.vms, sizes, strict=True):
             with open(vm.runtime.console, "rb") as console:
@@ -210,40 +227,7 @@ class QemuExecutor:
                 for line in text.splitlines()
                 if GUEST_IO_TROUBLE.search(line)
             ]
-        rec.host["guest_io_warnings"] = len(found)
+        notes.host["guest_io_warnings"] = len(found)
         if found:
             shown = "\n".join(found[:20]) + (f"\n... {len(found) - 20} more" if len(found) > 20 else "")
-            rec.log = (
-                rec.log or ""
-            ) + f"\nguest kernel disk warnings during this point ({len(found)}):\n{shown}\n"
-
-    def measure(self, point: Point, workload: Workload, rundir: Path, rec: RunRecord) -> None:
-        starts = [p.stat().st_size if p.exists() else 0 for p in self.live_traces]
-        consoles = self._console_sizes()
-        rec.accel = self.accel.accel
-        rec.qemu_version = self.caps.version_string
-        rec.qemu_argv = [vm.argv for vm in self.fleet.vms]
-        rec.device = self.device
-        rec.host["accel_reason"] = self.accel.reason
-        total = self.target.vms * self.target.jobs_per_vm
-        endpoints: list[tuple[str | None, jobfile.Placement]] = [
-            (vm.fio_client.replace(",", ":"),
-             jobfile.Placement(vm.config.guest_devices()[0], numjobs=self.target.jobs_per_vm, total_jobs=total))
-            for vm in self.fleet.vms
-        ]  # fmt: skip
-        try:
-            measure_with(endpoints, point, workload, rundir, rec, self.probes, self.options)
-            self._keep_traces(starts, rec)
-            self._guest_trouble(consoles, rec)
-        except VmioError:
-            tails = "\n".join(
-                f"--- {vm.config.name} console ---\n{vm.console_tail(20)}" for vm in self.fleet.vms
-            )
-            rec.log = (rec.log or "") + tails + "\n"
-            raise
-
-
-@contextlib.contextmanager
-def qemu_executor(target: QemuTarget, options: Options) -> Iterator[QemuExecutor]:
-    with contextlib.ExitStack() as stack:
-        yield QemuExecutor(target, options, stack)
+            notes.log += f"\nguest kernel disk warnings during this point ({len(found)}):\n{shown}\n"

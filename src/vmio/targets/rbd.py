@@ -6,42 +6,38 @@ For a cluster vmio started (``vmio dstore up``) the device under its folder is s
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from vmio.campaign.measure import measure_with
 from vmio.errors import InputError
-from vmio.fio import jobfile
 from vmio.metrics.sampler import CpuProbe, DiskProbe, Probe
-from vmio.spec import Point, RbdTarget, Workload
-from vmio.store import RunRecord
+from vmio.spec import RbdTarget, Workload
 from vmio.system.blockdev import device_chain, reported_device
+from vmio.targets import placement
+from vmio.targets.base import Endpoint, Env, Facts, Notes, nothing_to_watch
 
-if TYPE_CHECKING:
-    from vmio.campaign import Options
 
-
-class RbdExecutor:
-    def __init__(self, target: RbdTarget, options: Options) -> None:
+class RbdRig:
+    def __init__(self, target: RbdTarget, env: Env) -> None:
         conf = Path(target.conf)
         if not conf.is_file():
             raise InputError(
                 f"target {target.name!r}: conf {target.conf!r} is not a file; give the cluster's ceph.conf"
             )
-        self.target, self.options = target, options
-        self.env = {"CEPH_CONF": str(conf.resolve())}
+        self.target = target
+        self.fio_env = {"CEPH_CONF": str(conf.resolve())}
         self.device: str | None = None
-        self.probes: list[Probe] = [CpuProbe(options.proc_root)]
+        self.probes: list[Probe] = [CpuProbe(env.proc_root)]
         if (conf.parent / "vmio-dstore.json").is_file():  # a local cluster on files: its OSDs' device
-            chain = device_chain(conf.parent, options.sys_root, options.proc_root)
+            chain = device_chain(conf.parent, env.sys_root, env.proc_root)
             self.device = reported_device(conf.parent, chain)
-            self.probes += [DiskProbe(d, options.proc_root) for d in chain]
+            self.probes += [DiskProbe(d, env.proc_root) for d in chain]
 
-    def measure(self, point: Point, workload: Workload, rundir: Path, rec: RunRecord) -> None:
-        rec.device = self.device
-        engine = {"ioengine": "rbd", "clientname": self.target.clientname, "pool": self.target.pool,
-                  "rbdname": self.target.image}  # fmt: skip
-        place = jobfile.Placement(
-            None, numjobs=workload.numjobs, total_jobs=workload.numjobs, engine_options=engine
-        )
-        measure_with([(None, place)], point, workload, rundir, rec, self.probes, self.options, env=self.env)
+    def endpoints(self, workload: Workload) -> list[Endpoint]:
+        return placement.endpoints(self.target, workload)
+
+    def facts(self) -> Facts:
+        return Facts(device=self.device)
+
+    def watch(self, campaign: str, point_key: str) -> contextlib.AbstractContextManager[Notes]:
+        return nothing_to_watch()

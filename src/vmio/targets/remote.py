@@ -6,21 +6,16 @@ be probed for data either, so writes to a remote ``/dev/...`` path need ``--dest
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING
 
-from vmio.campaign.measure import measure_with
 from vmio.errors import ToolError, UnsafeTargetError
-from vmio.fio import jobfile
 from vmio.metrics.sampler import CpuProbe, Probe
-from vmio.spec import Point, RemoteTarget, Workload
-from vmio.store import RunRecord
+from vmio.spec import RemoteTarget, Workload
 from vmio.system.ports import free_port, wait_for_port
 from vmio.system.process import Supervised
-
-if TYPE_CHECKING:
-    from vmio.campaign import Options
+from vmio.targets import placement
+from vmio.targets.base import Endpoint, Env, Facts, Notes, nothing_to_watch
 
 
 def check_remote_writes(target: RemoteTarget, destroy: Sequence[str]) -> None:
@@ -32,18 +27,23 @@ def check_remote_writes(target: RemoteTarget, destroy: Sequence[str]) -> None:
             )
 
 
-class RemoteExecutor:
-    def __init__(self, target: RemoteTarget, options: Options) -> None:
-        self.target, self.options = target, options
-        self.probes: list[Probe] = [CpuProbe(options.proc_root)]
+class RemoteRig:
+    """Remote fio servers: only this host's CPU can be sampled."""
 
-    def measure(self, point: Point, workload: Workload, rundir: Path, rec: RunRecord) -> None:
-        total = workload.numjobs * len(self.target.hosts)
-        endpoints: list[tuple[str | None, jobfile.Placement]] = [
-            (host, jobfile.Placement(path, self.target.size, numjobs=workload.numjobs, total_jobs=total))
-            for host, path in zip(self.target.hosts, self.target.paths, strict=True)
-        ]
-        measure_with(endpoints, point, workload, rundir, rec, self.probes, self.options)
+    fio_env = None
+
+    def __init__(self, target: RemoteTarget, env: Env) -> None:
+        self.target = target
+        self.probes: list[Probe] = [CpuProbe(env.proc_root)]
+
+    def endpoints(self, workload: Workload) -> list[Endpoint]:
+        return placement.endpoints(self.target, workload)
+
+    def facts(self) -> Facts:
+        return Facts()
+
+    def watch(self, campaign: str, point_key: str) -> contextlib.AbstractContextManager[Notes]:
+        return nothing_to_watch()
 
 
 class LocalFioServer:

@@ -12,12 +12,27 @@ from vmio.traces.readers import read_qemu
 from vmio.traces.trace import Trace, concat
 
 
+def beside_store(db: str | Path) -> Path:
+    """The folder of a store's VM traces: ``vmio.db`` → ``vmio.db.traces/``."""
+    return Path(db).resolve().with_name(Path(db).name + ".traces")
+
+
+def point_dir(root: Path, campaign: str, point_key: str) -> Path:
+    """Where one point's traces are kept: ``ROOT/CAMPAIGN/POINT/`` (``/`` in the key becomes ``_``)."""
+    return root / campaign / point_key.replace("/", "_")
+
+
+def vm_trace_name(index: int) -> str:
+    """The file name of VM ``index``'s trace inside a point's folder."""
+    return f"vmio-{index}.log"
+
+
 def run_trace_files(root: Path, campaign: str, point: str | None = None) -> list[Path]:
     base = root / campaign
-    folders = [base / point.replace("/", "_")] if point else sorted(p for p in base.glob("*") if p.is_dir())
+    folders = [point_dir(root, campaign, point)] if point else sorted(p for p in base.glob("*") if p.is_dir())
     files = [f for folder in folders for f in sorted(folder.glob("vmio-*.log"))]
     if not files:
-        where = base / point.replace("/", "_") if point else base
+        where = point_dir(root, campaign, point) if point else base
         raise TraceError(f"{where}: no VM traces; run a VM target with trace = true in campaign {campaign!r}")
     return files
 

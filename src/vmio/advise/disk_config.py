@@ -1,15 +1,30 @@
-"""A recommended configuration as a QEMU argv fragment and as libvirt domain XML fragments."""
+"""A VM disk configuration (what ``advise`` recommends), written as a QEMU argv fragment and as libvirt
+domain XML fragments."""
 
 from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from vmio.advise.config_guideline import Config
+from dataclasses import dataclass
 
 NODE = "disk0"
+
+
+@dataclass(frozen=True)
+class Config:
+    """The recommended VM disk configuration."""
+
+    name: str
+    bus: str
+    iothreads: int = 0
+    vq_mapping: bool = False
+    passthrough: str | None = None
+    device: str | None = None
+    pci_address: str | None = None
+    image: str | None = None
+    spread_over: tuple[str, ...] = ()
+    cache: str = "none"
+    aio: str = "native"
 
 
 def qemu_args(config: Config) -> list[str]:

@@ -1,9 +1,39 @@
-"""Terminal text of ``vmio tune``: each target's verdict and change, then the before/after comparison."""
+"""``vmio tune``'s result (the plan, the re-run, the before/after comparison) and its terminal text."""
 
 from __future__ import annotations
 
-from vmio.advise.tune import Plan, Result
+from dataclasses import dataclass, field
+from typing import Any
+
+from vmio.advise.tune import Plan
+from vmio.campaign import Outcome
+from vmio.report import compare
 from vmio.report.compare_text import format_before_after
+
+
+@dataclass
+class Result:
+    plan: Plan
+    outcome: Outcome | None = None
+    comparison: compare.BeforeAfter | None = None
+    failures: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        out = self.outcome
+        return {
+            "campaign": self.plan.campaign,
+            "tuned_campaign": self.plan.tuned_name if self.plan.tuned else None,
+            "targets": [t.as_dict() for t in self.plan.targets],
+            "run": None
+            if out is None
+            else {
+                "done": out.done,
+                "failed": out.failed,
+                "skipped": out.skipped,
+                "failures": out.failures,
+            },  # fmt: skip
+            "compare": None if self.comparison is None else self.comparison.as_dict(),
+        }
 
 
 def format_plan(plan: Plan) -> str:

@@ -1,20 +1,18 @@
-"""A small, self-contained reader of fio's JSON (``json`` or ``json+``) output for the dstore profile.
+"""Totals of one fio run: IOPS, bandwidth, I/O-weighted mean latency and p99 per direction and combined.
 
-It tolerates text printed around the JSON, sums IOPS and bandwidth over jobs, weights mean latency by the
-number of I/Os, and takes p99 from merged latency histograms when fio gave ``json+`` bins (the true
-percentile of the union), else the largest per-job p99.
+The combined p99 comes from the merged latency histograms when fio gave ``json+`` bins (the true
+percentile of the union), else the largest per-job p99. A lighter reading than ``output.parse``, for
+callers that want totals, not per-job results (the dstore profile).
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from vmio.errors import FioError
+from vmio.fio import output
 from vmio.stats import histogram
-
-DIRECTIONS = ("read", "write")
 
 
 @dataclass(frozen=True)
@@ -29,7 +27,7 @@ class DirStats:
 
 
 @dataclass(frozen=True)
-class FioResult:
+class Totals:
     """Read, write and combined statistics of one fio run."""
 
     read: DirStats
@@ -37,32 +35,17 @@ class FioResult:
     total: DirStats
 
 
-def extract_json(text: str) -> dict[str, Any]:
-    """The JSON object in fio's output, skipping any text fio printed before or after it."""
-    start, end = text.find("{"), text.rfind("}")
-    if start < 0 or end < start:
-        raise FioError("fio printed no JSON object", output=text[-2000:])
-    try:
-        data = json.loads(text[start : end + 1])
-    except json.JSONDecodeError as exc:
-        line = text[:start].count("\n") + exc.lineno
-        raise FioError(
-            f"fio output is not valid JSON at line {line}: {exc.msg}", output=text[-2000:]
-        ) from exc
-    if not isinstance(data, dict) or not isinstance(data.get("jobs"), list) or not data["jobs"]:
-        raise FioError("fio JSON has no 'jobs' list; expected fio --output-format=json", output=text[-2000:])
-    return data
-
-
-def parse_fio(text: str) -> FioResult:
-    """Parse fio's JSON output into per-direction and combined statistics."""
-    jobs = extract_json(text)["jobs"]
+def parse_totals(text: str) -> Totals:
+    """Per-direction and combined totals of one fio run's JSON output."""
+    doc, _ = output.extract_json(text)
+    jobs = doc.get("jobs")
+    if not isinstance(jobs, list) or not jobs:
+        raise FioError(output.NO_JOBS, output=text[-2000:])
     for job in jobs:
-        if job.get("error"):
-            raise FioError(f"fio job {job.get('jobname')!r} ended with error {job['error']!r}")
-    sides = {d: [_side(job, d) for job in jobs] for d in DIRECTIONS}
-    read, write = (_combine(sides[d]) for d in DIRECTIONS)
-    return FioResult(read, write, _combine(sides["read"] + sides["write"]))
+        output.check_job(job)
+    sides = {d: [_side(job, d) for job in jobs] for d in output.DIRECTIONS}
+    read, write = (_combine(sides[d]) for d in output.DIRECTIONS)
+    return Totals(read, write, _combine(sides["read"] + sides["write"]))
 
 
 @dataclass(frozen=True)

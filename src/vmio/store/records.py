@@ -1,0 +1,72 @@
+"""What one point produced, as the store writes it: the run's record, its per-job results and samples.
+
+The store defines the shapes it keeps; fio's parsed results and the samplers' samples fit them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+Sample = tuple[float, str, str, float]  # (t since the sampler started, source, metric, value)
+
+
+class JobResult(Protocol):
+    """One fio job's figures for one direction (``vmio.fio.output.JobResult`` is one)."""
+
+    @property
+    def host(self) -> str: ...
+    @property
+    def job(self) -> str: ...
+    @property
+    def role(self) -> str: ...
+    @property
+    def ddir(self) -> str: ...
+    @property
+    def iops(self) -> float: ...
+    @property
+    def bw_bytes(self) -> float: ...
+    @property
+    def total_ios(self) -> int: ...
+    @property
+    def runtime_ms(self) -> int: ...
+    @property
+    def lat_ns(self) -> Mapping[str, float | None]: ...
+    @property
+    def usr_cpu(self) -> float: ...
+    @property
+    def sys_cpu(self) -> float: ...
+    @property
+    def bins(self) -> Mapping[int, int]: ...
+
+
+@dataclass
+class RunRecord:
+    """Everything one point produced, written at once."""
+
+    campaign: str
+    point_key: str
+    target: str
+    target_kind: str
+    workload: str
+    bs: int
+    offered_iops: int | None
+    load_processes: int
+    repetition: int
+    status: str
+    started: float
+    ended: float
+    host: dict[str, Any] = field(default_factory=dict)
+    accel: str | None = None
+    fio_version: str | None = None
+    qemu_version: str | None = None
+    job_file: str | None = None
+    qemu_argv: list[list[str]] | None = None  # one argv per VM
+    device: str | None = None
+    error: str | None = None
+    log: str | None = None
+    results: Sequence[JobResult] = field(default_factory=list)
+    samples: list[Sample] = field(default_factory=list)
+    metrics: dict[tuple[str, str], float] = field(default_factory=dict)
+    oplat: list[tuple[str, str, int, int, str]] = field(default_factory=list)  # host, job, t_ms, ns, ddir

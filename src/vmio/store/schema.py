@@ -1,0 +1,92 @@
+"""The store's schema, as the list of migrations that build it; each is applied once and recorded.
+
+A change to the schema adds a migration at the end (never edits one) and a fixture of the schema it migrates
+from under ``tests/data/stores/``.
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: list[tuple[int, str, str]] = [
+    (
+        1,
+        "initial schema",
+        """
+        CREATE TABLE campaign (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE,
+            spec_path TEXT,
+            spec_text TEXT,
+            canonical TEXT,
+            created REAL
+        );
+        CREATE TABLE run (
+            id INTEGER PRIMARY KEY,
+            campaign_id INTEGER NOT NULL REFERENCES campaign(id) ON DELETE CASCADE,
+            point_key TEXT NOT NULL,
+            target TEXT NOT NULL, target_kind TEXT NOT NULL, workload TEXT NOT NULL,
+            bs INTEGER NOT NULL, offered_iops INTEGER, load_processes INTEGER NOT NULL,
+            repetition INTEGER NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('done', 'failed')),
+            started REAL, ended REAL,
+            accel TEXT, fio_version TEXT, qemu_version TEXT, host_json TEXT,
+            job_file TEXT, qemu_argv TEXT, device TEXT, error TEXT, log TEXT,
+            UNIQUE (campaign_id, point_key)
+        );
+        CREATE TABLE result (
+            id INTEGER PRIMARY KEY,
+            run_id INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,
+            host TEXT, job TEXT, role TEXT, ddir TEXT,
+            iops REAL, bw_bytes REAL, total_ios INTEGER, runtime_ms INTEGER,
+            lat_min REAL, lat_mean REAL, lat_max REAL, lat_stddev REAL,
+            p50 REAL, p90 REAL, p99 REAL, p999 REAL, p9999 REAL,
+            usr_cpu REAL, sys_cpu REAL
+        );
+        CREATE TABLE histogram (
+            result_id INTEGER PRIMARY KEY REFERENCES result(id) ON DELETE CASCADE,
+            bins TEXT NOT NULL
+        );
+        CREATE TABLE sample (
+            run_id INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,
+            t REAL NOT NULL, source TEXT NOT NULL, metric TEXT NOT NULL, value REAL
+        );
+        CREATE INDEX sample_run ON sample(run_id, source, metric);
+        CREATE TABLE run_metric (
+            run_id INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,
+            source TEXT NOT NULL, metric TEXT NOT NULL, value REAL,
+            PRIMARY KEY (run_id, source, metric)
+        );
+        CREATE TABLE oplat (
+            run_id INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,
+            host TEXT, job TEXT, seq INTEGER, t_ms INTEGER, lat_ns INTEGER, ddir TEXT
+        );
+        CREATE INDEX result_run ON result(run_id);
+        CREATE INDEX oplat_run ON oplat(run_id);
+        """,
+    ),
+    (
+        2,
+        "membal live controller runs and decisions",
+        """
+        CREATE TABLE membal_run (
+            id INTEGER PRIMARY KEY,
+            started REAL NOT NULL, ended REAL,
+            policy TEXT NOT NULL,
+            settings TEXT NOT NULL,
+            accel TEXT, qemu_version TEXT, qemu_argv TEXT,
+            status TEXT NOT NULL CHECK (status IN ('running', 'done', 'failed')),
+            error TEXT, summary TEXT
+        );
+        CREATE TABLE membal_decision (
+            id INTEGER PRIMARY KEY,
+            run_id INTEGER NOT NULL REFERENCES membal_run(id) ON DELETE CASCADE,
+            t REAL NOT NULL, step INTEGER NOT NULL, vm TEXT NOT NULL,
+            inputs TEXT NOT NULL,
+            old_target INTEGER NOT NULL, new_target INTEGER NOT NULL, actual INTEGER,
+            policy TEXT NOT NULL, reason TEXT NOT NULL
+        );
+        CREATE INDEX membal_decision_run ON membal_decision(run_id, vm, step);
+        """,
+    ),
+]
+SCHEMA_VERSION = MIGRATIONS[-1][0]
+PCT_COLUMNS = {"p50": "p50", "p90": "p90", "p99": "p99", "p99.9": "p999", "p99.99": "p9999"}

@@ -1,0 +1,78 @@
+"""What every target kind provides once started (a ``Rig``), and the host settings it is started with.
+
+A rig says where its fio endpoints are (``endpoints``), which device its figures are reported for, what is
+sampled beside fio (``probes``), the facts a run records about it (``facts``) and, through ``watch``, what
+it noticed during one point (QEMU: the guest kernel's disk warnings, the VMs' request traces). The campaign
+measures; a rig only describes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from vmio.fio.jobfile import Placement
+from vmio.metrics.sampler import Probe
+from vmio.spec import Workload
+from vmio.system.process import Runner
+
+
+@dataclass(frozen=True)
+class Env:
+    """The host's seams and settings a target is started with."""
+
+    runner: Runner = field(default_factory=Runner)
+    proc_root: str = "/proc"
+    sys_root: str = "/sys"
+    boot_timeout: float = 90.0
+    trace_root: Path | None = None  # where VM targets with trace = true keep each point's request traces
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One fio process of a point: its fio server (``host:port``; None: fio runs here) and its I/O."""
+
+    server: str | None
+    place: Placement
+
+
+@dataclass
+class Facts:
+    """What a run records about the target it ran on (VM targets fill the QEMU fields)."""
+
+    device: str | None = None
+    accel: str | None = None
+    qemu_version: str | None = None
+    qemu_argv: list[list[str]] | None = None
+    host: dict[str, Any] = field(default_factory=dict)  # merged into the run's host facts
+
+
+@dataclass
+class Notes:
+    """What a rig noticed during one point: facts for the run's host record and lines for its log."""
+
+    host: dict[str, Any] = field(default_factory=dict)
+    log: str = ""
+
+
+class Rig(Protocol):
+    @property
+    def probes(self) -> Sequence[Probe]: ...
+
+    @property
+    def fio_env(self) -> Mapping[str, str] | None: ...  # environment for fio (rbd: CEPH_CONF)
+
+    def endpoints(self, workload: Workload) -> list[Endpoint]: ...
+
+    def facts(self) -> Facts: ...
+
+    def watch(self, campaign: str, point_key: str) -> contextlib.AbstractContextManager[Notes]: ...
+
+
+@contextlib.contextmanager
+def nothing_to_watch() -> Iterator[Notes]:
+    """``watch`` for rigs that notice nothing beyond fio and the samplers."""
+    yield Notes()
