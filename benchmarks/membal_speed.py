@@ -19,7 +19,7 @@ from vmio.membal.engine import FastEngine
 from vmio.membal.outcome import run_scenario
 from vmio.membal.reference import lru_hits as reference_lru_hits
 from vmio.membal.scenario import load_scenario
-from vmio.membal.trace import read_vscsi_pages
+from vmio.traces.cloudphysics import read_vscsi_pages
 
 CASE1 = Path(__file__).resolve().parents[1] / "examples" / "membal" / "case1-web-burst.toml"
 TRACE = Path(__file__).resolve().parents[1].parent / "shared" / "traces" / "cloudphysics_vscsi_sample.csv"

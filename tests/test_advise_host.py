@@ -7,17 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from vmio.advise.inventory import (
-    BlockDevice,
-    parse_device_list,
-    parse_properties,
-    qemu_version,
-    read_block_devices,
-    read_cpus,
-    read_host_facts,
-    read_mounted,
-)
+from vmio.advise.inventory import BlockDevice, read_block_devices, read_cpus, read_host_facts, read_mounted
 from vmio.errors import InputError, ToolError
+from vmio.qemu.caps import parse_device_help as parse_properties
+from vmio.qemu.caps import parse_device_list
+from vmio.qemu.caps import version_text as qemu_version
 from vmio.system.process import Runner
 
 needs_qemu = pytest.mark.skipif(shutil.which("qemu-system-x86_64") is None, reason="needs qemu-system-x86_64")

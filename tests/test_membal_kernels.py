@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from vmio.membal import engine, mrc, reference
-from vmio.membal.trace import read_vscsi_pages
+from vmio.traces.cloudphysics import read_vscsi_pages
 
 TRACE = Path(__file__).resolve().parents[1].parent / "shared" / "traces" / "cloudphysics_vscsi_sample.csv"
 

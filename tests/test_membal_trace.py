@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vmio.errors import TraceError
-from vmio.membal.trace import read_vscsi_pages
+from vmio.traces.cloudphysics import read_vscsi_pages
 
 HEADER = "version,time,op,size,lbn\n"
 

@@ -1,7 +1,7 @@
-"""Host facts the configuration guideline needs, asked of QEMU itself and read from sysfs.
+"""This host's inventory for the configuration guideline: what its QEMU can do and which block devices it has.
 
-QEMU is asked with ``--version``, ``-device help`` and ``-device DEVICE,help`` (the property list shows
-whether ``iothread`` and ``iothread-vq-mapping`` exist in this build). Block devices come from
+QEMU is asked through ``vmio.qemu.caps`` (``--version``, ``-device help`` and ``-device DEVICE,help``: the
+property list shows whether ``iothread`` and ``iothread-vq-mapping`` exist in this build). Block devices come from
 ``SYSFS/block`` with their ``queue/rotational`` flag and, for passthrough, the PCI address they sit on.
 The runner and the sysfs root are seams: tests hand in a tree under ``tmp_path``.
 """
@@ -14,16 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vmio.advise.evidence import parse_version
-from vmio.errors import InputError, ToolError
+from vmio.errors import InputError
+from vmio.qemu.caps import QEMU_BINARY, probe_caps, version_text
 from vmio.system.process import Runner
 
-QEMU = "qemu-system-x86_64"
 PROBED_DEVICES = ("virtio-blk-pci", "virtio-scsi-pci")
 VIRTUAL_BLOCK_PREFIXES = ("loop", "ram", "zram", "sr", "fd", "nbd", "mtdblock")
 _PCI = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
-_DEVICE_LINE = re.compile(r'^name "([^"]+)"(?:.*?alias "([^"]+)")?')
-_PROPERTY_LINE = re.compile(r"^\s+([A-Za-z0-9_.-]+)=")
-_QEMU_TIMEOUT = 20.0
 
 
 @dataclass(frozen=True)
@@ -59,40 +56,15 @@ class HostFacts:
 
 
 def read_host_facts(
-    runner: Runner, *, sysfs: Path = Path("/sys"), proc: Path = Path("/proc"), qemu: str = QEMU
+    runner: Runner, *, sysfs: Path = Path("/sys"), proc: Path = Path("/proc"), qemu: str = QEMU_BINARY
 ) -> HostFacts:
     """Ask ``qemu`` for its version, devices and the storage devices' properties; read block devices."""
-    version = qemu_version(runner.run([qemu, "--version"], timeout=_QEMU_TIMEOUT).stdout)
-    devices = parse_device_list(runner.run([qemu, "-device", "help"], timeout=_QEMU_TIMEOUT).stdout)
-    props = {
-        name: parse_properties(runner.run([qemu, "-device", f"{name},help"], timeout=_QEMU_TIMEOUT).stdout)
-        for name in PROBED_DEVICES
-        if name in devices
-    }
-    return HostFacts(version, devices, props, read_cpus(sysfs), read_block_devices(sysfs, read_mounted(proc)))
-
-
-def qemu_version(text: str) -> str:
-    """``'QEMU emulator version 7.2.22 (Debian ...)'`` → ``'7.2.22'``."""
-    match = re.search(r"version (\d+\.\d+(?:\.\d+)?)", text)
-    if match is None:
-        raise ToolError(f"cannot find a version in QEMU's --version output {text[:80]!r}", output=text)
-    return match[1]
-
-
-def parse_device_list(text: str) -> frozenset[str]:
-    """Device names and their aliases from ``-device help``."""
-    names: set[str] = set()
-    for line in text.splitlines():
-        match = _DEVICE_LINE.match(line.strip())
-        if match:
-            names.update(n for n in match.groups() if n)
-    return frozenset(names)
-
-
-def parse_properties(text: str) -> frozenset[str]:
-    """Property names from ``-device NAME,help``."""
-    return frozenset(m[1] for line in text.splitlines() if (m := _PROPERTY_LINE.match(line)))
+    caps = probe_caps(qemu, runner)
+    props = {name: caps.device_props.get(name, frozenset()) for name in PROBED_DEVICES if name in caps.devices}
+    return HostFacts(
+        version_text(caps.version_text), caps.devices, props, read_cpus(sysfs),
+        read_block_devices(sysfs, read_mounted(proc)),
+    )  # fmt: skip
 
 
 def read_cpus(sysfs: Path) -> int | None:

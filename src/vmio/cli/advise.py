@@ -10,10 +10,11 @@ from pathlib import Path
 from vmio.advise.config_guideline import ADVISE_BUSES, Requirements, advise, parse_buses
 from vmio.advise.diagnose import diagnose
 from vmio.advise.evidence import load_evidence
-from vmio.advise.inventory import QEMU, read_host_facts
+from vmio.advise.inventory import read_host_facts
 from vmio.advise.text import explain, format_advice, format_diagnosis
 from vmio.cli import argtypes
 from vmio.errors import InputError
+from vmio.qemu.caps import QEMU_BINARY as QEMU
 from vmio.system.process import Runner
 
 

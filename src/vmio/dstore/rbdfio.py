@@ -13,6 +13,7 @@ from pathlib import Path
 
 from vmio.dstore.cluster import ClusterRef
 from vmio.errors import FioError, InputError
+from vmio.fio import jobfile
 from vmio.fio.totals import Totals, parse_totals
 from vmio.system.process import Runner
 
@@ -44,26 +45,25 @@ class RbdJob:
 
 def render_job(ref: ClusterRef, job: RbdJob) -> str:
     """The fio job file text (every option inside the file)."""
-    opts = {
+    opts: dict[str, str | int | float] = {
         "ioengine": "rbd",
         "clientname": job.clientname,
         "pool": ref.pool,
         "rbdname": ref.image,
         "rw": job.rw,
-        "rwmixread": str(job.rwmixread),
-        "bs": str(job.bs),
-        "iodepth": str(job.iodepth),
-        "numjobs": str(job.numjobs),
-        "direct": "1",
-        "time_based": "1",
-        "runtime": f"{max(1, round(job.runtime_s * 1000))}ms",
-        "ramp_time": f"{round(job.ramp_s * 1000)}ms",
-        "group_reporting": "0",
-        "randrepeat": "0",
+        "rwmixread": job.rwmixread,
+        "bs": job.bs,
+        "iodepth": job.iodepth,
+        "numjobs": job.numjobs,
+        "direct": 1,
+        "time_based": 1,
+        "runtime": jobfile.seconds(max(0.001, job.runtime_s)),
+        "ramp_time": jobfile.seconds(job.ramp_s),
+        "group_reporting": 0,
+        "randrepeat": 0,
         **job.extra,
     }
-    body = "\n".join(f"{k}={v}" for k, v in opts.items())
-    return f"[global]\n{body}\n\n[rbd-{job.bs}]\n"
+    return jobfile.section("global", opts) + jobfile.section(f"rbd-{job.bs}", {})
 
 
 def run_rbd_job(ref: ClusterRef, job: RbdJob, *, runner: Runner | None = None) -> Totals:

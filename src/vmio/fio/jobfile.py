@@ -1,4 +1,4 @@
-"""Render one fio job file per point and per fio server.
+"""Render fio job files: one per point and per fio server, and the sections other features' jobs are made of.
 
 Everything goes in the file: fio ignores command-line options given after a job file. The measured jobs
 are named ``measure``; co-running load processes (seed 004) are named ``load`` and repeat the same I/O
@@ -54,7 +54,7 @@ def render(
         glob["offset"] = place.offset
     glob.update(place.engine_options)
     if workload.ramp > 0:
-        glob["ramp_time"] = _seconds(workload.ramp)
+        glob["ramp_time"] = seconds(workload.ramp)
 
     measure: dict[str, str | int | float] = {"numjobs": place.numjobs}
     if workload.ops > 0:
@@ -63,17 +63,17 @@ def render(
         if place.lat_log_prefix:
             measure.update(write_lat_log=place.lat_log_prefix, log_avg_msec=0, per_job_logs=1)
     else:
-        measure.update(time_based=1, runtime=_seconds(workload.runtime))
+        measure.update(time_based=1, runtime=seconds(workload.runtime))
     if offered_iops is not None:
         measure["rate_iops"] = _rate(workload, offered_iops, place.total_jobs)
     sections = [("global", glob), ("measure", measure)]
     if load_processes > 0:
-        runtime = OPS_TIME_LIMIT_S if workload.ops > 0 else _seconds(workload.runtime)
+        runtime = OPS_TIME_LIMIT_S if workload.ops > 0 else seconds(workload.runtime)
         load: dict[str, str | int | float] = {"numjobs": load_processes, "time_based": 1, "runtime": runtime}
         if workload.ops > 0:
             glob["exitall"] = 1  # loads stop when the measured operations are done
         sections.append(("load", load))
-    return "".join(_section(name, options) for name, options in sections)
+    return "".join(section(name, options) for name, options in sections)
 
 
 def _rate(workload: Workload, total: int, jobs: int) -> str:
@@ -86,10 +86,12 @@ def _rate(workload: Workload, total: int, jobs: int) -> str:
     return str(per_job)
 
 
-def _seconds(value: float) -> str:
+def seconds(value: float) -> str:
+    """A duration as fio reads it, in whole milliseconds."""
     return f"{round(value * 1000)}ms"
 
 
-def _section(name: str, options: Mapping[str, str | int | float]) -> str:
+def section(name: str, options: Mapping[str, str | int | float]) -> str:
+    """One ``[name]`` section of a job file with its ``key=value`` lines (vmio writes every job file so)."""
     lines = [f"[{name}]"] + [f"{key}={value}" for key, value in options.items()]
     return "\n".join(lines) + "\n\n"

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from vmio.errors import SpecError, ToolError
+from vmio.fio import jobfile
 from vmio.spec.tomlfile import load_toml
 from vmio.system.process import Supervised
 from vmio.units import parse_duration, parse_size
@@ -116,10 +117,10 @@ def load_config(path: str | Path) -> LiveConfig:
 def job_text(load: Load, device: str, runtime: float) -> str:
     """The fio job for one VM's load; ``invalidate=0`` keeps fio from dropping the cache between loops
     (pages it drops leave no shadow entries, so their refaults would not count)."""
-    return (
-        f"[membal-load]\nfilename={device}\nrw={load.rw}\nbs={load.bs}\nsize={load.size}\ndirect=0\n"
-        f"invalidate=0\nioengine=psync\nruntime={max(1, int(runtime))}\ntime_based=1\nrandrepeat=0\n"
-    )
+    return jobfile.section("membal-load", {
+        "filename": device, "rw": load.rw, "bs": load.bs, "size": load.size, "direct": 0, "invalidate": 0,
+        "ioengine": "psync", "runtime": max(1, int(runtime)), "time_based": 1, "randrepeat": 0,
+    })  # fmt: skip
 
 
 class LoadRun:

@@ -14,7 +14,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from vmio.membal.trace import read_vscsi_pages
+from vmio.traces.cloudphysics import read_vscsi_pages
 
 I64 = npt.NDArray[np.int64]
 

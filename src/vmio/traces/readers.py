@@ -1,4 +1,5 @@
-"""Trace file readers: blkparse text, fio iologs v2/v3, QEMU log-backend traces, CloudPhysics CSV, plain CSV.
+"""Trace file readers: blkparse text, fio iologs v2/v3, QEMU log-backend traces, plain CSV (CloudPhysics CSV:
+``traces.cloudphysics``).
 
 Each reader returns a ``Trace``; a line that cannot be read raises ``TraceError`` naming ``file:line`` and
 the text. ``read_trace(path)`` picks the reader from the file's first lines.
@@ -11,6 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from vmio.errors import TraceError
+from vmio.traces.cloudphysics import read_cloudphysics
 from vmio.traces.trace import READ, WRITE, Trace, TraceBuilder
 
 SECTOR = 512
@@ -149,26 +151,6 @@ def read_qemu(path: Path) -> Trace:
 def _qemu_args(args: str) -> dict[str, str]:
     words = args.split()
     return {words[i]: words[i + 1] for i in range(0, len(words) - 1, 2)}
-
-
-def read_cloudphysics(path: Path) -> Trace:
-    """The CloudPhysics vSCSI CSV (``version,time,op,size,lbn``; op 28 = read, 2a = write; lbn in sectors).
-
-    Its time unit is not documented, so the trace keeps the raw values and ``time_unit`` is ``None``.
-    """
-    builder = TraceBuilder(time_unit=None)
-    image = path.stem
-    for lineno, line in _lines(path):
-        if lineno == 1 and line.startswith("version"):
-            continue
-        if not line.strip():
-            continue
-        try:
-            _ver, t, op, size, lbn = line.strip().split(",")
-            builder.add(float(t), image, {"28": READ, "2a": WRITE}[op.lower()], int(lbn) * SECTOR, int(size))
-        except (ValueError, KeyError):
-            raise _fail(path, lineno, "not a 'version,time,op(28|2a),size,lbn' row", line) from None
-    return builder.build()
 
 
 _CSV_OPS = {"r": READ, "read": READ, "w": WRITE, "write": WRITE}
