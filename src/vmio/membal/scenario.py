@@ -25,7 +25,6 @@ content = "4G"
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +33,6 @@ from typing import Any
 from vmio.errors import SpecError
 from vmio.membal.policies import POLICY_PARAMS
 from vmio.membal.specfields import (
-    SourceLines,
     Where,
     get_float,
     get_int,
@@ -45,6 +43,7 @@ from vmio.membal.specfields import (
 )
 from vmio.membal.specworkloads import WORKLOADS, parse_workload
 from vmio.membal.workloads import Workload
+from vmio.spec.tomlfile import Locator, loads_toml
 
 DEFAULT_POLICIES = ("equal", "efficiency", "marginal", "mom", "refault")
 SCENARIO_KEYS = {"name", "memory", "page", "epoch", "accesses", "seed", "policies", "grain"}
@@ -90,11 +89,7 @@ def load_scenario(path: str | Path) -> Scenario:
 
 def parse_scenario(text: str, path: str = "<scenario>", base: Path | None = None) -> Scenario:
     """Validate scenario TOML ``text``; ``path`` names it in errors, ``base`` resolves trace paths."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecError(f"{path}: not valid TOML: {exc}") from None
-    src = SourceLines(path, text)
+    data, src = loads_toml(text, path)
     need_table(Where(src, "", None, "(top level)"), data, {"scenario", "vm", "policy"})
     head = _table(Where(src, "scenario", None, "scenario"), data.get("scenario"), required=True)
     top = Where(src, "scenario", None, "scenario")
@@ -140,7 +135,7 @@ def _policies(top: Where, head: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(ordered)
 
 
-def _policy_params(src: SourceLines, value: object, page: int) -> dict[str, dict[str, Any]]:
+def _policy_params(src: Locator, value: object, page: int) -> dict[str, dict[str, Any]]:
     where = Where(src, "policy", None, "policy")
     tables = _table(where, value)
     need_table(where, tables, set(POLICY_PARAMS))
@@ -159,7 +154,7 @@ def _policy_params(src: SourceLines, value: object, page: int) -> dict[str, dict
     return out
 
 
-def _vms(src: SourceLines, value: object, page: int, base: Path) -> tuple[VmSpec, ...]:
+def _vms(src: Locator, value: object, page: int, base: Path) -> tuple[VmSpec, ...]:
     if not isinstance(value, list) or not value:
         raise SpecError(f"{src.path}:1: [[vm]] = {value!r} is not accepted; give one or more [[vm]] tables")
     vms = []
@@ -186,7 +181,7 @@ def _vm(where: Where, table: Mapping[str, Any], page: int, base: Path) -> VmSpec
     )
 
 
-def _check_totals(src: SourceLines, s: Scenario) -> None:
+def _check_totals(src: Locator, s: Scenario) -> None:
     if sum(s.floors) > s.memory:
         raise Where(src, "scenario", None, "scenario").error(
             "memory",

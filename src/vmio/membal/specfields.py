@@ -1,68 +1,29 @@
-"""Reading typed fields out of a parsed TOML table, with errors that name file:line, field and value."""
+"""Reading typed fields out of a membal scenario's TOML tables, with errors that name file:line (found by
+``vmio.spec.tomlfile.Locator``, as for experiment specs), the field, the value and what is accepted."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from vmio.errors import SpecError
+from vmio.spec.tomlfile import Locator
 from vmio.units import parse_size
-
-_HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
-
-
-class SourceLines:
-    """Finds the line of a key in the TOML text: inside the n-th ``[[array]]`` or a ``[table]``."""
-
-    def __init__(self, path: str, text: str) -> None:
-        self.path = path
-        self.lines = text.splitlines()
-
-    def find(self, table: str, index: int | None, *keys: str | None) -> int:
-        """The line of the first of ``keys`` found in the table's block; else the block's header line."""
-        start, end = self._block(table, index)
-        for key in keys:
-            if key is None:
-                continue
-            pattern = re.compile(rf"^\s*[\"']?{re.escape(key)}[\"']?\s*=")
-            for n in range(start, end):
-                if pattern.match(self.lines[n]):
-                    return n + 1
-        return start if start > 0 else 1
-
-    def _block(self, table: str, index: int | None) -> tuple[int, int]:
-        seen = -1
-        start = None
-        for n, line in enumerate(self.lines):
-            m = _HEADER.match(line)
-            if not m:
-                continue
-            if start is not None:
-                return start, n
-            name = m.group(2).strip().replace('"', "").replace("'", "")
-            if name == table:
-                seen += 1
-                if index is None or seen == index:
-                    start = n + 1
-        if start is None:
-            return 0, len(self.lines)
-        return start, len(self.lines)
 
 
 @dataclass(frozen=True)
 class Where:
     """A table in the scenario: how to name it and find its lines."""
 
-    src: SourceLines
+    src: Locator
     table: str
     index: int | None = None
     label: str = ""
     anchor: str | None = None  # a key to point at when ``key`` is not on a line of its own (inline tables)
 
     def error(self, key: str | None, value: object, accepted: str) -> SpecError:
-        line = self.src.find(self.table, self.index, *((self.anchor,) if self.anchor else (key,)))
+        line = self.src.line(self.table, self.index or 0, self.anchor or key)
         field = f"{self.label}.{key}" if key else self.label
         return SpecError(f"{self.src.path}:{line}: {field} = {value!r} is not accepted; {accepted}")
 

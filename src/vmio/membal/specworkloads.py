@@ -55,7 +55,7 @@ def _trace(where: Where, t: Mapping[str, Any], page: int, base: Path) -> w.Workl
     try:
         return w.Trace.load(str(path), fmt, page)
     except TraceError as exc:
-        line = where.src.find(where.table, where.index, "path")
+        line = where.src.line(where.table, where.index or 0, "path")
         raise TraceError(f"{where.src.path}:{line}: {where.label}.path: {exc}") from None
 
 
