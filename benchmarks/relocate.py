@@ -1,9 +1,10 @@
 """Relocation benchmark: replay speed of the disk model, and before/after gains on FFSB-like streams.
 
-Run: .venv/bin/python benchmarks/relocate.py [--requests N] [--seeds K]
-Prints requests/s of the compiled replay (FCFS and elevator) and, for 2 and 3 VMs (100 GiB images, 2 GiB
-hot each, the seed-003 set-up as vmio models it), the throughput gain of the plan with in-zone order by image
-(no ordering), by first access and by co-access sequence, as median and range over seeds.
+Run: .venv/bin/python benchmarks/relocate.py [--requests N] [--seeds K] [--fit]
+Prints requests/s of the compiled replay (FCFS and elevator); the calibrated FFSB model's gains for 2 VMs
+(fitted) and 3 VMs (predicted), median and range over 10 seeds, beside seed 003's +10 % and +20 %
+(``--fit`` redoes the fit of ``cold_share``); and, for the first (uniform) model with the old FCFS and
+elevator assumptions, the gain by in-zone order (image, first access, co-access sequence).
 """
 
 from __future__ import annotations
@@ -55,20 +56,44 @@ def _fmt(values: list[float]) -> str:
     return f"{statistics.median(values):+.1%} [{min(values):+.1%} .. {max(values):+.1%}]"
 
 
+def calibrated(requests: int, seeds: int, fit: bool) -> None:
+    from vmio.relocate.calibration import SEED_GAINS, fit_cold_share
+    from vmio.relocate.calibration import gains as seed_gains
+    from vmio.relocate.ffsb import SEED_FIT
+
+    cold = SEED_FIT.cold_share
+    if fit:
+        cold, spread = fit_cold_share(range(seeds), requests)
+        print(f"fit: cold_share {cold} gives 2 VMs {spread.text()}")
+    print(
+        f"\ncalibrated FFSB model (profile_everything, 4 threads/VM, FCFS, zone rule 'auto'), cold share {cold}, "
+        f"{requests:,} requests/VM, median [min .. max] over {seeds} seeds"
+    )
+    for vms, role in ((2, "fitted"), (3, "predicted")):
+        s = seed_gains(vms, range(seeds), requests, cold_share=cold)
+        miss = s.median - SEED_GAINS[vms]
+        print(
+            f"  {vms} VMs ({role}): {s.text()}   seed 003: {SEED_GAINS[vms]:+.0%}   model - seed: {miss:+.1%}"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--requests", type=int, default=30_000, help="synthetic requests per VM")
-    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--requests", type=int, default=30_000, help="synthetic requests per VM (uniform model)")
+    ap.add_argument("--calibrated-requests", type=int, default=12_000, help="requests per VM (calibrated)")
+    ap.add_argument("--seeds", type=int, default=3, help="seeds for the uniform model (calibrated: 10)")
+    ap.add_argument("--fit", action="store_true", help="fit cold_share on 2 VMs again before predicting")
     ap.add_argument("--replay-n", type=int, default=2_000_000)
     args = ap.parse_args()
+    calibrated(args.calibrated_requests, 10, args.fit)
     for policy, depth in (("fcfs", 1), ("elevator", 4)):
         print(
             f"replay speed ({policy}, depth {depth}/stream, 3 streams, {args.replay_n:,} requests): "
             f"{replay_speed(args.replay_n, policy, depth) / 1e6:.2f} M requests/s (goal >= 1 M/s)"
         )
     print(
-        f"\nFFSB-like gains, 7200 rpm 1 TB model, median [min .. max] over {args.seeds} seeds; "
-        "seed 003 measured +10 % (2 VMs) and +20 % (3 VMs)"
+        f"\nuniform FFSB-like model (--ffsb-model uniform), 7200 rpm 1 TB model, median [min .. max] over "
+        f"{args.seeds} seeds; seed 003 measured +10 % (2 VMs) and +20 % (3 VMs)"
     )
     for policy, depth in (("fcfs", 1), ("elevator", 4)):
         for vms in (2, 3):

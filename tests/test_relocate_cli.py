@@ -79,7 +79,7 @@ def test_plan_from_traces_writes_a_valid_plan(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("vms", "seed_gain"), [(2, 0.10), (3, 0.20)])
-def test_ffsb_like_gain_is_at_least_the_seeds(
+def test_uniform_ffsb_model_gain_is_at_least_the_seeds(
     vms: int, seed_gain: float, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code = main(
@@ -88,6 +88,8 @@ def test_ffsb_like_gain_is_at_least_the_seeds(
             "evaluate",
             "--synthetic",
             "ffsb",
+            "--ffsb-model",
+            "uniform",
             "--vms",
             str(vms),
             "--image-size",

@@ -14,7 +14,7 @@ from vmio.traces.readers import read_trace, sniff_format
 from vmio.traces.trace import READ, WRITE, concat
 
 DATA = Path(__file__).parent / "data" / "relocate"
-SHARED = Path("/work/shared/traces/cloudphysics_vscsi_sample.csv")
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces" / "cloudphysics_vscsi_sample.csv"
 
 
 def test_blkparse_keeps_issued_reads_and_writes_per_device() -> None:

@@ -106,15 +106,42 @@ def _add_evaluate(rsub: Sub) -> None:
     p.add_argument(
         "--hot", type=size, default=2 << 30, help="hot bytes per image (default 2G as in the seed)"
     )
-    p.add_argument("--hot-fraction", type=_fraction, default=0.9, help="share of requests in the hot region")
+    p.add_argument(
+        "--ffsb-model",
+        default="calibrated",
+        help="calibrated (FFSB's own profile, fitted on seed 003's 2 VMs; default) | uniform (the first model)",
+    )
+    p.add_argument(
+        "--hot-fraction",
+        type=_fraction,
+        default=0.9,
+        help="uniform model: share of requests in the hot region",
+    )
+    p.add_argument("--threads", type=int, default=4, help="calibrated model: FFSB threads per VM (default 4)")
+    p.add_argument(
+        "--cold-share",
+        type=float,
+        default=None,
+        help="calibrated model: requests outside the file area (fitted)",
+    )
     p.add_argument("--requests", type=int, default=50_000, help="synthetic requests per VM")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--disk", default="7200", help="disk model: 7200 | hp97560")
-    p.add_argument("--policy", default="fcfs", help="fcfs | elevator")
-    p.add_argument("--depth", type=int, default=1, help="outstanding requests per VM (closed loop)")
+    p.add_argument("--policy", default=None, help="fcfs | elevator (default fcfs)")
+    p.add_argument(
+        "--depth",
+        type=int,
+        default=None,
+        help="outstanding requests per VM (uniform model, traces) or per FFSB thread (calibrated); default 1",
+    )
     p.add_argument("--open-loop", action="store_true", help="issue trace requests at their times instead")
-    p.add_argument("--zone", default="auto")
-    p.add_argument("--order", default="coaccess")
+    p.add_argument("--zone", default="auto", help="auto | seed | median | after | start | center | EXTENT")
+    p.add_argument(
+        "--order",
+        default=None,
+        help="in-zone order: image | first | coaccess (default: image for the calibrated FFSB model, "
+        "as seed 003 moved each hot region whole; coaccess otherwise)",
+    )
     p.add_argument("--plot", type=Path, help="PNG of the access distribution before and after")
     p.add_argument("--save-plan", type=Path, help="write the plan used to this file")
     p.add_argument("--json", action="store_true")

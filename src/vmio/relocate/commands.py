@@ -8,11 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from vmio.errors import InputError
 from vmio.relocate import plots
 from vmio.relocate.disk import builtin_disk
 from vmio.relocate.evaluate import Evaluation, HotChoice, ReplaySetup, evaluate
+from vmio.relocate.ffsb import SEED_FIT, FfsbProfile, ffsb_layout, ffsb_profile_stream
 from vmio.relocate.heat import extent_counts, extents_of, heat_over_time
 from vmio.relocate.layout import Layout
 from vmio.relocate.plan_io import plan_to_dict, read_plan, write_plan
@@ -86,16 +88,20 @@ def analyze_plots(trace: Trace, extent: int, out_dir: Path) -> list[Path]:
     return paths
 
 
-def _synthetic(
+SYNTHETIC_MODELS = ("calibrated", "uniform")
+
+
+def _uniform(
     args: argparse.Namespace, rng: np.random.Generator
-) -> tuple[Trace, Trace, Layout, dict[str, Any]]:
+) -> tuple[Trace, Trace, Layout, dict[str, Any], None]:
+    """The first FFSB-like model: 4 KiB requests, ``--hot-fraction`` in one hot region, ``--depth`` threads."""
     spec = FfsbSpec(
         vms=args.vms,
         image_bytes=args.image_size,
         hot_bytes=args.hot,
         hot_fraction=args.hot_fraction,
         requests_per_vm=args.requests,
-        threads=args.depth,
+        threads=args.depth or 1,
     )
     spec.check()
     disk = builtin_disk(args.disk)
@@ -106,6 +112,7 @@ def _synthetic(
     )
     source = {
         "kind": "synthetic ffsb",
+        "model": "uniform",
         "vms": spec.vms,
         "image_bytes": spec.image_bytes,
         "hot_bytes": spec.hot_bytes,
@@ -115,7 +122,45 @@ def _synthetic(
         "hot_region_starts": [int(s) for s in starts],
         "plan_from": "a second stream drawn from the same distribution (not the replayed one)",
     }
-    return profile, stream, layout, source
+    return profile, stream, layout, source, None
+
+
+def _calibrated(
+    args: argparse.Namespace, rng: np.random.Generator
+) -> tuple[Trace, Trace, Layout, dict[str, Any], NDArray[np.int64]]:
+    """FFSB's profile_everything per VM (``vmio.relocate.ffsb``), ``cold_share`` fitted on seed 003's 2 VMs."""
+    prof = FfsbProfile(
+        vms=args.vms,
+        image_bytes=args.image_size,
+        hot_bytes=args.hot,
+        threads=args.threads,
+        cold_share=SEED_FIT.cold_share if args.cold_share is None else args.cold_share,
+        requests_per_vm=args.requests,
+    )
+    prof.check()
+    disk = builtin_disk(args.disk)
+    lay = ffsb_layout(prof, rng, args.extent)
+    profile = ffsb_profile_stream(prof, lay, rng, create_phase=True)
+    stream = ffsb_profile_stream(prof, lay, rng)
+    layout = Layout.consecutive(
+        stream.trace.images, [prof.image_bytes] * prof.vms, args.extent, disk.capacity_bytes
+    )
+    source = {
+        "kind": "synthetic ffsb",
+        "model": "calibrated",
+        "profile": "FFSB examples/profile_everything (4 threads, op_delay 0, its op weights and size_weight)",
+        "vms": prof.vms,
+        "image_bytes": prof.image_bytes,
+        "hot_bytes": prof.hot_bytes,
+        "threads_per_vm": prof.threads,
+        "max_request_bytes": prof.max_request,
+        "cold_share": prof.cold_share,
+        "fit": SEED_FIT.as_dict(),
+        "requests_per_vm": prof.requests_per_vm,
+        "hot_region_starts": [int(s) for s in lay.hot_start],
+        "plan_from": "a second stream from the same files, with FFSB's fileset creation before it",
+    }
+    return profile.trace, stream.trace, layout, source, stream.thread
 
 
 def _from_traces(args: argparse.Namespace) -> tuple[Trace, Trace, Layout, dict[str, Any]]:
@@ -137,15 +182,20 @@ def _from_traces(args: argparse.Namespace) -> tuple[Trace, Trace, Layout, dict[s
 
 def evaluate_from_args(args: argparse.Namespace) -> dict[str, Any]:
     rng = np.random.default_rng(args.seed)
+    streams = None
+    if args.synthetic and args.ffsb_model not in SYNTHETIC_MODELS:
+        raise InputError(f"unknown --ffsb-model {args.ffsb_model!r}; use one of {SYNTHETIC_MODELS}")
     if args.synthetic:
-        profile, stream, layout, source = _synthetic(args, rng)
+        make = _calibrated if args.ffsb_model == "calibrated" else _uniform
+        profile, stream, layout, source, streams = make(args, rng)
         hot = HotChoice(budget_bytes=args.hot)
     else:
         profile, stream, layout, source = _from_traces(args)
         hot = HotChoice(coverage=0.9)
     disk = builtin_disk(args.disk)
-    setup = ReplaySetup(disk, None if args.open_loop else args.depth, args.policy)
-    ev = evaluate(layout, profile, stream, setup, hot, position=args.zone, order=args.order)
+    setup = ReplaySetup(disk, None if args.open_loop else (args.depth or 1), args.policy or "fcfs")
+    order = args.order or ("image" if source.get("model") == "calibrated" else "coaccess")
+    ev = evaluate(layout, profile, stream, setup, hot, position=args.zone, order=order, streams=streams)
     if args.save_plan:
         write_plan(ev.plan, args.save_plan)
     if args.plot:
@@ -171,7 +221,12 @@ def _result(ev: Evaluation, source: dict[str, Any], setup: ReplaySetup) -> dict[
         "order_adds": ev.order_gains[ev.plan.order] - ev.order_gains["image"],
         "plan": plan_to_dict(ev.plan),
         "disk": {"model": setup.disk.name, "note": setup.disk.note},
-        "replay": {"depth_per_image": setup.depth, "policy": setup.policy, "queue": setup.queue},
+        "replay": {
+            "depth_per_image": setup.depth,
+            "depth_per": "thread" if source.get("model") == "calibrated" else "image",
+            "policy": setup.policy,
+            "queue": setup.queue,
+        },
         "source": source,
     }
 
@@ -179,9 +234,13 @@ def _result(ev: Evaluation, source: dict[str, Any], setup: ReplaySetup) -> dict[
 def evaluation_lines(r: dict[str, Any]) -> list[str]:
     b, a = r["before"], r["after"]
     zone = r["plan"]["zone"]
+    src = r["source"]
+    model = f"ffsb {src['model']} model, " if "model" in src else ""
+    if src.get("model") == "calibrated":
+        model += f"{src['threads_per_vm']} FFSB threads/VM, cold share {src['cold_share']:.3f}, "
     lines = [
-        f"disk {r['disk']['model']}, {r['replay']['policy']}, "
-        f"depth {r['replay']['depth_per_image']} per image",
+        f"{model}disk {r['disk']['model']}, {r['replay']['policy']}, "
+        f"depth {r['replay']['depth_per_image']} per {r['replay']['depth_per']}",
         f"before: {b['throughput_iops']:.1f} IOPS, mean response {b['mean_response_ms']:.2f} ms, "
         f"p99 {b['p99_response_ms']:.2f} ms, mean seek {b['mean_seek_cylinders']:.0f} cylinders",
         f"after:  {a['throughput_iops']:.1f} IOPS, mean response {a['mean_response_ms']:.2f} ms, "
@@ -192,6 +251,7 @@ def evaluation_lines(r: dict[str, Any]) -> list[str]:
         "in-zone order: "
         + ", ".join(f"{k} {v:+.1%}" for k, v in r["order_gains"].items())
         + f"; {r['order']} adds {r['order_adds']:+.1%} over image order",
+        f"zone placement: {zone['placement']} ({zone['placement_reason']})",
     ]
     return lines
 

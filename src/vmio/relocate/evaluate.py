@@ -61,13 +61,19 @@ class Evaluation:
         return self.after["throughput_iops"] / b - 1.0 if b else 0.0
 
 
-def requests_for(trace: Trace, phys: NDArray[np.int64], depth: int | None) -> Requests:
+def requests_for(
+    trace: Trace, phys: NDArray[np.int64], depth: int | None, streams: NDArray[np.int64] | None = None
+) -> Requests:
+    """One replay stream per image, or per ``streams`` entry (e.g. one per benchmark thread)."""
     arrival = np.zeros(len(trace)) if depth is not None else trace.time.astype(np.float64)
-    return Requests(phys, trace.length, trace.image.astype(np.int64), arrival)
+    stream = trace.image.astype(np.int64) if streams is None else streams
+    return Requests(phys, trace.length, stream, arrival)
 
 
-def run_setup(setup: ReplaySetup, trace: Trace, phys: NDArray[np.int64]) -> ReplayResult:
-    req = requests_for(trace, phys, setup.depth)
+def run_setup(
+    setup: ReplaySetup, trace: Trace, phys: NDArray[np.int64], streams: NDArray[np.int64] | None = None
+) -> ReplayResult:
+    req = requests_for(trace, phys, setup.depth, streams)
     return replay(setup.disk, req, depth=setup.depth, policy=setup.policy, queue=setup.queue)
 
 
@@ -81,14 +87,19 @@ def evaluate(
     position: str = "auto",
     order: str = "coaccess",
     orders: Sequence[str] = ORDERS,
+    streams: NDArray[np.int64] | None = None,
 ) -> Evaluation:
-    """Plan from ``profile``, replay ``stream`` before and after; also try every order in ``orders``."""
+    """Plan from ``profile``, replay ``stream`` before and after; also try every order in ``orders``.
+
+    ``streams`` gives each request of ``stream`` its replay stream (default: its image).
+    """
     hot_sets = hot.pick(profile, layout)
-    before = run_setup(setup, stream, layout.physical_offset(stream.image, stream.offset)).summary()
+    phys = layout.physical_offset(stream.image, stream.offset)
+    before = run_setup(setup, stream, phys, streams).summary()
     results: dict[str, tuple[Plan, dict[str, Any]]] = {}
     for name in dict.fromkeys([order, *orders]):
-        plan = build_plan(layout, hot_sets, position=position, order=name, trace=profile)
-        after = run_setup(setup, stream, plan.physical_offset(stream.image, stream.offset)).summary()
+        plan = build_plan(layout, hot_sets, position=position, order=name, trace=profile, disk=setup.disk)
+        after = run_setup(setup, stream, plan.physical_offset(stream.image, stream.offset), streams).summary()
         results[name] = (plan, after)
     base = before["throughput_iops"]
     gains = {k: (v[1]["throughput_iops"] / base - 1.0 if base else 0.0) for k, v in results.items()}

@@ -30,6 +30,8 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
             "bytes": plan.zone_extents * lay.extent_bytes,
             "position": plan.position,
             "order": plan.order,
+            "placement": plan.placement,
+            "placement_reason": plan.placement_reason,
         },
         "moves": [list(m) for m in plan.moves()],
     }
@@ -63,6 +65,8 @@ def plan_from_dict(data: Any, where: str = "plan") -> Plan:
             int(zone["extents"]),
             str(zone["position"]),
             str(zone["order"]),
+            str(zone.get("placement", "given")),
+            str(zone.get("placement_reason", "")),
         )
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
         raise InputError(f"{where}: malformed plan ({type(exc).__name__}: {exc})") from None
