@@ -9,7 +9,7 @@ import pytest
 
 from vmio.cli import main
 from vmio.relocate.calibration import SEED_GAINS, SHORTFALL_3VM, gains, seed_args
-from vmio.relocate.commands import evaluate_from_args, evaluation_lines
+from vmio.relocate.commands import evaluate_request, evaluation_lines
 
 SEEDS = range(10)
 REQUESTS = 12_000  # per VM; the medians over 10 seeds move by about a point between 12k and 24k
@@ -35,12 +35,12 @@ def test_three_vms_predicted_within_the_documented_distance_of_twenty_percent(
 
 
 def test_zone_follows_the_seeds_figures_unless_cold_accesses_pull_it_away() -> None:
-    r = evaluate_from_args(seed_args(2, 0, 4000))
+    r = evaluate_request(seed_args(2, 0, 4000))
     zone = r["plan"]["zone"]
     assert zone["placement"] == "seed-figure"
     assert 240e9 <= zone["start_bytes"] <= 255e9  # Figs. 5 and 7: near 250 GB
     assert any(line.startswith("zone placement: seed-figure") for line in evaluation_lines(r))
-    far = evaluate_from_args(seed_args(2, 0, 8000, cold_share=0.8))["plan"]["zone"]
+    far = evaluate_request(seed_args(2, 0, 8000, cold_share=0.8))["plan"]["zone"]
     assert far["placement"] == "access-median"
     assert far["start_bytes"] < 200e9  # among the images, not beyond them
 

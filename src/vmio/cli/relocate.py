@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from vmio.cli.argtypes import size
 from vmio.errors import InputError
@@ -228,9 +230,9 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from vmio.relocate.commands import evaluate_from_args, evaluation_lines
+    from vmio.relocate.commands import EvaluateRequest, evaluate_request, evaluation_lines
 
-    result = evaluate_from_args(args)
+    result = evaluate_request(_request(EvaluateRequest, args))
     if args.json:
         print(json.dumps(result, indent=1))
     else:
@@ -239,10 +241,22 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def _apply(args: argparse.Namespace) -> int:
-    from vmio.relocate.commands import apply_from_args
+    from vmio.relocate.commands import ApplyRequest, apply_request
 
     if not (args.to_image or args.dm_tables or args.pvmove):
         raise InputError("apply needs --to-image OUT (with --source DISK), --dm-tables DEVICE or --pvmove PV")
-    for line in apply_from_args(args):
+    for line in apply_request(_request(ApplyRequest, args)):
         print(line)
     return 0
+
+
+R = TypeVar("R")
+
+
+def _request(kind: Callable[..., R], args: argparse.Namespace) -> R:
+    """The typed request ``kind`` from the parsed options of the same names."""
+    names = {f.name for f in dataclasses.fields(kind)}  # type: ignore[arg-type]
+    values = {k: v for k, v in vars(args).items() if k in names}
+    if "trace" in values:
+        values["trace"] = tuple(values["trace"] or ())
+    return kind(**values)

@@ -6,12 +6,11 @@ model's ``cold_share`` so that the 2-VM median over seeds is nearest +10 %, then
 
 from __future__ import annotations
 
-import argparse
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from vmio.relocate.commands import evaluate_from_args
+from vmio.relocate.commands import EvaluateRequest, evaluate_request
 
 SEED_GAINS = {2: 0.10, 3: 0.20}
 # The 3-VM prediction falls short of the seed's +20 % by about this much (median over seeds 0-9 with the
@@ -20,11 +19,10 @@ SHORTFALL_3VM = 0.063
 COLD_GRID = (0.0, 0.005, 0.01, 0.02, 0.03, 0.05)
 
 
-def seed_args(vms: int, seed: int, requests: int, **over: object) -> argparse.Namespace:
-    """``vmio relocate evaluate --synthetic ffsb`` in the seed's setting, as parsed arguments."""
+def seed_args(vms: int, seed: int, requests: int, **over: object) -> EvaluateRequest:
+    """``vmio relocate evaluate --synthetic ffsb`` in the seed's setting."""
     values: dict[str, object] = {
         "synthetic": "ffsb",
-        "trace": None,
         "ffsb_model": "calibrated",
         "format": "auto",
         "extent": 1 << 20,
@@ -44,10 +42,9 @@ def seed_args(vms: int, seed: int, requests: int, **over: object) -> argparse.Na
         "order": None,
         "plot": None,
         "save_plan": None,
-        "json": True,
     }
     values.update(over)
-    return argparse.Namespace(**values)
+    return EvaluateRequest(**values)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -67,7 +64,7 @@ class Spread:
 def gains(vms: int, seeds: Sequence[int], requests: int, **over: object) -> Spread:
     """The throughput gain of the plan for each seed."""
     return Spread(
-        tuple(float(evaluate_from_args(seed_args(vms, s, requests, **over))["gain"]) for s in seeds)
+        tuple(float(evaluate_request(seed_args(vms, s, requests, **over))["gain"]) for s in seeds)
     )
 
 

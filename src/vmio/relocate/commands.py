@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,46 @@ from vmio.relocate.planner import Plan, build_plan
 from vmio.relocate.synthetic import FfsbSpec, ffsb_stream, hot_regions
 from vmio.traces.trace import Trace, concat
 from vmio.units import format_size, parse_size
+
+
+@dataclass(frozen=True)
+class EvaluateRequest:
+    """What ``vmio relocate evaluate`` was asked: a synthetic workload or trace files, and the replay setup."""
+
+    synthetic: str | None = None
+    trace: tuple[Path, ...] = ()
+    ffsb_model: str = "calibrated"
+    format: str = "auto"
+    extent: int = 1 << 20
+    vms: int = 2
+    image_size: int = 100 << 30
+    hot: int = 2 << 30
+    hot_fraction: float = 0.9
+    threads: int = 4
+    cold_share: float | None = None
+    requests: int = 50_000
+    seed: int = 0
+    disk: str = "7200"
+    policy: str | None = None
+    depth: int | None = None
+    open_loop: bool = False
+    zone: str = "auto"
+    order: str | None = None
+    plot: Path | None = None
+    save_plan: Path | None = None
+
+
+@dataclass(frozen=True)
+class ApplyRequest:
+    """What ``vmio relocate apply`` was asked: a plan and where to apply it (or a rollback)."""
+
+    plan: Path | None = None
+    dm_tables: str | None = None
+    pvmove: str | None = None
+    to_image: Path | None = None
+    source: Path | None = None
+    rate: int | None = None
+    rollback: bool = False
 
 
 def parse_images(specs: Sequence[str]) -> dict[str, int]:
@@ -92,7 +132,7 @@ SYNTHETIC_MODELS = ("calibrated", "uniform")
 
 
 def _uniform(
-    args: argparse.Namespace, rng: np.random.Generator
+    args: EvaluateRequest, rng: np.random.Generator
 ) -> tuple[Trace, Trace, Layout, dict[str, Any], None]:
     """The first FFSB-like model: 4 KiB requests, ``--hot-fraction`` in one hot region, ``--depth`` threads."""
     spec = FfsbSpec(
@@ -126,7 +166,7 @@ def _uniform(
 
 
 def _calibrated(
-    args: argparse.Namespace, rng: np.random.Generator
+    args: EvaluateRequest, rng: np.random.Generator
 ) -> tuple[Trace, Trace, Layout, dict[str, Any], NDArray[np.int64]]:
     """FFSB's profile_everything per VM (``vmio.relocate.ffsb``), ``cold_share`` fitted on seed 003's 2 VMs."""
     prof = FfsbProfile(
@@ -163,7 +203,7 @@ def _calibrated(
     return profile.trace, stream.trace, layout, source, stream.thread
 
 
-def _from_traces(args: argparse.Namespace) -> tuple[Trace, Trace, Layout, dict[str, Any]]:
+def _from_traces(args: EvaluateRequest) -> tuple[Trace, Trace, Layout, dict[str, Any]]:
     from vmio.traces.readers import read_trace
 
     trace = concat([read_trace(p, args.format) for p in args.trace])
@@ -180,7 +220,7 @@ def _from_traces(args: argparse.Namespace) -> tuple[Trace, Trace, Layout, dict[s
     return trace, trace, layout, source
 
 
-def evaluate_from_args(args: argparse.Namespace) -> dict[str, Any]:
+def evaluate_request(args: EvaluateRequest) -> dict[str, Any]:
     rng = np.random.default_rng(args.seed)
     streams = None
     if args.synthetic and args.ffsb_model not in SYNTHETIC_MODELS:
@@ -256,7 +296,7 @@ def evaluation_lines(r: dict[str, Any]) -> list[str]:
     return lines
 
 
-def apply_from_args(args: argparse.Namespace) -> list[str]:
+def apply_request(args: ApplyRequest) -> list[str]:
     from vmio.relocate.apply import apply_to_image, rollback, side_paths
     from vmio.relocate.devmapper import dm_tables, pvmove_commands
 
@@ -264,6 +304,8 @@ def apply_from_args(args: argparse.Namespace) -> list[str]:
         if not args.to_image:
             raise InputError("--rollback needs --to-image OUT")
         return [f"removed {p}" for p in rollback(args.to_image)]
+    if args.plan is None:
+        raise InputError("apply needs a PLAN file (from vmio relocate plan)")
     plan = read_plan(args.plan)
     lines: list[str] = []
     if args.dm_tables:

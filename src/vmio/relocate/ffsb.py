@@ -39,7 +39,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from vmio.errors import InputError
-from vmio.relocate.trace import READ, WRITE, Trace
+from vmio.traces.trace import READ, WRITE, Trace
 
 KiB = 1024
 OPS = (
