@@ -51,6 +51,9 @@ class Sampling:
         return ShardsSampler(self.rate, self.size)
 
 
+EXACT = Sampling()
+
+
 @dataclass(frozen=True)
 class MissRatioCurve:
     """Miss ratio at ``sizes`` pages (ascending, from 0); between sizes, linear."""
@@ -65,7 +68,7 @@ class MissRatioCurve:
 
     def at(self, pages: npt.ArrayLike) -> F64:
         """The miss ratio with caches of ``pages`` pages (beyond the last size: only first accesses miss)."""
-        return np.asarray(np.interp(pages, self.sizes, self.miss_ratio), dtype=np.float64)
+        return np.asarray(np.interp(np.asarray(pages, dtype=np.float64), self.sizes, self.miss_ratio))
 
 
 class ReuseHistogram:
@@ -91,7 +94,7 @@ class ReuseHistogram:
             self._coarsen()
             top //= 2
         b = (d // self.grain).astype(np.int64)
-        counts = np.bincount(b, weights=w, minlength=self.bins.size)
+        counts = np.asarray(np.bincount(b, weights=w, minlength=self.bins.size), dtype=np.float64)
         counts[: self.bins.size] += self.bins
         self.bins = counts
 
@@ -111,7 +114,7 @@ class ReuseHistogram:
 
 
 def stream_curve(
-    chunks: Iterable[npt.ArrayLike], sampling: Sampling = Sampling(), max_bins: int = MAX_BINS
+    chunks: Iterable[npt.ArrayLike], sampling: Sampling = EXACT, max_bins: int = MAX_BINS
 ) -> MissRatioCurve:
     """The miss-ratio curve of the keys (non-negative integers, e.g. page numbers) in ``chunks``, read one
     chunk at a time: exact at rate 1.0, else SHARDS at ``sampling``'s fixed rate or size."""

@@ -70,12 +70,12 @@ def _mix(key: int) -> Any:
 
 
 @jit
-def _home(key: int, cells: int) -> int:
+def _home(key: int, cells: int) -> Any:
     return np.int64((_mix(key) >> np.uint64(32)) & np.uint64(cells - 1))
 
 
 @jit
-def _find(keys: I64, key: int) -> int:
+def _find(keys: I64, key: int) -> Any:
     """The cell holding ``key``, or the free cell where it would go (linear probing)."""
     mask = keys.shape[0] - 1
     i = _home(key, keys.shape[0])
@@ -103,7 +103,7 @@ def _delete(keys: I64, slots: I64, i: int) -> None:
 
 
 @jit
-def _heap_push(prio: I64, hkey: I64, n: int, p: int, key: int) -> None:
+def _heap_push(prio: I64, hkey: I64, n: int, p: Any, key: int) -> None:
     i = n
     while i > 0:
         up = (i - 1) >> 1
@@ -178,7 +178,8 @@ def _shrink(state: Any, meta: I64) -> None:
 def _count_sampled(chunk: I64, threshold: int) -> int:
     n = 0
     for i in range(chunk.shape[0]):
-        n += np.int64(_mix(chunk[i]) & _LOW) < threshold
+        if np.int64(_mix(chunk[i]) & _LOW) < threshold:
+            n += 1
     return n
 
 
