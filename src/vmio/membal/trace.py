@@ -80,7 +80,7 @@ def read_vscsi_pages(path: str | Path, page: int = 4096) -> I64:
 
 
 DEFAULT_CHUNK = 1 << 20  # pages per chunk of a streamed trace (8 MiB of int64)
-_ROWS = 1 << 14  # CSV rows parsed per batch
+_ROWS = 1 << 12  # CSV rows parsed per batch
 
 
 def iter_vscsi_pages(
