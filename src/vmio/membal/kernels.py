@@ -55,7 +55,7 @@ def _prefetch(typingctx: Any, array: Any, row: Any) -> Any:
     return types.void(array, row), codegen
 
 
-prefetch = cast(Callable[[Any, int], None], _prefetch)
+prefetch = cast(Callable[[Any, Any], None], _prefetch)
 
 
 PREV, NEXT, STAMP, RESIDENT = 0, 1, 2, 3  # node columns

@@ -15,7 +15,6 @@ I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 
 
-
 def dense_pages(pages: I64) -> tuple[I64, int]:
     """Renumber non-negative page ids to 0..n-1 keeping their order; returns (pages, n).
 

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from vmio.membal.kernels import I64, jit
+from vmio.membal.kernels import I64, LOOKAHEAD, jit, prefetch
 from vmio.membal.stackdist import _add, _popcount, _prefix, _rebuild
 
 F64 = npt.NDArray[np.float64]
@@ -37,6 +37,7 @@ U64 = npt.NDArray[np.uint64]
 
 MODULUS = 1 << 24  # P: the hash values a threshold compares against
 EMPTY = -1  # a free hash-table cell (keys are non-negative)
+KEY, AT = 0, 1  # hash-table columns: the key, its slot (one 16-byte row: one cache line per probe)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
@@ -75,31 +76,31 @@ def _home(key: int, cells: int) -> Any:
 
 
 @jit
-def _find(keys: I64, key: int) -> Any:
-    """The cell holding ``key``, or the free cell where it would go (linear probing)."""
-    mask = keys.shape[0] - 1
-    i = _home(key, keys.shape[0])
-    while keys[i] != EMPTY and keys[i] != key:
+def _find(table: Any, key: int, home: Any) -> Any:
+    """The cell holding ``key`` (whose home cell is ``home``), or the free cell where it would go."""
+    mask = table.shape[0] - 1
+    i = home
+    while table[i, KEY] != EMPTY and table[i, KEY] != key:
         i = (i + 1) & mask
     return i
 
 
 @jit
-def _delete(keys: I64, slots: I64, i: int) -> None:
+def _delete(table: Any, i: int) -> None:
     """Empty cell ``i``, shifting later keys of its probe run back so every key stays reachable."""
-    mask = keys.shape[0] - 1
+    mask = table.shape[0] - 1
     j = i
     while True:
         j = (j + 1) & mask
-        if keys[j] == EMPTY:
+        if table[j, KEY] == EMPTY:
             break
-        k = _home(keys[j], keys.shape[0])
+        k = _home(table[j, KEY], table.shape[0])
         if (i <= j and i < k <= j) or (i > j and (k > i or k <= j)):
             continue  # its home lies after the hole: it stays
-        keys[i] = keys[j]
-        slots[i] = slots[j]
+        table[i, KEY] = table[j, KEY]
+        table[i, AT] = table[j, AT]
         i = j
-    keys[i] = EMPTY
+    table[i, KEY] = EMPTY
 
 
 @jit
@@ -144,17 +145,17 @@ def _unmark(words: Any, tree: Any, slot: int) -> None:
 
 
 @jit
-def _compact(keys: I64, slots: I64, words: Any, tree: Any) -> int:
+def _compact(table: Any, words: Any, tree: Any) -> int:
     """Renumber the held keys' slots to 0..L-1 in their order; returns L."""
     owner = np.full(words.shape[0] * 64, -1, dtype=np.int64)
-    for c in range(keys.shape[0]):
-        if keys[c] != EMPTY:
-            owner[slots[c]] = c
+    for c in range(table.shape[0]):
+        if table[c, KEY] != EMPTY:
+            owner[table[c, AT]] = c
     j = 0
     for s in range(owner.shape[0]):
         c = owner[s]
         if c >= 0:
-            slots[c] = j
+            table[c, AT] = j
             j += 1
     _rebuild(words, tree, j)
     return j
@@ -163,12 +164,12 @@ def _compact(keys: I64, slots: I64, words: Any, tree: Any) -> int:
 @jit
 def _shrink(state: Any, meta: I64) -> None:
     """Fixed size: lower ``T`` to the largest held hash value and drop every key at or above it."""
-    keys, slots, words, tree, prio, hkey = state
+    table, words, tree, prio, hkey = state
     meta[THRESHOLD] = prio[0]
     while meta[HEAP] > 0 and prio[0] >= meta[THRESHOLD]:
-        c = _find(keys, hkey[0])
-        _unmark(words, tree, slots[c])
-        _delete(keys, slots, c)
+        c = _find(table, hkey[0], _home(hkey[0], table.shape[0]))
+        _unmark(words, tree, table[c, AT])
+        _delete(table, c)
         _heap_pop(prio, hkey, meta[HEAP])
         meta[HEAP] -= 1
         meta[LIVE] -= 1
@@ -187,29 +188,40 @@ def _count_sampled(chunk: I64, threshold: int) -> int:
 def _run(chunk: I64, state: Any, meta: I64, index: I64, dist: F64, weight: F64) -> int:
     """Feed one chunk; writes each sampled access's index, distance scaled by 1/R (-1: first access of the
     key in the sample) and weight 1/R; returns how many were sampled."""
-    keys, slots, words, tree, prio, hkey = state
+    table, words, tree, prio, hkey = state
     n_slots = words.shape[0] * 64
+    cells = np.uint64(table.shape[0] - 1)
+    ahead = np.zeros(LOOKAHEAD, dtype=np.uint64)  # hashes of the next keys, each computed once
+    n = chunk.shape[0]
+    for i in range(min(LOOKAHEAD, n)):
+        ahead[i] = _mix(chunk[i])
     out = 0
-    for i in range(chunk.shape[0]):
-        key = chunk[i]
-        p = np.int64(_mix(key) & _LOW)
+    for i in range(n):
+        h = ahead[i % LOOKAHEAD]
+        if i + LOOKAHEAD < n:  # fetch the table row of a key sampled a few accesses ahead
+            g = _mix(chunk[i + LOOKAHEAD])
+            ahead[i % LOOKAHEAD] = g
+            if np.int64(g & _LOW) < meta[THRESHOLD]:
+                prefetch(table, np.int64((g >> np.uint64(32)) & cells))
+        p = np.int64(h & _LOW)
         if p >= meta[THRESHOLD]:
             continue
+        key = chunk[i]
         scale = MODULUS / meta[THRESHOLD]
         if meta[SLOT] == n_slots:
-            meta[SLOT] = _compact(keys, slots, words, tree)
-        c = _find(keys, key)
+            meta[SLOT] = _compact(table, words, tree)
+        c = _find(table, key, np.int64((h >> np.uint64(32)) & cells))
         index[out] = i
         weight[out] = scale
-        if keys[c] == EMPTY:
+        if table[c, KEY] == EMPTY:
             dist[out] = -1.0
-            keys[c] = key
+            table[c, KEY] = key
             meta[LIVE] += 1
             if meta[LIMIT] > 0:
                 _heap_push(prio, hkey, meta[HEAP], p, key)
                 meta[HEAP] += 1
         else:
-            old = slots[c]
+            old = table[c, AT]
             w = old >> 6
             after = _popcount(words[w] >> np.uint64(old & 63) >> _ONE)
             dist[out] = (meta[LIVE] - _prefix(tree, w + 1) + after) * scale
@@ -217,7 +229,7 @@ def _run(chunk: I64, state: Any, meta: I64, index: I64, dist: F64, weight: F64) 
         t = meta[SLOT]
         words[t >> 6] |= _ONE << np.uint64(t & 63)
         _add(tree, (t >> 6) + 1, 1)
-        slots[c] = t
+        table[c, AT] = t
         meta[SLOT] = t + 1
         out += 1
         if meta[LIMIT] > 0 and meta[LIVE] > meta[LIMIT]:
@@ -226,12 +238,13 @@ def _run(chunk: I64, state: Any, meta: I64, index: I64, dist: F64, weight: F64) 
 
 
 @jit
-def _regrow(old_keys: I64, old_slots: I64, keys: I64, slots: I64) -> None:
-    for c in range(old_keys.shape[0]):
-        if old_keys[c] != EMPTY:
-            d = _find(keys, old_keys[c])
-            keys[d] = old_keys[c]
-            slots[d] = old_slots[c]
+def _regrow(old: Any, table: Any) -> None:
+    for c in range(old.shape[0]):
+        key = old[c, KEY]
+        if key != EMPTY:
+            d = _find(table, key, _home(key, table.shape[0]))
+            table[d, KEY] = key
+            table[d, AT] = old[c, AT]
 
 
 @dataclass(frozen=True)
@@ -260,8 +273,7 @@ class ShardsSampler:
         self.sampled = 0
         heap = (size or 0) + 1 if size else 1
         self._state: tuple[Any, ...] = (
-            np.full(16, EMPTY, dtype=np.int64),  # hash table: keys
-            np.zeros(16, dtype=np.int64),  # hash table: each key's slot
+            np.full((16, 2), EMPTY, dtype=np.int64),  # hash table: key, its slot
             np.zeros(1, dtype=np.uint64),  # bitset over slots
             np.zeros(2, dtype=np.int32),  # Fenwick tree over its words
             np.zeros(heap, dtype=np.int64),  # fixed size: max-heap of hash values
@@ -295,16 +307,15 @@ class ShardsSampler:
         need = int(self.meta[LIVE]) + new
         if limit:
             need = min(need, limit + 1)
-        keys, slots, words, tree, prio, hkey = self._state
-        if 2 * need > keys.size:
-            cells = 1 << max(4, (4 * need - 1).bit_length())
-            new_keys, new_slots = np.full(cells, EMPTY, dtype=np.int64), np.zeros(cells, dtype=np.int64)
-            _regrow(keys, slots, new_keys, new_slots)
-            keys, slots = new_keys, new_slots
+        table, words, tree, prio, hkey = self._state
+        if 2 * need > table.shape[0]:
+            bigger = np.full((1 << max(4, (2 * need).bit_length()), 2), EMPTY, dtype=np.int64)
+            _regrow(table, bigger)
+            table = bigger
         if 64 * words.size < 2 * need + 64:
             n_words = (4 * need) // 64 + 2
             bigger_words = np.zeros(n_words, dtype=np.uint64)
             bigger_words[: words.size] = words
             words, tree = bigger_words, np.zeros(n_words + 1, dtype=np.int32)
-            self.meta[SLOT] = _compact(keys, slots, words, tree)
-        self._state = (keys, slots, words, tree, prio, hkey)
+            self.meta[SLOT] = _compact(table, words, tree)
+        self._state = (table, words, tree, prio, hkey)
