@@ -1,5 +1,7 @@
-"""Accesses per second, on one core, of membal's LRU simulator and exact miss-ratio curves, beside
-libCacheSim's LRU on the same page stream (the CloudPhysics sample expanded to 4 KiB pages).
+"""Accesses per second, on one core, of membal's LRU simulator, exact miss-ratio curves (in memory, and
+streamed in chunks) and SHARDS-sampled curves (rate 0.01, and 8,000 keys), beside libCacheSim's LRU on the
+same page stream (the CloudPhysics sample expanded to 4 KiB pages; one cache size per run).
+libCacheSim (GPL) is a referee here only, never a run-time dependency.
 
 Goals: >= 20 M accesses/s for the simulator, >= 5 M/s for exact curves. Run:
     .venv/bin/python benchmarks/membal_speed.py
@@ -15,15 +17,18 @@ from pathlib import Path
 import numpy as np
 
 from vmio.membal import mrc
+from vmio.membal.curve import Sampling, stream_curve
 from vmio.membal.engine import FastEngine
 from vmio.membal.outcome import run_scenario
 from vmio.membal.reference import lru_hits as reference_lru_hits
 from vmio.membal.scenario import load_scenario
-from vmio.traces.cloudphysics import read_vscsi_pages
+from vmio.traces.cloudphysics import iter_vscsi_pages, read_vscsi_pages
 
 CASE1 = Path(__file__).resolve().parents[1] / "examples" / "membal" / "case1-web-burst.toml"
 TRACE = Path(__file__).resolve().parents[1].parent / "shared" / "traces" / "cloudphysics_vscsi_sample.csv"
 EPOCH = 100_000
+CHUNK = 1 << 20
+SAMPLINGS = (Sampling(1.0), Sampling(0.01), Sampling(1.0, 8_000))
 
 
 def best_of(n: int, fn: Callable[[], object]) -> float:
@@ -50,7 +55,17 @@ def simulate(vms: np.ndarray, pages: np.ndarray, n_pages: int, capacity: int) ->
         engine.set_capacity(e % n_vms, capacity - 1000 * (e % 3))
 
 
+def curve_rates(label: str, pages: np.ndarray, repeats: int) -> None:
+    """The streamed curve at every sampling, fed ``CHUNK`` pages at a time."""
+    chunks = [pages[lo : lo + CHUNK] for lo in range(0, pages.size, CHUNK)]
+    for sampling in SAMPLINGS:
+        name = "exact curve, streamed" if sampling.exact else f"curve, {sampling.describe()}"
+        report(f"{name}, {label}", pages.size, best_of(repeats, lambda s=sampling: stream_curve(chunks, s)))
+
+
 def libcachesim_rate(pages: np.ndarray, capacity: int) -> tuple[float, int] | None:
+    """libCacheSim's LRU over ``pages``: (accesses/s, hits). Its python binding (0.3.5) has no SHARDS
+    sampler ("SHARDS_SAMPLER is not added") and crashed with its spatial one, so it is timed unsampled."""
     try:
         import libcachesim as lcs
     except ImportError:
@@ -95,6 +110,7 @@ def main() -> None:
     report(
         "exact MRC (Mattson stack distances), synthetic", n, best_of(2, lambda: mrc.stack_distances(pages)), 5
     )
+    curve_rates("synthetic", pages, 2)
     case1 = load_scenario(CASE1)
     runs = len(case1.policies)
     seconds = best_of(1, lambda: run_scenario(case1))
@@ -113,6 +129,12 @@ def main() -> None:
         20,
     )
     report("exact MRC, CloudPhysics pages", dense.size, best_of(5, lambda: mrc.stack_distances(dense)), 5)
+    curve_rates("CloudPhysics", trace, 5)
+    report(
+        "CSV reader, streamed in chunks (pages/s), CloudPhysics",
+        trace.size,
+        best_of(2, lambda: sum(c.size for c in iter_vscsi_pages(TRACE, chunk=CHUNK))),
+    )
     t = time.process_time()
     ref_hits = reference_lru_hits(dense[:200_000].tolist(), cap)
     report("plain-Python reference LRU (first 200k pages)", 200_000, time.process_time() - t)

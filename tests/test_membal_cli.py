@@ -77,3 +77,61 @@ def test_bad_scenario_is_one_message_and_exit_2(tmp_path: Path, capsys: pytest.C
     )
     assert main(["membal", "sim", str(tmp_path / "missing.toml")]) == 2
     assert "cannot read the scenario file" in capsys.readouterr().err
+
+
+def test_sim_with_sampled_curves_says_its_bounds_are_estimates(
+    scenario: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["membal", "sim", str(scenario), "--sample-rate", "0.5"]) == 0
+    optimal = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("optimal")]
+    assert optimal[0].endswith("(best split per epoch, MRCs sampled at rate 0.5: an estimate of the bound)")
+    assert main(["membal", "sim", str(scenario), "--sample-size", "300", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["curves"] == {"method": "fixed-size sample of 300 keys", "rate": 1.0, "size": 300}
+    assert 0 < data["optimal"]["hit_ratio"] <= 1
+
+
+TRACE_CSV = "version,time,op,size,lbn\n" + "".join(
+    f"1,{i},28,{4096 * (1 + i % 3)},{(i * 37 % 500) * 8}\n" for i in range(3_000)
+)
+
+
+def test_mrc_of_a_trace_exact_and_sampled(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text(TRACE_CSV)
+    assert main(["membal", "mrc", str(trace), "--points", "5", "--chunk", "64", "--json"]) == 0
+    exact = json.loads(capsys.readouterr().out)
+    assert exact["method"] == "exact" and exact["accesses"] == exact["sampled"] == 6_000
+    assert [p["pages"] for p in exact["curve"]][0] == 1 and len(exact["curve"]) == 5
+    ratios = [p["miss_ratio"] for p in exact["curve"]]
+    assert ratios == sorted(ratios, reverse=True) and ratios[-1] == pytest.approx(502 / 6_000, abs=1e-6)
+    assert main(["membal", "mrc", str(trace), "--sample-size", "100"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("t.csv: 6000 page accesses, fixed-size sample of 100 keys: ")
+    assert lines[1].split() == ["cache", "pages", "miss", "ratio"]
+    assert len(lines) == 2 + 20
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--sample-rate", "2"], "'2' is not in (0, 1]"),
+        (["--sample-rate", "x"], "'x' is not a sampling rate"),
+        (["--sample-size", "0"], "'0' is not a number of keys"),
+        (["--sample-rate", "0.1", "--sample-size", "5"], "not allowed with argument"),
+    ],
+)
+def test_bad_sampling_options_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text(TRACE_CSV)
+    assert main(["membal", "mrc", str(trace), *args]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_mrc_of_a_bad_trace_is_one_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text(TRACE_CSV + "1,1,28,4096,-3\n")
+    assert main(["membal", "mrc", str(trace), "--sample-rate", "0.1"]) == 2
+    assert "t.csv:3002: size 4096 and lbn -3 are out of range" in capsys.readouterr().err

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vmio.membal import engine, mrc, reference
+from vmio.membal import engine, kernels, mrc, reference
 from vmio.traces.cloudphysics import read_vscsi_pages
 
 TRACE = Path(__file__).resolve().parents[1].parent / "shared" / "traces" / "cloudphysics_vscsi_sample.csv"
@@ -126,3 +126,19 @@ def test_dense_pages_keeps_order_by_lookup_or_by_sorting(ids: list[int]) -> None
     dense, n = mrc.dense_pages(pages)
     uniq, inverse = np.unique(pages, return_inverse=True)
     assert dense.tolist() == inverse.tolist() and n == uniq.size
+
+
+@pytest.mark.parametrize("seed", [9, 10])
+def test_fast_engine_equals_reference_on_epochs_shorter_and_longer_than_the_lookahead(seed: int) -> None:
+    """``lru_run`` fetches rows ``LOOKAHEAD`` accesses ahead; epochs of every length around it, with
+    resizes between, must still give exactly the plain-Python engine's counts."""
+    rng = np.random.default_rng(seed)
+    fast, ref = engine.FastEngine(3, 900), reference.ReferenceEngine(3, 900)
+    for length in [*range(0, 2 * kernels.LOOKAHEAD + 2), 5_000]:
+        vms = rng.integers(0, 3, length).astype(np.int64)
+        pages = (vms * 300 + rng.zipf(1.2, length) % 300).astype(np.int64)
+        assert fast.run(vms, pages) == ref.run(vms.tolist(), pages.tolist())
+        for vm, capacity in enumerate(rng.integers(0, 200, 3).tolist()):
+            fast.set_capacity(vm, capacity)
+            ref.set_capacity(vm, capacity)
+        assert fast.resident() == ref.resident()

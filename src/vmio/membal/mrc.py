@@ -9,12 +9,10 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from vmio.membal import stackdist
+from vmio.membal import shards, stackdist
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
-
-_HASH_MULT = np.uint64(0x9E3779B97F4A7C15)
 
 
 def dense_pages(pages: I64) -> tuple[I64, int]:
@@ -58,15 +56,16 @@ def epoch_hit_curves(distances: I64, epochs: I64, n_epochs: int, units: int, gra
 
 
 def sample_mask(pages: I64, rate: float) -> npt.NDArray[np.bool_]:
-    """Spatial sampling as SHARDS does: a page is in the sample when its hash falls below ``rate``."""
-    with np.errstate(over="ignore"):
-        h = pages.astype(np.uint64) * _HASH_MULT
-    return (h >> np.uint64(40)).astype(np.float64) < rate * float(1 << 24)
+    """Spatial sampling as SHARDS does: a page is in the sample when its hash mod P falls below ``rate`` x P
+    (the hash and threshold of :mod:`vmio.membal.shards`)."""
+    low = shards.key_hash(pages) & np.uint64(shards.MODULUS - 1)
+    return np.asarray(low < np.uint64(shards.threshold_of(rate)), dtype=np.bool_)
 
 
 def sampled_distances(pages: I64, rate: float) -> tuple[npt.NDArray[np.bool_], F64]:
-    """(mask of sampled accesses, their estimated stack distances scaled by 1/rate; -1 = first access)."""
-    mask = sample_mask(pages, rate)
-    sub = stack_distances(pages[mask]) if mask.any() else np.zeros(0, dtype=np.int64)
-    scaled = np.where(sub >= 0, sub / rate, -1.0)
-    return mask, scaled
+    """(mask of sampled accesses, their estimated stack distances scaled by 1/R; -1 = first access), by the
+    SHARDS sampler at a fixed rate (``R`` is ``rate`` rounded to the hash's grid)."""
+    got = shards.ShardsSampler(rate).feed(pages)
+    mask = np.zeros(pages.size, dtype=np.bool_)
+    mask[got.index] = True
+    return mask, got.distance

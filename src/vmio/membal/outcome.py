@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from vmio.membal.bounds import Bound, exact_curves, per_epoch_optimal, static_oracle
+from vmio.membal.bounds import Bound, exact_curves, per_epoch_optimal, sampled_curves, static_oracle
+from vmio.membal.curve import EXACT, Sampling
 from vmio.membal.engine import FastEngine
 from vmio.membal.observation import Budget
 from vmio.membal.policies import make_policy
@@ -21,6 +22,7 @@ class Outcome:
     runs: dict[str, PolicyRun]
     optimal: Bound
     oracle: Bound
+    curves: Sampling = EXACT  # how the bounds' miss-ratio curves were built (default: exact)
 
     def vs_equal(self, name: str) -> float:
         base = self.runs["equal"].hit_ratio
@@ -32,18 +34,25 @@ class Outcome:
 
 
 def run_scenario(
-    scenario: Scenario, engine: EngineFactory = FastEngine, rng: np.random.Generator | None = None
+    scenario: Scenario,
+    engine: EngineFactory = FastEngine,
+    rng: np.random.Generator | None = None,
+    curves: Sampling = EXACT,
 ) -> Outcome:
     """Simulate every policy of ``scenario`` on one set of streams drawn from ``rng`` (default: a
-    generator seeded with the scenario's seed)."""
+    generator seeded with the scenario's seed); the bounds come from exact miss-ratio curves, or from
+    sampled ones (estimates) when ``curves`` samples."""
     streams = build_streams(scenario, rng if rng is not None else np.random.default_rng(scenario.seed))
     budget = Budget(scenario.memory, tuple(scenario.floors), scenario.grain)
     runs = {}
     for name in scenario.policies:
         policy = make_policy(name, budget, scenario.policy_params.get(name))
         runs[name] = simulate(scenario, streams, policy, engine)
-    curves = exact_curves(scenario, streams)
-    return Outcome(scenario, runs, per_epoch_optimal(scenario, curves), static_oracle(scenario, curves))
+    hit_curves = (
+        exact_curves(scenario, streams) if curves.exact else sampled_curves(scenario, streams, curves)
+    )
+    optimal, oracle = per_epoch_optimal(scenario, hit_curves), static_oracle(scenario, hit_curves)
+    return Outcome(scenario, runs, optimal, oracle, curves)
 
 
 def _num(x: float) -> float | None:
@@ -72,6 +81,7 @@ def outcome_json(out: Outcome) -> dict[str, Any]:
         "scenario": out.scenario.name,
         "policies": policies,
         "optimal": {"hit_ratio": _num(out.optimal.hit_ratio)},
+        "curves": {"method": out.curves.describe(), "rate": out.curves.rate, "size": out.curves.size},
         "oracle": {
             "hit_ratio": _num(out.oracle.hit_ratio),
             "memory": {n: int(a) * out.scenario.page for n, a in zip(names, split, strict=True)},

@@ -89,3 +89,46 @@ class ReferenceEngine:
                 activations[v] += cache.evictions - cache.evicted[p] <= len(cache.pages)
             cache.access(p)
         return EpochCounts(hits, [len(s) for s in hit_pages], refaults, activations)
+
+
+MASK64 = (1 << 64) - 1
+MODULUS = 1 << 24
+
+
+def hash_key(key: int) -> int:
+    """SplitMix64's finalizer of ``key + 0x9E3779B97F4A7C15`` on Python integers (64-bit wrap by masking)."""
+    z = (key + 0x9E3779B97F4A7C15) & MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+    return z ^ (z >> 31)
+
+
+def shards_distances(
+    keys: Iterable[int], rate: float = 1.0, size: int | None = None
+) -> list[tuple[int, float, float]]:
+    """SHARDS by the book, with an explicit LRU stack: per sampled access (index, distance x 1/R or -1 for
+    the first access of a key in the sample, weight 1/R). Under ``size`` at most that many keys are held:
+    when one more comes, the threshold drops to the largest hash value held and those keys leave."""
+    threshold = max(1, min(MODULUS, round(rate * MODULUS)))
+    stack: list[int] = []  # most recent last
+    held: dict[int, int] = {}  # key → its hash value mod P
+    out: list[tuple[int, float, float]] = []
+    for i, key in enumerate(keys):
+        p = hash_key(key) % MODULUS
+        if p >= threshold:
+            continue
+        scale = MODULUS / threshold
+        if key in held:
+            j = stack.index(key)
+            out.append((i, (len(stack) - 1 - j) * scale, scale))
+            del stack[j]
+        else:
+            out.append((i, -1.0, scale))
+            held[key] = p
+        stack.append(key)
+        if size is not None and len(stack) > size:
+            threshold = max(held.values())
+            for k in [k for k, v in held.items() if v >= threshold]:
+                del held[k]
+                stack.remove(k)
+    return out

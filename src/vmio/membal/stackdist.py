@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from vmio.membal.kernels import I64, jit
+from vmio.membal.kernels import I64, LOOKAHEAD, jit, prefetch
 
 _M1 = np.uint64(0x5555555555555555)
 _M2 = np.uint64(0x3333333333333333)
@@ -99,6 +99,8 @@ def stack_distances(pages: I64, n_pages: int) -> I64:
     live = 0
     t = 0
     for i in range(n):
+        if i + LOOKAHEAD < n:
+            prefetch(last, pages[i + LOOKAHEAD])
         if t == slots:
             t = _compact(last, words, tree)
         p = pages[i]

@@ -1,5 +1,6 @@
 """The CloudPhysics vSCSI trace: CSV ``version,time,op,size,lbn`` (op 28 = read, 2a = write; ``size`` in
-bytes, ``lbn`` in 512-byte sectors). One reader, for relocation (a ``Trace``) and memory balancing (pages).
+bytes, ``lbn`` in 512-byte sectors). One reader, for relocation (a ``Trace``) and memory balancing (the
+pages each request covers, in order: all at once, or for traces larger than memory as a stream of chunks).
 
 The time unit is not documented, so a ``Trace`` keeps the raw values and ``time_unit`` is ``None``.
 """
@@ -7,7 +8,8 @@ The time unit is not documented, so a ``Trace`` keeps the raw values and ``time_
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterator
+import itertools
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,22 +36,31 @@ class Request:
     size: int  # bytes
 
 
-def requests(path: str | Path) -> Iterator[Request]:
-    """Every request of the file in order; a bad header or row is a ``TraceError`` naming ``file:line``."""
+def requests(path: str | Path, lines: Iterable[str] | None = None) -> Iterator[Request]:
+    """Every request of the file in order, read as they are taken; a bad header or row is a ``TraceError``
+    naming ``file:line``. ``lines`` (the file's lines, header first) replaces reading ``path``, which then
+    only names the trace in errors."""
     path = Path(path)
     try:
+        if lines is not None:
+            yield from _parse(path, lines)
+            return
         with path.open(newline="") as fh:
-            rows = csv.reader(fh)
-            header = next(rows, None)
-            if header is None or [h.strip() for h in header] != COLUMNS:
-                raise TraceError(f"{path}:1: header {header!r} is not {','.join(COLUMNS)!r}")
-            for line, row in enumerate(rows, start=2):
-                if row:
-                    yield _request(path, line, row)
+            yield from _parse(path, fh)
     except UnicodeDecodeError as exc:
         raise TraceError(f"{path}: is not a text CSV file ({exc.reason})") from exc
     except (OSError, ValueError) as exc:
         raise TraceError(f"{path}: cannot read the trace: {exc}") from exc
+
+
+def _parse(path: Path, lines: Iterable[str]) -> Iterator[Request]:
+    rows = csv.reader(lines)
+    header = next(rows, None)
+    if header is None or [h.strip() for h in header] != COLUMNS:
+        raise TraceError(f"{path}:1: header {header!r} is not {','.join(COLUMNS)!r}")
+    for line, row in enumerate(rows, start=2):
+        if row:
+            yield _request(path, line, row)
 
 
 def _request(path: Path, line: int, row: list[str]) -> Request:
@@ -96,3 +107,67 @@ def read_vscsi_pages(path: str | Path, page: int = 4096) -> I64:
     offsets = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
     pages: I64 = np.repeat(first, counts) + offsets
     return pages
+
+
+DEFAULT_CHUNK = 1 << 20  # pages per chunk of a streamed trace (8 MiB of int64)
+_ROWS = 1 << 12  # CSV rows parsed per batch
+
+
+def iter_vscsi_pages(
+    path: str | Path, page: int = 4096, chunk: int = DEFAULT_CHUNK, lines: Iterable[str] | None = None
+) -> Iterator[I64]:
+    """The pages of ``read_vscsi_pages``, in the same order, as arrays of at most ``chunk`` pages.
+
+    The file is read as the chunks are taken: at any time the reader holds one batch of CSV rows and one
+    chunk of pages, whatever the trace's length. ``lines`` (the file's lines, header first) replaces
+    reading ``path``, which then only names the trace in errors."""
+    if chunk < 1:
+        raise ValueError(f"chunk {chunk!r} must be at least one page")
+    p = Path(path)
+    buf = np.empty(chunk, dtype=np.int64)
+    fill = 0
+    seen = False
+    for first, counts in _page_runs(p, page, lines):
+        seen = seen or first.size > 0
+        while first.size:
+            fill, first, counts = _fill(buf, fill, first, counts)
+            if fill == chunk:
+                yield buf
+                buf, fill = np.empty(chunk, dtype=np.int64), 0
+    if not seen:
+        raise TraceError(f"{p}: the trace has no request with a size above 0")
+    if fill:
+        yield buf[:fill]
+
+
+def _fill(buf: I64, fill: int, first: I64, counts: I64) -> tuple[int, I64, I64]:
+    """Expand the requests (first page, pages) that fit into ``buf[fill:]``, and the start of the next one
+    if it does not fit whole; returns the new fill and the requests (or the rest of one) left over."""
+    room = buf.size - fill
+    cum = np.cumsum(counts[:room])  # every request covers at least one page: no more than ``room`` fit
+    whole = int(np.searchsorted(cum, room, side="right"))
+    if whole:
+        n = int(cum[whole - 1])
+        offsets = np.arange(n, dtype=np.int64) - np.repeat(cum[:whole] - counts[:whole], counts[:whole])
+        buf[fill : fill + n] = np.repeat(first[:whole], counts[:whole]) + offsets
+        fill += n
+    first, counts = first[whole:], counts[whole:]
+    if first.size and fill < buf.size:  # the next request only starts in this chunk
+        take = buf.size - fill
+        buf[fill:] = np.arange(first[0], first[0] + take, dtype=np.int64)
+        first, counts = first.copy(), counts.copy()
+        first[0] += take
+        counts[0] -= take
+        fill = buf.size
+    return fill, first, counts
+
+
+def _page_runs(path: Path, page: int, lines: Iterable[str] | None) -> Iterator[tuple[I64, I64]]:
+    """(first page, pages) of the requests with a size above 0, one batch of rows at a time."""
+    stream = requests(path, lines)
+    while batch := list(itertools.islice(stream, _ROWS)):
+        size = np.fromiter((r.size for r in batch), dtype=np.int64, count=len(batch))
+        start = np.fromiter((r.offset for r in batch), dtype=np.int64, count=len(batch))
+        keep = size > 0
+        first = start[keep] // page
+        yield first, (start[keep] + size[keep] - 1) // page - first + 1

@@ -1,0 +1,126 @@
+"""Miss-ratio curves of traces read as streams of chunks: exact, or sampled at a fixed rate or size.
+
+``stream_curve(chunks, Sampling(...))`` feeds every chunk to a :class:`~vmio.membal.shards.ShardsSampler`
+and keeps only a weighted histogram of the (scaled) stack distances; nothing grows with the trace length.
+The histogram's bins start one page wide and double (neighbours merged) whenever the distances need more
+than ``max_bins`` bins, so its memory is bounded too.
+
+A sampled curve's miss ratio at ``c`` pages is the estimated misses (the weight 1/R of every sampled access
+whose scaled distance is ``c`` or more, or that is the first of its key) divided by the accesses of the
+whole trace: SHARDS_adj, which corrects for the sample holding more or fewer accesses than ``R`` x the
+trace. With rate 1.0 the curve is exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from vmio.membal.shards import ShardsSampler, threshold_of
+
+I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
+MAX_BINS = 1 << 20
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How to build a curve: every key (rate 1.0), a fixed rate, or at most ``size`` sampled keys."""
+
+    rate: float = 1.0
+    size: int | None = None
+
+    def __post_init__(self) -> None:
+        threshold_of(self.rate)  # raises on a rate outside (0, 1]
+        if self.size is not None and self.size < 1:
+            raise ValueError(f"sample size {self.size!r} must be at least one key")
+
+    @property
+    def exact(self) -> bool:
+        return self.rate >= 1.0 and self.size is None
+
+    def describe(self) -> str:
+        if self.size is not None:
+            return f"fixed-size sample of {self.size} keys"
+        return "exact" if self.exact else f"sampled at rate {self.rate:g}"
+
+    def sampler(self) -> ShardsSampler:
+        return ShardsSampler(self.rate, self.size)
+
+
+EXACT = Sampling()
+
+
+@dataclass(frozen=True)
+class MissRatioCurve:
+    """Miss ratio at ``sizes`` pages (ascending, from 0); between sizes, linear."""
+
+    sizes: I64
+    miss_ratio: F64
+    accesses: int  # every access of the trace
+    sampled: int  # accesses in the sample
+    keys: int  # distinct keys held at the end
+    rate: float  # sampling rate at the end
+    method: str
+
+    def at(self, pages: npt.ArrayLike) -> F64:
+        """The miss ratio with caches of ``pages`` pages (beyond the last size: only first accesses miss)."""
+        return np.asarray(np.interp(np.asarray(pages, dtype=np.float64), self.sizes, self.miss_ratio))
+
+
+class ReuseHistogram:
+    """Weighted counts of stack distances in bins of ``grain`` pages (a power of two that doubles as
+    needed to stay within ``max_bins``), plus the weight of first accesses."""
+
+    def __init__(self, max_bins: int = MAX_BINS) -> None:
+        if max_bins < 2:
+            raise ValueError(f"max_bins {max_bins!r} must be at least 2")
+        self.max_bins = max_bins
+        self.grain = 1
+        self.bins = np.zeros(0, dtype=np.float64)
+        self.cold = 0.0
+
+    def add(self, distance: F64, weight: F64) -> None:
+        reused = distance >= 0
+        self.cold += float(weight[~reused].sum())
+        d, w = distance[reused], weight[reused]
+        if d.size == 0:
+            return
+        top = int(d.max() // self.grain)
+        while top >= self.max_bins:
+            self._coarsen()
+            top //= 2
+        b = (d // self.grain).astype(np.int64)
+        counts = np.asarray(np.bincount(b, weights=w, minlength=self.bins.size), dtype=np.float64)
+        counts[: self.bins.size] += self.bins
+        self.bins = counts
+
+    def _coarsen(self) -> None:
+        padded = np.concatenate([self.bins, np.zeros(self.bins.size % 2)])
+        self.bins = padded.reshape(-1, 2).sum(axis=1)
+        self.grain *= 2
+
+    def curve(self, accesses: int, sampled: int, keys: int, rate: float, method: str) -> MissRatioCurve:
+        """The miss-ratio curve at every bin edge, the misses estimated over all ``accesses``."""
+        hits = np.concatenate([[0.0], np.cumsum(self.bins)])
+        total = self.cold + float(self.bins.sum())
+        ratio = np.clip((total - hits) / max(accesses, 1), 0.0, 1.0)
+        ratio[0] = 1.0  # no cache: every access misses, whatever the sample says
+        sizes = np.arange(hits.size, dtype=np.int64) * self.grain
+        return MissRatioCurve(sizes, ratio, accesses, sampled, keys, rate, method)
+
+
+def stream_curve(
+    chunks: Iterable[npt.ArrayLike], sampling: Sampling = EXACT, max_bins: int = MAX_BINS
+) -> MissRatioCurve:
+    """The miss-ratio curve of the keys (non-negative integers, e.g. page numbers) in ``chunks``, read one
+    chunk at a time: exact at rate 1.0, else SHARDS at ``sampling``'s fixed rate or size."""
+    sampler = sampling.sampler()
+    hist = ReuseHistogram(max_bins)
+    for chunk in chunks:
+        out = sampler.feed(chunk)
+        hist.add(out.distance, out.weight)
+    return hist.curve(sampler.accesses, sampler.sampled, sampler.keys_held, sampler.rate, sampling.describe())
