@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from vmio.guest import GuestImage, Versions
 from vmio.qemu import Disk, QemuCaps, Runtime, VMConfig, build_argv
 from vmio.qemu.cmdline import CmdDisk, parse, split_opts
-from vmio.qemu.inspect import file_of, find_qemus
+from vmio.qemu.running import file_of, find_qemus
 
 IMAGE = GuestImage(Path("/cache/g"), "k", Versions("k", "b", "f", "i"), 1, ())
 RUNTIME = Runtime(Path("/run/vm,x"), 40000)

@@ -15,7 +15,7 @@ import pytest
 from vmio.advise.live_sample import Seams, diagnose_live
 from vmio.cli import main
 from vmio.qemu import VM, Disk, VMConfig
-from vmio.qemu.inspect import QemuProcess
+from vmio.qemu.running import QemuProcess
 from vmio.system.blockdev import device_chain
 
 from qemu_support import caps, needs_qemu, session_guest

@@ -20,7 +20,7 @@ from vmio.errors import InputError, ToolError
 from vmio.metrics import procfs
 from vmio.qemu.caps import parse_version
 from vmio.qemu.cmdline import CmdDisk
-from vmio.qemu.inspect import (
+from vmio.qemu.running import (
     BlockCounters,
     Monitor,
     QemuProcess,

@@ -1,6 +1,6 @@
 """``vmio membal sim SCENARIO [--json] [--plots DIR] [--sample-rate R | --sample-size S]``: simulate memory
 policies and compare to the bounds; ``vmio membal mrc TRACE [--sample-rate R | --sample-size S]``: the
-miss-ratio curve of a trace of any length, streamed; ``vmio membal run ...`` (in ``livecli``): drive real
+miss-ratio curve of a trace of any length, streamed; ``vmio membal run ...`` (in ``cli.membal_live``): drive real
 VMs' balloons with a live policy."""
 
 from __future__ import annotations

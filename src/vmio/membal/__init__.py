@@ -13,7 +13,7 @@
   splits; ``bounds``: the per-epoch optimal and static oracle bounds; ``outcome``: all of it for one scenario.
 - ``cli``: ``vmio membal sim SCENARIO [--json] [--plots DIR]``; ``plots``: the figures.
 
-Live (``vmio membal run``, ``livecli``): ``signals`` turns two guest agent records into observations and
+Live (``vmio membal run``, ``vmio.cli.membal_live``): ``signals`` turns two guest agent records into observations and
 memory pressure; ``governor`` applies floors, ceilings, the maximum step, hysteresis, deflation under
 pressure and the budget to a policy's proposal; ``live`` is the controller (which policies can run live and
 why); ``balloon`` the guest side (QMP balloon, agent stream); ``record`` the store tables; ``livework`` the

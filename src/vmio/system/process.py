@@ -1,6 +1,6 @@
 """Running external programs: argument lists, a timeout always, failures with their output.
 
-Every program runs under ``_supervise.py``, a child subreaper that kills the program and everything
+Every program runs under ``supervise.py``, a child subreaper that kills the program and everything
 it started when the program ends, on a timeout, or when vmio itself dies (even by SIGKILL): no fio
 job or QEMU outlives vmio. ``Runner`` is the seam: features take a runner rather than calling
 ``subprocess``.
