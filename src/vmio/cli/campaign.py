@@ -105,7 +105,9 @@ def print_dry_run(camp: spec.Campaign, out: TextIO) -> None:
     for point in points:
         workload = camp.workload(point.workload)
         target = camp.target(point.target)
-        place = dataclasses.replace(placement.endpoints(target, workload)[0].place, lat_log_prefix="ops-0")
+        place = dataclasses.replace(
+            placement.endpoints(target, workload)[0].place, lat_log_prefix="ops-0", hist_log_prefix="hist-0"
+        )
         text = jobfile.render(workload, bs=point.bs, offered_iops=point.offered_iops,
                               load_processes=point.load_processes, place=place)  # fmt: skip
         out.write(f"\n## {point.key}  ({target.kind}; {placement.where(target)})\n{text}")
