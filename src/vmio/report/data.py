@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import tomllib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from vmio.spec.sla import Sla, parse_sla
 from vmio.stats import histogram
 from vmio.stats.histogram import Histogram
 from vmio.stats.spread import Spread
@@ -89,6 +91,7 @@ class CampaignData:
     hists: dict[str, dict[str, Histogram]] = field(default_factory=dict)
     # by point key: (t ms, ddir, bins merged over the jobs) per logged interval, by time
     hist_log: dict[str, list[tuple[int, str, Histogram]]] = field(default_factory=dict)
+    sla: Sla | None = None  # the spec's [campaign] sla
 
     def done(self) -> list[Row]:
         return [r for r in self.rows if r["status"] == "done"]
@@ -132,8 +135,18 @@ def load(store: Store, campaign: str) -> CampaignData:
     hists = {k: _merged(store, r["id"]) for k, r in runs.items()}
     logs = {k: _per_second(log) for k, r in runs.items() if (log := store.hist_log(r["id"]))}
     return CampaignData(
-        campaign, point_rows(store, campaign), runs, targets, workloads, samples, oplat, hists, logs
-    )
+        campaign, point_rows(store, campaign), runs, targets, workloads, samples, oplat, hists, logs,
+        _sla(row["spec_text"]),
+    )  # fmt: skip
+
+
+def _sla(spec_text: str | None) -> Sla | None:
+    """The spec's ``[campaign] sla``, if its stored text has a valid one (a report never fails on it)."""
+    try:
+        value = tomllib.loads(spec_text or "").get("campaign", {}).get("sla")
+        return parse_sla(value) if value is not None else None
+    except (tomllib.TOMLDecodeError, ValueError, AttributeError):
+        return None
 
 
 def _merged(store: Store, run_id: int) -> dict[str, Histogram]:

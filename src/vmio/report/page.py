@@ -7,11 +7,11 @@ import json
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from vmio.errors import InputError
-from vmio.report import plots_latency, plots_load, plots_percentiles, plots_run
+from vmio.report import plots_latency, plots_load, plots_percentiles, plots_run, sla
 from vmio.report.data import CampaignData
 from vmio.report.figure import Plot, to_png, to_svg
 from vmio.report.summary_table import (
@@ -67,6 +67,7 @@ class Report:
     baseline: str | None
     summary: list[SummaryRow]
     sections: list[Section]
+    knees: list[sla.Knee] = field(default_factory=list)  # with the spec's [campaign] sla
 
     @property
     def plots(self) -> list[Plot]:
@@ -95,7 +96,8 @@ def build(data: CampaignData, baseline: str | None = None) -> Report:
     sections = [
         Section(sid, title, [p for p in make(data, base) if p.series]) for sid, title, make in SECTIONS
     ]
-    return Report(data, base, summary, [s for s in sections if s.plots])
+    knees = sla.knees(data, data.sla) if data.sla else []
+    return Report(data, base, summary, [s for s in sections if s.plots], knees)
 
 
 def write(report: Report, out: Path, png_dir: Path | None = None) -> list[Path]:
@@ -171,8 +173,11 @@ def _facts(data: CampaignData) -> str:
 
 
 def _summary_table(report: Report) -> str:
-    head = ("workload", "bs", "load", "target", "IOPS at max [min-max]", f"vs {report.baseline}", "knee",
+    head: tuple[str, ...] = ("workload", "bs", "load", "target", "IOPS at max [min-max]", f"vs {report.baseline}", "knee",
             "offered rates (achieved IOPS)")  # fmt: skip
+    bound = report.data.sla
+    if bound:
+        head += (f"IOPS at {bound.metric} <= {bound.bound_ms:g} ms",)
     out = ['<table class="summary"><tr>', *(f"<th>{html.escape(h)}</th>" for h in head), "</tr>"]
     for r in report.summary:
         rates = ", ".join(
@@ -182,9 +187,23 @@ def _summary_table(report: Report) -> str:
         ) or html.escape(rates_text(r))  # fmt: skip
         cells = (r.workload, format_size(r.bs), str(r.load_processes), r.target, spread_text(r.saturation, 0),
                  ratio_text(r), knee_text(r))  # fmt: skip
-        out.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + f"<td>{rates}</td></tr>")
+        extra = f'<td class="sla">{html.escape(_knee_cell(report, r))}</td>' if bound else ""
+        out.append(
+            "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + f"<td>{rates}</td>{extra}</tr>"
+        )
     out.append("</table>")
     return "".join(out)
+
+
+def _knee_cell(report: Report, r: SummaryRow) -> str:
+    """The summary row's SLA knee per direction: IOPS, "(never crossed)" or "-" when over from the start."""
+    mine = [k for k in report.knees
+            if (k.target, k.workload, k.bs, k.load_processes) == (r.target, r.workload, r.bs, r.load_processes)]  # fmt: skip
+    cells = []
+    for k in mine:
+        value = "-" if k.iops is None else f"{k.iops:.0f}"
+        cells.append(f"{k.ddir} {value}" + ("" if k.crossed else " (never crossed)"))
+    return "; ".join(cells) or "-"
 
 
 def _guest_warnings(data: CampaignData) -> str:
