@@ -113,3 +113,16 @@ def test_report_summary_has_the_sla_column(db: Path) -> None:
     html = page.render(report)
     assert "<th>IOPS at p99 &lt;= 2 ms</th>" in html
     assert '<td class="sla">read 2950</td>' in html and "read 2600 (never crossed)" in html
+
+
+def test_spec_sla_round_trip_and_error() -> None:
+    from vmio.errors import SpecError
+    from vmio.spec import loads_spec
+    from vmio.spec.dump import dumps
+
+    text = '[campaign]\nname = "c"\nsla = "p99.9=500us"\n\n[[target]]\nname = "t"\nkind = "host"\npath = "/tmp/x"\n'
+    text += '\n[[workload]]\nname = "w"\nrw = "randread"\n'
+    camp = loads_spec(text)
+    assert camp.sla == Sla("p99.9", 0.5) and loads_spec(dumps(camp)) == camp
+    with pytest.raises(SpecError, match=r":3.*sla.*p42"):
+        loads_spec(text.replace("p99.9=500us", "p42=1ms"))
