@@ -261,7 +261,7 @@ def test_per_operation_latency_faceted_by_vcpus_and_vms(store: Store) -> None:
                     for i in range(20)
                 ]
                 add(store, "ops", target, None, rep, 100, workload="ops", load=load, oplat=ops)
-    (plot,) = page.build(data.load(store, "ops")).sections[2][1]
+    (plot,) = page.build(data.load(store, "ops")).section("per-operation-latency").plots  # type: ignore[union-attr]
     assert [ax.get_title() for ax in plot.figure.axes] == ["host (no VM)", "1 vCPU · 2 VMs", "2 vCPUs · 1 VM"]
     assert [t.get_text() for t in plot.figure.axes[0].get_xticklabels()] == ["0", "2"]
     assert plot.series == ["bare (baseline)", "bare (baseline) avg", "bare (baseline) min", "bare (baseline) max",

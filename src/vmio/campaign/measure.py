@@ -72,7 +72,9 @@ def _measure(
     endpoints = rig.endpoints(workload)
     files, texts = [], []
     for i, ep in enumerate(endpoints):
-        place = dataclasses.replace(ep.place, lat_log_prefix=str(rundir / f"ops-{i}"))
+        place = dataclasses.replace(
+            ep.place, lat_log_prefix=str(rundir / f"ops-{i}"), hist_log_prefix=str(rundir / f"hist-{i}")
+        )
         text = jobfile.render(workload, bs=point.bs, offered_iops=point.offered_iops,
                               load_processes=point.load_processes, place=place)  # fmt: skip
         path = rundir / f"job{i}.fio"
@@ -96,6 +98,8 @@ def _measure(
             rec.metrics = window_means(sampler.samples, start, end)
             if workload.ops:
                 rec.oplat = fiorun.op_latencies(rundir, [ep.server for ep in endpoints])
+            else:
+                rec.hist_log = fiorun.hist_logs(rundir, [ep.server for ep in endpoints])
     except VmioError:
         rec.log = (rec.log or "") + (notes.log if notes else "") or None
         raise

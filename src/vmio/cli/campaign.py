@@ -14,6 +14,7 @@ from vmio.campaign import runner
 from vmio.cli import argtypes
 from vmio.errors import InputError
 from vmio.fio import jobfile
+from vmio.spec.sla import parse_sla
 from vmio.store import Store, export
 from vmio.store import rows as summary
 from vmio.targets import placement
@@ -60,6 +61,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("campaign", nargs="?")
     add_db(p)
     p.add_argument("--json", action="store_true")
+    p.add_argument("--sla", metavar="METRIC=BOUND",
+                   help="the highest IOPS within a latency bound per target and workload, e.g. p99=2ms "
+                   "(metric p50, p99, p99.9 or mean)")  # fmt: skip
     p.set_defaults(handler=cmd_show)
 
     p = sub.add_parser("export", help="export a campaign's points and metric series")
@@ -105,7 +109,9 @@ def print_dry_run(camp: spec.Campaign, out: TextIO) -> None:
     for point in points:
         workload = camp.workload(point.workload)
         target = camp.target(point.target)
-        place = dataclasses.replace(placement.endpoints(target, workload)[0].place, lat_log_prefix="ops-0")
+        place = dataclasses.replace(
+            placement.endpoints(target, workload)[0].place, lat_log_prefix="ops-0", hist_log_prefix="hist-0"
+        )
         text = jobfile.render(workload, bs=point.bs, offered_iops=point.offered_iops,
                               load_processes=point.load_processes, place=place)  # fmt: skip
         out.write(f"\n## {point.key}  ({target.kind}; {placement.where(target)})\n{text}")
@@ -144,6 +150,8 @@ def _hms(seconds: float) -> str:
 def cmd_show(args: argparse.Namespace) -> int:
     import json
 
+    if args.sla is not None:
+        return show_sla(args)
     with open_store(args) as store:
         rows = summary.point_rows(store, args.campaign)
     if args.json:
@@ -152,6 +160,27 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=1))
         return 0
     print(format_table(rows), end="")
+    return 0
+
+
+def show_sla(args: argparse.Namespace) -> int:
+    import json
+
+    from vmio.report import data, sla
+
+    try:
+        bound = parse_sla(args.sla)
+    except ValueError as exc:
+        raise InputError(f"--sla: {exc}") from None
+    if not args.campaign:
+        raise InputError(f"--sla {args.sla!r} needs a campaign: vmio show CAMPAIGN --sla {args.sla}")
+    with open_store(args) as store:
+        loaded = data.load(store, args.campaign)
+    knees = sla.knees(loaded, bound)
+    if args.json:
+        print(json.dumps([k.as_dict() for k in knees], indent=1))
+    else:
+        print(sla.format_text(knees, loaded.name, bound), end="")
     return 0
 
 

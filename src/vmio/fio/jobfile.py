@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from vmio.spec import Workload
 
 PERCENTILE_LIST = "50:90:99:99.9:99.99"
-OPS_TIME_LIMIT_S = 600  # an ops run stops after this even if its operations are not done
+OPS_TIME_LIMIT_S = 600
+HIST_LOG_MS = 1000  # latency histograms logged once a second  # an ops run stops after this even if its operations are not done
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,7 @@ class Placement:
     total_jobs: int = 1
     engine_options: Mapping[str, str] = field(default_factory=dict)
     lat_log_prefix: str | None = None
+    hist_log_prefix: str | None = None  # per-second latency histograms of a timed run
 
 
 def render(
@@ -64,6 +66,8 @@ def render(
             measure.update(write_lat_log=place.lat_log_prefix, log_avg_msec=0, per_job_logs=1)
     else:
         measure.update(time_based=1, runtime=seconds(workload.runtime))
+        if place.hist_log_prefix:
+            measure.update(write_hist_log=place.hist_log_prefix, log_hist_msec=HIST_LOG_MS, per_job_logs=1)
     if offered_iops is not None:
         measure["rate_iops"] = _rate(workload, offered_iops, place.total_jobs)
     sections = [("global", glob), ("measure", measure)]

@@ -156,3 +156,27 @@ def parse_lat_log(text: str, name: str = "<lat log>") -> list[tuple[int, int, st
             raise FioError(f"{name}:{lineno}: not a latency log line: {line!r}") from exc
         ops.append((t, value, "read" if ddir == 0 else "write" if ddir == 1 else "trim"))
     return ops
+
+
+def parse_hist_log(text: str, name: str = "<hist log>") -> list[tuple[int, str, histogram.Histogram]]:
+    """A fio histogram log (``write_hist_log``): (time ms, 'read'|'write'|'trim', the interval's bins).
+
+    Each line is ``time, ddir, bs, count per bucket...``: the completions of the interval ending then
+    (fio logs the difference from the previous line).
+    """
+    out = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        parts = line.split(",")
+        try:
+            t, ddir = int(parts[0]), int(parts[1])
+            counts = [int(p) for p in parts[3:]]
+        except (ValueError, IndexError) as exc:
+            raise FioError(f"{name}:{lineno}: not a histogram log line: {line[:80]!r}") from exc
+        if not counts or any(c < 0 for c in counts):
+            raise FioError(f"{name}:{lineno}: a histogram log line without counts: {line[:80]!r}")
+        out.append(
+            (t, "read" if ddir == 0 else "write" if ddir == 1 else "trim", histogram.from_counts(counts))
+        )
+    return out

@@ -63,3 +63,17 @@ def op_latencies(rundir: Path, servers: Sequence[str | None]) -> list[tuple[str,
             for t, ns, ddir in output.parse_lat_log(log.read_text(), str(log)):
                 ops.append((server or "local", job, t, ns, ddir))
     return ops
+
+
+def hist_logs(rundir: Path, servers: Sequence[str | None]) -> list[tuple[str, str, int, str, dict[int, int]]]:
+    """The per-interval latency histograms of a timed run: (host, job, t ms, ddir, bins).
+
+    Endpoint ``i`` logs under the prefix ``hist-i`` (``write_hist_log``, ``log_hist_msec``).
+    """
+    out = []
+    for i, server in enumerate(servers):
+        for log in sorted(rundir.glob(f"hist-{i}_clat_hist.*.log*")):
+            job = "measure." + log.name.split("_clat_hist.")[1].split(".")[0]
+            for t, ddir, bins in output.parse_hist_log(log.read_text(), str(log)):
+                out.append((server or "local", job, t, ddir, bins))
+    return out

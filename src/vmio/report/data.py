@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import tomllib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from vmio.spec.sla import Sla, parse_sla
+from vmio.stats import histogram
+from vmio.stats.histogram import Histogram
 from vmio.stats.spread import Spread
 from vmio.store import Store
 from vmio.store.rows import point_rows
@@ -83,6 +87,11 @@ class CampaignData:
     workload_order: list[str] = field(default_factory=list)
     samples: dict[str, list[sqlite3.Row]] = field(default_factory=dict)  # by point key, ordered by t
     oplat: dict[str, list[sqlite3.Row]] = field(default_factory=dict)  # by point key, in issue order
+    # by point key and direction: the measured jobs' latency histograms merged (every VM, host and job)
+    hists: dict[str, dict[str, Histogram]] = field(default_factory=dict)
+    # by point key: (t ms, ddir, bins merged over the jobs) per logged interval, by time
+    hist_log: dict[str, list[tuple[int, str, Histogram]]] = field(default_factory=dict)
+    sla: Sla | None = None  # the spec's [campaign] sla
 
     def done(self) -> list[Row]:
         return [r for r in self.rows if r["status"] == "done"]
@@ -123,7 +132,40 @@ def load(store: Store, campaign: str) -> CampaignData:
     workloads = [w["name"] for w in canonical.get("workloads", [])]
     samples = {k: store.samples(r["id"]) for k, r in runs.items()}
     oplat = {k: ops for k, r in runs.items() if (ops := store.oplat(r["id"]))}
-    return CampaignData(campaign, point_rows(store, campaign), runs, targets, workloads, samples, oplat)
+    hists = {k: _merged(store, r["id"]) for k, r in runs.items()}
+    logs = {k: _per_second(log) for k, r in runs.items() if (log := store.hist_log(r["id"]))}
+    return CampaignData(
+        campaign, point_rows(store, campaign), runs, targets, workloads, samples, oplat, hists, logs,
+        _sla(row["spec_text"]),
+    )  # fmt: skip
+
+
+def _sla(spec_text: str | None) -> Sla | None:
+    """The spec's ``[campaign] sla``, if its stored text has a valid one (a report never fails on it)."""
+    try:
+        value = tomllib.loads(spec_text or "").get("campaign", {}).get("sla")
+        return parse_sla(value) if value is not None else None
+    except (tomllib.TOMLDecodeError, ValueError, AttributeError):
+        return None
+
+
+def _merged(store: Store, run_id: int) -> dict[str, Histogram]:
+    results = [r for r in store.results(run_id) if r["role"] == "measure"]
+    out = {}
+    for ddir in DDIRS:
+        merged = histogram.merge(store.histogram(r["id"]) for r in results if r["ddir"] == ddir)
+        if merged:
+            out[ddir] = merged
+    return out
+
+
+def _per_second(log: list[tuple[str, str, int, str, Histogram]]) -> list[tuple[int, str, Histogram]]:
+    """Each job's intervals merged with the other jobs' of the same second (jobs log a few ms apart)."""
+    by_second: dict[tuple[int, str], Histogram] = {}
+    for _, _, t_ms, ddir, bins in log:
+        key = (round(t_ms / 1000) * 1000, ddir)
+        by_second[key] = histogram.merge([by_second.get(key, {}), bins])
+    return [(t, d, b) for (t, d), b in sorted(by_second.items())]
 
 
 def group(

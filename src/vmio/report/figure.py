@@ -33,6 +33,7 @@ class Plot:
     caption: str
     figure: Figure
     series: list[str] = field(default_factory=list)  # the labels of the plotted series
+    values: dict[str, list[list[float]]] = field(default_factory=dict)  # series id → plotted [x, y] pairs
 
     def tag(self, artist: Artist | list[Artist] | tuple[Artist, ...], label: str) -> None:
         """Name a series' artists in the SVG and remember the label."""
@@ -41,6 +42,10 @@ class Plot:
             item.set_gid(f"{self.id}--{slug(label)}" + (f"-{i}" if i else ""))
         if label not in self.series:
             self.series.append(label)
+
+    def keep(self, label: str, xs: list[float], ys: list[float]) -> None:
+        """Remember the values a series plots (the page states them beside the SVG)."""
+        self.values[f"{self.id}--{slug(label)}"] = [[x, y] for x, y in zip(xs, ys, strict=True)]
 
     def series_ids(self) -> list[str]:
         return [f"{self.id}--{slug(s)}" for s in self.series]
@@ -85,7 +90,8 @@ def style() -> contextlib.AbstractContextManager[None]:
 def to_svg(plot: Plot) -> str:
     """The figure as an ``<svg>`` element (no XML prolog), ids salted with the plot id."""
     buf = io.StringIO()
-    with mpl.rc_context({"svg.fonttype": "none", "svg.hashsalt": plot.id}):  # text stays text
+    # text stays text; every plotted vertex stays in the path (no simplification), so the SVG holds the data
+    with mpl.rc_context({"svg.fonttype": "none", "svg.hashsalt": plot.id, "path.simplify": False}):
         plot.figure.savefig(buf, format="svg", metadata={"Date": None})
     text = buf.getvalue()
     return text[text.index("<svg") :]

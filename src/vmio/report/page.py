@@ -7,16 +7,16 @@ import json
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from vmio.errors import InputError
-from vmio.report import plots_latency, plots_load, plots_run
+from vmio.report import plots_latency, plots_load, plots_percentiles, plots_run, sla
 from vmio.report.data import CampaignData
 from vmio.report.figure import Plot, to_png, to_svg
 from vmio.report.summary_table import (
+    ACHIEVED,
     SummaryRow,
-    format_text,
     knee_text,
     rates_text,
     ratio_text,
@@ -25,24 +25,40 @@ from vmio.report.summary_table import (
 )
 from vmio.units import format_size
 
-SECTIONS: tuple[tuple[str, Callable[[CampaignData, str | None], list[Plot]]], ...] = (
-    ("Achieved IOPS against offered load", plots_load.iops_plots),
-    ("Device busy % and host CPU against offered load", plots_load.busy_cpu_plots),
-    ("Per-operation latency", plots_latency.oplat_plots),
-    ("Over time within a run", plots_run.over_time_plots),
-    ("CPU per QEMU thread", plots_run.qemu_thread_plots),
-)
+SECTIONS: tuple[tuple[str, str, Callable[[CampaignData, str | None], list[Plot]]], ...] = (
+    ("iops", "How many IOPS does each target achieve as the offered load rises?", plots_load.iops_plots),
+    ("latency-vs-iops", "Where does latency turn up as IOPS rise? (p50 and p99 against achieved IOPS)",
+     plots_percentiles.knee_plots),
+    ("latency-distribution", "How is latency distributed at each load? (percentile curves)",
+     plots_percentiles.distribution_plots),
+    ("latency-over-time", "Does latency hold steady within a run? (percentiles each second)",
+     plots_percentiles.over_time_plots),
+    ("busy-cpu", "Is the device or the host CPU the limit? (busy % and CPU against offered load)",
+     plots_load.busy_cpu_plots),
+    ("per-operation-latency", "How long does each operation take beside co-running load?",
+     plots_latency.oplat_plots),
+    ("over-time", "Do IOPS, busy % and CPU hold steady within a run?", plots_run.over_time_plots),
+    ("qemu-threads", "Which QEMU threads use the CPU?", plots_run.qemu_thread_plots),
+)  # fmt: skip
 CSS = """
-body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 1200px; color: #222; padding: 0 1em; }
+body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 1400px; color: #222; padding: 0 1em; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; border-bottom: 1px solid #ccc; margin-top: 2em; }
 table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0; }
 th, td { border: 1px solid #ccc; padding: 0.2em 0.5em; text-align: left; vertical-align: top; }
 th { background: #f0f0f0; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
 figure { margin: 1em 0; border: 1px solid #ddd; padding: 0.5em; }
-figure svg { max-width: 100%; height: auto; display: block; }
+figure svg { width: 100%; max-width: 100%; height: auto; display: block; }
+nav.toc ol { columns: 2; font-size: 0.9em; }
 figcaption { font-weight: 600; margin-bottom: 0.3em; } p.labels { font-size: 0.8em; color: #555; }
 pre { background: #f7f7f7; padding: 0.5em; overflow-x: auto; font-size: 0.8em; } .no { color: #b00; }
 """
+
+
+@dataclass
+class Section:
+    id: str
+    title: str
+    plots: list[Plot]
 
 
 @dataclass
@@ -50,11 +66,15 @@ class Report:
     data: CampaignData
     baseline: str | None
     summary: list[SummaryRow]
-    sections: list[tuple[str, list[Plot]]]
+    sections: list[Section]
+    knees: list[sla.Knee] = field(default_factory=list)  # with the spec's [campaign] sla
 
     @property
     def plots(self) -> list[Plot]:
-        return [p for _, plots in self.sections for p in plots]
+        return [p for s in self.sections for p in s.plots]
+
+    def section(self, section_id: str) -> Section | None:
+        return next((s for s in self.sections if s.id == section_id), None)
 
 
 def default_baseline(data: CampaignData) -> str | None:
@@ -73,8 +93,11 @@ def build(data: CampaignData, baseline: str | None = None) -> Report:
         )
     base = baseline or default_baseline(data)
     summary = summarize(data, base) if base else []
-    sections = [(title, [p for p in make(data, base) if p.series]) for title, make in SECTIONS]
-    return Report(data, base, summary, [(t, p) for t, p in sections if p])
+    sections = [
+        Section(sid, title, [p for p in make(data, base) if p.series]) for sid, title, make in SECTIONS
+    ]
+    knees = sla.knees(data, data.sla) if data.sla else []
+    return Report(data, base, summary, [s for s in sections if s.plots], knees)
 
 
 def write(report: Report, out: Path, png_dir: Path | None = None) -> list[Path]:
@@ -102,20 +125,36 @@ def render(report: Report) -> str:
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
         f"<title>vmio report: {e(data.name)}</title><style>{CSS}</style></head><body>",
         f"<h1>vmio report: campaign {e(data.name)}</h1>",
-        _facts(data),
-        '<h2 id="summary">Summary</h2>',
+        '<h2 id="summary">Summary: what does each target deliver, and where does it saturate?</h2>',
+        _summary_note(report),
         _summary_table(report),
-        f'<pre class="summary-text">{e(format_text(report.summary, data.name, report.baseline or "-"))}</pre>',
+        _toc(report),
         _failures(data),
         _guest_warnings(data),
+        '<h2 id="setup">What was measured, and on what host?</h2>',
+        _facts(data),
     ]
-    for title, plots in report.sections:
-        parts.append(f"<h2>{e(title)}</h2>")
-        parts.extend(_figure(p) for p in plots)
+    for sec in report.sections:
+        parts.append(f'<section id="{e(sec.id)}"><h2>{e(sec.title)}</h2>')
+        parts.extend(_figure(p) for p in sec.plots)
+        parts.append("</section>")
     parts.append(
         f'<p class="labels">made by vmio on {time.strftime("%Y-%m-%d %H:%M:%S %Z")}</p></body></html>\n'
     )
     return "\n".join(parts)
+
+
+def _summary_note(report: Report) -> str:
+    return (
+        f"<p>Medians over repetitions [min-max]; baseline {html.escape(report.baseline or '-')}; an offered rate "
+        f"is achieved at {ACHIEVED:.0%} of it or more; the knee is the lowest rate not achieved.</p>"
+    )
+
+
+def _toc(report: Report) -> str:
+    items = ['<li><a href="#summary">Summary</a></li>', '<li><a href="#setup">Host and tools</a></li>']
+    items += [f'<li><a href="#{html.escape(s.id)}">{html.escape(s.title)}</a></li>' for s in report.sections]
+    return f'<nav class="toc"><h2 id="contents">Contents</h2><ol>{"".join(items)}</ol></nav>'
 
 
 def _facts(data: CampaignData) -> str:
@@ -134,8 +173,11 @@ def _facts(data: CampaignData) -> str:
 
 
 def _summary_table(report: Report) -> str:
-    head = ("workload", "bs", "load", "target", "IOPS at max [min-max]", f"vs {report.baseline}", "knee",
+    head: tuple[str, ...] = ("workload", "bs", "load", "target", "IOPS at max [min-max]", f"vs {report.baseline}", "knee",
             "offered rates (achieved IOPS)")  # fmt: skip
+    bound = report.data.sla
+    if bound:
+        head += (f"IOPS at {bound.metric} <= {bound.bound_ms:g} ms",)
     out = ['<table class="summary"><tr>', *(f"<th>{html.escape(h)}</th>" for h in head), "</tr>"]
     for r in report.summary:
         rates = ", ".join(
@@ -145,9 +187,23 @@ def _summary_table(report: Report) -> str:
         ) or html.escape(rates_text(r))  # fmt: skip
         cells = (r.workload, format_size(r.bs), str(r.load_processes), r.target, spread_text(r.saturation, 0),
                  ratio_text(r), knee_text(r))  # fmt: skip
-        out.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + f"<td>{rates}</td></tr>")
+        extra = f'<td class="sla">{html.escape(_knee_cell(report, r))}</td>' if bound else ""
+        out.append(
+            "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + f"<td>{rates}</td>{extra}</tr>"
+        )
     out.append("</table>")
     return "".join(out)
+
+
+def _knee_cell(report: Report, r: SummaryRow) -> str:
+    """The summary row's SLA knee per direction: IOPS, "(never crossed)" or "-" when over from the start."""
+    mine = [k for k in report.knees
+            if (k.target, k.workload, k.bs, k.load_processes) == (r.target, r.workload, r.bs, r.load_processes)]  # fmt: skip
+    cells = []
+    for k in mine:
+        value = "-" if k.iops is None else f"{k.iops:.0f}"
+        cells.append(f"{k.ddir} {value}" + ("" if k.crossed else " (never crossed)"))
+    return "; ".join(cells) or "-"
 
 
 def _guest_warnings(data: CampaignData) -> str:
@@ -177,7 +233,8 @@ def _failures(data: CampaignData) -> str:
 def _figure(plot: Plot) -> str:
     e = html.escape
     series = e(json.dumps(plot.series_ids()))
+    values = e(json.dumps(plot.values, separators=(",", ":")))
     return (
-        f'<figure class="plot" id="{e(plot.id)}" data-series="{series}">'
+        f'<figure class="plot" id="{e(plot.id)}" data-series="{series}" data-values="{values}">'
         f"<figcaption>{e(plot.title)}</figcaption>\n{to_svg(plot)}</figure>"
     )

@@ -16,6 +16,8 @@ def dumps(campaign: Campaign, comment: str = "") -> str:
     """The TOML text of ``campaign``; ``comment`` lines go on top as ``#`` comments."""
     lines = [f"# {line}".rstrip() for line in comment.splitlines()]
     lines += ["[campaign]", f"name = {_value(campaign.name)}", f"repetitions = {campaign.repetitions}"]
+    if campaign.sla is not None:
+        lines.append(f'sla = "{campaign.sla.metric}={campaign.sla.bound_ms:g}ms"')
     for target in campaign.targets:
         lines += ["", "[[target]]", *_table(target)]
     for workload in campaign.workloads:

@@ -25,6 +25,7 @@ from vmio.spec.model import (
     Target,
     Workload,
 )
+from vmio.spec.sla import Sla, parse_sla
 from vmio.spec.tomlfile import Locator, load_toml, loads_toml
 
 
@@ -47,12 +48,13 @@ def _campaign(data: dict[str, Any], loc: Locator) -> Campaign:
     head = Fields(data.get("campaign", {}), loc, "campaign")
     name = head.take("name", f.string)
     repetitions = head.take("repetitions", f.integer(1, 1000), 1)
+    sla: Sla | None = head.take("sla", parse_sla, None)
     head.done()
     targets = tuple(_target(t, loc, i) for i, t in enumerate(_array(data, "target", loc)))
     workloads = tuple(_workload(w, loc, i) for i, w in enumerate(_array(data, "workload", loc)))
     _unique(targets, "target", loc)
     _unique(workloads, "workload", loc)
-    return Campaign(name, repetitions, targets, workloads, loc.path)
+    return Campaign(name, repetitions, targets, workloads, loc.path, sla)
 
 
 def _array(data: dict[str, Any], key: str, loc: Locator) -> list[Any]:

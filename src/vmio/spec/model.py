@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 
+from vmio.spec.sla import Sla
+
 RW_MODES = ("read", "write", "randread", "randwrite", "randrw", "rw")
 BUSES = ("virtio-blk", "virtio-scsi", "nvme", "block", "vfio")
 CACHES = ("none", "writeback", "writethrough", "directsync")
@@ -102,6 +104,7 @@ class Campaign:
     targets: tuple[Target, ...]
     workloads: tuple[Workload, ...]
     path: str = "<spec>"
+    sla: Sla | None = None  # a latency bound the report's summary states the highest IOPS within
 
     def canonical(self) -> str:
         """A stable JSON text of what defines the points (not the path, not repetitions)."""

@@ -65,3 +65,17 @@ def from_json(bins: Mapping[str, int]) -> Histogram:
         if count:
             out[value] = count
     return out
+
+
+def bucket_value(index: int) -> int:
+    """The latency (ns) fio reports for bucket ``index`` (its ``plat_idx_to_val``: the bucket's middle)."""
+    if index < 128:
+        return index
+    error_bits = (index >> 6) - 1
+    base = 1 << (error_bits + 6)
+    return int(base + ((index % 64) + 0.5) * (1 << error_bits))
+
+
+def from_counts(counts: Iterable[int]) -> Histogram:
+    """A histogram from fio's per-bucket counts in bucket order (a histogram log line's bins)."""
+    return {bucket_value(i): c for i, c in enumerate(counts) if c}

@@ -136,6 +136,10 @@ class Store:
                 "INSERT INTO oplat VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [(run_id, h, j, i, t, ns, d) for i, (h, j, t, ns, d) in enumerate(rec.oplat)],
             )
+            db.executemany(
+                "INSERT INTO hist_log VALUES (?, ?, ?, ?, ?, ?)",
+                [(run_id, h, j, t, d, json.dumps(sorted(b.items()))) for h, j, t, d, b in rec.hist_log],
+            )
             return run_id
 
     def runs(self, campaign: str) -> list[sqlite3.Row]:
@@ -159,6 +163,14 @@ class Store:
 
     def samples(self, run_id: int) -> list[sqlite3.Row]:
         return list(self.db.execute("SELECT * FROM sample WHERE run_id = ? ORDER BY t", (run_id,)))
+
+    def hist_log(self, run_id: int) -> list[tuple[str, str, int, str, dict[int, int]]]:
+        """The run's per-interval latency histograms: (host, job, t ms, ddir, bins), by time."""
+        rows = self.db.execute(
+            "SELECT host, job, t_ms, ddir, bins FROM hist_log WHERE run_id = ? ORDER BY t_ms, rowid",
+            (run_id,),
+        )
+        return [(r[0], r[1], r[2], r[3], {int(v): int(c) for v, c in json.loads(r[4])}) for r in rows]
 
     def oplat(self, run_id: int) -> list[sqlite3.Row]:
         return list(self.db.execute("SELECT * FROM oplat WHERE run_id = ? ORDER BY seq", (run_id,)))

@@ -1,6 +1,7 @@
 """Export a campaign's points and metric series as CSV, JSON or Parquet, written atomically.
 
-CSV and Parquet give three tables: the points at ``PATH``, the series at ``PATH`` with ``.series``
+NDJSON gives one sample per line and per done point and metric in PKB's shape (labels as an object);
+Prometheus a node-exporter textfile with the same labels. CSV and Parquet give three tables: the points at ``PATH``, the series at ``PATH`` with ``.series``
 before the suffix and the per-operation latencies (``ops`` workloads) with ``.oplat``. JSON gives one
 document ``{"campaign", "points", "series", "oplat"}``.
 """
@@ -11,6 +12,7 @@ import csv
 import io
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,82 @@ from vmio.errors import InputError
 from vmio.store.database import Store
 from vmio.store.rows import point_rows
 
-FORMATS = ("csv", "json", "parquet")
+FORMATS = ("csv", "json", "parquet", "ndjson", "prometheus")
+# metric name → (unit, how to read it from a ``show --json`` row); latencies in ns as the store keeps them
+SAMPLE_METRICS: tuple[tuple[str, str, Callable[[dict[str, Any]], Any]], ...] = (
+    *((f"{d}_iops", "ops/s", (lambda r, d=d: r[f"{d}_iops"])) for d in ("read", "write")),
+    *((f"{d}_bw", "bytes/s", (lambda r, d=d: r[f"{d}_bw"])) for d in ("read", "write")),
+    *(
+        (f"{d}_lat_{k.replace('.', '_')}", "ns", (lambda r, d=d, k=k: (r[f"{d}_lat_ns"] or {}).get(k)))
+        for d in ("read", "write")
+        for k in ("mean", "p50", "p90", "p99", "p99.9", "p99.99")
+    ),
+    ("dev_busy_pct", "percent", lambda r: r["dev_busy_pct"]),
+    ("cpu_usr_pct", "percent", lambda r: r["cpu_usr_pct"]),
+    ("cpu_sys_pct", "percent", lambda r: r["cpu_sys_pct"]),
+)
+LABELS = ("campaign", "target", "workload", "bs", "offered_iops", "load_processes", "repetition", "accel",
+          "qemu_version", "host")  # fmt: skip
+
+
+def samples(store: Store, campaign: str) -> list[dict[str, Any]]:
+    """PKB's sample shape, one per done point and metric with a value: metric, value, unit, labels
+    (an object), timestamp (the point's end, seconds since the epoch)."""
+    ended = {r["point_key"]: r["ended"] for r in store.runs(campaign)}
+    out = []
+    for row in point_rows(store, campaign):
+        if row["status"] != "done":
+            continue
+        labels = {
+            "campaign": row["campaign"], "target": row["target"], "workload": row["workload"], "bs": row["bs"],
+            "offered_iops": str(row["offered_iops"]), "load_processes": row["load_processes"],
+            "repetition": row["repetition"], "accel": row["accel"], "qemu_version": row["qemu_version"],
+            "host": row["host_facts"].get("hostname"),
+        }  # fmt: skip
+        for metric, unit, read in SAMPLE_METRICS:
+            value = read(row)
+            if value is None or (
+                metric.endswith(("_iops", "_bw")) and not row[f"{metric.split('_')[0]}_ops"]
+            ):
+                continue
+            out.append({"metric": metric, "value": float(value), "unit": unit, "labels": labels,
+                        "timestamp": ended[row["point"]]})  # fmt: skip
+    return out
+
+
+def ndjson(rows: list[dict[str, Any]]) -> bytes:
+    return "".join(json.dumps(r, sort_keys=False) + "\n" for r in rows).encode()
+
+
+def prometheus(rows: list[dict[str, Any]]) -> bytes:
+    """A node-exporter textfile: ``vmio_<metric>_<unit>`` gauges, one series per point, the same labels."""
+    by_metric: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_metric.setdefault(r["metric"], []).append(r)
+    lines = []
+    for metric, unit, _ in SAMPLE_METRICS:
+        mine = by_metric.get(metric)
+        if not mine:
+            continue
+        name = f"vmio_{metric}_{PROM_UNIT[unit]}"
+        lines += [f"# HELP {name} vmio point {metric} ({unit})", f"# TYPE {name} gauge"]
+        for r in mine:
+            labels = ",".join(f'{k}="{_prom_escape(r["labels"][k])}"' for k in LABELS)
+            lines.append(f"{name}{{{labels}}} {r['value']!r}")  # the textfile collector refuses timestamps
+    return ("\n".join(lines) + "\n").encode()
+
+
+PROM_UNIT = {
+    "ops/s": "ops_per_second",
+    "bytes/s": "bytes_per_second",
+    "ns": "nanoseconds",
+    "percent": "percent",
+}
+
+
+def _prom_escape(value: object) -> str:
+    text = "" if value is None else str(value)
+    return text.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
 def flat_points(store: Store, campaign: str) -> list[dict[str, Any]]:
@@ -65,16 +142,20 @@ def export(store: Store, campaign: str, fmt: str, path: Path) -> list[Path]:
     store.require(campaign)
     if fmt not in FORMATS:
         raise InputError(f"--format {fmt!r} is not known; use one of {', '.join(FORMATS)}")
-    points, samples, ops = flat_points(store, campaign), series(store, campaign), operations(store, campaign)
+    if fmt in ("ndjson", "prometheus"):
+        rows = samples(store, campaign)
+        _atomic(path, ndjson(rows) if fmt == "ndjson" else prometheus(rows))
+        return [path]
+    points, sampled, ops = flat_points(store, campaign), series(store, campaign), operations(store, campaign)
     if fmt == "json":
-        doc = {"campaign": campaign, "points": points, "series": samples, "oplat": ops}
+        doc = {"campaign": campaign, "points": points, "series": sampled, "oplat": ops}
         _atomic(path, json.dumps(doc, indent=1).encode())
         return [path]
     write = _csv if fmt == "csv" else _parquet
     written = []
-    for suffix, rows in (("", points), (".series", samples), (".oplat", ops)):
+    for suffix, table in (("", points), (".series", sampled), (".oplat", ops)):
         side = path.with_name(f"{path.stem}{suffix}{path.suffix or '.' + fmt}") if suffix else path
-        _atomic(side, write(rows))
+        _atomic(side, write(table))
         written.append(side)
     return written
 

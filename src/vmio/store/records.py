@@ -70,3 +70,5 @@ class RunRecord:
     samples: list[Sample] = field(default_factory=list)
     metrics: dict[tuple[str, str], float] = field(default_factory=dict)
     oplat: list[tuple[str, str, int, int, str]] = field(default_factory=list)  # host, job, t_ms, ns, ddir
+    # per-second latency histograms of a timed run: host, job, t_ms (end of the interval), ddir, bins
+    hist_log: Sequence[tuple[str, str, int, str, Mapping[int, int]]] = field(default_factory=list)

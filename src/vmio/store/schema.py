@@ -87,6 +87,18 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         CREATE INDEX membal_decision_run ON membal_decision(run_id, vm, step);
         """,
     ),
+    (
+        3,
+        "per-second latency histograms (fio histogram logs)",
+        """
+        CREATE TABLE hist_log (
+            run_id INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,
+            host TEXT, job TEXT, t_ms INTEGER NOT NULL, ddir TEXT NOT NULL,
+            bins TEXT NOT NULL
+        );
+        CREATE INDEX hist_log_run ON hist_log(run_id);
+        """,
+    ),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 PCT_COLUMNS = {"p50": "p50", "p90": "p90", "p99": "p99", "p99.9": "p999", "p99.99": "p9999"}
