@@ -143,7 +143,7 @@ def run_tune(args: argparse.Namespace) -> int:
     from vmio.report import compare, data
 
     options = runner.Options(boot_timeout=argtypes.positive_duration("--boot-timeout", args.boot_timeout))
-    with open_store(args) as store:
+    with open_store(args, write=True) as store:
         plan = tune.plan(store, args.campaign, caps=probe_caps, backing=args.backing, tuned_name=args.name,
                          only=args.target)  # fmt: skip
         if not args.json:

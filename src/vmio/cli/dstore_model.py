@@ -84,7 +84,7 @@ def _calibration(args: argparse.Namespace) -> Profile:
     from vmio.dstore.from_campaign import profile_from_campaign
     from vmio.store import Store
 
-    with Store(args.db or default_db()) as store:
+    with Store(args.db or default_db(), readonly=True) as store:
         return profile_from_campaign(store, args.calibrate, args.target)
 
 
