@@ -214,6 +214,7 @@ def test_a_damaged_page_is_one_sentence_for_every_command(
     db = filled(tmp_path / "d.db")
     damage(db, table)
     before = digest(db)
+    (tmp_path / "out").mkdir()
     commands = [
         *READERS,
         ["export", "fixture", "--format", "csv", "-o", str(tmp_path / "out" / "x.csv")],
@@ -226,7 +227,7 @@ def test_a_damaged_page_is_one_sentence_for_every_command(
         line = one_line(err)
         assert f"the store {str(db)!r} is damaged" in line and ".recover" in line, argv
     assert digest(db) == before
-    assert not (tmp_path / "out").exists()
+    assert list((tmp_path / "out").iterdir()) == []
 
 
 def test_a_damaged_store_refuses_a_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
