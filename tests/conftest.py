@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -103,10 +104,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if not left:
         return
     for pid, _ in left:
-        try:
+        with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)  # ours (it carries this run's mark): leave the machine clean
-        except OSError:
-            pass
     listing = "\n".join(f"  {pid} {cmd[:200]}" for pid, cmd in left)
     print(f"\nvmio tests left {len(left)} process(es) running (now killed):\n{listing}")
     session.exitstatus = pytest.ExitCode.TESTS_FAILED
