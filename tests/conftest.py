@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -55,3 +56,56 @@ def loopdev(scratch: Path) -> Iterator[str]:
     dev = make_loop(scratch / "loop.img", 64 << 20)
     yield dev
     subprocess.run(["losetup", "-d", dev], check=False, timeout=30)
+
+
+# -- no fio, QEMU or Ceph process of the test run outlives it ------------------------------------------------
+
+SESSION_MARK = "VMIO_TEST_SESSION"
+TOOLS = ("fio", "qemu-system", "ceph-", "rados", "rbd", "blktrace")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # children inherit the environment, so the mark tells this run's processes from other users' on the host
+    os.environ[SESSION_MARK] = f"{os.getpid()}-{os.urandom(6).hex()}"
+
+
+def leftover_processes(mark: str, proc: Path = Path("/proc")) -> list[tuple[int, str]]:
+    """(pid, command line) of every fio/QEMU/Ceph process whose environment carries ``mark``."""
+    found = []
+    needle = f"{SESSION_MARK}={mark}".encode()
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            comm = (entry / "comm").read_text().strip()
+            if not comm.startswith(TOOLS):
+                continue
+            if needle not in (entry / "environ").read_bytes().split(b"\0"):
+                continue
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:
+            continue  # exited meanwhile, or not ours to read
+        found.append((int(entry.name), cmdline))
+    return found
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    import signal
+    import time
+
+    mark = os.environ.get(SESSION_MARK)
+    if not mark:
+        return
+    deadline = time.monotonic() + 5  # a process being torn down may take a moment to go
+    left = leftover_processes(mark)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.2)
+        left = leftover_processes(mark)
+    if not left:
+        return
+    for pid, _ in left:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)  # ours (it carries this run's mark): leave the machine clean
+    listing = "\n".join(f"  {pid} {cmd[:200]}" for pid, cmd in left)
+    print(f"\nvmio tests left {len(left)} process(es) running (now killed):\n{listing}")
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED

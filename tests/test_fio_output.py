@@ -74,11 +74,54 @@ def test_per_job_results_and_merge(fio: str, data_file: Path) -> None:
 
 
 def test_text_around_the_json_is_kept() -> None:
-    doc = {"fio version": "fio-3.33", "jobs": []}
+    job = {
+        "jobname": "measure",
+        "usr_cpu": 1.0,
+        "sys_cpu": 2.0,
+        "read": _DIR,
+        "write": {**_DIR, "total_ios": 0},
+    }
+    doc = {"fio version": "fio-3.33", "jobs": [job]}
     text = "note: both iodepth >= 1 and synchronous I/O engine\n" + json.dumps(doc) + "\ntrailing words\n"
     out = output.parse(text)
-    assert out.version == "fio-3.33" and out.results == []
+    assert out.version == "fio-3.33" and [(r.job, r.ddir, r.iops) for r in out.results] == [
+        ("measure", "read", 10.0)
+    ]
     assert "synchronous I/O engine" in out.text and "trailing words" in out.text
+
+
+_DIR = {"iops": 10.0, "bw_bytes": 40960.0, "total_ios": 20, "runtime": 2000,
+        "lat_ns": {"min": 1, "mean": 2, "max": 3, "stddev": 1}, "clat_ns": {"percentile": {"50.000000": 2}}}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("jobs", "read_pct", "missing"),
+    [
+        ([], 100, "measured job from local"),
+        ([{"jobname": "load.0", "read": _DIR}], 100, "measured job from local"),
+        ([{"jobname": "measure", "read": _DIR}], 0, "writes from local"),
+        ([{"jobname": "measure", "read": {**_DIR, "total_ios": 1000}}], 50, "writes from local"),
+        ([{"jobname": "measure", "read": _DIR}], 50, ""),  # 10 writes were due: none by chance is possible
+        ([{"jobname": "measure", "read": _DIR}], 100, ""),
+    ],
+)
+def test_output_without_the_expected_jobs_or_directions_is_named(
+    jobs: list[dict[str, object]], read_pct: int, missing: str
+) -> None:
+    empty = {**_DIR, "total_ios": 0}
+    full = [{"usr_cpu": 0.0, "sys_cpu": 0.0, "read": empty, "write": empty, **j} for j in jobs]
+    out = output.parse(json.dumps({"jobs": full}))
+    assert output.missing(out, [None], read_pct) == missing
+
+
+def test_a_server_without_results_is_named() -> None:
+    empty = {**_DIR, "total_ios": 0}
+    job = {"jobname": "measure", "hostname": "vm", "port": 5001, "usr_cpu": 0.0, "sys_cpu": 0.0, "read": _DIR,
+           "write": empty}  # fmt: skip
+    out = output.parse(json.dumps({"client_stats": [job]}))
+    assert (
+        output.missing(out, ["127.0.0.1:5001", "127.0.0.1:5002"], 100) == "measured job from 127.0.0.1:5002"
+    )
 
 
 def test_job_error_is_fio_error() -> None:

@@ -147,7 +147,7 @@ def test_latency_over_time_from_fios_histogram_logs(sweep: tuple[Path, str, list
 
 
 def test_old_store_migrates_to_hist_log() -> None:
-    fixture = Path(__file__).parent / "data" / "stores" / "schema-v2.sql"
+    fixture = Path(__file__).parent / "data" / "stores" / "schema-v2-histograms.sql"
     import sqlite3
 
     db = sqlite3.connect(":memory:")

@@ -94,5 +94,5 @@ def test_newer_schema_is_refused(tmp_path: Path) -> None:
 def test_not_a_database_is_a_store_error(tmp_path: Path) -> None:
     bad = tmp_path / "bad.db"
     bad.write_bytes(b"this is not sqlite" * 100)
-    with pytest.raises(StoreError, match="cannot open the store"):
+    with pytest.raises(StoreError, match="is not a vmio store .not an SQLite file"):
         Store(bad)

@@ -83,7 +83,11 @@ class ClusterError(ToolError):
 
 
 class StoreError(VmioError):
-    """The SQLite store could not be opened, migrated or written."""
+    """The SQLite store could not be opened, migrated or written; exit 2 when the store itself is bad input."""
+
+    def __init__(self, message: str, *, exit_code: int = 1) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 def tail_lines(text: str, n: int) -> str:

@@ -11,6 +11,13 @@ _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(?:i?b)?\s*$", re.IGNORECAS
 _SIZE_FACTOR = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(us|ms|s|m|h)?\s*$", re.IGNORECASE)
 _DURATION_FACTOR = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+MAX_SIZE = (1 << 63) - 1  # fio's and the kernel's offsets are signed 64-bit
+MAX_DURATION_S = 366 * 86400.0
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def parse_size(value: object) -> int:
@@ -19,17 +26,21 @@ def parse_size(value: object) -> int:
         raise ValueError(f"{value!r} is not a size")
     if isinstance(value, int):
         if value < 0:
-            raise ValueError(f"{value!r} is not a size; sizes are not negative")
+            raise ValueError(f"{_short(value)} is not a size; sizes are not negative")
+        if value > MAX_SIZE:
+            raise ValueError(f"{_short(value)} is too large; sizes go up to 2**63-1 bytes (8 EiB)")
         return value
     if not isinstance(value, str):
         raise ValueError(f"{value!r} is not a size; use a number of bytes or a string like '4k'")
     match = _SIZE.match(value)
-    if not match:
-        raise ValueError(f"{value!r} is not a size; use a number with k, M, G or T such as '4k'")
+    if not match or len(value) > 64:
+        raise ValueError(f"{_short(value)} is not a size; use a number with k, M, G or T such as '4k'")
     number, unit = match.groups()
     size = float(number) * _SIZE_FACTOR[unit.lower()]
+    if not size < MAX_SIZE:
+        raise ValueError(f"{_short(value)} is too large; sizes go up to 2**63-1 bytes (8 EiB)")
     if size != int(size):
-        raise ValueError(f"{value!r} is not a size in whole bytes")
+        raise ValueError(f"{_short(value)} is not a size in whole bytes")
     return int(size)
 
 
@@ -38,16 +49,21 @@ def parse_duration(value: object) -> float:
     if isinstance(value, bool):
         raise ValueError(f"{value!r} is not a duration")
     if isinstance(value, int | float):
-        if value < 0:
-            raise ValueError(f"{value!r} is not a duration; durations are not negative")
+        if value != value or value < 0:
+            raise ValueError(f"{_short(value)} is not a duration; durations are numbers, not negative")
+        if value > MAX_DURATION_S:
+            raise ValueError(f"{_short(value)} is too long; durations go up to 366 days")
         return float(value)
     if not isinstance(value, str):
         raise ValueError(f"{value!r} is not a duration; use a string like '10s' or '500ms'")
     match = _DURATION.match(value)
-    if not match:
-        raise ValueError(f"{value!r} is not a duration; use a number with ms, s, m or h such as '10s'")
+    if not match or len(value) > 64:
+        raise ValueError(f"{_short(value)} is not a duration; use a number with ms, s, m or h such as '10s'")
     number, unit = match.groups()
-    return float(number) * _DURATION_FACTOR[(unit or "s").lower()]
+    seconds = float(number) * _DURATION_FACTOR[(unit or "s").lower()]
+    if not seconds <= MAX_DURATION_S:
+        raise ValueError(f"{_short(value)} is too long; durations go up to 366 days")
+    return seconds
 
 
 def format_size(n: int) -> str:

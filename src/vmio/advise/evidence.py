@@ -120,10 +120,14 @@ def load_evidence(path: Path) -> Evidence:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError(f"cannot read evidence file {str(path)!r}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from exc
+    except RecursionError:
+        raise InputError(f"{path}: JSON nested too deeply to read") from None
     try:
         return evidence_from_dict(raw)
     except InputError as exc:

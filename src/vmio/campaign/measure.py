@@ -88,7 +88,8 @@ def _measure(
         with rig.watch(rec.campaign, rec.point_key) as notes:
             sampler = Sampler(rig.probes, interval)
             with sampler:
-                result = fiorun.run(files, timeout=timeout, runner=runner, cwd=rundir, env=rig.fio_env)
+                result = fiorun.run(files, timeout=timeout, runner=runner, cwd=rundir, env=rig.fio_env,
+                                    read_pct=workload.read_pct)  # fmt: skip
                 end = sampler.elapsed()
             start, end = measured_window(result, workload, sampler.wall0, end)
             rec.results = result.results

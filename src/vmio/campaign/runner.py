@@ -76,6 +76,17 @@ def run(
     progress: Callable[[Progress], None] | None = None,
 ) -> Outcome:
     preflight(campaign, options)
+    with store.exclusive_run():
+        return _run(campaign, spec_text, store, options, progress)
+
+
+def _run(
+    campaign: Campaign,
+    spec_text: str,
+    store: Store,
+    options: Options,
+    progress: Callable[[Progress], None] | None,
+) -> Outcome:
     store.ensure_campaign(campaign.name, campaign.path, spec_text, campaign.canonical())
     points = campaign.points()
     skip = set() if options.force else store.done_keys(campaign.name)

@@ -49,10 +49,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     diag.add_argument("--json", action="store_true", help="print JSON")
     diag.add_argument("--live", action="store_true", help="diagnose the QEMU processes running now")
     diag.add_argument("--seconds", default="5s", help="with --live: how long to sample (default 5s)")
-    diag.add_argument("--pid", type=int, action="append", help="with --live: only this QEMU (repeatable)")
+    diag.add_argument(
+        "--pid",
+        type=argtypes.count(1, 2**22),
+        action="append",
+        help="with --live: only this QEMU (repeatable)",
+    )
     diag.add_argument(
         "--jobs-per-vm",
-        type=int,
+        type=argtypes.count(1, 4096),
         metavar="N",
         help="with --live: I/O jobs each guest runs (the host cannot see them; default unknown)",
     )
@@ -143,7 +148,7 @@ def run_tune(args: argparse.Namespace) -> int:
     from vmio.report import compare, data
 
     options = runner.Options(boot_timeout=argtypes.positive_duration("--boot-timeout", args.boot_timeout))
-    with open_store(args) as store:
+    with open_store(args, write=True) as store:
         plan = tune.plan(store, args.campaign, caps=probe_caps, backing=args.backing, tuned_name=args.name,
                          only=args.target)  # fmt: skip
         if not args.json:

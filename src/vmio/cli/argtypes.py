@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import math
+import re
+from collections.abc import Callable
 
 from vmio.errors import InputError
 from vmio.units import parse_duration, parse_size
@@ -31,3 +34,38 @@ def positive_duration(flag: str, text: str) -> float:
     if value <= 0:
         raise InputError(f"{flag} {text!r} must be longer than zero, such as '5s'")
     return value
+
+
+def count(low: int, high: int) -> Callable[[str], int]:
+    """A whole number from ``low`` to ``high`` (``--iodepth 0`` is an error, never a silent default)."""
+
+    def convert(text: str) -> int:
+        if not re.fullmatch(r"[+-]?[0-9]{1,19}", text.strip()):
+            raise argparse.ArgumentTypeError(f"{_short(text)!r} is not a whole number")
+        value = int(text)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is out of range; use {low} to {high}")
+        return value
+
+    convert.__name__ = "count"  # argparse names the converter in its messages
+    return convert
+
+
+def real(low: float, high: float) -> Callable[[str], float]:
+    """A finite number from ``low`` to ``high`` (no nan, no inf)."""
+
+    def convert(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{_short(text)!r} is not a number") from None
+        if not math.isfinite(value) or not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{_short(text)!r} is out of range; use {low:g} to {high:g}")
+        return value
+
+    convert.__name__ = "number"
+    return convert
+
+
+def _short(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."

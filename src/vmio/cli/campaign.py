@@ -29,8 +29,9 @@ def add_db(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", default=None, help="the store (default ./vmio.db, or $VMIO_DB)")
 
 
-def open_store(args: argparse.Namespace) -> Store:
-    return Store(args.db or default_db())
+def open_store(args: argparse.Namespace, *, write: bool = False) -> Store:
+    """The store of ``--db``; commands that only read it open it read-only (never creating or changing it)."""
+    return Store(args.db or default_db(), readonly=not write)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -91,7 +92,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     text = Path(args.spec).read_text(encoding="utf-8")
     bar = ProgressPrinter(sys.stderr)
-    with open_store(args) as store:
+    with open_store(args, write=True) as store:
         outcome = runner.run(camp, text, store, options, bar)
         bar.close()
         print(

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from vmio.cli import argtypes
 from vmio.cli.dstore_model import add_model_parser
 from vmio.dstore import cluster
 from vmio.dstore.plots import plot_compare, plot_profile
@@ -25,7 +26,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     dsub.required = True
     p = dsub.add_parser("up", help="start a throwaway Ceph cluster on 127.0.0.1")
     p.add_argument("--dir", required=True, type=Path, help="new folder for the cluster")
-    p.add_argument("--osds", type=int, default=3)
+    p.add_argument("--osds", type=argtypes.count(1, 16), default=3)
     p.add_argument("--deadline", default="180s", help="time allowed for all PGs to be active+clean")
     p.set_defaults(handler=_up)
     p = dsub.add_parser("down", help="stop every daemon of a cluster and remove its folder")
@@ -47,19 +48,21 @@ def _target_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--conf", type=Path, help="an existing cluster's ceph.conf (instead of --dir)")
     p.add_argument("--pool", help="pool of the existing cluster")
     p.add_argument("--image", help="RBD image in that pool")
-    p.add_argument("--replicas", type=int, default=3, help="pool size of the existing cluster")
+    p.add_argument(
+        "--replicas", type=argtypes.count(1, 16), default=3, help="pool size of the existing cluster"
+    )
 
 
 def _profile_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bs", default=",".join(str(b) for b in DEFAULT_BS), help="e.g. 4k,64k,1m")
     p.add_argument("--runtime", default="10s")
     p.add_argument("--ramp", default="1s")
-    p.add_argument("--iodepth", type=int, default=50)
-    p.add_argument("--rwmixread", type=int, default=30)
-    p.add_argument("--ideal-ms", type=float, default=20.0)
-    p.add_argument("--acceptable-ms", type=float, default=100.0)
-    p.add_argument("--min-iops-host", type=float, default=500.0)
-    p.add_argument("--min-iops-cluster", type=float, default=4000.0)
+    p.add_argument("--iodepth", type=argtypes.count(1, 65536), default=50)
+    p.add_argument("--rwmixread", type=argtypes.count(0, 100), default=30)
+    p.add_argument("--ideal-ms", type=argtypes.real(0, 1e6), default=20.0)
+    p.add_argument("--acceptable-ms", type=argtypes.real(0, 1e6), default=100.0)
+    p.add_argument("--min-iops-host", type=argtypes.real(0, 1e9), default=500.0)
+    p.add_argument("--min-iops-cluster", type=argtypes.real(0, 1e9), default=4000.0)
     p.add_argument("--compare", help="also profile a second configuration: replicas | striping")
     p.add_argument("--plot-dir", type=Path, help="write profile.png (and compare.png) here")
     p.add_argument("-o", "--output", type=Path, help="also write the JSON result to this file")

@@ -8,6 +8,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from vmio.cli import argtypes
 from vmio.dstore.calibrate import Fit, fit_profile, parse_network, what_if
 from vmio.dstore.model import WRITE_PATHS, Prediction, StoreParams, predict
 from vmio.dstore.profile import DEFAULT_BS, Criteria, Profile, load_profile, parse_bs_list, verdict
@@ -28,21 +29,29 @@ def add_model_parser(dsub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument("--fit-bs", help="fit only at these block sizes, e.g. 4k,8k,16k")
     p.add_argument("--bs", help="predict at these block sizes (default: seed 002's 4k..1m)")
     base = p.add_argument_group("the measured (base) configuration")
-    base.add_argument("--base-replicas", type=int, help="default: the profile's pool size, else 3")
-    base.add_argument("--devices", type=int, help="OSDs/devices; default: the profile's OSDs, else 3")
-    base.add_argument("--hosts", type=int, help="storage hosts; default: the devices")
+    base.add_argument(
+        "--base-replicas", type=argtypes.count(1, 64), help="default: the profile's pool size, else 3"
+    )
+    base.add_argument(
+        "--devices", type=argtypes.count(1, 100_000), help="OSDs/devices; default: the profile's OSDs, else 3"
+    )
+    base.add_argument("--hosts", type=argtypes.count(1, 100_000), help="storage hosts; default: the devices")
     base.add_argument("--base-network", default="loopback", help="link speed in bits, e.g. 10G")
     base.add_argument("--rtt", default="50us", help="network round trip")
     base.add_argument("--base-write-path", choices=WRITE_PATHS, default="primary")
     base.add_argument("--dev-op", default="0.2ms", help="device service time per op (without --calibrate)")
     base.add_argument("--dev-bw", default="500M", help="device bandwidth, bytes/s (without --calibrate)")
     what = p.add_argument_group("what if")
-    what.add_argument("--replicas", type=int)
-    what.add_argument("--stripe", type=int, help="stripe width (pieces per I/O)")
+    what.add_argument("--replicas", type=argtypes.count(1, 64))
+    what.add_argument("--stripe", type=argtypes.count(1, 1024), help="stripe width (pieces per I/O)")
     what.add_argument("--network", help="link speed in bits per second, e.g. 25G")
     what.add_argument("--write-path", choices=WRITE_PATHS)
-    what.add_argument("--cache-share", type=float, help="fraction of writes absorbed by a write cache")
-    what.add_argument("--iodepth", type=int, help="outstanding I/Os (default: the profile's, else 50)")
+    what.add_argument(
+        "--cache-share", type=argtypes.real(0, 1), help="fraction of writes absorbed by a write cache"
+    )
+    what.add_argument(
+        "--iodepth", type=argtypes.count(1, 65536), help="outstanding I/Os (default: the profile's, else 50)"
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_model)
 
@@ -84,7 +93,7 @@ def _calibration(args: argparse.Namespace) -> Profile:
     from vmio.dstore.from_campaign import profile_from_campaign
     from vmio.store import Store
 
-    with Store(args.db or default_db()) as store:
+    with Store(args.db or default_db(), readonly=True) as store:
         return profile_from_campaign(store, args.calibrate, args.target)
 
 

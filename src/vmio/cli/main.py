@@ -9,6 +9,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
+from typing import NoReturn
 
 from vmio.campaign.facts import vmio_version
 from vmio.cli import advise, campaign, dstore, guest, membal, relocate, report
@@ -17,10 +18,21 @@ from vmio.errors import VmioError
 Handler = Callable[[argparse.Namespace], int]
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, with a bad argument reported in one line (``--help`` still shows the usage)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}; see `{self.prog} --help`\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="vmio", description="Storage I/O laboratory for KVM/QEMU hosts.")
+    parser: argparse.ArgumentParser = Parser(
+        prog="vmio", description="Storage I/O laboratory for KVM/QEMU hosts."
+    )
     parser.add_argument("--version", action="version", version=f"vmio {vmio_version()}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub: argparse._SubParsersAction[argparse.ArgumentParser] = parser.add_subparsers(
+        dest="command", metavar="COMMAND", parser_class=Parser
+    )
     sub.required = True
     for register in _feature_registrars():
         register(sub)

@@ -8,6 +8,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from vmio.cli import argtypes
 from vmio.cli.argtypes import duration, size
 from vmio.errors import InputError
 from vmio.membal.live import LIVE_POLICIES, Step, policy_params
@@ -29,7 +30,7 @@ def _sizes(value: str) -> list[int]:
 def add_run(inner: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     run = inner.add_parser("run", help="drive real VMs' balloons with a live policy")
     add: Callable[..., Any] = run.add_argument
-    add("--vms", type=int, help="number of VMs (default 2)")
+    add("--vms", type=argtypes.count(1, 64), help="number of VMs (default 2)")
     add("--memory", type=size, help="each VM's memory, the balloon's ceiling (default 512M)")
     add("--floor", type=_sizes, help="floor(s), one or one per VM, comma-separated (default 256M)")
     add("--budget", type=size, help="memory shared by all VMs (default: (VMs x memory + floors) / 2)")
@@ -48,7 +49,7 @@ def add_run(inner: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add(
         "--psi-threshold",
         dest="psi_threshold",
-        type=float,
+        type=argtypes.real(0, 1),
         help="PSI 'some' stall share of an interval that counts as memory pressure (default 0.01)",
     )
     add("--load", type=_sizes, help="buffered-read working set per VM, comma-separated (0: idle)")

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from vmio.cli import argtypes
 from vmio.cli.argtypes import size
 from vmio.errors import InputError
 from vmio.units import format_size
@@ -43,7 +44,9 @@ def _add_capture(rsub: Sub) -> None:
         "capture", help="trace a host block device with blktrace (where the kernel allows it)"
     )
     p.add_argument("--device", type=Path, required=True, help="the block device holding the VM images")
-    p.add_argument("--seconds", type=float, default=30.0, help="how long to trace (default 30)")
+    p.add_argument(
+        "--seconds", type=argtypes.real(0.1, 86400), default=30.0, help="how long to trace (default 30)"
+    )
     p.add_argument("-o", "--output", type=Path, required=True, help="blkparse text output, for analyze/plan")
     p.set_defaults(handler=_capture)
 
@@ -103,7 +106,7 @@ def _add_evaluate(rsub: Sub) -> None:
     src.add_argument("--synthetic", choices=["ffsb"], help="an FFSB-like stream as seed 003 describes")
     p.add_argument("--format", default="auto")
     p.add_argument("--extent", type=size, default=1 << 20)
-    p.add_argument("--vms", type=int, default=2)
+    p.add_argument("--vms", type=argtypes.count(1, 64), default=2)
     p.add_argument("--image-size", type=size, default=100 << 30, help="image size (default 100G)")
     p.add_argument(
         "--hot", type=size, default=2 << 30, help="hot bytes per image (default 2G as in the seed)"
@@ -119,20 +122,27 @@ def _add_evaluate(rsub: Sub) -> None:
         default=0.9,
         help="uniform model: share of requests in the hot region",
     )
-    p.add_argument("--threads", type=int, default=4, help="calibrated model: FFSB threads per VM (default 4)")
+    p.add_argument(
+        "--threads",
+        type=argtypes.count(1, 256),
+        default=4,
+        help="calibrated model: FFSB threads per VM (default 4)",
+    )
     p.add_argument(
         "--cold-share",
-        type=float,
+        type=argtypes.real(0, 1),
         default=None,
         help="calibrated model: requests outside the file area (fitted)",
     )
-    p.add_argument("--requests", type=int, default=50_000, help="synthetic requests per VM")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--requests", type=argtypes.count(1, 10_000_000), default=50_000, help="synthetic requests per VM"
+    )
+    p.add_argument("--seed", type=argtypes.count(0, 2**63 - 1), default=0)
     p.add_argument("--disk", default="7200", help="disk model: 7200 | hp97560")
     p.add_argument("--policy", default=None, help="fcfs | elevator (default fcfs)")
     p.add_argument(
         "--depth",
-        type=int,
+        type=argtypes.count(1, 4096),
         default=None,
         help="outstanding requests per VM (uniform model, traces) or per FFSB thread (calibrated); default 1",
     )

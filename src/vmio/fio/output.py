@@ -7,6 +7,7 @@ the server's ``host:port``. fio's own "All clients" aggregate is skipped: vmio m
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -141,6 +142,30 @@ def _direction(job: dict[str, Any], host: str, ddir: str) -> JobResult:
         sys_cpu=float(job["sys_cpu"]),
         bins=histogram.from_json(bins_source),
     )
+
+
+def missing(result: FioOutput, servers: Sequence[str | None], read_pct: int) -> str:
+    """What fio should have reported for a workload with ``read_pct`` % reads and did not; '' if nothing.
+
+    Every endpoint (``None`` for local, else ``host:port``) needs a measured job, with I/O in reads when
+    the workload reads and in writes when it writes. A mixed workload may see no I/O in its rare direction
+    by chance, so that direction is required only when at least 20 operations were due in it.
+    """
+    measured = [r for r in result.results if r.role == "measure"]
+    gaps = []
+    for server in servers:
+        name = server or "local"
+        # fio names a client's results by the server's hostname and port; the port tells endpoints apart
+        mine = [r for r in measured if r.host.rpartition(":")[2] == name.rpartition(":")[2]]
+        if not mine:
+            gaps.append(f"measured job from {name}")
+            continue
+        total = sum(r.total_ios for r in mine)
+        for ddir, share in (("read", read_pct), ("write", 100 - read_pct)):
+            due = share == 100 or (share > 0 and total * share / 100 >= 20)
+            if due and not any(r.ddir == ddir and r.total_ios > 0 for r in mine):
+                gaps.append(f"{ddir}s from {name}")
+    return ", ".join(gaps)
 
 
 def parse_lat_log(text: str, name: str = "<lat log>") -> list[tuple[int, int, str]]:

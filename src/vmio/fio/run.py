@@ -34,6 +34,11 @@ def argv(endpoints: Sequence[Endpoint]) -> list[str]:
     return args
 
 
+def where(endpoints: Sequence[Endpoint]) -> str:
+    """The endpoints as a failed point names them: ``local`` or the fio servers' ``host:port``."""
+    return ", ".join(ep.server or "local" for ep in endpoints)
+
+
 def run(
     endpoints: Sequence[Endpoint],
     *,
@@ -41,13 +46,33 @@ def run(
     runner: Runner,
     cwd: Path,
     env: Mapping[str, str] | None = None,
+    read_pct: int | None = None,
 ) -> output.FioOutput:
-    done = runner.run(argv(endpoints), timeout=timeout, check=False, cwd=str(cwd), env=env, error=FioError)
+    """Run fio and parse its output; ``read_pct`` (the workload's read share) also checks that every
+    endpoint reported its measured job in each direction the workload does (else a ``FioError``)."""
+    at = where(endpoints)
+    try:
+        done = runner.run(
+            argv(endpoints), timeout=timeout, check=False, cwd=str(cwd), env=env, error=FioError
+        )
+    except FioError as exc:
+        (cwd / "fio-output.txt").write_text(exc.output)
+        raise FioError(f"fio on {at}: {str(exc).splitlines()[0]}", argv=exc.argv, output=exc.output) from None
     text = done.stdout + ("\n" + done.stderr if done.stderr.strip() else "")
     (cwd / "fio-output.txt").write_text(text)
     if done.returncode != 0:
-        raise FioError("fio failed", argv=done.argv, returncode=done.returncode, output=text)
-    return output.parse(text)
+        raise FioError(f"fio failed on {at}", argv=done.argv, returncode=done.returncode, output=text)
+    try:
+        result = output.parse(text)
+    except FioError as exc:
+        raise FioError(f"fio on {at}: {str(exc).splitlines()[0]}", output=exc.output) from None
+    if read_pct is not None:
+        missing = output.missing(result, [ep.server for ep in endpoints], read_pct)
+        if missing:
+            raise FioError(
+                f"fio on {at} reported no {missing}; the point has no figures", output=text[-4000:]
+            )
+    return result
 
 
 def op_latencies(rundir: Path, servers: Sequence[str | None]) -> list[tuple[str, str, int, int, str]]:

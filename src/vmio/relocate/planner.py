@@ -94,7 +94,7 @@ def build_plan(
     ``disk`` (default: the 7,200 rpm model) only prices seeks when ``auto`` weighs the seed's place
     against the accesses' own.
     """
-    if position not in POSITIONS and not position.isdigit():
+    if position not in POSITIONS and not (position.isascii() and position.isdigit() and len(position) < 19):
         raise InputError(f"unknown zone position {position!r}; use one of {POSITIONS} or an extent number")
     hot_pairs = [(i, int(k)) for i, ks in enumerate(hot) for k in np.unique(ks).tolist()]
     for i, k in hot_pairs:

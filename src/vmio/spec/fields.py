@@ -46,10 +46,29 @@ class Fields:
             raise self.error(unknown[0], f"{self.label} has no key {unknown[0]!r}; known keys: {known}")
 
 
+MAX_STRING = 4096
+
+
 def string(value: object) -> str:
+    """A non-empty string without control characters: every string here may reach a fio job file (one
+    ``key=value`` per line, so a newline would add options such as ``exec_prerun``), a command line or a
+    file name."""
     if not isinstance(value, str) or not value.strip():
         raise ValueError("expected a non-empty string")
+    bad = next((c for c in value if ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0), None)
+    if bad is not None:
+        raise ValueError(f"has the control character {bad!r}; strings here reach job files and command lines")
+    if len(value) > MAX_STRING:
+        raise ValueError(f"is {len(value)} characters long; at most {MAX_STRING}")
     return value
+
+
+def token(value: object) -> str:
+    """A fio option value that is one word (an ioengine, a pool): letters, digits and ``_.:/-+``."""
+    text = string(value)
+    if not all(c.isascii() and (c.isalnum() or c in "_.:/-+") for c in text):
+        raise ValueError("use one word of letters, digits and _ . : / - +")
+    return text
 
 
 def boolean(value: object) -> bool:

@@ -39,6 +39,9 @@ def loads_spec(text: str, path: str = "<spec>") -> Campaign:
     return _campaign(data, loc)
 
 
+MAX_POINTS = 100_000  # at a second or more each, over a day of measuring; a store row per point
+
+
 def _campaign(data: dict[str, Any], loc: Locator) -> Campaign:
     extra = sorted(set(data) - {"campaign", "target", "workload"})
     if extra:
@@ -54,6 +57,11 @@ def _campaign(data: dict[str, Any], loc: Locator) -> Campaign:
     workloads = tuple(_workload(w, loc, i) for i, w in enumerate(_array(data, "workload", loc)))
     _unique(targets, "target", loc)
     _unique(workloads, "workload", loc)
+    count = repetitions * len(targets) * sum(len(w.bs) * len(w.offered_iops) * len(w.load_processes)
+                                             for w in workloads)  # fmt: skip
+    if count > MAX_POINTS:
+        raise loc.error("campaign", 0, None, f"the spec expands to {count} points; a campaign holds at most "
+                        f"{MAX_POINTS}: split it, or shorten the lists of bs, offered_iops or load_processes")  # fmt: skip
     return Campaign(name, repetitions, targets, workloads, loc.path, sla)
 
 
@@ -91,10 +99,10 @@ def _target(data: object, loc: Locator, i: int) -> Target:
     elif kind == "rbd":
         target = RbdTarget(
             name,
-            t.take("pool", f.string, "rbd"),
-            t.take("image", f.string),
+            t.take("pool", f.token, "rbd"),
+            t.take("image", f.token),
             t.take("conf", f.string),
-            t.take("clientname", f.string, "admin"),
+            t.take("clientname", f.token, "admin"),
         )
     else:
         target = _qemu_target(t, name)
@@ -171,7 +179,7 @@ def _workload(data: object, loc: Locator, i: int) -> Workload:
         iodepth=w.take("iodepth", f.integer(1, 65536), 1),
         numjobs=w.take("numjobs", f.integer(1, 1024), 1),
         direct=w.take("direct", f.boolean, True),
-        ioengine=w.take("ioengine", f.string, "libaio"),
+        ioengine=w.take("ioengine", f.token, "libaio"),
         runtime=w.take("runtime", _positive_duration, 10.0),
         ramp=w.take("ramp", f.duration, 0.0),
         offered_iops=w.take("offered_iops", f.one_or_many(_offered), (None,)),

@@ -16,6 +16,7 @@ from vmio.errors import SpecError
 
 _HEADER = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\-]+)\s*\]\]?")
 _KEY = re.compile(r"^\s*([A-Za-z0-9_\-]+)\s*=")
+MAX_BYTES = 4 << 20
 _TOML_POS = re.compile(r"\(at line (\d+), column \d+\)")
 
 
@@ -60,6 +61,10 @@ def load_toml(path: str | Path) -> tuple[dict[str, Any], Locator]:
     """Parse a TOML file; syntax errors become ``SpecError`` with file:line."""
     path = Path(path)
     try:
+        if path.is_file() and path.stat().st_size > MAX_BYTES:
+            raise SpecError(
+                f"{path}: {path.stat().st_size} bytes is too large for a spec; at most {MAX_BYTES}"
+            )
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise SpecError(f"{path}: cannot read the file: {exc.strerror}") from exc
@@ -72,6 +77,8 @@ def loads_toml(text: str, path: str = "<spec>") -> tuple[dict[str, Any], Locator
     """Parse TOML text named ``path`` in messages."""
     try:
         data = tomllib.loads(text)
+    except RecursionError:
+        raise SpecError(f"{path}: values nested too deeply to read") from None
     except tomllib.TOMLDecodeError as exc:
         pos = _TOML_POS.search(str(exc))
         line = pos.group(1) if pos else "1"

@@ -2,38 +2,87 @@
 
 The schema is versioned; ``MIGRATIONS`` are applied in order on open and recorded in ``migrations``.
 A point is written in one transaction (``record``), so a crash leaves either the whole point or none of it.
+
+Every SQLite failure, at open or on any later query, leaves this module as a ``StoreError`` whose message
+names the file and what to do (see ``vmio.store.failures``). ``Store(path, readonly=True)`` never creates
+or changes a file: an older schema is migrated in a copy in memory, a read-only filesystem is read as is.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from vmio.errors import StoreError
+from vmio.store.failures import GuardedConnection, explain, missing, not_a_store
 from vmio.store.records import JobResult, RunRecord
 from vmio.store.schema import MIGRATIONS, PCT_COLUMNS, SCHEMA_VERSION
 
+SQLITE_MAGIC = b"SQLite format 3\x00"
+DEFAULT_TIMEOUT_S = 30.0
+
+
+def lock_timeout() -> float:
+    """Seconds a write waits for another writer: ``$VMIO_DB_TIMEOUT`` or 30."""
+    raw = os.environ.get("VMIO_DB_TIMEOUT", "")
+    try:
+        value = float(raw) if raw else DEFAULT_TIMEOUT_S
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 86400:
+        raise StoreError(f"VMIO_DB_TIMEOUT={raw!r} is not a number of seconds from 0 to 86400", exit_code=2)
+    return value
+
 
 class Store:
-    """An open store. ``Store(":memory:")`` for a throwaway one."""
+    """An open store. ``Store(":memory:")`` for a throwaway one; ``readonly=True`` for commands that read."""
 
-    def __init__(self, path: str | Path = "vmio.db") -> None:
+    def __init__(
+        self, path: str | Path = "vmio.db", *, readonly: bool = False, timeout: float | None = None
+    ) -> None:
         self.path = str(path)
+        self.readonly = readonly
+        self.timeout = lock_timeout() if timeout is None else timeout
         try:
-            self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-            self.db.row_factory = sqlite3.Row
-            self.db.execute("PRAGMA foreign_keys = ON")
-            if self.path != ":memory:":
-                self.db.execute("PRAGMA journal_mode = WAL")
-                self.db.execute("PRAGMA synchronous = NORMAL")
-            self._migrate()
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"cannot open the store {self.path!r}: {exc}") from exc
+            self.db = self._connect()
+        except sqlite3.Error as exc:
+            raise explain(exc, self.path, "open") from None
+        try:
+            if readonly:
+                self._check_readable()
+            else:
+                self._migrate()
+        except sqlite3.Error as exc:
+            self.db.close()
+            raise explain(exc, self.path, "open") from None
+        except BaseException:
+            self.db.close()
+            raise
+
+    def _connect(self) -> GuardedConnection:
+        memory = self.path == ":memory:"
+        if not memory:
+            _check_file(self.path, self.readonly)
+        if self.readonly and not memory:
+            db = _open_readonly(self.path, self.timeout)
+        else:
+            db = sqlite3.connect(
+                self.path, timeout=self.timeout, isolation_level=None, factory=GuardedConnection
+            )
+        db.store_path = self.path
+        db.row_factory = sqlite3.Row
+        db.execute("PRAGMA foreign_keys = ON")
+        if not memory and not self.readonly:
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = NORMAL")
+        return db
 
     def close(self) -> None:
         self.db.close()
@@ -50,20 +99,79 @@ class Store:
         try:
             yield self.db
         except BaseException:
-            self.db.execute("ROLLBACK")
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
             raise
         self.db.execute("COMMIT")
 
-    def _migrate(self) -> None:
-        self.db.execute(
-            "CREATE TABLE IF NOT EXISTS migrations (version INTEGER PRIMARY KEY, name TEXT, applied REAL)"
-        )
-        have = self.db.execute("SELECT COALESCE(MAX(version), 0) FROM migrations").fetchone()[0]
+    @contextmanager
+    def exclusive_run(self) -> Iterator[None]:
+        """Hold the store's run lock: a second ``vmio run`` on the same store is refused, not interleaved.
+
+        An advisory ``flock`` on ``<store>.run-lock`` (never on the store itself, whose POSIX locks SQLite
+        owns); the kernel drops it when the process dies, so a killed run never leaves the store locked.
+        """
+        if self.path == ":memory:":
+            yield
+            return
+        import fcntl
+
+        lock_path = self.path + ".run-lock"
+        try:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise StoreError(f"cannot create the run lock {lock_path!r} beside the store: {exc.strerror}; "
+                             "use a --db in a writable folder") from None  # fmt: skip
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
+                raise StoreError(
+                    f"another vmio run is writing to the store {self.path!r} ({holder}); wait for it to "
+                    "finish, or give this run its own --db"
+                ) from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode(), 0)
+            yield
+        finally:
+            os.close(fd)
+
+    def _check_readable(self) -> None:
+        have = self._stored_version()
         if have > SCHEMA_VERSION:
-            raise StoreError(
-                f"the store {self.path!r} has schema version {have}, newer than this vmio's {SCHEMA_VERSION}; "
-                "upgrade vmio"
+            raise _newer(self.path, have)
+        if have < SCHEMA_VERSION and self.path != ":memory:":
+            # Read an older store through a migrated copy in memory; the file is never changed.
+            copy = sqlite3.connect(":memory:", isolation_level=None, factory=GuardedConnection)
+            copy.store_path = self.path
+            self.db.backup(copy)
+            self.db.close()
+            copy.row_factory = sqlite3.Row
+            copy.execute("PRAGMA foreign_keys = ON")
+            self.db = copy
+            self._apply(have)
+
+    def _stored_version(self) -> int:
+        tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "migrations" not in tables:
+            raise not_a_store(self.path, "it has no vmio schema" if tables else "it is empty")
+        return int(self.db.execute("SELECT COALESCE(MAX(version), 0) FROM migrations").fetchone()[0])
+
+    def _migrate(self) -> None:
+        tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if tables and "migrations" not in tables:
+            raise not_a_store(self.path, f"it holds other tables ({', '.join(sorted(tables)[:5])})")
+        if not tables:
+            self.db.execute(
+                "CREATE TABLE IF NOT EXISTS migrations (version INTEGER PRIMARY KEY, name TEXT, applied REAL)"
             )
+        have = self._stored_version()
+        if have > SCHEMA_VERSION:
+            raise _newer(self.path, have)
+        self._apply(have)
+
+    def _apply(self, have: int) -> None:
         for version, name, sql in MIGRATIONS:
             if version <= have:
                 continue
@@ -99,7 +207,8 @@ class Store:
         if row["canonical"] != canonical:
             raise StoreError(
                 f"campaign {name!r} is already stored (from {row['spec_path']}) with other targets or "
-                "workloads; give the changed spec a new campaign name"
+                "workloads; give the changed spec a new campaign name",
+                exit_code=2,
             )
         return int(row["id"])
 
@@ -107,7 +216,7 @@ class Store:
         row = self.campaign(name)
         if row is None:
             known = ", ".join(self.campaigns()) or "none"
-            raise StoreError(f"no campaign {name!r} in {self.path}; stored campaigns: {known}")
+            raise StoreError(f"no campaign {name!r} in {self.path}; stored campaigns: {known}", exit_code=2)
         return row
 
     def done_keys(self, name: str) -> set[str]:
@@ -174,6 +283,57 @@ class Store:
 
     def oplat(self, run_id: int) -> list[sqlite3.Row]:
         return list(self.db.execute("SELECT * FROM oplat WHERE run_id = ? ORDER BY seq", (run_id,)))
+
+
+def _check_file(path: str, readonly: bool) -> None:
+    """Refuse, before SQLite sees it, a path that cannot be a store: missing, a folder, a foreign file."""
+    p = Path(path)
+    if p.is_dir():
+        raise StoreError(f"the store {path!r} is a folder, not a file; give --db a file name", exit_code=2)
+    if not p.exists():
+        if readonly:
+            raise missing(path)
+        if not p.parent.is_dir():
+            raise StoreError(f"cannot create the store {path!r}: the folder {str(p.parent)!r} does not exist; "
+                             "create it or give another --db", exit_code=2)  # fmt: skip
+        return
+    try:
+        with open(p, "rb") as f:
+            head = f.read(len(SQLITE_MAGIC))
+    except OSError as exc:
+        raise StoreError(f"cannot read the store {path!r}: {exc.strerror}; check its permissions",
+                         exit_code=2) from None  # fmt: skip
+    if head and head != SQLITE_MAGIC:
+        raise not_a_store(path, "not an SQLite file")
+    if not head and readonly:
+        raise not_a_store(path, "it is empty")
+
+
+def _open_readonly(path: str, timeout: float) -> GuardedConnection:
+    """Open without ever writing: ``mode=ro``; on a read-only filesystem (no -shm can be made) ``immutable``."""
+    uri = "file:" + quote(str(Path(path).resolve()))
+    db = sqlite3.connect(uri + "?mode=ro", uri=True, timeout=timeout, isolation_level=None,
+                         factory=GuardedConnection)  # fmt: skip
+    try:
+        sqlite3.Connection.execute(db, "SELECT COUNT(*) FROM sqlite_master").fetchone()  # unguarded probe
+        return db
+    except sqlite3.OperationalError:
+        db.close()
+        if not _on_readonly_fs(path):
+            raise
+    return sqlite3.connect(uri + "?immutable=1", uri=True, isolation_level=None, factory=GuardedConnection)
+
+
+def _on_readonly_fs(path: str) -> bool:
+    try:
+        return bool(os.statvfs(Path(path).resolve().parent).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def _newer(path: str, have: int) -> StoreError:
+    return StoreError(f"the store {path!r} has schema version {have}, newer than this vmio's {SCHEMA_VERSION}; "
+                      "upgrade vmio to read it", exit_code=2)  # fmt: skip
 
 
 def _insert_run(db: sqlite3.Connection, cid: int, rec: RunRecord) -> int:

@@ -142,6 +142,7 @@ def export(store: Store, campaign: str, fmt: str, path: Path) -> list[Path]:
     store.require(campaign)
     if fmt not in FORMATS:
         raise InputError(f"--format {fmt!r} is not known; use one of {', '.join(FORMATS)}")
+    check_output(path)
     if fmt in ("ndjson", "prometheus"):
         rows = samples(store, campaign)
         _atomic(path, ndjson(rows) if fmt == "ndjson" else prometheus(rows))
@@ -181,8 +182,23 @@ def _parquet(rows: list[dict[str, Any]]) -> bytes:
     return bytes(sink.getvalue().to_pybytes())
 
 
+def check_output(path: Path) -> None:
+    """Refuse an output path that is a folder or lies in a folder that does not exist."""
+    if path.is_dir():
+        raise InputError(f"the output {str(path)!r} is a folder; give a file name inside it")
+    if not path.parent.is_dir():
+        raise InputError(f"the output's folder {str(path.parent)!r} does not exist; create it first")
+
+
 def _atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write ``data`` to ``path`` through a temporary file beside it, removed if anything fails."""
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise InputError(f"cannot write {str(path)!r}: {exc.strerror}") from None
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
