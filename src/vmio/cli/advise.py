@@ -59,6 +59,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     diag.add_argument("--proc", type=Path, default=Path("/proc"), help=argparse.SUPPRESS)
     diag.set_defaults(handler=run_diagnose)
 
+    cal = sub.add_parser("calibrate", help="measure a device's or file's capacity (IOPS, bandwidth) with fio")
+    cal.add_argument("path", metavar="PATH", help="a block device or a file (a missing file is created at SIZE)")
+    cal.add_argument("--size", default=None, help="size of a missing file (default 1G)")
+    cal.add_argument("--db", default=None, help="the store (default ./vmio.db, or $VMIO_DB)")
+    cal.add_argument("--json", action="store_true", help="print JSON")
+    cal.add_argument("--runtime", default="2s", help="time per queue depth and pattern (default 2s)")
+    cal.add_argument("--destroy-data", action="append", default=[], metavar="DEVICE",
+                     help="allow writes to DEVICE even though it holds data")  # fmt: skip
+    cal.set_defaults(handler=run_calibrate)
+
     tune = sub.add_parser("tune", help="apply the top diagnosed action to a campaign's VM targets and re-run")
     tune.add_argument("campaign", help="a stored campaign with VM targets")
     tune.add_argument("--db", default=None, help="the store (default ./vmio.db, or $VMIO_DB)")
@@ -87,6 +97,39 @@ def run_advise(args: argparse.Namespace) -> int:
         print(json.dumps(advice.to_dict(), indent=2))
     else:
         sys.stdout.write(format_advice(advice))
+    return 0
+
+
+def run_calibrate(args: argparse.Namespace) -> int:
+    from vmio.advise.calibrate import calibrate
+    from vmio.cli.campaign import open_store
+    from vmio.units import parse_size
+
+    size = None
+    if args.size is not None:
+        try:
+            size = parse_size(args.size)
+        except ValueError as exc:
+            raise InputError(f"--size {args.size!r}: {exc}") from None
+        if size <= 0:
+            raise InputError(f"--size {args.size!r} must be above zero, such as '1G'")
+    runtime = argtypes.positive_duration("--runtime", args.runtime)
+    with open_store(args) as store:
+        result = calibrate(args.path, size=size, runtime=runtime, destroy=args.destroy_data, store=store)
+    doc = result.to_dict()
+    if args.json:
+        print(json.dumps(doc, indent=2))
+        return 0
+    print(f"{result.path} on {result.device or 'an unknown device'} ({result.device_id}), host {result.host}")
+    if result.why_no_writes:
+        print(f"reads only: {result.why_no_writes}")
+    for name, unit in (("read_iops", "IOPS"), ("write_iops", "IOPS"), ("read_bw", "B/s"), ("write_bw", "B/s")):
+        if doc[name]:
+            cells = ", ".join(f"qd{qd} {v:,.0f}" for qd, v in doc[name].items())
+            print(f"  {name}: {cells} {unit}")
+    cap_w = doc["capacity_write_iops"]
+    writes = "not measured" if cap_w is None else f"{cap_w:,.0f}"
+    print(f"capacity: {doc['capacity_read_iops']:,.0f} read IOPS, {writes} write IOPS (stored in {store.path})")
     return 0
 
 
