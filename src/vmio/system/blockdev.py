@@ -125,7 +125,8 @@ def uses(
     found += _signatures(Path(dev_root) / disk)
     for backing in sorted(sys_p.glob("block/loop*/loop/backing_file")):
         loop, path = backing.parent.parent.name, backing.read_text().strip()
-        if loop not in family and family & set(device_chain(path, sys_p, proc_p)):
+        named = {Path(path).name} if path.startswith("/dev/") else set()
+        if loop not in family and family & (named | set(device_chain(path, sys_p, proc_p))):
             found.append(f"it {'is' if Path(path).name in family else 'holds'} {path}, the backing of {loop}")
     disks = [(f"QEMU pid {pid} has", path) for pid, path in _qemu_open_files(proc_p)]
     disks += [("a VM target uses", path) for path in vm_disks]
