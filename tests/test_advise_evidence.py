@@ -111,6 +111,7 @@ device = st.fixed_dictionaries(
         "dedicated_to_vm": maybe_bool,
         "capacity_read_iops": st.none() | st.floats(1, 1e7),
         "capacity_write_iops": st.none() | st.floats(1, 1e7),
+        "capacity_source": st.none() | st.sampled_from(["vmio calibrate", "campaign bare points"]),
     }
 )
 vm = st.none() | st.fixed_dictionaries(
@@ -138,6 +139,7 @@ evidence = st.fixed_dictionaries(
             {
                 "cpus": st.none() | st.integers(1, 512),
                 "qemu_version": st.none() | st.sampled_from(["7.2.0", "8.2.1", "9.0.0", "10.1.2"]),
+                "accel": st.none() | st.sampled_from(["kvm", "tcg"]),
             }
         ),
         "devices": st.lists(device, max_size=3),
@@ -169,6 +171,7 @@ def test_round_trip_through_json(raw: dict[str, Any]) -> None:
 def test_every_valid_evidence_gets_a_verdict_citing_numbers(raw: dict[str, Any]) -> None:
     d = diagnose(evidence_from_dict(raw))
     assert d.actions and d.steps
-    assert d.at_limit == (d.limit != "none")
+    # the paper's "I/O 性能限界": at the limit exactly when no step of the guideline is left
+    assert d.at_limit == (d.actions == ("none",))
     assert all(step.evidence for step in d.steps)
     json.dumps(d.to_dict())

@@ -2,9 +2,10 @@
 
 The JSON format (unknown values are null; ``vm`` is null for a bare host)::
 
-    {"host": {"cpus": 16, "qemu_version": "7.2.0"},
+    {"host": {"cpus": 16, "qemu_version": "7.2.0", "accel": "kvm"},
      "devices": [{"name": "nvme0n1", "rotational": false, "in_use": true, "dedicated_to_vm": false,
-                  "capacity_read_iops": 450000, "capacity_write_iops": 75000}],
+                  "capacity_read_iops": 450000, "capacity_write_iops": 75000,
+                  "capacity_source": "vmio calibrate"}],
      "vm": {"count": 1, "jobs_per_vm": 16, "bus": "virtio-blk", "iothreads": 0, "vq_mapping": null},
      "workload": {"read_pct": 100, "bs": 4096, "iodepth": 32},
      "measured": {"read_iops": 92000, "write_iops": 0, "dev_busy_pct": 60, "dev_queue": 3.1,
@@ -12,7 +13,9 @@ The JSON format (unknown values are null; ``vm`` is null for a bare host)::
                   "qemu_iothread_cpu_pct": null, "qemu_main_loop_cpu_pct": 98, "qemu_vcpu_cpu_pct": 40}}
 
 A missing key reads as null. Keys not listed here are refused, so a misspelt key is not silently unknown.
-CPU percentages of QEMU threads are per thread, in % of one core (the busiest iothread when several).
+``capacity_source`` says where the capacity comes from (``vmio calibrate`` of this device, the campaign's
+bare points, a data sheet); ``accel`` is how the VMs run (``kvm`` or ``tcg``: under TCG the host's %usr
+holds the guest's instruction emulation). CPU percentages of QEMU threads are per thread, in % of one core (the busiest iothread when several).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import Any, TypeVar
 from vmio.errors import InputError
 
 BUSES = ("virtio-blk", "virtio-scsi", "nvme", "block", "vfio")
+ACCELS = ("kvm", "tcg")
 _VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?")
 
 
@@ -38,6 +42,7 @@ def _kind(kind: str) -> dict[str, str]:
 class Host:
     cpus: int | None = field(default=None, metadata=_kind("positive"))
     qemu_version: str | None = field(default=None, metadata=_kind("version"))
+    accel: str | None = field(default=None, metadata=_kind("accel"))
 
     def qemu(self) -> tuple[int, int, int] | None:
         """The QEMU version as (major, minor, micro), or None when unknown."""
@@ -52,6 +57,7 @@ class Device:
     dedicated_to_vm: bool | None = field(default=None, metadata=_kind("bool"))
     capacity_read_iops: float | None = field(default=None, metadata=_kind("rate"))
     capacity_write_iops: float | None = field(default=None, metadata=_kind("rate"))
+    capacity_source: str | None = field(default=None, metadata=_kind("text"))
 
 
 @dataclass(frozen=True)
@@ -184,7 +190,7 @@ def _check(kind: str, value: object, path: str) -> object:
         if not isinstance(value, bool):
             raise InputError(f"{path} = {value!r} is not true, false or null")
         return value
-    if kind in ("name", "version", "bus"):
+    if kind in ("name", "version", "bus", "accel", "text"):
         return _check_text(kind, value, path)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise InputError(f"{path} = {value!r} is not a number; expected a number or null")
@@ -204,6 +210,8 @@ def _check_text(kind: str, value: object, path: str) -> str:
         raise InputError(f"{path} = {value!r} is not a non-empty string")
     if kind == "bus" and value not in BUSES:
         raise InputError(f"{path} = {value!r} is not a bus; expected one of {', '.join(BUSES)}")
+    if kind == "accel" and value not in ACCELS:
+        raise InputError(f"{path} = {value!r} is not an accelerator; expected one of {', '.join(ACCELS)}")
     if kind == "version" and _VERSION.match(value.strip()) is None:
         raise InputError(f"{path} = {value!r} is not a QEMU version; expected one such as '7.2.0'")
     return value

@@ -1,7 +1,9 @@
 """Evidence for the tuning guideline built from a stored campaign's points.
 
-A device's capacity is the best the campaign measured on the bare host against it (offered "max"), so an
-NVMe-like device at 100 % busy is judged against what it can do, not against %util alone.
+A device's capacity is what ``vmio calibrate`` measured on this host for it (stored under its stable
+identity); without one, the best the campaign measured on the bare host against it (offered "max"), and the
+evidence says which. A device is in use (Fig. 10 (a)/(b)) by ``system.blockdev.uses``, counting the
+campaign's own VM disks.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from vmio.advise.evidence import Device, Evidence, Host, Measured, Vm, Workload
 from vmio.errors import InputError
 from vmio.spec import Campaign, QemuTarget, loads_spec
 from vmio.store import Store
+from vmio.store import capacity as calibrated
 from vmio.store.rows import point_row
-from vmio.system.blockdev import in_use, is_rotational
+from vmio.system.blockdev import in_use, is_rotational, stable_id
 
 # The evidence wants each class's busiest thread (% of one core), not the class's sum.
 QEMU_METRICS = {"iothread_max_pct": "qemu_iothread_cpu_pct", "main_max_pct": "qemu_main_loop_cpu_pct",
@@ -50,11 +53,13 @@ def evidence_for(store: Store, camp: Campaign, run: sqlite3.Row, sys_root: str =
                 vq_mapping=None)  # fmt: skip
     devices = []
     if run["device"]:
-        cap_r, cap_w = _capacity(store, camp, run["device"])
+        cap_r, cap_w, source = capacity(store, camp, run["device"], sys_root)
+        vm_disks = [p for t in camp.targets if isinstance(t, QemuTarget) for p in t.backing]
         devices.append(Device(
-            name=run["device"], rotational=is_rotational(run["device"], sys_root), in_use=in_use(run["device"], sys_root),
+            name=run["device"], rotational=is_rotational(run["device"], sys_root),
+            in_use=in_use(run["device"], sys_root, vm_disks=vm_disks),
             dedicated_to_vm=isinstance(target, QemuTarget) and target.bus in ("block", "vfio"),
-            capacity_read_iops=cap_r, capacity_write_iops=cap_w,
+            capacity_read_iops=cap_r, capacity_write_iops=cap_w, capacity_source=source,
         ))  # fmt: skip
     qemu = {name: max((v for (src, m), v in metrics.items() if src.startswith("qemu:") and m == metric), default=None)
             for metric, name in QEMU_METRICS.items()}  # fmt: skip
@@ -67,7 +72,11 @@ def evidence_for(store: Store, camp: Campaign, run: sqlite3.Row, sys_root: str =
         qemu_vcpu_cpu_pct=_pct(qemu["qemu_vcpu_cpu_pct"]),
     )  # fmt: skip
     return Evidence(
-        host=Host(cpus=facts.get("cores"), qemu_version=_version(run["qemu_version"])),
+        host=Host(
+            cpus=facts.get("cores"),
+            qemu_version=_version(run["qemu_version"]),
+            accel=run["accel"] if run["accel"] in ("kvm", "tcg") and vm is not None else None,
+        ),  # fmt: skip
         devices=tuple(devices),
         vm=vm,
         workload=Workload(read_pct=workload.read_pct, bs=run["bs"], iodepth=workload.iodepth),
@@ -75,7 +84,22 @@ def evidence_for(store: Store, camp: Campaign, run: sqlite3.Row, sys_root: str =
     )
 
 
-def _capacity(store: Store, camp: Campaign, device: str) -> tuple[float | None, float | None]:
+def capacity(
+    store: Store, camp: Campaign, device: str, sys_root: str = "/sys"
+) -> tuple[float | None, float | None, str | None]:
+    """(read, write, source): ``vmio calibrate``'s figures for this host and device, else the campaign's."""
+    from vmio.advise.calibrate import host_name
+
+    row = calibrated.lookup(store, host_name(), stable_id(device, sys_root))
+    if row is not None:
+        return row["capacity_read_iops"], row["capacity_write_iops"], f"vmio calibrate {row['path']}"
+    r, w = _bare_best(store, camp, device)
+    if r is None and w is None:
+        return None, None, None
+    return r, w, f"campaign {camp.name}'s best bare point (no vmio calibrate of {device} on this host)"
+
+
+def _bare_best(store: Store, camp: Campaign, device: str) -> tuple[float | None, float | None]:
     best: dict[str, float] = {}
     for run in store.runs(camp.name):
         if run["status"] != "done" or run["target_kind"] != "host" or run["device"] != device:

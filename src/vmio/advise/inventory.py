@@ -60,7 +60,9 @@ def read_host_facts(
 ) -> HostFacts:
     """Ask ``qemu`` for its version, devices and the storage devices' properties; read block devices."""
     caps = probe_caps(qemu, runner)
-    props = {name: caps.device_props.get(name, frozenset()) for name in PROBED_DEVICES if name in caps.devices}
+    props = {
+        name: caps.device_props.get(name, frozenset()) for name in PROBED_DEVICES if name in caps.devices
+    }
     return HostFacts(
         version_text(caps.version_text), caps.devices, props, read_cpus(sysfs),
         read_block_devices(sysfs, read_mounted(proc)),

@@ -108,6 +108,7 @@ def _sample(
     cpu = procfs.cpu_shares(cpu0, cpu1)
     host = {"cpus": procfs.cpu_count(seams.proc_root)}
     sharing = _vms_per_device(everyone, seams)
+    vm_disks = tuple(d.path for q in everyone for d in q.cmd.disks if d.path and d.bus != "vfio")
     for vm in vms:
         threads = _thread_pcts(vm, _threads(vm, seams, t1))
         blocks1 = _blocks(vm)
@@ -124,7 +125,18 @@ def _sample(
                     f"{disk.drive or disk.device_id}: IOPS are the host device {dev}'s, shared with its other users"
                 )
             ev = _evidence(
-                vm, disk, dev, rates, ops, cpu, threads, host["cpus"], sharing.get(dev or "", 1), jobs, seams
+                vm,
+                disk,
+                dev,
+                rates,
+                ops,
+                cpu,
+                threads,
+                host["cpus"],
+                sharing.get(dev or "", 1),
+                jobs,
+                seams,
+                vm_disks,
             )
             vm.disks.append(LiveDisk(disk, dev, ev, diagnose(ev)))
 
@@ -192,6 +204,7 @@ def _disk_rates(
 def _evidence(
     vm: LiveVm, disk: CmdDisk, dev: str | None, rates: dict[str, float], ops: list[float] | None,
     cpu: dict[str, float], threads: dict[str, list[float]], cpus: int, sharing: int, jobs: int | None, seams: Seams,
+    vm_disks: tuple[str, ...] = (),
 ) -> Evidence:  # fmt: skip
     read, write = (ops[0], ops[1]) if ops else (rates.get("read_iops"), rates.get("write_iops"))
     moved = (ops[2] + ops[3]) if ops else (rates.get("read_bw", 0.0) + rates.get("write_bw", 0.0))
@@ -203,10 +216,14 @@ def _evidence(
     devices: tuple[Device, ...] = ()
     if dev is not None:
         dedicated = disk.bus in ("block", "vfio")
-        devices = (Device(dev, is_rotational(dev, seams.sys_root), in_use(dev, seams.sys_root, seams.proc_root),
-                          dedicated),)  # fmt: skip
+        used = in_use(dev, seams.sys_root, seams.proc_root, vm_disks=vm_disks)
+        devices = (Device(dev, is_rotational(dev, seams.sys_root), used, dedicated),)
     return Evidence(
-        host=Host(cpus=cpus or None, qemu_version=vm.version),
+        host=Host(
+            cpus=cpus or None,
+            qemu_version=vm.version,
+            accel=vm.proc.cmd.accel if vm.proc.cmd.accel in ("kvm", "tcg") else None,
+        ),  # fmt: skip
         devices=devices,
         vm=Vm(count=sharing, jobs_per_vm=jobs, bus=disk.bus, iothreads=iothreads, vq_mapping=disk.vq_mapping),
         workload=Workload(

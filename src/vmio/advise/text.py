@@ -26,7 +26,12 @@ def format_diagnosis(diagnosis: Diagnosis) -> str:
 
 def _step_lines(step: Step) -> list[str]:
     numbers = ", ".join(f"{key}={_value(value)}" for key, value in step.evidence.items())
-    return [f"  ({step.node}) {step.question}", f"      {step.answer}", f"      [{numbers}]"]
+    lines = [f"  ({step.node}) {step.question}", f"      {step.answer}", f"      [{numbers}]"]
+    if step.deviation is not None:
+        lines.append(
+            f"      departs from seed 000: {step.deviation.change} (source: {step.deviation.source})"
+        )
+    return lines
 
 
 def _value(value: Any) -> str:
@@ -36,53 +41,43 @@ def _value(value: Any) -> str:
 
 
 def explain() -> str:
-    """The decision tree of ``diagnose``, with every threshold and its source."""
+    """The decision tree of ``diagnose``, every deviation from the seed with its source, every threshold."""
     busy, frac = t.DEVICE_BUSY_HIGH.value, t.DEVICE_CAPACITY_FRACTION.value
     queue, split = t.PARALLEL_QUEUE_SATURATED.value, t.WRITE_HEAVY_READ_PCT.value
-    thread, host = t.QEMU_THREAD_BUSY.value, t.HOST_CPU_BUSY.value
     vq = ".".join(str(n) for n in t.IOTHREAD_VQ_MAPPING_QEMU)
     tree = f"""\
 Tuning guideline (seed 000, Fig. 10) as vmio walks it
-(a) VMs only: is a device dedicated to the VM (bus vfio or block, or dedicated_to_vm)?
-      no, and one VM uses the device or a device is free -> dedicate-disk is possible
-(b) Is a device free (in_use false)? yes -> spread-disks is possible
-(c) VMs only: does one VM run several jobs (jobs_per_vm > 1)?
-      yes -> (f) no iothread: QEMU's main loop >= {thread:g} % of a core, or not measured (seed 000's
-                 conclusion) -> limit qemu-io-thread; actions add-iothread, iothread-vq-mapping on
-                 QEMU >= {vq}, dedicate-disk when possible
-              iothread(s): the busiest iothread >= {thread:g} %, or not measured -> limit qemu-io-thread;
-                 action iothread-vq-mapping on QEMU >= {vq} when not yet used (never on QEMU 7.2)
-              iothread-vq-mapping only for virtio-blk; with vfio (f) is not asked (QEMU is not in the path)
-              below {thread:g} % -> the QEMU thread is not the limit; go on to (d)
+at_limit ("I/O 性能限界") is true only when no step below would raise I/O; limit names the bottleneck.
+(a) VMs only: is a device dedicated to the VM (bus vfio or block)? no, and a free device for each VM
+      -> dedicate-disk raises I/O (passed through: 1.0x bare, Fig. 5), whatever comes after
+(b) Is a device free (in use: holds data, mounted, swap, backs a loop device, a VM disk, an LVM/dm/md
+      holder, or holds a file backing one of those)? yes -> spread-disks raises I/O, whatever comes after
+(c) VMs only: does one VM run several jobs (jobs_per_vm > 1; unknown -> as one)?
+      yes -> (f) no iothread -> add-iothread raises I/O (limit qemu-io-thread)
+                 an iothread -> at the limit (limit qemu-io-thread), unless QEMU >= {vq} on virtio-blk
+                 and queues not yet mapped -> iothread-vq-mapping raises I/O
       no  -> (d)
 (d) Is the load write-heavy (read_pct < {split:g}; from measured IOPS when null)?
-      yes -> (g) %sys > %usr?  then: device saturated -> limit device
-                 else a CPU check: kernel side (%sys leads) -> host-cpu or none;
-                 application side (%usr leads) -> guest-cpu when the vCPU is not measured (seed 000)
-      no  -> (e) device saturated -> limit device; else a CPU check
-CPU check: host usr+sys >= {host:g} % -> limit host-cpu (dedicate-disk when possible);
-           a vCPU >= {thread:g} % of a core -> limit guest-cpu (scale-out-vms);
-           else limit none (scale-out-vms for VMs: more load would raise IOPS)
-Device saturated:
-  capacity known -> read_iops/capacity_read + write_iops/capacity_write >= {frac:.2f}
-                    (%util is ignored: near 100 % it does not mean saturated on NVMe or RAID)
+      yes -> (g) %usr > %sys -> scale-out-vms raises I/O (bare host: more jobs)
+                 %sys >= %usr -> at the limit (limit host-cpu: the kernel's I/O path)
+      no  -> (e) device busy -> at the limit (limit device); not busy -> scale-out-vms raises I/O
+Device busy:
+  capacity known (vmio calibrate, else the campaign's best bare point)
+                  -> read_iops/capacity_read + write_iops/capacity_write >= {frac:.2f}
   else rotational -> dev_busy_pct >= {busy:g}
   else            -> dev_busy_pct >= {busy:g} and dev_queue >= {queue:g} (busy alone when queue is null)
-Limit device: spread-disks first when (b) found a free device.
-at_limit is true whenever limit is not none.
-Thresholds and their sources:
+Where vmio departs from the figure, and why:
 """
+    devs = [f"  ({d.node}) {d.change}\n      source: {d.source}" for d in t.DEVIATIONS]
     sources = [
         ("device busy", t.DEVICE_BUSY_HIGH),
         ("capacity fraction", t.DEVICE_CAPACITY_FRACTION),
         ("parallel queue", t.PARALLEL_QUEUE_SATURATED),
         ("write-heavy", t.WRITE_HEAVY_READ_PCT),
-        ("QEMU thread busy", t.QEMU_THREAD_BUSY),
-        ("host CPU busy", t.HOST_CPU_BUSY),
     ]
     rows = [f"  {name}: {th.value:g} {th.unit} -- {th.source}" for name, th in sources]
     rows.append(f"  iothread-vq-mapping: QEMU >= {vq} -- {t.IOTHREAD_VQ_MAPPING_SOURCE}")
-    return tree + "\n".join(rows) + "\n"
+    return tree + "\n".join(devs) + "\nThresholds and their sources:\n" + "\n".join(rows) + "\n"
 
 
 def format_advice(advice: Advice) -> str:

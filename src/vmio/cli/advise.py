@@ -12,6 +12,7 @@ from vmio.advise.diagnose import diagnose
 from vmio.advise.evidence import load_evidence
 from vmio.advise.inventory import read_host_facts
 from vmio.advise.text import explain, format_advice, format_diagnosis
+from vmio.advise.thresholds import Ratio
 from vmio.cli import argtypes
 from vmio.errors import InputError
 from vmio.qemu.caps import QEMU_BINARY as QEMU
@@ -29,6 +30,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         adv.add_argument(flag, choices=("yes", "no"), default="no", help=f"{text} (default no)")
     adv.add_argument("--bus", default=",".join(ADVISE_BUSES), help="allowed buses, comma-separated")
     adv.add_argument("--json", action="store_true", help="print JSON")
+    adv.add_argument("--db", default=None,
+                     help="the store whose campaigns give this host's VM/bare ratios (default ./vmio.db, or $VMIO_DB)")  # fmt: skip
     adv.add_argument("--qemu", default=QEMU, help=argparse.SUPPRESS)
     adv.add_argument("--sysfs", type=Path, default=Path("/sys"), help=argparse.SUPPRESS)
     adv.add_argument("--proc", type=Path, default=Path("/proc"), help=argparse.SUPPRESS)
@@ -64,6 +67,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     diag.add_argument("--proc", type=Path, default=Path("/proc"), help=argparse.SUPPRESS)
     diag.set_defaults(handler=run_diagnose)
 
+    cal = sub.add_parser("calibrate", help="measure a device's or file's capacity (IOPS, bandwidth) with fio")
+    cal.add_argument(
+        "path", metavar="PATH", help="a block device or a file (a missing file is created at SIZE)"
+    )
+    cal.add_argument("--size", default=None, help="size of a missing file (default 1G)")
+    cal.add_argument("--db", default=None, help="the store (default ./vmio.db, or $VMIO_DB)")
+    cal.add_argument("--json", action="store_true", help="print JSON")
+    cal.add_argument("--runtime", default="2s", help="time per queue depth and pattern (default 2s)")
+    cal.add_argument("--destroy-data", action="append", default=[], metavar="DEVICE",
+                     help="allow writes to DEVICE even though it holds data")  # fmt: skip
+    cal.set_defaults(handler=run_calibrate)
+
     tune = sub.add_parser("tune", help="apply the top diagnosed action to a campaign's VM targets and re-run")
     tune.add_argument("campaign", help="a stored campaign with VM targets")
     tune.add_argument("--db", default=None, help="the store (default ./vmio.db, or $VMIO_DB)")
@@ -87,12 +102,67 @@ def run_advise(args: argparse.Namespace) -> int:
         live_migration=args.live_migration == "yes",
     )
     facts = read_host_facts(Runner(), sysfs=args.sysfs, proc=args.proc, qemu=args.qemu)
-    advice = advise(facts, req)
+    advice = advise(facts, req, measured=_measured(args))
     if args.json:
         print(json.dumps(advice.to_dict(), indent=2))
     else:
         sys.stdout.write(format_advice(advice))
     return 0
+
+
+def run_calibrate(args: argparse.Namespace) -> int:
+    from vmio.advise.calibrate import calibrate
+    from vmio.cli.campaign import open_store
+    from vmio.units import parse_size
+
+    size = None
+    if args.size is not None:
+        try:
+            size = parse_size(args.size)
+        except ValueError as exc:
+            raise InputError(f"--size {args.size!r}: {exc}") from None
+        if size <= 0:
+            raise InputError(f"--size {args.size!r} must be above zero, such as '1G'")
+    runtime = argtypes.positive_duration("--runtime", args.runtime)
+    with open_store(args, write=True) as store:
+        result = calibrate(args.path, size=size, runtime=runtime, destroy=args.destroy_data, store=store)
+    doc = result.to_dict()
+    if args.json:
+        print(json.dumps(doc, indent=2))
+        return 0
+    print(f"{result.path} on {result.device or 'an unknown device'} ({result.device_id}), host {result.host}")
+    if result.why_no_writes:
+        print(f"reads only: {result.why_no_writes}")
+    for name, unit in (
+        ("read_iops", "IOPS"),
+        ("write_iops", "IOPS"),
+        ("read_bw", "B/s"),
+        ("write_bw", "B/s"),
+    ):
+        if doc[name]:
+            cells = ", ".join(f"qd{qd} {v:,.0f}" for qd, v in doc[name].items())
+            print(f"  {name}: {cells} {unit}")
+    cap_w = doc["capacity_write_iops"]
+    writes = "not measured" if cap_w is None else f"{cap_w:,.0f}"
+    print(
+        f"capacity: {doc['capacity_read_iops']:,.0f} read IOPS, {writes} write IOPS (stored in {store.path})"
+    )
+    return 0
+
+
+def _measured(args: argparse.Namespace) -> dict[str, Ratio]:
+    """This host's stored ratios; none when no store exists (advise never creates one)."""
+    from vmio.advise.measured import measured_ratios
+    from vmio.cli.campaign import default_db
+    from vmio.store import Store
+
+    path = args.db or default_db()
+    if not Path(path).exists():
+        if args.db is not None:
+            raise InputError(f"--db {args.db!r} does not exist")
+        return {}
+    with Store(path) as store:
+        return measured_ratios(store)
 
 
 def run_diagnose(args: argparse.Namespace) -> int:

@@ -99,6 +99,21 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         CREATE INDEX hist_log_run ON hist_log(run_id);
         """,
     ),
+    (
+        4,
+        "device capacity measured by vmio calibrate, per host and stable device identity",
+        """
+        CREATE TABLE device_capacity (
+            host TEXT NOT NULL,
+            device_id TEXT NOT NULL,
+            path TEXT NOT NULL, device TEXT,
+            measured REAL NOT NULL,
+            result TEXT NOT NULL,
+            capacity_read_iops REAL, capacity_write_iops REAL,
+            PRIMARY KEY (host, device_id)
+        );
+        """,
+    ),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 PCT_COLUMNS = {"p50": "p50", "p90": "p90", "p99": "p99", "p99.9": "p999", "p99.99": "p9999"}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 
 
@@ -82,16 +83,134 @@ def is_rotational(name: str, sys_root: str | Path = "/sys") -> bool | None:
     return flag.read_text().strip() == "1" if flag.exists() else None
 
 
-def in_use(name: str, sys_root: str | Path = "/sys", proc_root: str | Path = "/proc") -> bool:
-    """True when the device or one of its partitions is mounted or used as swap by this host."""
-    disk = _disk_of(name, Path(sys_root))
-    family = {disk} | {p.name for p in (Path(sys_root) / "block" / disk).glob(f"{disk}*")}
+def in_use(
+    name: str,
+    sys_root: str | Path = "/sys",
+    proc_root: str | Path = "/proc",
+    dev_root: str | Path = "/dev",
+    vm_disks: Sequence[str] = (),
+) -> bool:
+    """True when the device is in use: see :func:`uses`."""
+    return bool(uses(name, sys_root, proc_root, dev_root, vm_disks))
+
+
+def uses(
+    name: str,
+    sys_root: str | Path = "/sys",
+    proc_root: str | Path = "/proc",
+    dev_root: str | Path = "/dev",
+    vm_disks: Sequence[str] = (),
+) -> list[str]:
+    """What uses the device (empty: free). A device is in use when it or a partition of it holds data (a
+    partition table, a filesystem or RAID signature), is mounted or swap, has a holder (LVM, dm, md), backs a
+    loop device or a VM disk (a ``qemu-system-*`` process holds it open), or holds a file that backs one of
+    those (a loop device's backing file, a VM disk image). ``vm_disks`` are VM disk paths known to the
+    caller (a campaign's VM targets) whose QEMU is not running now."""
+    sys_p, proc_p = Path(sys_root), Path(proc_root)
+    disk = _disk_of(name, sys_p)
+    family = {disk} | {
+        p.name for p in (sys_p / "block" / disk).glob(f"{disk}*") if (p / "partition").exists()
+    }
+    found: list[str] = []
     for table in ("self/mounts", "swaps"):
-        path = Path(proc_root) / table
-        if not path.exists():
-            continue
-        for line in path.read_text().splitlines():
+        for line in _lines(proc_p / table):
             source = line.split(" ", 1)[0]
             if source.startswith("/dev/") and Path(source).resolve().name in family:
-                return True
-    return False
+                found.append(f"{source} is {'swap' if table == 'swaps' else 'mounted'}")
+    for member in sorted(family):
+        base = sys_p / "block" / disk / (member if member != disk else "")
+        holders = base / "holders"
+        if holders.is_dir() and any(holders.iterdir()):
+            found.append(f"{member} is held by {', '.join(sorted(h.name for h in holders.iterdir()))}")
+    found += _signatures(Path(dev_root) / disk)
+    for backing in sorted(sys_p.glob("block/loop*/loop/backing_file")):
+        loop, path = backing.parent.parent.name, backing.read_text().strip()
+        named = {Path(path).name} if path.startswith("/dev/") else set()
+        if loop not in family and family & (named | set(device_chain(path, sys_p, proc_p))):
+            found.append(f"it {'is' if Path(path).name in family else 'holds'} {path}, the backing of {loop}")
+    disks = [(f"QEMU pid {pid} has", path) for pid, path in _qemu_open_files(proc_p)]
+    disks += [("a VM target uses", path) for path in vm_disks]
+    for who, path in disks:
+        if family & set(device_chain(path, sys_p, proc_p)):
+            found.append(f"{who} {path} as a VM disk")
+    return found
+
+
+def _lines(path: Path) -> list[str]:
+    try:
+        return path.read_text().splitlines()
+    except OSError:
+        return []
+
+
+def _signatures(dev: Path) -> list[str]:
+    """A partition table or filesystem/RAID signature at the start of ``dev`` (read directly, no blkid)."""
+    try:
+        with open(dev, "rb") as f:
+            head = f.read(69 * 1024)
+    except OSError:
+        return []
+    marks = [
+        (510, b"\x55\xaa", "a DOS partition table or boot sector"),
+        (512, b"EFI PART", "a GPT partition table"),
+        (1024 + 56, b"\x53\xef", "an ext2/3/4 filesystem"),
+        (0, b"XFSB", "an XFS filesystem"),
+        (65536 + 64, b"_BHRfS_M", "a btrfs filesystem"),
+        (4086, b"SWAPSPACE2", "a swap signature"),
+        (536, b"LVM2 001", "an LVM physical volume"),
+        (4096, b"\xfc\x4e\x2b\xa9", "an md RAID superblock"),
+    ]
+    return [f"it holds data ({what})" for at, magic, what in marks if head[at : at + len(magic)] == magic]
+
+
+def _qemu_open_files(proc_root: Path) -> list[tuple[int, str]]:
+    """(pid, path) of every file or block device a ``qemu-system-*`` process holds open read-write (its
+    disks; logs and sockets are write-only or not files)."""
+    out: set[tuple[int, str]] = set()
+    for entry in proc_root.iterdir() if proc_root.is_dir() else ():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if not (entry / "comm").read_text().startswith("qemu-system"):
+                continue
+            fds = list((entry / "fd").iterdir())
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink(fd)
+                flags = int(_field(entry / "fdinfo" / fd.name, "flags"), 8)
+            except (OSError, ValueError):
+                continue
+            mode = _mode(target) if target.startswith("/") else 0
+            if (stat.S_ISREG(mode) or stat.S_ISBLK(mode)) and flags & os.O_ACCMODE == os.O_RDWR:
+                out.add((int(entry.name), target))
+    return sorted(out)
+
+
+def _field(path: Path, key: str) -> str:
+    for line in path.read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name.strip() == key:
+            return value.strip()
+    raise ValueError(f"{path} has no {key}")
+
+
+def stable_id(name: str, sys_root: str | Path = "/sys") -> str:
+    """The device's identity across boots: ``loop:FILE`` (a loop device's backing file), ``wwid:…``,
+    ``wwn:…`` or ``serial:…`` from /sys; ``name:NAME`` when /sys has none of them (not stable)."""
+    disk = _disk_of(name, Path(sys_root))
+    base = Path(sys_root) / "block" / disk
+    part = "" if disk == name else f"#{name}"
+    backing = base / "loop" / "backing_file"
+    if backing.exists():
+        return f"loop:{backing.read_text().strip()}{part}"
+    for kind, rel in (("wwid", "wwid"), ("wwid", "device/wwid"), ("wwn", "device/wwn"),
+                      ("serial", "serial"), ("serial", "device/serial")):  # fmt: skip
+        try:
+            value = (base / rel).read_text().strip()
+        except OSError:
+            continue
+        if value:
+            return f"{kind}:{value}{part}"
+    return f"name:{name}"

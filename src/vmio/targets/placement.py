@@ -45,7 +45,9 @@ def endpoints(
         return [Endpoint(None, place)]
     assert isinstance(target, HostTarget)
     chosen = size if size is not None else target.size
-    return [Endpoint(None, Placement(target.path, chosen, numjobs=workload.numjobs, total_jobs=workload.numjobs))]
+    return [
+        Endpoint(None, Placement(target.path, chosen, numjobs=workload.numjobs, total_jobs=workload.numjobs))
+    ]
 
 
 def guest_device(target: QemuTarget) -> str:

@@ -1,0 +1,157 @@
+"""``vmio calibrate``: a device's or file's capacity, measured with fio, unthrottled.
+
+Random read and write IOPS at 4 KiB and sequential bandwidth at 1 MiB, each at queue depths 1, 4, 16, 32,
+64 and 128 (one fio run, jobs one after another). Writes go only where ``vmio run`` would write: files,
+blank block devices, or a device named with ``--destroy-data``; otherwise only reads are measured. A missing
+file is created at ``size`` and fully written first, so reads do not hit holes.
+
+The result is stored per host and per device under the device's stable identity
+(``system.blockdev.stable_id``); the tuning guideline judges "device busy" (Fig. 10 (e)) against it.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vmio.errors import FioError, InputError
+from vmio.fio import output
+from vmio.fio.jobfile import seconds, section
+from vmio.store import Store
+from vmio.store import capacity as stored
+from vmio.system.blockdev import device_chain, reported_device, stable_id
+from vmio.system.process import Runner
+from vmio.system.safety import data_on_device, is_block_device
+
+QUEUE_DEPTHS = (1, 4, 16, 32, 64, 128)
+DEFAULT_SIZE = 1 << 30
+
+
+@dataclass(frozen=True)
+class Calibration:
+    path: str
+    device: str | None
+    device_id: str
+    host: str
+    writes: bool
+    why_no_writes: str | None
+    read_iops: dict[str, float]
+    write_iops: dict[str, float] | None
+    read_bw: dict[str, float]
+    write_bw: dict[str, float] | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "device": self.device,
+            "read_iops": self.read_iops,
+            "write_iops": self.write_iops,
+            "read_bw": self.read_bw,
+            "write_bw": self.write_bw,
+            "capacity_read_iops": max(self.read_iops.values()),
+            "capacity_write_iops": max(self.write_iops.values()) if self.write_iops else None,
+        }
+
+
+def host_name() -> str:
+    return socket.gethostname()
+
+
+def calibrate(
+    path: str,
+    *,
+    size: int | None = None,
+    runtime: float = 2.0,
+    destroy: Sequence[str] = (),
+    runner: Runner | None = None,
+    store: Store | None = None,
+) -> Calibration:
+    """Measure ``path``; store the result in ``store`` when given."""
+    runner = runner or Runner()
+    if runtime <= 0:
+        raise InputError(f"--runtime {runtime!r} must be above 0")
+    target = Path(path)
+    block = is_block_device(path)
+    if not block and target.exists() and not target.is_file():
+        raise InputError(f"calibrate PATH {path!r} is neither a block device nor a regular file")
+    if not block and not target.exists():
+        if not target.parent.is_dir():
+            raise InputError(f"calibrate PATH {path!r}: directory {str(target.parent)!r} does not exist")
+        _fill(target, size or DEFAULT_SIZE, runner)
+    why: str | None = None
+    if block and os.path.realpath(path) not in {os.path.realpath(d) for d in destroy}:
+        reasons = data_on_device(path, runner)
+        if reasons:
+            why = f"{path} holds data ({'; '.join(reasons)}); pass --destroy-data {path} to measure writes"
+    chain = device_chain(path)
+    device = reported_device(path, chain)
+    results = _run(path, runtime, writes=why is None, runner=runner)
+    by: dict[tuple[str, str], dict[str, float]] = {}
+    for r in results:
+        kind, _, qd = r.job.partition("-qd")
+        key = (kind, r.ddir)
+        if r.iops > 0 or r.bw_bytes > 0:
+            by.setdefault(key, {})[qd] = round(r.bw_bytes if kind.endswith("1m") else r.iops, 1)
+    result = Calibration(
+        path=path, device=device, device_id=stable_id(device) if device else f"path:{os.path.realpath(path)}",
+        host=host_name(), writes=why is None, why_no_writes=why,
+        read_iops=_ordered(by.get(("rand4k", "read"), {})), write_iops=_maybe(by.get(("rand4k", "write"))),
+        read_bw=_ordered(by.get(("seq1m", "read"), {})), write_bw=_maybe(by.get(("seq1m", "write"))),
+    )  # fmt: skip
+    if not result.read_iops:
+        raise InputError(f"fio measured no reads on {path!r}")
+    if store is not None:
+        stored.save(store, result.host, result.device_id, path, device, result.to_dict())
+    return result
+
+
+def _ordered(values: dict[str, float]) -> dict[str, float]:
+    return {str(qd): values[str(qd)] for qd in QUEUE_DEPTHS if str(qd) in values}
+
+
+def _maybe(values: dict[str, float] | None) -> dict[str, float] | None:
+    return _ordered(values) if values else None
+
+
+def _fill(target: Path, size: int, runner: Runner) -> None:
+    """Create ``target`` at ``size`` bytes, every byte written (no holes)."""
+    job = section("global", {"filename": str(target), "size": size, "ioengine": "psync", "bs": "1M"})
+    job += section("fill", {"rw": "write", "end_fsync": 1})
+    _fio(job, runner, timeout=600 + size / (20 << 20))
+
+
+def _run(path: str, runtime: float, *, writes: bool, runner: Runner) -> list[output.JobResult]:
+    glob: dict[str, str | int | float] = {"filename": path, "ioengine": "libaio", "direct": 1, "time_based": 1, "runtime": seconds(runtime),
+            "norandommap": 1, "randrepeat": 0, "group_reporting": 1}  # fmt: skip
+    if not is_block_device(path):
+        glob["size"] = os.path.getsize(path)
+    job = section("global", glob)
+    kinds = [("rand4k", "randread", "4k"), ("seq1m", "read", "1M")]
+    if writes:
+        kinds += [("rand4k", "randwrite", "4k"), ("seq1m", "write", "1M")]
+    count = 0
+    for kind, rw, bs in kinds:
+        for qd in QUEUE_DEPTHS:
+            job += section(f"{kind}-qd{qd}", {"rw": rw, "bs": bs, "iodepth": qd, "stonewall": 1})
+            count += 1
+    return _fio(job, runner, timeout=60 + count * (runtime + 5)).results
+
+
+def _fio(job: str, runner: Runner, *, timeout: float) -> output.FioOutput:
+    with tempfile.TemporaryDirectory(prefix="vmio-calibrate-") as tmp:
+        jobfile = Path(tmp) / "calibrate.fio"
+        jobfile.write_text(job)
+        done = runner.run(
+            ["fio", "--output-format=json", str(jobfile)], timeout=timeout, check=False, error=FioError
+        )
+    if done.returncode != 0:
+        text = done.stdout + done.stderr
+        raise FioError(
+            "fio failed on the calibration job", argv=done.argv, returncode=done.returncode, output=text
+        )
+    return output.parse(done.stdout)
