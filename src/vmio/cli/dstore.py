@@ -198,7 +198,7 @@ def _profile(args: argparse.Namespace) -> int:
             out["guest"]["points"], ratios(guest.points, base.points).values(), strict=True
         ):
             point["vs_host"] = ratio
-        sides.append(("from guest", guest, "guest/host"))
+        sides.append((f"from guest ({guest.setup.get('accel')})", guest, "guest/host"))
     if labels:
         variant = make_variant(runner, ref, args.compare)
         try:

@@ -15,10 +15,12 @@ Times are seconds since fio was launched (its rbd connection takes a few tenths 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -27,7 +29,7 @@ from typing import Any
 from vmio.dstore import cluster, daemons
 from vmio.dstore.cluster import ClusterRef, ceph, pg_summary
 from vmio.dstore.rbdfio import RbdJob, render_job
-from vmio.errors import ClusterError, FioError, InputError
+from vmio.errors import ClusterError, FioError, InputError, VmioError
 from vmio.fio import output
 from vmio.fio.totals import Totals, parse_totals
 from vmio.system.process import Runner, Supervised
@@ -215,27 +217,39 @@ def _drive(
     t0: float,
     limit_s: float,
 ) -> None:
-    """Stop and start the OSD on time and sample the cluster until fio ends."""
-    next_sample = 0.0
-    while fio.popen.poll() is None:
-        t = time.time() - t0
-        if t > limit_s:
-            raise FioError(f"fio ran past {limit_s:g} s under an OSD failure and was stopped")
-        if run.stopped_at_s is None and t >= run.outage.at_s:
-            run.stopped_at_s = t
-            run.stop_clean = daemons.stop_one(layout.run_dir, layout.conf, name)
-        elif run.started_at_s is None and run.stopped_at_s is not None and t >= run.outage.back_at_s:
-            run.started_at_s = t
-            daemons.start(runner, layout, "osd", str(run.outage.osd))
-        elif t >= next_sample:
-            sample = _sample(runner, ref, run.outage.osd, t0)
-            run.samples.append(sample)
-            if run.clean_at_s is None and run.started_at_s is not None and _clean(sample):
-                run.clean_at_s = sample.t_s
-            next_sample = t + SAMPLE_EVERY_S
-        else:
-            time.sleep(0.05)
-    fio.finished()
+    """Stop and start the OSD on time while a thread samples the cluster, until fio ends."""
+    done = threading.Event()
+    sampler = threading.Thread(target=_sample_loop, args=(run, runner, ref, t0, done), daemon=True)
+    sampler.start()
+    try:
+        while fio.popen.poll() is None:
+            t = time.time() - t0
+            if t > limit_s:
+                raise FioError(f"fio ran past {limit_s:g} s under an OSD failure and was stopped")
+            if run.stopped_at_s is None and t >= run.outage.at_s:
+                run.stopped_at_s = round(t, 2)
+                run.stop_clean = daemons.stop_one(layout.run_dir, layout.conf, name)
+            elif run.started_at_s is None and run.stopped_at_s is not None and t >= run.outage.back_at_s:
+                run.started_at_s = round(t, 2)
+                daemons.start(runner, layout, "osd", str(run.outage.osd))
+            else:
+                time.sleep(0.05)
+        fio.finished()
+    finally:
+        done.set()
+        sampler.join(timeout=60.0)
+    if run.started_at_s is not None:
+        started = run.started_at_s
+        run.clean_at_s = next((s.t_s for s in run.samples if s.t_s > started and _clean(s)), None)
+
+
+def _sample_loop(run: DegradedRun, runner: Runner, ref: ClusterRef, t0: float, done: threading.Event) -> None:
+    """About once a second until ``done``: ``ceph osd tree`` and ``ceph pg stat`` (a failed sample is
+    skipped: the mon may be busy while the OSD goes down)."""
+    while not done.is_set():
+        with contextlib.suppress(VmioError, ValueError):
+            run.samples.append(_sample(runner, ref, run.outage.osd, t0))
+        done.wait(SAMPLE_EVERY_S)
 
 
 def _sample(runner: Runner, ref: ClusterRef, osd: int, t0: float) -> Sample:
