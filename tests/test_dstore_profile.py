@@ -251,3 +251,96 @@ def test_bs_list_round_trip(units: set[int], spaced: bool) -> None:
     sizes = [u * 512 for u in units]
     text = (", " if spaced else ",").join(format_size(s) for s in sizes)
     assert parse_bs_list(text) == sorted(sizes)
+
+
+@pytest.mark.parametrize(
+    ("p99", "top", "expected"),
+    [(40.0, 90.0, "ok"), (40.0, 100.0, "ok"), (80.0, 100.1, "max-over"), (100.1, 300.0, "p99-over")],
+)
+def test_spikes_are_judged_against_100_ms(p99: float, top: float, expected: str) -> None:
+    from vmio.dstore.profile import spike_verdict
+
+    assert spike_verdict(p99, top, Criteria()) == expected
+
+
+def test_table_names_both_criteria(tmp_path: Path) -> None:
+    from vmio.dstore.profile import format_table
+
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({"points": [
+        {"bs": 4096, "iops": 3000, "mean_lat_ms": 15, "p99_lat_ms": 60, "max_lat_ms": 140},
+        {"bs": 1 << 20, "iops": 600, "mean_lat_ms": 80, "p99_lat_ms": 300, "max_lat_ms": 500},
+    ]}))  # fmt: skip
+    profile = load_profile(path)
+    assert [p.spikes for p in profile.points] == ["max-over", "p99-over"]
+    text = format_table(profile)
+    assert "mean ≤ 20 ms ideal, ≤ 100 ms acceptable under constant load" in text
+    line_4k, line_1m = text.splitlines()[2:4]
+    assert "ideal" in line_4k and "max > 100 ms, p99 within" in line_4k
+    assert "acceptable under constant load" in line_1m and "p99 > 100 ms" in line_1m
+
+
+@pytest.mark.fio
+@pytest.mark.skipif(shutil.which("fio") is None, reason="needs fio")
+def test_per_second_rows_from_real_fio_logs(tmp_path: Path) -> None:
+    """fio's averaged per-second logs, read back: the seconds add up to fio's own I/O count."""
+    import time
+
+    from vmio.dstore.degraded import per_second
+
+    job = tmp_path / "j.fio"
+    job.write_text(
+        "[x]\nioengine=null\nrw=randrw\nrwmixread=30\nbs=4k\nsize=1g\ntime_based=1\nruntime=3s\n"
+        "rate_iops=300,700\n"
+        f"write_iops_log={tmp_path}/deg\nwrite_lat_log={tmp_path}/deg\nlog_avg_msec=1000\nlog_unix_epoch=1\n"
+    )
+    t0 = time.time()
+    out = Runner().run(["fio", "--output-format=json", str(job)], timeout=60).stdout
+    rows = per_second(tmp_path, "deg", t0)
+    raw = json.loads(out)["jobs"][0]
+    ios = raw["read"]["total_ios"] + raw["write"]["total_ios"]
+    assert 2 <= len(rows) <= 4  # fio may not log the last, partial window
+    for r in rows:  # each logged second carries fio's own mean rate
+        assert r.iops == pytest.approx(ios / 3, rel=0.15)
+        assert r.read_iops == pytest.approx(300, rel=0.2) and r.write_iops == pytest.approx(700, rel=0.2)
+        assert r.mean_lat_ms is not None and r.mean_lat_ms >= 0
+    assert all(0 <= r.t_s - i < 2.0 for i, r in enumerate(rows, start=1))
+
+
+def test_parser_reports_max_and_tolerated_errors() -> None:
+    doc = _fio_doc({"read": (10, 100.0, 2e6, {1000: 10}), "write": (5, 50.0, 3e6, {2000: 5})})
+    job = doc["jobs"][0]  # type: ignore[index]
+    job["read"]["lat_ns"]["max"] = 7e6
+    job["write"]["lat_ns"]["max"] = 9e6
+    job["total_err"] = 3
+    client = {"client_stats": [job, {**job, "jobname": "All clients"}]}
+    for text in (json.dumps(doc), json.dumps(client)):
+        result = parse_fio(text)
+        assert result.total.max_lat_ms == 9.0 and result.read.max_lat_ms == 7.0
+        assert result.errors == 3 and result.total.ios == 15  # "All clients" is not counted twice
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        (["--baseline", "replicas=x"], "replicas must be a whole number"),
+        (["--baseline", "nfs:/x"], "is not a baseline; use replicas=1 or file:PATH"),
+        (["--baseline", "file:"], "give a path after 'file:'"),
+        (["--fail-osd", "1", "--bs", "4k,8k"], "takes one block size"),
+        (["--fail-osd", "7"], "the cluster has OSDs 0 to 2"),
+        (["--fail-osd", "1", "--at", "30s", "--back-at", "20s"], "need 0 < at < back-at < runtime"),
+        (["--fail-osd", "1", "--baseline", "replicas=1"], "cannot be combined with --fail-osd"),
+        (["--at", "5s"], "needs --fail-osd N"),
+    ],
+)
+def test_cli_new_profile_options_reject_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], needle: str
+) -> None:
+    (tmp_path / "vmio-dstore.json").write_text(json.dumps({
+        "conf": str(tmp_path / "ceph.conf"), "pool": "p", "image": "i", "root": str(tmp_path),
+        "replicas": 3, "osds": 3, "fsid": "f", "mon_port": 1,
+    }))  # fmt: skip
+    (tmp_path / "ceph.conf").write_text("[global]\n")
+    assert main(["dstore", "profile", "--dir", str(tmp_path), *extra]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err

@@ -11,8 +11,21 @@ from typing import Any
 from vmio.cli import argtypes
 from vmio.cli.dstore_model import add_model_parser
 from vmio.dstore import cluster
+from vmio.dstore.baseline import baseline_measure, parse_baseline
+from vmio.dstore.degraded import Outage, format_run, run_degraded
+from vmio.dstore.guestrun import guest_measure
 from vmio.dstore.plots import plot_compare, plot_profile
-from vmio.dstore.profile import DEFAULT_BS, Criteria, Point, Profile, format_table, parse_bs_list, run_profile
+from vmio.dstore.profile import (
+    DEFAULT_BS,
+    Criteria,
+    Point,
+    Profile,
+    format_side_by_side,
+    format_table,
+    parse_bs_list,
+    ratios,
+    run_profile,
+)
 from vmio.dstore.variants import check_kind, make_variant, remove_variant
 from vmio.errors import InputError
 from vmio.system.process import Runner
@@ -54,8 +67,8 @@ def _target_args(p: argparse.ArgumentParser) -> None:
 
 
 def _profile_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--bs", default=",".join(str(b) for b in DEFAULT_BS), help="e.g. 4k,64k,1m")
-    p.add_argument("--runtime", default="10s")
+    p.add_argument("--bs", help="e.g. 4k,64k,1m (default 4K-1M; one size, 4k, with --fail-osd)")
+    p.add_argument("--runtime", help="per block size (default 10s; with --fail-osd: back-at + 20s)")
     p.add_argument("--ramp", default="1s")
     p.add_argument("--iodepth", type=argtypes.count(1, 65536), default=50)
     p.add_argument("--rwmixread", type=argtypes.count(0, 100), default=30)
@@ -63,7 +76,21 @@ def _profile_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--acceptable-ms", type=argtypes.real(0, 1e6), default=100.0)
     p.add_argument("--min-iops-host", type=argtypes.real(0, 1e9), default=500.0)
     p.add_argument("--min-iops-cluster", type=argtypes.real(0, 1e9), default=4000.0)
+    p.add_argument("--spike-ms", type=argtypes.real(0, 1e6), default=100.0, help="limit for the spikes (p99, max)")
     p.add_argument("--compare", help="also profile a second configuration: replicas | striping")
+    p.add_argument(
+        "--baseline",
+        help="also profile a non-replicated baseline: replicas=1 (same OSDs, one copy) or file:PATH",
+    )
+    p.add_argument(
+        "--from-guest",
+        action="store_true",
+        help="also profile from inside a VM whose disk is the RBD image (QEMU's rbd driver)",
+    )
+    p.add_argument("--boot-timeout", default="180s", help="for --from-guest's VM")
+    p.add_argument("--fail-osd", type=argtypes.count(0, 1023), metavar="N", help="stop osd.N during a time-series run")
+    p.add_argument("--at", default="10s", help="with --fail-osd: when to stop it")
+    p.add_argument("--back-at", default="40s", help="with --fail-osd: when to start it again")
     p.add_argument("--plot-dir", type=Path, help="write profile.png (and compare.png) here")
     p.add_argument("-o", "--output", type=Path, help="also write the JSON result to this file")
     p.add_argument("--json", action="store_true")
@@ -117,15 +144,24 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _profile(args: argparse.Namespace) -> int:
+    if args.fail_osd is not None:
+        return _degraded(args)
+    for flag in ("--at", "--back-at"):
+        if getattr(args, flag[2:].replace("-", "_")) != {"--at": "10s", "--back-at": "40s"}[flag]:
+            raise InputError(f"{flag} {getattr(args, flag[2:].replace('-', '_'))!r} needs --fail-osd N")
     ref = target(args)
-    bs_list = parse_bs_list(args.bs)
-    runtime = _duration("--runtime", args.runtime)
+    bs_list = parse_bs_list(args.bs) if args.bs else list(DEFAULT_BS)
+    runtime = _duration("--runtime", args.runtime or "10s")
     ramp = _duration("--ramp", args.ramp)
-    criteria = Criteria(args.ideal_ms, args.acceptable_ms, args.min_iops_host, args.min_iops_cluster)
+    boot_timeout = _duration("--boot-timeout", args.boot_timeout)
+    criteria = Criteria(
+        args.ideal_ms, args.acceptable_ms, args.min_iops_host, args.min_iops_cluster, args.spike_ms
+    )
     labels = check_kind(args.compare) if args.compare else None
+    baseline = parse_baseline(args.baseline, ref) if args.baseline else None
     runner = Runner()
 
-    def run(on: cluster.ClusterRef, label: str) -> Profile:
+    def run(on: cluster.ClusterRef, label: str, measure: Any = None) -> Profile:
         prof = run_profile(
             on,
             bs_list,
@@ -136,12 +172,36 @@ def _profile(args: argparse.Namespace) -> int:
             iodepth=args.iodepth,
             rwmixread=args.rwmixread,
             on_point=_progress,
+            measure=measure,
         )
         prof.setup["config"] = label
         return prof
 
     base = run(ref, labels[1] if labels else "as configured")
     out: dict[str, Any] = base.to_json()
+    sides: list[tuple[str, Profile, str]] = []  # (label, profile, ratio name) printed beside the base
+    if baseline is not None:
+        with baseline_measure(baseline, ref, runner) as (on, measure):
+            other_base = run(on, baseline.label, measure)
+        if baseline.path is not None:
+            other_base.setup.update(
+                where="local file, libaio", path=str(baseline.path), pool=None, image=None
+            )
+        out["baseline"] = {"label": baseline.label, "points": other_base.to_json()["points"],
+                           "setup": other_base.setup}  # fmt: skip
+        for point, ratio in zip(out["points"], ratios(base.points, other_base.points).values(), strict=True):
+            point["vs_baseline"] = ratio
+        sides.append((baseline.label, other_base, "vs base"))
+    if args.from_guest:
+        with guest_measure(ref, runner, boot_timeout=boot_timeout) as (measure, facts):
+            guest = run(ref, "from guest", measure)
+        guest.setup.update(facts)
+        out["guest"] = {"label": "from guest", "points": guest.to_json()["points"], "setup": guest.setup}
+        for point, ratio in zip(
+            out["guest"]["points"], ratios(guest.points, base.points).values(), strict=True
+        ):
+            point["vs_host"] = ratio
+        sides.append((f"from guest ({guest.setup.get('accel')})", guest, "guest/host"))
     if labels:
         variant = make_variant(runner, ref, args.compare)
         try:
@@ -151,6 +211,11 @@ def _profile(args: argparse.Namespace) -> int:
         out["compare"] = {"kind": args.compare, "labels": list(labels), "other": other.to_json()}
     if args.plot_dir is not None:
         plot_profile(base, args.plot_dir / "profile.png")
+        for label, prof, _ in sides:
+            name = "baseline.png" if prof.setup.get("config") != "from guest" else "guest.png"
+            plot_compare(
+                prof, base, (label, "replicated"), args.plot_dir / name, title=f"{label} vs replicated"
+            )
         if labels:
             plot_compare(
                 other, base, labels, args.plot_dir / "compare.png", title=f"{labels[0]} vs {labels[1]}"
@@ -160,6 +225,39 @@ def _profile(args: argparse.Namespace) -> int:
     print(json.dumps(out, indent=2) if args.json else format_table(base))
     if labels and not args.json:
         print(f"\n{labels[0]}:\n{format_table(other)}")
+    for label, prof, ratio_name in sides if not args.json else ():
+        print(f"\n{label}:\n{format_table(prof)}")
+        if ratio_name == "vs base":
+            print(f"\nreplicated vs {label} (IOPS ratio):\n"
+                  f"{format_side_by_side(base, prof, ('replicated', label), ratio_name)}")  # fmt: skip
+        else:
+            print(f"\n{label} vs host librbd (IOPS ratio):\n"
+                  f"{format_side_by_side(prof, base, (label, 'host librbd'), ratio_name)}")  # fmt: skip
+    return 0
+
+
+def _degraded(args: argparse.Namespace) -> int:
+    for flag, value in (("--baseline", args.baseline), ("--compare", args.compare)):
+        if value:
+            raise InputError(f"{flag} {value!r} cannot be combined with --fail-osd; run them separately")
+    if args.from_guest:
+        raise InputError("--from-guest cannot be combined with --fail-osd; run them separately")
+    ref = target(args)
+    bs_list = parse_bs_list(args.bs) if args.bs else [4096]
+    if len(bs_list) != 1:
+        raise InputError(f"--bs {args.bs!r}: a run with --fail-osd takes one block size")
+    at = _duration("--at", args.at)
+    back = _duration("--back-at", args.back_at)
+    runtime = _duration("--runtime", args.runtime) if args.runtime else back + 20.0
+    outage = Outage(args.fail_osd, at, back)
+    outage.check(ref, runtime)
+    run = run_degraded(
+        ref, outage, bs=bs_list[0], runtime_s=runtime, iodepth=args.iodepth, rwmixread=args.rwmixread
+    )
+    out = {"degraded": run.to_json()}
+    if args.output is not None:
+        args.output.write_text(json.dumps(out, indent=2) + "\n")
+    print(json.dumps(out, indent=2) if args.json else format_run(run))
     return 0
 
 

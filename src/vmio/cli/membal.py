@@ -9,6 +9,7 @@ import argparse
 import json
 from pathlib import Path
 
+from vmio.cli import argtypes
 from vmio.cli.argtypes import size
 from vmio.cli.membal_live import add_run
 from vmio.errors import InputError
@@ -35,8 +36,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "trace", metavar="TRACE", type=Path, help="CloudPhysics vSCSI CSV (version,time,op,size,lbn)"
     )
     mrc.add_argument("--page", type=size, default=4096, help="page size (default 4k)")
-    mrc.add_argument("--chunk", type=int, default=DEFAULT_CHUNK, help="pages read per chunk")
-    mrc.add_argument("--points", type=int, default=20, help="cache sizes printed (default 20)")
+    mrc.add_argument("--chunk", type=argtypes.count(1, 1 << 30), default=DEFAULT_CHUNK, help="pages read per chunk")
+    mrc.add_argument("--points", type=argtypes.count(1, 100000), default=20, help="cache sizes printed (default 20)")
     mrc.add_argument("--json", action="store_true", help="print the curve as JSON")
     _sampling_options(mrc, "the curve (default: exact)")
     mrc.set_defaults(handler=_mrc)

@@ -189,6 +189,28 @@ def load(root: Path) -> ClusterRef:
     return ref
 
 
+def layout_of(ref: ClusterRef) -> ClusterLayout:
+    """The layout of a cluster vmio started (to stop and start its daemons); others have none."""
+    if ref.root is None:
+        raise InputError(
+            f"the cluster of {str(ref.conf)!r} was not started by `vmio dstore up`; vmio starts and "
+            "stops only its own daemons (give --dir)"
+        )
+    path = ref.root / STATE_FILE
+    try:
+        data = json.loads(path.read_text())
+        return ClusterLayout(
+            root=ref.root,
+            fsid=str(data["fsid"]),
+            mon_port=int(data["mon_port"]),
+            osds=ref.osds,
+            pool=ref.pool,
+            image=ref.image,
+        )
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"{str(path)!r} lacks the cluster's fsid and mon port: {exc}") from exc
+
+
 def existing(conf: Path, pool: str, image: str, replicas: int = 3) -> ClusterRef:
     """A reference to a cluster vmio did not start, after checking its ``ceph.conf`` exists."""
     if not conf.is_file():

@@ -60,6 +60,25 @@ def running(run_dir: Path, conf: Path) -> dict[str, int]:
     return found
 
 
+def stop_one(run_dir: Path, conf: Path, name: str, term_wait_s: float = 30.0) -> bool:
+    """SIGTERM daemon ``name`` (``osd.1``) as an operator's stop does (an OSD tells the mon it is going
+    down), SIGKILL it after ``term_wait_s``; True when it ended by itself. Not running: ClusterError."""
+    pid = owned_pid(run_dir / f"{name}.pid", conf)
+    if pid is None:
+        raise ClusterError(f"{name} is not running (no live pid file in {str(run_dir)!r})")
+    _signal(pid, signal.SIGTERM)
+    deadline = time.monotonic() + term_wait_s
+    while time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.1)
+    if not _alive(pid):
+        return True
+    _signal(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.1)
+    return False
+
+
 def stop_all(run_dir: Path, conf: Path, term_wait_s: float) -> list[str]:
     """SIGTERM every live daemon of the cluster, SIGKILL what is left after ``term_wait_s``."""
     live = running(run_dir, conf) if run_dir.is_dir() else {}

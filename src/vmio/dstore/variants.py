@@ -33,18 +33,7 @@ def make_variant(runner: Runner, ref: ClusterRef, kind: str, image_mib: int = 10
     """Create the variant configuration of ``kind`` beside ``ref``; return how to reach it."""
     check_kind(kind)
     if kind == "replicas":
-        pool = f"{ref.pool}-size2"
-        rule = json.loads(
-            ceph(runner, ref.conf, "osd", "pool", "get", ref.pool, "crush_rule", "--format", "json")
-        )["crush_rule"]
-        before, _ = pg_summary(runner, ref.conf)
-        ceph(runner, ref.conf, "osd", "pool", "create", pool, "32", "32", "replicated", str(rule))
-        ceph(runner, ref.conf, "osd", "pool", "set", pool, "size", "2", "--yes-i-really-mean-it")
-        ceph(runner, ref.conf, "osd", "pool", "set", pool, "min_size", "1")
-        ceph(runner, ref.conf, "osd", "pool", "application", "enable", pool, "rbd")
-        wait_clean(runner, ref.conf, time.monotonic() + 120.0, expected=before + 32)
-        _rbd(runner, ref, "create", "--size", str(image_mib), f"{pool}/{ref.image}")
-        return replace(ref, pool=pool, replicas=2)
+        return make_sized_pool(runner, ref, 2, image_mib)
     image = f"{ref.image}-striped"
     _rbd(
         runner,
@@ -61,20 +50,39 @@ def make_variant(runner: Runner, ref: ClusterRef, kind: str, image_mib: int = 10
     return replace(ref, image=image)
 
 
+def make_sized_pool(runner: Runner, ref: ClusterRef, size: int, image_mib: int = 1024) -> ClusterRef:
+    """A pool ``POOL-sizeN`` of ``size`` copies on the same OSDs and CRUSH rule as ``ref``'s pool, with an
+    image of the same name; remove it with :func:`remove_variant`. Size 1 needs the mon's
+    ``mon allow pool size one`` (set by ``vmio dstore up``)."""
+    if not 1 <= size <= ref.osds:
+        raise InputError(f"a pool of {size!r} copies needs 1 to {ref.osds} copies on {ref.osds} OSDs")
+    pool = f"{ref.pool}-size{size}"
+    rule = json.loads(
+        ceph(runner, ref.conf, "osd", "pool", "get", ref.pool, "crush_rule", "--format", "json")
+    )["crush_rule"]
+    before, _ = pg_summary(runner, ref.conf)
+    ceph(runner, ref.conf, "osd", "pool", "create", pool, "32", "32", "replicated", str(rule))
+    try:
+        ceph(runner, ref.conf, "osd", "pool", "set", pool, "size", str(size), "--yes-i-really-mean-it")
+        ceph(runner, ref.conf, "osd", "pool", "set", pool, "min_size", "1")
+        ceph(runner, ref.conf, "osd", "pool", "application", "enable", pool, "rbd")
+        wait_clean(runner, ref.conf, time.monotonic() + 120.0, expected=before + 32)
+        _rbd(runner, ref, "create", "--size", str(image_mib), f"{pool}/{ref.image}")
+    except BaseException:
+        _remove_pool(runner, ref, pool)
+        raise
+    return replace(ref, pool=pool, replicas=size)
+
+
 def remove_variant(runner: Runner, base: ClusterRef, variant: ClusterRef) -> None:
     """Remove what :func:`make_variant` created."""
     _rbd(runner, base, "rm", "--no-progress", f"{variant.pool}/{variant.image}")
     if variant.pool != base.pool:
-        ceph(
-            runner,
-            base.conf,
-            "osd",
-            "pool",
-            "rm",
-            variant.pool,
-            variant.pool,
-            "--yes-i-really-really-mean-it",
-        )
+        _remove_pool(runner, base, variant.pool)
+
+
+def _remove_pool(runner: Runner, base: ClusterRef, pool: str) -> None:
+    ceph(runner, base.conf, "osd", "pool", "rm", pool, pool, "--yes-i-really-really-mean-it")
 
 
 def _rbd(runner: Runner, ref: ClusterRef, *args: str) -> None:

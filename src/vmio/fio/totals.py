@@ -1,8 +1,10 @@
 """Totals of one fio run: IOPS, bandwidth, I/O-weighted mean latency and p99 per direction and combined.
 
 The combined p99 comes from the merged latency histograms when fio gave ``json+`` bins (the true
-percentile of the union), else the largest per-job p99. A lighter reading than ``output.parse``, for
-callers that want totals, not per-job results (the dstore profile).
+percentile of the union), else the largest per-job p99; the max is the largest of any job. A lighter
+reading than ``output.parse``, for callers that want totals, not per-job results (the dstore profile).
+Client/server output (``client_stats``, a fio inside a VM) is read the same way, without fio's own
+"All clients" aggregate. ``errors`` counts the I/O errors fio tolerated (``continue_on_error``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ class DirStats:
     bw_bytes: float
     mean_lat_ms: float
     p99_lat_ms: float
+    max_lat_ms: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -33,19 +36,23 @@ class Totals:
     read: DirStats
     write: DirStats
     total: DirStats
+    errors: int = 0
 
 
 def parse_totals(text: str) -> Totals:
     """Per-direction and combined totals of one fio run's JSON output."""
     doc, _ = output.extract_json(text)
-    jobs = doc.get("jobs")
+    jobs = doc.get("client_stats", doc.get("jobs"))
+    if isinstance(jobs, list):
+        jobs = [job for job in jobs if not (isinstance(job, dict) and job.get("jobname") == "All clients")]
     if not isinstance(jobs, list) or not jobs:
         raise FioError(output.NO_JOBS, output=text[-2000:])
     for job in jobs:
         output.check_job(job)
     sides = {d: [_side(job, d) for job in jobs] for d in output.DIRECTIONS}
     read, write = (_combine(sides[d]) for d in output.DIRECTIONS)
-    return Totals(read, write, _combine(sides["read"] + sides["write"]))
+    errors = sum(int(job.get("total_err", 0) or 0) for job in jobs)
+    return Totals(read, write, _combine(sides["read"] + sides["write"]), errors)
 
 
 @dataclass(frozen=True)
@@ -55,6 +62,7 @@ class _Side:
     bw: float
     mean_ns: float
     p99_ns: float
+    max_ns: float
     bins: dict[int, int]
 
 
@@ -63,15 +71,18 @@ def _side(job: dict[str, Any], direction: str) -> _Side:
         block = job[direction]
         lat = block.get("lat_ns") or block["clat_ns"]
         clat = block.get("clat_ns", lat)
-        pct = clat.get("percentile", {})
+        # with lat_percentiles=1 (vmio's campaign jobs) the percentiles and bins are the total latency's
+        dist = lat if "percentile" in lat or "bins" in lat else clat
+        pct = dist.get("percentile", {})
         p99 = float(pct.get("99.000000", 0.0))
-        bins = {int(k): int(v) for k, v in clat.get("bins", {}).items()}
+        bins = {int(k): int(v) for k, v in dist.get("bins", {}).items()}
         return _Side(
             int(block["total_ios"]),
             float(block["iops"]),
             float(block["bw_bytes"]),
             float(lat["mean"]),
             p99,
+            float(lat.get("max", clat.get("max", 0.0))),
             bins,
         )
     except (KeyError, TypeError, ValueError) as exc:
@@ -88,7 +99,10 @@ def _combine(sides: list[_Side]) -> DirStats:
     mean = sum(s.mean_ns * s.ios for s in sides) / ios
     bins = histogram.merge(s.bins for s in sides)
     p99 = percentile_from_bins(bins, 99.0) if bins else max(s.p99_ns for s in sides if s.ios)
-    return DirStats(ios, sum(s.iops for s in sides), sum(s.bw for s in sides), mean / 1e6, p99 / 1e6)
+    top = max(s.max_ns for s in sides if s.ios)
+    return DirStats(
+        ios, sum(s.iops for s in sides), sum(s.bw for s in sides), mean / 1e6, p99 / 1e6, top / 1e6
+    )
 
 
 def percentile_from_bins(bins: dict[int, int], pct: float) -> float:

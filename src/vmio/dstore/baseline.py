@@ -1,0 +1,137 @@
+"""A non-replicated baseline beside the replicated pool (seed 002, Fig. 2's comparison with a general
+service): the same OSDs with one copy (``replicas=1``), or a local file through fio's libaio engine
+(``file:PATH``), profiled with the same mix, depth, block sizes and durations.
+
+A ``replicas=N`` baseline is a pool ``POOL-sizeN`` made beside the cluster's pool on the same CRUSH rule
+and removed afterwards. A ``file:PATH`` baseline uses an existing file as it is (its whole size), or
+creates a fully written 1 GiB file (the size of vmio's RBD image); a block device is written only when it
+holds no data (the same check as every host target).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from vmio.dstore.cluster import ClusterRef
+from vmio.dstore.rbdfio import RbdJob
+from vmio.dstore.variants import make_sized_pool, remove_variant
+from vmio.errors import FioError, InputError
+from vmio.fio import jobfile
+from vmio.fio.totals import Totals, parse_totals
+from vmio.system.process import Runner
+from vmio.system.safety import check_write, is_block_device
+from vmio.targets.host import prepare_file
+
+DEFAULT_FILE_BYTES = 1 << 30
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """What to compare the replicated pool with: ``replicas`` copies on the same OSDs, or a local file."""
+
+    label: str
+    replicas: int | None = None
+    path: Path | None = None
+
+
+def parse_baseline(text: str, ref: ClusterRef) -> Baseline:
+    """``replicas=N`` (N below the pool's copies) or ``file:PATH``."""
+    if text.startswith("file:"):
+        path = text.removeprefix("file:")
+        if not path:
+            raise InputError(f"--baseline {text!r}: give a path after 'file:', e.g. file:/var/tmp/base.img")
+        return Baseline(text, path=Path(path))
+    key, eq, value = text.partition("=")
+    if key == "replicas" and eq:
+        try:
+            n = int(value)
+        except ValueError:
+            n = 0
+        if not 1 <= n < max(2, ref.replicas):
+            raise InputError(
+                f"--baseline {text!r}: replicas must be a whole number from 1 to {max(1, ref.replicas - 1)} "
+                f"(fewer copies than the pool's {ref.replicas})"
+            )
+        if ref.root is None:
+            raise InputError(
+                f"--baseline {text!r} makes a pool beside yours; it needs a cluster started by "
+                "`vmio dstore up` (--dir), or use --baseline file:PATH"
+            )
+        return Baseline(f"replicas={n}", replicas=n)
+    raise InputError(f"--baseline {text!r} is not a baseline; use replicas=1 or file:PATH")
+
+
+@contextlib.contextmanager
+def baseline_measure(
+    base: Baseline, ref: ClusterRef, runner: Runner
+) -> Iterator[tuple[ClusterRef, Callable[[RbdJob], Totals] | None]]:
+    """Make the baseline ready for as long as the block lasts: the cluster reference to profile and the
+    function measuring one job there (None: fio's rbd engine on that reference)."""
+    if base.replicas is not None:
+        variant = make_sized_pool(runner, ref, base.replicas)
+        try:
+            yield variant, None
+        finally:
+            remove_variant(runner, ref, variant)
+        return
+    path = base.path
+    assert path is not None
+    size = _prepare(path, runner)
+    yield ref, lambda job: run_file_job(path, size, job, runner=runner)
+
+
+def _prepare(path: Path, runner: Runner) -> int | None:
+    """The size fio should use on ``path`` (None: a whole block device), creating the file if absent."""
+    if is_block_device(str(path)):
+        check_write(str(path), (), runner)
+        return None
+    if path.is_dir():
+        raise InputError(f"--baseline file:{path}: is a folder; give a file (it is created if absent)")
+    if path.is_file():
+        size = path.stat().st_size
+        if size < 1 << 20:
+            raise InputError(
+                f"--baseline file:{path}: the file holds {size} bytes; give one of at least 1 MiB "
+                "or a new path (vmio creates 1 GiB)"
+            )
+        return size
+    prepare_file(path, DEFAULT_FILE_BYTES)
+    return DEFAULT_FILE_BYTES
+
+
+def render_file_job(path: Path, size: int | None, job: RbdJob) -> str:
+    """The same job as :func:`vmio.dstore.rbdfio.render_job`, on a local file through libaio."""
+    opts: dict[str, str | int | float] = {
+        "ioengine": "libaio",
+        "filename": str(path),
+        "rw": job.rw,
+        "rwmixread": job.rwmixread,
+        "bs": job.bs,
+        "iodepth": job.iodepth,
+        "numjobs": job.numjobs,
+        "direct": 1,
+        "time_based": 1,
+        "runtime": jobfile.seconds(max(0.001, job.runtime_s)),
+        "ramp_time": jobfile.seconds(job.ramp_s),
+        "group_reporting": 0,
+        "randrepeat": 0,
+        **job.extra,
+    }
+    if size is not None:
+        opts["size"] = size
+    return jobfile.section("global", opts) + jobfile.section(f"file-{job.bs}", {})
+
+
+def run_file_job(path: Path, size: int | None, job: RbdJob, *, runner: Runner | None = None) -> Totals:
+    """Run ``job`` on ``path`` with fio's libaio engine and parse its ``json+`` output."""
+    runner = runner or Runner()
+    with tempfile.TemporaryDirectory(prefix="vmio-fio-") as tmp:
+        job_path = Path(tmp) / "job.fio"
+        job_path.write_text(render_file_job(path, size, job))
+        argv = ["fio", "--output-format=json+", str(job_path)]
+        done = runner.run(argv, timeout=job.runtime_s + job.ramp_s + 60.0, error=FioError, cwd=tmp)
+    return parse_totals(done.stdout)

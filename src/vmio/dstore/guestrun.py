@@ -1,0 +1,78 @@
+"""Seed 002's profile from inside a guest, as the seed measured it (IOmeter in a VM on the datastore): a
+vmio VM whose only disk is the RBD image through QEMU's rbd driver, running fio (libaio, direct) on
+``/dev/vda`` with the same mix, depth, block sizes and durations as the host's librbd profile.
+
+The VM is the campaign's QEMU target (``backing = ["rbd:POOL/IMAGE"]`` with ``conf``), booted once for
+all block sizes. Without KVM the guest runs under TCG: its figures then include the emulation's cost,
+and the run records the accelerator so the reader can tell.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from vmio.dstore.cluster import ClusterRef
+from vmio.dstore.rbdfio import RbdJob
+from vmio.fio import jobfile
+from vmio.fio import run as fiorun
+from vmio.fio.totals import Totals, parse_totals
+from vmio.spec import QemuTarget, Workload
+from vmio.system.process import Runner
+from vmio.targets import Env, open_target
+
+FIO_GRACE_S = 90.0
+
+
+def guest_target(ref: ClusterRef, *, memory: int = 512 << 20, accel: str = "auto") -> QemuTarget:
+    """One VM whose disk is ``ref``'s RBD image (the whole image) through QEMU's rbd driver."""
+    return QemuTarget(
+        name="dstore-guest",
+        backing=(f"rbd:{ref.pool}/{ref.image}",),
+        conf=str(ref.conf),
+        memory=memory,
+        accel=accel,
+    )
+
+
+@contextlib.contextmanager
+def guest_measure(
+    ref: ClusterRef, runner: Runner, *, boot_timeout: float = 180.0, accel: str = "auto"
+) -> Iterator[tuple[Callable[[RbdJob], Totals], dict[str, Any]]]:
+    """Boot the VM for as long as the block lasts; give the function measuring one job inside it and
+    the facts of the VM (accelerator, QEMU version, its disk's driver)."""
+    target = guest_target(ref, accel=accel)
+    with open_target(target, Env(runner=runner, boot_timeout=boot_timeout)) as rig:
+        found = rig.facts()
+        facts: dict[str, Any] = {
+            "where": "guest",
+            "disk": f"QEMU rbd driver, {ref.pool}/{ref.image}",
+            "accel": found.accel,
+            "accel_reason": found.host.get("accel_reason"),
+            "qemu_version": found.qemu_version,
+        }
+
+        def measure(job: RbdJob) -> Totals:
+            workload = Workload(
+                name=f"seed002-{job.bs}",
+                rw=job.rw,
+                bs=(job.bs,),
+                rwmixread=job.rwmixread,
+                iodepth=job.iodepth,
+                numjobs=job.numjobs,
+                runtime=job.runtime_s,
+                ramp=job.ramp_s,
+            )
+            (ep,) = rig.endpoints(workload)
+            text = jobfile.render(workload, bs=job.bs, offered_iops=None, load_processes=0, place=ep.place)
+            with tempfile.TemporaryDirectory(prefix="vmio-guest-fio-") as tmp:
+                path = Path(tmp) / "job.fio"
+                path.write_text(text)
+                timeout = job.runtime_s + job.ramp_s + FIO_GRACE_S
+                fiorun.run([fiorun.Endpoint(ep.server, path)], timeout=timeout, runner=runner, cwd=Path(tmp))
+                return parse_totals((Path(tmp) / "fio-output.txt").read_text())
+
+        yield measure, facts

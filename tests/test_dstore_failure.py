@@ -1,0 +1,158 @@
+"""Seed 002 as the paper measured it, on a real loopback Ceph cluster: the replicated pool beside a
+non-replicated baseline (one copy on the same OSDs; a local file), the profile from inside a guest on
+the RBD image, and the pool through one OSD's outage and recovery. One cluster for the module."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from vmio.cli import main
+from vmio.dstore import cluster
+from vmio.system.process import Runner
+
+NEEDED = ("ceph-mon", "ceph-osd", "ceph-mgr", "ceph", "rbd", "monmaptool", "fio")
+MISSING = [tool for tool in NEEDED if shutil.which(tool) is None]
+
+pytestmark = [
+    pytest.mark.ceph,
+    pytest.mark.fio,
+    pytest.mark.slow,
+    pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)} (scripts/setup-system.sh full)"),
+]
+
+
+@pytest.fixture(scope="module")
+def ceph3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[cluster.ClusterRef]:
+    root = tmp_path_factory.mktemp("dstore-fail") / "cluster"
+    assert main(["dstore", "up", "--dir", str(root), "--osds", "3", "--deadline", "150s"]) == 0
+    try:
+        yield cluster.load(root)
+    finally:
+        if root.exists():
+            cluster.down(root)
+
+
+def _profile(ref: cluster.ClusterRef, capsys: pytest.CaptureFixture[str], *extra: str) -> dict:
+    argv = ["dstore", "profile", "--dir", str(ref.root), "--runtime", "2s", "--ramp", "500ms", "--json"]
+    assert main([*argv, *extra]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def _pools(ref: cluster.ClusterRef) -> list[str]:
+    return Runner().run(["ceph", "-c", str(ref.conf), "osd", "pool", "ls"], timeout=60).stdout.split()
+
+
+def test_baseline_one_copy_on_the_same_osds(
+    ceph3: cluster.ClusterRef, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = _profile(ceph3, capsys, "--bs", "4k,64k", "--baseline", "replicas=1")
+    base = out["baseline"]
+    assert base["label"] == "replicas=1" and base["setup"]["replicas"] == 1
+    assert [p["bs"] for p in out["points"]] == [p["bs"] for p in base["points"]] == [4096, 65536]
+    assert set(base["points"][0]) == set(out["points"][0]) - {"vs_baseline"}
+    for mine, theirs in zip(out["points"], base["points"], strict=True):
+        assert mine["vs_baseline"] == pytest.approx(mine["iops"] / theirs["iops"])
+        # both are closed loops of 50 I/Os: Little's law holds on each side
+        for p in (mine, theirs):
+            assert 35 < p["iops"] * p["mean_lat_ms"] / 1e3 < 55
+            assert p["max_lat_ms"] >= p["p99_lat_ms"] >= 0
+            assert p["spikes"] in ("ok", "max-over", "p99-over")
+    # 70 % writes: three copies cost more than one on the same OSDs
+    assert out["points"][0]["vs_baseline"] < 0.9
+    assert f"{ceph3.pool}-size1" not in _pools(ceph3) and ceph3.pool in _pools(ceph3)  # removed again
+
+
+def test_baseline_local_file(
+    ceph3: cluster.ClusterRef, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "base.img"
+    out = _profile(ceph3, capsys, "--bs", "4k", "--baseline", f"file:{path}")
+    assert path.stat().st_size == 1 << 30  # created and fully written
+    (theirs,) = out["baseline"]["points"]
+    assert out["baseline"]["label"] == f"file:{path}" and out["baseline"]["setup"]["where"].startswith(
+        "local"
+    )
+    assert out["points"][0]["vs_baseline"] == pytest.approx(out["points"][0]["iops"] / theirs["iops"])
+    assert 35 < theirs["iops"] * theirs["mean_lat_ms"] / 1e3 < 55
+    assert main(["dstore", "profile", "--dir", str(ceph3.root), "--baseline", "replicas=3"]) == 2
+    assert "replicas must be a whole number from 1 to 2" in capsys.readouterr().err
+
+
+def _osd_tree_sampler(ref: cluster.ClusterRef, osd: int, stop: threading.Event, seen: list) -> None:
+    runner = Runner()
+    t0 = time.time()
+    while not stop.is_set():
+        try:
+            tree = json.loads(
+                runner.run(
+                    ["ceph", "-c", str(ref.conf), "osd", "tree", "--format", "json"], timeout=30
+                ).stdout
+            )
+        except Exception:  # noqa: BLE001 - a busy mon: try again
+            continue
+        status = next(n["status"] for n in tree["nodes"] if n["id"] == osd)
+        seen.append((time.time() - t0, status))
+        stop.wait(0.5)
+
+
+def test_one_osd_down_and_back_keeps_serving(
+    ceph3: cluster.ClusterRef, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stop, seen = threading.Event(), []
+    sampler = threading.Thread(target=_osd_tree_sampler, args=(ceph3, 1, stop, seen), daemon=True)
+    sampler.start()
+    try:
+        argv = ["dstore", "profile", "--dir", str(ceph3.root), "--fail-osd", "1", "--at", "3s",
+                "--back-at", "8s", "--runtime", "15s", "--json", "-o", str(tmp_path / "deg.json")]  # fmt: skip
+        assert main(argv) == 0
+    finally:
+        stop.set()
+        sampler.join(60)
+    run = json.loads(capsys.readouterr().out)["degraded"]
+    # our own `ceph osd tree` samples: the OSD went down and came back up
+    states = [s for _, s in seen]
+    assert "down" in states and states[0] == "up" and states[-1] == "up"
+    down_at = [t for t, s in seen if s == "down"]
+    # fio kept completing I/O every second it logged while the OSD was down (one second of slack at
+    # each edge: the tests' sampler and the run's clock start a few tenths of a second apart)
+    during = [s for s in run["seconds"] if min(down_at) + 1 <= s["t_s"] <= max(down_at) - 1]
+    assert during and all(s["iops"] > 0 for s in during)
+    assert run["stopped_at_s"] == pytest.approx(3.0, abs=1.5) and run["started_at_s"] == pytest.approx(
+        8.0, abs=1.5
+    )
+    assert run["stop_clean"] is True
+    assert run["io_failed"] is False and run["io_errors"] == 0 and run["fio_error"] == 0
+    assert run["down_seen_s"] is not None and run["iops_while_down"] > 0
+    assert run["clean_after_s"] is not None and run["clean_after_s"] >= 0
+    # fio's own totals agree with its per-second log (±25 %: partial first/last windows)
+    logged = sum(s["iops"] for s in run["seconds"])
+    assert logged == pytest.approx(run["totals"]["ios"], rel=0.25)
+    assert main(["dstore", "status", "--dir", str(ceph3.root), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["health"] == "HEALTH_OK" and info["osds_up"] == 3
+    assert info["pg_states"] == {"active+clean": info["pgs"]}
+
+
+@pytest.mark.qemu
+def test_profile_from_a_guest_on_the_rbd_image(
+    ceph3: cluster.ClusterRef, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from qemu_support import MISSING as QEMU_MISSING
+
+    if QEMU_MISSING:
+        pytest.skip(f"needs {', '.join(QEMU_MISSING)}")
+    out = _profile(ceph3, capsys, "--bs", "16k", "--from-guest")
+    guest = out["guest"]
+    assert guest["setup"]["accel"] in ("kvm", "tcg") and "rbd driver" in guest["setup"]["disk"]
+    (host,), (inside,) = out["points"], guest["points"]
+    assert inside["vs_host"] == pytest.approx(inside["iops"] / host["iops"])
+    assert inside["iops"] > 0 and inside["read_iops"] < inside["write_iops"]  # 30 % reads
+    # the guest's fio kept 50 I/Os in flight on /dev/vda too
+    assert 30 < inside["iops"] * inside["mean_lat_ms"] / 1e3 < 55
