@@ -22,7 +22,9 @@ class Parser(argparse.ArgumentParser):
     """argparse, with a bad argument reported in one line (``--help`` still shows the usage)."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}; see `{self.prog} --help`\n")
+        command = self.prog.removeprefix("vmio").strip()
+        where = f"{command}: " if command else ""
+        self.exit(2, f"vmio: error: {where}{message}; see `{self.prog} --help`\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
