@@ -68,7 +68,7 @@ def test_bad_config_names_file_line_and_field(tmp_path: Path, text: str, message
     ("argv", "message"),
     [
         (["--policy", "marginal"], "cannot run live: it needs sampled stack distances"),
-        (["--policy", "efficiency"], "cannot run live: it needs the pages that hit"),
+        (["--policy", "nonsense"], "is not a policy; live policies are equal, refault, mom, efficiency"),
         (["--floor", "600M"], "at most its memory"),
         (["--floor", "1M,2M,3M"], "3 values for 2 VMs"),
         (["--vms", "3", "--budget", "700M"], "more than the budget"),

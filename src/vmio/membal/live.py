@@ -1,9 +1,10 @@
 """The live balloon controller: every interval, each guest's agent record → observations → policy →
 governor (floors, step, hysteresis, pressure, budget) → balloon targets over QMP, every decision stored.
 
-Which policies run live: a guest reports its free and file pages, refaults and activations, but neither
-its cache hits nor stack distances. ``equal``, ``refault`` and ``mom`` need only what it reports;
-``efficiency`` needs the pages that hit and ``marginal`` sampled stack distances, so they are refused.
+Which policies run live: a guest reports its free and file pages, refaults and activations, and its
+workload's page-cache hits and misses (from its processes' ``/proc/PID/io``), but not stack distances.
+``equal``, ``refault``, ``mom`` and ``efficiency`` (seed 001: hit pages per second / cache pages) need only
+what it reports; ``marginal`` needs sampled stack distances, so it is refused.
 """
 
 from __future__ import annotations
@@ -32,9 +33,8 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "efficiency": ("hit_pages",),
     "marginal": ("reuse",),
 }
-GUEST_REPORTS = frozenset({"allocation", "resident", "refaults", "activations", "accesses"})
+GUEST_REPORTS = frozenset({"allocation", "resident", "refaults", "activations", "accesses", "hit_pages"})
 _WHY = {
-    "hit_pages": "the pages that hit in its page cache, which Linux does not count",
     "reuse": "sampled stack distances of its accesses, which a guest cannot see",
 }
 LIVE_POLICIES = tuple(p for p, needs in NEEDS.items() if set(needs) <= GUEST_REPORTS)
@@ -146,7 +146,7 @@ class LiveController:
         floors = tuple(max(0, f - o) // PAGE for f, o in zip(self.rules.floors, over, strict=True))
         memory = sum(t - o for t, o in zip(self.targets, over, strict=True)) // PAGE
         params = dict(self.params)
-        if self.policy_name == "refault":
+        if self.policy_name in ("refault", "efficiency"):
             params.setdefault("step", self.rules.max_step // PAGE)
         budget = Budget(memory=memory, floors=floors, grain=max(1, self.rules.grain // PAGE))
         return make_policy(self.policy_name, budget, params)
@@ -209,6 +209,8 @@ class LiveController:
                 "activations": sum(v.signals.activations for v in vs),
                 "refaults": sum(v.signals.refaults for v in vs),
                 "read_pages": sum(v.signals.read_pages for v in vs),
+                "hits": sum(v.signals.hits for v in vs),
+                "misses": sum(v.signals.misses for v in vs),
                 "moves": sum(v.move.new != v.move.old for v in vs),
             }  # fmt: skip
         return out
@@ -225,6 +227,8 @@ def decision_inputs(v: VmStep) -> dict[str, Any]:
             "activations": obs.activations,
             "refaults": obs.refaults,
             "accesses": obs.accesses,
+            "hits": obs.hits,
+            "hit_pages": obs.hit_pages,
             "page": PAGE,
         },
         "actual": v.actual,
