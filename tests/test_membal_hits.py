@@ -16,9 +16,9 @@ from vmio.store import Store
 from vmio.store.membal import decisions, start_run
 
 M = 1 << 20
-COMM = st.text(
-    st.characters(min_codepoint=33, max_codepoint=126), min_size=1, max_size=15
-) | st.just("kworker/u2:1 x")  # a comm may hold spaces
+COMM = st.text(st.characters(min_codepoint=33, max_codepoint=126), min_size=1, max_size=15) | st.just(
+    "kworker/u2:1 x"
+)  # a comm may hold spaces
 PROC = st.builds(ProcIO, st.integers(1, 4 * 10**6), COMM, st.integers(0, 2**62), st.integers(0, 2**62))
 
 
@@ -73,7 +73,9 @@ def test_hits_and_misses_between_two_records(
     reaped = record(2.0, (1, server_rc + rc, server_rb + rb))
     expected = (more_hit // PAGE, more_miss // PAGE)
     assert cache_reads(before, running) == expected == cache_reads(before, reaped)
-    new_job = record(2.0, (1, server_rc, server_rb), (2, job_rc, job_rb), (3, more_hit + more_miss, more_miss))
+    new_job = record(
+        2.0, (1, server_rc, server_rb), (2, job_rc, job_rb), (3, more_hit + more_miss, more_miss)
+    )
     assert cache_reads(before, new_job) == expected  # a job started in the interval counts from 0
     hits, misses = cache_reads(new_job, before)  # counters that went back (a workload tree gone)
     assert hits >= 0 and misses >= 0

@@ -141,14 +141,23 @@ class LiveController:
                 time.sleep(0.05)
         return got
 
-    def _make_policy(self, sigs: Sequence[GuestSignals]) -> Policy:
+    def _budget(self, sigs: Sequence[GuestSignals]) -> Budget:
+        """The budget and floors in this interval's cache frame (the overheads change as balloons settle)."""
         over = [s.overhead(t) for s, t in zip(sigs, self.targets, strict=True)]
         floors = tuple(max(0, f - o) // PAGE for f, o in zip(self.rules.floors, over, strict=True))
         memory = sum(t - o for t, o in zip(self.targets, over, strict=True)) // PAGE
+        return Budget(memory=memory, floors=floors, grain=max(1, self.rules.grain // PAGE))
+
+    def _policy(self, sigs: Sequence[GuestSignals]) -> Policy:
+        """The policy on this interval's budget: ``equal`` and ``efficiency`` keep no state between
+        intervals and are made afresh; the others keep theirs and get the new budget."""
+        budget = self._budget(sigs)
+        if self.policy is not None and self.policy_name not in ("equal", "efficiency"):
+            self.policy.budget = budget  # type: ignore[attr-defined]
+            return self.policy
         params = dict(self.params)
         if self.policy_name in ("refault", "efficiency"):
             params.setdefault("step", self.rules.max_step // PAGE)
-        budget = Budget(memory=memory, floors=floors, grain=max(1, self.rules.grain // PAGE))
         return make_policy(self.policy_name, budget, params)
 
     def step(self, wait: float = 10.0) -> Step:
@@ -157,8 +166,7 @@ class LiveController:
         sigs = [signals(b, a, self.psi_threshold) for b, a in zip(self.baseline, latest, strict=True)]
         self.baseline = latest
         actual = [g.actual() for g in self.guests]
-        if self.policy is None:
-            self.policy = self._make_policy(sigs)
+        self.policy = self._policy(sigs)
         obs = [s.observation() for s in sigs]
         alloc = self.policy.decide(obs)
         proposed = [t + (a - o.allocation) * PAGE for t, a, o in zip(self.targets, alloc, obs, strict=True)]
