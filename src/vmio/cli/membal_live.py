@@ -126,7 +126,8 @@ def step_line(step: Step) -> list[str]:
         lines.append(
             f"t={step.t:6.1f}s {v.vm:<8} {format_size(m.old):>6} -> {format_size(m.new):<6} "
             f"actual {format_size(v.actual):>6}  file {s.file >> 20:>4}M free {s.free >> 20:>4}M  "
-            f"act {s.activations:>6} refault {s.refaults:>6} read {s.read_pages:>7}  {psi}  {m.reason}"
+            f"act {s.activations:>6} refault {s.refaults:>6} read {s.read_pages:>7} "
+            f"hit {s.hits:>7} miss {s.misses:>7}  {psi}  {m.reason}"
         )
     return lines
 
@@ -142,9 +143,15 @@ def render_summary(out: LiveOutcome, db: str) -> str:
             f"  {vm:<8} {format_size(s['initial'])} -> {format_size(s['final'])} "
             f"(min {format_size(s['min'])}, max {format_size(s['max'])}, floor {format_size(s['floor'])}), "
             f"{s['moves']} moves, {s['pressure_steps']} intervals under pressure, "
-            f"{s['activations']} activations, {s['refaults']} refaults"
+            f"{s['activations']} activations, {s['refaults']} refaults, "
+            f"{s['hits']} hits {s['misses']} misses (hit ratio {_ratio(s['hit_ratio'])})"
         )
+    lines.append(f"  total hit ratio of the workloads: {_ratio(out.hit_ratio)}")
     return "\n".join(lines)
+
+
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
 
 
 def outcome_json(settings: LiveSettings, out: LiveOutcome) -> dict[str, Any]:
@@ -160,4 +167,4 @@ def outcome_json(settings: LiveSettings, out: LiveOutcome) -> dict[str, Any]:
         for st in out.steps
     ]  # fmt: skip
     return {"run_id": out.run_id, "accel": out.accel, "settings": settings.to_json(), "steps": steps,
-            "summary": out.summary}  # fmt: skip
+            "summary": out.summary, "hit_ratio": out.hit_ratio}  # fmt: skip

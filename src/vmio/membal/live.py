@@ -221,7 +221,15 @@ class LiveController:
                 "misses": sum(v.signals.misses for v in vs),
                 "moves": sum(v.move.new != v.move.old for v in vs),
             }  # fmt: skip
+            reads = out[guest.name]["hits"] + out[guest.name]["misses"]
+            out[guest.name]["hit_ratio"] = round(out[guest.name]["hits"] / reads, 4) if reads else None
         return out
+
+    def hit_ratio(self) -> float | None:
+        """All VMs' workload hits / (hits + misses) over the run; None without reads."""
+        hits = sum(v.signals.hits for s in self.steps for v in s.vms)
+        reads = hits + sum(v.signals.misses for s in self.steps for v in s.vms)
+        return round(hits / reads, 4) if reads else None
 
 
 def decision_inputs(v: VmStep) -> dict[str, Any]:
