@@ -111,3 +111,4 @@ def test_the_shipped_case1_live_config_loads() -> None:
     s = settings(["--config", str(example)])
     assert s.policy == "efficiency" and s.params == {"step": 32 * M // 4096}
     assert s.loads[1].hot == 150 * M and s.loads[0].hot == 0
+    assert settings(["--config", str(example), "--policy", "equal"]).params == {}  # [policy] is efficiency's

@@ -74,7 +74,9 @@ def settings_from(args: argparse.Namespace) -> LiveSettings:
     loads = tuple(Load(size) for size in args.load) if args.load else (conf.loads if conf else ())
     per_vm = () if args.floor is not None or conf is None else conf.floors
     floors = _floors(values["floor"], per_vm, n)
-    params = dict(conf.params) if conf is not None else {}
+    # the [policy] table belongs to the config's policy: --policy naming another one leaves it out
+    same = conf is not None and conf.run.get("policy", _DEFAULTS["policy"]) == values["policy"]
+    params = dict(conf.params) if conf is not None and same else {}
     for item in args.param:
         key, sep, value = item.partition("=")
         if not sep:
