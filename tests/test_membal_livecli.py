@@ -55,6 +55,15 @@ def test_refault_step_is_given_in_bytes_and_kept_in_pages() -> None:
         ("[run]\ncolour = 1\n", r"live.toml:2: run.colour is not known"),
         ('[[vm]]\nload = "1M"\n\n[[vm]]\nrw = "write"\n', r"live.toml:5: vm.rw = 'write' is not accepted"),
         ("[disk]\n", r"unknown tables \['disk'\]"),
+        ('[[vm]]\nload = "100M"\nhot = "10M"\n', r"live.toml:3: vm.hot and vm.hot_share go together"),
+        (
+            '[[vm]]\nload = "100M"\nhot = "200M"\nhot_share = 0.9\n',
+            r"live.toml:3: vm.hot = \d+ bytes must lie",
+        ),
+        (
+            '[[vm]]\nload = "100M"\nhot = "10M"\nhot_share = 1.5\n',
+            r"live.toml:4: vm.hot_share: 1.5 is not a frac",
+        ),
     ],
 )
 def test_bad_config_names_file_line_and_field(tmp_path: Path, text: str, message: str) -> None:
@@ -68,7 +77,7 @@ def test_bad_config_names_file_line_and_field(tmp_path: Path, text: str, message
     ("argv", "message"),
     [
         (["--policy", "marginal"], "cannot run live: it needs sampled stack distances"),
-        (["--policy", "efficiency"], "cannot run live: it needs the pages that hit"),
+        (["--policy", "nonsense"], "is not a policy; live policies are equal, refault, mom, efficiency"),
         (["--floor", "600M"], "at most its memory"),
         (["--floor", "1M,2M,3M"], "3 values for 2 VMs"),
         (["--vms", "3", "--budget", "700M"], "more than the budget"),
@@ -90,3 +99,16 @@ def test_bad_options_fail_before_any_vm_boots(
 def test_load_job_reads_through_the_page_cache() -> None:
     job = job_text(Load(200 * M), "/dev/vda", 30)
     assert "direct=0" in job and "invalidate=0" in job and f"size={200 * M}" in job and "rw=randread" in job
+
+
+def test_a_hot_range_gets_its_share_of_the_reads_through_zoned_abs() -> None:
+    job = job_text(Load(1024 * M, "randread", 32 << 10, 150 * M, 0.91), "/dev/vda", 30)
+    assert f"random_distribution=zoned_abs:91/{150 * M}:9/{874 * M}" in job
+
+
+def test_the_shipped_case1_live_config_loads() -> None:
+    example = Path(__file__).parents[1] / "examples" / "membal" / "case1-live.toml"
+    s = settings(["--config", str(example)])
+    assert s.policy == "efficiency" and s.params == {"step": 32 * M // 4096}
+    assert s.loads[1].hot == 150 * M and s.loads[0].hot == 0
+    assert settings(["--config", str(example), "--policy", "equal"]).params == {}  # [policy] is efficiency's

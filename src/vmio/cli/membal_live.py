@@ -75,7 +75,9 @@ def settings_from(args: argparse.Namespace) -> LiveSettings:
     loads = tuple(Load(size) for size in args.load) if args.load else (conf.loads if conf else ())
     per_vm = () if args.floor is not None or conf is None else conf.floors
     floors = _floors(values["floor"], per_vm, n)
-    params = dict(conf.params) if conf is not None else {}
+    # the [policy] table belongs to the config's policy: --policy naming another one leaves it out
+    same = conf is not None and conf.run.get("policy", _DEFAULTS["policy"]) == values["policy"]
+    params = dict(conf.params) if conf is not None and same else {}
     for item in args.param:
         key, sep, value = item.partition("=")
         if not sep:
@@ -127,7 +129,8 @@ def step_line(step: Step) -> list[str]:
         lines.append(
             f"t={step.t:6.1f}s {v.vm:<8} {format_size(m.old):>6} -> {format_size(m.new):<6} "
             f"actual {format_size(v.actual):>6}  file {s.file >> 20:>4}M free {s.free >> 20:>4}M  "
-            f"act {s.activations:>6} refault {s.refaults:>6} read {s.read_pages:>7}  {psi}  {m.reason}"
+            f"act {s.activations:>6} refault {s.refaults:>6} read {s.read_pages:>7} "
+            f"hit {s.hits:>7} miss {s.misses:>7}  {psi}  {m.reason}"
         )
     return lines
 
@@ -143,9 +146,15 @@ def render_summary(out: LiveOutcome, db: str) -> str:
             f"  {vm:<8} {format_size(s['initial'])} -> {format_size(s['final'])} "
             f"(min {format_size(s['min'])}, max {format_size(s['max'])}, floor {format_size(s['floor'])}), "
             f"{s['moves']} moves, {s['pressure_steps']} intervals under pressure, "
-            f"{s['activations']} activations, {s['refaults']} refaults"
+            f"{s['activations']} activations, {s['refaults']} refaults, "
+            f"{s['hits']} hits {s['misses']} misses (hit ratio {_ratio(s['hit_ratio'])})"
         )
+    lines.append(f"  total hit ratio of the workloads: {_ratio(out.hit_ratio)}")
     return "\n".join(lines)
+
+
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
 
 
 def outcome_json(settings: LiveSettings, out: LiveOutcome) -> dict[str, Any]:
@@ -161,4 +170,4 @@ def outcome_json(settings: LiveSettings, out: LiveOutcome) -> dict[str, Any]:
         for st in out.steps
     ]  # fmt: skip
     return {"run_id": out.run_id, "accel": out.accel, "settings": settings.to_json(), "steps": steps,
-            "summary": out.summary}  # fmt: skip
+            "summary": out.summary, "hit_ratio": out.hit_ratio}  # fmt: skip

@@ -4,6 +4,7 @@
 #   vmio.disks=/dev/vda,/dev/sda   wait (up to vmio.disk_wait seconds, default 30) for these devices
 #   vmio.agent=SECONDS             start the agent on the virtio-serial port named vmio.agent
 #   vmio.fio_port=PORT             fio server port (default 8765)
+#   vmio.hits=fio,NAME             processes whose read counters the agent reports (default fio)
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
 export LD_LIBRARY_PATH=@LD_LIBRARY_PATH@
 /bin/busybox mkdir -p /proc /sys /dev /tmp /sbin /usr/bin /usr/sbin /run
@@ -20,13 +21,14 @@ while read -r module; do
     insmod "$module" || echo "vmio-guest: insmod $module failed"
 done < /etc/vmio/modules
 
-disks="" ; agent="" ; fio_port=8765 ; disk_wait=30
+disks="" ; agent="" ; fio_port=8765 ; disk_wait=30 ; hits=fio
 for arg in $(cat /proc/cmdline); do
     case "$arg" in
         vmio.disks=*) disks=$(echo "${arg#vmio.disks=}" | tr , ' ') ;;
         vmio.agent=*) agent="${arg#vmio.agent=}" ;;
         vmio.fio_port=*) fio_port="${arg#vmio.fio_port=}" ;;
         vmio.disk_wait=*) disk_wait="${arg#vmio.disk_wait=}" ;;
+        vmio.hits=*) hits=$(echo "${arg#vmio.hits=}" | tr , ' ') ;;
     esac
 done
 
@@ -44,7 +46,7 @@ done
 
 if [ -n "$agent" ]; then
     for port in /sys/class/virtio-ports/*; do
-        [ "$(cat "$port/name" 2>/dev/null)" = vmio.agent ] && /bin/vmio-agent "/dev/${port##*/}" "$agent" &
+        [ "$(cat "$port/name" 2>/dev/null)" = vmio.agent ] && /bin/vmio-agent "/dev/${port##*/}" "$agent" "$hits" &
     done
 fi
 

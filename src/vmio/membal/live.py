@@ -1,9 +1,10 @@
 """The live balloon controller: every interval, each guest's agent record → observations → policy →
 governor (floors, step, hysteresis, pressure, budget) → balloon targets over QMP, every decision stored.
 
-Which policies run live: a guest reports its free and file pages, refaults and activations, but neither
-its cache hits nor stack distances. ``equal``, ``refault`` and ``mom`` need only what it reports;
-``efficiency`` needs the pages that hit and ``marginal`` sampled stack distances, so they are refused.
+Which policies run live: a guest reports its free and file pages, refaults and activations, and its
+workload's page-cache hits and misses (from its processes' ``/proc/PID/io``), but not stack distances.
+``equal``, ``refault``, ``mom`` and ``efficiency`` (seed 001: hit pages per second / cache pages) need only
+what it reports; ``marginal`` needs sampled stack distances, so it is refused.
 """
 
 from __future__ import annotations
@@ -32,9 +33,8 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "efficiency": ("hit_pages",),
     "marginal": ("reuse",),
 }
-GUEST_REPORTS = frozenset({"allocation", "resident", "refaults", "activations", "accesses"})
+GUEST_REPORTS = frozenset({"allocation", "resident", "refaults", "activations", "accesses", "hit_pages"})
 _WHY = {
-    "hit_pages": "the pages that hit in its page cache, which Linux does not count",
     "reuse": "sampled stack distances of its accesses, which a guest cannot see",
 }
 LIVE_POLICIES = tuple(p for p, needs in NEEDS.items() if set(needs) <= GUEST_REPORTS)
@@ -141,14 +141,23 @@ class LiveController:
                 time.sleep(0.05)
         return got
 
-    def _make_policy(self, sigs: Sequence[GuestSignals]) -> Policy:
+    def _budget(self, sigs: Sequence[GuestSignals]) -> Budget:
+        """The budget and floors in this interval's cache frame (the overheads change as balloons settle)."""
         over = [s.overhead(t) for s, t in zip(sigs, self.targets, strict=True)]
         floors = tuple(max(0, f - o) // PAGE for f, o in zip(self.rules.floors, over, strict=True))
         memory = sum(t - o for t, o in zip(self.targets, over, strict=True)) // PAGE
+        return Budget(memory=memory, floors=floors, grain=max(1, self.rules.grain // PAGE))
+
+    def _policy(self, sigs: Sequence[GuestSignals]) -> Policy:
+        """The policy on this interval's budget: ``equal`` and ``efficiency`` keep no state between
+        intervals and are made afresh; the others keep theirs and get the new budget."""
+        budget = self._budget(sigs)
+        if self.policy is not None and self.policy_name not in ("equal", "efficiency"):
+            self.policy.budget = budget  # type: ignore[attr-defined]
+            return self.policy
         params = dict(self.params)
-        if self.policy_name == "refault":
+        if self.policy_name in ("refault", "efficiency"):
             params.setdefault("step", self.rules.max_step // PAGE)
-        budget = Budget(memory=memory, floors=floors, grain=max(1, self.rules.grain // PAGE))
         return make_policy(self.policy_name, budget, params)
 
     def step(self, wait: float = 10.0) -> Step:
@@ -157,8 +166,7 @@ class LiveController:
         sigs = [signals(b, a, self.psi_threshold) for b, a in zip(self.baseline, latest, strict=True)]
         self.baseline = latest
         actual = [g.actual() for g in self.guests]
-        if self.policy is None:
-            self.policy = self._make_policy(sigs)
+        self.policy = self._policy(sigs)
         obs = [s.observation() for s in sigs]
         alloc = self.policy.decide(obs)
         proposed = [t + (a - o.allocation) * PAGE for t, a, o in zip(self.targets, alloc, obs, strict=True)]
@@ -209,9 +217,19 @@ class LiveController:
                 "activations": sum(v.signals.activations for v in vs),
                 "refaults": sum(v.signals.refaults for v in vs),
                 "read_pages": sum(v.signals.read_pages for v in vs),
+                "hits": sum(v.signals.hits for v in vs),
+                "misses": sum(v.signals.misses for v in vs),
                 "moves": sum(v.move.new != v.move.old for v in vs),
             }  # fmt: skip
+            reads = out[guest.name]["hits"] + out[guest.name]["misses"]
+            out[guest.name]["hit_ratio"] = round(out[guest.name]["hits"] / reads, 4) if reads else None
         return out
+
+    def hit_ratio(self) -> float | None:
+        """All VMs' workload hits / (hits + misses) over the run; None without reads."""
+        hits = sum(v.signals.hits for s in self.steps for v in s.vms)
+        reads = hits + sum(v.signals.misses for s in self.steps for v in s.vms)
+        return round(hits / reads, 4) if reads else None
 
 
 def decision_inputs(v: VmStep) -> dict[str, Any]:
@@ -225,6 +243,8 @@ def decision_inputs(v: VmStep) -> dict[str, Any]:
             "activations": obs.activations,
             "refaults": obs.refaults,
             "accesses": obs.accesses,
+            "hits": obs.hits,
+            "hit_pages": obs.hit_pages,
             "page": PAGE,
         },
         "actual": v.actual,

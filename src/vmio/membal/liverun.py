@@ -101,6 +101,7 @@ class LiveOutcome:
     summary: dict[str, Any]
     steps: list[Step]
     vms: list[str]
+    hit_ratio: float | None = None  # all VMs' workload hits / reads
 
 
 def run_live(
@@ -162,7 +163,7 @@ def _drive(
             g.close()
     summary = control.summary()
     finish_run(store, run_id, "done", summary)
-    return LiveOutcome(run_id, accel, summary, control.steps, [g.name for g in guests])
+    return LiveOutcome(run_id, accel, summary, control.steps, [g.name for g in guests], control.hit_ratio())
 
 
 def describe(settings: LiveSettings) -> str:

@@ -23,6 +23,8 @@ the guest's cache has left refaults and, near the floor, puts the guest under me
     rw = "randread"             # randread | read
     bs = "64k"                  # block size of the reads
     floor = "256M"              # this VM's floor
+    hot = "150M"                # optional: a hot range at the start of the working set ...
+    hot_share = 0.9             # ... that gets this share of the random reads (fio zoned_abs)
 """
 
 from __future__ import annotations
@@ -40,7 +42,14 @@ from vmio.units import parse_duration, parse_size
 RUN_KEYS = {"policy": "text", "memory": "size", "floor": "size", "interval": "duration",
             "duration": "duration", "max_step": "size", "budget": "size", "min_move": "size",
             "vms": "count", "psi_threshold": "fraction"}  # fmt: skip
-VM_KEYS = {"load": "size", "rw": "text", "bs": "size", "floor": "size"}
+VM_KEYS = {
+    "load": "size",
+    "rw": "text",
+    "bs": "size",
+    "floor": "size",
+    "hot": "size",
+    "hot_share": "fraction",
+}
 RW = ("randread", "read")
 
 
@@ -51,6 +60,8 @@ class Load:
     size: int = 0
     rw: str = "randread"
     bs: int = 64 << 10
+    hot: int = 0  # bytes at the start of the working set that get ``hot_share`` of the random reads
+    hot_share: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -110,17 +121,39 @@ def load_config(path: str | Path) -> LiveConfig:
     for i, t in enumerate(tables):
         if t.get("rw", "randread") not in RW:
             raise loc.error("vm", i, "rw", f"vm.rw = {t['rw']!r} is not accepted; use one of {', '.join(RW)}")
-    loads = tuple(Load(t.get("load", 0), t.get("rw", "randread"), t.get("bs", 64 << 10)) for t in tables)
+    for i, t in enumerate(tables):
+        if ("hot" in t) != ("hot_share" in t):
+            raise loc.error("vm", i, "hot", "vm.hot and vm.hot_share go together; give both or neither")
+        if "hot" in t and not 0 < t["hot"] < t.get("load", 0):
+            raise loc.error("vm", i, "hot", f"vm.hot = {t['hot']!r} bytes must lie inside the load (vm.load)")
+        if "hot" in t and t.get("rw", "randread") != "randread":
+            raise loc.error("vm", i, "hot", 'vm.hot needs rw = "randread"')
+    loads = tuple(
+        Load(
+            t.get("load", 0),
+            t.get("rw", "randread"),
+            t.get("bs", 64 << 10),
+            t.get("hot", 0),
+            t.get("hot_share", 0.0),
+        )
+        for t in tables
+    )
     return LiveConfig(run, loads, tuple(t.get("floor") for t in tables), params)
 
 
 def job_text(load: Load, device: str, runtime: float) -> str:
     """The fio job for one VM's load; ``invalidate=0`` keeps fio from dropping the cache between loops
-    (pages it drops leave no shadow entries, so their refaults would not count)."""
-    return jobfile.section("membal-load", {
+    (pages it drops leave no shadow entries, so their refaults would not count). A ``hot`` range gets
+    ``hot_share`` of the reads through fio's ``random_distribution=zoned_abs``."""
+    options: dict[str, str | int | float] = {
         "filename": device, "rw": load.rw, "bs": load.bs, "size": load.size, "direct": 0, "invalidate": 0,
         "ioengine": "psync", "runtime": max(1, int(runtime)), "time_based": 1, "randrepeat": 0,
-    })  # fmt: skip
+    }  # fmt: skip
+    if load.hot:
+        share = round(load.hot_share * 100)
+        rest = f":{100 - share}/{load.size - load.hot}" if share < 100 else ""
+        options["random_distribution"] = f"zoned_abs:{share}/{load.hot}{rest}"
+    return jobfile.section("membal-load", options)
 
 
 class LoadRun:

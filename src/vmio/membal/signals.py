@@ -6,6 +6,11 @@ kernel has PSI (Debian kernels need ``psi=1``), the memory stall totals ``psi_me
 
 - the page-cache signals the policies use: file pages (``Active(file) + Inactive(file)``, which leaves out
   the initramfs's shmem), free memory, refaults and activations (``workingset_*_file``), pages read;
+- the workload's page-cache hits and misses, which Linux does not count but ``/proc/PID/io`` lets an
+  unmodified guest estimate per process: ``rchar`` (bytes read through read syscalls) against
+  ``read_bytes`` (bytes fetched from storage), summed over the workload's processes (``pio`` lines of the
+  agent record): hits ≈ (Δrchar − Δread_bytes) / page, misses ≈ Δread_bytes / page. Readahead counts as
+  misses of pages not yet read, so a sequential first pass reports slightly more misses than reads;
 - memory pressure: the share of the interval some task stalled on memory (PSI); without PSI, direct
   reclaim (``allocstall_*``, ``pgscan_direct``), swap traffic or an OOM kill in the interval.
 
@@ -50,15 +55,30 @@ class GuestSignals:
     activations: int  # workingset_activate_file
     read_pages: int  # pgpgin (KiB) in pages
     pressure: Pressure
+    hits: int = 0  # pages the workload's reads found in the page cache: (Δrchar - Δread_bytes) / PAGE
+    misses: int = 0  # pages fetched from storage for the workload's reads: Δread_bytes / PAGE
+    workload_procs: int = 0  # workload processes in the later record
+
+    @property
+    def hit_rate(self) -> float:
+        """The workload's page-cache hits per second of guest time."""
+        return self.hits / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def hit_ratio(self) -> float | None:
+        """hits / (hits + misses) over the interval; None without reads."""
+        return self.hits / (self.hits + self.misses) if self.hits + self.misses else None
 
     def observation(self) -> VmObservation:
-        """The policy's view in the cache frame; hits are not observable in a guest and stay 0."""
+        """The policy's view in the cache frame. ``hits`` are the workload's hit pages in the interval,
+        ``hit_pages`` its hit pages per second (seed 001's "hit pages per unit time"; a guest cannot tell
+        distinct pages apart, so a page hit twice counts twice)."""
         return VmObservation(
             allocation=(self.free + self.file) // PAGE,
             resident=self.file // PAGE,
-            accesses=self.read_pages,
-            hits=0,
-            hit_pages=0,
+            accesses=self.hits + self.misses,
+            hits=self.hits,
+            hit_pages=round(self.hit_rate),
             refaults=self.refaults,
             activations=self.activations,
         )
@@ -94,9 +114,19 @@ def pressure(before: AgentRecord, after: AgentRecord, psi_threshold: float = 0.0
     return Pressure("vmstat", 0.0, reclaim, reclaim > 0)
 
 
+def cache_reads(before: AgentRecord, after: AgentRecord) -> tuple[int, int]:
+    """(hits, misses) in pages of the workload's reads between two records. Totals over the workload's
+    processes include reaped children (the kernel adds them to their parent's counters), so a job that
+    ended between the records still counts; a total that went back (a workload tree gone) counts as 0."""
+    chars = max(0, after.read_chars - before.read_chars)
+    fetched = max(0, after.read_bytes - before.read_bytes)
+    return max(0, chars - fetched) // PAGE, fetched // PAGE
+
+
 def signals(before: AgentRecord, after: AgentRecord, psi_threshold: float = 0.01) -> GuestSignals:
     """The guest's memory at ``after`` and its activity since ``before``."""
     mem = after.meminfo
+    hits, misses = cache_reads(before, after)
     return GuestSignals(
         seconds=round(after.uptime - before.uptime, 3),
         total=mem.get("MemTotal", 0),
@@ -107,4 +137,7 @@ def signals(before: AgentRecord, after: AgentRecord, psi_threshold: float = 0.01
         activations=_delta(before, after, ("workingset_activate_file",)),
         read_pages=_delta(before, after, ("pgpgin",)) * 1024 // PAGE,
         pressure=pressure(before, after, psi_threshold),
+        hits=hits,
+        misses=misses,
+        workload_procs=len(after.procs),
     )

@@ -29,7 +29,8 @@ Public API (all importable from ``vmio.qemu``):
         .sample() -> [ThreadCPU(tid, comm, kind "vcpu"|"iothread"|"main"|"other", usr_pct, sys_pct)]
         cpu_between(before: Snapshot, after: Snapshot, iothread_ids) for replayed snapshots
     VfioBinding(address, sys_root=Path("/sys")), iommu_present(sys_root) -> bool
-    read_agent_records(vm.runtime.agent, count=1, timeout=10.0) -> [AgentRecord(uptime, vmstat, meminfo)]
+    read_agent_records(vm.runtime.agent, count=1, timeout=10.0) -> [AgentRecord(uptime, vmstat, meminfo, procs)]
+        procs: ProcIO(pid, comm, rchar, read_bytes) of the guest workload (fio) from /proc/PID/io
         needs VMConfig(agent_interval=SECONDS); meminfo values in bytes
 
 QEMU runs in its own session with PR_SET_PDEATHSIG=SIGKILL: it dies with the *thread* that launched it,
@@ -46,7 +47,7 @@ Typical use (accel resolved once, then VMs):
 """
 
 from vmio.qemu.accel import KVM_PROBE_DEADLINE, AccelChoice, AccelProber, resolve_accel
-from vmio.qemu.agent import AgentRecord, read_agent_records
+from vmio.qemu.agent import AgentRecord, ProcIO, read_agent_records
 from vmio.qemu.argv import Runtime, build_argv, kernel_cmdline
 from vmio.qemu.caps import QemuCaps, probe_caps
 from vmio.qemu.fleet import Fleet, check_disjoint
@@ -68,6 +69,7 @@ __all__ = [
     "Cache",
     "Disk",
     "Fleet",
+    "ProcIO",
     "QemuCaps",
     "Runtime",
     "Snapshot",

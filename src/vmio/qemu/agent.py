@@ -3,6 +3,10 @@
 A VM started with ``VMConfig(agent_interval=SECONDS)`` runs ``vmio-agent`` in the guest, which writes a
 record every interval to the virtio-serial port ``vmio.agent``; QEMU exposes it as the unix socket
 ``vm.runtime.agent``. Records are framed by ``--- vmio <uptime>`` and ``--- end``.
+
+Each record also carries the read counters of the guest's workload processes (by default every process
+named ``fio``), one line each: ``pio PID COMM RCHAR READ_BYTES`` from ``/proc/PID/io``: bytes read through
+read syscalls and bytes fetched from storage. Their difference is what the page cache served.
 """
 
 from __future__ import annotations
@@ -18,13 +22,50 @@ _HEADER = "--- vmio "
 _END = "--- end"
 
 
+_PIO = "pio"
+
+
+@dataclass(frozen=True)
+class ProcIO:
+    """One guest process's read counters (``/proc/PID/io``), in bytes since it started."""
+
+    pid: int
+    comm: str
+    rchar: int  # read through read syscalls (read, pread, readv ...): page-cache hits and misses
+    read_bytes: int  # fetched from storage on its behalf: misses (and readahead)
+
+
 @dataclass(frozen=True)
 class AgentRecord:
-    """One sample: guest uptime (s), /proc/vmstat counters, /proc/meminfo values in bytes."""
+    """One sample: guest uptime (s), /proc/vmstat counters, /proc/meminfo values in bytes, and the read
+    counters of the workload's processes."""
 
     uptime: float
     vmstat: dict[str, int]
     meminfo: dict[str, int]
+    procs: tuple[ProcIO, ...] = ()
+
+    @property
+    def read_chars(self) -> int:
+        """Bytes the workload's processes read through syscalls (reaped children included)."""
+        return sum(p.rchar for p in self.procs)
+
+    @property
+    def read_bytes(self) -> int:
+        """Bytes fetched from storage for the workload's processes."""
+        return sum(p.read_bytes for p in self.procs)
+
+
+def parse_pio(line: str) -> ProcIO | None:
+    """``pio PID COMM RCHAR READ_BYTES`` (COMM may hold spaces); None when the line is not one."""
+    parts = line.split()
+    if len(parts) < 5 or parts[0] != _PIO:
+        return None
+    pid, rchar, read_bytes = parts[1], parts[-2], parts[-1]
+    if not (pid.isdigit() and rchar.isdigit() and read_bytes.isdigit()):
+        return None
+    comm = line.split(None, 2)[2].rsplit(None, 2)[0]
+    return ProcIO(int(pid), comm, int(rchar), int(read_bytes))
 
 
 def parse_record(lines: list[str]) -> AgentRecord:
@@ -32,14 +73,19 @@ def parse_record(lines: list[str]) -> AgentRecord:
     uptime = float(lines[0][len(_HEADER) :].split()[0])
     vmstat: dict[str, int] = {}
     meminfo: dict[str, int] = {}
+    procs: list[ProcIO] = []
     for line in lines[1:]:
         parts = line.split()
-        if len(parts) >= 2 and parts[0].endswith(":"):
+        if parts and parts[0] == _PIO:
+            proc = parse_pio(line)
+            if proc is not None:
+                procs.append(proc)
+        elif len(parts) >= 2 and parts[0].endswith(":"):
             scale = 1024 if parts[-1] == "kB" else 1
             meminfo[parts[0][:-1]] = int(parts[1]) * scale
         elif len(parts) == 2 and parts[1].isdigit():
             vmstat[parts[0]] = int(parts[1])
-    return AgentRecord(uptime, vmstat, meminfo)
+    return AgentRecord(uptime, vmstat, meminfo, tuple(procs))
 
 
 def split_records(text: str) -> tuple[list[AgentRecord], str]:
