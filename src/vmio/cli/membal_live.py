@@ -49,7 +49,7 @@ def add_run(inner: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add(
         "--psi-threshold",
         dest="psi_threshold",
-        type=argtypes.real(0, 1),
+        type=argtypes.real(-1e12, 1e12),  # finite here; liverun says what is accepted
         help="PSI 'some' stall share of an interval that counts as memory pressure (default 0.01)",
     )
     add("--load", type=_sizes, help="buffered-read working set per VM, comma-separated (0: idle)")
