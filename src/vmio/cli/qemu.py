@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _entries() -> list[dict[str, object]]:
-    out = []
+    out: list[dict[str, object]] = []
     for build in builds.available():
         caps = probe_caps(build.path, env=build.env, data_dirs=build.data_dirs, source=build.source)
         out.append({"version": build.version, "path": build.path, "source": build.source,
