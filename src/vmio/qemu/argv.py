@@ -8,6 +8,7 @@ the ``offset``/``size`` range) and a ``-device`` for the bus. Threads are named 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,6 +54,14 @@ def _esc(value: object) -> str:
 # 2 s instead of 30 keeps such a stall a latency outlier rather than a failed run. It is in the argv, and
 # only for builds that need it (``QemuCaps.nvme_stalls``); 10.0 ran the same point without a stall.
 NVME_IO_TIMEOUT = "nvme_core.io_timeout=2"
+
+
+def microvm_tcg_clock(cpuinfo: Path = Path("/proc/cpuinfo")) -> list[str]:
+    """microvm has no HPET or ACPI PM timer, so under TCG the guest kernel cannot calibrate its TSC and
+    hangs at boot. TCG's guest TSC is the host's: give the kernel the host's frequency (and skip the
+    timer check, which needs a reference clock too)."""
+    match = re.search(r"^cpu MHz\s*:\s*([\d.]+)", cpuinfo.read_text(), re.MULTILINE) if cpuinfo.is_file() else None
+    return ([f"tsc_early_khz={round(float(match[1]) * 1000)}"] if match else []) + ["no_timer_check"]
 
 
 @dataclass(frozen=True)
@@ -105,6 +114,8 @@ def kernel_cmdline(config: VMConfig, caps: QemuCaps | None = None) -> str:
         parts.append(f"vmio.agent={config.agent_interval:g}")
     if nvme_timeout_needed(config, caps):
         parts.append(NVME_IO_TIMEOUT)
+    if config.mmio and config.accel == Accel.TCG:
+        parts += microvm_tcg_clock()
     return " ".join([*parts, *config.extra_append])
 
 
@@ -123,6 +134,7 @@ def build_argv(config: VMConfig, image: GuestImage, runtime: Runtime, caps: Qemu
         "none",
         "-no-reboot",
         *[arg for d in caps.data_dirs for arg in ("-L", d)],
+        *(["-bios", "qboot.rom"] if config.mmio else []),
         "-machine",
         _machine(config),
         "-accel",
@@ -172,6 +184,8 @@ def _machine(config: VMConfig) -> str:
     if config.machine == Machine.MICROVM:
         # virtio-mmio devices are found through ACPI (the Debian cloud kernel has no virtio_mmio.device=
         # command-line support); no option ROMs, an RTC for the guest clock, the ISA serial console.
+        # Firmware: qboot (every Debian QEMU ships it), the minimal one microvm is made for; backports'
+        # SeaBIOS 1.16.3 bios-microvm.bin never reaches the kernel under TCG.
         return "microvm,x-option-roms=off,rtc=on,isa-serial=on,acpi=on"
     return str(config.machine)
 
