@@ -23,7 +23,7 @@ from vmio.errors import InputError, VmioError
 from vmio.metrics.sampler import CpuProbe, DiskProbe, Probe
 from vmio.qemu import VM, AccelProber, Disk, Fleet, QemuCaps, VMConfig, builds, probe_caps
 from vmio.qemu.argv import nvme_timeout_needed, plan_iothreads
-from vmio.qemu.threads import Snapshot, cpu_between, read_threads
+from vmio.qemu.threads import COMM_LEN, Snapshot, cpu_between, read_threads
 from vmio.qemu.tracing import qemu_trace_args, trace_events
 from vmio.spec import QemuTarget, Workload
 from vmio.system.blockdev import device_chain, reported_device
@@ -62,9 +62,14 @@ class QemuThreadProbe:
             for kind in ("vcpu", "iothread", "main", "other")
             for stat in ("pct", "max_pct")
         }
-        for row in cpu_between(prev, cur, self.vm.config.iothread_ids):
+        ids = self.vm.config.iothread_ids
+        by_comm = {f"IO {name}"[:COMM_LEN]: k for k, name in enumerate(ids)}
+        out.update({f"iothread{k}_pct": 0.0 for k in range(len(ids))})
+        for row in cpu_between(prev, cur, ids):
             out[f"{row.kind}_pct"] += row.total_pct
             out[f"{row.kind}_max_pct"] = max(out[f"{row.kind}_max_pct"], row.total_pct)
+            if row.kind == "iothread" and row.comm in by_comm:
+                out[f"iothread{by_comm[row.comm]}_pct"] += row.total_pct
         return out
 
 
