@@ -60,7 +60,11 @@ def microvm_tcg_clock(cpuinfo: Path = Path("/proc/cpuinfo")) -> list[str]:
     """microvm has no HPET or ACPI PM timer, so under TCG the guest kernel cannot calibrate its TSC and
     hangs at boot. TCG's guest TSC is the host's: give the kernel the host's frequency (and skip the
     timer check, which needs a reference clock too)."""
-    match = re.search(r"^cpu MHz\s*:\s*([\d.]+)", cpuinfo.read_text(), re.MULTILINE) if cpuinfo.is_file() else None
+    match = (
+        re.search(r"^cpu MHz\s*:\s*([\d.]+)", cpuinfo.read_text(), re.MULTILINE)
+        if cpuinfo.is_file()
+        else None
+    )
     return ([f"tsc_early_khz={round(float(match[1]) * 1000)}"] if match else []) + ["no_timer_check"]
 
 
@@ -287,7 +291,12 @@ def device_args(i: int, config: VMConfig, caps: QemuCaps) -> list[str]:
             ctrl_dev = {"driver": _virtio("scsi", config), "id": f"scsi{i}", "num_queues": config.queues,
                         "iothread-vq-mapping": mapping}  # fmt: skip
             return ["-device", json.dumps(ctrl_dev, separators=(",", ":")), "-device", hd]
-        ctrl = [_virtio("scsi", config), f"id=scsi{i}", f"num_queues={config.queues}", *_iothread_opt(iothread)]
+        ctrl = [
+            _virtio("scsi", config),
+            f"id=scsi{i}",
+            f"num_queues={config.queues}",
+            *_iothread_opt(iothread),
+        ]
         return ["-device", ",".join(ctrl), "-device", hd]
     opts = [
         "nvme",

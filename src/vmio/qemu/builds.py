@@ -92,8 +92,14 @@ def installed(root: Path | None = None) -> list[QemuBuild]:
     for manifest in sorted(root.glob(f"*/{MANIFEST}")):
         data = json.loads(manifest.read_text())
         found.append(
-            QemuBuild(data["version"], data["path"], "vmio", tuple(data["data_dirs"]), data["env"],
-                      data.get("package_version"))  # fmt: skip
+            QemuBuild(
+                data["version"],
+                data["path"],
+                "vmio",
+                tuple(data["data_dirs"]),
+                data["env"],
+                data.get("package_version"),
+            )  # fmt: skip
         )
     return sorted(found, key=lambda b: _key(b.version))
 

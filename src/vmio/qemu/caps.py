@@ -62,7 +62,10 @@ class QemuCaps:
             "path": self.binary,
             "version": self.version_string,
             "source": self.source,
-            "iothread_vq_mapping": {"virtio-blk": self.iothread_vq_mapping, "virtio-scsi": self.scsi_vq_mapping},
+            "iothread_vq_mapping": {
+                "virtio-blk": self.iothread_vq_mapping,
+                "virtio-scsi": self.scsi_vq_mapping,
+            },
             "nvme_iothread": self.has_prop("nvme", "iothread"),
             "nvme_io_timeout_workaround": self.nvme_stalls,
             "machines": sorted(m for m in self.machines if m in ("q35", "pc", "microvm")),
@@ -72,7 +75,14 @@ class QemuCaps:
 
 
 _DEVICE_LINE = re.compile(r'^name "([^"]+)"(?:.*?alias "([^"]+)")?')
-PROBED_DEVICES = ("virtio-blk-pci", "virtio-scsi-pci", "nvme", "scsi-hd", "virtio-net-pci", "virtio-blk-device")
+PROBED_DEVICES = (
+    "virtio-blk-pci",
+    "virtio-scsi-pci",
+    "nvme",
+    "scsi-hd",
+    "virtio-net-pci",
+    "virtio-blk-device",
+)
 _MACHINE_LINE = re.compile(r"^(\S+)\s+.*?(?:\(alias of (\S+)\))?$")
 
 

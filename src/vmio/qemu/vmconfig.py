@@ -124,8 +124,13 @@ class VMConfig:
 
     def __post_init__(self) -> None:
         # Plain strings (from a spec) are accepted and stored as the enum members.
-        for name, kind in (("bus", Bus), ("cache", Cache), ("aio", Aio), ("accel", Accel),
-                           ("machine", Machine)):
+        for name, kind in (
+            ("bus", Bus),
+            ("cache", Cache),
+            ("aio", Aio),
+            ("accel", Accel),
+            ("machine", Machine),
+        ):
             _choice(kind, getattr(self, name), name)
             object.__setattr__(self, name, kind(getattr(self, name)))
         for name, low in (("index", 0), ("iothreads", 0), ("queues", 1), ("vcpus", 1), ("disk_wait", 1)):
