@@ -15,7 +15,8 @@ from pathlib import Path
 
 from vmio.campaign.measure import measure_point
 from vmio.errors import InputError, UnsafeTargetError, VmioError
-from vmio.spec import Campaign, HostTarget, Point, RemoteTarget
+from vmio.qemu import builds
+from vmio.spec import Campaign, HostTarget, Point, QemuTarget, RemoteTarget
 from vmio.store import Store
 from vmio.system.process import Runner
 from vmio.system.safety import check_write, is_block_device
@@ -57,9 +58,12 @@ class Outcome:
 
 
 def preflight(campaign: Campaign, options: Options) -> None:
-    """Refuse the whole campaign before any I/O if a write would touch a device holding data."""
+    """Refuse the whole campaign before any I/O if a write would touch a device holding data, or if a
+    target names a QEMU build that is not installed (the error says ``vmio qemu add``)."""
     writes = any(w.writes for w in campaign.workloads)
     for target in campaign.targets:
+        if isinstance(target, QemuTarget):
+            builds.resolve(target.qemu, options.runner)
         if writes and isinstance(target, RemoteTarget):
             check_remote_writes(target, options.destroy_data)
         paths = [target.path] if isinstance(target, HostTarget) else list(getattr(target, "backing", ()))

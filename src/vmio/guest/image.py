@@ -19,7 +19,7 @@ from importlib import resources
 from pathlib import Path
 
 from vmio.errors import InputError
-from vmio.guest import inputs
+from vmio.guest import inputs, kmod
 from vmio.guest.cpio import CpioWriter
 from vmio.guest.kmod import read_module, resolve_modules
 from vmio.system.process import Runner
@@ -73,7 +73,10 @@ def script(name: str) -> str:
 
 
 def versions(source: inputs.KernelSource, runner: Runner) -> inputs.Versions:
-    scripts = hashlib.sha256((script("init.sh") + script("agent.sh") + f"format={FORMAT}").encode())
+    modules = ",".join(kmod.WANTED_MODULES)
+    scripts = hashlib.sha256(
+        (script("init.sh") + script("agent.sh") + f"format={FORMAT}" + f"modules={modules}").encode()
+    )
     return inputs.Versions(
         kernel=source.version(runner),
         busybox=inputs.busybox_version(runner),

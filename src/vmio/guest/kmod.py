@@ -18,6 +18,7 @@ from vmio.errors import InputError
 #: The drivers a vmio guest needs: virtio transport, disks, network, balloon, serial agent, NVMe.
 WANTED_MODULES = (
     "virtio_pci",
+    "virtio_mmio",  # microvm: virtio devices on MMIO transports, found through ACPI
     "virtio_blk",
     "virtio_scsi",
     "sd_mod",

@@ -46,6 +46,7 @@ Typical use (accel resolved once, then VMs):
         fio --client=vm.fio_client job.fio  (job's filename = vm.guest_devices()[0])
 """
 
+from vmio.qemu import builds
 from vmio.qemu.accel import KVM_PROBE_DEADLINE, AccelChoice, AccelProber, resolve_accel
 from vmio.qemu.agent import AgentRecord, ProcIO, read_agent_records
 from vmio.qemu.argv import Runtime, build_argv, kernel_cmdline
@@ -54,11 +55,12 @@ from vmio.qemu.fleet import Fleet, check_disjoint
 from vmio.qemu.threads import Snapshot, ThreadCPU, ThreadSampler, cpu_between, read_threads
 from vmio.qemu.vfio import VfioBinding, iommu_present
 from vmio.qemu.vm import VM, VMState
-from vmio.qemu.vmconfig import Accel, Aio, Bus, Cache, Disk, VMConfig
+from vmio.qemu.vmconfig import Accel, Aio, Bus, Cache, Disk, Machine, VMConfig
 from vmio.system.ports import free_port
 
 __all__ = [
     "KVM_PROBE_DEADLINE",
+    "Machine",
     "VM",
     "Accel",
     "AccelChoice",
@@ -79,6 +81,7 @@ __all__ = [
     "VMState",
     "VfioBinding",
     "build_argv",
+    "builds",
     "check_disjoint",
     "cpu_between",
     "free_port",

@@ -8,13 +8,14 @@ the ``offset``/``size`` range) and a ``-device`` for the bus. Threads are named 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from vmio.errors import InputError
 from vmio.guest.image import FIO_PORT, GuestImage
 from vmio.qemu.caps import QemuCaps
-from vmio.qemu.vmconfig import Accel, Bus, Cache, Disk, VMConfig
+from vmio.qemu.vmconfig import Accel, Bus, Cache, Disk, Machine, VMConfig
 
 AGENT_PORT_NAME = "vmio.agent"
 
@@ -50,11 +51,59 @@ def _esc(value: object) -> str:
 
 # QEMU 7.2's emulated NVMe now and then leaves a queue's commands unprocessed (seen under TCG with every
 # aio mode; likely its shadow-doorbell support). The guest recovers by aborting them at its I/O timeout:
-# 2 s instead of 30 keeps such a stall a latency outlier rather than a failed run. It is in the argv.
+# 2 s instead of 30 keeps such a stall a latency outlier rather than a failed run. It is in the argv, and
+# only for builds that need it (``QemuCaps.nvme_stalls``); 10.0 ran the same point without a stall.
 NVME_IO_TIMEOUT = "nvme_core.io_timeout=2"
 
 
-def kernel_cmdline(config: VMConfig) -> str:
+def microvm_tcg_clock(cpuinfo: Path = Path("/proc/cpuinfo")) -> list[str]:
+    """microvm has no HPET or ACPI PM timer, so under TCG the guest kernel cannot calibrate its TSC and
+    hangs at boot. TCG's guest TSC is the host's: give the kernel the host's frequency (and skip the
+    timer check, which needs a reference clock too)."""
+    match = (
+        re.search(r"^cpu MHz\s*:\s*([\d.]+)", cpuinfo.read_text(), re.MULTILINE)
+        if cpuinfo.is_file()
+        else None
+    )
+    return ([f"tsc_early_khz={round(float(match[1]) * 1000)}"] if match else []) + ["no_timer_check"]
+
+
+@dataclass(frozen=True)
+class IothreadPlan:
+    """How many I/O threads a VM really gets for ``iothreads`` on this build, and why if fewer."""
+
+    iothreads: int
+    mapped: bool  # one disk's queues spread over several I/O threads (iothread-vq-mapping)
+    reason: str | None = None
+
+
+def plan_iothreads(bus: Bus | str, iothreads: int, caps: QemuCaps) -> IothreadPlan:
+    """virtio-blk (QEMU >= 9.0) and virtio-scsi (>= 10.0) spread one disk's queues over several I/O
+    threads; elsewhere more than one I/O thread would sit idle, so the VM gets one and the reason."""
+    if iothreads <= 1:
+        return IothreadPlan(iothreads, False)
+    bus = Bus(bus)
+    if bus in (Bus.VIRTIO_BLK, Bus.BLOCK):
+        if caps.iothread_vq_mapping:
+            return IothreadPlan(iothreads, True)
+        need = "virtio-blk's iothread-vq-mapping (QEMU >= 9.0)"
+    elif bus == Bus.VIRTIO_SCSI:
+        if caps.scsi_vq_mapping:
+            return IothreadPlan(iothreads, True)
+        need = "virtio-scsi's iothread-vq-mapping (QEMU >= 10.0)"
+    else:
+        need = f"a way to spread one {bus} disk's queues over I/O threads"
+    return IothreadPlan(
+        1, False, f"iothreads = {iothreads} fell back to 1: QEMU {caps.version_string} has no {need}"
+    )
+
+
+def nvme_timeout_needed(config: VMConfig, caps: QemuCaps | None) -> bool:
+    """The short NVMe I/O timeout: for NVMe guests of builds whose emulated NVMe stalls (or unknown)."""
+    return config.bus == Bus.NVME and (caps is None or caps.nvme_stalls)
+
+
+def kernel_cmdline(config: VMConfig, caps: QemuCaps | None = None) -> str:
     parts = [
         "console=ttyS0",
         "panic=-1",
@@ -67,8 +116,10 @@ def kernel_cmdline(config: VMConfig) -> str:
         parts.append("vmio.disks=" + ",".join(config.guest_devices()))
     if config.agent_interval is not None:
         parts.append(f"vmio.agent={config.agent_interval:g}")
-    if config.bus == Bus.NVME:
+    if nvme_timeout_needed(config, caps):
         parts.append(NVME_IO_TIMEOUT)
+    if config.mmio and config.accel == Accel.TCG:
+        parts += microvm_tcg_clock()
     return " ".join([*parts, *config.extra_append])
 
 
@@ -86,8 +137,10 @@ def build_argv(config: VMConfig, image: GuestImage, runtime: Runtime, caps: Qemu
         "-display",
         "none",
         "-no-reboot",
+        *[arg for d in caps.data_dirs for arg in ("-L", d)],
+        *(["-bios", "qboot.rom"] if config.mmio else []),
         "-machine",
-        "q35",
+        _machine(config),
         "-accel",
         str(config.accel),
         "-cpu",
@@ -101,7 +154,7 @@ def build_argv(config: VMConfig, image: GuestImage, runtime: Runtime, caps: Qemu
         "-initrd",
         str(image.initrd),
         "-append",
-        kernel_cmdline(config),
+        kernel_cmdline(config, caps),
         "-chardev",
         f"file,id=console,path={_esc(runtime.console)}",
         "-serial",
@@ -111,17 +164,17 @@ def build_argv(config: VMConfig, image: GuestImage, runtime: Runtime, caps: Qemu
         "-netdev",
         f"user,id=net0,restrict=on,hostfwd=tcp:127.0.0.1:{runtime.host_port}-:{FIO_PORT}",
         "-device",
-        "virtio-net-pci,netdev=net0",
+        f"{_virtio('net', config)},netdev=net0",
     ]
     for iothread in config.iothread_ids:
         argv += ["-object", f"iothread,id={iothread}"]
     argv += disk_args(config, caps)
     if config.balloon:
-        argv += ["-device", "virtio-balloon-pci,id=balloon0"]
+        argv += ["-device", f"{_virtio('balloon', config)},id=balloon0"]
     if config.agent_interval is not None:
         argv += [
             "-device",
-            "virtio-serial-pci,id=vser0",
+            f"{_virtio('serial', config)},id=vser0",
             "-chardev",
             f"socket,id=agent,path={_esc(runtime.agent)},server=on,wait=off",
             "-device",
@@ -129,6 +182,21 @@ def build_argv(config: VMConfig, image: GuestImage, runtime: Runtime, caps: Qemu
         ]
     argv += config.extra_args
     return argv
+
+
+def _machine(config: VMConfig) -> str:
+    if config.machine == Machine.MICROVM:
+        # virtio-mmio devices are found through ACPI (the Debian cloud kernel has no virtio_mmio.device=
+        # command-line support); no option ROMs, an RTC for the guest clock, the ISA serial console.
+        # Firmware: qboot (every Debian QEMU ships it), the minimal one microvm is made for; backports'
+        # SeaBIOS 1.16.3 bios-microvm.bin never reaches the kernel under TCG.
+        return "microvm,x-option-roms=off,rtc=on,isa-serial=on,acpi=on"
+    return str(config.machine)
+
+
+def _virtio(kind: str, config: VMConfig) -> str:
+    """``virtio-KIND-pci`` on PCI machines, ``virtio-KIND-device`` (MMIO) on microvm."""
+    return f"virtio-{kind}-{'device' if config.mmio else 'pci'}"
 
 
 def disk_args(config: VMConfig, caps: QemuCaps) -> list[str]:
@@ -202,22 +270,33 @@ def device_args(i: int, config: VMConfig, caps: QemuCaps) -> list[str]:
     """The guest-visible device for disk ``i`` on ``config.bus``."""
     wce = "on" if Cache(config.cache).write_cache else "off"
     iothread = _iothread_for(i, config)
+    plan = plan_iothreads(config.bus, config.iothreads, caps)  # not mapped: disk i on iothread i mod n
+    mapping = [{"iothread": t} for t in config.iothread_ids]
     if config.bus in (Bus.VIRTIO_BLK, Bus.BLOCK):
-        if config.iothreads > 1 and caps.iothread_vq_mapping:
+        if plan.mapped:
             dev = {
-                "driver": "virtio-blk-pci",
+                "driver": _virtio("blk", config),
                 "id": f"vdisk{i}",
                 "drive": f"disk{i}",
                 "num-queues": config.queues,
                 "write-cache": wce,
-                "iothread-vq-mapping": [{"iothread": t} for t in config.iothread_ids],
+                "iothread-vq-mapping": mapping,
             }
             return ["-device", json.dumps(dev, separators=(",", ":"))]
         opts = [f"drive=disk{i}", f"id=vdisk{i}", f"num-queues={config.queues}", f"write-cache={wce}"]
-        return ["-device", ",".join(["virtio-blk-pci", *opts, *_iothread_opt(iothread)])]
+        return ["-device", ",".join([_virtio("blk", config), *opts, *_iothread_opt(iothread)])]
     if config.bus == Bus.VIRTIO_SCSI:
-        ctrl = ["virtio-scsi-pci", f"id=scsi{i}", f"num_queues={config.queues}", *_iothread_opt(iothread)]
         hd = f"scsi-hd,drive=disk{i},id=sdisk{i},bus=scsi{i}.0,channel=0,scsi-id=0,lun=0,write-cache={wce}"
+        if plan.mapped:
+            ctrl_dev = {"driver": _virtio("scsi", config), "id": f"scsi{i}", "num_queues": config.queues,
+                        "iothread-vq-mapping": mapping}  # fmt: skip
+            return ["-device", json.dumps(ctrl_dev, separators=(",", ":")), "-device", hd]
+        ctrl = [
+            _virtio("scsi", config),
+            f"id=scsi{i}",
+            f"num_queues={config.queues}",
+            *_iothread_opt(iothread),
+        ]
         return ["-device", ",".join(ctrl), "-device", hd]
     opts = [
         "nvme",

@@ -1,12 +1,15 @@
-"""What a QEMU can do, learned by asking it: version, devices, device properties, accelerators.
+"""What a QEMU can do, learned by asking it: version, devices, device properties, machines, accelerators.
 
-The one place vmio asks a QEMU binary about itself (campaigns, ``advise``, ``guest info``)."""
+The one place vmio asks a QEMU binary about itself (campaigns, ``advise``, ``guest info``, ``qemu list``).
+A build vmio installed is asked with its own environment (libraries, modules); its firmware folders are
+carried along for the argv."""
 
 from __future__ import annotations
 
 import os
 import re
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from vmio.errors import ToolError
@@ -25,6 +28,10 @@ class QemuCaps:
     device_props: dict[str, frozenset[str]] = field(default_factory=dict)
     kvm_device: bool = False
     devices: frozenset[str] = frozenset()  # every device name and alias of ``-device help``
+    machines: frozenset[str] = frozenset()  # machine types and aliases of ``-machine help``
+    data_dirs: tuple[str, ...] = ()  # ``-L`` folders (firmware, option ROMs) of a build vmio installed
+    env: Mapping[str, str] = field(default_factory=dict)  # its LD_LIBRARY_PATH / QEMU_MODULE_DIR
+    source: str = "system"  # "system" | "vmio" | "path"
 
     @property
     def version_string(self) -> str:
@@ -38,9 +45,45 @@ class QemuCaps:
         """QEMU >= 9.0 can spread one virtio-blk disk's queues over several I/O threads."""
         return self.has_prop("virtio-blk-pci", "iothread-vq-mapping")
 
+    @property
+    def scsi_vq_mapping(self) -> bool:
+        """QEMU >= 10.0 can do the same for a virtio-scsi controller."""
+        return self.has_prop("virtio-scsi-pci", "iothread-vq-mapping")
+
+    @property
+    def nvme_stalls(self) -> bool:
+        """QEMU 7.2's emulated NVMe now and then leaves a queue's commands unprocessed (fixed by 8.0's
+        shadow-doorbell rework): its guests need the short NVMe I/O timeout."""
+        return self.version < (8, 0, 0)
+
+    def as_dict(self) -> dict[str, object]:
+        """What a run records about the QEMU it used."""
+        return {
+            "path": self.binary,
+            "version": self.version_string,
+            "source": self.source,
+            "iothread_vq_mapping": {
+                "virtio-blk": self.iothread_vq_mapping,
+                "virtio-scsi": self.scsi_vq_mapping,
+            },
+            "nvme_iothread": self.has_prop("nvme", "iothread"),
+            "nvme_io_timeout_workaround": self.nvme_stalls,
+            "machines": sorted(m for m in self.machines if m in ("q35", "pc", "microvm")),
+            "microvm_devices": sorted(d for d in self.devices if d.endswith("-device") and "virtio" in d),
+            "kvm_device": self.kvm_device,
+        }
+
 
 _DEVICE_LINE = re.compile(r'^name "([^"]+)"(?:.*?alias "([^"]+)")?')
-PROBED_DEVICES = ("virtio-blk-pci", "virtio-scsi-pci", "nvme", "scsi-hd", "virtio-net-pci")
+PROBED_DEVICES = (
+    "virtio-blk-pci",
+    "virtio-scsi-pci",
+    "nvme",
+    "scsi-hd",
+    "virtio-net-pci",
+    "virtio-blk-device",
+)
+_MACHINE_LINE = re.compile(r"^(\S+)\s+.*?(?:\(alias of (\S+)\))?$")
 
 
 def parse_version(text: str) -> tuple[int, int, int]:
@@ -74,18 +117,42 @@ def parse_device_list(text: str) -> frozenset[str]:
     return frozenset(names)
 
 
-def probe_caps(binary: str = QEMU_BINARY, runner: Runner | None = None) -> QemuCaps:
-    """Ask ``binary`` for its version, its devices and their properties (a few fast calls, no guest)."""
+def parse_machine_list(text: str) -> frozenset[str]:
+    """Machine type names from ``-machine help`` (``q35  Standard PC (Q35 + ICH9, 2009) (alias of ...)``)."""
+    names: set[str] = set()
+    for line in text.splitlines()[1:]:
+        match = _MACHINE_LINE.match(line.strip())
+        if match:
+            names.update(n for n in match.groups() if n)
+    return frozenset(names)
+
+
+def probe_caps(
+    binary: str = QEMU_BINARY,
+    runner: Runner | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    data_dirs: tuple[str, ...] = (),
+    source: str = "system",
+) -> QemuCaps:
+    """Ask ``binary`` (run with ``env``) for its version, devices, their properties and machine types (a
+    few fast calls, no guest)."""
     runner = runner or Runner()
     path = shutil.which(binary)
     if path is None and binary == QEMU_BINARY:
         raise ToolError(f"{binary!r} is not installed; install the Debian package 'qemu-system-x86'")
     path = path or binary
-    text = runner.run([path, "--version"], timeout=30).stdout
-    devices = parse_device_list(runner.run([path, "-machine", "none", "-device", "help"], timeout=30).stdout)
+    env = dict(env or {})
+    run_env = env or None
+    text = runner.run([path, "--version"], timeout=30, env=run_env).stdout
+    listing = runner.run([path, "-machine", "none", "-device", "help"], timeout=30, env=run_env).stdout
+    machines = parse_machine_list(runner.run([path, "-machine", "help"], timeout=30, env=run_env).stdout)
     props = {}
     for driver in PROBED_DEVICES:
-        done = runner.run([path, "-machine", "none", "-device", f"{driver},help"], timeout=30, check=False)
+        done = runner.run(
+            [path, "-machine", "none", "-device", f"{driver},help"], timeout=30, check=False, env=run_env
+        )
         props[driver] = parse_device_help(done.stdout + done.stderr)
     kvm = os.access("/dev/kvm", os.R_OK | os.W_OK)
-    return QemuCaps(path, parse_version(text), text.splitlines()[0], props, kvm, devices)
+    return QemuCaps(path, parse_version(text), text.splitlines()[0], props, kvm, parse_device_list(listing),
+                    machines, data_dirs, env, source)  # fmt: skip

@@ -8,7 +8,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 PR_SET_PDEATHSIG = 1
@@ -30,7 +30,7 @@ def _pdeathsig_hook(parent: int) -> Callable[[], None]:
     return hook
 
 
-def spawn(argv: Sequence[str], log: Path) -> subprocess.Popen[bytes]:
+def spawn(argv: Sequence[str], log: Path, env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
     """Start ``argv`` in a new session with stdout/stderr to ``log`` and a parent-death SIGKILL.
 
     The death signal follows the *thread* that forks, so call this from a thread that lives as long as
@@ -43,6 +43,7 @@ def spawn(argv: Sequence[str], log: Path) -> subprocess.Popen[bytes]:
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            env={**os.environ, **env} if env else None,
             preexec_fn=_pdeathsig_hook(os.getpid()),  # noqa: PLW1509 - needed for PR_SET_PDEATHSIG
         )
 

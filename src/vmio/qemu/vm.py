@@ -122,7 +122,7 @@ class VM:
         self.launched_at = self._clock()
         self._deadline = self.launched_at + self.boot_timeout
         try:
-            self._proc = lifecycle.spawn(self.argv, self.runtime.qemu_log)
+            self._proc = lifecycle.spawn(self.argv, self.runtime.qemu_log, self.caps.env)
         except OSError as exc:
             self.state = VMState.FAILED
             raise GuestBootError(f"cannot start QEMU: {exc.strerror}", argv=self.argv) from exc
@@ -159,7 +159,7 @@ class VM:
         self.runtime = Runtime(self.runtime.workdir, free_port())
         self.argv = build_argv(self.config, self.image, self.runtime, self.caps)
         self.runtime.console.unlink(missing_ok=True)
-        self._proc = lifecycle.spawn(self.argv, self.runtime.qemu_log)
+        self._proc = lifecycle.spawn(self.argv, self.runtime.qemu_log, self.caps.env)
         return True
 
     def wait_ready(self, poll: float = 0.05) -> None:

@@ -26,6 +26,14 @@ class Bus(StrEnum):
     VFIO = "vfio"  # PCI passthrough of a host NVMe controller
 
 
+class Machine(StrEnum):
+    """QEMU's machine type: PCI chipsets (q35, pc) or microvm (virtio over MMIO, no PCI)."""
+
+    Q35 = "q35"
+    PC = "pc"
+    MICROVM = "microvm"
+
+
 class Cache(StrEnum):
     NONE = "none"
     WRITEBACK = "writeback"
@@ -106,6 +114,7 @@ class VMConfig:
     vcpus: int = 1
     memory: int = 512 * 2**20
     accel: Accel | str = Accel.TCG
+    machine: Machine | str = Machine.Q35
     balloon: bool = True
     agent_interval: float | None = None  # seconds; starts the guest agent on a virtio-serial port
     disk_wait: int = 30  # seconds the guest waits for its disks before declaring itself ready
@@ -115,7 +124,13 @@ class VMConfig:
 
     def __post_init__(self) -> None:
         # Plain strings (from a spec) are accepted and stored as the enum members.
-        for name, kind in (("bus", Bus), ("cache", Cache), ("aio", Aio), ("accel", Accel)):
+        for name, kind in (
+            ("bus", Bus),
+            ("cache", Cache),
+            ("aio", Aio),
+            ("accel", Accel),
+            ("machine", Machine),
+        ):
             _choice(kind, getattr(self, name), name)
             object.__setattr__(self, name, kind(getattr(self, name)))
         for name, low in (("index", 0), ("iothreads", 0), ("queues", 1), ("vcpus", 1), ("disk_wait", 1)):
@@ -131,10 +146,20 @@ class VMConfig:
                 f"aio = 'native' needs O_DIRECT, which cache = {str(self.cache)!r} does not use; "
                 "use cache 'none' or 'directsync', or aio 'threads' or 'io_uring'"
             )
+        if self.machine == Machine.MICROVM and self.bus in (Bus.NVME, Bus.VFIO):
+            raise InputError(
+                f"bus = {str(self.bus)!r} needs PCI, which machine = 'microvm' does not have; "
+                "use virtio-blk, virtio-scsi or block"
+            )
         if self.bus == Bus.VFIO:
             for disk in self.disks:
                 if not _PCI_ADDRESS.match(str(disk.path)):
                     raise InputError(f"vfio disk {str(disk.path)!r} is not a PCI address like '0000:01:00.0'")
+
+    @property
+    def mmio(self) -> bool:
+        """Virtio devices sit on MMIO transports (``virtio-*-device``) instead of PCI."""
+        return self.machine == Machine.MICROVM
 
     @property
     def name(self) -> str:

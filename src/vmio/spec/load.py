@@ -5,6 +5,8 @@ Every bad value raises ``SpecError`` naming file:line, the field, the value and 
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,8 @@ from vmio.spec.model import (
     AIOS,
     BUSES,
     CACHES,
+    MACHINES,
+    MMIO_BUSES,
     RW_MODES,
     Campaign,
     HostTarget,
@@ -107,6 +111,7 @@ def _target(data: object, loc: Locator, i: int) -> Target:
     else:
         target = _qemu_target(t, name)
         _check_rbd(t, target)
+        _check_machine(t, target)
     t.done()
     return target
 
@@ -128,7 +133,30 @@ def _qemu_target(t: Fields, name: str) -> QemuTarget:
         size=t.take("size", f.size, None),
         trace=t.take("trace", f.boolean, False),
         conf=t.take("conf", f.string, None),
+        qemu=t.take("qemu", _qemu, None),
+        machine=t.take("machine", f.choice(*MACHINES), "q35"),
     )
+
+
+def _qemu(value: object) -> str:
+    """An installed QEMU version (``"10.0"``) or the path of an executable QEMU binary."""
+    text = f.string(value)
+    if "/" in text:
+        if not (os.path.isfile(text) and os.access(text, os.X_OK)):
+            raise ValueError(f"is not an executable file (the path {text!r})")
+        return text
+    if not re.fullmatch(r"\d+(\.\d+){0,2}", text):
+        raise ValueError("is neither a QEMU version such as '10.0' nor a path to qemu-system-x86_64")
+    return text
+
+
+def _check_machine(t: Fields, target: QemuTarget) -> None:
+    if target.machine == "microvm" and target.bus not in MMIO_BUSES:
+        raise t.error(
+            "bus",
+            f"{t.label}.bus = {target.bus!r} cannot run on machine = 'microvm': microvm has no PCI bus "
+            f"(virtio over MMIO only); use {', '.join(MMIO_BUSES)}, or machine 'q35'",
+        )
 
 
 def _check_rbd(t: Fields, target: QemuTarget) -> None:

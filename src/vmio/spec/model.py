@@ -16,6 +16,8 @@ BUSES = ("virtio-blk", "virtio-scsi", "nvme", "block", "vfio")
 CACHES = ("none", "writeback", "writethrough", "directsync")
 AIOS = ("native", "io_uring", "threads")
 ACCELS = ("auto", "kvm", "tcg")
+MACHINES = ("q35", "pc", "microvm")
+MMIO_BUSES = ("virtio-blk", "virtio-scsi", "block")  # microvm: virtio over MMIO, no PCI
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,8 @@ class QemuTarget:
     size: int | None = None
     trace: bool = False
     conf: str | None = None  # ceph.conf for backings written rbd:POOL/IMAGE
+    qemu: str | None = None  # an installed version ("10.0") or a binary's path; None: the system's
+    machine: str = "q35"
     kind: str = "qemu"
 
 
@@ -109,7 +113,7 @@ class Campaign:
     def canonical(self) -> str:
         """A stable JSON text of what defines the points (not the path, not repetitions)."""
         body = {
-            "targets": [asdict(t) for t in self.targets],
+            "targets": [_canonical_target(t) for t in self.targets],
             "workloads": [asdict(w) for w in self.workloads],
         }
         return json.dumps(body, sort_keys=True)
@@ -130,6 +134,18 @@ class Campaign:
             for offered in w.offered_iops
             for loads in w.load_processes
         ]
+
+
+# Fields added after campaigns were stored: left out at their defaults so a stored campaign still matches.
+_LATER_DEFAULTS: dict[str, object] = {"qemu": None, "machine": "q35"}
+
+
+def _canonical_target(target: Target) -> dict[str, object]:
+    body = asdict(target)
+    for key, default in _LATER_DEFAULTS.items():
+        if key in body and body[key] == default:
+            del body[key]
+    return body
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ the merged histograms, never from averaging percentiles; the mean is weighted by
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from typing import Any
 
@@ -62,8 +63,33 @@ def point_row(store: Store, campaign: str, run: sqlite3.Row) -> dict[str, Any]:
     for metric, name in CPU_FIELDS.items():
         row[name] = metrics.get(("cpu", metric))
     row["host_facts"] = json.loads(run["host_json"] or "{}")
+    vm = run["target_kind"] == "qemu"
+    before = "q35" if run["qemu_version"] else None  # runs before machine types were all q35
+    row["qemu_machine"] = row["host_facts"].get("qemu_machine", before) if vm else None
+    row["qemu_cpu_pct"] = qemu_cpu_pct(metrics) if vm else None
     row["guest_io_warnings"] = row["host_facts"].get("guest_io_warnings")  # None for host targets
     return row
+
+
+def qemu_cpu_pct(metrics: dict[tuple[str, str], float]) -> dict[str, Any] | None:
+    """CPU of the QEMU processes by thread class, % of one core summed over the target's VMs; I/O threads
+    by index (iothread0, iothread1, ... each summed over the VMs)."""
+    mine = {(s, m): v for (s, m), v in metrics.items() if s.startswith("qemu:")}
+    if not mine:
+        return None
+    iothreads: list[float] = []
+    for (_, metric), value in mine.items():
+        match = re.fullmatch(r"iothread(\d+)_pct", metric)
+        if match:
+            k = int(match[1])
+            iothreads += [0.0] * (k + 1 - len(iothreads))
+            iothreads[k] += value
+
+    def total(metric: str) -> float:
+        return round(sum(v for (_, m), v in mine.items() if m == metric), 2)
+
+    return {"vcpu": total("vcpu_pct"), "main_loop": total("main_pct"),
+            "iothreads": [round(v, 2) for v in iothreads], "other": total("other_pct")}  # fmt: skip
 
 
 def _latency(store: Store, results: list[sqlite3.Row]) -> dict[str, float | None] | None:

@@ -21,11 +21,13 @@ from typing import Any
 from vmio import guest
 from vmio.errors import InputError, VmioError
 from vmio.metrics.sampler import CpuProbe, DiskProbe, Probe
-from vmio.qemu import VM, AccelProber, Disk, Fleet, VMConfig, probe_caps
-from vmio.qemu.threads import Snapshot, cpu_between, read_threads
+from vmio.qemu import VM, AccelProber, Disk, Fleet, QemuCaps, VMConfig, builds, probe_caps
+from vmio.qemu.argv import nvme_timeout_needed, plan_iothreads
+from vmio.qemu.threads import COMM_LEN, Snapshot, cpu_between, read_threads
 from vmio.qemu.tracing import qemu_trace_args, trace_events
 from vmio.spec import QemuTarget, Workload
 from vmio.system.blockdev import device_chain, reported_device
+from vmio.system.process import Runner
 from vmio.system.safety import is_block_device
 from vmio.targets import host, placement
 from vmio.targets.base import Endpoint, Env, Facts, Notes
@@ -60,10 +62,22 @@ class QemuThreadProbe:
             for kind in ("vcpu", "iothread", "main", "other")
             for stat in ("pct", "max_pct")
         }
-        for row in cpu_between(prev, cur, self.vm.config.iothread_ids):
+        ids = self.vm.config.iothread_ids
+        by_comm = {f"IO {name}"[:COMM_LEN]: k for k, name in enumerate(ids)}
+        out.update({f"iothread{k}_pct": 0.0 for k in range(len(ids))})
+        for row in cpu_between(prev, cur, ids):
             out[f"{row.kind}_pct"] += row.total_pct
             out[f"{row.kind}_max_pct"] = max(out[f"{row.kind}_max_pct"], row.total_pct)
+            if row.kind == "iothread" and row.comm in by_comm:
+                out[f"iothread{by_comm[row.comm]}_pct"] += row.total_pct
         return out
+
+
+def target_caps(target: QemuTarget, runner: Runner | None = None) -> QemuCaps:
+    """The capabilities of the QEMU build ``target.qemu`` names (default: the system's), probed with the
+    build's own environment. A version that is not installed is an ``InputError`` naming ``vmio qemu add``."""
+    build = builds.resolve(target.qemu, runner)
+    return probe_caps(build.path, runner, env=build.env, data_dirs=build.data_dirs, source=build.source)
 
 
 def layout(target: QemuTarget) -> list[Disk]:
@@ -129,7 +143,8 @@ class QemuRig:
 
     def __init__(self, target: QemuTarget, env: Env, stack: contextlib.ExitStack) -> None:
         self.target, self.env = target, env
-        self.caps = probe_caps()
+        self.caps = target_caps(target, env.runner)
+        self.iothreads = plan_iothreads(target.bus, target.iothreads, self.caps)
         image = guest.build()
         self.accel = AccelProber(image, self.caps).resolve(target.accel)
         self.live_traces: list[Path] = []
@@ -141,13 +156,14 @@ class QemuRig:
                 index=i,
                 disks=(disk,),
                 bus=target.bus,
-                iothreads=target.iothreads,
+                iothreads=self.iothreads.iothreads,
                 queues=target.queues,
                 cache=target.cache,
                 aio=target.aio,
                 vcpus=target.vcpus,
                 memory=target.memory,
                 accel=self.accel.accel,
+                machine=target.machine,
                 extra_args=self._trace_args(i),
                 loglevel=GUEST_LOGLEVEL,
             )
@@ -174,7 +190,17 @@ class QemuRig:
             accel=self.accel.accel,
             qemu_version=self.caps.version_string,
             qemu_argv=[vm.argv for vm in self.fleet.vms],
-            host={"accel_reason": self.accel.reason},
+            host={
+                "accel_reason": self.accel.reason,
+                "qemu_path": self.caps.binary,
+                "qemu_source": self.caps.source,
+                "qemu_machine": self.target.machine,
+                "qemu_caps": self.caps.as_dict(),
+                "iothreads": self.iothreads.iothreads,
+                "iothread_vq_mapping": self.iothreads.mapped,
+                "iothread_fallback": self.iothreads.reason,
+                "nvme_io_timeout_workaround": nvme_timeout_needed(self.fleet.vms[0].config, self.caps),
+            },
         )
 
     @contextlib.contextmanager
