@@ -84,6 +84,9 @@ def qemu_cpu_pct(metrics: dict[tuple[str, str], float]) -> dict[str, Any] | None
             k = int(match[1])
             iothreads += [0.0] * (k + 1 - len(iothreads))
             iothreads[k] += value
+    if not iothreads and any(m == "iothread_pct" for _, m in mine):
+        # runs stored before I/O threads were told apart by index had one I/O thread per VM at most
+        iothreads = [sum(v for (_, m), v in mine.items() if m == "iothread_pct")]
 
     def total(metric: str) -> float:
         return round(sum(v for (_, m), v in mine.items() if m == metric), 2)
