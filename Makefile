@@ -29,8 +29,10 @@ test: system venv qemu-builds
 lint: venv
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 demo: system venv
+	$(BIN)/vmio qemu add 10.0 || echo "vmio: no QEMU 10.0 offered here; the demo carries on with the system QEMU"
 	bash scripts/demo.sh
 
 bench: system venv
