@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vmio.campaign.measure import measure_point
+from vmio.campaign.measure import measure_point, precondition
 from vmio.errors import InputError, UnsafeTargetError, VmioError
 from vmio.spec import Campaign, HostTarget, Point, RemoteTarget
 from vmio.store import Store
@@ -83,6 +83,7 @@ def run(
     outcome = Outcome(skipped=len(points) - len(todo))
     report = progress or (lambda _: None)
     started = time.monotonic()
+    preconditioned: set[str] = set()
     with _workdir(options) as workdir:
         current: Opened | None = None
         try:
@@ -97,9 +98,10 @@ def run(
                     current = _open(campaign, point, options)
                 rundir = workdir / point.key.replace("/", "_")
                 rundir.mkdir(parents=True, exist_ok=True)
+                conditioned = _precondition(campaign, point, current, workdir, options, preconditioned)
                 rec = measure_point(campaign, point, current.ready(), rundir,
                                     interval=options.interval, runner=options.runner,
-                                    proc_root=options.proc_root)  # fmt: skip
+                                    proc_root=options.proc_root, preconditioned=conditioned)  # fmt: skip
                 store.record(rec)
                 if rec.status == "done":
                     outcome.done += 1
@@ -113,6 +115,22 @@ def run(
             if current is not None:
                 current.stack.close()
     return outcome
+
+
+def _precondition(
+    campaign: Campaign, point: Point, opened: Opened, workdir: Path, options: Options, done: set[str]
+) -> dict[str, object] | None:
+    """Precondition the point's target once, before its first point, if a workload asks for it."""
+    wanted = [w for w in campaign.workloads if w.precondition]
+    if not wanted or point.target in done or opened.rig is None:
+        return None
+    done.add(point.target)
+    try:
+        return precondition(opened.rig, wanted[0], workdir / f"precondition-{point.target}", options.runner)
+    except VmioError as exc:
+        opened.error = exc  # the target's points record why
+        opened.rig = None
+        return None
 
 
 @dataclass

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 import sys
 from pathlib import Path
@@ -35,9 +36,16 @@ def open_store(args: argparse.Namespace) -> Store:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the campaign sub-commands to ``sub``."""
-    p = sub.add_parser("run", help="run a campaign from a TOML spec")
-    p.add_argument("spec", help="experiment spec (TOML)")
+    p = sub.add_parser("run", help="run a campaign from a TOML spec, or a fio job file on one target")
+    p.add_argument("spec", help="experiment spec (TOML), or a fio job file (.fio/.job/.ini) with --target")
     add_db(p)
+    p.add_argument(
+        "--target",
+        metavar="PATH",
+        help="with a fio job file: the file or block device it runs on (a one-target campaign)",
+    )
+    p.add_argument("--size", help="with --target: the size of a target file to create (e.g. 1G)")
+    p.add_argument("--runtime", help="with --target: each job section's runtime (default 10s)")
     p.add_argument("--dry-run", action="store_true", help="print the points and their fio job files")
     p.add_argument("--force", action="store_true", help="redo points already done")
     p.add_argument("--destroy-data", action="append", default=[], metavar="DEVICE",
@@ -74,8 +82,40 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(handler=cmd_export)
 
 
+FIO_SUFFIXES = (".fio", ".job", ".ini")
+
+
+def fio_campaign_text(job_file: str, target: str, size: str | None, runtime: str | None = None) -> str:
+    """The spec of ``vmio run JOBFILE --target PATH``: one host target, one workload per job section."""
+    lines = ["[campaign]", f"name = {json.dumps(Path(job_file).stem)}", "",
+             "[[target]]", 'name = "target"', f"path = {json.dumps(target)}"]  # fmt: skip
+    if size is not None:
+        lines.append(f"size = {json.dumps(size)}")
+    lines += ["", "[[workload]]", f"fio = {json.dumps(str(Path(job_file).resolve()))}"]
+    if runtime is not None:
+        lines.append(f"runtime = {json.dumps(runtime)}")
+    return "\n".join(lines) + "\n"
+
+
+def load_run_spec(args: argparse.Namespace) -> tuple[spec.Campaign, str]:
+    """The campaign ``vmio run`` runs and the spec text it stores."""
+    is_job_file = Path(args.spec).suffix in FIO_SUFFIXES
+    if is_job_file:
+        if not args.target:
+            raise InputError(
+                f"{args.spec} is a fio job file; say where it runs: vmio run {args.spec} --target PATH"
+            )
+        text = fio_campaign_text(args.spec, args.target, args.size, args.runtime)
+        return spec.loads_spec(text, f"<vmio run {args.spec} --target {args.target}>"), text
+    if args.target or args.size or args.runtime:
+        raise InputError(
+            f"--target, --size and --runtime go with a fio job file (.fio), not the spec {args.spec}"
+        )
+    return spec.load_spec(args.spec), Path(args.spec).read_text(encoding="utf-8")
+
+
 def cmd_run(args: argparse.Namespace) -> int:
-    camp = spec.load_spec(args.spec)
+    camp, text = load_run_spec(args)
     if args.interval < 0.1:
         raise InputError(f"--interval {args.interval:g}s is below the 100ms floor")
     if args.dry_run:
@@ -89,7 +129,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         boot_timeout=args.boot_timeout,
         trace_root=beside_store(args.db or default_db()),
     )
-    text = Path(args.spec).read_text(encoding="utf-8")
     bar = ProgressPrinter(sys.stderr)
     with open_store(args) as store:
         outcome = runner.run(camp, text, store, options, bar)
@@ -148,8 +187,6 @@ def _hms(seconds: float) -> str:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    import json
-
     if args.sla is not None:
         return show_sla(args)
     with open_store(args) as store:
@@ -164,8 +201,6 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def show_sla(args: argparse.Namespace) -> int:
-    import json
-
     from vmio.report import data, sla
 
     try:

@@ -99,6 +99,15 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         CREATE INDEX hist_log_run ON hist_log(run_id);
         """,
     ),
+    (
+        4,
+        "steady state, preconditioning and the person's fio job file per point",
+        """
+        ALTER TABLE run ADD COLUMN steady_json TEXT;
+        ALTER TABLE run ADD COLUMN precondition_json TEXT;
+        ALTER TABLE run ADD COLUMN fio_job_json TEXT;
+        """,
+    ),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 PCT_COLUMNS = {"p50": "p50", "p90": "p90", "p99": "p99", "p99.9": "p999", "p99.99": "p9999"}
