@@ -233,6 +233,9 @@ def format_table(rows: list[dict[str, object]]) -> str:
         "%usr",
         "%sys",
     )
+    steady = any("steady" in r for r in rows)  # the column only when a point asked for steady state
+    if steady:
+        head = (*head, "steady")
     lines = [head]
     for r in rows:
         lat = r["read_lat_ns"] or r["write_lat_ns"]
@@ -247,7 +250,7 @@ def format_table(rows: list[dict[str, object]]) -> str:
             _num(r["dev_busy_pct"], 1),
             _num(r["cpu_usr_pct"], 1),
             _num(r["cpu_sys_pct"], 1),
-        ))  # fmt: skip
+        ) + ((_steady(r.get("steady")),) if steady else ()))  # fmt: skip
     if len(lines) == 1:
         return "no points stored\n"
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
@@ -256,6 +259,12 @@ def format_table(rows: list[dict[str, object]]) -> str:
         .rstrip() + "\n"
         for line in lines
     )  # fmt: skip
+
+
+def _steady(value: object) -> str:
+    if not isinstance(value, dict):
+        return "-"
+    return f"yes@{value['at_s']:g}s" if value.get("reached") else "no"
 
 
 def _num(value: object, digits: int = 0) -> str:
