@@ -46,6 +46,7 @@ class Progress:
     point: str
     status: str  # "running" | "done" | "failed"
     eta_s: float | None
+    iops: float | None = None  # the point's measured IOPS (read + write), once it is done
 
 
 @dataclass
@@ -110,7 +111,8 @@ def run(
                     outcome.failures.append(f"{point.key}: {rec.error}")
                     current.stack.close()  # a failed point may leave its VMs broken: start afresh
                     current = None
-                report(Progress(outcome.skipped + i + 1, len(points), point.key, rec.status, None))
+                iops = sum(r.iops for r in rec.results if r.role == "measure") if rec.results else None
+                report(Progress(outcome.skipped + i + 1, len(points), point.key, rec.status, None, iops))
         finally:
             if current is not None:
                 current.stack.close()

@@ -12,7 +12,7 @@ from typing import TextIO
 
 from vmio import spec
 from vmio.campaign import runner
-from vmio.cli import argtypes
+from vmio.cli import argtypes, terminal
 from vmio.errors import InputError
 from vmio.fio import jobfile
 from vmio.spec.sla import parse_sla
@@ -157,33 +157,30 @@ def print_dry_run(camp: spec.Campaign, out: TextIO) -> None:
 
 
 class ProgressPrinter:
-    """A one-line bar on a terminal; plain lines otherwise."""
+    """rich's bar on a terminal (``console``: a rich Console to draw on); plain lines otherwise."""
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, console: terminal.Console | None = None) -> None:
         self.stream = stream
-        self.tty = stream.isatty()
+        self.console = console or terminal.console_for(stream)
+        self.bar = terminal.RichBar(self.console) if self.console is not None else None
 
     def __call__(self, p: runner.Progress) -> None:
+        if self.bar is not None:
+            self.bar.update(p.done, p.total, p.point, p.status, p.eta_s, p.iops)
+            return
         eta = f" ETA {_hms(p.eta_s)}" if p.eta_s is not None else ""
-        if self.tty:
-            width = 24
-            filled = int(width * p.done / max(p.total, 1))
-            bar = "#" * filled + "." * (width - filled)
-            self.stream.write(f"\r[{bar}] {p.done}/{p.total} {p.status:7} {p.point[:60]:60}{eta}\x1b[K")
-        elif p.status != "running":
+        if p.status != "running":
             self.stream.write(f"[{p.done}/{p.total}] {p.status} {p.point}\n")
         else:
             self.stream.write(f"[{p.done}/{p.total}] running {p.point}{eta}\n")
         self.stream.flush()
 
     def close(self) -> None:
-        if self.tty:
-            self.stream.write("\n")
+        if self.bar is not None:
+            self.bar.close()
 
 
-def _hms(seconds: float) -> str:
-    s = int(seconds)
-    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
+_hms = terminal.hms
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -196,8 +193,17 @@ def cmd_show(args: argparse.Namespace) -> int:
             row.pop("host_facts", None)
         print(json.dumps(rows, indent=1))
         return 0
-    print(format_table(rows), end="")
+    console = terminal.console_for(sys.stdout)
+    if console is not None and rows:
+        print_show_table(rows, console)
+    else:
+        print(format_table(rows), end="")
     return 0
+
+
+def print_show_table(rows: list[dict[str, object]], console: terminal.Console) -> None:
+    """``vmio show``'s table through rich (on a terminal)."""
+    terminal.print_table(console, show_lines(rows), right=frozenset(range(3, 11)))
 
 
 def show_sla(args: argparse.Namespace) -> int:
@@ -221,7 +227,20 @@ def show_sla(args: argparse.Namespace) -> int:
 
 def format_table(rows: list[dict[str, object]]) -> str:
     """The text table of ``vmio show``."""
-    head = (
+    lines = show_lines(rows)
+    if len(lines) == 1:
+        return "no points stored\n"
+    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
+    return "".join(
+        "  ".join(cell.ljust(w) if i < 3 else cell.rjust(w) for i, (cell, w) in enumerate(zip(line, widths, strict=True)))
+        .rstrip() + "\n"
+        for line in lines
+    )  # fmt: skip
+
+
+def show_lines(rows: list[dict[str, object]]) -> list[tuple[str, ...]]:
+    """The head and one line per point of ``vmio show``'s table."""
+    head: tuple[str, ...] = (
         "point",
         "status",
         "accel",
@@ -236,7 +255,7 @@ def format_table(rows: list[dict[str, object]]) -> str:
     steady = any("steady" in r for r in rows)  # the column only when a point asked for steady state
     if steady:
         head = (*head, "steady")
-    lines = [head]
+    lines: list[tuple[str, ...]] = [head]
     for r in rows:
         lat = r["read_lat_ns"] or r["write_lat_ns"]
         lines.append((
@@ -251,14 +270,7 @@ def format_table(rows: list[dict[str, object]]) -> str:
             _num(r["cpu_usr_pct"], 1),
             _num(r["cpu_sys_pct"], 1),
         ) + ((_steady(r.get("steady")),) if steady else ()))  # fmt: skip
-    if len(lines) == 1:
-        return "no points stored\n"
-    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
-    return "".join(
-        "  ".join(cell.ljust(w) if i < 3 else cell.rjust(w) for i, (cell, w) in enumerate(zip(line, widths, strict=True)))
-        .rstrip() + "\n"
-        for line in lines
-    )  # fmt: skip
+    return lines
 
 
 def _steady(value: object) -> str:
