@@ -28,6 +28,10 @@ if [ "$level" = full ]; then
   want ceph-mgr
   want ceph-common
   want chromium
+  want libvirt-clients          # virsh, virt-xml-validate: advised XML checked against libvirt's schema
+  want libxml2-utils            # xmllint, which virt-xml-validate runs
+  want libvirt-daemon-system    # libvirtd, virtlogd: a TCG domain diagnosed through libvirt
+  want libvirt-daemon-driver-qemu
 fi
 
 if [ ${#need[@]} -eq 0 ]; then

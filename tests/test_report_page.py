@@ -160,3 +160,48 @@ def test_export_keeps_what_the_report_draws(real: tuple[Path, Path], tmp_path: P
     import pyarrow.parquet as pq
 
     assert pq.read_table(tmp_path / "r.oplat.parquet").num_rows == len(doc["oplat"])
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("section", ["latency-vs-iops", "latency-distribution", "latency-over-time"])
+def test_latency_sections_render_in_chromium(real: tuple[Path, Path], tmp_path: Path, section: str) -> None:
+    """Each latency section, screenshotted alone at 1280 px: its plots have a size, every series a visible
+    path, and the picture is not blank (many colours, lines in more than one place)."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip("needs chromium (Debian package chromium; scripts/setup-system.sh installs it)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="needs the playwright Python package")
+    image = pytest.importorskip("PIL.Image", reason="needs Pillow (matplotlib's dependency)")
+    _, out = real
+    html = (out / "report.html").read_text()
+    body = re.search(rf'<section id="{section}">.*?</section>', html, flags=re.S)
+    assert body is not None, f"the report has no #{section}"
+    expected = figures(body.group(0))
+    shot = tmp_path / f"{section}.png"
+    with sync_api.sync_playwright() as pw:
+        ctx = pw.chromium.launch_persistent_context(
+            str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True, args=FLAGS,
+            viewport={"width": 1280, "height": 900},
+        )  # fmt: skip
+        try:
+            page = ctx.new_page()
+            page.goto((out / "report.html").as_uri(), wait_until="load")
+            element = page.locator(f"section#{section}")
+            element.screenshot(path=str(shot))
+            rendered = page.evaluate(
+                RENDERED_JS.replace(
+                    "document.querySelectorAll('figure.plot')",
+                    f"document.querySelectorAll('section#{section} figure.plot')",
+                )  # fmt: skip
+            )
+        finally:
+            ctx.close()
+    assert expected, f"the report has no {section} plot"
+    assert [r["id"] for r in rendered] == [fid for fid, _ in expected]
+    for fig, (_, series) in zip(rendered, expected, strict=True):
+        assert 300 < fig["width"] <= 1280 and fig["height"] > 150, fig
+        assert fig["drawn"] == series, f"{fig['id']}: a series has no visible path"
+    with image.open(shot) as png:
+        rgb = png.convert("RGB")
+        assert rgb.width <= 1280 and rgb.height > 200
+        colours = rgb.getcolors(maxcolors=1 << 20)
+        assert colours is not None and len(colours) > 50  # drawn lines and text, not an empty box

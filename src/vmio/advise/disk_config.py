@@ -62,7 +62,10 @@ def _virtio_blk(config: Config) -> str:
 
 
 def libvirt_xml(config: Config) -> str:
-    """``<iothreads>`` and ``<disk>`` (or ``<hostdev>`` for vfio, plus ``<controller>`` for virtio-scsi)."""
+    """``<iothreads>`` and ``<disk>`` (or ``<hostdev>`` for vfio, plus ``<controller>`` for virtio-scsi).
+
+    The virtqueue mapping (``<driver><iothreads><iothread id=.../>``) needs libvirt 10.0 or later; older
+    schemas (Debian 12 has 9.0) refuse it (tests/test_libvirt.py)."""
     if config.passthrough == "vfio":
         return _text(_hostdev(str(config.pci_address)))
     parts = []

@@ -23,6 +23,7 @@ from vmio.system.process import Runner
 from vmio.targets import Rig
 
 FIO_GRACE_S = 60.0
+PRECONDITION_TIMEOUT_S = 6 * 3600.0
 
 
 def measure_point(
@@ -34,6 +35,7 @@ def measure_point(
     interval: float,
     runner: Runner,
     proc_root: str = "/proc",
+    preconditioned: dict[str, object] | None = None,
 ) -> RunRecord:
     """Measure ``point`` on ``rig`` (or record the error that kept its target from starting)."""
     workload = campaign.workload(point.workload)
@@ -42,9 +44,12 @@ def measure_point(
         campaign=campaign.name, point_key=point.key, target=target.name, target_kind=target.kind,
         workload=workload.name, bs=point.bs, offered_iops=point.offered_iops,
         load_processes=point.load_processes, repetition=point.repetition, status="done",
-        started=time.time(), ended=0.0, host=facts.collect(proc_root, runner),
+        started=time.time(), ended=0.0, host=facts.collect(proc_root, runner), precondition=preconditioned,
     )  # fmt: skip
     rec.fio_version = rec.host.get("fio_version")
+    if workload.fio_file is not None:
+        rec.fio_job = {"file": workload.fio_file, "section": workload.name.rpartition(":")[2],
+                       "replaced": list(workload.fio_replaced)}  # fmt: skip
     try:
         if isinstance(rig, VmioError):
             raise rig
@@ -97,6 +102,8 @@ def _measure(
             rec.log = result.text or None
             rec.samples = sampler.samples
             rec.metrics = window_means(sampler.samples, start, end)
+            if workload.steady is not None:
+                rec.steady = steady_outcome(result, str(workload.steady))
             if workload.ops:
                 rec.oplat = fiorun.op_latencies(rundir, [ep.server for ep in endpoints])
             else:
@@ -107,6 +114,36 @@ def _measure(
     rec.host.update(notes.host)
     if notes.log:
         rec.log = (rec.log or "") + notes.log
+
+
+def steady_outcome(result: FioOutput, criterion: str) -> dict[str, object]:
+    """Whether every measured job reached steady state, and when the last one did (fio then stops it)."""
+    jobs = [s for s in result.steady if not s[1].startswith("load")]
+    reached = bool(jobs) and all(s[2] for s in jobs)
+    at_s = max(s[3] for s in jobs) / 1000 if reached else None
+    return {"criterion": criterion, "reached": reached, "at_s": at_s, "jobs": len(jobs)}
+
+
+def precondition(rig: Rig, workload: Workload, rundir: Path, runner: Runner) -> dict[str, object]:
+    """Precondition the target's device or file (SNIA PTS): a sequential fill, then random writes of twice
+    its size; what was written and how long it took."""
+    rundir.mkdir(parents=True, exist_ok=True)
+    files = []
+    size = None
+    for i, ep in enumerate(rig.endpoints(workload)):
+        size = ep.place.size
+        path = rundir / f"precondition{i}.fio"
+        path.write_text(jobfile.precondition(ep.place, ep.place.size))
+        files.append(fiorun.Endpoint(ep.server, path))
+    started = time.monotonic()
+    result = fiorun.run(files, timeout=PRECONDITION_TIMEOUT_S, runner=runner, cwd=rundir, env=rig.fio_env)
+    ios = {job: sum(r.total_ios for r in result.results if r.job == job) for job in ("fill", "random")}
+    return {
+        "size": size,
+        "fill_bytes": ios["fill"] * 128 * 1024,
+        "random_bytes": ios["random"] * 4096,
+        "seconds": round(time.monotonic() - started, 3),
+    }
 
 
 def measured_window(

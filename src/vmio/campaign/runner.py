@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vmio.campaign.measure import measure_point
+from vmio.campaign.measure import measure_point, precondition
 from vmio.errors import InputError, UnsafeTargetError, VmioError
 from vmio.qemu import builds
 from vmio.spec import Campaign, HostTarget, Point, QemuTarget, RemoteTarget
@@ -47,6 +47,7 @@ class Progress:
     point: str
     status: str  # "running" | "done" | "failed"
     eta_s: float | None
+    iops: float | None = None  # the point's measured IOPS (read + write), once it is done
 
 
 @dataclass
@@ -98,6 +99,7 @@ def _run(
     outcome = Outcome(skipped=len(points) - len(todo))
     report = progress or (lambda _: None)
     started = time.monotonic()
+    preconditioned: set[str] = set()
     with _workdir(options) as workdir:
         current: Opened | None = None
         try:
@@ -112,9 +114,10 @@ def _run(
                     current = _open(campaign, point, options)
                 rundir = workdir / point.key.replace("/", "_")
                 rundir.mkdir(parents=True, exist_ok=True)
+                conditioned = _precondition(campaign, point, current, workdir, options, preconditioned)
                 rec = measure_point(campaign, point, current.ready(), rundir,
                                     interval=options.interval, runner=options.runner,
-                                    proc_root=options.proc_root)  # fmt: skip
+                                    proc_root=options.proc_root, preconditioned=conditioned)  # fmt: skip
                 store.record(rec)
                 if rec.status == "done":
                     outcome.done += 1
@@ -123,11 +126,28 @@ def _run(
                     outcome.failures.append(f"{point.key}: {rec.error}")
                     current.stack.close()  # a failed point may leave its VMs broken: start afresh
                     current = None
-                report(Progress(outcome.skipped + i + 1, len(points), point.key, rec.status, None))
+                iops = sum(r.iops for r in rec.results if r.role == "measure") if rec.results else None
+                report(Progress(outcome.skipped + i + 1, len(points), point.key, rec.status, None, iops))
         finally:
             if current is not None:
                 current.stack.close()
     return outcome
+
+
+def _precondition(
+    campaign: Campaign, point: Point, opened: Opened, workdir: Path, options: Options, done: set[str]
+) -> dict[str, object] | None:
+    """Precondition the point's target once, before its first point, if a workload asks for it."""
+    wanted = [w for w in campaign.workloads if w.precondition]
+    if not wanted or point.target in done or opened.rig is None:
+        return None
+    done.add(point.target)
+    try:
+        return precondition(opened.rig, wanted[0], workdir / f"precondition-{point.target}", options.runner)
+    except VmioError as exc:
+        opened.error = exc  # the target's points record why
+        opened.rig = None
+        return None
 
 
 @dataclass

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import TextIO
 
 from vmio import spec
 from vmio.campaign import runner
-from vmio.cli import argtypes
+from vmio.cli import argtypes, terminal
 from vmio.errors import InputError
 from vmio.fio import jobfile
 from vmio.spec.sla import parse_sla
@@ -36,9 +37,16 @@ def open_store(args: argparse.Namespace, *, write: bool = False) -> Store:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the campaign sub-commands to ``sub``."""
-    p = sub.add_parser("run", help="run a campaign from a TOML spec")
-    p.add_argument("spec", help="experiment spec (TOML)")
+    p = sub.add_parser("run", help="run a campaign from a TOML spec, or a fio job file on one target")
+    p.add_argument("spec", help="experiment spec (TOML), or a fio job file (.fio/.job/.ini) with --target")
     add_db(p)
+    p.add_argument(
+        "--target",
+        metavar="PATH",
+        help="with a fio job file: the file or block device it runs on (a one-target campaign)",
+    )
+    p.add_argument("--size", help="with --target: the size of a target file to create (e.g. 1G)")
+    p.add_argument("--runtime", help="with --target: each job section's runtime (default 10s)")
     p.add_argument("--dry-run", action="store_true", help="print the points and their fio job files")
     p.add_argument("--force", action="store_true", help="redo points already done")
     p.add_argument("--destroy-data", action="append", default=[], metavar="DEVICE",
@@ -75,8 +83,40 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(handler=cmd_export)
 
 
+FIO_SUFFIXES = (".fio", ".job", ".ini")
+
+
+def fio_campaign_text(job_file: str, target: str, size: str | None, runtime: str | None = None) -> str:
+    """The spec of ``vmio run JOBFILE --target PATH``: one host target, one workload per job section."""
+    lines = ["[campaign]", f"name = {json.dumps(Path(job_file).stem)}", "",
+             "[[target]]", 'name = "target"', f"path = {json.dumps(target)}"]  # fmt: skip
+    if size is not None:
+        lines.append(f"size = {json.dumps(size)}")
+    lines += ["", "[[workload]]", f"fio = {json.dumps(str(Path(job_file).resolve()))}"]
+    if runtime is not None:
+        lines.append(f"runtime = {json.dumps(runtime)}")
+    return "\n".join(lines) + "\n"
+
+
+def load_run_spec(args: argparse.Namespace) -> tuple[spec.Campaign, str]:
+    """The campaign ``vmio run`` runs and the spec text it stores."""
+    is_job_file = Path(args.spec).suffix in FIO_SUFFIXES
+    if is_job_file:
+        if not args.target:
+            raise InputError(
+                f"{args.spec} is a fio job file; say where it runs: vmio run {args.spec} --target PATH"
+            )
+        text = fio_campaign_text(args.spec, args.target, args.size, args.runtime)
+        return spec.loads_spec(text, f"<vmio run {args.spec} --target {args.target}>"), text
+    if args.target or args.size or args.runtime:
+        raise InputError(
+            f"--target, --size and --runtime go with a fio job file (.fio), not the spec {args.spec}"
+        )
+    return spec.load_spec(args.spec), Path(args.spec).read_text(encoding="utf-8")
+
+
 def cmd_run(args: argparse.Namespace) -> int:
-    camp = spec.load_spec(args.spec)
+    camp, text = load_run_spec(args)
     if args.interval < 0.1:
         raise InputError(f"--interval {args.interval:g}s is below the 100ms floor")
     if args.dry_run:
@@ -90,7 +130,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         boot_timeout=args.boot_timeout,
         trace_root=beside_store(args.db or default_db()),
     )
-    text = Path(args.spec).read_text(encoding="utf-8")
     bar = ProgressPrinter(sys.stderr)
     with open_store(args, write=True) as store:
         outcome = runner.run(camp, text, store, options, bar)
@@ -119,38 +158,33 @@ def print_dry_run(camp: spec.Campaign, out: TextIO) -> None:
 
 
 class ProgressPrinter:
-    """A one-line bar on a terminal; plain lines otherwise."""
+    """rich's bar on a terminal (``console``: a rich Console to draw on); plain lines otherwise."""
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, console: terminal.Console | None = None) -> None:
         self.stream = stream
-        self.tty = stream.isatty()
+        self.console = console or terminal.console_for(stream)
+        self.bar = terminal.RichBar(self.console) if self.console is not None else None
 
     def __call__(self, p: runner.Progress) -> None:
+        if self.bar is not None:
+            self.bar.update(p.done, p.total, p.point, p.status, p.eta_s, p.iops)
+            return
         eta = f" ETA {_hms(p.eta_s)}" if p.eta_s is not None else ""
-        if self.tty:
-            width = 24
-            filled = int(width * p.done / max(p.total, 1))
-            bar = "#" * filled + "." * (width - filled)
-            self.stream.write(f"\r[{bar}] {p.done}/{p.total} {p.status:7} {p.point[:60]:60}{eta}\x1b[K")
-        elif p.status != "running":
+        if p.status != "running":
             self.stream.write(f"[{p.done}/{p.total}] {p.status} {p.point}\n")
         else:
             self.stream.write(f"[{p.done}/{p.total}] running {p.point}{eta}\n")
         self.stream.flush()
 
     def close(self) -> None:
-        if self.tty:
-            self.stream.write("\n")
+        if self.bar is not None:
+            self.bar.close()
 
 
-def _hms(seconds: float) -> str:
-    s = int(seconds)
-    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
+_hms = terminal.hms
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    import json
-
     if args.sla is not None:
         return show_sla(args)
     with open_store(args) as store:
@@ -160,13 +194,20 @@ def cmd_show(args: argparse.Namespace) -> int:
             row.pop("host_facts", None)
         print(json.dumps(rows, indent=1))
         return 0
-    print(format_table(rows), end="")
+    console = terminal.console_for(sys.stdout)
+    if console is not None and rows:
+        print_show_table(rows, console)
+    else:
+        print(format_table(rows), end="")
     return 0
 
 
-def show_sla(args: argparse.Namespace) -> int:
-    import json
+def print_show_table(rows: list[dict[str, object]], console: terminal.Console) -> None:
+    """``vmio show``'s table through rich (on a terminal)."""
+    terminal.print_table(console, show_lines(rows), right=frozenset(range(3, 11)))
 
+
+def show_sla(args: argparse.Namespace) -> int:
     from vmio.report import data, sla
 
     try:
@@ -187,7 +228,20 @@ def show_sla(args: argparse.Namespace) -> int:
 
 def format_table(rows: list[dict[str, object]]) -> str:
     """The text table of ``vmio show``."""
-    head = (
+    lines = show_lines(rows)
+    if len(lines) == 1:
+        return "no points stored\n"
+    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
+    return "".join(
+        "  ".join(cell.ljust(w) if i < 3 else cell.rjust(w) for i, (cell, w) in enumerate(zip(line, widths, strict=True)))
+        .rstrip() + "\n"
+        for line in lines
+    )  # fmt: skip
+
+
+def show_lines(rows: list[dict[str, object]]) -> list[tuple[str, ...]]:
+    """The head and one line per point of ``vmio show``'s table."""
+    head: tuple[str, ...] = (
         "point",
         "status",
         "accel",
@@ -199,7 +253,10 @@ def format_table(rows: list[dict[str, object]]) -> str:
         "%usr",
         "%sys",
     )
-    lines = [head]
+    steady = any("steady" in r for r in rows)  # the column only when a point asked for steady state
+    if steady:
+        head = (*head, "steady")
+    lines: list[tuple[str, ...]] = [head]
     for r in rows:
         lat = r["read_lat_ns"] or r["write_lat_ns"]
         lines.append((
@@ -213,15 +270,14 @@ def format_table(rows: list[dict[str, object]]) -> str:
             _num(r["dev_busy_pct"], 1),
             _num(r["cpu_usr_pct"], 1),
             _num(r["cpu_sys_pct"], 1),
-        ))  # fmt: skip
-    if len(lines) == 1:
-        return "no points stored\n"
-    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
-    return "".join(
-        "  ".join(cell.ljust(w) if i < 3 else cell.rjust(w) for i, (cell, w) in enumerate(zip(line, widths, strict=True)))
-        .rstrip() + "\n"
-        for line in lines
-    )  # fmt: skip
+        ) + ((_steady(r.get("steady")),) if steady else ()))  # fmt: skip
+    return lines
+
+
+def _steady(value: object) -> str:
+    if not isinstance(value, dict):
+        return "-"
+    return f"yes@{value['at_s']:g}s" if value.get("reached") else "no"
 
 
 def _num(value: object, digits: int = 0) -> str:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
+from vmio.cli import terminal
 from vmio.cli.campaign import add_db, open_store
 from vmio.errors import InputError
 from vmio.report import compare, compare_text, data, page
@@ -94,11 +96,22 @@ def cmd_compare(args: argparse.Namespace) -> int:
             print(json.dumps({"campaign": names[0], "baseline": args.baseline, "rows": [r.as_dict() for r in rows]},
                              indent=1))  # fmt: skip
         else:
-            print(compare_text.format_baseline(rows, names[0], args.baseline), end="")
+            console = terminal.console_for(sys.stdout)
+            if console is not None:
+                title, lines, tail = compare_text.baseline_parts(rows, names[0], args.baseline)
+                terminal.print_table(console, lines, title=title, tail=tail,
+                                     right=frozenset(range(6, len(lines[0]) if lines else 0)))  # fmt: skip
+            else:
+                print(compare_text.format_baseline(rows, names[0], args.baseline), end="")
         return 0
     result = compare.before_after(loaded[0], loaded[1])
     if args.json:
         print(json.dumps(result.as_dict(), indent=1))
     else:
-        print(compare_text.format_before_after(result), end="")
+        console = terminal.console_for(sys.stdout)
+        if console is not None:
+            title, lines, tail = compare_text.before_after_parts(result)
+            terminal.print_table(console, lines, title=title, tail=tail, empty="no common points\n")
+        else:
+            print(compare_text.format_before_after(result), end="")
     return 0

@@ -46,8 +46,11 @@ def render(
         "percentile_list": PERCENTILE_LIST,
         "randrepeat": 0,
     }
+    if bs == 0:  # a fio job file's block sizes, written as they are below
+        del glob["bs"]
     if workload.rw in ("randrw", "rw"):
         glob["rwmixread"] = workload.rwmixread
+    glob.update(workload.fio_options)
     if place.filename is not None:
         glob["filename"] = place.filename
     if place.size is not None:
@@ -70,6 +73,8 @@ def render(
             measure.update(write_hist_log=place.hist_log_prefix, log_hist_msec=HIST_LOG_MS, per_job_logs=1)
     if offered_iops is not None:
         measure["rate_iops"] = _rate(workload, offered_iops, place.total_jobs)
+    if workload.steady is not None:
+        measure.update(workload.steady.fio_options())
     sections = [("global", glob), ("measure", measure)]
     if load_processes > 0:
         runtime = OPS_TIME_LIMIT_S if workload.ops > 0 else seconds(workload.runtime)
@@ -77,7 +82,30 @@ def render(
         if workload.ops > 0:
             glob["exitall"] = 1  # loads stop when the measured operations are done
         sections.append(("load", load))
-    return "".join(section(name, options) for name, options in sections)
+    return _origin(workload) + "".join(section(name, options) for name, options in sections)
+
+
+def _origin(workload: Workload) -> str:
+    """Comment lines naming the person's job file and what vmio replaced in it."""
+    if workload.fio_file is None:
+        return ""
+    lines = [f"; from {workload.fio_file}, section [{workload.name.rpartition(':')[2]}]"]
+    lines += [f"; replaced by vmio: {r}" for r in workload.fio_replaced]
+    return "\n".join(lines) + "\n"
+
+
+def precondition(place: Placement, size: int | None) -> str:
+    """SNIA PTS-style preconditioning: one sequential fill, then random writes of twice the size."""
+    glob: dict[str, str | int | float] = {"ioengine": "libaio", "direct": 1, "iodepth": 32, "randrepeat": 0}
+    if place.filename is not None:
+        glob["filename"] = place.filename
+    if size is not None:
+        glob["size"] = size
+    glob.update(place.engine_options)
+    fill: dict[str, str | int | float] = {"rw": "write", "bs": "128k", "numjobs": 1}
+    rand: dict[str, str | int | float] = {"rw": "randwrite", "bs": "4k", "numjobs": 1, "stonewall": 1}
+    rand["io_size"] = 2 * size if size is not None else "200%"
+    return "".join(section(n, o) for n, o in (("global", glob), ("fill", fill), ("random", rand)))
 
 
 def _rate(workload: Workload, total: int, jobs: int) -> str:

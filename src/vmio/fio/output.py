@@ -46,6 +46,8 @@ class FioOutput:
     disk_util: list[dict[str, Any]]
     text: str  # everything printed around the JSON, kept for the run's log
     timestamp_ms: int | None = None  # wall clock when fio wrote its results (its I/O had ended)
+    # per job with a steady-state criterion: host, job, attained, the job's runtime in ms (when it stopped)
+    steady: list[tuple[str, str, bool, int]] = field(default_factory=list)
 
 
 def extract_json(text: str) -> tuple[dict[str, Any], str]:
@@ -98,6 +100,7 @@ def _parse_doc(doc: dict[str, Any], around: str) -> FioOutput:
     if not isinstance(jobs, list):
         raise ValueError(f"jobs is {type(jobs).__name__}, not a list")
     results: list[JobResult] = []
+    steady: list[tuple[str, str, bool, int]] = []
     for job in jobs:
         if job["jobname"] == "All clients":
             continue
@@ -105,6 +108,11 @@ def _parse_doc(doc: dict[str, Any], around: str) -> FioOutput:
             check_job(job, around)
         host = f"{job['hostname']}:{job['port']}" if "hostname" in job else "local"
         results.extend(_direction(job, host, ddir) for ddir in DIRECTIONS if job[ddir]["total_ios"] > 0)
+        ss = job.get("steadystate")
+        if isinstance(ss, dict):
+            steady.append(
+                (host, str(job["jobname"]), bool(ss.get("attained")), int(job.get("job_runtime", 0)))
+            )
     stamp = doc.get("timestamp_ms")
     return FioOutput(
         str(doc.get("fio version", "")),
@@ -112,6 +120,7 @@ def _parse_doc(doc: dict[str, Any], around: str) -> FioOutput:
         list(doc.get("disk_util", [])),
         around.strip(),
         int(stamp) if isinstance(stamp, int | float) else None,
+        steady,
     )
 
 

@@ -27,20 +27,29 @@ def ratio_cell(s: Spread | None) -> str:
     return f"{s.median:.2f} [{s.lo:.2f}-{s.hi:.2f}]"
 
 
+Lines = list[tuple[str, ...]]
+
+
 def format_baseline(rows: list[RatioRow], campaign: str, baseline: str) -> str:
+    title, lines, tail = baseline_parts(rows, campaign, baseline)
+    return title + (columns(lines) if lines else "") + tail
+
+
+def baseline_parts(rows: list[RatioRow], campaign: str, baseline: str) -> tuple[str, Lines, str]:
+    """The title, the table's lines (head first; none when empty) and what follows it."""
     title = (
         f"campaign {campaign!r}: each target / baseline {baseline!r}; median over repetitions "
         "[range from the extremes]; a latency ratio above 1 is slower\n"
     )
     if not rows:
-        return title + "no points to compare (the baseline and the other targets share no done point)\n"
+        return title, [], "no points to compare (the baseline and the other targets share no done point)\n"
     head = ("workload", "bs", "offered", "load", "dir", "target", *(f"{m} ratio" for m, _, _ in METRICS))
-    lines = [head]
+    lines: Lines = [head]
     for r in rows:
         target, workload, bs, offered, load = r.key
         cells = [workload, format_size(bs), offered_label(offered), str(load), r.ddir, target]
         lines.append((*cells, *(ratio_cell(r.ratios[m]) for m, _, _ in METRICS)))
-    return title + columns(lines)
+    return title, lines, ""
 
 
 def _value(metric: str, value: float | None) -> str:
@@ -66,16 +75,18 @@ def change_cells(c: Change) -> tuple[str, ...]:
 
 
 def format_before_after(result: BeforeAfter) -> str:
+    title, lines, tail = before_after_parts(result)
+    return title + (columns(lines) if lines else "no common points\n") + tail
+
+
+def before_after_parts(result: BeforeAfter) -> tuple[str, Lines, str]:
+    """The title, the table's lines (head first; none without common points) and the points in one only."""
     title = (
         f"{result.before!r} -> {result.after!r}: difference of means (after - before) per point, "
         f"{LEVEL:.0%} interval (Welch t) over repetitions\n"
     )
     head = ("point", "dir", "metric", "before", "after", "difference", f"{LEVEL:.0%} interval", "verdict")
-    body = (
-        columns([head, *(change_cells(c) for c in result.changes)])
-        if result.changes
-        else "no common points\n"
-    )
+    lines: Lines = [head, *(change_cells(c) for c in result.changes)] if result.changes else []
     tail = "".join(f"only in {result.before!r}: {point_label(k)}\n" for k in result.only_before)
     tail += "".join(f"only in {result.after!r}: {point_label(k)}\n" for k in result.only_after)
-    return title + body + tail
+    return title, lines, tail

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import fields
 
-from vmio.spec.model import Campaign, Target, Workload
+from vmio.spec.model import NEWER_FIELDS, Campaign, Target, Workload
 
 
 def dumps(campaign: Campaign, comment: str = "") -> str:
@@ -26,12 +26,19 @@ def dumps(campaign: Campaign, comment: str = "") -> str:
 
 
 def _table(item: Target | Workload) -> list[str]:
+    if isinstance(item, Workload) and item.fio_file is not None:
+        raise ValueError(
+            f"workload {item.name!r} comes from the fio job file {item.fio_file}; "
+            "write its [[workload]] table by hand"
+        )
     out = []
     first = {"name": 0, "kind": 1}  # a table reads best starting with what it is
     for f in sorted(fields(item), key=lambda f: first.get(f.name, 2)):
         value = getattr(item, f.name)
-        if value is None:
+        if value is None or (f.name in NEWER_FIELDS and value == NEWER_FIELDS[f.name]):
             continue
+        if f.name == "steady":
+            value = str(value)
         if f.name == "offered_iops":
             value = ["max" if v is None else v for v in value]
         out.append(f"{f.name} = {_value(value)}")

@@ -13,6 +13,7 @@ from typing import Any
 from vmio.errors import SpecError
 from vmio.spec import fields as f
 from vmio.spec.fields import Fields
+from vmio.spec.fiofile import STEADY_OPTIONS, patterns
 from vmio.spec.model import (
     ACCELS,
     AIOS,
@@ -30,6 +31,7 @@ from vmio.spec.model import (
     Workload,
 )
 from vmio.spec.sla import Sla, parse_sla
+from vmio.spec.steady import parse_steady
 from vmio.spec.tomlfile import Locator, load_toml, loads_toml
 
 
@@ -58,7 +60,9 @@ def _campaign(data: dict[str, Any], loc: Locator) -> Campaign:
     sla: Sla | None = head.take("sla", parse_sla, None)
     head.done()
     targets = tuple(_target(t, loc, i) for i, t in enumerate(_array(data, "target", loc)))
-    workloads = tuple(_workload(w, loc, i) for i, w in enumerate(_array(data, "workload", loc)))
+    workloads = tuple(
+        w for i, item in enumerate(_array(data, "workload", loc)) for w in _workload(item, loc, i)
+    )
     _unique(targets, "target", loc)
     _unique(workloads, "workload", loc)
     count = repetitions * len(targets) * sum(len(w.bs) * len(w.offered_iops) * len(w.load_processes)
@@ -197,8 +201,10 @@ def _offered(value: object) -> int | None:
     return value
 
 
-def _workload(data: object, loc: Locator, i: int) -> Workload:
+def _workload(data: object, loc: Locator, i: int) -> tuple[Workload, ...]:
     w = Fields(data, loc, "workload", i)
+    if "fio" in w.data:
+        return _fio_workloads(w, loc)
     workload = Workload(
         name=w.take("name", f.string),
         rw=w.take("rw", f.choice(*RW_MODES)),
@@ -213,9 +219,56 @@ def _workload(data: object, loc: Locator, i: int) -> Workload:
         offered_iops=w.take("offered_iops", f.one_or_many(_offered), (None,)),
         load_processes=w.take("load_processes", f.one_or_many(f.integer(0, 256)), (0,)),
         ops=w.take("ops", f.integer(0, 10_000_000), 0),
+        steady=w.take("steady", parse_steady, None),
+        precondition=w.take("precondition", f.boolean, False),
     )
+    _check_conditioning(w, workload)
     w.done()
-    return workload
+    return (workload,)
+
+
+def _check_conditioning(w: Fields, workload: Workload) -> None:
+    if workload.precondition and not workload.writes:
+        raise w.error("precondition", f"{w.label}.precondition = true is for write workloads; "
+                      f"rw = {workload.rw!r} does not write")  # fmt: skip
+    if workload.steady is not None:
+        if workload.ops:
+            raise w.error(
+                "steady", f"{w.label}.steady needs a timed run; it cannot go with ops = {workload.ops}"
+            )
+        if workload.steady.window_s > workload.runtime:
+            raise w.error("steady", f"{w.label}.steady = {str(workload.steady)!r}: the window is longer than "
+                          f"runtime = {workload.runtime:g}s (the runtime is the maximum)")  # fmt: skip
+
+
+def _fio_workloads(w: Fields, loc: Locator) -> tuple[Workload, ...]:
+    """One workload per job section of ``fio = "FILE"`` (relative to the spec's folder)."""
+    given = w.take("fio", f.string)
+    path = Path(given)
+    if not path.is_absolute() and loc.path not in ("<spec>", ""):
+        path = Path(loc.path).parent / path
+    runtime = w.take("runtime", _positive_duration, 10.0)
+    ramp = w.take("ramp", f.duration, 0.0)
+    offered: tuple[int | None, ...] = w.take("offered_iops", f.one_or_many(_offered), (None,))
+    loads: tuple[int, ...] = w.take("load_processes", f.one_or_many(f.integer(0, 256)), (0,))
+    steady = w.take("steady", parse_steady, None)
+    pre = w.take("precondition", f.boolean, False)
+    w.done()
+    out = []
+    for p in patterns(path, given):
+        replaced, options = p.replaced, p.options
+        if steady is not None:  # the workload's criterion stands in for the file's
+            replaced += tuple(f"{k}={v} (workload steady)" for k, v in options if k in STEADY_OPTIONS)
+            options = tuple((k, v) for k, v in options if k not in STEADY_OPTIONS)
+        workload = Workload(
+            name=f"{Path(given).name}:{p.section}", rw=p.rw, bs=(p.bs,), rwmixread=p.rwmixread,
+            iodepth=p.iodepth, numjobs=p.numjobs, direct=p.direct, ioengine=p.ioengine, runtime=runtime,
+            ramp=ramp, offered_iops=offered, load_processes=loads, steady=steady, precondition=pre,
+            fio_file=given, fio_options=options, fio_replaced=replaced,
+        )  # fmt: skip
+        _check_conditioning(w, workload)
+        out.append(workload)
+    return tuple(out)
 
 
 def _positive_duration(value: object) -> float:

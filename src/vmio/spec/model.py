@@ -10,6 +10,7 @@ import json
 from dataclasses import asdict, dataclass
 
 from vmio.spec.sla import Sla
+from vmio.spec.steady import Steady
 
 RW_MODES = ("read", "write", "randread", "randwrite", "randrw", "rw")
 BUSES = ("virtio-blk", "virtio-scsi", "nvme", "block", "vfio")
@@ -87,6 +88,11 @@ class Workload:
     offered_iops: tuple[int | None, ...] = (None,)
     load_processes: tuple[int, ...] = (0,)
     ops: int = 0
+    steady: Steady | None = None  # stop when fio's steady-state criterion holds; runtime is the maximum
+    precondition: bool = False  # fill, then random-write twice the size, before the target's first point
+    fio_file: str | None = None  # the person's fio job file this workload is a section of
+    fio_options: tuple[tuple[str, str], ...] = ()  # that section's pattern options, written as they are
+    fio_replaced: tuple[str, ...] = ()  # the file's options vmio replaced, each with file:line
 
     @property
     def writes(self) -> bool:
@@ -114,7 +120,7 @@ class Campaign:
         """A stable JSON text of what defines the points (not the path, not repetitions)."""
         body = {
             "targets": [_canonical_target(t) for t in self.targets],
-            "workloads": [asdict(w) for w in self.workloads],
+            "workloads": [_defined(w) for w in self.workloads],
         }
         return json.dumps(body, sort_keys=True)
 
@@ -146,6 +152,26 @@ def _canonical_target(target: Target) -> dict[str, object]:
         if key in body and body[key] == default:
             del body[key]
     return body
+
+
+NEWER_FIELDS = {
+    "steady": None,
+    "precondition": False,
+    "fio_file": None,
+    "fio_options": (),
+    "fio_replaced": (),
+}
+
+
+def _defined(w: Workload) -> dict[str, object]:
+    """A workload's fields; the ones added later only when set, so older campaigns keep their text."""
+    out = asdict(w)
+    for key, default in NEWER_FIELDS.items():
+        if getattr(w, key) == default:
+            del out[key]
+        elif key == "steady":
+            out[key] = str(w.steady)
+    return out
 
 
 @dataclass(frozen=True)

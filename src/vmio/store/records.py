@@ -72,3 +72,6 @@ class RunRecord:
     oplat: list[tuple[str, str, int, int, str]] = field(default_factory=list)  # host, job, t_ms, ns, ddir
     # per-second latency histograms of a timed run: host, job, t_ms (end of the interval), ddir, bins
     hist_log: Sequence[tuple[str, str, int, str, Mapping[int, int]]] = field(default_factory=list)
+    steady: dict[str, Any] | None = None  # {"criterion", "reached", "at_s", "jobs"} when the workload asked
+    precondition: dict[str, Any] | None = None  # the target's preconditioning, on the point that followed it
+    fio_job: dict[str, Any] | None = None  # {"file", "section", "replaced"} for a workload from a job file

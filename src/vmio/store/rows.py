@@ -68,6 +68,13 @@ def point_row(store: Store, campaign: str, run: sqlite3.Row) -> dict[str, Any]:
     row["qemu_machine"] = row["host_facts"].get("qemu_machine", before) if vm else None
     row["qemu_cpu_pct"] = qemu_cpu_pct(metrics) if vm else None
     row["guest_io_warnings"] = row["host_facts"].get("guest_io_warnings")  # None for host targets
+    for column, name in (
+        ("steady_json", "steady"),
+        ("precondition_json", "precondition"),
+        ("fio_job_json", "fio_job"),
+    ):
+        if run[column] is not None:  # only points that asked, so older rows read as they always did
+            row[name] = json.loads(run[column])
     return row
 
 

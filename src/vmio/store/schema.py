@@ -114,6 +114,15 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         );
         """,
     ),
+    (
+        5,
+        "steady state, preconditioning and the fio job file of each point",
+        """
+        ALTER TABLE run ADD COLUMN steady_json TEXT;
+        ALTER TABLE run ADD COLUMN precondition_json TEXT;
+        ALTER TABLE run ADD COLUMN fio_job_json TEXT;
+        """,
+    ),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 PCT_COLUMNS = {"p50": "p50", "p90": "p90", "p99": "p99", "p99.9": "p999", "p99.99": "p9999"}

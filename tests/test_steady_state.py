@@ -1,0 +1,102 @@
+"""Steady state (fio's steadystate criterion; the workload's runtime is the maximum) and SNIA-style
+preconditioning, run with real fio on a real file; the store migrates from schema 3."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from vmio.cli import main
+from vmio.errors import SpecError
+from vmio.spec import loads_spec
+from vmio.store import Store
+
+FIXTURE = Path(__file__).parent / "data" / "stores" / "schema-v3-run.sql"
+
+
+def spec(target: Path, workload: str) -> str:
+    return (
+        f'[campaign]\nname = "ss"\n[[target]]\nname = "file"\npath = "{target}"\nsize = "8M"\n'
+        f'[[workload]]\nname = "w"\nbs = "4k"\nioengine = "psync"\n{workload}'
+    )
+
+
+def run_rows(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]) -> list[dict[str, object]]:
+    path, db = tmp_path / "spec.toml", tmp_path / "v.db"
+    path.write_text(text)
+    assert main(["run", str(path), "--db", str(db)]) == 0, capsys.readouterr()
+    capsys.readouterr()
+    assert main(["show", "ss", "--json", "--db", str(db)]) == 0
+    rows: list[dict[str, object]] = json.loads(capsys.readouterr().out)
+    return rows
+
+
+def test_reached_on_a_rate_limited_job(
+    tmp_path: Path, scratch: Path, fio: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """200 IOPS offered: the IOPS are flat, so a 2 s window holds well before the 8 s maximum."""
+    text = spec(
+        scratch / "t", 'rw = "randread"\noffered_iops = 200\nruntime = "8s"\nsteady = "iops_slope:5%:2s"\n'
+    )
+    (row,) = run_rows(tmp_path, text, capsys)
+    steady = row["steady"]
+    assert isinstance(steady, dict)
+    assert steady["reached"] is True and steady["criterion"] == "iops_slope:5%:2s"
+    assert (
+        1.0 <= steady["at_s"] < 8.0
+    )  # fio samples once a second from the start: a 2 s window fills by ~1.9 s
+    ops = row["read_ops"]
+    assert isinstance(ops, int)
+    assert ops == pytest.approx(200 * steady["at_s"], rel=0.15)  # fio stopped when it held, not at 8 s
+
+
+def test_not_reached_on_a_bounded_runtime(
+    tmp_path: Path, scratch: Path, fio: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 0.001 % bound on unthrottled IOPS never holds: fio runs the whole 3 s and says so."""
+    text = spec(scratch / "t", 'rw = "randread"\nruntime = "3s"\nsteady = "iops:0.001%:2s"\n')
+    (row,) = run_rows(tmp_path, text, capsys)
+    assert row["steady"] == {"criterion": "iops:0.001%:2s", "reached": False, "at_s": None, "jobs": 1}
+    capsys.readouterr()
+    assert main(["show", "ss", "--db", str(tmp_path / "v.db")]) == 0
+    head, line = capsys.readouterr().out.splitlines()
+    assert head.split()[-1] == "steady" and line.split()[-1] == "no"
+
+
+def test_precondition_fills_then_writes_twice_the_size(
+    tmp_path: Path, scratch: Path, fio: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = spec(scratch / "t", 'rw = "randwrite"\nruntime = "1s"\nprecondition = true\nbs = ["4k", "8k"]\n')
+    text = text.replace('bs = "4k"\n', "")
+    first, second = run_rows(tmp_path, text, capsys)
+    pre = first["precondition"]
+    assert isinstance(pre, dict)
+    size = 8 << 20
+    assert (pre["size"], pre["fill_bytes"], pre["random_bytes"]) == (size, size, 2 * size)  # fio's I/O counts
+    assert "precondition" not in second  # once, before the target's first point
+
+
+def test_bad_criteria_name_the_line(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match=r"<spec>:\d+: workload\[0\]\.steady = 'iops_slope:2%'"):
+        loads_spec(spec(tmp_path / "t", 'rw = "read"\nsteady = "iops_slope:2%"\n'))
+    with pytest.raises(SpecError, match="longer than runtime"):
+        loads_spec(spec(tmp_path / "t", 'rw = "read"\nruntime = "5s"\nsteady = "iops:2%:10s"\n'))
+    with pytest.raises(SpecError, match="precondition = true is for write workloads"):
+        loads_spec(spec(tmp_path / "t", 'rw = "randread"\nprecondition = true\n'))
+
+
+def test_schema_3_store_migrates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A store vmio wrote at schema 3 gains the new columns; its rows read as before (no new keys)."""
+    db = tmp_path / "v3.db"
+    con = sqlite3.connect(db)
+    con.executescript(FIXTURE.read_text())
+    con.close()
+    with Store(db) as store:
+        assert store.schema_version == 5
+    assert main(["show", "v3", "--json", "--db", str(db)]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["status"] == "done" and row["read_ops"] > 0
+    assert not {"steady", "precondition", "fio_job"} & set(row)
