@@ -51,8 +51,10 @@ class Calibration:
             "device": self.device,
             "read_iops": self.read_iops,
             "write_iops": self.write_iops,
-            "read_bw": self.read_bw,
-            "write_bw": self.write_bw,
+            "read_bw": max(self.read_bw.values()),  # bytes/s: the best 1M bandwidth over the queue depths
+            "write_bw": max(self.write_bw.values()) if self.write_bw else None,
+            "read_bw_by_qd": self.read_bw,
+            "write_bw_by_qd": self.write_bw,
             "capacity_read_iops": max(self.read_iops.values()),
             "capacity_write_iops": max(self.write_iops.values()) if self.write_iops else None,
         }

@@ -136,8 +136,8 @@ def run_calibrate(args: argparse.Namespace) -> int:
     for name, unit in (
         ("read_iops", "IOPS"),
         ("write_iops", "IOPS"),
-        ("read_bw", "B/s"),
-        ("write_bw", "B/s"),
+        ("read_bw_by_qd", "B/s"),
+        ("write_bw_by_qd", "B/s"),
     ):
         if doc[name]:
             cells = ", ".join(f"qd{qd} {v:,.0f}" for qd, v in doc[name].items())
