@@ -396,3 +396,49 @@ def test_relative_workdir(scratch: Path, tmp_path: Path, monkeypatch: pytest.Mon
     ]
     assert main(args) == 0
     assert list((tmp_path / "runs").glob("*/fio-output.txt"))
+
+
+def test_the_ramp_is_left_out_of_the_device_figures(loopdev: str, tmp_path: Path) -> None:
+    """During the ramp a second fio (started here, not by vmio) adds 3000 reads/s to the device; the
+    measured phase offers 500/s alone. Device IOPS must be the measured phase's 500/s: counting the ramp
+    would give about (2 x 3500 + 3 x 500) / 5 = 1700/s."""
+    target = f'[[target]]\nname = "loop"\nkind = "host"\npath = "{loopdev}"\n'
+    work = """
+[[workload]]
+name = "rr"
+rw = "randread"
+bs = "4k"
+iodepth = 4
+runtime = "3s"
+ramp = "2s"
+offered_iops = [500]
+"""
+    db, workdir = tmp_path / "r.db", tmp_path / "w"
+    codes: list[int] = []
+    campaign = threading.Thread(target=lambda: codes.append(main(
+        ["run", str(spec(tmp_path, target, work, "ramp")), "--db", str(db), "--interval", "100ms",
+         "--workdir", str(workdir)])))  # fmt: skip
+    campaign.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not list(workdir.glob("*/job0.fio")):
+            assert campaign.is_alive() and time.monotonic() < deadline, "fio never started"
+            time.sleep(0.02)
+        subprocess.run(
+            ["fio", "--name=ramp-only", f"--filename={loopdev}", "--rw=randread", "--bs=4k", "--direct=1",
+             "--rate_iops=3000", "--time_based", "--runtime=1500ms", "--output=/dev/null"],
+            check=True, timeout=30,
+        )  # fmt: skip
+    finally:
+        campaign.join(timeout=120)
+    assert codes == [0]
+    with Store(db) as store:
+        [run] = store.runs("ramp")
+        [row] = summary.point_rows(store, "ramp")
+        samples = [(s["t"], s["source"], s["metric"], s["value"]) for s in store.samples(run["id"])]
+    source = f"dev:{Path(loopdev).name}"
+    end = row["host_facts"]["measured_window"][1]
+    ramp = window_means(samples, 0.0, end - 3.0)[(source, "read_iops")]  # before the 3 s measured
+    assert ramp > 1500, f"the ramp's extra load did not reach the device ({ramp:.0f}/s)"
+    assert row["read_iops"] == pytest.approx(500, rel=0.05)  # fio's own measured phase
+    assert row["dev_read_iops"] == pytest.approx(500, rel=0.05)
