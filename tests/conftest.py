@@ -13,6 +13,10 @@ import pytest
 
 from vmio.store import Store
 
+# the shared real traces: beside the repository (its parent folder's shared/traces), or VMIO_TRACES
+TRACES = Path(os.environ.get("VMIO_TRACES") or Path(__file__).resolve().parents[2] / "shared" / "traces")
+CLOUDPHYSICS_SAMPLE = TRACES / "cloudphysics_vscsi_sample.csv"
+
 
 def need(tool: str) -> None:
     if shutil.which(tool) is None:
