@@ -19,6 +19,7 @@ want zstd
 want xz-utils
 want procps
 want blktrace
+want sysstat
 have_cmd python3 || need+=(python3)
 python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
 if [ "$level" = full ]; then

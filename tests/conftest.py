@@ -13,6 +13,10 @@ import pytest
 
 from vmio.store import Store
 
+# the shared real traces: beside the repository (its parent folder's shared/traces), or VMIO_TRACES
+TRACES = Path(os.environ.get("VMIO_TRACES") or Path(__file__).resolve().parents[2] / "shared" / "traces")
+CLOUDPHYSICS_SAMPLE = TRACES / "cloudphysics_vscsi_sample.csv"
+
 
 def need(tool: str) -> None:
     if shutil.which(tool) is None:
@@ -56,6 +60,27 @@ def loopdev(scratch: Path) -> Iterator[str]:
     dev = make_loop(scratch / "loop.img", 64 << 20)
     yield dev
     subprocess.run(["losetup", "-d", dev], check=False, timeout=30)
+
+
+# -- any order for the rest; Ceph tests last, together, as written -----------------------------------------
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """pytest-randomly (dev extra) shuffles the tests before this runs (``--randomly-seed=N`` replays an
+    order, ``-p no:randomly`` keeps the written one). Tests marked ``ceph`` share a real cluster per
+    module whose state one test may leave for the next (an OSD stopped and restarted): they run after the others, together, in the order they are written."""
+    ceph = [item for item in items if item.get_closest_marker("ceph")]
+    if not ceph:
+        return
+    written = {item.nodeid: i for i, item in enumerate(sorted(ceph, key=_written_order))}
+    items[:] = [item for item in items if not item.get_closest_marker("ceph")] + sorted(
+        ceph, key=lambda item: written[item.nodeid]
+    )
+
+
+def _written_order(item: pytest.Item) -> tuple[str, int, str]:
+    path, line, name = item.location
+    return path, line if line is not None else -1, name
 
 
 # -- no fio, QEMU or Ceph process of the test run outlives it ------------------------------------------------

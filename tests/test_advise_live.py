@@ -144,7 +144,15 @@ def test_live_over_qmp(busy_vm: tuple[VM, Path]) -> None:
     assert disk.evidence.workload.read_pct == 100 and disk.evidence.workload.bs == 4096, seen
     (note,) = found.notes  # the IOPS are the disk's own, not the host device's; only the jobs are unknown
     assert "--jobs-per-vm" in note and disk.evidence.vm is not None and disk.evidence.vm.jobs_per_vm is None
-    assert disk.diagnosis.limit in ("device", "host-cpu", "qemu-io-thread", "guest-cpu", "none")
+    # QMP does not tell the guest's jobs: Fig. 10 takes one job per VM at (c), so the walk goes (d) reads
+    # -> (e) the device, whose busy share (seed 000: 90 %) alone decides between "device" and a step
+    steps = {step.node: step.answer for step in disk.diagnosis.steps}
+    assert list(steps) == ["a", "b", "c", "d", "e"], steps
+    assert steps["c"].startswith("unknown: taken as one job per VM") and steps["d"] == "no: 100 % reads"
+    busy = m.dev_busy_pct
+    assert busy is not None
+    expected = ("device", True) if busy >= 90 else ("none", False)
+    assert (disk.diagnosis.limit, disk.diagnosis.at_limit) == expected, (busy, steps)
 
 
 def test_live_refuses_a_pid_that_is_not_qemu(capsys: pytest.CaptureFixture[str]) -> None:

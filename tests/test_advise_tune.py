@@ -51,9 +51,14 @@ def test_tune_applies_the_diagnosed_action_and_compares(
     assert main(["diagnose", "t", "--db", db, "--json"]) == 0
     verdicts = json.loads(capsys.readouterr().out)
     assert len(verdicts) == 2
-    firsts = [v["actions"][0] for v in verdicts.values()]
-    # a free loop device lets dedicate-disk apply too, should the host CPU be the limit on this busy host
-    loop = _loop(scratch)
+    # Fig. 10 for 1 VM x 2 jobs on a shared bus without an iothread: (a) dedicate a disk if the walk
+    # found one that raises I/O, else (c) several jobs -> (f) no iothread -> add one. Never "none".
+    firsts = {v["actions"][0] for v in verdicts.values()}
+    dedicate = any("dedicate-disk raises I/O" in s["answer"] for v in verdicts.values() for s in v["steps"])
+    assert firsts == {"dedicate-disk" if dedicate else "add-iothread"}, verdicts
+    loop = _loop(scratch) if dedicate else None
+    if dedicate and loop is None:
+        pytest.skip("the walk would dedicate a disk, and no free loop device is left to give it")
     try:
         code = main(["tune", "t", "--db", db, "--json", *(["--backing", loop] if loop else [])])
     finally:
@@ -61,14 +66,8 @@ def test_tune_applies_the_diagnosed_action_and_compares(
             subprocess.run(["losetup", "-d", loop], check=False, timeout=30)
     report = json.loads(capsys.readouterr().out)
     (target,) = report["targets"]
-    assert target["action"] in firsts  # the top action is one the diagnosis named first
+    assert target["action"] == firsts.pop() and not target["refused"], target
     store = Store(db)
-    if target["action"] == "none":
-        assert code == 0 and report["tuned_campaign"] is None and store.campaign("t-tuned") is None
-        return
-    if target["refused"]:
-        assert code == 1 and report["run"] is None and store.campaign("t-tuned") is None
-        return
     assert code == 0, report["run"]
     assert report["tuned_campaign"] == "t-tuned" and report["run"]["done"] == 2
     tuned = loads_spec(store.require("t-tuned")["spec_text"])

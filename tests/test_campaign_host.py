@@ -2,22 +2,29 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from vmio.cli import main
 from vmio.fio import output
+from vmio.metrics.sampler import window_means
 from vmio.stats import histogram
 from vmio.store import Store
 from vmio.store import rows as summary
+
+from conftest import need
 
 pytestmark = pytest.mark.fio
 
@@ -81,6 +88,11 @@ def file_campaign(tmp_path_factory: pytest.TempPathFactory) -> tuple[Store, Path
     for f in scratch.iterdir():
         f.unlink()
     scratch.rmdir()
+
+
+def need_iostat() -> None:
+    if shutil.which("iostat") is None:
+        pytest.skip("needs iostat (Debian sysstat; make test installs it)")
 
 
 def fio_json(rundir: Path) -> dict[str, object]:
@@ -197,35 +209,115 @@ def test_rerun_skips_done_points(
     assert [r["id"] for r in store.runs("t")] == ids
 
 
-def test_loop_device_iops_agree_with_diskstats(loopdev: str, tmp_path: Path) -> None:
-    target = f'[[target]]\nname = "loop"\nkind = "host"\npath = "{loopdev}"\n'
+class Iostat:
+    """``iostat -x`` every second on one device, each report stamped with the wall clock as it arrives
+    (iostat prints a report the moment its interval ends, so report i covers (stamp[i-1], stamp[i]])."""
+
+    COLUMNS = ("r/s", "w/s", "r_await", "w_await", "aqu-sz", "%util")
+
+    def __init__(self, device: str) -> None:
+        self.device = Path(device).name
+        self.reports: list[tuple[float, dict[str, float]]] = []
+        self.proc = subprocess.Popen(
+            ["stdbuf", "-oL", "iostat", "-x", "-y", "-d", self.device, "1"],
+            stdout=subprocess.PIPE, text=True, env={**os.environ, "LC_ALL": "C", "S_COLORS": "never"},
+        )  # fmt: skip
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        header: list[str] = []
+        for line in self.proc.stdout:
+            words = line.split()
+            if words[:1] == ["Device"]:
+                header = words
+            elif words[:1] == [self.device] and header:
+                values = dict(zip(header[1:], map(float, words[1:]), strict=True))
+                self.reports.append((time.time(), {k: values[k] for k in self.COLUMNS}))
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+        self.thread.join(timeout=10)
+        assert self.proc.stdout is not None
+        self.proc.stdout.close()
+
+    def over(self, start: float, end: float) -> tuple[float, float, dict[str, float]]:
+        """The whole reports inside [start, end] (wall clock): their span and iostat's figures over it."""
+        inside = [
+            (t0, t1, r) for (t0, _), (t1, r) in itertools.pairwise(self.reports) if t0 >= start and t1 <= end
+        ]
+        assert len(inside) >= 2, f"iostat gave {len(inside)} whole report(s) inside the measured window"
+        span = inside[-1][1] - inside[0][0]
+
+        def mean(key: str) -> float:  # each report weighs its own interval
+            return sum(r[key] * (t1 - t0) for t0, t1, r in inside) / span
+
+        ios = sum((r["r/s"] + r["w/s"]) * (t1 - t0) for t0, t1, r in inside)
+        waited = sum((r["r/s"] * r["r_await"] + r["w/s"] * r["w_await"]) * (t1 - t0) for t0, t1, r in inside)
+        figures = {"read_iops": mean("r/s"), "write_iops": mean("w/s"), "busy_pct": mean("%util"),
+                   "queue": mean("aqu-sz"), "await_ms": waited / ios}  # fmt: skip
+        return inside[0][0], inside[-1][1], figures
+
+
+@pytest.fixture
+def busy_loopdev(scratch: Path) -> Iterator[str]:
+    """A loop device doing direct I/O to a written 64 MiB file on a real disk, so it has real latency."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root for loop devices")
+    image = scratch / "busy.img"
+    with open(image, "wb") as f:
+        for _ in range(64):
+            f.write(os.urandom(1 << 20))
+    dev = subprocess.check_output(["losetup", "-f", "--show", "--direct-io=on", str(image)], text=True,
+                                  timeout=30).strip()  # fmt: skip
+    yield dev
+    subprocess.run(["losetup", "-d", dev], check=False, timeout=30)
+
+
+def test_loop_device_figures_agree_with_iostat(busy_loopdev: str, tmp_path: Path) -> None:
+    """Device IOPS, busy %, queue and await against sysstat's iostat over the same window.
+
+    iostat runs beside the campaign; vmio's stored samples (placed on the wall clock by the run's
+    ``samples_t0``) are averaged over exactly the span of iostat's whole reports that fall inside the
+    measured window, so both describe the same seconds however the machine's load varies."""
+    need_iostat()
+    need("stdbuf")
+    target = f'[[target]]\nname = "loop"\nkind = "host"\npath = "{busy_loopdev}"\n'
     work = """
 [[workload]]
-name = "rr"
-rw = "randread"
+name = "mix"
+rw = "randrw"
+rwmixread = 70
 bs = "4k"
-iodepth = 8
-runtime = "3s"
-ramp = "1s"
-
-[[workload]]
-name = "rw"
-rw = "randwrite"
-bs = "4k"
-iodepth = 8
-runtime = "3s"
+iodepth = 16
+runtime = "5s"
 ramp = "1s"
 """
     db = tmp_path / "l.db"
-    assert (
-        main(["run", str(spec(tmp_path, target, work, "loop")), "--db", str(db), "--interval", "200ms"]) == 0
-    )
+    iostat = Iostat(busy_loopdev)
+    try:
+        code = main(["run", str(spec(tmp_path, target, work, "loop")), "--db", str(db), "--interval", "100ms"])
+    finally:
+        iostat.stop()
+    assert code == 0
     with Store(db) as store:
-        rows = summary.point_rows(store, "loop")
-    assert [r["device"] for r in rows] == [Path(loopdev).name] * 2
-    for r in rows:
-        ddir = "read" if r["workload"] == "rr" else "write"
-        assert r[f"dev_{ddir}_iops"] == pytest.approx(r[f"{ddir}_iops"], rel=0.05)
+        [run] = store.runs("loop")
+        [row] = summary.point_rows(store, "loop")
+        samples = [(s["t"], s["source"], s["metric"], s["value"]) for s in store.samples(run["id"])]
+    assert row["device"] == Path(busy_loopdev).name
+    t0 = row["host_facts"]["samples_t0"]
+    start, end = (t0 + t for t in row["host_facts"]["measured_window"])
+    first, last, seen = iostat.over(start, end)
+    ours = {metric: value for (source, metric), value in window_means(samples, first - t0, last - t0).items()
+            if source == f"dev:{row['device']}"}  # fmt: skip
+    assert seen["queue"] > 1 and seen["await_ms"] > 0.1, f"the loop device was not loaded: {seen}"
+    for key in ("read_iops", "write_iops", "queue", "await_ms"):
+        assert ours[key] == pytest.approx(seen[key], rel=0.05), (key, ours, seen)
+    assert ours["busy_pct"] == pytest.approx(seen["busy_pct"], abs=2.0), (ours, seen)
+    # and the stored figures are the measured window's, which contains iostat's span: same load
+    assert row["dev_read_iops"] == pytest.approx(row["read_iops"], rel=0.1)
 
 
 def test_kill_9_then_rerun_keeps_every_done_point_once(scratch: Path, tmp_path: Path) -> None:
@@ -304,3 +396,49 @@ def test_relative_workdir(scratch: Path, tmp_path: Path, monkeypatch: pytest.Mon
     ]
     assert main(args) == 0
     assert list((tmp_path / "runs").glob("*/fio-output.txt"))
+
+
+def test_the_ramp_is_left_out_of_the_device_figures(loopdev: str, tmp_path: Path) -> None:
+    """During the ramp a second fio (started here, not by vmio) adds 3000 reads/s to the device; the
+    measured phase offers 500/s alone. Device IOPS must be the measured phase's 500/s: counting the ramp
+    would give about (2 x 3500 + 3 x 500) / 5 = 1700/s."""
+    target = f'[[target]]\nname = "loop"\nkind = "host"\npath = "{loopdev}"\n'
+    work = """
+[[workload]]
+name = "rr"
+rw = "randread"
+bs = "4k"
+iodepth = 4
+runtime = "3s"
+ramp = "2s"
+offered_iops = [500]
+"""
+    db, workdir = tmp_path / "r.db", tmp_path / "w"
+    codes: list[int] = []
+    campaign = threading.Thread(target=lambda: codes.append(main(
+        ["run", str(spec(tmp_path, target, work, "ramp")), "--db", str(db), "--interval", "100ms",
+         "--workdir", str(workdir)])))  # fmt: skip
+    campaign.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not list(workdir.glob("*/job0.fio")):
+            assert campaign.is_alive() and time.monotonic() < deadline, "fio never started"
+            time.sleep(0.02)
+        subprocess.run(
+            ["fio", "--name=ramp-only", f"--filename={loopdev}", "--rw=randread", "--bs=4k", "--direct=1",
+             "--rate_iops=3000", "--time_based", "--runtime=1500ms", "--output=/dev/null"],
+            check=True, timeout=30,
+        )  # fmt: skip
+    finally:
+        campaign.join(timeout=120)
+    assert codes == [0]
+    with Store(db) as store:
+        [run] = store.runs("ramp")
+        [row] = summary.point_rows(store, "ramp")
+        samples = [(s["t"], s["source"], s["metric"], s["value"]) for s in store.samples(run["id"])]
+    source = f"dev:{Path(loopdev).name}"
+    end = row["host_facts"]["measured_window"][1]
+    ramp = window_means(samples, 0.0, end - 3.0)[(source, "read_iops")]  # before the 3 s measured
+    assert ramp > 1500, f"the ramp's extra load did not reach the device ({ramp:.0f}/s)"
+    assert row["read_iops"] == pytest.approx(500, rel=0.05)  # fio's own measured phase
+    assert row["dev_read_iops"] == pytest.approx(500, rel=0.05)

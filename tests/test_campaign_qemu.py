@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from vmio.cli import main
@@ -16,6 +19,7 @@ from vmio.stats import histogram
 from vmio.store import Store
 from vmio.store import rows as summary
 
+from conftest import SESSION_MARK, leftover_processes
 from qemu_support import alive, needs_qemu
 
 pytestmark = [needs_qemu, pytest.mark.qemu, pytest.mark.slow]
@@ -214,3 +218,79 @@ def test_evidence_takes_the_busiest_qemu_thread(vm_campaign: Store) -> None:
     assert ev.measured.qemu_vcpu_cpu_pct == pytest.approx(
         min(100.0, metrics[("qemu:vmio-0", "vcpu_max_pct")])
     )
+
+
+class ProcessCpu:
+    """Every QEMU of this test run, its whole-process CPU ticks from ``/proc/PID/stat`` (utime + stime,
+    which keep the time of threads that have exited) read every 50 ms and stamped with the wall clock."""
+
+    def __init__(self) -> None:
+        self.series: dict[int, list[tuple[float, int]]] = {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._poll, daemon=True)
+        self.thread.start()
+
+    def _poll(self) -> None:
+        mark = os.environ[SESSION_MARK]
+        while not self.stop.wait(0.05):
+            for pid, _ in leftover_processes(mark):
+                try:
+                    stat = Path(f"/proc/{pid}/stat").read_text()
+                    comm = Path(f"/proc/{pid}/comm").read_text()
+                except OSError:
+                    continue
+                if comm.startswith("qemu-system"):
+                    fields = stat[stat.rindex(")") + 2 :].split()
+                    self.series.setdefault(pid, []).append((time.time(), int(fields[11]) + int(fields[12])))
+
+    def __enter__(self) -> ProcessCpu:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(timeout=10)
+
+    def pct(self, start: float, end: float) -> float:
+        """The QEMU process that ran over [start, end]: its CPU there in % of one core."""
+        spans = {pid: (s[0][0], s[-1][0]) for pid, s in self.series.items()}
+        # polled every 50 ms: the last reading may come a few ms before the end of the last window
+        found = [s for s in self.series.values() if s[0][0] <= start and s[-1][0] >= end - 0.06]
+        assert len(found) == 1, f"window {start}..{end}; QEMU processes seen {spans}"
+        series = found[0]
+        times, ticks = [t for t, _ in series], [float(n) for _, n in series]
+        used = float(np.interp(end, times, ticks) - np.interp(start, times, ticks)) / os.sysconf("SC_CLK_TCK")
+        return 100.0 * used / (end - start)
+
+
+def test_qemu_thread_classes_add_up_to_the_process_and_follow_the_load(scratch: Path, tmp_path: Path) -> None:
+    """Per-thread CPU against the QEMU process's own total, and each class where the load is: a guest
+    job that only computes (fio's null engine) loads the vCPU and leaves the I/O thread idle; a guest
+    doing disk I/O through an iothread loads that iothread."""
+    spec = tmp_path / "cpu.toml"
+    spec.write_text(
+        '[campaign]\nname = "cpu"\n' + vm_target("v", f"{scratch}/c.img", size="32M", iothreads=1)
+        + '[[workload]]\nname = "compute"\nrw = "randread"\nbs = "4k"\nioengine = "null"\n'
+        'runtime = "3s"\nramp = "1s"\n'
+        '[[workload]]\nname = "io"\nrw = "randread"\nbs = "4k"\niodepth = 8\nruntime = "3s"\nramp = "1s"\n'
+    )  # fmt: skip
+    db = tmp_path / "c.db"
+    with ProcessCpu() as process:
+        assert main(["run", str(spec), "--db", str(db), "--interval", "200ms"]) == 0
+    with Store(db) as store:
+        runs = {r["workload"]: r for r in store.runs("cpu")}
+        classes = {w: store.run_metrics(r["id"]) for w, r in runs.items()}
+        facts = {w: json.loads(r["host_json"]) for w, r in runs.items()}
+    for workload, metrics in classes.items():
+        ours = sum(metrics[("qemu:vmio-0", f"{kind}_pct")] for kind in ("vcpu", "iothread", "main", "other"))
+        t0 = facts[workload]["samples_t0"]
+        start, end = (t0 + t for t in facts[workload]["measured_window"])
+        total = process.pct(start, end)
+        assert total > 20, f"{workload}: QEMU hardly ran ({total:.1f} %)"
+        assert ours == pytest.approx(total, rel=0.05), (workload, ours, total, metrics)
+    compute, io = classes["compute"], classes["io"]
+    compute_total = sum(compute[("qemu:vmio-0", f"{k}_pct")] for k in ("vcpu", "iothread", "main", "other"))
+    # the guest's CPU-bound job runs on its vCPU: nearly all of QEMU's time (59 of 61 % measured here)
+    assert compute[("qemu:vmio-0", "vcpu_pct")] > 0.9 * compute_total
+    assert compute[("qemu:vmio-0", "iothread_pct")] < 2  # and no disk I/O reaches the iothread
+    # the disk's I/O is served by its iothread (18 % measured here)
+    assert io[("qemu:vmio-0", "iothread_pct")] > 5 * max(1.0, compute[("qemu:vmio-0", "iothread_pct")])

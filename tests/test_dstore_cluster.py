@@ -13,7 +13,9 @@ import pytest
 
 from vmio.cli import main
 from vmio.dstore import cluster, daemons, rbdfio
+from vmio.dstore.cephconf import ClusterLayout
 from vmio.dstore.profile import Criteria, verdict
+from vmio.errors import ClusterError
 from vmio.system.process import Runner
 
 NEEDED = ("ceph-mon", "ceph-osd", "ceph-mgr", "ceph", "rbd", "monmaptool", "fio", "qemu-img")
@@ -51,8 +53,11 @@ def live_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[cluster.C
     try:
         yield ref
     finally:
-        if root.exists():
-            cluster.down(root)
+        # `dstore down` returns only when every daemon of the cluster has exited, and leaves no file
+        assert ceph_processes(str(root))
+        assert main(["dstore", "down", "--dir", str(root)]) == 0
+        assert ceph_processes(str(root)) == []
+        assert not root.exists()
 
 
 def test_status_reports_a_clean_size_3_pool(
@@ -245,10 +250,20 @@ def test_vm_disk_on_rbd_in_a_campaign(live_cluster: cluster.ClusterRef, tmp_path
         assert '"driver":"rbd"' in run["qemu_argv"].replace(" ", "").replace("\\", "")
 
 
-def test_down_leaves_no_process_and_no_file(live_cluster: cluster.ClusterRef) -> None:
-    root = live_cluster.root
-    assert root is not None
-    assert ceph_processes(str(root))
-    assert main(["dstore", "down", "--dir", str(root)]) == 0
+def test_a_failed_up_removes_what_it_started(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``up`` fails after its mon, mgr and OSD started (the deadline for active+clean has passed): it stops
+    every daemon it started, pid file or not, before it reports the failure."""
+    root = tmp_path / "doomed"
+    started: list[str] = []
+    real_start = daemons.start
+
+    def start_and_note(runner: Runner, layout: ClusterLayout, kind: str, ident: str) -> int:
+        pid = real_start(runner, layout, kind, ident)
+        started.append(f"{kind}.{ident}")
+        return pid
+
+    monkeypatch.setattr(daemons, "start", start_and_note)
+    with pytest.raises(ClusterError, match="active.clean"):
+        cluster.up(root, osds=1, deadline_s=0.1)
+    assert started == ["mon.a", "mgr.x", "osd.0"]
     assert ceph_processes(str(root)) == []
-    assert not root.exists()

@@ -56,9 +56,20 @@ def test_same_small_points_without_a_byte_cost_would_not_fail() -> None:
     assert predict(fit.params, [256 * KIB], 50, 0.3)[0].mean_lat_ms < 100
 
 
-def test_littles_law_holds_in_every_prediction() -> None:
-    for p in predict(StoreParams(), SMALL + LARGE, 50, 0.3):
-        assert p.iops * p.mean_lat_ms / 1e3 == pytest.approx(50, rel=1e-6)
+def test_closed_forms_at_one_and_many_outstanding_ios() -> None:
+    """Reads of one piece on one copy on one device, the network out of the way: one outstanding I/O
+    never queues, so it takes client + round trip + seek + transfer; many outstanding I/Os saturate the
+    device, whose throughput bound is 1 / service time (operational analysis, not the model's algebra)."""
+    p = StoreParams(replicas=1, devices=1, hosts=1, net_bw=1e18)
+    bs = 4 * KIB
+    service = p.dev_op_s + bs / p.dev_bw
+    (one,) = predict(p, [bs], outstanding=1, read_frac=1.0)
+    assert one.mean_lat_ms == pytest.approx((p.client_s + p.rtt_s + service) * 1e3, rel=1e-6)
+    (many,) = predict(p, [bs], outstanding=200, read_frac=1.0)
+    assert 0.97 / service <= many.iops <= 1 / service
+    # and with more devices than I/Os in flight the bound is the single I/O's, not the devices'
+    (spread,) = predict(StoreParams(replicas=1, devices=8, hosts=8, net_bw=1e18), [bs], 1, 1.0)
+    assert spread.iops == pytest.approx(one.iops, rel=1e-6)
 
 
 def test_fewer_replicas_more_iops_and_lower_latency() -> None:

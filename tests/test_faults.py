@@ -22,6 +22,9 @@ from vmio.store import Store
 from vmio.system.ports import free_port
 from vmio.targets.remote import LocalFioServer
 
+from conftest import SESSION_MARK, leftover_processes
+from qemu_support import needs_qemu
+
 pytestmark = pytest.mark.fio
 
 
@@ -106,3 +109,59 @@ def test_fio_killed_at_its_deadline_is_a_failed_point_with_the_reason(
         assert run["error"].startswith("fio on local: fio did not finish within 1 s and was killed")
     assert len(list((tmp_path / "w").glob("*/fio-output.txt"))) == 2
     assert fio_left(tmp_path) == ""
+
+
+def our_qemus() -> list[int]:
+    return [pid for pid, _ in leftover_processes(os.environ[SESSION_MARK])
+            if Path(f"/proc/{pid}/comm").read_text().startswith("qemu-system")]  # fmt: skip
+
+
+@needs_qemu
+@pytest.mark.qemu
+def test_qemu_dying_mid_point_fails_that_point_with_its_console_and_the_next_boots_afresh(
+    fio: str, scratch: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "q.toml"
+    path.write_text(
+        f'[campaign]\nname = "faults"\n[[target]]\nname = "vm"\nkind = "qemu"\nbacking = ["{scratch}/q.img"]\n'
+        'size = "32M"\n'
+        '[[workload]]\nname = "first"\nrw = "randread"\nbs = "4k"\nruntime = "6s"\n'
+        '[[workload]]\nname = "second"\nrw = "randread"\nbs = "4k"\nruntime = "1s"\n'
+    )  # fmt: skip
+    db, work = tmp_path / "q.db", tmp_path / "w"
+    killed: list[int] = []
+    seen: set[int] = set()
+
+    def kill_qemu_inside_the_first_point() -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not list(work.glob("vm_first_*/job0.fio")):
+            seen.update(our_qemus())
+            time.sleep(0.05)
+        time.sleep(2.0)  # fio is running in the guest
+        for pid in our_qemus():
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+        while time.monotonic() < deadline and not list(work.glob("vm_second_*/job0.fio")):
+            seen.update(our_qemus())
+            time.sleep(0.05)
+
+    killer = threading.Thread(target=kill_qemu_inside_the_first_point)
+    killer.start()
+    try:
+        code = main(["run", str(path), "--db", str(db), "--workdir", str(work)])
+    finally:
+        killer.join(timeout=150)
+    assert len(killed) == 1, "no QEMU was running during the first point"
+    assert code == 1
+    with Store(db, readonly=True) as s:
+        runs = {r["workload"]: r for r in s.runs("faults")}
+    first, second = runs["first"], runs["second"]
+    assert first["status"] == "failed"
+    assert first["error"].startswith(
+        f"QEMU for vmio-0 (pid {killed[0]}) exited (killed by signal 9) during the point"
+    ), first["error"]
+    assert "console" in (first["log"] or "") and "VMIO-READY" in first["log"]  # the tail of its console
+    assert second["status"] == "done", second["error"]
+    assert seen - set(killed), "the second point did not boot a QEMU of its own"
+    time.sleep(0.5)
+    assert our_qemus() == []

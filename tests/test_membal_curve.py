@@ -13,7 +13,6 @@ the target (0.01 MAE at rate <= 0.01 against the exact curve) is unchanged, only
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,7 +21,9 @@ from vmio.membal import mrc
 from vmio.membal.curve import MissRatioCurve, Sampling, stream_curve
 from vmio.traces.cloudphysics import iter_vscsi_pages
 
-TRACE = Path(__file__).resolve().parents[1].parent / "shared" / "traces" / "cloudphysics_vscsi_sample.csv"
+from conftest import CLOUDPHYSICS_SAMPLE
+
+TRACE = CLOUDPHYSICS_SAMPLE
 COPIES = 10
 
 

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from vmio.membal import engine, kernels, mrc, reference
 from vmio.traces.cloudphysics import read_vscsi_pages
 
-TRACE = Path(__file__).resolve().parents[1].parent / "shared" / "traces" / "cloudphysics_vscsi_sample.csv"
+from conftest import CLOUDPHYSICS_SAMPLE
+
+TRACE = CLOUDPHYSICS_SAMPLE
 
 
 def synthetic(seed: int, n: int = 20_000) -> np.ndarray:

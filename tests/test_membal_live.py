@@ -68,11 +68,17 @@ def test_without_psi_direct_reclaim_or_swap_is_pressure() -> None:
     a, b = recorded()[-3:-1]
     strip = {k: v for k, v in b.vmstat.items() if not k.startswith("psi_")}
     b = replace(b, vmstat=strip)
-    assert pressure(a, b) == pressure(a, b)  # deterministic
     p = pressure(a, b)
     assert p.source == "vmstat" and p.reclaim == 0 and not p.under
     stalled = replace(b, vmstat={**strip, "allocstall_normal": a.vmstat["allocstall_normal"] + 3})
     assert pressure(a, stalled).under and pressure(a, stalled).reclaim == 3
+    swapped = replace(b, vmstat={**strip, "pswpin": a.vmstat.get("pswpin", 0) + 5})
+    assert pressure(a, swapped).under and pressure(a, swapped).reclaim == 5
+    # with PSI present the stall share decides, not the counters: 30 ms stalled per second is pressure
+    seconds = b.uptime - a.uptime
+    psi = replace(b, vmstat={**b.vmstat, "psi_memory_some_us": a.vmstat["psi_memory_some_us"] + int(0.03e6 * seconds)})
+    assert pressure(a, psi).source == "psi" and pressure(a, psi).stall == pytest.approx(0.03, abs=1e-4)
+    assert pressure(a, psi).under and not pressure(a, psi, psi_threshold=0.05).under
     swapped = replace(b, vmstat={**strip, "pswpout": 10})
     assert pressure(a, swapped).under
 

@@ -16,8 +16,10 @@ from vmio.errors import SpecError, TraceError
 from vmio.membal import workloads as w
 from vmio.membal.scenario import load_scenario, parse_scenario
 
+from conftest import CLOUDPHYSICS_SAMPLE
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "membal"
-TRACE = Path(__file__).resolve().parents[1].parent / "shared" / "traces" / "cloudphysics_vscsi_sample.csv"
+TRACE = CLOUDPHYSICS_SAMPLE
 
 GOOD = """\
 [scenario]

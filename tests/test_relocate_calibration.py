@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from vmio.cli import main
 from vmio.relocate.calibration import SEED_GAINS, SHORTFALL_3VM, gains, seed_args
 from vmio.relocate.commands import evaluate_request, evaluation_lines
+
+from conftest import CLOUDPHYSICS_SAMPLE
 
 SEEDS = range(10)
 REQUESTS = 12_000  # per VM; the medians over 10 seeds move by about a point between 12k and 24k
@@ -45,7 +46,7 @@ def test_zone_follows_the_seeds_figures_unless_cold_accesses_pull_it_away() -> N
     assert far["start_bytes"] < 200e9  # among the images, not beyond them
 
 
-CLOUDPHYSICS = Path(__file__).resolve().parents[2] / "shared" / "traces" / "cloudphysics_vscsi_sample.csv"
+CLOUDPHYSICS = CLOUDPHYSICS_SAMPLE
 
 
 @pytest.mark.skipif(not CLOUDPHYSICS.exists(), reason="the shared CloudPhysics sample is not on this machine")

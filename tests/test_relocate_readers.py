@@ -13,8 +13,10 @@ from vmio.errors import TraceError
 from vmio.traces.readers import read_trace, sniff_format
 from vmio.traces.trace import READ, WRITE, concat
 
+from conftest import CLOUDPHYSICS_SAMPLE
+
 DATA = Path(__file__).parent / "data" / "relocate"
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces" / "cloudphysics_vscsi_sample.csv"
+SHARED = CLOUDPHYSICS_SAMPLE
 
 
 def test_blkparse_keeps_issued_reads_and_writes_per_device() -> None:

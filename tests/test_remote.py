@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -64,3 +66,46 @@ def test_write_to_remote_device_needs_destroy_data(
     )
     assert main(["run", str(spec), "--db", str(tmp_path / "w.db")]) == 3
     assert "cannot check a remote device" in capsys.readouterr().err
+
+
+def exact_percentile(values: list[int], p: float) -> int:
+    """The p-th percentile of every operation: the smallest value with at least p % of them at or below."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
+
+
+def test_merged_percentiles_agree_with_every_operation_logged_by_fio(
+    servers: list[LocalFioServer], scratch: Path, tmp_path: Path
+) -> None:
+    """Percentiles merged across two hosts against fio's own per-operation latencies.
+
+    fio's "All clients" aggregate carries no percentiles, so the referee is fio's latency log of every
+    operation on both hosts, read here as plain text: each merged percentile must fall in the same
+    histogram bucket as the exact one, or the next. The two hosts differ (one file in the page cache, one
+    read from the disk), so a merge that favoured either host, or averaged their percentiles, would miss."""
+    cached, direct = scratch / "cached.img", scratch / "direct.img"
+    for f in (cached, direct):
+        f.write_bytes(os.urandom(16 << 20))
+    with open(direct, "rb") as f:  # out of the page cache: its reads go to the disk
+        os.fsync(f.fileno())
+        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+    hosts = ", ".join(f'"{s.address}"' for s in servers)
+    spec = tmp_path / "p.toml"
+    spec.write_text(
+        f'[campaign]\nname = "pct"\n[[target]]\nname = "pair"\nkind = "remote"\nhosts = [{hosts}]\n'
+        f'paths = ["{cached}", "{direct}"]\nsize = "16M"\n'
+        '[[workload]]\nname = "ops"\nrw = "randread"\nbs = "4k"\nops = 1500\ndirect = false\n'
+    )
+    db, work = tmp_path / "p.db", tmp_path / "w"
+    assert main(["run", str(spec), "--db", str(db), "--workdir", str(work)]) == 0
+    logs = sorted(work.rglob("ops-*_lat.*.log*"))  # total latency, as lat_percentiles=1 makes fio bin
+    assert len(logs) == 2, logs
+    every = [int(line.split(",")[1]) for log in logs for line in log.read_text().splitlines() if line.strip()]
+    assert len(every) == 3000
+    with Store(db) as store:
+        [row] = summary.point_rows(store, "pct")
+    per_host = [[int(line.split(",")[1]) for line in log.read_text().splitlines() if line.strip()] for log in logs]
+    assert exact_percentile(per_host[1], 50) > 3 * exact_percentile(per_host[0], 50), "the hosts do not differ"
+    for p in (50, 99, 99.9):
+        ours, exact = row["read_lat_ns"][f"p{p:g}"], exact_percentile(every, p)
+        assert abs(histogram.bucket_index(int(ours)) - histogram.bucket_index(exact)) <= 1, (p, ours, exact)

@@ -104,6 +104,10 @@ def _measure(
             rec.metrics = window_means(sampler.samples, start, end)
             if workload.steady is not None:
                 rec.steady = steady_outcome(result, str(workload.steady))
+            # the samples' clock on the wall (Unix seconds at t = 0) and the window the means cover, so
+            # the samples line up with anything else logged meanwhile (iostat, Ceph, a guest's log)
+            rec.host["samples_t0"] = round(sampler.wall0, 6)
+            rec.host["measured_window"] = [round(start, 6), round(end, 6)]
             if workload.ops:
                 rec.oplat = fiorun.op_latencies(rundir, [ep.server for ep in endpoints])
             else:

@@ -79,22 +79,46 @@ def stop_one(run_dir: Path, conf: Path, name: str, term_wait_s: float = 30.0) ->
     return False
 
 
+def cluster_pids(conf: Path, proc: Path = Path("/proc")) -> dict[int, str]:
+    """PID → command line of every ``ceph-*`` process running with ``conf``, pid file or not (a daemon
+    still starting, or one whose pid file was removed, is found all the same)."""
+    needle = os.fsencode(str(conf))
+    found: dict[int, str] = {}
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv and os.path.basename(argv[0]).startswith(b"ceph-") and needle in argv and _alive(int(entry.name)):
+            found[int(entry.name)] = b" ".join(argv).decode(errors="replace").strip()
+    return found
+
+
 def stop_all(run_dir: Path, conf: Path, term_wait_s: float) -> list[str]:
-    """SIGTERM every live daemon of the cluster, SIGKILL what is left after ``term_wait_s``."""
+    """SIGTERM every live daemon of the cluster, SIGKILL what is left after ``term_wait_s``; return only
+    when none is left (ClusterError naming any that outlived SIGKILL)."""
     live = running(run_dir, conf) if run_dir.is_dir() else {}
     # Stop OSDs and the mgr before the mon so they do not spin on reconnects.
     order = sorted(live, key=lambda name: name.startswith("mon."))
     for name in order:
         _signal(live[name], signal.SIGTERM)
+    for pid in cluster_pids(conf):  # any without a pid file
+        _signal(pid, signal.SIGTERM)
     deadline = time.monotonic() + term_wait_s
-    while time.monotonic() < deadline and any(_alive(pid) for pid in live.values()):
+    while time.monotonic() < deadline and (any(_alive(pid) for pid in live.values()) or cluster_pids(conf)):
         time.sleep(0.2)
-    for pid in live.values():
+    for pid in {*live.values(), *cluster_pids(conf)}:
         if _alive(pid):
             _signal(pid, signal.SIGKILL)
     deadline = time.monotonic() + 5.0
-    while time.monotonic() < deadline and any(_alive(pid) for pid in live.values()):
+    while time.monotonic() < deadline and (any(_alive(pid) for pid in live.values()) or cluster_pids(conf)):
         time.sleep(0.1)
+    left = cluster_pids(conf)
+    if left:
+        shown = "; ".join(f"{pid} {cmd[:120]}" for pid, cmd in sorted(left.items()))
+        raise ClusterError(f"{len(left)} Ceph daemon(s) of {str(conf)!r} outlived SIGKILL: {shown}")
     return order
 
 

@@ -32,6 +32,9 @@ class Placement:
     hist_log_prefix: str | None = None  # per-second latency histograms of a timed run
 
 
+NULL_ENGINE_SIZE = 1 << 30
+
+
 def render(
     workload: Workload, *, bs: int, offered_iops: int | None, load_processes: int, place: Placement
 ) -> str:
@@ -55,6 +58,8 @@ def render(
         glob["filename"] = place.filename
     if place.size is not None:
         glob["size"] = place.size
+    elif workload.ioengine == "null":
+        glob["size"] = NULL_ENGINE_SIZE  # fio's null engine moves no data, but wants a size to "cover"
     if place.offset:
         glob["offset"] = place.offset
     glob.update(place.engine_options)

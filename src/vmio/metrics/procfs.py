@@ -90,6 +90,8 @@ def disk_rates(a: DiskCounters, b: DiskCounters, seconds: float) -> dict[str, fl
         "busy_pct": min(100.0, (b.io_ms - a.io_ms) / (seconds * 10.0)),
         "queue": (b.weighted_ms - a.weighted_ms) / (seconds * 1000.0),
         "await_ms": wait_ms / ios if ios else 0.0,
+        # over a longer window await is this summed wait over the I/Os done, not a mean of ratios
+        "wait_ms_per_s": wait_ms / seconds,
     }
 
 

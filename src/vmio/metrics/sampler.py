@@ -154,4 +154,20 @@ def window_means(samples: Sequence[Sample], start: float, end: float) -> dict[tu
             prev = t
         if weight > 0:
             means[key] = total / weight
+    for (source, metric), (numerator, denominators) in _per_operation(means).items():
+        ops = sum(means.get((source, d), 0.0) for d in denominators)
+        if (source, numerator) in means:
+            means[(source, metric)] = means[(source, numerator)] / ops if ops > 0 else 0.0
     return means
+
+
+# figures per operation, not per second: over a window they are the ratio of the window's rates (the
+# time-weighted mean of each interval's ratio would let an interval with a handful of slow I/Os count as
+# much as one with thousands)
+PER_OPERATION = {"await_ms": ("wait_ms_per_s", ("read_iops", "write_iops"))}
+
+
+def _per_operation(
+    means: dict[tuple[str, str], float],
+) -> dict[tuple[str, str], tuple[str, tuple[str, ...]]]:
+    return {(source, metric): PER_OPERATION[metric] for source, metric in means if metric in PER_OPERATION}

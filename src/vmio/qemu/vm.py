@@ -192,6 +192,14 @@ class VM:
         qemu = tail_lines(lifecycle.read_tail(self.runtime.qemu_log), 10)
         return console + (f"\n[qemu]\n{qemu}" if qemu else "")
 
+    def exited(self) -> str | None:
+        """How this VM's QEMU ended, if it has (``None`` while it runs or before launch)."""
+        code = self._proc.poll() if self._proc is not None else None
+        if code is None:
+            return None
+        how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+        return f"QEMU for {self.config.name} (pid {self._proc.pid if self._proc else '?'}) exited ({how})"
+
     def console_tail(self, lines: int = 30) -> str:
         return tail_lines(lifecycle.read_tail(self.runtime.console), lines)
 

@@ -212,10 +212,13 @@ class QemuRig:
         notes = Notes()
         try:
             yield notes
-        except VmioError:
+        except VmioError as exc:
             notes.log += "".join(
                 f"--- {vm.config.name} console ---\n{vm.console_tail(20)}\n" for vm in self.fleet.vms
             )
+            dead = [how for vm in self.fleet.vms if (how := vm.exited()) is not None]
+            if dead:  # what failed the point is the VM, not the fio that lost it
+                raise VmioError(f"{'; '.join(dead)} during the point; {exc}") from exc
             raise
         self._keep_traces(starts, campaign, point_key)
         self._guest_trouble(consoles, notes)
