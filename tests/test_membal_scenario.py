@@ -202,3 +202,18 @@ def test_errors_inside_phases_point_at_the_phases_line() -> None:
     s = parse_scenario(text.replace('{workload = "zip"}', '{workload = "uniform", pages = 20, length = 3}'))
     stream = s.vms[0].workload.generate(16, np.random.default_rng(0))
     assert stream[:5].tolist() == [0, 1, 2, 3, 4] and stream[8:13].tolist() == [0, 1, 2, 3, 4]
+
+
+def test_a_simulation_larger_than_the_available_memory_is_refused_before_it_starts(tmp_path: Path) -> None:
+    from vmio.errors import InputError
+    from vmio.membal.outcome import BASE_BYTES, BYTES_PER_ACCESS, check_memory
+    from vmio.membal.scenario import load_scenario
+
+    scenario = load_scenario(Path(__file__).parents[1] / "examples" / "membal" / "uniform-vs-skewed.toml")
+    need = BASE_BYTES + BYTES_PER_ACCESS * scenario.accesses
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text(f"MemTotal: 99999999 kB\nMemAvailable: {need // 1024 - 1} kB\n")
+    with pytest.raises(InputError, match=r"400000 accesses need about .* GiB available \(MemAvailable, the limit\)"):
+        check_memory(scenario, meminfo)
+    meminfo.write_text(f"MemAvailable: {need // 1024 + 1} kB\n")
+    check_memory(scenario, meminfo)  # enough: no error

@@ -21,6 +21,19 @@ def extents_of(size_bytes: int, extent_bytes: int) -> int:
     return -(-size_bytes // extent_bytes)
 
 
+# extents per image or disk vmio counts, maps and moves: 2**26 (one 8-byte counter each is 512 MiB)
+MAX_EXTENTS = 1 << 26
+
+
+def check_extents(what: str, extents: int, extent_bytes: int) -> None:
+    """Refuse work over more than MAX_EXTENTS extents before any array is made."""
+    if extents > MAX_EXTENTS:
+        raise InputError(
+            f"{what} spans {extents} extents of {extent_bytes} bytes; vmio handles at most {MAX_EXTENTS} "
+            f"extents (the limit); use a larger --extent"
+        )
+
+
 def extent_counts(
     trace: Trace, image: int, extent_bytes: int, nextents: int | None = None
 ) -> NDArray[np.int64]:
@@ -28,6 +41,7 @@ def extent_counts(
     sub = trace.image == image
     idx = trace.offset[sub] // extent_bytes
     size = int(idx.max()) + 1 if nextents is None and len(idx) else (nextents or 0)
+    check_extents(f"image {trace.images[image]!r}", size, extent_bytes)
     if len(idx) and int(idx.max()) >= size:
         raise InputError(
             f"image {trace.images[image]!r} is accessed at byte {int(trace.offset[sub].max())}, beyond its "

@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from vmio.errors import InputError
-from vmio.relocate.heat import extents_of
+from vmio.relocate.heat import check_extents, extents_of
 
 
 @dataclass(frozen=True)
@@ -21,6 +21,11 @@ class Layout:
     base: tuple[int, ...]
     extent_bytes: int
     disk_extents: int
+
+    def __post_init__(self) -> None:
+        check_extents("the disk", self.disk_extents, self.extent_bytes)
+        for name, n in zip(self.names, self.nextents, strict=False):
+            check_extents(f"image {name!r}", n, self.extent_bytes)
 
     @classmethod
     def consecutive(

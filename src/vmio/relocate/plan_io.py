@@ -70,6 +70,9 @@ def plan_from_dict(data: Any, where: str = "plan") -> Plan:
         )
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
         raise InputError(f"{where}: malformed plan ({type(exc).__name__}: {exc})") from None
+    except InputError as exc:
+        message = str(exc)
+        raise InputError(message if message.startswith(f"{where}:") else f"{where}: {message}") from None
     plan.validate()
     return plan
 
