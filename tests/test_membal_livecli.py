@@ -107,7 +107,7 @@ def test_a_hot_range_gets_its_share_of_the_reads_through_zoned_abs() -> None:
 
 
 def test_the_shipped_case1_live_config_loads() -> None:
-    example = Path(__file__).parents[1] / "examples" / "membal" / "case1-live.toml"
+    example = Path(__file__).parents[1] / "examples" / "membal" / "live" / "case1.toml"
     s = settings(["--config", str(example)])
     assert s.policy == "efficiency" and s.params == {"step": 32 * M // 4096}
     assert s.loads[1].hot == 150 * M and s.loads[0].hot == 0

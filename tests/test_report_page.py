@@ -35,7 +35,7 @@ name = "rr"
 rw = "randread"
 bs = "4k"
 iodepth = 4
-runtime = "1s"
+runtime = "2s"  # fio logs whole seconds only: #latency-over-time needs a second logged
 offered_iops = [300, "max"]
 
 [[workload]]
