@@ -55,7 +55,7 @@ def fresh(vm: BalloonedVM) -> AgentRecord:
     return got[-1]
 
 
-def settled(vm: BalloonedVM, start: AgentRecord, timeout: float = 30.0) -> AgentRecord:
+def settled(vm: BalloonedVM, start: AgentRecord, timeout: float = 90.0) -> AgentRecord:
     """The first of two consecutive records with the same workload read totals, above ``start``'s: an
     ended job's counters reach the fio server only once it is reaped (a zombie's are not reported)."""
     deadline = time.monotonic() + timeout
