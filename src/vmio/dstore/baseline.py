@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vmio.dstore.cluster import ClusterRef
-from vmio.dstore.rbdfio import RbdJob
+from vmio.dstore.rbdfio import RbdJob, pattern_options
 from vmio.dstore.variants import make_sized_pool, remove_variant
 from vmio.errors import FioError, InputError
 from vmio.fio import jobfile
@@ -104,23 +104,9 @@ def _prepare(path: Path, runner: Runner) -> int | None:
 
 
 def render_file_job(path: Path, size: int | None, job: RbdJob) -> str:
-    """The same job as :func:`vmio.dstore.rbdfio.render_job`, on a local file through libaio."""
-    opts: dict[str, str | int | float] = {
-        "ioengine": "libaio",
-        "filename": str(path),
-        "rw": job.rw,
-        "rwmixread": job.rwmixread,
-        "bs": job.bs,
-        "iodepth": job.iodepth,
-        "numjobs": job.numjobs,
-        "direct": 1,
-        "time_based": 1,
-        "runtime": jobfile.seconds(max(0.001, job.runtime_s)),
-        "ramp_time": jobfile.seconds(job.ramp_s),
-        "group_reporting": 0,
-        "randrepeat": 0,
-        **job.extra,
-    }
+    """The same job as :func:`vmio.dstore.rbdfio.render_job` (its ``pattern_options``), on a local file through
+    libaio."""
+    opts: dict[str, str | int | float] = {"ioengine": "libaio", "filename": str(path), **pattern_options(job)}
     if size is not None:
         opts["size"] = size
     return jobfile.section("global", opts) + jobfile.section(f"file-{job.bs}", {})

@@ -43,13 +43,9 @@ class RbdJob:
             raise InputError(f"runtime {self.runtime_s!r} s must be positive")
 
 
-def render_job(ref: ClusterRef, job: RbdJob) -> str:
-    """The fio job file text (every option inside the file)."""
-    opts: dict[str, str | int | float] = {
-        "ioengine": "rbd",
-        "clientname": job.clientname,
-        "pool": ref.pool,
-        "rbdname": ref.image,
+def pattern_options(job: RbdJob) -> dict[str, str | int | float]:
+    """The profile's I/O pattern and timing, the same whatever the engine (rbd here, libaio for a baseline)."""
+    return {
         "rw": job.rw,
         "rwmixread": job.rwmixread,
         "bs": job.bs,
@@ -63,7 +59,12 @@ def render_job(ref: ClusterRef, job: RbdJob) -> str:
         "randrepeat": 0,
         **job.extra,
     }
-    return jobfile.section("global", opts) + jobfile.section(f"rbd-{job.bs}", {})
+
+
+def render_job(ref: ClusterRef, job: RbdJob) -> str:
+    """The fio job file text (every option inside the file)."""
+    engine = {"ioengine": "rbd", "clientname": job.clientname, "pool": ref.pool, "rbdname": ref.image}
+    return jobfile.section("global", {**engine, **pattern_options(job)}) + jobfile.section(f"rbd-{job.bs}", {})
 
 
 def run_rbd_job(ref: ClusterRef, job: RbdJob, *, runner: Runner | None = None) -> Totals:
