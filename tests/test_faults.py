@@ -47,7 +47,7 @@ def outcome(db: Path) -> dict[str, tuple[str, str | None]]:
 
 
 def fio_left(marker: Path) -> str:
-    """fio processes whose command line names a file under ``marker``."""
+    """fio processes whose command line contains ``marker`` (a folder of the test, a server's option)."""
     out = subprocess.run(["pgrep", "-af", "fio"], capture_output=True, text=True, timeout=10).stdout
     return "\n".join(line for line in out.splitlines() if str(marker) in line and "pgrep" not in line)
 
@@ -87,6 +87,7 @@ def test_a_fio_server_dying_mid_point(fio: str, scratch: Path, tmp_path: Path) -
     assert got["near"] == ("done", None)
     time.sleep(0.5)
     assert fio_left(tmp_path) == ""
+    assert fio_left(Path(f"--server=127.0.0.1,{server.port}")) == ""  # nor any process of the server
 
 
 def test_fio_killed_at_its_deadline_is_a_failed_point_with_the_reason(
