@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from vmio.cli import main
+from vmio.dstore import cluster
 from vmio.store import Store
 
 # the shared real traces: beside the repository (its parent folder's shared/traces), or VMIO_TRACES
@@ -134,3 +136,37 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     listing = "\n".join(f"  {pid} {cmd[:200]}" for pid, cmd in left)
     print(f"\nvmio tests left {len(left)} process(es) running (now killed):\n{listing}")
     session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+# -- one local Ceph cluster for every test that needs one (Ceph tests run last, together) -------------------
+
+
+def ceph_processes(marker: str) -> list[str]:
+    """Command lines of live ceph-* processes that mention ``marker``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        text = b" ".join(argv).decode(errors="replace")
+        if argv and Path(argv[0].decode(errors="replace")).name.startswith("ceph-") and marker in text:
+            found.append(text)
+    return found
+
+
+@pytest.fixture(scope="session")
+def live_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[cluster.ClusterRef]:
+    root = tmp_path_factory.mktemp("dstore") / "cluster"
+    assert main(["dstore", "up", "--dir", str(root), "--osds", "3", "--deadline", "150s"]) == 0
+    ref = cluster.load(root)
+    try:
+        yield ref
+    finally:
+        # `dstore down` returns only when every daemon of the cluster has exited, and leaves no file
+        assert ceph_processes(str(root))
+        assert main(["dstore", "down", "--dir", str(root)]) == 0
+        assert ceph_processes(str(root)) == []
+        assert not root.exists()

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,8 @@ from vmio.dstore.profile import Criteria, verdict
 from vmio.errors import ClusterError
 from vmio.system.process import Runner
 
+from conftest import ceph_processes
+
 NEEDED = ("ceph-mon", "ceph-osd", "ceph-mgr", "ceph", "rbd", "monmaptool", "fio", "qemu-img")
 MISSING = [tool for tool in NEEDED if shutil.which(tool) is None]
 
@@ -27,37 +28,6 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)} (scripts/setup-system.sh full)"),
 ]
-
-
-def ceph_processes(marker: str) -> list[str]:
-    """Command lines of live ceph-* processes that mention ``marker``."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            argv = (proc / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        text = b" ".join(argv).decode(errors="replace")
-        if argv and Path(argv[0].decode(errors="replace")).name.startswith("ceph-") and marker in text:
-            found.append(text)
-    return found
-
-
-@pytest.fixture(scope="session")
-def live_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[cluster.ClusterRef]:
-    root = tmp_path_factory.mktemp("dstore") / "cluster"
-    assert main(["dstore", "up", "--dir", str(root), "--osds", "3", "--deadline", "150s"]) == 0
-    ref = cluster.load(root)
-    try:
-        yield ref
-    finally:
-        # `dstore down` returns only when every daemon of the cluster has exited, and leaves no file
-        assert ceph_processes(str(root))
-        assert main(["dstore", "down", "--dir", str(root)]) == 0
-        assert ceph_processes(str(root)) == []
-        assert not root.exists()
 
 
 def test_status_reports_a_clean_size_3_pool(

@@ -8,7 +8,6 @@ import json
 import shutil
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,17 +27,6 @@ pytestmark = [
 ]
 
 
-@pytest.fixture(scope="module")
-def ceph3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[cluster.ClusterRef]:
-    root = tmp_path_factory.mktemp("dstore-fail") / "cluster"
-    assert main(["dstore", "up", "--dir", str(root), "--osds", "3", "--deadline", "150s"]) == 0
-    try:
-        yield cluster.load(root)
-    finally:
-        if root.exists():
-            cluster.down(root)
-
-
 def _profile(ref: cluster.ClusterRef, capsys: pytest.CaptureFixture[str], *extra: str) -> dict:
     argv = ["dstore", "profile", "--dir", str(ref.root), "--runtime", "2s", "--ramp", "500ms", "--json"]
     assert main([*argv, *extra]) == 0
@@ -50,9 +38,9 @@ def _pools(ref: cluster.ClusterRef) -> list[str]:
 
 
 def test_baseline_one_copy_on_the_same_osds(
-    ceph3: cluster.ClusterRef, capsys: pytest.CaptureFixture[str]
+    live_cluster: cluster.ClusterRef, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    out = _profile(ceph3, capsys, "--bs", "4k,64k", "--baseline", "replicas=1")
+    out = _profile(live_cluster, capsys, "--bs", "4k,64k", "--baseline", "replicas=1")
     base = out["baseline"]
     assert base["label"] == "replicas=1" and base["setup"]["replicas"] == 1
     assert [p["bs"] for p in out["points"]] == [p["bs"] for p in base["points"]] == [4096, 65536]
@@ -66,14 +54,14 @@ def test_baseline_one_copy_on_the_same_osds(
             assert p["spikes"] in ("ok", "max-over", "p99-over")
     # 70 % writes: three copies cost more than one on the same OSDs
     assert out["points"][0]["vs_baseline"] < 0.9
-    assert f"{ceph3.pool}-size1" not in _pools(ceph3) and ceph3.pool in _pools(ceph3)  # removed again
+    assert f"{live_cluster.pool}-size1" not in _pools(live_cluster) and live_cluster.pool in _pools(live_cluster)  # removed again
 
 
 def test_baseline_local_file(
-    ceph3: cluster.ClusterRef, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    live_cluster: cluster.ClusterRef, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / "base.img"
-    out = _profile(ceph3, capsys, "--bs", "4k", "--baseline", f"file:{path}")
+    out = _profile(live_cluster, capsys, "--bs", "4k", "--baseline", f"file:{path}")
     assert path.stat().st_size == 1 << 30  # created and fully written
     (theirs,) = out["baseline"]["points"]
     assert out["baseline"]["label"] == f"file:{path}" and out["baseline"]["setup"]["where"].startswith(
@@ -81,7 +69,7 @@ def test_baseline_local_file(
     )
     assert out["points"][0]["vs_baseline"] == pytest.approx(out["points"][0]["iops"] / theirs["iops"])
     assert 35 < theirs["iops"] * theirs["mean_lat_ms"] / 1e3 < 55
-    assert main(["dstore", "profile", "--dir", str(ceph3.root), "--baseline", "replicas=3"]) == 2
+    assert main(["dstore", "profile", "--dir", str(live_cluster.root), "--baseline", "replicas=3"]) == 2
     assert "replicas must be a whole number from 1 to 2" in capsys.readouterr().err
 
 
@@ -103,13 +91,13 @@ def _osd_tree_sampler(ref: cluster.ClusterRef, osd: int, stop: threading.Event, 
 
 
 def test_one_osd_down_and_back_keeps_serving(
-    ceph3: cluster.ClusterRef, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    live_cluster: cluster.ClusterRef, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     stop, seen = threading.Event(), []
-    sampler = threading.Thread(target=_osd_tree_sampler, args=(ceph3, 1, stop, seen), daemon=True)
+    sampler = threading.Thread(target=_osd_tree_sampler, args=(live_cluster, 1, stop, seen), daemon=True)
     sampler.start()
     try:
-        argv = ["dstore", "profile", "--dir", str(ceph3.root), "--fail-osd", "1", "--at", "3s",
+        argv = ["dstore", "profile", "--dir", str(live_cluster.root), "--fail-osd", "1", "--at", "3s",
                 "--back-at", "8s", "--runtime", "15s", "--json", "-o", str(tmp_path / "deg.json")]  # fmt: skip
         assert main(argv) == 0
     finally:
@@ -134,7 +122,7 @@ def test_one_osd_down_and_back_keeps_serving(
     # fio's own totals agree with its per-second log (±25 %: partial first/last windows)
     logged = sum(s["iops"] for s in run["seconds"])
     assert logged == pytest.approx(run["totals"]["ios"], rel=0.25)
-    assert main(["dstore", "status", "--dir", str(ceph3.root), "--json"]) == 0
+    assert main(["dstore", "status", "--dir", str(live_cluster.root), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["health"] == "HEALTH_OK" and info["osds_up"] == 3
     assert info["pg_states"] == {"active+clean": info["pgs"]}
@@ -142,13 +130,13 @@ def test_one_osd_down_and_back_keeps_serving(
 
 @pytest.mark.qemu
 def test_profile_from_a_guest_on_the_rbd_image(
-    ceph3: cluster.ClusterRef, capsys: pytest.CaptureFixture[str]
+    live_cluster: cluster.ClusterRef, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from qemu_support import MISSING as QEMU_MISSING
 
     if QEMU_MISSING:
         pytest.skip(f"needs {', '.join(QEMU_MISSING)}")
-    out = _profile(ceph3, capsys, "--bs", "16k", "--from-guest")
+    out = _profile(live_cluster, capsys, "--bs", "16k", "--from-guest")
     guest = out["guest"]
     assert guest["setup"]["accel"] in ("kvm", "tcg") and "rbd driver" in guest["setup"]["disk"]
     (host,), (inside,) = out["points"], guest["points"]

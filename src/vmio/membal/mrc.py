@@ -55,13 +55,6 @@ def epoch_hit_curves(distances: I64, epochs: I64, n_epochs: int, units: int, gra
     return np.cumsum(counts[:, : units + 1], axis=1).astype(np.int64)
 
 
-def sample_mask(pages: I64, rate: float) -> npt.NDArray[np.bool_]:
-    """Spatial sampling as SHARDS does: a page is in the sample when its hash mod P falls below ``rate`` x P
-    (the hash and threshold of :mod:`vmio.membal.shards`)."""
-    low = shards.key_hash(pages) & np.uint64(shards.MODULUS - 1)
-    return np.asarray(low < np.uint64(shards.threshold_of(rate)), dtype=np.bool_)
-
-
 def sampled_distances(pages: I64, rate: float) -> tuple[npt.NDArray[np.bool_], F64]:
     """(mask of sampled accesses, their estimated stack distances scaled by 1/R; -1 = first access), by the
     SHARDS sampler at a fixed rate (``R`` is ``rate`` rounded to the hash's grid)."""

@@ -98,14 +98,7 @@ def read_cloudphysics(path: str | Path) -> Trace:
 
 def read_vscsi_pages(path: str | Path, page: int = 4096) -> I64:
     """The page numbers every request of the trace touches, in trace order (zero-size requests skipped)."""
-    pairs = [(r.offset, r.size) for r in requests(path) if r.size > 0]
-    if not pairs:
-        raise TraceError(f"{path}: the trace has no request with a size above 0")
-    start_byte, size = (np.asarray(column, dtype=np.int64) for column in zip(*pairs, strict=True))
-    first = start_byte // page
-    counts = (start_byte + size - 1) // page - first + 1
-    offsets = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
-    pages: I64 = np.repeat(first, counts) + offsets
+    pages: I64 = np.concatenate(list(iter_vscsi_pages(path, page)))
     return pages
 
 
