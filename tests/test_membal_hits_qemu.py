@@ -33,8 +33,10 @@ SETTINGS = LiveSettings(
 )  # fmt: skip
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+    """Fresh guests per test: stopping a load's host fio client leaves its job running in the guest's fio
+    server until the job's own runtime ends, and a later test would count that job's reads as its own."""
     guest: GuestImage = session_guest(tmp_path_factory)
     qcaps: QemuCaps = caps()
     work = tmp_path_factory.mktemp("hits")
@@ -55,7 +57,7 @@ def fresh(vm: BalloonedVM) -> AgentRecord:
     return got[-1]
 
 
-def settled(vm: BalloonedVM, start: AgentRecord, timeout: float = 90.0) -> AgentRecord:
+def settled(vm: BalloonedVM, start: AgentRecord, timeout: float = 30.0) -> AgentRecord:
     """The first of two consecutive records with the same workload read totals, above ``start``'s: an
     ended job's counters reach the fio server only once it is reaped (a zombie's are not reported)."""
     deadline = time.monotonic() + timeout
