@@ -47,10 +47,13 @@ def qemu_7_2(facts: HostFacts) -> HostFacts:
 
 @pytest.fixture
 def qemu_9(facts: HostFacts) -> HostFacts:
-    """What QEMU 9.0 adds: virtio-blk's iothread-vq-mapping property."""
+    """What QEMU 9.0 adds: virtio-blk's iothread-vq-mapping property (beside libvirt 10.0, which maps it)."""
     blk = facts.device_properties["virtio-blk-pci"] | {"iothread-vq-mapping"}
     return dataclasses.replace(
-        facts, qemu_version="9.0.0", device_properties={**facts.device_properties, "virtio-blk-pci": blk}
+        facts,
+        qemu_version="9.0.0",
+        device_properties={**facts.device_properties, "virtio-blk-pci": blk},
+        libvirt_version="10.0.0",
     )
 
 

@@ -1,13 +1,16 @@
 """Faults injected into real campaigns: the point fails naming where, the campaign goes on, nothing is left.
 
 An unreachable remote is a closed port on 127.0.0.1; a fio server is killed while its point runs; fio is
-killed at its deadline with its JSON unwritten. Each time the stored outcome is checked, and that no fio
-process of the test outlives it.
+killed at its deadline with its JSON unwritten; QEMU is killed mid-point; a Ceph OSD is killed mid-profile.
+Each time the stored or printed outcome is checked, and that no process of the test outlives it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import shutil
 import signal
 import subprocess
 import threading
@@ -18,8 +21,10 @@ import pytest
 
 from vmio.campaign import measure
 from vmio.cli import main
+from vmio.dstore import cluster, daemons
 from vmio.store import Store
 from vmio.system.ports import free_port
+from vmio.system.process import Runner
 from vmio.targets.remote import LocalFioServer
 
 from conftest import SESSION_MARK, leftover_processes
@@ -166,3 +171,145 @@ def test_qemu_dying_mid_point_fails_that_point_with_its_console_and_the_next_boo
     assert seen - set(killed), "the second point did not boot a QEMU of its own"
     time.sleep(0.5)
     assert our_qemus() == []
+
+
+CEPH_TOOLS = ("ceph-mon", "ceph-osd", "ceph-mgr", "ceph", "rbd", "monmaptool", "fio")
+
+
+def _ceph(conf: Path, *args: str) -> str:
+    argv = ["ceph", "-c", str(conf), "--connect-timeout", "20", *args]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True).stdout
+
+
+def _ceph_json(conf: Path, *args: str) -> dict:
+    """The cluster's own account (``ceph ... --format json``), asked by the test, not through vmio."""
+    return json.loads(_ceph(conf, *args, "--format", "json"))
+
+
+def _our_fio(conf: Path, top: bool = False) -> list[int]:
+    """fio processes of this test run whose environment points at ``conf`` (fio's rbd engine on it); with
+    ``top`` only those vmio started (not the job processes a fio forks)."""
+    needle = f"CEPH_CONF={conf}".encode()
+    out = []
+    for pid, _ in leftover_processes(os.environ[SESSION_MARK]):
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            if Path(f"/proc/{pid}/comm").read_text().strip() != "fio":
+                continue
+            if needle not in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+                continue
+            ppid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            if not top or Path(f"/proc/{ppid}/comm").read_text().strip() != "fio":
+                out.append(pid)
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _wait_active_clean(conf: Path, deadline_s: float) -> dict:
+    deadline = time.monotonic() + deadline_s
+    status: dict = {}
+    while time.monotonic() < deadline:
+        with contextlib.suppress(subprocess.SubprocessError, ValueError):
+            status = _ceph_json(conf, "-s")
+            pgmap = status["pgmap"]
+            osdmap = status["osdmap"].get("osdmap", status["osdmap"])
+            states = {s["state_name"]: s["count"] for s in pgmap.get("pgs_by_state", [])}
+            if (
+                status["health"]["status"] == "HEALTH_OK"
+                and osdmap["num_up_osds"] == osdmap["num_osds"]
+                and states == {"active+clean": pgmap["num_pgs"]}
+            ):
+                return status
+        time.sleep(2)
+    raise AssertionError(f"the cluster is not HEALTH_OK and active+clean after {deadline_s:g} s: {status}")
+
+
+@pytest.mark.ceph
+@pytest.mark.slow
+@pytest.mark.skipif(any(shutil.which(t) is None for t in CEPH_TOOLS), reason=f"needs {', '.join(CEPH_TOOLS)}")
+def test_an_osd_killed_mid_profile_is_recorded_and_the_profile_completes(
+    live_cluster: cluster.ClusterRef, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SIGKILL to osd.1 while the profile's second block size runs (3 copies, min_size 2): fio's I/O goes on
+    degraded, the profile completes, and the points after the kill say osd.1 was down, as the cluster's own
+    map says; the OSD is started again and the cluster left HEALTH_OK, active+clean for later tests."""
+    ref, victim = live_cluster, 1
+    layout = cluster.layout_of(ref)
+    osd_pid = int(layout.pid_file(f"osd.{victim}").read_text())
+    assert _alive(osd_pid) and _ceph_json(ref.conf, "health")["status"] == "HEALTH_OK"
+    kill: dict[str, object] = {}
+
+    def kill_the_osd_inside_the_second_point() -> None:
+        fios: list[int] = []
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and len(fios) < 2:
+            fios += [pid for pid in _our_fio(ref.conf, top=True) if pid not in fios]  # one per point
+            time.sleep(0.05)
+        if len(fios) < 2:
+            return
+        time.sleep(1.5)  # fio is past its ramp, measuring
+        os.kill(osd_pid, signal.SIGKILL)
+        kill.update(at=time.monotonic(), fio=fios[1], fio_alive=_alive(fios[1]))
+
+    out_file = tmp_path / "profile.json"
+    killer = threading.Thread(target=kill_the_osd_inside_the_second_point)
+    killer.start()
+    try:
+        code = main(["dstore", "profile", "--dir", str(ref.root), "--bs", "4k,8k,16k", "--runtime", "3s",
+                     "--ramp", "500ms", "-o", str(out_file)])  # fmt: skip
+        killer.join(timeout=150)
+        assert kill.get("fio_alive") is True, (
+            f"osd.{victim} was not killed while the second point ran: {kill}"
+        )
+        # the cluster's own account right after the profile, before anything restarts the OSD
+        dump = _ceph_json(ref.conf, "osd", "dump")
+        status = _ceph_json(ref.conf, "-s")
+        printed = capsys.readouterr()
+        assert code == 0, printed.err
+        assert not _alive(osd_pid)
+        assert {o["osd"]: o["up"] for o in dump["osds"]} == {0: 1, 1: 0, 2: 1}
+        osdmap = status["osdmap"].get("osdmap", status["osdmap"])  # nested before Pacific
+        assert osdmap["num_up_osds"] == 2 and status["health"]["status"] == "HEALTH_WARN"
+        degraded = sum(s["count"] for s in status["pgmap"]["pgs_by_state"] if "degraded" in s["state_name"])
+        assert degraded > 0  # three copies, one gone: PGs serve degraded with min_size 2
+        points = json.loads(out_file.read_text())["points"]
+        assert [p["bs"] for p in points] == [4096, 8192, 16384]
+        before, during, after = points
+        assert before["osds_down"] == [] and before["health_after"] == "HEALTH_OK"
+        assert during["osds_down"] == after["osds_down"] == [victim]
+        assert after["health_after"] == status["health"]["status"]
+        # the map epoch the profile last read is the mon's own (nothing changed the map since)
+        assert after["osdmap_epochs"][1] == dump["epoch"] and before["osdmap_epochs"][1] < dump["epoch"]
+        assert all(p["iops"] > 0 for p in points)  # I/O went on (fio would have failed the profile otherwise)
+        lines = {
+            line.split()[0]: line
+            for line in printed.out.splitlines()
+            if line.split()[:1] in (["4k"], ["8k"], ["16k"])
+        }
+        assert "down" not in lines["4k"]
+        assert f"osd.{victim} down during the point" in lines["8k"] and f"osd.{victim} down" in lines["16k"]
+        assert f"warning: osd.{victim} down while 8k, 16k ran" in printed.err
+        assert _our_fio(ref.conf) == []  # no fio outlives the profile
+    finally:
+        killer.join(timeout=150)
+        # recovery unpaced while the OSD catches up (file-backed OSDs count as "hdd": 0.1 s between
+        # recovery ops by default), then the cluster's default again
+        _ceph(ref.conf, "config", "set", "osd", "osd_recovery_sleep_hdd", "0")
+        try:
+            if (
+                not _alive(osd_pid)
+                and daemons.owned_pid(layout.pid_file(f"osd.{victim}"), layout.conf) is None
+            ):
+                daemons.start(Runner(), layout, "osd", str(victim))
+            _wait_active_clean(ref.conf, 180)
+        finally:
+            _ceph(ref.conf, "config", "rm", "osd", "osd_recovery_sleep_hdd")
+    # the cluster's daemons are exactly those of its pid files: the restarted OSD, none orphaned
+    live = daemons.running(layout.run_dir, layout.conf)
+    assert sorted(live) == ["mgr.x", "mon.a", "osd.0", "osd.1", "osd.2"] and osd_pid not in live.values()
+    assert sorted(daemons.cluster_pids(layout.conf)) == sorted(live.values())

@@ -7,6 +7,7 @@ through libvirt. The daemons this test starts are stopped at the end.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -20,7 +21,10 @@ from pathlib import Path
 
 import pytest
 
+from vmio.advise.config_guideline import Requirements, advise
 from vmio.advise.disk_config import Config, libvirt_xml
+from vmio.advise.inventory import HostFacts
+from vmio.advise.text import format_advice
 from vmio.cli import main
 
 QEMU = "/usr/bin/qemu-system-x86_64"
@@ -65,35 +69,76 @@ def validate(text: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.skipif(
-    shutil.which("virt-xml-validate") is None, reason="needs virt-xml-validate (libvirt-clients)"
+needs_validate = pytest.mark.skipif(
+    shutil.which("virt-xml-validate") is None or shutil.which("virsh") is None,
+    reason="needs virt-xml-validate and virsh (libvirt-clients)",
 )
+
+
+@needs_validate
 @pytest.mark.parametrize("config", sorted(CONFIGS))
 def test_advised_xml_validates_against_libvirts_schema(config: str, tmp_path: Path) -> None:
-    fragment = libvirt_xml(CONFIGS[config])
+    """Each configuration's XML, written for this host's libvirt, is what this host's schema accepts."""
+    fragment = libvirt_xml(CONFIGS[config], _libvirt_version())
     done = validate(domain_xml(fragment, f"v-{config}"), tmp_path)
-    if config == "virtio-blk+vq-mapping" and _libvirt_version() < (10, 0):
-        # <driver><iothreads><iothread id=.../> (QEMU's iothread-vq-mapping) is in libvirt's schema since
-        # 10.0.0; Debian 12 has 9.0.0, whose schema refuses exactly that element.
-        assert done.returncode != 0
-        without = ET.fromstring(f"<x>{fragment}</x>")
-        for driver in without.iter("driver"):
-            driver.remove(driver.find("iothreads"))  # type: ignore[arg-type]
-        rest = "".join(ET.tostring(e, encoding="unicode") for e in without)
-        assert validate(domain_xml(rest, "v"), tmp_path).returncode == 0  # that element is all it refuses
-        return
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def _libvirt_version() -> tuple[int, int]:
+def _libvirt_version() -> tuple[int, int, int]:
     text = subprocess.run(["virsh", "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
-    major, minor = text.split(".")[:2]
-    return int(major), int(minor)
+    major, minor, micro = ([*text.split("."), "0", "0"])[:3]
+    return int(major), int(minor), int(micro)
 
 
-@pytest.mark.skipif(
-    shutil.which("virt-xml-validate") is None, reason="needs virt-xml-validate (libvirt-clients)"
+def _queue_mapping(fragment: str) -> list[str]:
+    """The iothread ids inside the disk's ``<driver><iothreads>`` (libvirt >= 10.0's queue mapping)."""
+    return [t.get("id", "") for d in ET.fromstring(f"<x>{fragment}</x>").iter("driver")
+            for t in d.findall("iothreads/iothread")]  # fmt: skip
+
+
+VQ_FACTS = HostFacts(
+    "9.0.0",
+    frozenset({"virtio-blk-pci", "virtio-scsi-pci"}),
+    {
+        "virtio-blk-pci": frozenset({"iothread", "iothread-vq-mapping"}),
+        "virtio-scsi-pci": frozenset({"iothread"}),
+    },
+    cpus=8,
 )
+
+
+@needs_validate
+def test_advise_writes_the_xml_this_hosts_libvirt_takes(tmp_path: Path) -> None:
+    """QEMU 9.0 spreads a disk's queues over 4 iothreads; the XML follows the libvirt version it is for: the
+    mapping from libvirt 10.0.0 on, one iothread for the queues before, said in the advice."""
+    here = _libvirt_version()
+    text = ".".join(map(str, here))
+    advice = advise(dataclasses.replace(VQ_FACTS, libvirt_version=text), Requirements())
+    assert advice.config.vq_mapping and advice.config.iothreads == 4  # QEMU's side keeps the mapping
+    done = validate(domain_xml(advice.libvirt_xml, "v-here"), tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr  # this host's schema takes what was advised
+    step = next(s for s in advice.path if s.node == "libvirt")
+    if here < (10, 0, 0):
+        assert _queue_mapping(advice.libvirt_xml) == []
+        driver = ET.fromstring(advice.libvirt_xml.split("\n", 1)[1]).find("driver")
+        assert driver is not None and (driver.get("iothread"), driver.get("queues")) == ("1", "4")
+        assert step.answer.startswith(f"no: libvirt {text} lacks <driver><iothreads> (needs 10.0.0)")
+        assert f"libvirt XML (for this host's libvirt: libvirt {text} lacks" in format_advice(advice)
+    else:
+        assert _queue_mapping(advice.libvirt_xml) == ["1", "2", "3", "4"]
+    # a newer libvirt gets the mapping itself, an older one a plain iothread (the version is the seam)
+    newer = advise(dataclasses.replace(VQ_FACTS, libvirt_version="10.0.0"), Requirements())
+    assert _queue_mapping(newer.libvirt_xml) == ["1", "2", "3", "4"]
+    assert next(s for s in newer.path if s.node == "libvirt").answer.startswith("yes: libvirt 10.0.0")
+    assert "<iothreads>4</iothreads>" in newer.libvirt_xml
+    older = advise(dataclasses.replace(VQ_FACTS, libvirt_version="9.10.0"), Requirements())
+    assert _queue_mapping(older.libvirt_xml) == [] and "<iothreads>1</iothreads>" in older.libvirt_xml
+    assert validate(domain_xml(older.libvirt_xml, "v-older"), tmp_path).returncode == 0
+    if here < (10, 0, 0):  # and this host's schema still refuses the mapping: the fallback is needed here
+        assert validate(domain_xml(newer.libvirt_xml, "v-newer"), tmp_path).returncode != 0
+
+
+@needs_validate
 def test_the_schema_check_can_fail(tmp_path: Path) -> None:
     """A disk outside ``<devices>`` or an unknown cache mode: libvirt's schema refuses both."""
     fragment = libvirt_xml(CONFIGS["virtio-blk+iothread"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -100,3 +101,87 @@ def test_schema_3_store_migrates(tmp_path: Path, capsys: pytest.CaptureFixture[s
     (row,) = json.loads(capsys.readouterr().out)
     assert row["status"] == "done" and row["read_ops"] > 0
     assert not {"steady", "precondition", "fio_job"} & set(row)
+
+
+class _SteadyTable(HTMLParser):
+    """The report's #steady-state table: per point, each cell's stored value (``data-value``) and text."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: dict[str, dict[str, tuple[object, str]]] = {}
+        self.toc: list[str] = []
+        self._in_section = False
+        self._point: str | None = None
+        self._cell: tuple[str, object] | None = None
+        self._text = ""
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "a" and a.get("href", "").startswith("#"):
+            self.toc.append(str(a["href"]))
+        if tag == "section":
+            self._in_section = a.get("id") == "steady-state"
+        if self._in_section and tag == "tr" and "data-point" in a:
+            self._point = str(a["data-point"])
+            self.rows[self._point] = {}
+        if self._point and tag == "td":
+            self._cell, self._text = (str(a["data-key"]), json.loads(str(a["data-value"]))), ""
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._text += data
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "td" and self._cell is not None and self._point is not None:
+            key, value = self._cell
+            self.rows[self._point][key] = (value, self._text)
+            self._cell = None
+        if tag == "tr":
+            self._point = None
+        if tag == "section":
+            self._in_section = False
+
+
+def test_the_report_shows_steady_state_and_preconditioning_per_point(
+    tmp_path: Path, scratch: Path, fio: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A campaign whose write workload preconditions its file and never holds a 0.001 % bound, and whose
+    rate-limited read holds a 5 % slope: the page's table says per point what the store's rows say."""
+    text = (
+        f'[campaign]\nname = "ss"\n[[target]]\nname = "file"\npath = "{scratch / "t"}"\nsize = "8M"\n'
+        '[[workload]]\nname = "w"\nrw = "randwrite"\nbs = "4k"\nioengine = "psync"\nruntime = "3s"\n'
+        'precondition = true\nsteady = "iops:0.001%:2s"\n'
+        '[[workload]]\nname = "r"\nrw = "randread"\nbs = "4k"\nioengine = "psync"\noffered_iops = 200\n'
+        'runtime = "6s"\nsteady = "iops_slope:5%:2s"\n'
+    )
+    rows = {str(r["point"]): r for r in run_rows(tmp_path, text, capsys)}
+    page = tmp_path / "report.html"
+    assert main(["report", "ss", "--db", str(tmp_path / "v.db"), "-o", str(page)]) == 0
+    table = _SteadyTable()
+    table.feed(page.read_text())
+    assert "#steady-state" in table.toc
+    assert set(table.rows) == set(rows) and len(rows) == 2
+    for point, row in rows.items():
+        cells = table.rows[point]
+        steady = row["steady"]
+        assert isinstance(steady, dict)
+        for key in ("criterion", "reached", "at_s", "jobs"):
+            assert cells[key][0] == steady[key], (point, key)
+        assert cells["reached"][1] == ("yes" if steady["reached"] else "no")
+        pre = row.get("precondition")
+        for key in ("size", "fill_bytes", "random_bytes", "seconds"):
+            assert cells[key][0] == (pre[key] if isinstance(pre, dict) else None), (point, key)
+    # and what the page shows is what fio did: the slope held on 200 IOPS offered, the 0.001 % bound never;
+    # the fill wrote the file's 8 MiB once and the random writes twice over, before the first point only
+    w, r = (next(p for p, row in rows.items() if row["workload"] == name) for name in ("w", "r"))
+    assert table.rows[w]["reached"] == (False, "no") and table.rows[w]["at_s"] == (None, "-")
+    assert table.rows[r]["reached"][0] is True and 1.0 <= float(table.rows[r]["at_s"][0]) < 6.0  # type: ignore[arg-type]
+    pre_rows = [p for p in rows if table.rows[p]["size"][0] is not None]
+    assert len(pre_rows) == 1
+    cells = table.rows[pre_rows[0]]
+    assert (cells["size"][0], cells["fill_bytes"][0], cells["random_bytes"][0]) == (
+        8 << 20,
+        8 << 20,
+        16 << 20,
+    )
+    assert cells["fill_bytes"][1] == "8m" and cells["random_bytes"][1] == "16m"

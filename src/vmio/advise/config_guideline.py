@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from vmio.advise import thresholds as t
-from vmio.advise.disk_config import Config, libvirt_xml, qemu_args
+from vmio.advise.disk_config import LIBVIRT_VQ_MAPPING, Config, libvirt_xml, maps_queues, qemu_args
 from vmio.advise.inventory import BlockDevice, HostFacts
 from vmio.errors import InputError
 
@@ -85,9 +85,32 @@ def advise(
     walk = _Fig9(facts, req, image)
     config = walk.choose()
     ratio = (measured or {}).get(config.name) or _seed_ratio(config)
+    libvirt = facts.libvirt()
+    if config.vq_mapping:
+        walk.note(
+            "libvirt",
+            "Does this host's libvirt take the queue mapping in its XML?",
+            _libvirt_answer(config, libvirt),
+        )
     if not facts.block_devices or all(d.rotational for d in facts.block_devices):
         walk.note("ratio", "Do seed 000's figures fit this host?", "no SSD found; they are for NVMe SSDs")
-    return Advice(config, tuple(walk.path), ratio, tuple(qemu_args(config)), libvirt_xml(config))
+    return Advice(config, tuple(walk.path), ratio, tuple(qemu_args(config)), libvirt_xml(config, libvirt))
+
+
+def _libvirt_answer(config: Config, libvirt: tuple[int, int, int] | None) -> str:
+    needs = ".".join(map(str, LIBVIRT_VQ_MAPPING))
+    if libvirt is None:
+        return (
+            f"libvirt not found here; the XML maps the queues (<driver><iothreads>), which needs libvirt "
+            f">= {needs}"
+        )
+    have = ".".join(map(str, libvirt))
+    if maps_queues(config, libvirt):
+        return f"yes: libvirt {have} (>= {needs}) -> <driver><iothreads> maps the queues"
+    return (
+        f"no: libvirt {have} lacks <driver><iothreads> (needs {needs}) -> the XML puts the disk's "
+        f"{config.iothreads} queues on 1 iothread (<driver iothread='1'>); QEMU's arguments keep the mapping"
+    )
 
 
 def _seed_ratio(config: Config) -> t.Ratio:

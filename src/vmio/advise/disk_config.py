@@ -8,6 +8,9 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
 NODE = "disk0"
+# libvirt's <driver><iothreads><iothread id=.../> (QEMU's iothread-vq-mapping), "Since 10.0.0 (QEMU 9.0, virtio
+# disks only)" in libvirt's formatdomain docs; older schemas (Debian 12's libvirt 9.0.0) refuse the element
+LIBVIRT_VQ_MAPPING = (10, 0, 0)
 
 
 @dataclass(frozen=True)
@@ -61,36 +64,47 @@ def _virtio_blk(config: Config) -> str:
     return f"virtio-blk-pci,drive={NODE}" + (",iothread=iothread0" if config.iothreads else "")
 
 
-def libvirt_xml(config: Config) -> str:
+def maps_queues(config: Config, libvirt: tuple[int, int, int] | None) -> bool:
+    """Whether the libvirt XML spreads the disk's queues over its iothreads: the config asks for it and the
+    libvirt version (None: unknown, no libvirt here) is 10.0.0 or later."""
+    return config.vq_mapping and (libvirt is None or libvirt >= LIBVIRT_VQ_MAPPING)
+
+
+def libvirt_xml(config: Config, libvirt: tuple[int, int, int] | None = None) -> str:
     """``<iothreads>`` and ``<disk>`` (or ``<hostdev>`` for vfio, plus ``<controller>`` for virtio-scsi).
 
-    The virtqueue mapping (``<driver><iothreads><iothread id=.../>``) needs libvirt 10.0 or later; older
-    schemas (Debian 12 has 9.0) refuse it (tests/test_libvirt.py)."""
+    The virtqueue mapping (``<driver><iothreads><iothread id=.../>``) needs libvirt 10.0 or later; for an
+    older ``libvirt`` (Debian 12 has 9.0, whose schema refuses the element) the disk gets what that version
+    takes: its queues on one iothread (``<driver queues="N" iothread="1">``)."""
     if config.passthrough == "vfio":
         return _text(_hostdev(str(config.pci_address)))
     parts = []
     if config.iothreads:
         count = ET.Element("iothreads")
-        count.text = str(config.iothreads)
+        mapped = maps_queues(config, libvirt) or not config.vq_mapping
+        count.text = str(config.iothreads if mapped else 1)
         parts.append(count)
     if config.bus == "virtio-scsi":
         controller = ET.Element("controller", type="scsi", index="0", model="virtio-scsi")
         if config.iothreads:
             ET.SubElement(controller, "driver", iothread="1")
         parts.append(controller)
-    parts.append(_disk(config))
+    parts.append(_disk(config, maps_queues(config, libvirt)))
     return "\n".join(_text(p) for p in parts)
 
 
-def _disk(config: Config) -> ET.Element:
+def _disk(config: Config, mapped: bool) -> ET.Element:
     block = config.passthrough == "block"
     disk = ET.Element("disk", type="block" if block else "file", device="disk")
     driver = ET.SubElement(disk, "driver", name="qemu", type="raw", cache=config.cache, io=config.aio)
     if config.vq_mapping:
         driver.set("queues", str(config.iothreads))
-        threads = ET.SubElement(driver, "iothreads")
-        for i in range(config.iothreads):
-            ET.SubElement(threads, "iothread", id=str(i + 1))
+        if mapped:
+            threads = ET.SubElement(driver, "iothreads")
+            for i in range(config.iothreads):
+                ET.SubElement(threads, "iothread", id=str(i + 1))
+        else:
+            driver.set("iothread", "1")
     elif config.iothreads and config.bus == "virtio-blk":
         driver.set("iothread", "1")
     if block:

@@ -9,6 +9,7 @@ The runner and the sysfs root are seams: tests hand in a tree under ``tmp_path``
 from __future__ import annotations
 
 import re
+import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,7 @@ from vmio.system.process import Runner
 
 PROBED_DEVICES = ("virtio-blk-pci", "virtio-scsi-pci")
 VIRTUAL_BLOCK_PREFIXES = ("loop", "ram", "zram", "sr", "fd", "nbd", "mtdblock")
+_LIBVIRT_VERSION = re.compile(r"\d+\.\d+(\.\d+)?")
 _PCI = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 
 
@@ -44,6 +46,10 @@ class HostFacts:
     device_properties: Mapping[str, frozenset[str]] = field(default_factory=dict)
     cpus: int | None = None
     block_devices: tuple[BlockDevice, ...] = ()
+    libvirt_version: str | None = None  # ``virsh --version``; None when libvirt's client is not installed
+
+    def libvirt(self) -> tuple[int, int, int] | None:
+        return None if self.libvirt_version is None else parse_version(self.libvirt_version)
 
     def qemu(self) -> tuple[int, int, int]:
         return parse_version(self.qemu_version)
@@ -56,17 +62,32 @@ class HostFacts:
 
 
 def read_host_facts(
-    runner: Runner, *, sysfs: Path = Path("/sys"), proc: Path = Path("/proc"), qemu: str = QEMU_BINARY
+    runner: Runner,
+    *,
+    sysfs: Path = Path("/sys"),
+    proc: Path = Path("/proc"),
+    qemu: str = QEMU_BINARY,
+    virsh: str = "virsh",
 ) -> HostFacts:
-    """Ask ``qemu`` for its version, devices and the storage devices' properties; read block devices."""
+    """Ask ``qemu`` for its version, devices and the storage devices' properties, ``virsh`` for libvirt's
+    version; read block devices."""
     caps = probe_caps(qemu, runner)
     props = {
         name: caps.device_props.get(name, frozenset()) for name in PROBED_DEVICES if name in caps.devices
     }
     return HostFacts(
         version_text(caps.version_text), caps.devices, props, read_cpus(sysfs),
-        read_block_devices(sysfs, read_mounted(proc)),
+        read_block_devices(sysfs, read_mounted(proc)), read_libvirt_version(runner, virsh),
     )  # fmt: skip
+
+
+def read_libvirt_version(runner: Runner, virsh: str = "virsh") -> str | None:
+    """libvirt's version from ``virsh --version`` (``9.0.0``); None when virsh is absent or says no version."""
+    if shutil.which(virsh) is None:
+        return None
+    done = runner.run([virsh, "--version"], timeout=30.0, check=False)
+    text = done.stdout.strip()
+    return text if done.returncode == 0 and _LIBVIRT_VERSION.fullmatch(text) else None
 
 
 def read_cpus(sysfs: Path) -> int | None:

@@ -104,6 +104,10 @@ def format_advice(advice: Advice) -> str:
     ]
     args = advice.qemu_args
     lines += [f"  {shlex.join(args[i : i + 2])}" for i in range(0, len(args), 2)]
-    lines.append("libvirt XML:")
+    libvirt = next((s.answer for s in advice.path if s.node == "libvirt"), "")
+    if libvirt.startswith("no: "):
+        lines.append(f"libvirt XML (for this host's libvirt: {libvirt.removeprefix('no: ')}):")
+    else:
+        lines.append("libvirt XML:")
     lines += [f"  {line}" for line in advice.libvirt_xml.splitlines()]
     return "\n".join(lines) + "\n"

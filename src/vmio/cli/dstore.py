@@ -20,6 +20,7 @@ from vmio.dstore.profile import (
     Criteria,
     Point,
     Profile,
+    degraded_warning,
     format_side_by_side,
     format_table,
     parse_bs_list,
@@ -76,7 +77,9 @@ def _profile_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--acceptable-ms", type=argtypes.real(0, 1e6), default=100.0)
     p.add_argument("--min-iops-host", type=argtypes.real(0, 1e9), default=500.0)
     p.add_argument("--min-iops-cluster", type=argtypes.real(0, 1e9), default=4000.0)
-    p.add_argument("--spike-ms", type=argtypes.real(0, 1e6), default=100.0, help="limit for the spikes (p99, max)")
+    p.add_argument(
+        "--spike-ms", type=argtypes.real(0, 1e6), default=100.0, help="limit for the spikes (p99, max)"
+    )
     p.add_argument("--compare", help="also profile a second configuration: replicas | striping")
     p.add_argument(
         "--baseline",
@@ -88,7 +91,9 @@ def _profile_args(p: argparse.ArgumentParser) -> None:
         help="also profile from inside a VM whose disk is the RBD image (QEMU's rbd driver)",
     )
     p.add_argument("--boot-timeout", default="180s", help="for --from-guest's VM")
-    p.add_argument("--fail-osd", type=argtypes.count(0, 1023), metavar="N", help="stop osd.N during a time-series run")
+    p.add_argument(
+        "--fail-osd", type=argtypes.count(0, 1023), metavar="N", help="stop osd.N during a time-series run"
+    )
     p.add_argument("--at", default="10s", help="with --fail-osd: when to stop it")
     p.add_argument("--back-at", default="40s", help="with --fail-osd: when to start it again")
     p.add_argument("--plot-dir", type=Path, help="write profile.png (and compare.png) here")
@@ -161,7 +166,7 @@ def _profile(args: argparse.Namespace) -> int:
     baseline = parse_baseline(args.baseline, ref) if args.baseline else None
     runner = Runner()
 
-    def run(on: cluster.ClusterRef, label: str, measure: Any = None) -> Profile:
+    def run(on: cluster.ClusterRef, label: str, measure: Any = None, watch: bool = True) -> Profile:
         prof = run_profile(
             on,
             bs_list,
@@ -173,8 +178,12 @@ def _profile(args: argparse.Namespace) -> int:
             rwmixread=args.rwmixread,
             on_point=_progress,
             measure=measure,
+            watch=watch,
         )
         prof.setup["config"] = label
+        warning = degraded_warning(prof, label)
+        if warning:
+            print(warning, file=sys.stderr)
         return prof
 
     base = run(ref, labels[1] if labels else "as configured")
@@ -182,7 +191,7 @@ def _profile(args: argparse.Namespace) -> int:
     sides: list[tuple[str, Profile, str]] = []  # (label, profile, ratio name) printed beside the base
     if baseline is not None:
         with baseline_measure(baseline, ref, runner) as (on, measure):
-            other_base = run(on, baseline.label, measure)
+            other_base = run(on, baseline.label, measure, watch=baseline.path is None)
         if baseline.path is not None:
             other_base.setup.update(
                 where="local file, libaio", path=str(baseline.path), pool=None, image=None

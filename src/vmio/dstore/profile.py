@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from vmio.dstore.cluster import ClusterRef
 from vmio.dstore.rbdfio import RbdJob, run_rbd_job
+from vmio.dstore.watch import watch_point
 from vmio.errors import InputError
 from vmio.fio.totals import Totals
 from vmio.system.process import Runner
@@ -70,6 +71,12 @@ class Point:
     meets_cluster_iops: bool = False
     max_lat_ms: float = 0.0
     spikes: str = "ok"
+    # the cluster's OSD map over the point (None: not watched, a local file): OSDs down at any time in it,
+    # the map epochs at its start and end, and health right after it
+    osds_down: list[int] | None = None
+    osdmap_epochs: list[int] | None = None
+    health_after: str | None = None
+    watch_note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -171,18 +178,32 @@ def run_profile(
     rwmixread: int = 30,
     on_point: Callable[[Point], None] | None = None,
     measure: Callable[[RbdJob], Totals] | None = None,
+    watch: bool = True,
 ) -> Profile:
     """Measure every block size in ``bs_list`` on ``ref`` and judge each against ``criteria``.
 
     ``measure`` runs one job somewhere else (a local file, inside a VM); by default fio's rbd engine
-    on ``ref``'s image from this host.
+    on ``ref``'s image from this host. With ``watch`` (the I/O reaches the cluster) each point records
+    which OSDs the cluster's own map showed down while it ran (:mod:`vmio.dstore.watch`).
     """
     criteria = criteria or Criteria()
+    runner = runner or Runner()
     run = measure or (lambda job: run_rbd_job(ref, job, runner=runner))
     points = []
     for bs in bs_list:
         job = RbdJob(bs=bs, runtime_s=runtime_s, ramp_s=ramp_s, iodepth=iodepth, rwmixread=rwmixread)
-        point = make_point(bs, run(job), criteria)
+        if not watch:
+            point = make_point(bs, run(job), criteria)
+        else:
+            with watch_point(runner, ref.conf) as seen:
+                totals = run(job)
+            point = replace(
+                make_point(bs, totals, criteria),
+                osds_down=sorted(seen.down),
+                osdmap_epochs=seen.epochs or None,
+                health_after=seen.health,
+                watch_note=seen.note,
+            )
         points.append(point)
         if on_point is not None:
             on_point(point)
@@ -298,8 +319,29 @@ def format_table(profile: Profile) -> str:
     ]
     for p in profile.points:
         flag = "" if p.meets_cluster_iops else "  (below cluster IOPS target)"
+        flag += f"  ({degraded_text(p)})" if p.osds_down else ""
         lines.append(
             f"{format_size(p.bs):>6} {p.iops:9.0f} {p.mb_s:8.1f} {p.mean_lat_ms:9.2f} "
             f"{p.p99_lat_ms:9.2f} {p.max_lat_ms:9.2f}  {p.verdict}: {judgement(p, c)}{flag}"
         )
     return "\n".join(lines)
+
+
+def degraded_text(p: Point) -> str:
+    """``osd.1 down`` for a point the cluster's map showed degraded while it ran."""
+    names = ", ".join(f"osd.{i}" for i in p.osds_down or ())
+    return f"{names} down during the point: a degraded cluster, health after {p.health_after or 'unknown'}"
+
+
+def degraded_warning(profile: Profile, label: str = "") -> str | None:
+    """One line naming the points measured while the cluster's map showed an OSD down, or None."""
+    hit = [p for p in profile.points if p.osds_down]
+    if not hit:
+        return None
+    osds = sorted({i for p in hit for i in p.osds_down or ()})
+    where = f" in the profile {label!r}" if label else ""
+    return (
+        f"warning: {', '.join(f'osd.{i}' for i in osds)} down while "
+        f"{', '.join(format_size(p.bs) for p in hit)} ran{where} (`ceph osd dump`): those points measured a "
+        "degraded cluster, not the healthy one"
+    )

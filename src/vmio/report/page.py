@@ -133,6 +133,7 @@ def render(report: Report) -> str:
         _guest_warnings(data),
         '<h2 id="setup">What was measured, and on what host?</h2>',
         _facts(data),
+        _steady_precondition(data),
     ]
     for sec in report.sections:
         parts.append(f'<section id="{e(sec.id)}"><h2>{e(sec.title)}</h2>')
@@ -153,6 +154,8 @@ def _summary_note(report: Report) -> str:
 
 def _toc(report: Report) -> str:
     items = ['<li><a href="#summary">Summary</a></li>', '<li><a href="#setup">Host and tools</a></li>']
+    if _conditioned(report.data):
+        items.append(f'<li><a href="#steady-state">{html.escape(STEADY_TITLE)}</a></li>')
     items += [f'<li><a href="#{html.escape(s.id)}">{html.escape(s.title)}</a></li>' for s in report.sections]
     return f'<nav class="toc"><h2 id="contents">Contents</h2><ol>{"".join(items)}</ol></nav>'
 
@@ -170,6 +173,72 @@ def _facts(data: CampaignData) -> str:
     )
     count = f"{len(data.done())} of {len(data.rows)} points done"
     return f'<p>{html.escape(count)}; host facts of the first point:</p><table class="facts">{cells}</table>'
+
+
+STEADY_TITLE = "Did each point reach steady state, and what did preconditioning write first?"
+
+
+def _conditioned(data: CampaignData) -> list[dict[str, object]]:
+    """The points that asked for steady state or followed their target's preconditioning."""
+    return [r for r in data.rows if r.get("steady") or r.get("precondition")]
+
+
+def _steady_precondition(data: CampaignData) -> str:
+    """Per point: the steady-state criterion, whether fio found it held and when (fio then stopped the job),
+    and the preconditioning that ran before the target's first point (bytes fio wrote, seconds it took)."""
+    rows = _conditioned(data)
+    if not rows:
+        return ""
+    e = html.escape
+    head = ("point", "status", "steady criterion", "reached", "at s", "jobs", "preconditioned size",
+            "sequential fill written", "random writes written", "precondition s")  # fmt: skip
+    out = [f'<section id="steady-state"><h2>{e(STEADY_TITLE)}</h2>',
+           "<p>Steady state: fio's steadystate criterion over the measured jobs (the workload's runtime is the "
+           "maximum); preconditioning (SNIA PTS): a sequential fill, then random writes of twice the size, once "
+           "before the target's first point.</p>",
+           '<table class="steady"><tr>', *(f"<th>{e(h)}</th>" for h in head), "</tr>"]  # fmt: skip
+    for r in rows:
+        steady = r.get("steady") if isinstance(r.get("steady"), dict) else {}
+        pre = r.get("precondition") if isinstance(r.get("precondition"), dict) else {}
+        assert isinstance(steady, dict) and isinstance(pre, dict)
+        reached = steady.get("reached")
+        cells = [
+            _cell("point", r["point"]),
+            _cell("status", r["status"]),
+            _cell("criterion", steady.get("criterion")),
+            _cell(
+                "reached",
+                reached,
+                "-" if reached is None else ("yes" if reached else "no"),
+                "" if reached is None else ("yes" if reached else "no"),
+            ),  # fmt: skip
+            _cell("at_s", steady.get("at_s"), num=True),
+            _cell("jobs", steady.get("jobs"), num=True),
+            _cell("size", pre.get("size"), _bytes(pre.get("size")), num=True),
+            _cell("fill_bytes", pre.get("fill_bytes"), _bytes(pre.get("fill_bytes")), num=True),
+            _cell("random_bytes", pre.get("random_bytes"), _bytes(pre.get("random_bytes")), num=True),
+            _cell("seconds", pre.get("seconds"), num=True),
+        ]
+        out.append(f'<tr data-point="{e(str(r["point"]))}">{"".join(cells)}</tr>')
+    out.append("</table></section>")
+    return "".join(out)
+
+
+def _cell(key: str, value: object, text: str | None = None, css: str = "", num: bool = False) -> str:
+    """A cell with the stored value in ``data-value`` (JSON) beside its shown text."""
+    shown = (
+        text
+        if text is not None
+        else ("-" if value is None else f"{value:g}" if isinstance(value, float) else str(value))
+    )
+    classes = " ".join(c for c in (css, "num" if num else "") if c)
+    attr = f' class="{classes}"' if classes else ""
+    raw = html.escape(json.dumps(value))
+    return f'<td data-key="{key}" data-value="{raw}"{attr}>{html.escape(shown)}</td>'
+
+
+def _bytes(value: object) -> str | None:
+    return format_size(value) if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _summary_table(report: Report) -> str:
