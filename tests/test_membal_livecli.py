@@ -112,3 +112,33 @@ def test_the_shipped_case1_live_config_loads() -> None:
     assert s.policy == "efficiency" and s.params == {"step": 32 * M // 4096}
     assert s.loads[1].hot == 150 * M and s.loads[0].hot == 0
     assert settings(["--config", str(example), "--policy", "equal"]).params == {}  # [policy] is efficiency's
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--compare", "equal"],  # one policy: nothing to compare
+        ["--compare", "equal,equal"],
+        ["--compare", "equal,marginal"],  # not a live policy
+        ["--compare", "equal,efficiency", "--policy", "refault"],
+        ["--sim", "examples/membal/case1-live-sim.toml"],  # --sim without --compare
+        ["--compare", "equal,efficiency", "--sim", "examples/membal/case2-nfs-images.toml", "--vms", "3"],
+    ],
+)
+def test_compare_refuses_bad_input_before_any_vm_boots(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["membal", "run", *argv]) == 2
+    err = capsys.readouterr().err
+    assert "vmio: error:" in err and "Traceback" not in err
+
+
+def test_the_shipped_case1_config_names_its_sim_scenario() -> None:
+    from vmio.cli.membal_live import _scenario_path
+
+    example = Path(__file__).parents[1] / "examples" / "membal" / "live" / "case1.toml"
+    args = build_parser().parse_args(
+        ["membal", "run", "--config", str(example), "--compare", "equal,efficiency"]
+    )
+    path = _scenario_path(args)
+    assert path is not None and path.resolve() == example.parents[1] / "case1-live-sim.toml"

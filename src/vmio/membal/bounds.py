@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from vmio.membal.curve import Sampling
+from vmio.membal.curve import Sampling, feed_all
 from vmio.membal.mrc import epoch_hit_curves, stack_distances
 from vmio.membal.scenario import Scenario
 from vmio.membal.simulator import Streams
@@ -56,11 +56,12 @@ def sampled_curves(scenario: Scenario, streams: Streams, sampling: Sampling) -> 
     n_epochs = -(-scenario.accesses // scenario.epoch)
     out = []
     for stream, pos in zip(streams.local, streams.position, strict=True):
-        got = sampling.sampler().feed(stream)
-        keep = got.distance >= 0
-        buckets = np.minimum((got.distance[keep] // scenario.grain).astype(np.int64) + 1, units + 1)
-        flat = (pos[got.index[keep]] // scenario.epoch) * (units + 2) + buckets
-        counts = np.bincount(flat, weights=got.weight[keep], minlength=n_epochs * (units + 2))
+        counts = np.zeros(n_epochs * (units + 2), dtype=np.float64)
+        for got in feed_all(sampling.samplers(), stream):
+            keep = got.distance >= 0
+            buckets = np.minimum((got.distance[keep] // scenario.grain).astype(np.int64) + 1, units + 1)
+            flat = (pos[got.index[keep]] // scenario.epoch) * (units + 2) + buckets
+            counts += np.bincount(flat, weights=got.weight[keep], minlength=n_epochs * (units + 2))
         out.append(np.cumsum(counts.reshape(n_epochs, units + 2)[:, : units + 1], axis=1, dtype=np.float64))
     return out
 

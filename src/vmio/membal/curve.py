@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from vmio.membal.shards import ShardsSampler, threshold_of
+from vmio.membal.shards import Sampled, ShardsSampler, key_hash, threshold_of
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -28,15 +28,20 @@ MAX_BINS = 1 << 20
 
 @dataclass(frozen=True)
 class Sampling:
-    """How to build a curve: every key (rate 1.0), a fixed rate, or at most ``size`` sampled keys."""
+    """How to build a curve: every key (rate 1.0), a fixed rate, or at most ``size`` sampled keys; with
+    ``seeds`` > 1, the mean of that many independent samples (each with its own hash salt, each at the
+    rate or size given). The work and memory are ``seeds`` times one sample's."""
 
     rate: float = 1.0
     size: int | None = None
+    seeds: int = 1
 
     def __post_init__(self) -> None:
         threshold_of(self.rate)  # raises on a rate outside (0, 1]
         if self.size is not None and self.size < 1:
             raise ValueError(f"sample size {self.size!r} must be at least one key")
+        if self.seeds < 1 or (self.seeds > 1 and self.rate >= 1.0 and self.size is None):
+            raise ValueError(f"seeds {self.seeds!r}: use 1, or more than 1 only with a sampling rate or size")
 
     @property
     def exact(self) -> bool:
@@ -44,11 +49,37 @@ class Sampling:
 
     def describe(self) -> str:
         if self.size is not None:
-            return f"fixed-size sample of {self.size} keys"
-        return "exact" if self.exact else f"sampled at rate {self.rate:g}"
+            what = f"fixed-size sample of {self.size} keys"
+        else:
+            what = "exact" if self.exact else f"sampled at rate {self.rate:g}"
+        return what if self.seeds == 1 else f"{what}, mean of {self.seeds} hash seeds"
 
     def sampler(self) -> ShardsSampler:
         return ShardsSampler(self.rate, self.size)
+
+    def samplers(self) -> list[tuple[int, ShardsSampler]]:
+        """One (salt, sampler) per seed; a sampler sees ``key ^ salt`` (a bijection of the non-negative
+        keys below 2**62, so stack distances are unchanged and only which keys are sampled differs). The
+        first salt is 0: one seed is the plain sampler."""
+        return [(salt, self.sampler()) for salt in salts(self.seeds)]
+
+
+def salts(n: int) -> list[int]:
+    """``n`` fixed salts: 0, then SplitMix64 of 1, 2, ... cut to 62 bits."""
+    mixed = key_hash(np.arange(1, n, dtype=np.int64)) & np.uint64((1 << 62) - 1)
+    return [0, *(int(x) for x in mixed)]
+
+
+def feed_all(samplers: list[tuple[int, ShardsSampler]], chunk: npt.ArrayLike) -> list[Sampled]:
+    """Every sampler's sampled accesses of one chunk, weights divided by the number of samplers (their
+    mean), distances and indices as each sampler gave them."""
+    keys = np.ascontiguousarray(chunk, dtype=np.int64)
+    k = len(samplers)
+    out = []
+    for salt, sampler in samplers:
+        got = sampler.feed(keys ^ np.int64(salt) if salt else keys)
+        out.append(got if k == 1 else Sampled(got.index, got.distance, got.weight / k))
+    return out
 
 
 EXACT = Sampling()
@@ -118,9 +149,16 @@ def stream_curve(
 ) -> MissRatioCurve:
     """The miss-ratio curve of the keys (non-negative integers, e.g. page numbers) in ``chunks``, read one
     chunk at a time: exact at rate 1.0, else SHARDS at ``sampling``'s fixed rate or size."""
-    sampler = sampling.sampler()
+    samplers = sampling.samplers()
     hist = ReuseHistogram(max_bins)
     for chunk in chunks:
-        out = sampler.feed(chunk)
-        hist.add(out.distance, out.weight)
-    return hist.curve(sampler.accesses, sampler.sampled, sampler.keys_held, sampler.rate, sampling.describe())
+        for out in feed_all(samplers, chunk):
+            hist.add(out.distance, out.weight)
+    first = samplers[0][1]
+    return hist.curve(
+        first.accesses,
+        sum(s.sampled for _, s in samplers),
+        sum(s.keys_held for _, s in samplers),
+        float(np.mean([s.rate for _, s in samplers])),
+        sampling.describe(),
+    )

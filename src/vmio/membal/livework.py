@@ -14,6 +14,8 @@ the guest's cache has left refaults and, near the floor, puts the guest under me
     duration = "60s"
     max_step = "64M"
     psi_threshold = 0.01        # PSI stall share that counts as memory pressure
+    sim = "../case1.toml"       # the same workloads as a `membal sim` scenario (relative to this file),
+                                # simulated beside the live runs by `membal run --compare`
 
     [policy]                    # the policy's parameters, e.g. for refault:
     hysteresis = 0.1            # move only when the gains differ by more than 10 %
@@ -41,7 +43,7 @@ from vmio.units import parse_duration, parse_size
 
 RUN_KEYS = {"policy": "text", "memory": "size", "floor": "size", "interval": "duration",
             "duration": "duration", "max_step": "size", "budget": "size", "min_move": "size",
-            "vms": "count", "psi_threshold": "fraction"}  # fmt: skip
+            "vms": "count", "psi_threshold": "fraction", "sim": "text"}  # fmt: skip
 VM_KEYS = {
     "load": "size",
     "rw": "text",
