@@ -66,7 +66,7 @@ def test_compare_runs_both_policies_live_beside_the_sim(
     with Store(db) as store:  # both runs stored, as long as each other
         rows = [run_row(store, data["run_ids"][p]) for p in data["policies"]]
     assert [r["status"] for r in rows] == ["done", "done"]  # type: ignore[index]
-    assert [r["settings"]["duration"] for r in rows] == [9.0, 9.0]  # type: ignore[index]
+    assert [r["policy"] for r in rows] == data["policies"] and data["duration"] == 9.0  # type: ignore[index]
     for side in (live, sim):  # equal holds; efficiency moves memory from the web VM to the bursty one
         assert side["equal"]["vms"][web]["move"] == 0 == side["equal"]["vms"][burst]["move"]
         assert side["efficiency"]["vms"][burst]["move"] > 0 > side["efficiency"]["vms"][web]["move"]
