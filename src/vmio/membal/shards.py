@@ -334,10 +334,11 @@ def _hll_feed(chunk: I64, regs: Any) -> None:
         h = _mix(chunk[i])
         j = np.int64(h >> np.uint64(rest))
         w = (h << np.uint64(HLL_BITS)) | np.uint64((1 << HLL_BITS) - 1)  # a sentinel bounds the run
-        rank = 1
-        while not (w >> np.uint64(63)) & _ONE:
-            w <<= _ONE
-            rank += 1
+        rank = 1  # 1 + leading zeros of w, by halving
+        for half in (32, 16, 8, 4, 2, 1):
+            if (w >> np.uint64(64 - half)) == np.uint64(0):
+                rank += half
+                w <<= np.uint64(half)
         if rank > regs[j]:
             regs[j] = rank
 
