@@ -41,9 +41,9 @@ def sim_side(outcome: Outcome, policy: str, names: Sequence[str]) -> Side:
     vms = {}
     for i, name in enumerate(names):
         first, last = int(run.allocation[0][i]) * page, int(run.allocation[-1][i]) * page
-        vms[name] = {"vm": outcome.scenario.vms[i].name, "hit_ratio": round(float(run.vm_hit_ratio()[i]), 4),
+        vms[name] = {"vm": outcome.scenario.vms[i].name, "hit_ratio": round(float(run.vm_hit_ratio()[i]), 6),
                      "initial": first, "final": last, "move": last - first}  # fmt: skip
-    return Side(round(run.hit_ratio, 4), vms)
+    return Side(round(run.hit_ratio, 6), vms)
 
 
 def _over(sides: Mapping[str, Side], base: str) -> dict[str, float | None]:
