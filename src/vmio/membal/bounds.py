@@ -57,12 +57,21 @@ def sampled_curves(scenario: Scenario, streams: Streams, sampling: Sampling) -> 
     out = []
     for stream, pos in zip(streams.local, streams.position, strict=True):
         counts = np.zeros(n_epochs * (units + 2), dtype=np.float64)
+        weight = np.zeros(n_epochs, dtype=np.float64)  # every sampled access's weight, per epoch
         for got in feed_all(sampling.samplers(), stream):
+            epoch = pos[got.index] // scenario.epoch
+            weight += np.bincount(epoch, weights=got.weight, minlength=n_epochs)
             keep = got.distance >= 0
             buckets = np.minimum((got.distance[keep] // scenario.grain).astype(np.int64) + 1, units + 1)
-            flat = (pos[got.index[keep]] // scenario.epoch) * (units + 2) + buckets
+            flat = epoch[keep] * (units + 2) + buckets
             counts += np.bincount(flat, weights=got.weight[keep], minlength=n_epochs * (units + 2))
-        out.append(np.cumsum(counts.reshape(n_epochs, units + 2)[:, : units + 1], axis=1, dtype=np.float64))
+        hits = np.cumsum(counts.reshape(n_epochs, units + 2)[:, : units + 1], axis=1, dtype=np.float64)
+        # SHARDS_adj per epoch: the estimated misses (sampled weight not yet hit) over the epoch's own
+        # accesses, so a hot key in (or out of) the sample cannot make hits exceed accesses (or miss them)
+        accesses = np.bincount(pos // scenario.epoch, minlength=n_epochs).astype(np.float64)
+        adjusted = np.clip(accesses[:, None] - (weight[:, None] - hits), 0.0, accesses[:, None])
+        adjusted[:, 0] = 0.0  # no cache, no hits
+        out.append(adjusted)
     return out
 
 
