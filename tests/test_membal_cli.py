@@ -107,9 +107,16 @@ def test_mrc_of_a_trace_exact_and_sampled(tmp_path: Path, capsys: pytest.Capture
     assert ratios == sorted(ratios, reverse=True) and ratios[-1] == pytest.approx(502 / 6_000, abs=1e-6)
     assert main(["membal", "mrc", str(trace), "--sample-size", "100"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("t.csv: 6000 page accesses, fixed-size sample of 100 keys: ")
+    assert lines[0].startswith(
+        "t.csv: 6000 page accesses, fixed-size sample of 100 keys, misses scaled to a HyperLogLog count of distinct keys: "
+    )
     assert lines[1].split() == ["cache", "pages", "miss", "ratio"]
     assert len(lines) == 2 + 20
+    assert main(["membal", "mrc", str(trace), "--sample-rate", "0.2", "--seeds", "3", "--json"]) == 0
+    three = json.loads(capsys.readouterr().out)
+    assert three["method"].startswith("sampled at rate 0.2, mean of 3 hash seeds") and three[
+        "rate"
+    ] == pytest.approx(0.2)
 
 
 @pytest.mark.parametrize(
@@ -119,6 +126,8 @@ def test_mrc_of_a_trace_exact_and_sampled(tmp_path: Path, capsys: pytest.Capture
         (["--sample-rate", "x"], "'x' is not a sampling rate"),
         (["--sample-size", "0"], "'0' is not a number of keys"),
         (["--sample-rate", "0.1", "--sample-size", "5"], "not allowed with argument"),
+        (["--seeds", "3"], "--seeds 3 needs --sample-rate or --sample-size"),
+        (["--sample-rate", "0.1", "--seeds", "0"], "--seeds"),
     ],
 )
 def test_bad_sampling_options_exit_2(

@@ -14,7 +14,7 @@ from vmio.guest import GuestImage
 from vmio.membal.balloon import BalloonedVM
 from vmio.membal.live import LiveController
 from vmio.membal.liverun import LiveSettings, vm_configs
-from vmio.membal.livework import Load, LoadRun
+from vmio.membal.livework import Load, LoadRun, job_text
 from vmio.membal.signals import PAGE, signals
 from vmio.qemu import AccelProber, Fleet, QemuCaps
 from vmio.qemu.agent import AgentRecord
@@ -98,6 +98,32 @@ def test_second_pass_over_a_region_is_reported_as_hits(fleet: Fleet, tmp_path: P
     assert 0.9 * once <= got.misses <= 1.1 * once  # the first pass came from the disk
     assert got.hits >= 0.9 * (total - once)  # every later pass from the page cache
     assert 0.95 * total <= got.hits + got.misses <= 1.05 * total
+
+
+def test_random_reads_report_the_distinct_blocks_as_misses(fleet: Fleet, tmp_path: Path) -> None:
+    """The live load's own random-read job (32k blocks over 64M, which fits the guest's cache) for 5 s:
+    n reads drawn independently from N blocks miss on N(1 - (1 - 1/N)^n) distinct blocks and hit on the
+    rest. Readahead would count pages fetched ahead as misses (measured with ``fadvise_hint=0``: +12 %), and
+    fio's default random map (each block once per pass) would report no hits at all (measured: 0)."""
+    vm = fleet.vms[1]
+    guest = BalloonedVM(vm)
+    block, region = 32 << 10, 64 * M
+    job = tmp_path / "random.fio"
+    job.write_text(job_text(Load(region, "randread", block), vm.guest_devices()[0], 5))
+    try:
+        start = fresh(guest)
+        entry = fio_client([f"--client={vm.fio_client}", str(job)])[0]
+        end = settled(guest, start)
+    finally:
+        guest.close()
+    read = entry["read"]
+    assert isinstance(read, dict)
+    n, blocks, per = int(read["total_ios"]), region // block, block // PAGE  # fio's own count of its reads
+    assert n >= blocks // 2, f"fio read only {n} blocks in 5 s"
+    distinct = blocks * (1 - (1 - 1 / blocks) ** n)  # its standard deviation is ~1 % here
+    got = signals(start, end)
+    assert abs(got.misses - distinct * per) <= 0.04 * distinct * per, (n, got.misses, distinct * per)
+    assert abs(got.hits - (n - distinct) * per) <= 0.04 * n * per, (n, got.hits, (n - distinct) * per)
 
 
 def test_efficiency_moves_memory_toward_more_hits_per_cache_page(fleet: Fleet, tmp_path: Path) -> None:

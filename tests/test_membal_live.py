@@ -76,7 +76,9 @@ def test_without_psi_direct_reclaim_or_swap_is_pressure() -> None:
     assert pressure(a, swapped).under and pressure(a, swapped).reclaim == 5
     # with PSI present the stall share decides, not the counters: 30 ms stalled per second is pressure
     seconds = b.uptime - a.uptime
-    psi = replace(b, vmstat={**b.vmstat, "psi_memory_some_us": a.vmstat["psi_memory_some_us"] + int(0.03e6 * seconds)})
+    psi = replace(
+        b, vmstat={**b.vmstat, "psi_memory_some_us": a.vmstat["psi_memory_some_us"] + int(0.03e6 * seconds)}
+    )
     assert pressure(a, psi).source == "psi" and pressure(a, psi).stall == pytest.approx(0.03, abs=1e-4)
     assert pressure(a, psi).under and not pressure(a, psi, psi_threshold=0.05).under
     swapped = replace(b, vmstat={**strip, "pswpout": 10})

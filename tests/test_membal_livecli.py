@@ -112,3 +112,78 @@ def test_the_shipped_case1_live_config_loads() -> None:
     assert s.policy == "efficiency" and s.params == {"step": 32 * M // 4096}
     assert s.loads[1].hot == 150 * M and s.loads[0].hot == 0
     assert settings(["--config", str(example), "--policy", "equal"]).params == {}  # [policy] is efficiency's
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--compare", "equal"],  # one policy: nothing to compare
+        ["--compare", "equal,equal"],
+        ["--compare", "equal,marginal"],  # not a live policy
+        ["--compare", "equal,efficiency", "--policy", "refault"],
+        ["--sim", "examples/membal/case1-live-sim.toml"],  # --sim without --compare
+    ],
+)
+def test_compare_refuses_bad_input_before_any_vm_boots(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["membal", "run", *argv]) == 2
+    err = capsys.readouterr().err
+    assert "vmio: error:" in err and "Traceback" not in err
+
+
+def test_the_shipped_case1_config_names_its_sim_scenario() -> None:
+    from vmio.cli.membal_live import _scenario_path
+
+    example = Path(__file__).parents[1] / "examples" / "membal" / "live" / "case1.toml"
+    args = build_parser().parse_args(
+        ["membal", "run", "--config", str(example), "--compare", "equal,efficiency"]
+    )
+    path = _scenario_path(args)
+    assert path is not None and path.resolve() == example.parents[1] / "case1-live-sim.toml"
+
+
+def test_compare_refuses_a_scenario_with_other_vms(capsys: pytest.CaptureFixture[str]) -> None:
+    scenario = Path(__file__).parents[1] / "examples" / "membal" / "case2-nfs-images.toml"
+    assert main(["membal", "run", "--compare", "equal,efficiency", "--sim", str(scenario), "--vms", "3"]) == 2
+    assert "has 2 VMs and the live runs 3; give it one [[vm]] per live VM" in capsys.readouterr().err
+
+
+def test_the_comparison_prints_live_beside_sim(tmp_path: Path) -> None:
+    """The table and its ratios from two live outcomes (as the runs summarize them) and a real simulation."""
+    from dataclasses import replace
+
+    from vmio.cli.membal_live import render_comparison
+    from vmio.membal.compare import compare
+    from vmio.membal.liverun import LiveOutcome
+    from vmio.membal.outcome import run_scenario
+    from vmio.membal.scenario import load_scenario
+
+    scenario = load_scenario(Path(__file__).parents[1] / "examples" / "membal" / "uniform-vs-skewed.toml")
+    sim = run_scenario(replace(scenario, accesses=40_000, policies=("equal", "efficiency")))
+
+    def live(policy: str, moved: int, hits: tuple[int, int]) -> LiveOutcome:
+        summary = {
+            vm: {"initial": 288 * M, "final": 288 * M + sign * moved, "hits": h, "misses": 1000 - h,
+                 "hit_ratio": h / 1000}
+            for vm, sign, h in zip(("vmio-0", "vmio-1"), (-1, 1), hits, strict=True)
+        }  # fmt: skip
+        return LiveOutcome(
+            7 if policy == "equal" else 8, "tcg", summary, [], ["vmio-0", "vmio-1"], sum(hits) / 2000
+        )
+
+    runs = {"equal": live("equal", 0, (100, 500)), "efficiency": live("efficiency", 32 * M, (80, 700))}
+    c = compare(["equal", "efficiency"], runs, sim, 50.0)
+    assert c.names == ("vmio-0/uniform", "vmio-1/skewed")
+    ratios = c.ratios()
+    assert ratios["live"] == {"equal": 1.0, "efficiency": round(0.39 / 0.3, 4)}
+    assert ratios["sim"]["efficiency"] == round(
+        sim.runs["efficiency"].hit_ratio / sim.runs["equal"].hit_ratio, 4
+    )
+    text = render_comparison(c).splitlines()
+    assert text[1].split() == ["live", "equal", "live", "efficiency", "sim", "equal", "sim", "efficiency"]
+    assert "288m->256m (-32m)" in text[3] and "288m->320m (+32m)" in text[5]
+    assert text[-2].split()[-4:-2] == ["0.300", "0.390"] and text[-1].split()[:2] == ["vs", "equal"]
+    data = c.to_json()
+    assert data["live"]["efficiency"]["vms"]["vmio-1/skewed"]["move"] == 32 * M
+    assert set(data["sim"]) == {"equal", "efficiency"} and data["run_ids"] == {"equal": 7, "efficiency": 8}

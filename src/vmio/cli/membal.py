@@ -36,8 +36,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "trace", metavar="TRACE", type=Path, help="CloudPhysics vSCSI CSV (version,time,op,size,lbn)"
     )
     mrc.add_argument("--page", type=size, default=4096, help="page size (default 4k)")
-    mrc.add_argument("--chunk", type=argtypes.count(1, 1 << 30), default=DEFAULT_CHUNK, help="pages read per chunk")
-    mrc.add_argument("--points", type=argtypes.count(1, 100000), default=20, help="cache sizes printed (default 20)")
+    mrc.add_argument(
+        "--chunk", type=argtypes.count(1, 1 << 30), default=DEFAULT_CHUNK, help="pages read per chunk"
+    )
+    mrc.add_argument(
+        "--points", type=argtypes.count(1, 100000), default=20, help="cache sizes printed (default 20)"
+    )
     mrc.add_argument("--json", action="store_true", help="print the curve as JSON")
     _sampling_options(mrc, "the curve (default: exact)")
     mrc.set_defaults(handler=_mrc)
@@ -45,6 +49,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _sampling_options(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument(
+        "--seeds",
+        type=argtypes.count(1, 1024),
+        default=1,
+        metavar="K",
+        help="with --sample-rate/--sample-size: the mean of K samples with independent hash seeds "
+        "(K times the work and memory of one; default 1)",
+    )
     group = p.add_mutually_exclusive_group()
     group.add_argument(
         "--sample-rate", type=_rate, metavar="R", help=f"SHARDS at a fixed rate R in (0, 1] for {what}"
@@ -77,9 +89,13 @@ def _keys(text: str) -> int:
 
 
 def _sampling(args: argparse.Namespace) -> Sampling:
+    if args.seeds > 1 and args.sample_size is None and args.sample_rate is None:
+        raise InputError(
+            f"--seeds {args.seeds!r} needs --sample-rate or --sample-size (an exact curve has no seed)"
+        )
     if args.sample_size is not None:
-        return Sampling(1.0, args.sample_size)
-    return Sampling(args.sample_rate or 1.0)
+        return Sampling(1.0, args.sample_size, args.seeds)
+    return Sampling(args.sample_rate or 1.0, seeds=args.seeds)
 
 
 def _mrc(args: argparse.Namespace) -> int:

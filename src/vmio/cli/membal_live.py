@@ -6,11 +6,14 @@ import argparse
 import json
 import os
 from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from vmio.cli import argtypes
 from vmio.cli.argtypes import duration, size
 from vmio.errors import InputError
+from vmio.membal.compare import Comparison, compare
 from vmio.membal.live import LIVE_POLICIES, Step, policy_params
 from vmio.membal.liverun import LiveOutcome, LiveSettings, describe, run_live
 from vmio.membal.livework import Load, load_config
@@ -54,6 +57,17 @@ def add_run(inner: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     add("--load", type=_sizes, help="buffered-read working set per VM, comma-separated (0: idle)")
     add("--config", metavar="TOML", help="run settings and per-VM workloads ([run], [[vm]])")
+    add(
+        "--compare",
+        metavar="POLICIES",
+        help="run these live policies one after the other (e.g. equal,efficiency; the first is the baseline), "
+        "each for --duration on the same workloads, and simulate the config's [run] sim scenario beside them",
+    )
+    add(
+        "--sim",
+        metavar="SCENARIO",
+        help="with --compare: the membal sim scenario (default: the config's [run] sim)",
+    )
     add("--accel", default="auto", choices=("auto", "kvm", "tcg"), help="accelerator (default auto)")
     add("--db", help="the store (default $VMIO_DB or ./vmio.db)")
     add("--json", action="store_true", help="print the steps and the summary as JSON")
@@ -104,6 +118,10 @@ def _floors(floor: int | list[int], per_vm: tuple[int | None, ...], n: int) -> t
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.compare is not None:
+        return _compare(args)
+    if args.sim is not None:
+        raise InputError(f"--sim {args.sim!r} goes with --compare; add --compare equal,efficiency")
     settings = settings_from(args)
     settings.rules()  # bad floors, budget or steps fail here, before the store is opened
     db = args.db or os.environ.get("VMIO_DB", "vmio.db")
@@ -171,3 +189,98 @@ def outcome_json(settings: LiveSettings, out: LiveOutcome) -> dict[str, Any]:
     ]  # fmt: skip
     return {"run_id": out.run_id, "accel": out.accel, "settings": settings.to_json(), "steps": steps,
             "summary": out.summary, "hit_ratio": out.hit_ratio}  # fmt: skip
+
+
+def _compared(args: argparse.Namespace) -> list[str]:
+    if args.policy is not None:
+        raise InputError(f"--policy {args.policy!r} and --compare {args.compare!r} exclude each other")
+    policies = [p.strip() for p in args.compare.split(",") if p.strip()]
+    if len(policies) < 2 or len(set(policies)) != len(policies):
+        raise InputError(
+            f"--compare {args.compare!r}: name two or more different policies, e.g. equal,efficiency"
+        )
+    return policies
+
+
+def _scenario_path(args: argparse.Namespace) -> Path | None:
+    if args.sim is not None:
+        return Path(args.sim)
+    if args.config is None:
+        return None
+    sim = load_config(args.config).run.get("sim")
+    return None if sim is None else Path(args.config).parent / str(sim)
+
+
+def _compare(args: argparse.Namespace) -> int:
+    """``run --compare P1,P2,...``: each policy live, one after the other, then the scenario simulated."""
+    from vmio.membal.outcome import run_scenario
+    from vmio.membal.scenario import load_scenario
+
+    policies = _compared(args)
+    runs = {}
+    for p in policies:
+        args.policy = p
+        runs[p] = settings_from(args)
+        runs[p].rules()
+    args.policy = None
+    path = _scenario_path(args)
+    scenario = load_scenario(path) if path is not None else None
+    if scenario is not None:
+        # the compared policies, whatever the scenario's own list says (equal always runs: the sim's baseline)
+        scenario = replace(scenario, policies=tuple(dict.fromkeys(["equal", *policies])))
+        if len(scenario.vms) != runs[policies[0]].vms:
+            raise InputError(
+                f"{path}: scenario {scenario.name!r} has {len(scenario.vms)} VMs and the live runs "
+                f"{runs[policies[0]].vms}; give it one [[vm]] per live VM, in the same order"
+            )
+    db = args.db or os.environ.get("VMIO_DB", "vmio.db")
+    live = {}
+    with Store(db) as store:
+        for p in policies:
+            if not args.json:
+                print(f"live {p}: {describe(runs[p])}", flush=True)
+            live[p] = run_live(runs[p], store, on_step=None if args.json else _print_step)
+            if not args.json:
+                print(render_summary(live[p], db), flush=True)
+    sim = run_scenario(scenario) if scenario is not None else None
+    result = compare(policies, live, sim, runs[policies[0]].duration)
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2))
+    else:
+        print(render_comparison(result))
+    return 0
+
+
+def _mem(side: dict[str, Any]) -> str:
+    move = side["move"]
+    sign = "+" if move > 0 else ("-" if move < 0 else "±")
+    return f"{format_size(side['initial'])}->{format_size(side['final'])} ({sign}{format_size(abs(move))})"
+
+
+def render_comparison(c: Comparison) -> str:
+    """Live and sim side by side: per VM hit ratio and memory first -> last, total hit ratio, vs baseline."""
+    cols = [("live", p) for p in c.policies] + [("sim", p) for p in c.sim]
+    head = f"{'':<22}" + "".join(f"{f'{side} {p}':>26}" for side, p in cols)
+    what = f"sim: scenario {c.scenario}" if c.scenario else "no sim scenario"
+    lines = [
+        f"{', '.join(c.policies)}: live {c.duration:g} s each (accel {c.accel}, runs "
+        f"{', '.join(str(c.run_ids[p]) for p in c.policies)}); {what}. Memory: live balloon targets, sim "
+        "page-cache allocation (first -> last epoch).",
+        head,
+    ]
+
+    def side(kind: str, p: str) -> Any:
+        return (c.live if kind == "live" else c.sim)[p]
+
+    for name in c.names:
+        lines.append(
+            f"{name + ' hit ratio':<22}"
+            + "".join(f"{_ratio(side(k, p).vms[name]['hit_ratio']):>26}" for k, p in cols)
+        )
+        lines.append(
+            f"{name + ' memory':<22}" + "".join(f"{_mem(side(k, p).vms[name]):>26}" for k, p in cols)
+        )
+    lines.append(f"{'total hit ratio':<22}" + "".join(f"{_ratio(side(k, p).hit_ratio):>26}" for k, p in cols))
+    ratios = c.ratios()
+    lines.append(f"{'vs ' + c.policies[0]:<22}" + "".join(f"{_ratio(ratios[k][p]):>26}" for k, p in cols))
+    return "\n".join(lines)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from vmio.membal.curve import Sampling
+from vmio.membal.curve import Sampling, feed_all
 from vmio.membal.mrc import epoch_hit_curves, stack_distances
 from vmio.membal.scenario import Scenario
 from vmio.membal.simulator import Streams
@@ -56,12 +56,22 @@ def sampled_curves(scenario: Scenario, streams: Streams, sampling: Sampling) -> 
     n_epochs = -(-scenario.accesses // scenario.epoch)
     out = []
     for stream, pos in zip(streams.local, streams.position, strict=True):
-        got = sampling.sampler().feed(stream)
-        keep = got.distance >= 0
-        buckets = np.minimum((got.distance[keep] // scenario.grain).astype(np.int64) + 1, units + 1)
-        flat = (pos[got.index[keep]] // scenario.epoch) * (units + 2) + buckets
-        counts = np.bincount(flat, weights=got.weight[keep], minlength=n_epochs * (units + 2))
-        out.append(np.cumsum(counts.reshape(n_epochs, units + 2)[:, : units + 1], axis=1, dtype=np.float64))
+        counts = np.zeros(n_epochs * (units + 2), dtype=np.float64)
+        weight = np.zeros(n_epochs, dtype=np.float64)  # every sampled access's weight, per epoch
+        for got in feed_all(sampling.samplers(), stream):
+            epoch = pos[got.index] // scenario.epoch
+            weight += np.bincount(epoch, weights=got.weight, minlength=n_epochs)
+            keep = got.distance >= 0
+            buckets = np.minimum((got.distance[keep] // scenario.grain).astype(np.int64) + 1, units + 1)
+            flat = epoch[keep] * (units + 2) + buckets
+            counts += np.bincount(flat, weights=got.weight[keep], minlength=n_epochs * (units + 2))
+        hits = np.cumsum(counts.reshape(n_epochs, units + 2)[:, : units + 1], axis=1, dtype=np.float64)
+        # SHARDS_adj per epoch: the estimated misses (sampled weight not yet hit) over the epoch's own
+        # accesses, so a hot key in (or out of) the sample cannot make hits exceed accesses (or miss them)
+        accesses = np.bincount(pos // scenario.epoch, minlength=n_epochs).astype(np.float64)
+        adjusted = np.clip(accesses[:, None] - (weight[:, None] - hits), 0.0, accesses[:, None])
+        adjusted[:, 0] = 0.0  # no cache, no hits
+        out.append(adjusted)
     return out
 
 

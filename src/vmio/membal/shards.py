@@ -319,3 +319,44 @@ class ShardsSampler:
             words, tree = bigger_words, np.zeros(n_words + 1, dtype=np.int32)
             self.meta[SLOT] = _compact(table, words, tree)
         self._state = (table, words, tree, prio, hkey)
+
+
+HLL_BITS = 16  # 65,536 one-byte registers: relative standard error 1.04 / 256 ~ 0.4 %
+HLL_REGISTERS = 1 << HLL_BITS
+
+
+@jit
+def _hll_feed(chunk: I64, regs: Any) -> None:
+    """HyperLogLog registers: the top ``HLL_BITS`` bits of a key's hash pick a register, which keeps the
+    largest position of the first set bit in the rest."""
+    rest = 64 - HLL_BITS
+    for i in range(chunk.shape[0]):
+        h = _mix(chunk[i])
+        j = np.int64(h >> np.uint64(rest))
+        w = (h << np.uint64(HLL_BITS)) | np.uint64((1 << HLL_BITS) - 1)  # a sentinel bounds the run
+        rank = 1  # 1 + leading zeros of w, by halving
+        for half in (32, 16, 8, 4, 2, 1):
+            if (w >> np.uint64(64 - half)) == np.uint64(0):
+                rank += half
+                w <<= np.uint64(half)
+        if rank > regs[j]:
+            regs[j] = rank
+
+
+class DistinctCounter:
+    """The number of distinct keys of a stream, estimated with HyperLogLog (Flajolet et al., 2007) over the
+    same SplitMix64 hash as the sampler, in 64 KiB whatever the stream's length."""
+
+    def __init__(self) -> None:
+        self.regs = np.zeros(1 << HLL_BITS, dtype=np.uint8)
+
+    def feed(self, keys: I64) -> None:
+        _hll_feed(np.ascontiguousarray(keys, dtype=np.int64), self.regs)
+
+    def estimate(self) -> float:
+        m = float(self.regs.size)
+        raw = 0.7213 / (1 + 1.079 / m) * m * m / float(np.sum(np.exp2(-self.regs.astype(np.float64))))
+        zeros = int(np.count_nonzero(self.regs == 0))
+        if raw <= 2.5 * m and zeros:
+            return m * float(np.log(m / zeros))  # few keys: linear counting
+        return raw
