@@ -176,10 +176,11 @@ def test_each_iothread_carries_io_on_10_and_7_2_falls_back(two_builds: list[dict
     assert idle["status"] == "done" and idle["read_ops"], idle  # fio ran its null-engine job
     idle_cpu = idle["qemu_cpu_pct"]
     assert isinstance(idle_cpu, dict) and len(idle_cpu["iothreads"]) == 2
-    assert idle_cpu["vcpu"] > 20, idle_cpu  # the guest ran its job meanwhile
+    assert idle_cpu["vcpu"] > 10, idle_cpu  # the guest ran its job meanwhile (29 % of a core measured)
     for k, share in enumerate(cpu["iothreads"]):
         level = idle_cpu["iothreads"][k]
-        # busy, not the idle level: several times it and at least a point of one core above it
+        # busy, not the idle level: several times it and at least a point of one core above it (measured
+        # here: 6.2 and 8.2 % busy against 0.0 and 0.0 % idle; one I/O thread alone 5.5 %)
         assert share > max(5 * level, level + 1.0), (k, cpu, idle_cpu)
         assert share > 0.2 * single, (cpu, single)  # a real part of what one I/O thread does alone
     facts = old["host_facts"]
