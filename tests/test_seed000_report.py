@@ -179,3 +179,31 @@ def test_shapes_that_are_no_seed_configuration() -> None:
         is None
     )
     assert seed000.config_of({"kind": "rbd"}) is None
+
+
+def test_report_json_and_text_carry_the_seed_rows(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", "demo", "--db", str(db), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)["seed000"]
+    assert [r["target"] for r in doc][0] == "bare" and len(doc) == len(SEED_TERMS)
+    for r in doc:
+        best = sql_best(db, "demo", r["target"], "randwrite")
+        assert r["configuration"] == SEED_TERMS[r["target"]][0]
+        assert r["measured"]["write_iops"] == pytest.approx(best, rel=1e-9)
+        assert r["seed"]["setup"].startswith("KVM")
+    assert main(["report", "demo", "--db", str(db)]) == 0
+    text = capsys.readouterr().out
+    assert "TCG ratios are not KVM's" in text
+    assert re.search(
+        r"^N fio/vm \+ iothread\s+2fio-1vm-iothread\s+tcg · qemu 10\.0\.2 / q35\s+2\s+0\.78", text, re.M
+    )
+
+
+def test_diagnose_uses_the_io_threads_and_mapping_the_run_recorded(db: Path, tmp_path: Path) -> None:
+    key = "2fio-1vm-iothread/4k-randread/bs=4096/offered=max/load=0/rep=1"
+    with sqlite3.connect(db) as con:
+        facts = json.loads(con.execute("SELECT host_json FROM run WHERE point_key=?", (key,)).fetchone()[0])
+    assert facts["iothread_vq_mapping"] is True and facts["iothreads"] == 2  # QEMU 10.0.2 mapped the queues
+    dump = tmp_path / "ev.json"
+    assert main(["diagnose", "demo", "--db", str(db), "--point", key, "--dump-evidence", str(dump)]) == 0
+    vm = json.loads(dump.read_text())["vm"]
+    assert (vm["iothreads"], vm["vq_mapping"]) == (2, True)

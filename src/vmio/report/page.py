@@ -98,14 +98,8 @@ def build(data: CampaignData, baseline: str | None = None) -> Report:
         Section(sid, title, [p for p in make(data, base) if p.series]) for sid, title, make in SECTIONS
     ]
     knees = sla.knees(data, data.sla) if data.sla else []
-    seed = seed000.rows(data, _bare(data, base))
+    seed = seed000.rows(data, seed000.bare_target(data, base))
     return Report(data, base, summary, [s for s in sections if s.plots], knees, seed)
-
-
-def _bare(data: CampaignData, base: str | None) -> str | None:
-    """The host target seed 000's "Bare" is: the baseline when it is a host target, else the first one."""
-    hosts = [t for t in data.target_names() if data.targets.get(t, {}).get("kind", "host") == "host"]
-    return base if base in hosts else (hosts[0] if hosts else None)
 
 
 def write(report: Report, out: Path, png_dir: Path | None = None) -> list[Path]:

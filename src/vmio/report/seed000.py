@@ -107,6 +107,12 @@ class SeedRow:
         }  # fmt: skip
 
 
+def bare_target(data: CampaignData, baseline: str | None) -> str | None:
+    """The host target seed 000's "Bare" is: the baseline when it is a host target, else the first one."""
+    hosts = [t for t in data.target_names() if data.targets.get(t, {}).get("kind", "host") == "host"]
+    return baseline if baseline in hosts else (hosts[0] if hosts else None)
+
+
 def rows(data: CampaignData, bare: str | None) -> list[SeedRow]:
     """One row per target matching a seed configuration, Bare first, the paper's order; none without a
     Bare target (``bare``: the host target the ratios are over) or without any VM configuration."""
@@ -178,3 +184,37 @@ def fio_processes(data: CampaignData, target: str) -> int:
 
 def accelerators(found: list[SeedRow]) -> set[str]:
     return {r.setup.split(" · ")[0] for r in found if " · " in r.setup}
+
+
+def format_text(found: list[SeedRow]) -> str:
+    """The terminal version: each configuration's ratio to Bare, the seed's (KVM) and the measured one."""
+    if not found:
+        return ""
+    head = ("seed 000 configuration", "target", "accelerator · build", "fio", "read: seed", "here", "write: seed",
+            "here")  # fmt: skip
+    lines = [head]
+    for r in found:
+        c = r.config
+        lines.append((c.term, r.target, r.setup, str(r.fio), ratio_text(c.read_ratio, c.approx),
+                      measured_text(r.read), ratio_text(c.write_ratio, c.approx), measured_text(r.write)))  # fmt: skip
+    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
+    body = "".join(
+        "  ".join(x.ljust(w) for x, w in zip(line, widths, strict=True)).rstrip() + "\n" for line in lines
+    )
+    note = f" {TCG_NOTE}" if "tcg" in accelerators(found) else ""
+    return (
+        f"seed 000 ({SEED_SETUP}) beside this campaign: IOPS / Bare IOPS at the top of each sweep.{note}\n"
+        + body
+    )
+
+
+def ratio_text(ratio: float | None, approx: bool = False) -> str:
+    if ratio is None:
+        return "-"
+    return f"~{ratio:.1f}" if approx else f"{ratio:.2f}"
+
+
+def measured_text(m: Measured) -> str:
+    if m.iops is None:
+        return "-"
+    return f"{ratio_text(m.ratio)} ({m.iops:.0f})"
