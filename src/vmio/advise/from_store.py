@@ -17,7 +17,7 @@ from vmio.errors import InputError
 from vmio.spec import Campaign, QemuTarget, loads_spec
 from vmio.store import Store
 from vmio.store import capacity as calibrated
-from vmio.store.rows import point_row
+from vmio.store.rows import build_label, point_row
 from vmio.system.blockdev import in_use, is_rotational, stable_id
 
 # The evidence wants each class's busiest thread (% of one core), not the class's sum.
@@ -41,6 +41,12 @@ def points_to_diagnose(store: Store, name: str, key: str | None) -> list[sqlite3
     return [r for r in runs if r["offered_iops"] is None] or runs
 
 
+def build_of(run: sqlite3.Row) -> str | None:
+    """The QEMU build a stored point's VMs ran on (``qemu 10.0.2 / q35``); None for other targets."""
+    facts = json.loads(run["host_json"] or "{}")
+    return build_label({"qemu_version": run["qemu_version"], "qemu_machine": facts.get("qemu_machine")})
+
+
 def evidence_for(store: Store, camp: Campaign, run: sqlite3.Row, sys_root: str = "/sys") -> Evidence:
     row = point_row(store, camp.name, run)
     target = camp.target(run["target"])
@@ -49,8 +55,11 @@ def evidence_for(store: Store, camp: Campaign, run: sqlite3.Row, sys_root: str =
     facts: dict[str, Any] = json.loads(run["host_json"] or "{}")
     vm = None
     if isinstance(target, QemuTarget):
-        vm = Vm(count=target.vms, jobs_per_vm=target.jobs_per_vm, bus=target.bus, iothreads=target.iothreads,
-                vq_mapping=None)  # fmt: skip
+        # the I/O threads the build gave (a build without queue mapping falls back to one) and whether the
+        # queues were mapped, as the run recorded them; the spec's figure for runs stored before that
+        iothreads = facts.get("iothreads", target.iothreads)
+        vm = Vm(count=target.vms, jobs_per_vm=target.jobs_per_vm, bus=target.bus, iothreads=iothreads,
+                vq_mapping=facts.get("iothread_vq_mapping"))  # fmt: skip
     devices = []
     if run["device"]:
         cap_r, cap_w, source = capacity(store, camp, run["device"], sys_root)

@@ -193,19 +193,24 @@ def _diagnose_campaign(args: argparse.Namespace) -> int:
 
     with open_store(args) as store:
         camp = from_store.stored_campaign(store, args.campaign)
-        found = [(run["point_key"], from_store.evidence_for(store, camp, run))
-                 for run in from_store.points_to_diagnose(store, args.campaign, args.point)]  # fmt: skip
+        runs = from_store.points_to_diagnose(store, args.campaign, args.point)
+        found = [(run["point_key"], from_store.evidence_for(store, camp, run)) for run in runs]
+        builds = {run["point_key"]: from_store.build_of(run) for run in store.runs(args.campaign)}
     if args.dump_evidence is not None:
         doc = {key: ev.to_dict() for key, ev in found} if len(found) > 1 else found[0][1].to_dict()
         args.dump_evidence.write_text(json.dumps(doc, indent=2) + "\n")
         print(f"evidence for {len(found)} point(s) written to {args.dump_evidence}")
         return 0
     verdicts = {key: diagnose(ev) for key, ev in found}
+    several = len({b for b in builds.values() if b}) > 1
     if args.json:
-        print(json.dumps({key: d.to_dict() for key, d in verdicts.items()}, indent=2))
+        print(json.dumps({key: {**d.to_dict(), "qemu_build": builds[key]} for key, d in verdicts.items()},
+                         indent=2))  # fmt: skip
         return 0
     for key, d in verdicts.items():
-        sys.stdout.write(f"== {key}\n{format_diagnosis(d)}\n")
+        # the build beside each point when the campaign ran several: the verdict may differ with the build
+        build = f"  [{builds[key]}]" if several and builds[key] else ""
+        sys.stdout.write(f"== {key}{build}\n{format_diagnosis(d)}\n")
     return 0
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from vmio.cli import terminal
 from vmio.cli.campaign import add_db, open_store
 from vmio.errors import InputError
-from vmio.report import compare, compare_text, data, page
+from vmio.report import compare, compare_text, data, page, seed000
 from vmio.report import summary_table as saturation
 
 
@@ -46,7 +46,9 @@ def cmd_report(args: argparse.Namespace) -> int:
             raise InputError(f"--baseline {base!r} is not a target of campaign {loaded.name!r}; "
                              f"targets: {', '.join(loaded.target_names())}")  # fmt: skip
         rows = saturation.summarize(loaded, base) if base else []
-        _print_summary(rows, loaded.name, base, args.json)
+        _print_summary(
+            rows, loaded.name, base, args.json, seed000.rows(loaded, seed000.bare_target(loaded, base))
+        )
         return 0
     report = page.build(loaded, args.baseline)
     try:
@@ -54,7 +56,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     except OSError as exc:
         where = exc.filename or args.output
         raise InputError(f"cannot write the report to {str(where)!r}: {exc.strerror or exc}") from None
-    _print_summary(report.summary, loaded.name, report.baseline, args.json)
+    _print_summary(report.summary, loaded.name, report.baseline, args.json, report.seed)
     if not args.json:
         print(
             f"wrote {written[0]} ({len(report.plots)} plots"
@@ -64,16 +66,21 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def _print_summary(
-    rows: list[saturation.SummaryRow], campaign: str, baseline: str | None, as_json: bool
+    rows: list[saturation.SummaryRow],
+    campaign: str,
+    baseline: str | None,
+    as_json: bool,
+    seed: list[seed000.SeedRow],
 ) -> None:
+    """The summary table, then seed 000's configurations beside the campaign's when it has them."""
     if as_json:
-        print(
-            json.dumps(
-                {"campaign": campaign, "baseline": baseline, "rows": [r.as_dict() for r in rows]}, indent=1
-            )
-        )
+        doc = {"campaign": campaign, "baseline": baseline, "rows": [r.as_dict() for r in rows],
+               "seed000": [r.as_dict() for r in seed]}  # fmt: skip
+        print(json.dumps(doc, indent=1))
     else:
         print(saturation.format_text(rows, campaign, baseline or "-"), end="")
+        if seed:
+            print("\n" + seed000.format_text(seed), end="")
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

@@ -8,7 +8,7 @@ the two ranges (a conservative spread). Before/after, each point's difference of
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from vmio.errors import InputError
@@ -41,10 +41,12 @@ class RatioRow:
     ddir: str
     ratios: dict[str, Spread | None]  # metric → target / baseline
     values: dict[str, Spread | None]  # metric → the target's own figures
+    label: str = ""  # the target as shown: with its QEMU build when the campaign ran several
+    build: str | None = None  # the target's QEMU build; None without VMs
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            **_key_dict(self.key), "ddir": self.ddir,
+            **_key_dict(self.key), "qemu_build": self.build, "ddir": self.ddir,
             "ratio": {m: s.as_dict() if s else None for m, s in self.ratios.items()},
             "value": {m: s.as_dict() if s else None for m, s in self.values.items()},
         }  # fmt: skip
@@ -58,6 +60,7 @@ def against_baseline(data: CampaignData, baseline: str) -> list[RatioRow]:
         )
     groups = data.groups()
     base = {g.key[1:]: g for g in groups if g.target == baseline}
+    builds = data.builds()
     rows = []
     for g in groups:
         b = base.get(g.key[1:])
@@ -66,7 +69,9 @@ def against_baseline(data: CampaignData, baseline: str) -> list[RatioRow]:
         for ddir in data.ddirs(g.key[1]):
             values = {name: _spread(g, fn, ddir) for name, fn, _ in METRICS}
             ratios = {name: _ratio(values[name], _spread(b, fn, ddir)) for name, fn, _ in METRICS}
-            rows.append(RatioRow(g.key, ddir, ratios, values))
+            rows.append(
+                RatioRow(g.key, ddir, ratios, values, data.target_label(g.target), builds.get(g.target))
+            )
     return rows
 
 
@@ -106,6 +111,19 @@ class Change:
         }  # fmt: skip
 
 
+@dataclass(frozen=True)
+class BuildChange:
+    """A target of both campaigns whose VMs ran on different QEMU builds: its differences include the
+    build's."""
+
+    target: str
+    before: str | None  # ``qemu 7.2.22 / q35``; None: no VMs (a host target)
+    after: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"target": self.target, "before": self.before, "after": self.after}
+
+
 @dataclass
 class BeforeAfter:
     before: str
@@ -113,10 +131,12 @@ class BeforeAfter:
     changes: list[Change]
     only_before: list[GroupKey]
     only_after: list[GroupKey]
+    builds: list[BuildChange] = field(default_factory=list)  # targets that ran on different builds
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "before": self.before, "after": self.after, "ci_level": LEVEL,
+            "build_changes": [b.as_dict() for b in self.builds],
             "changes": [c.as_dict() for c in self.changes],
             "only_before": [point_label(k) for k in self.only_before],
             "only_after": [point_label(k) for k in self.only_after],
@@ -137,4 +157,15 @@ def before_after(a: CampaignData, b: CampaignData) -> BeforeAfter:
                 diff = welch(ga.values(along(fn, ddir)), gb.values(along(fn, ddir)))
                 if diff is not None:
                     changes.append(Change(ga.key, ddir, name, higher, diff))
-    return BeforeAfter(a.name, b.name, changes, only_a, list(after))
+    return BeforeAfter(a.name, b.name, changes, only_a, list(after), build_changes(a, b))
+
+
+def build_changes(a: CampaignData, b: CampaignData) -> list[BuildChange]:
+    """The targets of both campaigns whose QEMU build differs between them, in ``a``'s target order."""
+    before, after = a.builds(), b.builds()
+    common = [t for t in a.target_names() if t in set(b.target_names())]
+    return [
+        BuildChange(t, before.get(t), after.get(t))
+        for t in common
+        if before.get(t) != after.get(t) and (t in before or t in after)
+    ]

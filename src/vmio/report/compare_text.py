@@ -47,7 +47,7 @@ def baseline_parts(rows: list[RatioRow], campaign: str, baseline: str) -> tuple[
     lines: Lines = [head]
     for r in rows:
         target, workload, bs, offered, load = r.key
-        cells = [workload, format_size(bs), offered_label(offered), str(load), r.ddir, target]
+        cells = [workload, format_size(bs), offered_label(offered), str(load), r.ddir, r.label or target]
         lines.append((*cells, *(ratio_cell(r.ratios[m]) for m, _, _ in METRICS)))
     return title, lines, ""
 
@@ -84,6 +84,11 @@ def before_after_parts(result: BeforeAfter) -> tuple[str, Lines, str]:
     title = (
         f"{result.before!r} -> {result.after!r}: difference of means (after - before) per point, "
         f"{LEVEL:.0%} interval (Welch t) over repetitions\n"
+    )
+    title += "".join(
+        f"build differs: target {c.target!r} ran on {c.before or 'no QEMU'} in {result.before!r} and on "
+        f"{c.after or 'no QEMU'} in {result.after!r}; its differences include the build's\n"
+        for c in result.builds
     )
     head = ("point", "dir", "metric", "before", "after", "difference", f"{LEVEL:.0%} interval", "verdict")
     lines: Lines = [head, *(change_cells(c) for c in result.changes)] if result.changes else []

@@ -14,7 +14,7 @@ from vmio.stats import histogram
 from vmio.stats.histogram import Histogram
 from vmio.stats.spread import Spread
 from vmio.store import Store
-from vmio.store.rows import point_rows
+from vmio.store.rows import build_label, point_rows
 
 DDIRS = ("read", "write")
 Offered = int | None  # None = "max" (unthrottled)
@@ -92,6 +92,7 @@ class CampaignData:
     # by point key: (t ms, ddir, bins merged over the jobs) per logged interval, by time
     hist_log: dict[str, list[tuple[int, str, Histogram]]] = field(default_factory=dict)
     sla: Sla | None = None  # the spec's [campaign] sla
+    workload_specs: dict[str, dict[str, Any]] = field(default_factory=dict)  # each workload's spec fields
 
     def done(self) -> list[Row]:
         return [r for r in self.rows if r["status"] == "done"]
@@ -110,6 +111,26 @@ class CampaignData:
         """The directions a workload moved data in."""
         rows = [r for r in self.done() if r["workload"] == workload]
         return [d for d in DDIRS if any(r[f"{d}_ops"] for r in rows)]
+
+    def builds(self) -> dict[str, str]:
+        """Each VM target's QEMU build (``qemu 10.0.2 / q35``) from its done points; a target whose points
+        ran on more than one build lists them joined with " + "."""
+        found: dict[str, list[str]] = {}
+        for r in self.done():
+            label = build_label(r)
+            if label and label not in found.setdefault(r["target"], []):
+                found[r["target"]].append(label)
+        return {t: " + ".join(labels) for t, labels in found.items() if labels}
+
+    def several_builds(self) -> bool:
+        """Did the campaign's VMs run on more than one QEMU build (version or machine type)?"""
+        return len(set(self.builds().values())) > 1
+
+    def target_label(self, target: str) -> str:
+        """The target's name, with its build when the campaign ran several builds (so two targets that
+        differ only in build are told apart wherever a target is named)."""
+        build = self.builds().get(target) if self.several_builds() else None
+        return f"{target} ({build})" if build else target
 
     def facet(self, target: str) -> tuple[int, int] | None:
         """(vCPUs, VMs) for a VM target; None for the others."""
@@ -136,7 +157,7 @@ def load(store: Store, campaign: str) -> CampaignData:
     logs = {k: _per_second(log) for k, r in runs.items() if (log := store.hist_log(r["id"]))}
     return CampaignData(
         campaign, point_rows(store, campaign), runs, targets, workloads, samples, oplat, hists, logs,
-        _sla(row["spec_text"]),
+        _sla(row["spec_text"]), {w["name"]: w for w in canonical.get("workloads", [])},
     )  # fmt: skip
 
 
@@ -199,6 +220,9 @@ def labels(data: CampaignData, targets: Iterable[str] | None = None) -> str:
     rows = [r for r in data.done() if r["target"] in names]
     accel = ", ".join(f"{t}={_accel(rows, t)}" for t in names)
     parts = [f"accel: {accel}"]
+    if data.several_builds():
+        builds = data.builds()
+        parts.append("builds: " + ", ".join(f"{t}={builds[t]}" for t in names if t in builds))
     parts += sorted({str(r["fio_version"]) for r in rows if r["fio_version"]})
     parts += [f"QEMU {v}" for v in sorted({str(r["qemu_version"]) for r in rows if r["qemu_version"]})]
     kernels = sorted({str(r["host_facts"].get("kernel")) for r in rows if r["host_facts"].get("kernel")})

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vmio.errors import InputError
-from vmio.report import plots_latency, plots_load, plots_percentiles, plots_run, sla
+from vmio.report import plots_latency, plots_load, plots_percentiles, plots_run, seed000, sla
 from vmio.report.data import CampaignData
 from vmio.report.figure import Plot, to_png, to_svg
 from vmio.report.summary_table import (
@@ -68,6 +68,7 @@ class Report:
     summary: list[SummaryRow]
     sections: list[Section]
     knees: list[sla.Knee] = field(default_factory=list)  # with the spec's [campaign] sla
+    seed: list[seed000.SeedRow] = field(default_factory=list)  # seed 000's configurations matched
 
     @property
     def plots(self) -> list[Plot]:
@@ -97,7 +98,8 @@ def build(data: CampaignData, baseline: str | None = None) -> Report:
         Section(sid, title, [p for p in make(data, base) if p.series]) for sid, title, make in SECTIONS
     ]
     knees = sla.knees(data, data.sla) if data.sla else []
-    return Report(data, base, summary, [s for s in sections if s.plots], knees)
+    seed = seed000.rows(data, seed000.bare_target(data, base))
+    return Report(data, base, summary, [s for s in sections if s.plots], knees, seed)
 
 
 def write(report: Report, out: Path, png_dir: Path | None = None) -> list[Path]:
@@ -128,6 +130,7 @@ def render(report: Report) -> str:
         '<h2 id="summary">Summary: what does each target deliver, and where does it saturate?</h2>',
         _summary_note(report),
         _summary_table(report),
+        _seed_table(report),
         _toc(report),
         _failures(data),
         _guest_warnings(data),
@@ -153,7 +156,10 @@ def _summary_note(report: Report) -> str:
 
 
 def _toc(report: Report) -> str:
-    items = ['<li><a href="#summary">Summary</a></li>', '<li><a href="#setup">Host and tools</a></li>']
+    items = ['<li><a href="#summary">Summary</a></li>']
+    if report.seed:
+        items.append('<li><a href="#seed-000">Seed 000 as it ran, beside this campaign</a></li>')
+    items.append('<li><a href="#setup">Host and tools</a></li>')
     if _conditioned(report.data):
         items.append(f'<li><a href="#steady-state">{html.escape(STEADY_TITLE)}</a></li>')
     items += [f'<li><a href="#{html.escape(s.id)}">{html.escape(s.title)}</a></li>' for s in report.sections]
@@ -254,7 +260,7 @@ def _summary_table(report: Report) -> str:
             f"({x.achieved.median:.0f})"
             for x in r.rates
         ) or html.escape(rates_text(r))  # fmt: skip
-        cells = (r.workload, format_size(r.bs), str(r.load_processes), r.target, spread_text(r.saturation, 0),
+        cells = (r.workload, format_size(r.bs), str(r.load_processes), r.label or r.target, spread_text(r.saturation, 0),
                  ratio_text(r), knee_text(r))  # fmt: skip
         extra = f'<td class="sla">{html.escape(_knee_cell(report, r))}</td>' if bound else ""
         out.append(
@@ -262,6 +268,46 @@ def _summary_table(report: Report) -> str:
         )
     out.append("</table>")
     return "".join(out)
+
+
+def _seed_table(report: Report) -> str:
+    """Seed 000's figures beside the measured ones, each row with its accelerator and build."""
+    found = report.seed
+    if not found:
+        return ""
+    e = html.escape
+    tcg = "tcg" in seed000.accelerators(found)
+    note = (
+        f"<p>Each of seed 000's configurations ({e(seed000.SEED_SETUP)}) beside the targets of this campaign "
+        "that have its shape; ratios are IOPS over Bare's at the top of each 4 KiB random sweep (here: the "
+        "highest median over the offered loads). The seed's N is 16; here N is the fio processes column."
+        + (f" <strong>{e(seed000.TCG_NOTE)}</strong>" if tcg else "") + "</p>"
+    )  # fmt: skip
+    head = ("seed 000 configuration", "seed figure", "target", "accelerator · build", "fio processes",
+            "read vs Bare: seed (KVM)", "read vs Bare: here", "write vs Bare: seed (KVM)", "write vs Bare: here")  # fmt: skip
+    out = ['<h3 id="seed-000">Seed 000 as it ran, beside this campaign</h3>', note, '<table class="seed000"><tr>',
+           *(f"<th>{e(h)}</th>" for h in head), "</tr>"]  # fmt: skip
+    for r in found:
+        c = r.config
+        cells = (c.term, c.figure, r.target, r.setup, str(r.fio), seed_cell(c.read_ratio, c.read_iops, c.approx),
+                 here_cell(r.read), seed_cell(c.write_ratio, c.write_iops, c.approx), here_cell(r.write))  # fmt: skip
+        out.append("<tr>" + "".join(f"<td>{e(x)}</td>" for x in cells) + "</tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
+def seed_cell(ratio: float | None, iops: float | None, approx: bool) -> str:
+    if ratio is None:
+        return "-"
+    text = f"≈{ratio:.1f}" if approx else f"{ratio:.2f}"
+    return text + (f" ({iops / 1e3:.0f}k IOPS)" if iops is not None else "")
+
+
+def here_cell(m: seed000.Measured) -> str:
+    if m.iops is None:
+        return "-"
+    ratio = "-" if m.ratio is None else f"{m.ratio:.2f}"
+    return f"{ratio} ({m.iops:.0f} IOPS)"
 
 
 def _knee_cell(report: Report, r: SummaryRow) -> str:

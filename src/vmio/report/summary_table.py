@@ -40,6 +40,8 @@ class SummaryRow:
     saturation: Spread | None  # IOPS at offered "max"
     vs_baseline: Spread | None
     rates: list[Rate] = field(default_factory=list)
+    label: str = ""  # the target as shown: with its QEMU build when the campaign ran several
+    build: str | None = None  # the target's QEMU build (``qemu 10.0.2 / q35``); None without VMs
 
     @property
     def knee(self) -> int | None:
@@ -48,7 +50,7 @@ class SummaryRow:
     def as_dict(self) -> dict[str, Any]:
         return {
             "workload": self.workload, "bs": self.bs, "load_processes": self.load_processes,
-            "target": self.target, "baseline": self.is_baseline,
+            "target": self.target, "qemu_build": self.build, "baseline": self.is_baseline,
             "saturation_iops": self.saturation.as_dict() if self.saturation else None,
             "ratio_to_baseline": self.vs_baseline.as_dict() if self.vs_baseline else None,
             "knee": self.knee,
@@ -58,12 +60,14 @@ class SummaryRow:
 
 def summarize(data: CampaignData, baseline: str) -> list[SummaryRow]:
     out = []
+    builds = data.builds()
     for family, targets in families(data).items():
         base = _saturation(targets.get(baseline, []))
         for target, groups in targets.items():
             sat = _saturation(groups)
             rel = ratio(sat, base) if sat and base else None
-            out.append(SummaryRow(*family, target, target == baseline, sat, rel, _rates(groups)))
+            out.append(SummaryRow(*family, target, target == baseline, sat, rel, _rates(groups),
+                                  data.target_label(target), builds.get(target)))  # fmt: skip
     return out
 
 
@@ -107,7 +111,7 @@ def format_text(rows: list[SummaryRow], campaign: str, baseline: str) -> str:
 
 def _cells(r: SummaryRow) -> tuple[str, ...]:
     return (
-        r.workload, format_size(r.bs), str(r.load_processes), r.target,
+        r.workload, format_size(r.bs), str(r.load_processes), r.label or r.target,
         spread_text(r.saturation, 0), ratio_text(r), knee_text(r), rates_text(r),
     )  # fmt: skip
 

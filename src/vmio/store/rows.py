@@ -78,6 +78,14 @@ def point_row(store: Store, campaign: str, run: sqlite3.Row) -> dict[str, Any]:
     return row
 
 
+def build_label(row: dict[str, Any]) -> str | None:
+    """The QEMU build a point's VMs ran on, as the reports name it (``qemu 10.0.2 / q35``); None for
+    targets without VMs. ``row`` is a ``point_row``."""
+    if not row.get("qemu_version"):
+        return None
+    return f"qemu {row['qemu_version']} / {row.get('qemu_machine') or 'q35'}"
+
+
 def qemu_cpu_pct(metrics: dict[tuple[str, str], float]) -> dict[str, Any] | None:
     """CPU of the QEMU processes by thread class, % of one core summed over the target's VMs; I/O threads
     by index (iothread0, iothread1, ... each summed over the VMs)."""

@@ -1,0 +1,220 @@
+"""Seed 000's figures beside a campaign's: each of its configurations against Bare, as the paper states them.
+
+Seed 000 (Mizuno & Imada) ran 4 KiB random reads and writes with O_DIRECT from N = 16 fio processes on one
+NVMe SSD under KVM (Fedora 23, Linux 4.2.3), the offered load (the sum over the fio processes) swept:
+
+=====================  =====================================  ===================================
+configuration          the paper's words                      figures
+=====================  =====================================  ===================================
+Bare                   fio on the host (Fig. 4)               ~438k IOPS read, ~90k write
+1fio/vm x N            one fio in each of N VMs (Fig. 4)      0.79x Bare read, ~1.0x write
+N fio/vm               N fio in one VM, virtio-blk (Fig. 4)   0.21x Bare read, 0.93x write
+N fio/vm + Path        the SSD's block device given to the    ~Bare (1.0x) read and write
+Through                VM (Fig. 5)
+N fio/vm + iothread    virtio-blk's iothread option (Fig. 8)  ~342k read, ~89k write (~1fio/vm x N)
+two devices            1fio/vm x N, the VMs' block devices    ~689k read, ~247k write: 1.57x and
+                       on two SSDs (Fig. 7)                   2.75x the one-SSD figures (Bare)
+=====================  =====================================  ===================================
+
+A campaign's targets are matched to these configurations by their shape (a host target is Bare; a VM target
+by its VMs, fio processes per VM, bus, I/O threads and backing paths); several targets may match one (two
+QEMU builds of "N fio/vm"). The measured figure of a target is the highest IOPS of its 4 KiB random-read
+(random-write) sweep, each offered load's median over repetitions; the ratio is that over Bare's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from vmio.report.data import CampaignData, Group, iops
+
+SEED_SETUP = "KVM, Fedora 23 (Linux 4.2.3), NVMe SSD, N = 16 fio"
+TCG_NOTE = (
+    "Under TCG the guest's CPU is emulated and that emulation, not the disk path, limits every VM: TCG "
+    "ratios are not KVM's, and neither confirm nor refute the seed's."
+)
+
+
+@dataclass(frozen=True)
+class SeedConfig:
+    key: str
+    term: str  # the paper's name of the configuration
+    figure: str  # where the paper shows it
+    read_ratio: float | None  # IOPS / Bare IOPS as the paper states or its own figures give
+    write_ratio: float | None
+    read_iops: float | None = None  # absolute IOPS, where the paper states them
+    write_iops: float | None = None
+    approx: bool = False  # the paper says "equal to" (同等) rather than a number
+
+
+BARE = SeedConfig("bare", "Bare", "Fig. 4", 1.0, 1.0, 438e3, 90e3)
+CONFIGS: tuple[SeedConfig, ...] = (
+    BARE,
+    SeedConfig("1fio-per-vm", "1fio/vm x N", "Fig. 4", 0.79, 1.0),
+    SeedConfig("nfio-per-vm", "N fio/vm", "Fig. 4", 0.21, 0.93),
+    SeedConfig("passthrough", "N fio/vm + Path Through", "Fig. 5", 1.0, 1.0, approx=True),
+    SeedConfig("iothread", "N fio/vm + iothread", "Fig. 8", 342 / 438, 89 / 90, 342e3, 89e3),
+    SeedConfig("two-devices", "1fio/vm x N, two SSDs", "Fig. 7", 1.57, 2.75, 689e3, 247e3),
+)
+BY_KEY = {c.key: c for c in CONFIGS}
+DEDICATED_BUSES = ("block", "vfio")
+
+
+def config_of(spec: dict[str, Any]) -> SeedConfig | None:
+    """The seed-000 configuration a target's spec fields (as the campaign stored them) have, if any."""
+    if spec.get("kind", "host") == "host":
+        return BARE
+    if spec.get("kind") != "qemu":
+        return None
+    vms, jobs = int(spec.get("vms", 1)), int(spec.get("jobs_per_vm", 1))
+    bus, iothreads = spec.get("bus", "virtio-blk"), int(spec.get("iothreads", 0))
+    paths = len(set(spec.get("backing", ())))
+    if vms > 1 and jobs == 1 and bus == "virtio-blk" and iothreads == 0:
+        return BY_KEY["two-devices" if paths >= 2 else "1fio-per-vm"]
+    if vms == 1 and jobs > 1 and paths == 1:
+        if bus in DEDICATED_BUSES:
+            return BY_KEY["passthrough"]
+        if bus == "virtio-blk":
+            return BY_KEY["iothread" if iothreads > 0 else "nfio-per-vm"]
+    return None
+
+
+@dataclass(frozen=True)
+class Measured:
+    iops: float | None
+    ratio: float | None  # over Bare's
+
+
+@dataclass(frozen=True)
+class SeedRow:
+    config: SeedConfig
+    target: str
+    setup: str  # accelerator and build: "tcg · qemu 10.0.2 / q35", "bare host"
+    fio: int  # fio processes of the target's points
+    read: Measured
+    write: Measured
+
+    def as_dict(self) -> dict[str, Any]:
+        c = self.config
+        return {
+            "configuration": c.term, "figure": c.figure, "target": self.target, "setup": self.setup,
+            "fio_processes": self.fio,
+            "seed": {"read_ratio": c.read_ratio, "write_ratio": c.write_ratio, "read_iops": c.read_iops,
+                     "write_iops": c.write_iops, "setup": SEED_SETUP},
+            "measured": {"read_iops": self.read.iops, "read_ratio": self.read.ratio,
+                         "write_iops": self.write.iops, "write_ratio": self.write.ratio},
+        }  # fmt: skip
+
+
+def bare_target(data: CampaignData, baseline: str | None) -> str | None:
+    """The host target seed 000's "Bare" is: the baseline when it is a host target, else the first one."""
+    hosts = [t for t in data.target_names() if data.targets.get(t, {}).get("kind", "host") == "host"]
+    return baseline if baseline in hosts else (hosts[0] if hosts else None)
+
+
+def rows(data: CampaignData, bare: str | None) -> list[SeedRow]:
+    """One row per target matching a seed configuration, Bare first, the paper's order; none without a
+    Bare target (``bare``: the host target the ratios are over) or without any VM configuration."""
+    if bare is None or config_of(data.targets.get(bare, {})) is not BARE:
+        return []
+    matched = [
+        (t, c) for t in data.target_names() if (c := config_of(data.targets.get(t, {}))) and c is not BARE
+    ]
+    if not matched:
+        return []
+    base = {d: best_iops(data, bare, d) for d in ("read", "write")}
+    order = {c.key: i for i, c in enumerate(CONFIGS)}
+    out = [_row(data, bare, BARE, base)]
+    for target, config in sorted(matched, key=lambda tc: order[tc[1].key]):
+        out.append(_row(data, target, config, base))
+    return out
+
+
+def _row(data: CampaignData, target: str, config: SeedConfig, base: dict[str, float | None]) -> SeedRow:
+    measured = {}
+    for ddir in ("read", "write"):
+        value, over = best_iops(data, target, ddir), base[ddir]
+        ratio = value / over if value is not None and over else None
+        measured[ddir] = Measured(value, ratio)
+    return SeedRow(config, target, setup_of(data, target), fio_processes(data, target), measured["read"],
+                   measured["write"])  # fmt: skip
+
+
+def sweep(data: CampaignData, target: str, ddir: str) -> list[Group]:
+    """The target's 4 KiB random-``ddir`` groups without load processes: the seed's sweep."""
+    rw = "randread" if ddir == "read" else "randwrite"
+    names = {w for w in data.workloads() if _rw(data, w) == rw}
+    return [g for g in data.groups() if g.target == target and g.key[1] in names and g.key[2] == 4096
+            and g.key[4] == 0 and g.rows]  # fmt: skip
+
+
+def best_iops(data: CampaignData, target: str, ddir: str) -> float | None:
+    """The highest IOPS of the sweep: the median over repetitions at each offered load, the largest."""
+    medians = [s.median for g in sweep(data, target, ddir) if (s := g.spread(lambda r: iops(r, ddir)))]
+    return max(medians) if medians else None
+
+
+def _rw(data: CampaignData, workload: str) -> str | None:
+    rw = data.workload_specs.get(workload, {}).get("rw")
+    return str(rw) if rw is not None else None
+
+
+def setup_of(data: CampaignData, target: str) -> str:
+    """Accelerator and QEMU build of a target's points (``tcg · qemu 10.0.2 / q35``), "bare host" without
+    VMs."""
+    build = data.builds().get(target)
+    accel = "/".join(sorted({str(r["accel"]) for r in data.done() if r["target"] == target and r["accel"]}))
+    if build is None:
+        return "bare host"
+    return f"{accel or '?'} · {build}"
+
+
+def fio_processes(data: CampaignData, target: str) -> int:
+    spec = data.targets.get(target, {})
+    if spec.get("kind") == "qemu":
+        return int(spec.get("vms", 1)) * int(spec.get("jobs_per_vm", 1))
+    jobs = {
+        int(w.get("numjobs", 1))
+        for n, w in data.workload_specs.items()
+        if w.get("rw") in ("randread", "randwrite")
+    }
+    return max(jobs) if jobs else 1
+
+
+def accelerators(found: list[SeedRow]) -> set[str]:
+    return {r.setup.split(" · ")[0] for r in found if " · " in r.setup}
+
+
+def format_text(found: list[SeedRow]) -> str:
+    """The terminal version: each configuration's ratio to Bare, the seed's (KVM) and the measured one."""
+    if not found:
+        return ""
+    head = ("seed 000 configuration", "target", "accelerator · build", "fio", "read: seed", "here", "write: seed",
+            "here")  # fmt: skip
+    lines = [head]
+    for r in found:
+        c = r.config
+        lines.append((c.term, r.target, r.setup, str(r.fio), ratio_text(c.read_ratio, c.approx),
+                      measured_text(r.read), ratio_text(c.write_ratio, c.approx), measured_text(r.write)))  # fmt: skip
+    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
+    body = "".join(
+        "  ".join(x.ljust(w) for x, w in zip(line, widths, strict=True)).rstrip() + "\n" for line in lines
+    )
+    note = f" {TCG_NOTE}" if "tcg" in accelerators(found) else ""
+    return (
+        f"seed 000 ({SEED_SETUP}) beside this campaign: IOPS / Bare IOPS at the top of each sweep.{note}\n"
+        + body
+    )
+
+
+def ratio_text(ratio: float | None, approx: bool = False) -> str:
+    if ratio is None:
+        return "-"
+    return f"~{ratio:.1f}" if approx else f"{ratio:.2f}"
+
+
+def measured_text(m: Measured) -> str:
+    if m.iops is None:
+        return "-"
+    return f"{ratio_text(m.ratio)} ({m.iops:.0f})"
