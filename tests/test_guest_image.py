@@ -99,7 +99,8 @@ def test_cli_rejects_modules_without_kernel(capsys: pytest.CaptureFixture[str]) 
 def test_build_makes_a_bootable_layout_and_caches(tmp_path_factory: pytest.TempPathFactory) -> None:
     built = session_guest(tmp_path_factory)
     assert built.kernel.stat().st_size > 1 << 20
-    assert built.size == built.kernel.stat().st_size + built.initrd.stat().st_size
+    files = [built.kernel, built.initrd] + ([built.boot_kernel] if built.boot_kernel != built.kernel else [])
+    assert built.size == sum(f.stat().st_size for f in files)
     assert built.versions.fio.startswith("fio-")
     entries = read_cpio(built.initrd.read_bytes())
     assert {"init", "bin/busybox", "usr/bin/fio", "bin/vmio-agent", "dev/console"} <= set(entries)

@@ -19,13 +19,14 @@ from importlib import resources
 from pathlib import Path
 
 from vmio.errors import InputError
-from vmio.guest import inputs, kmod, stubs
+from vmio.guest import inputs, kmod, pvh, stubs
 from vmio.guest.cpio import CpioWriter
 from vmio.guest.kmod import read_module, resolve_modules
 from vmio.system.process import Runner
 
-# Bump when the image layout changes (2: uncompressed initramfs; 3: fio's engine libraries stubbed).
-FORMAT = 3
+# Bump when the image layout changes (2: uncompressed initramfs; 3: fio's engine libraries stubbed,
+# busybox's applet links in the image; 4: an ELF vmlinux for PVH boot beside the bzImage).
+FORMAT = 4
 FIO_PORT = 8765
 READY_MARKER = "VMIO-READY"
 
@@ -43,6 +44,12 @@ class GuestImage:
     @property
     def kernel(self) -> Path:
         return self.path / "vmlinuz"
+
+    @property
+    def boot_kernel(self) -> Path:
+        """What QEMU's ``-kernel`` gets: the PVH-bootable ELF when the image has one, else the bzImage."""
+        elf = self.path / "vmlinux"
+        return elf if elf.is_file() else self.kernel
 
     @property
     def initrd(self) -> Path:
@@ -73,7 +80,7 @@ def script(name: str) -> str:
     return (resources.files("vmio.guest") / name).read_text()
 
 
-def versions(source: inputs.KernelSource, runner: Runner, stub_engines: bool = True) -> inputs.Versions:
+def versions(source: inputs.KernelSource, runner: Runner, lean: bool = True) -> inputs.Versions:
     modules = ",".join(kmod.WANTED_MODULES)
     scripts = hashlib.sha256(
         (
@@ -81,7 +88,8 @@ def versions(source: inputs.KernelSource, runner: Runner, stub_engines: bool = T
             + script("agent.sh")
             + f"format={FORMAT}"
             + f"modules={modules}"
-            + f"stubs={stubs.fingerprint() if _stubbing(stub_engines) else 'none'}"
+            + f"stubs={stubs.fingerprint() if _stubbing(lean) else 'none'}"
+            + (f"pvh={pvh.tools_for_pvh()}" if lean else "lean=no")
         ).encode()
     )
     return inputs.Versions(
@@ -92,8 +100,8 @@ def versions(source: inputs.KernelSource, runner: Runner, stub_engines: bool = T
     )
 
 
-def _stubbing(stub_engines: bool) -> bool:
-    return stub_engines and stubs.available()
+def _stubbing(lean: bool) -> bool:
+    return lean and stubs.available()
 
 
 def load(path: Path) -> GuestImage:
@@ -113,11 +121,11 @@ def find(
     *,
     root: Path | None = None,
     runner: Runner | None = None,
-    stub_engines: bool = True,
+    lean: bool = True,
 ) -> GuestImage | None:
     """The cached image for the current inputs, or None when it has not been built."""
     runner = runner or Runner()
-    key = versions(source or inputs.KernelSource(), runner, stub_engines).key()
+    key = versions(source or inputs.KernelSource(), runner, lean).key()
     path = (root or cache_root()) / key
     return load(path) if (path / "manifest.json").is_file() else None
 
@@ -128,15 +136,16 @@ def build(
     root: Path | None = None,
     force: bool = False,
     runner: Runner | None = None,
-    stub_engines: bool = True,
+    lean: bool = True,
 ) -> GuestImage:
     """The guest image for the current inputs, built (into the cache) unless it is there already.
 
-    ``stub_engines=False`` keeps the real libraries of fio's network engines (see ``stubs``): the
-    image as it was before they were stubbed, ~90 MB instead of ~10, for comparing boot times."""
+    ``lean=False`` builds the image as it was before its boot was made fast, for comparing boot
+    times: the real libraries of fio's network engines instead of stubs (see ``stubs``; an ~85 MiB
+    initramfs instead of ~8), no PVH ``vmlinux`` (see ``pvh``), busybox's links made at boot."""
     runner = runner or Runner()
     source = source or inputs.KernelSource()
-    vers = versions(source, runner, stub_engines)
+    vers = versions(source, runner, lean)
     final = (root or cache_root()) / vers.key()
     if (final / "manifest.json").is_file() and not force:
         return load(final)
@@ -145,17 +154,17 @@ def build(
         fcntl.flock(lock, fcntl.LOCK_EX)  # one builder at a time; a waiting one then finds the image
         if (final / "manifest.json").is_file() and not force:
             return load(final)
-        return _build_locked(source, runner, vers, final, _stubbing(stub_engines))
+        return _build_locked(source, runner, vers, final, lean)
 
 
 def _build_locked(
-    source: inputs.KernelSource, runner: Runner, vers: inputs.Versions, final: Path, stub_engines: bool
+    source: inputs.KernelSource, runner: Runner, vers: inputs.Versions, final: Path, lean: bool
 ) -> GuestImage:
     with tempfile.TemporaryDirectory(prefix="build-", dir=final.parent) as tmp:
         work = Path(tmp)
         staged = work / "image"
         staged.mkdir()
-        modules = _assemble(source, runner, work, staged, stub_engines)
+        modules = _assemble(source, runner, work, staged, lean)
         size = sum(f.stat().st_size for f in staged.iterdir())
         image = GuestImage(final, vers.key(), vers, size, tuple(p.name for p in modules))
         manifest = {**image.to_json(), "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
@@ -166,9 +175,7 @@ def _build_locked(
     return load(final)
 
 
-def _assemble(
-    source: inputs.KernelSource, runner: Runner, work: Path, out: Path, stub_engines: bool
-) -> list[Path]:
+def _assemble(source: inputs.KernelSource, runner: Runner, work: Path, out: Path, lean: bool) -> list[Path]:
     if source.kernel is None:
         kernel, moddir = inputs.fetch_debian_kernel(runner, work)
         modules = resolve_modules(moddir)
@@ -176,16 +183,18 @@ def _assemble(
         kernel = source.kernel
         modules = resolve_modules(source.modules) if source.modules else []
     shutil.copyfile(kernel, out / "vmlinuz")
+    if lean:
+        pvh.extract_pvh(kernel, out / "vmlinux")
     busybox = inputs.find_busybox(runner, work)
     fio = shutil.which("fio")
     if fio is None:
         raise InputError("fio is not installed; install the Debian package 'fio'")
-    libs, replaced = _fio_libraries(runner, Path(fio), work / "stubs" if stub_engines else None)
-    # Uncompressed: under TCG the guest kernel inflating ~90 MB costs ~1.4 s of CPU per boot (gzip -1;
-    # zstd ~0.5 s), more than reading the larger file costs; the image is ~95 MB on disk instead of ~45.
+    libs, replaced = _fio_libraries(runner, Path(fio), work / "stubs" if _stubbing(lean) else None)
+    # Uncompressed: under TCG the guest kernel inflating the former ~90 MB cost ~1.4 s of CPU per boot
+    # (gzip -1; zstd ~0.5 s); unpacking the ~8 MB it is now costs ~0.1 s.
     with open(out / "initramfs.img", "wb") as raw:
         writer = CpioWriter(raw)
-        _write_tree(writer, busybox, Path(fio), libs, modules, replaced)
+        _write_tree(writer, busybox, Path(fio), libs, modules, replaced, applet_links=lean)
         writer.close()
     return modules
 
@@ -212,6 +221,7 @@ def _write_tree(
     libs: list[Path],
     modules: list[Path],
     replaced: dict[Path, Path] | None = None,
+    applet_links: bool = True,
 ) -> None:
     replaced = replaced or {}
     for d in (
@@ -241,6 +251,9 @@ def _write_tree(
         _parents(w, where.parent)
         w.file(str(where), lib.read_bytes(), 0o755)
     lib_dirs = ":".join(sorted({str(where.parent) for where, _ in placed}))
+    # busybox's applets as links made here: ``busybox --install -s`` in the guest costs ~0.1 s under TCG.
+    for applet in inputs.busybox_applets(busybox) if applet_links else []:
+        w.symlink(applet, "/bin/busybox")
     w.file("init", script("init.sh").replace("@LD_LIBRARY_PATH@", lib_dirs).encode(), 0o755)
     w.file("bin/vmio-agent", script("agent.sh").encode(), 0o755)
     listing = []
