@@ -60,6 +60,7 @@ class GuestImage:
             "path": str(self.path),
             "key": self.key,
             "kernel": str(self.kernel),
+            "boot_kernel": str(self.boot_kernel),
             "initrd": str(self.initrd),
             "size": self.size,
             "versions": asdict(self.versions),
