@@ -88,7 +88,8 @@ def boot(column: Column, accel: str, disks: tuple[Disk, ...], workdir: Path) -> 
 def describe(image: GuestImage, name: str) -> str:
     return (
         f"{name} image {image.key}: initramfs {image.initrd.stat().st_size / 2**20:.1f} MiB, "
-        f"kernel {image.kernel.stat().st_size / 2**20:.1f} MiB ({image.versions.kernel})"
+        f"-kernel {image.boot_kernel.name} {image.boot_kernel.stat().st_size / 2**20:.1f} MiB "
+        f"({'PVH ELF' if image.boot_kernel != image.kernel else 'bzImage'}, {image.versions.kernel})"
     )
 
 
