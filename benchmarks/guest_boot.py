@@ -58,7 +58,7 @@ def qemu_cpu_seconds(pid: int) -> float:
 def spread(values: list[float]) -> str:
     if not values:
         return "-"
-    quartiles = statistics.quantiles(values, n=4) if len(values) > 1 else [values[0]] * 3
+    quartiles = statistics.quantiles(values, n=4, method="inclusive") if len(values) > 1 else [values[0]] * 3
     return (
         f"{statistics.median(values):6.2f} s  {min(values):5.2f}-{max(values):5.2f}  "
         f"IQR {quartiles[0]:5.2f}-{quartiles[2]:5.2f}"
