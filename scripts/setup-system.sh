@@ -16,6 +16,8 @@ want busybox-static
 want e2fsprogs
 want cpio
 want zstd
+want lz4                        # the guest kernel's payload, unpacked for a PVH boot
+want gcc                        # stub libraries for fio's network engines in the guest image
 want xz-utils
 want procps
 want blktrace

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import shutil
 import stat
+import subprocess
 from io import BytesIO
 from pathlib import Path
 
@@ -11,11 +15,12 @@ import pytest
 
 from vmio.cli import main
 from vmio.errors import InputError
-from vmio.guest import image
+from vmio.guest import image, stubs
 from vmio.guest.cpio import CpioWriter
-from vmio.guest.inputs import KernelSource, Versions
+from vmio.guest.inputs import KernelSource, Versions, shared_libraries
 from vmio.guest.kmod import modinfo_depends, module_name, resolve_modules
 from vmio.qemu import probe_caps
+from vmio.system.process import Runner
 
 from qemu_support import needs_qemu, session_guest
 
@@ -99,7 +104,8 @@ def test_cli_rejects_modules_without_kernel(capsys: pytest.CaptureFixture[str]) 
 def test_build_makes_a_bootable_layout_and_caches(tmp_path_factory: pytest.TempPathFactory) -> None:
     built = session_guest(tmp_path_factory)
     assert built.kernel.stat().st_size > 1 << 20
-    assert built.size == built.kernel.stat().st_size + built.initrd.stat().st_size
+    files = [built.kernel, built.initrd] + ([built.boot_kernel] if built.boot_kernel != built.kernel else [])
+    assert built.size == sum(f.stat().st_size for f in files)
     assert built.versions.fio.startswith("fio-")
     entries = read_cpio(built.initrd.read_bytes())
     assert {"init", "bin/busybox", "usr/bin/fio", "bin/vmio-agent", "dev/console"} <= set(entries)
@@ -158,3 +164,56 @@ def test_build_with_a_given_kernel_and_no_modules(
     assert own.modules == () and own.kernel.read_bytes() == debian.kernel.read_bytes()
     entries = read_cpio(own.initrd.read_bytes())
     assert entries["etc/vmio/modules"][1] == b"" and "usr/bin/fio" in entries
+
+
+# -- a fast boot: fio's engine libraries stubbed, a PVH kernel, busybox's links in the image -----------
+
+
+@pytest.mark.skipif(not stubs.available(), reason="needs gcc")
+def test_fio_runs_on_the_stub_libraries_and_a_stubbed_engine_says_so(tmp_path: Path) -> None:
+    runner = Runner()
+    fio = Path(shutil.which("fio") or "fio")
+    replaced = stubs.build(runner, fio, shared_libraries(runner, str(fio)), tmp_path / "stubs")
+    assert {"librbd.so.1", "librados.so.2", "libgfapi.so.0"} <= set(replaced)
+    env = {**os.environ, "LD_LIBRARY_PATH": str(tmp_path / "stubs")}
+    # the dynamic loader (fio binds every symbol at start) resolves fio against the stubs alone
+    ldd = subprocess.run(["ldd", str(fio)], env=env, capture_output=True, text=True, timeout=60).stdout
+    assert f"librbd.so.1 => {tmp_path / 'stubs' / 'librbd.so.1'}" in ldd
+    assert "libceph-common" not in ldd and "libicudata" not in ldd
+    version = subprocess.run([str(fio), "--version"], env=env, capture_output=True, text=True, timeout=60)
+    assert version.returncode == 0 and version.stdout.startswith("fio-")
+    job = [str(fio), "--name=x", "--ioengine=rbd", "--pool=p", "--rbdname=i", "--size=1M", "--clientname=a"]
+    done = subprocess.run(job, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 127
+    assert "fio called into librados.so.2, which the guest image leaves out" in done.stderr
+
+
+def test_stub_version_script_keeps_fio_s_symbol_versions() -> None:
+    code, script = stubs.source("libgfapi.so.0", {"glfs_new": "GFAPI_3.4.0", "glfs_fsync": "GFAPI_6.0"})
+    assert "void glfs_new(void)" in code and "void glfs_fsync(void)" in code
+    assert script.splitlines() == [
+        "GFAPI_3.4.0 { global: glfs_new; local: *; };",
+        "GFAPI_6.0 { global: glfs_fsync; } GFAPI_3.4.0;",
+    ]
+    assert stubs.source("librbd.so.1", {"rbd_open": ""})[1] == "{ global: rbd_open; local: *; };\n"
+
+
+def test_the_lean_image_has_its_own_cache_key() -> None:
+    runner = Runner()
+    source = KernelSource(kernel=Path(shutil.which("fio") or "/bin/sh"))  # any file: no download
+    assert image.versions(source, runner, lean=True).key() != image.versions(source, runner, lean=False).key()
+
+
+@pytest.mark.qemu
+@needs_qemu
+def test_image_is_small_boots_through_pvh_and_links_busybox(tmp_path_factory: pytest.TempPathFactory) -> None:
+    built = session_guest(tmp_path_factory)
+    entries = read_cpio(built.initrd.read_bytes())
+    assert built.initrd.stat().st_size < 20 << 20  # was ~85 MiB with fio's real engine libraries
+    rbd = next(data for name, (_, data) in entries.items() if name.endswith("/librbd.so.1"))
+    assert len(rbd) < 64 << 10
+    assert entries["bin/mount"][1] == b"/bin/busybox" and entries["usr/bin/awk"][1] == b"/bin/busybox"
+    if shutil.which("lz4"):  # Debian's kernel payload is LZ4
+        assert built.boot_kernel.name == "vmlinux"
+        notes = subprocess.run(["readelf", "-n", str(built.boot_kernel)], capture_output=True, text=True)
+        assert re.search(r"Xen\s+0x[0-9a-f]+\s+Unknown note type: \(0x00000012\)", notes.stdout)

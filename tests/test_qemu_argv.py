@@ -144,3 +144,24 @@ def test_nvme_guests_get_a_short_io_timeout() -> None:
     disk = (Disk(Path("/var/tmp/x.img")),)
     assert "nvme_core.io_timeout=2" in kernel_cmdline(VMConfig(disks=disk, bus="nvme")).split()
     assert "nvme_core.io_timeout" not in kernel_cmdline(VMConfig(disks=disk, bus="virtio-blk"))
+
+
+def test_guests_skip_the_drivers_of_hardware_they_do_not_have() -> None:
+    from pathlib import Path
+
+    from vmio.guest import kmod
+    from vmio.qemu import Disk, VMConfig, kernel_cmdline
+
+    def skipped(config: VMConfig) -> set[str]:
+        arg = next(a for a in kernel_cmdline(config).split() if a.startswith("vmio.skip_modules="))
+        return set(arg.split("=", 1)[1].split(","))
+
+    disk = (Disk(Path("/var/tmp/x.img")),)
+    micro = skipped(VMConfig(disks=disk, machine="microvm"))
+    assert {"virtio_pci", "scsi_mod"} <= micro and "virtio_mmio" not in micro and "virtio_blk" not in micro
+    scsi = skipped(VMConfig(disks=disk, bus="virtio-scsi"))
+    assert "virtio_mmio" in scsi and not scsi & {"virtio_pci", "virtio_scsi", "sd_mod", "scsi_mod"}
+    for config in (VMConfig(disks=disk, bus="nvme"), VMConfig(disks=disk, machine="pc")):
+        assert "virtio_pci" not in skipped(config) and "virtio_blk" not in skipped(config)
+    wanted = set(kmod.WANTED_MODULES)  # what a VM's devices need is never skipped
+    assert not micro & wanted - {"virtio_pci", "virtio_scsi", "sd_mod", "nvme"}

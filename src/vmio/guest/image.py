@@ -19,12 +19,14 @@ from importlib import resources
 from pathlib import Path
 
 from vmio.errors import InputError
-from vmio.guest import inputs, kmod
+from vmio.guest import inputs, kmod, pvh, stubs
 from vmio.guest.cpio import CpioWriter
 from vmio.guest.kmod import read_module, resolve_modules
 from vmio.system.process import Runner
 
-FORMAT = 2  # bump when the image layout changes (2: uncompressed initramfs)
+# Bump when the image layout changes (2: uncompressed initramfs; 3: fio's engine libraries stubbed,
+# busybox's applet links in the image; 4: an ELF vmlinux for PVH boot beside the bzImage).
+FORMAT = 4
 FIO_PORT = 8765
 READY_MARKER = "VMIO-READY"
 
@@ -44,6 +46,12 @@ class GuestImage:
         return self.path / "vmlinuz"
 
     @property
+    def boot_kernel(self) -> Path:
+        """What QEMU's ``-kernel`` gets: the PVH-bootable ELF when the image has one, else the bzImage."""
+        elf = self.path / "vmlinux"
+        return elf if elf.is_file() else self.kernel
+
+    @property
     def initrd(self) -> Path:
         return self.path / "initramfs.img"
 
@@ -52,6 +60,7 @@ class GuestImage:
             "path": str(self.path),
             "key": self.key,
             "kernel": str(self.kernel),
+            "boot_kernel": str(self.boot_kernel),
             "initrd": str(self.initrd),
             "size": self.size,
             "versions": asdict(self.versions),
@@ -72,10 +81,17 @@ def script(name: str) -> str:
     return (resources.files("vmio.guest") / name).read_text()
 
 
-def versions(source: inputs.KernelSource, runner: Runner) -> inputs.Versions:
+def versions(source: inputs.KernelSource, runner: Runner, lean: bool = True) -> inputs.Versions:
     modules = ",".join(kmod.WANTED_MODULES)
     scripts = hashlib.sha256(
-        (script("init.sh") + script("agent.sh") + f"format={FORMAT}" + f"modules={modules}").encode()
+        (
+            script("init.sh")
+            + script("agent.sh")
+            + f"format={FORMAT}"
+            + f"modules={modules}"
+            + f"stubs={stubs.fingerprint() if _stubbing(lean) else 'none'}"
+            + (f"pvh={pvh.tools_for_pvh()}" if lean else "lean=no")
+        ).encode()
     )
     return inputs.Versions(
         kernel=source.version(runner),
@@ -83,6 +99,10 @@ def versions(source: inputs.KernelSource, runner: Runner) -> inputs.Versions:
         fio=inputs.fio_version(runner),
         init=scripts.hexdigest()[:16],
     )
+
+
+def _stubbing(lean: bool) -> bool:
+    return lean and stubs.available()
 
 
 def load(path: Path) -> GuestImage:
@@ -98,11 +118,15 @@ def load(path: Path) -> GuestImage:
 
 
 def find(
-    source: inputs.KernelSource | None = None, *, root: Path | None = None, runner: Runner | None = None
+    source: inputs.KernelSource | None = None,
+    *,
+    root: Path | None = None,
+    runner: Runner | None = None,
+    lean: bool = True,
 ) -> GuestImage | None:
     """The cached image for the current inputs, or None when it has not been built."""
     runner = runner or Runner()
-    key = versions(source or inputs.KernelSource(), runner).key()
+    key = versions(source or inputs.KernelSource(), runner, lean).key()
     path = (root or cache_root()) / key
     return load(path) if (path / "manifest.json").is_file() else None
 
@@ -113,11 +137,16 @@ def build(
     root: Path | None = None,
     force: bool = False,
     runner: Runner | None = None,
+    lean: bool = True,
 ) -> GuestImage:
-    """The guest image for the current inputs, built (into the cache) unless it is there already."""
+    """The guest image for the current inputs, built (into the cache) unless it is there already.
+
+    ``lean=False`` builds the image as it was before its boot was made fast, for comparing boot
+    times: the real libraries of fio's network engines instead of stubs (see ``stubs``; an ~85 MiB
+    initramfs instead of ~8), no PVH ``vmlinux`` (see ``pvh``), busybox's links made at boot."""
     runner = runner or Runner()
     source = source or inputs.KernelSource()
-    vers = versions(source, runner)
+    vers = versions(source, runner, lean)
     final = (root or cache_root()) / vers.key()
     if (final / "manifest.json").is_file() and not force:
         return load(final)
@@ -126,17 +155,17 @@ def build(
         fcntl.flock(lock, fcntl.LOCK_EX)  # one builder at a time; a waiting one then finds the image
         if (final / "manifest.json").is_file() and not force:
             return load(final)
-        return _build_locked(source, runner, vers, final)
+        return _build_locked(source, runner, vers, final, lean)
 
 
 def _build_locked(
-    source: inputs.KernelSource, runner: Runner, vers: inputs.Versions, final: Path
+    source: inputs.KernelSource, runner: Runner, vers: inputs.Versions, final: Path, lean: bool
 ) -> GuestImage:
     with tempfile.TemporaryDirectory(prefix="build-", dir=final.parent) as tmp:
         work = Path(tmp)
         staged = work / "image"
         staged.mkdir()
-        modules = _assemble(source, runner, work, staged)
+        modules = _assemble(source, runner, work, staged, lean)
         size = sum(f.stat().st_size for f in staged.iterdir())
         image = GuestImage(final, vers.key(), vers, size, tuple(p.name for p in modules))
         manifest = {**image.to_json(), "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
@@ -147,7 +176,7 @@ def _build_locked(
     return load(final)
 
 
-def _assemble(source: inputs.KernelSource, runner: Runner, work: Path, out: Path) -> list[Path]:
+def _assemble(source: inputs.KernelSource, runner: Runner, work: Path, out: Path, lean: bool) -> list[Path]:
     if source.kernel is None:
         kernel, moddir = inputs.fetch_debian_kernel(runner, work)
         modules = resolve_modules(moddir)
@@ -155,21 +184,47 @@ def _assemble(source: inputs.KernelSource, runner: Runner, work: Path, out: Path
         kernel = source.kernel
         modules = resolve_modules(source.modules) if source.modules else []
     shutil.copyfile(kernel, out / "vmlinuz")
+    if lean:
+        pvh.extract_pvh(kernel, out / "vmlinux")
     busybox = inputs.find_busybox(runner, work)
     fio = shutil.which("fio")
     if fio is None:
         raise InputError("fio is not installed; install the Debian package 'fio'")
-    libs = inputs.shared_libraries(runner, fio)
-    # Uncompressed: under TCG the guest kernel inflating ~90 MB costs ~1.4 s of CPU per boot (gzip -1;
-    # zstd ~0.5 s), more than reading the larger file costs; the image is ~95 MB on disk instead of ~45.
+    libs, replaced = _fio_libraries(runner, Path(fio), work / "stubs" if _stubbing(lean) else None)
+    # Uncompressed: under TCG the guest kernel inflating the former ~90 MB cost ~1.4 s of CPU per boot
+    # (gzip -1; zstd ~0.5 s); unpacking the ~8 MB it is now costs ~0.1 s.
     with open(out / "initramfs.img", "wb") as raw:
         writer = CpioWriter(raw)
-        _write_tree(writer, busybox, Path(fio), libs, modules)
+        _write_tree(writer, busybox, Path(fio), libs, modules, replaced, applet_links=lean)
         writer.close()
     return modules
 
 
-def _write_tree(w: CpioWriter, busybox: Path, fio: Path, libs: list[Path], modules: list[Path]) -> None:
+def _fio_libraries(runner: Runner, fio: Path, stub_dir: Path | None) -> tuple[list[Path], dict[Path, Path]]:
+    """The libraries fio needs in the guest, and where each stub goes (stub file -> the real library's
+    path, which it takes in the image). Without ``stub_dir``: the real libraries, nothing replaced."""
+    libs = inputs.shared_libraries(runner, str(fio))
+    if stub_dir is None:
+        return libs, {}
+    real = stubs.build(runner, fio, libs, stub_dir)
+    env = {"LD_LIBRARY_PATH": str(stub_dir)}
+    done = runner.run([str(fio), "--version"], timeout=60, env=env, check=False)
+    if done.returncode != 0:  # the loader refused a stub: keep the real libraries
+        return libs, {}
+    libs = inputs.shared_libraries(runner, str(fio), env=env)
+    return libs, {stub_dir / name: path for name, path in real.items()}
+
+
+def _write_tree(
+    w: CpioWriter,
+    busybox: Path,
+    fio: Path,
+    libs: list[Path],
+    modules: list[Path],
+    replaced: dict[Path, Path] | None = None,
+    applet_links: bool = True,
+) -> None:
+    replaced = replaced or {}
     for d in (
         "bin",
         "sbin",
@@ -192,10 +247,14 @@ def _write_tree(w: CpioWriter, busybox: Path, fio: Path, libs: list[Path], modul
     w.file("bin/busybox", busybox.read_bytes(), 0o755)
     w.symlink("bin/sh", "busybox")
     w.file("usr/bin/fio", fio.read_bytes(), 0o755)
-    for lib in libs:
-        _parents(w, lib.parent)
-        w.file(str(lib), lib.read_bytes(), 0o755)
-    lib_dirs = ":".join(sorted({str(lib.parent) for lib in libs}))
+    placed = [(replaced.get(lib, lib), lib) for lib in libs]  # (path in the guest, file read)
+    for where, lib in placed:
+        _parents(w, where.parent)
+        w.file(str(where), lib.read_bytes(), 0o755)
+    lib_dirs = ":".join(sorted({str(where.parent) for where, _ in placed}))
+    # busybox's applets as links made here: ``busybox --install -s`` in the guest costs ~0.1 s under TCG.
+    for applet in inputs.busybox_applets(busybox) if applet_links else []:
+        w.symlink(applet, "/bin/busybox")
     w.file("init", script("init.sh").replace("@LD_LIBRARY_PATH@", lib_dirs).encode(), 0o755)
     w.file("bin/vmio-agent", script("agent.sh").encode(), 0o755)
     listing = []

@@ -110,9 +110,15 @@ def find_busybox(runner: Runner, work: Path) -> Path:
     return work / "busybox" / "bin" / "busybox"
 
 
-def shared_libraries(runner: Runner, binary: str) -> list[Path]:
-    """The shared libraries and the dynamic loader ``binary`` needs, from ``ldd``."""
-    out = runner.run(["ldd", binary], timeout=60).stdout
+def busybox_applets(busybox: Path, runner: Runner | None = None) -> list[str]:
+    """Where busybox installs its applets (``busybox --list-full``: ``usr/bin/awk``, ...)."""
+    out = (runner or Runner()).run([str(busybox), "--list-full"], timeout=30).stdout
+    return [line.strip() for line in out.splitlines() if line.strip()]
+
+
+def shared_libraries(runner: Runner, binary: str, env: dict[str, str] | None = None) -> list[Path]:
+    """The shared libraries and the dynamic loader ``binary`` needs, from ``ldd`` (run with ``env``)."""
+    out = runner.run(["ldd", binary], timeout=60, env=env).stdout
     libs: list[Path] = []
     for line in out.splitlines():
         match = re.search(r"(?:=>\s*)?(/\S+)\s+\(0x", line)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from vmio.errors import InputError
 
-MIN_MEMORY = 256 * 2**20  # the initramfs unpacks to ~85 MiB and fio needs room beside it
+MIN_MEMORY = 256 * 2**20  # the initramfs unpacks to ~8 MiB (~85 with build(lean=False)); fio needs room
 
 
 class Bus(StrEnum):
