@@ -47,7 +47,7 @@ def test_balloons_follow_the_controller_and_a_pressured_guest_is_deflated(
     guest: GuestImage, qcaps: QemuCaps, tmp_path: Path
 ) -> None:
     settings = LiveSettings(
-        policy="mom", budget=576 * M, max_step=32 * M, interval=1.5, duration=12.0, loads=(Load(180 * M),)
+        policy="mom", budget=576 * M, max_step=32 * M, interval=1.5, duration=12.0, loads=(Load(260 * M),)
     )
     accel = AccelProber(guest, qcaps, cache_dir=guest.path.parents[1] / "accel").resolve("auto").accel
     configs = vm_configs(settings, accel, tmp_path)
