@@ -15,7 +15,7 @@ import random
 SPAN = 2 << 30  # the seed draws offsets within the first 2 GiB of the device
 LOG_FILE = "vmio-ops"  # the file name inside the log; replay_redirect sends its I/O to the endpoint
 GUEST_DIR = "/tmp"
-PUT_RUNTIME = "1s"  # the exec job lasts this long (fio waits out its runtime)
+PUT_RUNTIME = "500ms"  # the exec job lasts this long (fio waits out its runtime, then grace_time)
 
 
 def generate(seed: int, count: int, span: int, align: int) -> list[int]:
@@ -62,6 +62,8 @@ def put_section(text: str, path: str) -> dict[str, str | int | float]:
     command = f"echo\t{data}|base64\t-d>{part}&&mv\t{part}\t{path}"
     return {
         "ioengine": "exec",
+        "rw": "read",  # not the workload's random pattern: fio would map the device for it and give up
+        "norandommap": 1,
         "program": "/bin/sh",
         "arguments": f"-c {command}",
         "std_redirect": 0,

@@ -52,7 +52,7 @@ class FioOutput:
 
 def extract_json(text: str) -> tuple[dict[str, Any], str]:
     """Find fio's JSON document in ``text``; return it and the text around it."""
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(strict=False)  # job options may hold tabs (an exec job's command)
     start = 0
     while True:
         start = text.find("{", start)
@@ -73,7 +73,7 @@ def _why_no_json(text: str) -> str:
     if first < 0 or last < first:
         return "fio printed no JSON object"
     try:
-        json.loads(text[first : last + 1])
+        json.loads(text[first : last + 1], strict=False)
     except json.JSONDecodeError as exc:
         line = text[:first].count("\n") + exc.lineno
         return f"fio output is not valid JSON at line {line}: {exc.msg}"
