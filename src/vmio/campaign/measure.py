@@ -101,7 +101,9 @@ def _measure(
     files, texts = [], []
     for i, ep in enumerate(endpoints):
         place = dataclasses.replace(
-            ep.place, lat_log_prefix=str(rundir / f"ops-{i}"), hist_log_prefix=str(rundir / f"hist-{i}"),
+            ep.place,
+            lat_log_prefix=str(rundir / f"ops-{i}"),
+            hist_log_prefix=str(rundir / f"hist-{i}"),
             lat_log_offsets=ep.server is None,
         )
         if replay is not None and ep.server is None:  # fio runs here: the log is a file beside the job

@@ -148,7 +148,9 @@ def attach_loops(target: QemuTarget, env: Env, stack: contextlib.ExitStack) -> l
         if target.size is not None:
             host.prepare_file(path, target.size * count)
         elif not Path(path).is_file():
-            raise InputError(f'target {target.name!r}: backing {path!r} does not exist; give size (e.g. "1G")')
+            raise InputError(
+                f'target {target.name!r}: backing {path!r} does not exist; give size (e.g. "1G")'
+            )
         loops.append(stack.enter_context(loop_device(path, env.runner, env.sys_root)))
     return loops
 
