@@ -73,10 +73,29 @@ def _campaign(data: dict[str, Any], loc: Locator) -> Campaign:
     if count > MAX_POINTS:
         raise loc.error("campaign", 0, None, f"the spec expands to {count} points; a campaign holds at most "
                         f"{MAX_POINTS}: split it, or shorten the lists of bs, offered_iops or load_processes")  # fmt: skip
+    _check_ops_loads(targets, workloads, loc)
     if seed is not None and not any(w.ops for w in workloads):
         raise loc.error("campaign", 0, "seed", f"campaign.seed = {seed} sets the offsets of timed operations; "
                         "no workload has ops = N (the operations per process to replay at those offsets)")  # fmt: skip
     return Campaign(name, repetitions, targets, workloads, loc.path, sla, seed)
+
+
+def _check_ops_loads(targets: tuple[Target, ...], workloads: tuple[Workload, ...], loc: Locator) -> None:
+    """Timed operations beside load processes: one measured process per fio. fio's ``exitall`` (which ends
+    the loads when the operations are done) ends every job as soon as the first one ends, so a second
+    measured process in the same fio would be cut short."""
+    for i, w in enumerate(workloads):
+        if not (w.ops and any(w.load_processes)):
+            continue
+        if w.numjobs > 1:
+            raise loc.error("workload", i, "numjobs", f"workload[{i}].numjobs = {w.numjobs} with ops = {w.ops} "
+                            "and load processes: one measured process per fio (the loads stop when the first "
+                            "measured process ends); use numjobs = 1, or a separate workload without loads")  # fmt: skip
+        for j, t in enumerate(targets):
+            if isinstance(t, QemuTarget) and t.jobs_per_vm > 1:
+                raise loc.error("target", j, "jobs_per_vm", f"target[{j}].jobs_per_vm = {t.jobs_per_vm} with "
+                                f"workload {w.name!r} (ops and load processes): one measured process per VM "
+                                "(the loads stop when the first measured process ends); use vms instead")  # fmt: skip
 
 
 def _array(data: dict[str, Any], key: str, loc: Locator) -> list[Any]:
