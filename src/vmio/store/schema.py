@@ -125,7 +125,7 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     ),
     (
         6,
-        "seed 004: a campaign's seed and the operation offsets drawn from it; each operation's offset",
+        "seed 004: the campaign seed and the operation offsets drawn from it, the offset of each logged operation",
         """
         ALTER TABLE campaign ADD COLUMN seed INTEGER;
         ALTER TABLE campaign ADD COLUMN offsets_json TEXT;
