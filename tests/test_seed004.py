@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import sqlite3
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -299,3 +303,36 @@ def test_ops_without_a_campaign_is_exit_2(capsys: pytest.CaptureFixture[str], tm
     Store(tmp_path / "e.db").close()
     assert main(["show", "--ops", "--db", str(tmp_path / "e.db")]) == 2
     assert "--ops needs a campaign" in capsys.readouterr().err
+
+
+def test_loop_detached_when_the_run_is_terminated(tmp_path: Path) -> None:
+    root = Path("/var/tmp") / f"vmio-seed004-term-{tmp_path.name}"
+    root.mkdir(exist_ok=True)
+    image = root / "t.img"
+    spec = tmp_path / "t.toml"
+    spec.write_text(
+        f'[campaign]\nname = "t"\n[[target]]\nname = "bare"\npath = "{image}"\nsize = "8M"\nloop = true\n'
+        '[[workload]]\nname = "w"\nrw = "randread"\nruntime = "60s"\n'
+    )
+    run = subprocess.Popen(
+        [sys.executable, "-m", "vmio", "run", str(spec), "--db", str(tmp_path / "t.db")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not loops_over(image) and time.monotonic() < deadline and run.poll() is None:
+            time.sleep(0.1)
+        assert loops_over(image), "the loop device never appeared"
+        time.sleep(1)  # fio is running on it
+        run.send_signal(signal.SIGTERM)
+        _, err = run.communicate(timeout=60)
+        assert run.returncode == 130 and "interrupted" in err, err
+        assert loops_over(image) == []
+    finally:
+        if run.poll() is None:
+            run.kill()
+        for f in root.iterdir():
+            f.unlink()
+        root.rmdir()
