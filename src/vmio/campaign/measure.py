@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from vmio.campaign import facts
 from vmio.errors import InputError, ToolError, UnsafeTargetError, VmioError
-from vmio.fio import jobfile
+from vmio.fio import iolog, jobfile
 from vmio.fio import run as fiorun
 from vmio.fio.output import FioOutput
 from vmio.metrics.sampler import Sampler, window_means
@@ -36,6 +37,7 @@ def measure_point(
     runner: Runner,
     proc_root: str = "/proc",
     preconditioned: dict[str, object] | None = None,
+    offsets: Sequence[int] | None = None,
 ) -> RunRecord:
     """Measure ``point`` on ``rig`` (or record the error that kept its target from starting)."""
     workload = campaign.workload(point.workload)
@@ -53,7 +55,10 @@ def measure_point(
     try:
         if isinstance(rig, VmioError):
             raise rig
-        _measure(point, workload, rig, rundir, rec, interval, runner)
+        replay = _replay(campaign, workload, point, offsets)
+        if replay is not None:  # the operations replayed the offsets stored with the campaign
+            rec.host["ops_seed"] = campaign.seed
+        _measure(point, workload, rig, rundir, rec, interval, runner, replay)
     except (UnsafeTargetError, InputError):
         raise
     except VmioError as exc:
@@ -66,8 +71,26 @@ def measure_point(
     return rec
 
 
+def _replay(
+    campaign: Campaign, workload: Workload, point: Point, offsets: Sequence[int] | None
+) -> str | None:
+    """The I/O log every measured process of ``point`` replays: the campaign's seeded offsets (None: the
+    workload draws its own)."""
+    if offsets is None or campaign.seed is None or not workload.ops:
+        return None
+    mine = list(offsets[: workload.ops])
+    return iolog.render(mine, iolog.directions(campaign.seed, len(mine), workload.read_pct), point.bs)
+
+
 def _measure(
-    point: Point, workload: Workload, rig: Rig, rundir: Path, rec: RunRecord, interval: float, runner: Runner
+    point: Point,
+    workload: Workload,
+    rig: Rig,
+    rundir: Path,
+    rec: RunRecord,
+    interval: float,
+    runner: Runner,
+    replay: str | None = None,
 ) -> None:
     found = rig.facts()
     rec.device, rec.accel, rec.qemu_version, rec.qemu_argv = (
@@ -78,8 +101,16 @@ def _measure(
     files, texts = [], []
     for i, ep in enumerate(endpoints):
         place = dataclasses.replace(
-            ep.place, lat_log_prefix=str(rundir / f"ops-{i}"), hist_log_prefix=str(rundir / f"hist-{i}")
+            ep.place,
+            lat_log_prefix=str(rundir / f"ops-{i}"),
+            hist_log_prefix=str(rundir / f"hist-{i}"),
+            lat_log_offsets=ep.server is None,
         )
+        if replay is not None and ep.server is None:  # fio runs here: the log is a file beside the job
+            (rundir / f"ops-{i}.iolog").write_text(replay)
+            place = dataclasses.replace(place, iolog=str(rundir / f"ops-{i}.iolog"))
+        elif replay is not None:  # a fio server reads its log where it runs: an exec job puts it there
+            place = dataclasses.replace(place, iolog=iolog.guest_path(i), iolog_text=replay)
         text = jobfile.render(workload, bs=point.bs, offered_iops=point.offered_iops,
                               load_processes=point.load_processes, place=place)  # fmt: skip
         path = rundir / f"job{i}.fio"

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from vmio.campaign import offsets
 from vmio.campaign.measure import measure_point, precondition
 from vmio.errors import InputError, UnsafeTargetError, VmioError
 from vmio.qemu import builds
@@ -93,6 +94,7 @@ def _run(
     progress: Callable[[Progress], None] | None,
 ) -> Outcome:
     store.ensure_campaign(campaign.name, campaign.path, spec_text, campaign.canonical())
+    ops_offsets = offsets.plan(campaign, store)
     points = campaign.points()
     skip = set() if options.force else store.done_keys(campaign.name)
     todo = [p for p in points if p.key not in skip]
@@ -117,7 +119,8 @@ def _run(
                 conditioned = _precondition(campaign, point, current, workdir, options, preconditioned)
                 rec = measure_point(campaign, point, current.ready(), rundir,
                                     interval=options.interval, runner=options.runner,
-                                    proc_root=options.proc_root, preconditioned=conditioned)  # fmt: skip
+                                    proc_root=options.proc_root, preconditioned=conditioned,
+                                    offsets=ops_offsets)  # fmt: skip
                 store.record(rec)
                 if rec.status == "done":
                     outcome.done += 1

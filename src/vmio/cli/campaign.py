@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
@@ -20,6 +24,7 @@ from vmio.store import Store, export
 from vmio.store import rows as summary
 from vmio.targets import placement
 from vmio.traces.vm_runs import beside_store
+from vmio.units import format_size
 
 
 def default_db() -> str:
@@ -73,6 +78,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--sla", metavar="METRIC=BOUND",
                    help="the highest IOPS within a latency bound per target and workload, e.g. p99=2ms "
                    "(metric p50, p99, p99.9 or mean)")  # fmt: skip
+    p.add_argument("--ops", action="store_true",
+                   help="the timed operations (ops workloads) per target, bs, rw and load processes: count and "
+                   "min/avg/max latency in ms (seed 004's Figs. 2-4, 8)")  # fmt: skip
     p.set_defaults(handler=cmd_show)
 
     p = sub.add_parser("export", help="export a campaign's points and metric series")
@@ -131,7 +139,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         trace_root=beside_store(args.db or default_db()),
     )
     bar = ProgressPrinter(sys.stderr)
-    with open_store(args, write=True) as store:
+    with open_store(args, write=True) as store, terminated_as_interrupt():
         outcome = runner.run(camp, text, store, options, bar)
         bar.close()
         print(
@@ -141,6 +149,23 @@ def cmd_run(args: argparse.Namespace) -> int:
         for failure in outcome.failures:
             print(f"  failed: {failure}")
     return 1 if outcome.failed else 0
+
+
+@contextlib.contextmanager
+def terminated_as_interrupt() -> Iterator[None]:
+    """A SIGTERM during a run unwinds it like Ctrl-C: VMs shut down, loop devices detached."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def print_dry_run(camp: spec.Campaign, out: TextIO) -> None:
@@ -155,6 +180,8 @@ def print_dry_run(camp: spec.Campaign, out: TextIO) -> None:
         text = jobfile.render(workload, bs=point.bs, offered_iops=point.offered_iops,
                               load_processes=point.load_processes, place=place)  # fmt: skip
         out.write(f"\n## {point.key}  ({target.kind}; {placement.where(target)})\n{text}")
+        if camp.seed is not None and workload.ops:
+            out.write(f"; measure replays the campaign's seeded offsets (seed {camp.seed}) through read_iolog\n")
 
 
 class ProgressPrinter:
@@ -185,6 +212,8 @@ _hms = terminal.hms
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    if args.ops:
+        return show_ops(args)
     if args.sla is not None:
         return show_sla(args)
     with open_store(args) as store:
@@ -205,6 +234,46 @@ def cmd_show(args: argparse.Namespace) -> int:
 def print_show_table(rows: list[dict[str, object]], console: terminal.Console) -> None:
     """``vmio show``'s table through rich (on a terminal)."""
     terminal.print_table(console, show_lines(rows), right=frozenset(range(3, 11)))
+
+
+def show_ops(args: argparse.Namespace) -> int:
+    """``vmio show CAMPAIGN --ops [--json]``."""
+    if not args.campaign:
+        raise InputError("--ops needs a campaign: vmio show CAMPAIGN --ops")
+    if args.sla is not None:
+        raise InputError("--ops and --sla are separate views; give one of them")
+    with open_store(args) as store:
+        rows = summary.ops_rows(store, args.campaign)
+    if args.json:
+        print(json.dumps(rows, indent=1))
+    else:
+        print(format_ops(rows), end="")
+    return 0
+
+
+def format_ops(rows: list[dict[str, object]]) -> str:
+    """The text table of ``vmio show CAMPAIGN --ops``."""
+    if not rows:
+        return "no timed operations stored (a workload with ops = N stores them)\n"
+    head = ("target", "accel", "build", "machine", "vCPUs", "VMs", "cache", "rw", "bs", "load", "ops",
+            "min ms", "avg ms", "max ms")  # fmt: skip
+
+    def cell(value: object) -> str:
+        return "-" if value is None else str(value)
+
+    lines = [head] + [
+        (str(r["target"]), cell(r["accel"]), cell(r["qemu_version"]), cell(r["machine"]), cell(r["vcpus"]),
+         "-" if r["vms"] is None else f"{r['vms']}" + (f" ({r['idle_vms']} idle)" if r["idle_vms"] else ""),
+         cell(r["cache"]), str(r["rw"]), format_size(int(str(r["bs"]))), str(r["load_processes"]),
+         str(r["ops"]), f"{r['min_ms']:.3f}", f"{r['avg_ms']:.3f}", f"{r['max_ms']:.3f}")
+        for r in rows
+    ]  # fmt: skip
+    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
+    return "".join(
+        "  ".join(c.ljust(w) if i < 8 else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths, strict=True)))
+        .rstrip() + "\n"
+        for line in lines
+    )  # fmt: skip
 
 
 def show_sla(args: argparse.Namespace) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from vmio.fio import iolog
 from vmio.spec import Workload
 
 PERCENTILE_LIST = "50:90:99:99.9:99.99"
@@ -30,6 +31,11 @@ class Placement:
     engine_options: Mapping[str, str] = field(default_factory=dict)
     lat_log_prefix: str | None = None
     hist_log_prefix: str | None = None  # per-second latency histograms of a timed run
+    # the latency log names each operation's offset (``log_offset``); fio 3.33's client drops the last
+    # fifth of such a log from a fio server, so only a local fio asks for it
+    lat_log_offsets: bool = False
+    iolog: str | None = None  # the I/O log the measured jobs replay (seed 004's fixed offsets)
+    iolog_text: str | None = None  # set: the log is written there first, by an exec job (a fio server)
 
 
 NULL_ENGINE_SIZE = 1 << 30
@@ -72,6 +78,10 @@ def render(
         measure["runtime"] = OPS_TIME_LIMIT_S
         if place.lat_log_prefix:
             measure.update(write_lat_log=place.lat_log_prefix, log_avg_msec=0, per_job_logs=1)
+            if place.lat_log_offsets:
+                measure["log_offset"] = 1
+        if place.iolog is not None:
+            measure.update(read_iolog=place.iolog, replay_redirect=place.filename or "", replay_no_stall=1)
     else:
         measure.update(time_based=1, runtime=seconds(workload.runtime))
         if place.hist_log_prefix:
@@ -81,6 +91,9 @@ def render(
     if workload.steady is not None:
         measure.update(workload.steady.fio_options())
     sections = [("global", glob), ("measure", measure)]
+    if place.iolog is not None and place.iolog_text is not None:
+        sections.insert(1, ("put-iolog", iolog.put_section(place.iolog_text, place.iolog)))
+        measure["stonewall"] = 1  # the measured jobs start once the log is in place
     if load_processes > 0:
         runtime = OPS_TIME_LIMIT_S if workload.ops > 0 else seconds(workload.runtime)
         load: dict[str, str | int | float] = {"numjobs": load_processes, "time_based": 1, "runtime": runtime}

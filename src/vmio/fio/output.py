@@ -52,7 +52,7 @@ class FioOutput:
 
 def extract_json(text: str) -> tuple[dict[str, Any], str]:
     """Find fio's JSON document in ``text``; return it and the text around it."""
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(strict=False)  # job options may hold tabs (an exec job's command)
     start = 0
     while True:
         start = text.find("{", start)
@@ -73,7 +73,7 @@ def _why_no_json(text: str) -> str:
     if first < 0 or last < first:
         return "fio printed no JSON object"
     try:
-        json.loads(text[first : last + 1])
+        json.loads(text[first : last + 1], strict=False)
     except json.JSONDecodeError as exc:
         line = text[:first].count("\n") + exc.lineno
         return f"fio output is not valid JSON at line {line}: {exc.msg}"
@@ -179,6 +179,12 @@ def missing(result: FioOutput, servers: Sequence[str | None], read_pct: int) -> 
 
 def parse_lat_log(text: str, name: str = "<lat log>") -> list[tuple[int, int, str]]:
     """A fio latency log (log_avg_msec=0): (time ms, latency ns, 'read'|'write') per operation."""
+    return [(t, ns, ddir) for t, ns, ddir, _ in parse_op_log(text, name)]
+
+
+def parse_op_log(text: str, name: str = "<lat log>") -> list[tuple[int, int, str, int | None]]:
+    """A fio latency log (log_avg_msec=0) with its offsets: (time ms, latency ns, 'read'|'write', offset)
+    per operation; the offset (``log_offset=1``, the fifth column) is None in a log without it."""
     ops = []
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -186,9 +192,10 @@ def parse_lat_log(text: str, name: str = "<lat log>") -> list[tuple[int, int, st
         parts = [p.strip() for p in line.split(",")]
         try:
             t, value, ddir = int(parts[0]), int(parts[1]), int(parts[2])
+            offset = int(parts[4]) if len(parts) > 5 else None  # time, value, ddir, bs, offset, prio
         except (ValueError, IndexError) as exc:
             raise FioError(f"{name}:{lineno}: not a latency log line: {line!r}") from exc
-        ops.append((t, value, "read" if ddir == 0 else "write" if ddir == 1 else "trim"))
+        ops.append((t, value, "read" if ddir == 0 else "write" if ddir == 1 else "trim", offset))
     return ops
 
 

@@ -75,8 +75,12 @@ def run(
     return result
 
 
-def op_latencies(rundir: Path, servers: Sequence[str | None]) -> list[tuple[str, str, int, int, str]]:
-    """Every operation from the latency logs of an ``ops`` run: (host, job, t ms, latency ns, ddir).
+OpLatency = tuple[str, str, int, int, str, int | None]  # host, job, t ms, latency ns, ddir, offset
+
+
+def op_latencies(rundir: Path, servers: Sequence[str | None]) -> list[OpLatency]:
+    """Every operation from the latency logs of an ``ops`` run: (host, job, t ms, latency ns, ddir,
+    offset; None when the log has no offsets).
 
     Endpoint ``i`` logs under the prefix ``ops-i`` (fio's client appends the server's address, which is
     the same for every VM on 127.0.0.1, so the prefix tells them apart).
@@ -85,8 +89,8 @@ def op_latencies(rundir: Path, servers: Sequence[str | None]) -> list[tuple[str,
     for i, server in enumerate(servers):
         for log in sorted(rundir.glob(f"ops-{i}_lat.*.log*")):
             job = "measure." + log.name.split("_lat.")[1].split(".")[0]
-            for t, ns, ddir in output.parse_lat_log(log.read_text(), str(log)):
-                ops.append((server or "local", job, t, ns, ddir))
+            for t, ns, ddir, offset in output.parse_op_log(log.read_text(), str(log)):
+                ops.append((server or "local", job, t, ns, ddir, offset))
     return ops
 
 

@@ -36,7 +36,7 @@ SECTIONS: tuple[tuple[str, str, Callable[[CampaignData, str | None], list[Plot]]
     ("busy-cpu", "Is the device or the host CPU the limit? (busy % and CPU against offered load)",
      plots_load.busy_cpu_plots),
     ("per-operation-latency", "How long does each operation take beside co-running load?",
-     plots_latency.oplat_plots),
+     plots_latency.per_operation_plots),
     ("over-time", "Do IOPS, busy % and CPU hold steady within a run?", plots_run.over_time_plots),
     ("qemu-threads", "Which QEMU threads use the CPU?", plots_run.qemu_thread_plots),
 )  # fmt: skip

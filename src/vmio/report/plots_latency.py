@@ -1,5 +1,6 @@
 """Per-operation latency per target (seed 004 Fig. 2-4, 8): a box of every operation, min/avg/max marks,
-with load processes along the axis and (vCPUs, VMs) as panels."""
+with load processes along the axis and (vCPUs, VMs) as panels; and each operation's latency in turn, per
+environment and load (seed 004 Fig. 5)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from matplotlib.patches import Patch
 
 from vmio.report.data import CampaignData, Group, Offered, labels
 from vmio.report.data import offered_label as olabel
-from vmio.report.figure import Plot, color, finish, log_scale, new_figure, style
+from vmio.report.figure import PALETTE, Plot, color, finish, legend, log_scale, new_figure, style
 from vmio.units import format_size
 
 Facet = tuple[int, int] | None  # (vCPUs, VMs); None for host targets
@@ -44,6 +45,12 @@ def op_sets(data: CampaignData, groups: list[Group]) -> list[OpSet]:
                 OpSet(g, [v for ops in per_rep for v in ops], [statistics.fmean(ops) for ops in per_rep])
             )
     return out
+
+
+def per_operation_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
+    """The per-operation section: the boxes of every operation (Figs. 2-4, 8), then each operation in turn
+    (Fig. 5)."""
+    return oplat_plots(data, baseline) + series_plots(data, baseline)
 
 
 def oplat_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
@@ -116,3 +123,81 @@ def _marks(plot: Plot, ax: Axes, pos: list[float], sets: list[OpSet], c: str, la
     plot.tag(avg.lines[0], f"{label} avg")
     plot.tag(low, f"{label} min")
     plot.tag(high, f"{label} max")
+
+
+SERIES_COLUMNS = 3
+
+
+def series_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
+    """Seed 004's Fig. 5: the latency of operation i against i, one panel per environment (target), one
+    line per count of co-running load processes; the first measured process of the first repetition."""
+    by_figure: dict[tuple[str, int, Offered], dict[str, dict[int, list[float]]]] = {}
+    for g in data.groups():
+        target, workload, bs, offered, loads = g.key
+        first = next((ops for r in g.rows if (ops := data.oplat.get(r["point"]))), None)
+        if not first:
+            continue
+        host, job = first[0]["host"], first[0]["job"]
+        mine = [o["lat_ns"] / 1e6 for o in first if (o["host"], o["job"]) == (host, job)]
+        by_figure.setdefault((workload, bs, offered), {}).setdefault(target, {})[loads] = mine
+    return [
+        _series_figure(data, i, key, panels, baseline) for i, (key, panels) in enumerate(by_figure.items())
+    ]
+
+
+def _series_figure(
+    data: CampaignData,
+    i: int,
+    key: tuple[str, int, Offered],
+    panels: dict[str, dict[int, list[float]]],
+    baseline: str | None,
+) -> Plot:
+    workload, bs, offered = key
+    targets = [t for t in data.target_names() if t in panels]
+    cols = min(SERIES_COLUMNS, len(targets))
+    rows = -(-len(targets) // cols)
+    all_loads = sorted({n for lines in panels.values() for n in lines})
+    with style():
+        fig = new_figure(rows, cols, width=4.2, height=2.8)
+        title = (f"Latency of each operation in turn: {workload} · bs {format_size(bs)} · offered "
+                 f"{olabel(offered)}")  # fmt: skip
+        plot = Plot(f"opseries-{i}", title, labels(data, targets), fig)
+        axes = fig.subplots(rows, cols, squeeze=False, sharey=True)
+        for k, target in enumerate(targets):
+            ax = axes[k // cols][k % cols]
+            for loads, lats in sorted(panels[target].items()):
+                label = f"{target} · {loads} load"
+                xs = [float(n) for n in range(1, len(lats) + 1)]
+                (line,) = ax.plot(xs, lats, lw=1, marker=".", ms=3,
+                                  color=PALETTE[all_loads.index(loads) % len(PALETTE)],
+                                  label=f"{loads} load process{'es' if loads != 1 else ''}")  # fmt: skip
+                plot.tag(line, label)
+                plot.keep(label, xs, lats)
+            ax.set_title(
+                f"{target}" + (" (baseline)" if target == baseline else "") + f" · {_env(data, target)}"
+            )
+            ax.set_xlabel("operation (in issue order)")
+            ax.set_ylabel("latency (ms)")
+            log_scale(ax)
+            ax.grid(alpha=0.3)
+            legend(ax)
+        for k in range(len(targets), rows * cols):
+            axes[k // cols][k % cols].set_visible(False)
+        plot.caption += (
+            " · each line: one measured process's operations, the same offsets in every panel when the "
+        )
+        plot.caption += "campaign has a seed (first repetition)"
+        finish(fig, plot.title, plot.caption)
+    return plot
+
+
+def _env(data: CampaignData, target: str) -> str:
+    """A VM target's environment in short: vCPUs, VMs (idle ones), host cache, machine."""
+    spec = data.targets.get(target, {})
+    if spec.get("kind") != "qemu":
+        return "host"
+    idle = int(spec.get("idle_vms", 0))
+    vms = int(spec.get("vms", 1))
+    return (f"{spec.get('vcpus', 1)} vCPU · {vms + idle} VM{'s' if vms + idle != 1 else ''}"
+            + (f" ({idle} idle)" if idle else "") + f" · cache {spec.get('cache', 'none')} · "
+            + str(spec.get("machine", "q35")))  # fmt: skip

@@ -18,6 +18,8 @@ def dumps(campaign: Campaign, comment: str = "") -> str:
     lines += ["[campaign]", f"name = {_value(campaign.name)}", f"repetitions = {campaign.repetitions}"]
     if campaign.sla is not None:
         lines.append(f'sla = "{campaign.sla.metric}={campaign.sla.bound_ms:g}ms"')
+    if campaign.seed is not None:
+        lines.append(f"seed = {campaign.seed}")
     for target in campaign.targets:
         lines += ["", "[[target]]", *_table(target)]
     for workload in campaign.workloads:

@@ -33,6 +33,7 @@ from vmio.spec.model import (
 from vmio.spec.sla import Sla, parse_sla
 from vmio.spec.steady import parse_steady
 from vmio.spec.tomlfile import Locator, load_toml, loads_toml
+from vmio.system.safety import is_block_device
 
 
 def load_spec(path: str | Path) -> Campaign:
@@ -45,6 +46,7 @@ def loads_spec(text: str, path: str = "<spec>") -> Campaign:
     return _campaign(data, loc)
 
 
+MAX_SEED = 2**63 - 1
 MAX_POINTS = 100_000  # at a second or more each, over a day of measuring; a store row per point
 
 
@@ -58,6 +60,7 @@ def _campaign(data: dict[str, Any], loc: Locator) -> Campaign:
     name = head.take("name", f.string)
     repetitions = head.take("repetitions", f.integer(1, 1000), 1)
     sla: Sla | None = head.take("sla", parse_sla, None)
+    seed: int | None = head.take("seed", f.integer(0, MAX_SEED), None)
     head.done()
     targets = tuple(_target(t, loc, i) for i, t in enumerate(_array(data, "target", loc)))
     workloads = tuple(
@@ -70,7 +73,29 @@ def _campaign(data: dict[str, Any], loc: Locator) -> Campaign:
     if count > MAX_POINTS:
         raise loc.error("campaign", 0, None, f"the spec expands to {count} points; a campaign holds at most "
                         f"{MAX_POINTS}: split it, or shorten the lists of bs, offered_iops or load_processes")  # fmt: skip
-    return Campaign(name, repetitions, targets, workloads, loc.path, sla)
+    _check_ops_loads(targets, workloads, loc)
+    if seed is not None and not any(w.ops for w in workloads):
+        raise loc.error("campaign", 0, "seed", f"campaign.seed = {seed} sets the offsets of timed operations; "
+                        "no workload has ops = N (the operations per process to replay at those offsets)")  # fmt: skip
+    return Campaign(name, repetitions, targets, workloads, loc.path, sla, seed)
+
+
+def _check_ops_loads(targets: tuple[Target, ...], workloads: tuple[Workload, ...], loc: Locator) -> None:
+    """Timed operations beside load processes: one measured process per fio. fio's ``exitall`` (which ends
+    the loads when the operations are done) ends every job as soon as the first one ends, so a second
+    measured process in the same fio would be cut short."""
+    for i, w in enumerate(workloads):
+        if not (w.ops and any(w.load_processes)):
+            continue
+        if w.numjobs > 1:
+            raise loc.error("workload", i, "numjobs", f"workload[{i}].numjobs = {w.numjobs} with ops = {w.ops} "
+                            "and load processes: one measured process per fio (the loads stop when the first "
+                            "measured process ends); use numjobs = 1, or a separate workload without loads")  # fmt: skip
+        for j, t in enumerate(targets):
+            if isinstance(t, QemuTarget) and t.jobs_per_vm > 1:
+                raise loc.error("target", j, "jobs_per_vm", f"target[{j}].jobs_per_vm = {t.jobs_per_vm} with "
+                                f"workload {w.name!r} (ops and load processes): one measured process per VM "
+                                "(the loads stop when the first measured process ends); use vms instead")  # fmt: skip
 
 
 def _array(data: dict[str, Any], key: str, loc: Locator) -> list[Any]:
@@ -96,7 +121,10 @@ def _target(data: object, loc: Locator, i: int) -> Target:
     kind = t.take("kind", f.choice("host", "qemu", "remote", "rbd"), "host")
     target: Target
     if kind == "host":
-        target = HostTarget(name, t.take("path", f.string), t.take("size", f.size, None))
+        target = HostTarget(
+            name, t.take("path", f.string), t.take("size", f.size, None), t.take("loop", f.boolean, False)
+        )
+        _check_loop(t, (target.path,), target.loop)
     elif kind == "remote":
         hosts = t.take("hosts", f.one_or_many(_host_port))
         paths: tuple[str, ...] = t.take("paths", f.one_or_many(f.string), ())
@@ -116,6 +144,7 @@ def _target(data: object, loc: Locator, i: int) -> Target:
         target = _qemu_target(t, name)
         _check_rbd(t, target)
         _check_machine(t, target)
+        _check_loop(t, target.backing, target.loop)
     t.done()
     return target
 
@@ -139,7 +168,25 @@ def _qemu_target(t: Fields, name: str) -> QemuTarget:
         conf=t.take("conf", f.string, None),
         qemu=t.take("qemu", _qemu, None),
         machine=t.take("machine", f.choice(*MACHINES), "q35"),
+        loop=t.take("loop", f.boolean, False),
+        idle_vms=t.take("idle_vms", f.integer(0, MAX_IDLE_VMS), 0),
     )
+
+
+MAX_IDLE_VMS = 16
+
+
+def _check_loop(t: Fields, paths: tuple[str, ...], loop: bool) -> None:
+    """``loop = true`` makes a file a loop device; a block device or an RBD image cannot be one."""
+    if not loop:
+        return
+    for path in paths:
+        if path.startswith("rbd:"):
+            raise t.error("loop", f"{t.label}.loop = true cannot attach the RBD image {path!r}; "
+                          "loop devices are for files on this host")  # fmt: skip
+        if is_block_device(path):
+            raise t.error("loop", f"{t.label}.loop = true: {path!r} is already a block device; "
+                          "loop = true is for a file (leave it out to use the device itself)")  # fmt: skip
 
 
 def _qemu(value: object) -> str:

@@ -26,6 +26,7 @@ class HostTarget:
     name: str
     path: str
     size: int | None = None
+    loop: bool = False  # attach the file as a direct-I/O loop device for the target's points (seed 004)
     kind: str = "host"
 
 
@@ -48,6 +49,8 @@ class QemuTarget:
     conf: str | None = None  # ceph.conf for backings written rbd:POOL/IMAGE
     qemu: str | None = None  # an installed version ("10.0") or a binary's path; None: the system's
     machine: str = "q35"
+    loop: bool = False  # attach each backing file as a direct-I/O loop device (seed 004's raw device)
+    idle_vms: int = 0  # VMs booted beside the measured ones and left idle (no fio; seed 004's "2 VMs")
     kind: str = "qemu"
 
 
@@ -115,13 +118,16 @@ class Campaign:
     workloads: tuple[Workload, ...]
     path: str = "<spec>"
     sla: Sla | None = None  # a latency bound the report's summary states the highest IOPS within
+    seed: int | None = None  # seed 004: the ``ops`` workloads' operation offsets are generated from it
 
     def canonical(self) -> str:
         """A stable JSON text of what defines the points (not the path, not repetitions)."""
-        body = {
+        body: dict[str, object] = {
             "targets": [_canonical_target(t) for t in self.targets],
             "workloads": [_defined(w) for w in self.workloads],
         }
+        if self.seed is not None:  # only when set, so campaigns stored before seeds keep their text
+            body["seed"] = self.seed
         return json.dumps(body, sort_keys=True)
 
     def target(self, name: str) -> Target:
@@ -143,7 +149,7 @@ class Campaign:
 
 
 # Fields added after campaigns were stored: left out at their defaults so a stored campaign still matches.
-_LATER_DEFAULTS: dict[str, object] = {"qemu": None, "machine": "q35"}
+_LATER_DEFAULTS: dict[str, object] = {"qemu": None, "machine": "q35", "loop": False, "idle_vms": 0}
 
 
 def _canonical_target(target: Target) -> dict[str, object]:

@@ -219,6 +219,21 @@ class Store:
             raise StoreError(f"no campaign {name!r} in {self.path}; stored campaigns: {known}", exit_code=2)
         return row
 
+    def offsets(self, name: str) -> tuple[int, list[int]] | None:
+        """The seed and the operation offsets stored with campaign ``name`` (None: none stored)."""
+        row = self.db.execute("SELECT seed, offsets_json FROM campaign WHERE name = ?", (name,)).fetchone()
+        if row is None or row[1] is None:
+            return None
+        return int(row[0]), [int(o) for o in json.loads(row[1])]
+
+    def set_offsets(self, name: str, seed: int, offsets: Sequence[int]) -> None:
+        """Store the operation offsets drawn from ``seed`` with campaign ``name`` (once: they stay)."""
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE campaign SET seed = ?, offsets_json = ? WHERE name = ? AND offsets_json IS NULL",
+                (seed, json.dumps(list(offsets)), name),
+            )
+
     def done_keys(self, name: str) -> set[str]:
         rows = self.db.execute(
             "SELECT point_key FROM run JOIN campaign c ON c.id = run.campaign_id WHERE c.name = ? AND status = 'done'",
@@ -242,8 +257,9 @@ class Store:
                 [(run_id, src, metric, value) for (src, metric), value in rec.metrics.items()],
             )
             db.executemany(
-                "INSERT INTO oplat VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [(run_id, h, j, i, t, ns, d) for i, (h, j, t, ns, d) in enumerate(rec.oplat)],
+                "INSERT INTO oplat (run_id, host, job, seq, t_ms, lat_ns, ddir, offset) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [(run_id, *o[:2], i, *o[2:5], o[5] if len(o) > 5 else None) for i, o in enumerate(rec.oplat)],
             )
             db.executemany(
                 "INSERT INTO hist_log VALUES (?, ?, ?, ?, ?, ?)",

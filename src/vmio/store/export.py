@@ -131,7 +131,7 @@ def series(store: Store, campaign: str) -> list[dict[str, Any]]:
 def operations(store: Store, campaign: str) -> list[dict[str, Any]]:
     return [
         {"point": run["point_key"], "host": o["host"], "job": o["job"], "seq": o["seq"], "t_ms": o["t_ms"],
-         "lat_ns": o["lat_ns"], "ddir": o["ddir"]}
+         "lat_ns": o["lat_ns"], "ddir": o["ddir"], "offset": o["offset"]}
         for run in store.runs(campaign)
         for o in store.oplat(run["id"])
     ]  # fmt: skip

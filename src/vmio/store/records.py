@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+OpLat = tuple[str, str, int, int, str] | tuple[str, str, int, int, str, int | None]
 Sample = tuple[float, str, str, float]  # (t since the sampler started, source, metric, value)
 
 
@@ -69,7 +70,8 @@ class RunRecord:
     results: Sequence[JobResult] = field(default_factory=list)
     samples: list[Sample] = field(default_factory=list)
     metrics: dict[tuple[str, str], float] = field(default_factory=dict)
-    oplat: list[tuple[str, str, int, int, str]] = field(default_factory=list)  # host, job, t_ms, ns, ddir
+    # host, job, t_ms, ns, ddir and (when fio logged it) the operation's offset
+    oplat: Sequence[OpLat] = field(default_factory=list)
     # per-second latency histograms of a timed run: host, job, t_ms (end of the interval), ddir, bins
     hist_log: Sequence[tuple[str, str, int, str, Mapping[int, int]]] = field(default_factory=list)
     steady: dict[str, Any] | None = None  # {"criterion", "reached", "at_s", "jobs"} when the workload asked

@@ -126,3 +126,57 @@ def _latency(store: Store, results: list[sqlite3.Row]) -> dict[str, float | None
             value = results[0][PCT_COLUMNS[f"p{p:g}"]]
         out[f"p{p:g}"] = float(value) if value is not None else None
     return out
+
+
+OPS_FIELDS = ("target", "bs", "rw", "load_processes", "vcpus", "vms", "idle_vms", "cache", "qemu_version",
+              "machine", "accel", "ops", "min_ms", "avg_ms", "max_ms")  # fmt: skip
+
+
+def ops_rows(store: Store, campaign: str) -> list[dict[str, Any]]:
+    """Seed 004's Figs. 2-4/8 as rows: per target × bs × rw × load processes, the timed operations of
+    every measured process (all repetitions) with their min/avg/max latency in ms. The target carries its
+    vCPUs, VMs (measured and idle), host cache, QEMU build, machine type and accelerator; VM fields are
+    None for host targets."""
+    row = store.require(campaign)
+    spec = json.loads(row["canonical"] or "{}")
+    targets = {t["name"]: t for t in spec.get("targets", [])}
+    workloads = {w["name"]: w for w in spec.get("workloads", [])}
+    order = list(targets)
+    groups: dict[tuple[str, int, str, int], dict[str, Any]] = {}
+    for run in store.runs(campaign):
+        if run["status"] != "done":
+            continue
+        lats = [o["lat_ns"] for o in store.oplat(run["id"])]
+        if not lats:
+            continue
+        rw = workloads.get(run["workload"], {}).get("rw", run["workload"])
+        key = (run["target"], run["bs"], rw, run["load_processes"])
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = _ops_head(run, targets.get(run["target"], {}), rw)
+        group["_lat"] += lats
+    out = []
+    for key in sorted(groups, key=lambda k: (order.index(k[0]) if k[0] in order else len(order), *k[1:])):
+        group = groups[key]
+        lats = group.pop("_lat")
+        group.update(ops=len(lats), min_ms=round(min(lats) / 1e6, 4),
+                     avg_ms=round(sum(lats) / len(lats) / 1e6, 4), max_ms=round(max(lats) / 1e6, 4))  # fmt: skip
+        out.append({name: group[name] for name in OPS_FIELDS})
+    return out
+
+
+def _ops_head(run: sqlite3.Row, target: dict[str, Any], rw: str) -> dict[str, Any]:
+    vm = run["target_kind"] == "qemu"
+    facts = json.loads(run["host_json"] or "{}")
+    idle = int(target.get("idle_vms", 0)) if vm else None
+    return {
+        "target": run["target"], "bs": run["bs"], "rw": rw, "load_processes": run["load_processes"],
+        "vcpus": target.get("vcpus") if vm else None,
+        "vms": int(target.get("vms", 1)) + (idle or 0) if vm else None,  # running: measured and idle
+        "idle_vms": idle,
+        "cache": target.get("cache") if vm else None,
+        "qemu_version": run["qemu_version"] if vm else None,
+        "machine": facts.get("qemu_machine", target.get("machine", "q35")) if vm else None,
+        "accel": run["accel"] if vm else None,
+        "_lat": [],
+    }  # fmt: skip

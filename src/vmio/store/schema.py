@@ -123,6 +123,15 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         ALTER TABLE run ADD COLUMN fio_job_json TEXT;
         """,
     ),
+    (
+        6,
+        "seed 004: the campaign seed and the operation offsets drawn from it, the offset of each logged operation",
+        """
+        ALTER TABLE campaign ADD COLUMN seed INTEGER;
+        ALTER TABLE campaign ADD COLUMN offsets_json TEXT;
+        ALTER TABLE oplat ADD COLUMN offset INTEGER;
+        """,
+    ),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 PCT_COLUMNS = {"p50": "p50", "p90": "p90", "p99": "p99", "p99.9": "p999", "p99.99": "p9999"}

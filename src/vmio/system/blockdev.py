@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from vmio.errors import ToolError
@@ -222,3 +224,65 @@ def stable_id(name: str, sys_root: str | Path = "/sys") -> str:
         if value:
             return f"{kind}:{value}{part}"
     return f"name:{name}"
+
+
+def size_of(path: str | Path) -> int | None:
+    """The bytes of a file or block device; None when there is none at ``path``."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        return os.lseek(fd, 0, os.SEEK_END)
+    finally:
+        os.close(fd)
+
+
+LOSETUP_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class Loop:
+    """A loop device vmio attached over a file: ``/dev/loopN``, the file, and whether it does direct I/O."""
+
+    device: str
+    backing: str
+    direct_io: bool
+
+
+@contextlib.contextmanager
+def loop_device(path: str | Path, runner: Runner, sys_root: str | Path = "/sys") -> Iterator[Loop]:
+    """Attach ``path`` as a direct-I/O loop device (``losetup --direct-io=on --find --show``) for as long
+    as the block lasts; detach it after, also when the block fails or is interrupted."""
+    backing = str(Path(path).resolve())
+    done = runner.run(
+        ["losetup", "--direct-io=on", "--find", "--show", backing], timeout=LOSETUP_TIMEOUT_S, check=False
+    )
+    device = done.stdout.strip()
+    if done.returncode != 0 or not device.startswith("/dev/"):
+        why = (done.stderr or done.stdout).strip() or f"exit {done.returncode}"
+        raise ToolError(f"cannot attach {backing!r} as a loop device: {why}", argv=done.argv,
+                        returncode=done.returncode, output=done.stdout + done.stderr)  # fmt: skip
+    try:
+        dio = Path(sys_root) / "block" / Path(device).name / "loop" / "dio"
+        yield Loop(device, backing, dio.exists() and dio.read_text().strip() == "1")
+    finally:
+        detach_loop(device, runner)
+
+
+def detach_loop(device: str, runner: Runner) -> None:
+    """``losetup -d DEVICE``; a failure to detach is an error naming the device (it would be left over)."""
+    done = runner.run(["losetup", "-d", device], timeout=LOSETUP_TIMEOUT_S, check=False)
+    if done.returncode != 0:
+        raise ToolError(f"cannot detach the loop device {device}: {(done.stderr or done.stdout).strip()}; "
+                        f"detach it by hand (losetup -d {device})", argv=done.argv)  # fmt: skip
+
+
+def loops_over(path: str | Path, sys_root: str | Path = "/sys") -> list[str]:
+    """The loop devices whose backing file is ``path`` (``/dev/loopN`` each)."""
+    want = str(Path(path).resolve())
+    return sorted(
+        f"/dev/{b.parent.parent.name}"
+        for b in Path(sys_root).glob("block/loop*/loop/backing_file")
+        if b.read_text().strip() == want
+    )

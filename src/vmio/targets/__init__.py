@@ -30,7 +30,8 @@ def open_target(target: Target, env: Env) -> Iterator[Rig]:
         with contextlib.ExitStack() as stack:
             yield QemuRig(target, env, stack)
     elif isinstance(target, HostTarget):
-        yield HostRig(target, env)
+        with contextlib.ExitStack() as stack:
+            yield HostRig(target, env, stack)
     elif isinstance(target, RemoteTarget):
         yield RemoteRig(target, env)
     else:

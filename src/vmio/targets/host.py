@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 from pathlib import Path
 
 from vmio.errors import InputError
 from vmio.metrics.sampler import CpuProbe, DiskProbe, Probe
 from vmio.spec import HostTarget, Workload
-from vmio.system.blockdev import device_chain, reported_device
+from vmio.system.blockdev import Loop, device_chain, loop_device, reported_device
 from vmio.system.safety import is_block_device
 from vmio.targets import placement
 from vmio.targets.base import Endpoint, Env, Facts, Notes, nothing_to_watch
@@ -60,13 +61,18 @@ def prepare(target: HostTarget) -> int | None:
 
 
 class HostRig:
-    """A host target made ready: its file written, the devices under it sampled with the host's CPU."""
+    """A host target made ready: its file written (with ``loop = true`` attached as a direct-I/O loop
+    device, detached when ``stack`` closes), the devices under it sampled with the host's CPU."""
 
     fio_env = None
 
-    def __init__(self, target: HostTarget, env: Env) -> None:
-        self.target = target
+    def __init__(self, target: HostTarget, env: Env, stack: contextlib.ExitStack) -> None:
         self.size = prepare(target)
+        self.loop: Loop | None = None
+        if target.loop:
+            self.loop = stack.enter_context(loop_device(target.path, env.runner, env.sys_root))
+            target = dataclasses.replace(target, path=self.loop.device)
+        self.target = target
         chain = device_chain(target.path, env.sys_root, env.proc_root)
         self.device = reported_device(target.path, chain)
         self.probes: list[Probe] = [DiskProbe(d, env.proc_root) for d in chain]
@@ -76,7 +82,15 @@ class HostRig:
         return placement.endpoints(self.target, workload, size=self.size)
 
     def facts(self) -> Facts:
-        return Facts(device=self.device)
+        return Facts(device=self.device, host=loop_facts([self.loop] if self.loop else []))
 
     def watch(self, campaign: str, point_key: str) -> contextlib.AbstractContextManager[Notes]:
         return nothing_to_watch()
+
+
+def loop_facts(loops: list[Loop]) -> dict[str, object]:
+    """What a run records of the loop devices vmio attached for its target (none: nothing)."""
+    if not loops:
+        return {}
+    return {"loop_devices": [{"device": lp.device, "backing": lp.backing, "direct_io": lp.direct_io}
+                             for lp in loops]}  # fmt: skip

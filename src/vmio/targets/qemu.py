@@ -8,6 +8,7 @@ after them or after a failed point. Every run records the accelerator, the QEMU 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import re
 import shutil
@@ -26,7 +27,7 @@ from vmio.qemu.argv import nvme_timeout_needed, plan_iothreads
 from vmio.qemu.threads import COMM_LEN, Snapshot, cpu_between, read_threads
 from vmio.qemu.tracing import qemu_trace_args, trace_events
 from vmio.spec import QemuTarget, Workload
-from vmio.system.blockdev import device_chain, reported_device
+from vmio.system.blockdev import Loop, device_chain, loop_device, reported_device
 from vmio.system.process import Runner
 from vmio.system.safety import is_block_device
 from vmio.targets import host, placement
@@ -46,10 +47,11 @@ class QemuThreadProbe:
     """CPU per QEMU thread class of one VM, in % of one core: the sum per class and its busiest thread."""
 
     vm: VM
+    prefix: str = "qemu"  # "idle-qemu": an idle VM's, kept apart from the target's QEMU CPU
     source: str = field(init=False)
 
     def __post_init__(self) -> None:
-        self.source = f"qemu:{self.vm.config.name}"
+        self.source = f"{self.prefix}:{self.vm.config.name}"
 
     def read(self) -> Snapshot:
         return Snapshot(self.vm.pid, time.monotonic(), read_threads(self.vm.pid))
@@ -135,6 +137,24 @@ def _device_bytes(path: str) -> int:
         os.close(fd)
 
 
+def attach_loops(target: QemuTarget, env: Env, stack: contextlib.ExitStack) -> list[Loop]:
+    """With ``loop = true``: each backing file (created to fit its VMs when ``size`` is given) attached as a
+    direct-I/O loop device until ``stack`` closes."""
+    if not target.loop:
+        return []
+    loops = []
+    for path in dict.fromkeys(target.backing):
+        count = sum(1 for i in range(target.vms) if target.backing[i % len(target.backing)] == path)
+        if target.size is not None:
+            host.prepare_file(path, target.size * count)
+        elif not Path(path).is_file():
+            raise InputError(
+                f'target {target.name!r}: backing {path!r} does not exist; give size (e.g. "1G")'
+            )
+        loops.append(stack.enter_context(loop_device(path, env.runner, env.sys_root)))
+    return loops
+
+
 class QemuRig:
     """A VM target made ready: its fleet booted, the devices under its backing files and every QEMU
     thread sampled. The fleet lives in ``stack`` and goes down with it."""
@@ -142,6 +162,12 @@ class QemuRig:
     fio_env = None
 
     def __init__(self, target: QemuTarget, env: Env, stack: contextlib.ExitStack) -> None:
+        self.loops = attach_loops(target, env, stack)
+        if self.loops:
+            mapped = {lp.backing: lp.device for lp in self.loops}
+            target = dataclasses.replace(
+                target, backing=tuple(mapped[str(Path(b).resolve())] for b in target.backing)
+            )
         self.target, self.env = target, env
         self.caps = target_caps(target, env.runner)
         self.iothreads = plan_iothreads(target.bus, target.iothreads, self.caps)
@@ -169,7 +195,17 @@ class QemuRig:
             )
             for i, disk in enumerate(layout(target))
         ]
-        self.fleet = stack.enter_context(Fleet(configs, image, caps=self.caps, boot_timeout=env.boot_timeout))
+        idle = [  # seed 004's second VM: booted alongside with the same CPUs and memory, no disk, no fio
+            VMConfig(index=target.vms + k, vcpus=target.vcpus, memory=target.memory, accel=self.accel.accel,
+                     machine=target.machine, loglevel=GUEST_LOGLEVEL)
+            for k in range(target.idle_vms)
+        ]  # fmt: skip
+        fleet = stack.enter_context(
+            Fleet(configs + idle, image, caps=self.caps, boot_timeout=env.boot_timeout)
+        )
+        self.fleet = fleet
+        self.vms = fleet.vms[: target.vms]  # the measured VMs
+        self.idle = fleet.vms[target.vms :]
         local = [b for b in target.backing if not b.startswith("rbd:")]
         if target.conf and (Path(target.conf).parent / "vmio-dstore.json").is_file():
             local.append(str(Path(target.conf).parent))  # a cluster vmio started: its OSDs' files
@@ -178,10 +214,11 @@ class QemuRig:
         self.device = reported_device(local[0], first) if local else None
         self.probes: list[Probe] = [DiskProbe(d, env.proc_root) for d in sorted(chains)]
         self.probes.append(CpuProbe(env.proc_root))
-        self.probes += [QemuThreadProbe(vm) for vm in self.fleet.vms]
+        self.probes += [QemuThreadProbe(vm) for vm in self.vms]
+        self.probes += [QemuThreadProbe(vm, prefix="idle-qemu") for vm in self.idle]
 
     def endpoints(self, workload: Workload) -> list[Endpoint]:
-        servers = [vm.fio_client.replace(",", ":") for vm in self.fleet.vms]
+        servers = [vm.fio_client.replace(",", ":") for vm in self.vms]
         return placement.endpoints(self.target, workload, servers=servers)
 
     def facts(self) -> Facts:
@@ -200,6 +237,8 @@ class QemuRig:
                 "iothread_vq_mapping": self.iothreads.mapped,
                 "iothread_fallback": self.iothreads.reason,
                 "nvme_io_timeout_workaround": nvme_timeout_needed(self.fleet.vms[0].config, self.caps),
+                "idle_vms": [{"name": vm.config.name, "pid": vm.pid} for vm in self.idle],
+                **host.loop_facts(self.loops),
             },
         )
 
@@ -222,6 +261,8 @@ class QemuRig:
             raise
         self._keep_traces(starts, campaign, point_key)
         self._guest_trouble(consoles, notes)
+        if self.idle:  # the idle VMs ran through the point (their QEMU still there when it ended)
+            notes.host["idle_vms_running"] = sum(vm.exited() is None for vm in self.idle)
 
     def _trace_args(self, index: int) -> tuple[str, ...]:
         if not self.live_traces:
