@@ -24,23 +24,6 @@ if ! timeout 120 "$VMIO" qemu list --json | grep -q '"version": "10\.0\.'; then
   SPEC="$OUT/demo.toml"
 fi
 
-# seed 000's "Path Through" (a dedicated SSD given to the VM) here: a raw host block device given to the
-# VM (`bus = "block"`). Without a spare disk that device is a direct-I/O loop device over a written file,
-# reached through the link the spec names; detached when the demo ends.
-LOOP_FILE=/var/tmp/vmio/demo-block.img
-LOOP_LINK=/var/tmp/vmio/demo-loop
-mkdir -p /var/tmp/vmio
-if [ ! -f "$LOOP_FILE" ]; then
-  echo "== writing $LOOP_FILE (512 MiB) for the raw-device target"
-  dd if=/dev/urandom of="$LOOP_FILE.partial" bs=1M count=512 status=none conv=fsync
-  mv "$LOOP_FILE.partial" "$LOOP_FILE"
-fi
-LOOP_DEV=$(timeout 30 losetup -f --show --direct-io=on "$LOOP_FILE")
-ln -sfn "$LOOP_DEV" "$LOOP_LINK"
-cleanup() { rm -f "$LOOP_LINK"; timeout 30 losetup -d "$LOOP_DEV" || true; }
-trap cleanup EXIT
-echo "== raw block device for the Path Through stand-in: $LOOP_DEV (loop, direct I/O) over $LOOP_FILE"
-
 echo "== running $SPEC (seed 000: bare, 1fio/vm x N, N fio/vm, + raw device, + iothread, two backings)"
 status=0
 start=$(date +%s)
