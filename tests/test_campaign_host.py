@@ -298,7 +298,9 @@ ramp = "1s"
     db = tmp_path / "l.db"
     iostat = Iostat(busy_loopdev)
     try:
-        code = main(["run", str(spec(tmp_path, target, work, "loop")), "--db", str(db), "--interval", "100ms"])
+        code = main(
+            ["run", str(spec(tmp_path, target, work, "loop")), "--db", str(db), "--interval", "100ms"]
+        )
     finally:
         iostat.stop()
     assert code == 0

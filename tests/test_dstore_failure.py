@@ -54,7 +54,9 @@ def test_baseline_one_copy_on_the_same_osds(
             assert p["spikes"] in ("ok", "max-over", "p99-over")
     # 70 % writes: three copies cost more than one on the same OSDs
     assert out["points"][0]["vs_baseline"] < 0.9
-    assert f"{live_cluster.pool}-size1" not in _pools(live_cluster) and live_cluster.pool in _pools(live_cluster)  # removed again
+    assert f"{live_cluster.pool}-size1" not in _pools(live_cluster) and live_cluster.pool in _pools(
+        live_cluster
+    )  # removed again
 
 
 def test_baseline_local_file(

@@ -213,7 +213,9 @@ def test_a_simulation_larger_than_the_available_memory_is_refused_before_it_star
     need = BASE_BYTES + BYTES_PER_ACCESS * scenario.accesses
     meminfo = tmp_path / "meminfo"
     meminfo.write_text(f"MemTotal: 99999999 kB\nMemAvailable: {need // 1024 - 1} kB\n")
-    with pytest.raises(InputError, match=r"400000 accesses need about .* GiB available \(MemAvailable, the limit\)"):
+    with pytest.raises(
+        InputError, match=r"400000 accesses need about .* GiB available \(MemAvailable, the limit\)"
+    ):
         check_memory(scenario, meminfo)
     meminfo.write_text(f"MemAvailable: {need // 1024 + 1} kB\n")
     check_memory(scenario, meminfo)  # enough: no error

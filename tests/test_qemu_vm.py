@@ -141,7 +141,9 @@ def test_hung_guest_is_killed_with_console_tail(guest: GuestImage, qcaps: QemuCa
     started = time.monotonic()
     with pytest.raises(GuestBootError) as info:
         vm.start()
-    assert time.monotonic() - started >= 8  # it waited out its boot timeout (how fast it then ends: benchmarks/)
+    assert (
+        time.monotonic() - started >= 8
+    )  # it waited out its boot timeout (how fast it then ends: benchmarks/)
     assert "did not print VMIO-READY within 8 s" in str(info.value)
     assert "Linux version" in info.value.output  # the console tail is kept in the error
     assert vm.state == VMState.FAILED and not alive(vm.pid)

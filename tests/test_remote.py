@@ -104,8 +104,12 @@ def test_merged_percentiles_agree_with_every_operation_logged_by_fio(
     assert len(every) == 3000
     with Store(db) as store:
         [row] = summary.point_rows(store, "pct")
-    per_host = [[int(line.split(",")[1]) for line in log.read_text().splitlines() if line.strip()] for log in logs]
-    assert exact_percentile(per_host[1], 50) > 3 * exact_percentile(per_host[0], 50), "the hosts do not differ"
+    per_host = [
+        [int(line.split(",")[1]) for line in log.read_text().splitlines() if line.strip()] for log in logs
+    ]
+    assert exact_percentile(per_host[1], 50) > 3 * exact_percentile(per_host[0], 50), (
+        "the hosts do not differ"
+    )
     for p in (50, 99, 99.9):
         ours, exact = row["read_lat_ns"][f"p{p:g}"], exact_percentile(every, p)
         assert abs(histogram.bucket_index(int(ours)) - histogram.bucket_index(exact)) <= 1, (p, ours, exact)

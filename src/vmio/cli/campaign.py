@@ -181,7 +181,9 @@ def print_dry_run(camp: spec.Campaign, out: TextIO) -> None:
                               load_processes=point.load_processes, place=place)  # fmt: skip
         out.write(f"\n## {point.key}  ({target.kind}; {placement.where(target)})\n{text}")
         if camp.seed is not None and workload.ops:
-            out.write(f"; measure replays the campaign's seeded offsets (seed {camp.seed}) through read_iolog\n")
+            out.write(
+                f"; measure replays the campaign's seeded offsets (seed {camp.seed}) through read_iolog\n"
+            )
 
 
 class ProgressPrinter:

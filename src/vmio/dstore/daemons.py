@@ -91,7 +91,12 @@ def cluster_pids(conf: Path, proc: Path = Path("/proc")) -> dict[int, str]:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if argv and os.path.basename(argv[0]).startswith(b"ceph-") and needle in argv and _alive(int(entry.name)):
+        if (
+            argv
+            and os.path.basename(argv[0]).startswith(b"ceph-")
+            and needle in argv
+            and _alive(int(entry.name))
+        ):
             found[int(entry.name)] = b" ".join(argv).decode(errors="replace").strip()
     return found
 

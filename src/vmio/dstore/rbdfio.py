@@ -64,7 +64,9 @@ def pattern_options(job: RbdJob) -> dict[str, str | int | float]:
 def render_job(ref: ClusterRef, job: RbdJob) -> str:
     """The fio job file text (every option inside the file)."""
     engine = {"ioengine": "rbd", "clientname": job.clientname, "pool": ref.pool, "rbdname": ref.image}
-    return jobfile.section("global", {**engine, **pattern_options(job)}) + jobfile.section(f"rbd-{job.bs}", {})
+    return jobfile.section("global", {**engine, **pattern_options(job)}) + jobfile.section(
+        f"rbd-{job.bs}", {}
+    )
 
 
 def run_rbd_job(ref: ClusterRef, job: RbdJob, *, runner: Runner | None = None) -> Totals:
