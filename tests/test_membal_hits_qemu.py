@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,6 +19,7 @@ from vmio.membal.livework import Load, LoadRun, job_text
 from vmio.membal.signals import PAGE, signals
 from vmio.qemu import AccelProber, Fleet, QemuCaps
 from vmio.qemu.agent import AgentRecord
+from vmio.qemu.vm import VM
 from vmio.store import Store
 from vmio.store.membal import decisions, start_run
 
@@ -72,17 +74,10 @@ def settled(vm: BalloonedVM, start: AgentRecord, timeout: float = 30.0) -> Agent
     raise AssertionError(f"the workload's read counters did not settle within {timeout:g} s")
 
 
-def test_second_pass_over_a_region_is_reported_as_hits(fleet: Fleet, tmp_path: Path) -> None:
-    """One fio job reads 16M over and over for 6 s: the first pass misses, every later one hits. (A
-    time-based job wraps around without closing the device; Linux drops a block device's page cache at
-    its last close, so separate jobs, or ``loops``/``io_size``, would read it from the disk again.)"""
-    vm = fleet.vms[0]
+def run_job(vm: VM, job: Path) -> tuple[dict[str, Any], tuple[AgentRecord, AgentRecord]]:
+    """fio's read totals for ``job`` run in ``vm``'s fio server, and the guest's counters before it and once
+    they settled after it."""
     guest = BalloonedVM(vm)
-    job = tmp_path / "twice.fio"
-    job.write_text(
-        f"[twice]\nfilename={vm.guest_devices()[0]}\nrw=read\nbs=64k\nsize=16M\nruntime=6\ntime_based=1\n"
-        "direct=0\ninvalidate=0\nioengine=psync\n"
-    )
     try:
         start = fresh(guest)
         entry = fio_client([f"--client={vm.fio_client}", str(job)])[0]
@@ -91,6 +86,20 @@ def test_second_pass_over_a_region_is_reported_as_hits(fleet: Fleet, tmp_path: P
         guest.close()
     read = entry["read"]
     assert isinstance(read, dict)
+    return read, (start, end)
+
+
+def test_second_pass_over_a_region_is_reported_as_hits(fleet: Fleet, tmp_path: Path) -> None:
+    """One fio job reads 16M over and over for 6 s: the first pass misses, every later one hits. (A
+    time-based job wraps around without closing the device; Linux drops a block device's page cache at
+    its last close, so separate jobs, or ``loops``/``io_size``, would read it from the disk again.)"""
+    vm = fleet.vms[0]
+    job = tmp_path / "twice.fio"
+    job.write_text(
+        f"[twice]\nfilename={vm.guest_devices()[0]}\nrw=read\nbs=64k\nsize=16M\nruntime=6\ntime_based=1\n"
+        "direct=0\ninvalidate=0\nioengine=psync\n"
+    )
+    read, (start, end) = run_job(vm, job)
     total, once = int(read["io_bytes"]) // PAGE, 16 * M // PAGE  # fio's own count of what it read
     assert total >= 2 * once, f"fio read only {total} pages in 6 s"
     got = signals(start, end)
@@ -106,18 +115,10 @@ def test_random_reads_report_the_distinct_blocks_as_misses(fleet: Fleet, tmp_pat
     rest. Readahead would count pages fetched ahead as misses (measured with ``fadvise_hint=0``: +12 %), and
     fio's default random map (each block once per pass) would report no hits at all (measured: 0)."""
     vm = fleet.vms[1]
-    guest = BalloonedVM(vm)
     block, region = 32 << 10, 64 * M
     job = tmp_path / "random.fio"
     job.write_text(job_text(Load(region, "randread", block), vm.guest_devices()[0], 5))
-    try:
-        start = fresh(guest)
-        entry = fio_client([f"--client={vm.fio_client}", str(job)])[0]
-        end = settled(guest, start)
-    finally:
-        guest.close()
-    read = entry["read"]
-    assert isinstance(read, dict)
+    read, (start, end) = run_job(vm, job)
     n, blocks, per = int(read["total_ios"]), region // block, block // PAGE  # fio's own count of its reads
     assert n >= blocks // 2, f"fio read only {n} blocks in 5 s"
     distinct = blocks * (1 - (1 - 1 / blocks) ** n)  # its standard deviation is ~1 % here

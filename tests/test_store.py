@@ -53,7 +53,9 @@ def test_round_trip(res: list[JobResult]) -> None:
             assert store.histogram(row["id"]) == x.bins
             assert row["p99"] == x.lat_ns["p99"] and row["p999"] == x.lat_ns["p99.9"]
         assert store.run_metrics(run_id) == {("cpu", "usr_pct"): 12.5}
-        assert [tuple(r)[1:] for r in store.oplat(run_id)] == [("local", "measure.1", 0, 3, 52000, "read")]
+        assert [tuple(r)[1:] for r in store.oplat(run_id)] == [
+            ("local", "measure.1", 0, 3, 52000, "read", None)
+        ]  # no offset logged
 
 
 def test_recording_a_point_again_replaces_it_whole(store: Store) -> None:
