@@ -6,12 +6,14 @@
 The MAE is over every cache size from 1 page to the distinct pages (exact curve at each size, the sampled
 curve interpolated), except the row that keeps only the sizes a sample at rate R can resolve (>= 1/R pages).
 Work: accesses hashed (every access, once per sample) and accesses sampled (those that touch the stack);
-memory: keys held. A mean of K seeds is K samples at the same rate with independent hash salts: K times
+memory: keys held. "HLL" rows scale the sample's misses (and by default its distances too) by a
+HyperLogLog count of the distinct pages over the sample's own count. A mean of K seeds is K samples at the same rate with independent hash salts: K times
 one sample's work and memory, though each pass samples at the stated rate.
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import numpy as np
@@ -49,11 +51,21 @@ def row(label: str, curve: MissRatioCurve, exact: np.ndarray, passes: int, lowes
     )
 
 
-def over_salts(pages: np.ndarray, exact: np.ndarray, rate: float, distinct: bool, n: int = SALTS) -> str:
+def over_salts(
+    pages: np.ndarray,
+    exact: np.ndarray,
+    sampling: Sampling,
+    distinct: bool,
+    stretch: bool = True,
+    n: int = SALTS,
+) -> str:
     """One seed's MAE over ``n`` hash salts (the trace's keys XOR a salt): mean and worst."""
     span = (1 << 62) - 1
     salts = np.random.default_rng(7).integers(1, span, n)
-    got = [mae(stream_curve([pages ^ np.int64(s)], Sampling(rate), distinct=distinct), exact) for s in salts]
+    got = [
+        mae(stream_curve([pages ^ np.int64(s)], sampling, distinct=distinct, stretch=stretch), exact)
+        for s in salts
+    ]
     return f"mean {np.mean(got):.4f}, worst {np.max(got):.4f}"
 
 
@@ -69,6 +81,7 @@ def main() -> None:
     )
     print("passes: samples taken, each hashing every access (work and memory scale with it)")
     print(f"  {'estimator':<52}{'MAE':>8}{'rate':>10}{'passes':>7}{'sampled':>10}{'keys':>9}")
+    stream_curve([pages[:1000]], Sampling(0.5))  # compile the kernels before timing
     for rate in RATES:
         print(f"rate {rate:g}:")
         adj = stream_curve([pages], Sampling(rate), distinct=False)
@@ -76,7 +89,13 @@ def main() -> None:
         row("SHARDS, unadjusted", unadjusted(pages, rate), exact, 1)
         row(f"SHARDS_adj, sizes >= 1/R = {round(1 / rate)} pages only", adj, exact, 1, round(1 / rate))
         row(
-            "SHARDS_adj + HLL distinct scaling (vmio's default)",
+            "SHARDS_adj + HLL, misses scaled",
+            stream_curve([pages], Sampling(rate), stretch=False),
+            exact,
+            1,
+        )
+        row(
+            "SHARDS_adj + HLL, misses and distances (default)",
             stream_curve([pages], Sampling(rate)),
             exact,
             1,
@@ -84,7 +103,15 @@ def main() -> None:
         size = max(1, round(rate * distinct))
         fixed = Sampling(1.0, size)
         row(f"fixed size s_max = {size:,}", stream_curve([pages], fixed, distinct=False), exact, 1)
-        row(f"fixed size s_max = {size:,} + HLL scaling", stream_curve([pages], fixed), exact, 1)
+        row(
+            f"fixed size s_max = {size:,} + HLL, misses scaled",
+            stream_curve([pages], fixed, stretch=False),
+            exact,
+            1,
+        )
+        row(
+            f"fixed size s_max = {size:,} + HLL, misses and distances", stream_curve([pages], fixed), exact, 1
+        )
         for k in SEEDS:
             row(
                 f"SHARDS_adj + HLL, mean of {k} hash seeds",
@@ -92,9 +119,17 @@ def main() -> None:
                 exact,
                 k,
             )
+        one = Sampling(rate)
+        print(f"  one seed over {SALTS} salts:")
+        print(f"    SHARDS_adj {over_salts(pages, exact, one, False)}")
+        print(f"    + HLL, misses scaled {over_salts(pages, exact, one, True, False)}")
+        print(f"    + HLL, misses and distances (default) {over_salts(pages, exact, one, True)}")
+        print(f"    fixed size {size:,} + HLL, misses and distances {over_salts(pages, exact, fixed, True)}")
+        started = time.perf_counter()
+        stream_curve([pages], one)
+        took = time.perf_counter() - started
         print(
-            f"  one seed over {SALTS} salts: SHARDS_adj {over_salts(pages, exact, rate, False)}; "
-            f"+ HLL {over_salts(pages, exact, rate, True)}"
+            f"  one pass (sampler and distinct count), in memory: {pages.size / took / 1e6:.0f} M accesses/s"
         )
 
 

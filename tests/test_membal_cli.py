@@ -108,7 +108,8 @@ def test_mrc_of_a_trace_exact_and_sampled(tmp_path: Path, capsys: pytest.Capture
     assert main(["membal", "mrc", str(trace), "--sample-size", "100"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith(
-        "t.csv: 6000 page accesses, fixed-size sample of 100 keys, misses scaled to a HyperLogLog count of distinct keys: "
+        "t.csv: 6000 page accesses, fixed-size sample of 100 keys, misses scaled to a HyperLogLog count of distinct keys, "
+        "distances stretched alike: "
     )
     assert lines[1].split() == ["cache", "pages", "miss", "ratio"]
     assert len(lines) == 2 + 20
