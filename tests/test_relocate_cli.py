@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import csv
 import json
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +12,8 @@ import pytest
 
 from vmio.cli import main
 from vmio.relocate.plan_io import read_plan
+
+from conftest import CLOUDPHYSICS_SAMPLE
 
 DATA = Path(__file__).parent / "data" / "relocate"
 
@@ -146,3 +150,43 @@ def test_evaluate_rejects_bad_options(capsys: pytest.CaptureFixture[str]) -> Non
         == 0
     )
     assert main(["relocate", "evaluate"]) == 2
+
+
+def lru_miss_ratios(pages: list[int], sizes: list[int]) -> list[float]:
+    """A plain LRU cache of each size fed every page in turn: the share of accesses that missed."""
+    out = []
+    for size in sizes:
+        cache: OrderedDict[int, None] = OrderedDict()
+        misses = 0
+        for p in pages:
+            if p in cache:
+                cache.move_to_end(p)
+            else:
+                misses += 1
+                cache[p] = None
+                if len(cache) > size:
+                    cache.popitem(last=False)
+        out.append(misses / len(pages))
+    return out
+
+
+def test_analyze_cache_curve_against_a_plain_lru(capsys: pytest.CaptureFixture[str]) -> None:
+    """The CloudPhysics sample's pages (each request's 4 KiB pages, read here with the csv module) through
+    a plain LRU at 16M, 256M and 1G: the exact curve matches it to the rounding, a SHARDS sample at rate
+    0.01 within 0.02."""
+    pages: list[int] = []
+    with CLOUDPHYSICS_SAMPLE.open() as f:
+        for row in csv.DictReader(f):
+            start = int(row["lbn"]) * 512
+            pages += range(start // 4096, (start + max(int(row["size"]), 1) - 1) // 4096 + 1)
+    want = lru_miss_ratios(pages, [4096, 65536, 262144])
+    args = ["relocate", "analyze", str(CLOUDPHYSICS_SAMPLE), "--format", "cloudphysics", "--cache-curve"]
+    for extra, tolerance in (([], 1e-6), (["--sample-rate", "0.01"], 0.02)):
+        assert main([*args, "--cache", "16M,256M,1G", "--json", *extra]) == 0
+        (image,) = _json(capsys)["images"]
+        curve = image["cache_curve"]
+        assert curve["accesses"] == len(pages)
+        assert [p["cache_bytes"] for p in curve["points"]] == [16 << 20, 256 << 20, 1 << 30]
+        assert [p["miss_ratio"] for p in curve["points"]] == pytest.approx(want, abs=tolerance), extra
+    assert main([*args, "--cache", "0"]) == 2
+    assert "every cache size must be at least one 4 KiB page" in capsys.readouterr().err

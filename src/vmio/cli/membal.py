@@ -29,7 +29,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sim.add_argument("scenario", metavar="SCENARIO", help="scenario TOML file")
     sim.add_argument("--json", action="store_true", help="print the results as JSON")
     sim.add_argument("--plots", metavar="DIR", type=Path, help="write hit-ratio and memory plots (PNG, SVG)")
-    _sampling_options(sim, "the bounds' miss-ratio curves (default: exact)")
+    sampling_options(sim, "the bounds' miss-ratio curves (default: exact)")
     sim.set_defaults(handler=_sim)
     mrc = inner.add_parser("mrc", help="the LRU miss-ratio curve of a block trace, read as a stream")
     mrc.add_argument(
@@ -43,12 +43,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--points", type=argtypes.count(1, 100000), default=20, help="cache sizes printed (default 20)"
     )
     mrc.add_argument("--json", action="store_true", help="print the curve as JSON")
-    _sampling_options(mrc, "the curve (default: exact)")
+    sampling_options(mrc, "the curve (default: exact)")
     mrc.set_defaults(handler=_mrc)
     add_run(inner)
 
 
-def _sampling_options(p: argparse.ArgumentParser, what: str) -> None:
+def sampling_options(p: argparse.ArgumentParser, what: str) -> None:
+    """--sample-rate | --sample-size and --seeds: how a miss-ratio curve is built (membal and relocate)."""
     p.add_argument(
         "--seeds",
         type=argtypes.count(1, 1024),
@@ -88,7 +89,8 @@ def _keys(text: str) -> int:
     return value
 
 
-def _sampling(args: argparse.Namespace) -> Sampling:
+def sampling(args: argparse.Namespace) -> Sampling:
+    """The curve's sampling from ``sampling_options``' arguments."""
     if args.seeds > 1 and args.sample_size is None and args.sample_rate is None:
         raise InputError(
             f"--seeds {args.seeds!r} needs --sample-rate or --sample-size (an exact curve has no seed)"
@@ -103,7 +105,7 @@ def _mrc(args: argparse.Namespace) -> int:
         raise InputError(f"--chunk {args.chunk!r} must be at least 1 and --points {args.points!r} at least 2")
     if not args.page or args.page & (args.page - 1):
         raise InputError(f"--page {args.page!r} is not a power of two; use a page size such as '4k'")
-    curve = stream_curve(iter_vscsi_pages(args.trace, args.page, args.chunk), _sampling(args))
+    curve = stream_curve(iter_vscsi_pages(args.trace, args.page, args.chunk), sampling(args))
     if args.json:
         print(json.dumps(curve_json(curve, args.page, args.points), indent=2))
     else:
@@ -147,7 +149,7 @@ def render_curve(curve: MissRatioCurve, name: str, page: int, points: int) -> st
 
 
 def _sim(args: argparse.Namespace) -> int:
-    outcome = run_scenario(load_scenario(args.scenario), curves=_sampling(args))
+    outcome = run_scenario(load_scenario(args.scenario), curves=sampling(args))
     if args.plots is not None:
         from vmio.membal.plots import write_plots
 

@@ -9,8 +9,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import numpy as np
+
 from vmio.cli import argtypes
 from vmio.cli.argtypes import size
+from vmio.cli.membal import sampling, sampling_options
 from vmio.errors import InputError
 from vmio.units import format_size
 
@@ -76,8 +79,30 @@ def _add_analyze(rsub: Sub) -> None:
     _trace_options(p, required=True)
     p.add_argument("--coverage", type=_fraction, default=0.9, help="hot set covers this share of accesses")
     p.add_argument("--plot-dir", type=Path, help="write access-distribution and heat-over-time PNGs here")
+    p.add_argument(
+        "--cache-curve",
+        action="store_true",
+        help="per image, the miss ratio of an LRU cache in front of it (what would still reach the disk)",
+    )
+    p.add_argument(
+        "--cache",
+        type=_sizes,
+        metavar="SIZE,...",
+        help="cache sizes for --cache-curve (default: 1/64, 1/16, 1/4, 1/2 and all of the pages each image touches)",
+    )
+    sampling_options(p, "--cache-curve (default: exact)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_analyze)
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(size(part) for part in text.split(","))
+    except (argparse.ArgumentTypeError, ValueError):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of sizes; use e.g. 64M,256M,1G") from None
+    if any(v < 4096 for v in values):
+        raise argparse.ArgumentTypeError(f"{text!r}: every cache size must be at least one 4 KiB page")
+    return values
 
 
 def _plan_options(p: argparse.ArgumentParser) -> None:
@@ -200,15 +225,20 @@ def _analyze(args: argparse.Namespace) -> int:
 
     trace = _traces_of(args)
     summary = heat.summarize(trace, args.extent, args.coverage)
+    curves = _cache_curves(trace, args) if args.cache_curve else None
     if args.plot_dir:
         analyze_plots(trace, args.extent, args.plot_dir)
     if args.json:
+        images = [h.as_dict() for h in summary]
+        if curves is not None:
+            for image, curve in zip(images, curves, strict=True):
+                image["cache_curve"] = curve.as_dict()
         out = {
             "requests": len(trace),
             "extent_bytes": args.extent,
             "coverage": args.coverage,
             "time_unit": trace.time_unit,
-            "images": [h.as_dict() for h in summary],
+            "images": images,
         }
         print(json.dumps(out, indent=1))
         return 0
@@ -221,7 +251,50 @@ def _analyze(args: argparse.Namespace) -> int:
             f"{h.name}: {h.accesses} accesses on {h.extents_touched} extents; hot {h.hot_extents} extents "
             f"({format_size(h.hot_bytes)}) take {h.hot_share:.1%}"
         )
+    for h, curve in zip(summary, curves or [], strict=False):
+        points = ", ".join(f"{_mib(b)} {r:.3f}" for b, r in curve.points)
+        print(f"{h.name}: LRU cache miss ratio ({curve.method}): {points}")
     return 0
+
+
+PAGE = 4096
+
+
+def _mib(n: int) -> str:
+    """A cache size for the text output: as given where it is round, else in MiB to one decimal."""
+    return format_size(n) if n % (1 << 20) == 0 else f"{n / (1 << 20):.1f}M"
+
+
+@dataclasses.dataclass(frozen=True)
+class CacheCurve:
+    """One image's LRU miss ratio at the cache sizes asked for (bytes, ratio)."""
+
+    method: str
+    accesses: int
+    points: list[tuple[int, float]]
+
+    def as_dict(self) -> dict[str, object]:
+        points = [{"cache_bytes": b, "miss_ratio": r} for b, r in self.points]
+        return {"method": self.method, "accesses": self.accesses, "points": points}
+
+
+def _cache_curves(trace: Any, args: argparse.Namespace) -> list[CacheCurve]:
+    """Per image, the miss-ratio curve of the pages its requests touch (membal's curve: exact, or SHARDS
+    with --sample-rate/--sample-size), read at the cache sizes asked for."""
+    from vmio.membal.curve import stream_curve
+    from vmio.relocate.heat import pages_of
+
+    how = sampling(args)
+    out = []
+    for i in range(len(trace.images)):
+        pages = pages_of(trace, i, PAGE)
+        curve = stream_curve([pages], how)
+        touched = int(np.unique(pages).size)
+        sizes = args.cache or tuple(max(PAGE, touched * PAGE // d) for d in (64, 16, 4, 2, 1))
+        ratios = curve.at(np.asarray(sizes, dtype=np.int64) // PAGE)
+        points = [(int(b), round(float(r), 6)) for b, r in zip(sizes, ratios, strict=True)]
+        out.append(CacheCurve(curve.method, curve.accesses, points))
+    return out
 
 
 def _plan(args: argparse.Namespace) -> int:

@@ -109,3 +109,16 @@ def summarize(trace: Trace, extent_bytes: int, coverage: float) -> list[ImageHea
         share = float(counts[hot].sum()) / total if total else 0.0
         out.append(ImageHeat(name, total, int((counts > 0).sum()), len(hot), len(hot) * extent_bytes, share))
     return out
+
+
+def pages_of(trace: Trace, index: int, page: int = 4096) -> NDArray[np.int64]:
+    """Every page image ``index``'s requests touch, in issue order (a request of several pages gives each
+    of them in turn): the key stream a cache in front of the image sees."""
+    mine = trace.image == index
+    first = trace.offset[mine] // page
+    last = (trace.offset[mine] + np.maximum(trace.length[mine], 1) - 1) // page
+    counts = (last - first + 1).astype(np.int64)
+    if not counts.size:
+        return np.zeros(0, dtype=np.int64)
+    starts = np.repeat(first - (np.cumsum(counts) - counts), counts)
+    return np.asarray(starts + np.arange(int(counts.sum()), dtype=np.int64), dtype=np.int64)
