@@ -20,6 +20,17 @@ TRACES = Path(os.environ.get("VMIO_TRACES") or Path(__file__).resolve().parents[
 CLOUDPHYSICS_SAMPLE = TRACES / "cloudphysics_vscsi_sample.csv"
 
 
+CEPH_TOOLS = ("ceph-mon", "ceph-osd", "ceph-mgr", "ceph", "rbd", "monmaptool", "fio")
+
+
+def needs_tools(*tools: str) -> pytest.MarkDecorator:
+    """Skip where any of ``tools`` is not installed (``make test`` installs them all)."""
+    missing = [tool for tool in tools if shutil.which(tool) is None]
+    return pytest.mark.skipif(
+        bool(missing), reason=f"needs {', '.join(missing)} (scripts/setup-system.sh full)"
+    )
+
+
 def need(tool: str) -> None:
     if shutil.which(tool) is None:
         pytest.skip(f"needs {tool}, which is not installed (make test installs it)")

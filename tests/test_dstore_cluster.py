@@ -17,16 +17,13 @@ from vmio.dstore.profile import Criteria, verdict
 from vmio.errors import ClusterError
 from vmio.system.process import Runner
 
-from conftest import ceph_processes
-
-NEEDED = ("ceph-mon", "ceph-osd", "ceph-mgr", "ceph", "rbd", "monmaptool", "fio", "qemu-img")
-MISSING = [tool for tool in NEEDED if shutil.which(tool) is None]
+from conftest import CEPH_TOOLS, ceph_processes, needs_tools
 
 pytestmark = [
     pytest.mark.ceph,
     pytest.mark.fio,
     pytest.mark.slow,
-    pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)} (scripts/setup-system.sh full)"),
+    needs_tools(*CEPH_TOOLS, "qemu-img"),
 ]
 
 

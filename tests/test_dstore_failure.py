@@ -5,7 +5,6 @@ the RBD image, and the pool through one OSD's outage and recovery. One cluster f
 from __future__ import annotations
 
 import json
-import shutil
 import threading
 import time
 from pathlib import Path
@@ -16,14 +15,13 @@ from vmio.cli import main
 from vmio.dstore import cluster
 from vmio.system.process import Runner
 
-NEEDED = ("ceph-mon", "ceph-osd", "ceph-mgr", "ceph", "rbd", "monmaptool", "fio")
-MISSING = [tool for tool in NEEDED if shutil.which(tool) is None]
+from conftest import CEPH_TOOLS, needs_tools
 
 pytestmark = [
     pytest.mark.ceph,
     pytest.mark.fio,
     pytest.mark.slow,
-    pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)} (scripts/setup-system.sh full)"),
+    needs_tools(*CEPH_TOOLS),
 ]
 
 

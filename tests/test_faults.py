@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import threading
@@ -27,7 +26,7 @@ from vmio.system.ports import free_port
 from vmio.system.process import Runner
 from vmio.targets.remote import LocalFioServer
 
-from conftest import SESSION_MARK, leftover_processes
+from conftest import CEPH_TOOLS, SESSION_MARK, leftover_processes, needs_tools
 from qemu_support import needs_qemu
 
 pytestmark = pytest.mark.fio
@@ -173,9 +172,6 @@ def test_qemu_dying_mid_point_fails_that_point_with_its_console_and_the_next_boo
     assert our_qemus() == []
 
 
-CEPH_TOOLS = ("ceph-mon", "ceph-osd", "ceph-mgr", "ceph", "rbd", "monmaptool", "fio")
-
-
 def _ceph(conf: Path, *args: str) -> str:
     argv = ["ceph", "-c", str(conf), "--connect-timeout", "20", *args]
     return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True).stdout
@@ -231,7 +227,7 @@ def _wait_active_clean(conf: Path, deadline_s: float) -> dict:
 
 @pytest.mark.ceph
 @pytest.mark.slow
-@pytest.mark.skipif(any(shutil.which(t) is None for t in CEPH_TOOLS), reason=f"needs {', '.join(CEPH_TOOLS)}")
+@needs_tools(*CEPH_TOOLS)
 def test_an_osd_killed_mid_profile_is_recorded_and_the_profile_completes(
     live_cluster: cluster.ClusterRef, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

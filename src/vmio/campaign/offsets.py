@@ -8,8 +8,6 @@ there tell).
 
 from __future__ import annotations
 
-from collections import Counter
-
 from vmio.errors import InputError
 from vmio.fio import iolog
 from vmio.spec import Campaign, HostTarget, QemuTarget, Target
@@ -52,7 +50,7 @@ def target_bytes(target: Target) -> int | None:
     if isinstance(target, QemuTarget):
         if target.size is not None:
             return target.size
-        per_path = Counter(target.backing[i % len(target.backing)] for i in range(target.vms))
+        per_path = target.vms_per_backing()
         sizes = [size // n for path, n in per_path.items() if (size := size_of(path)) is not None]
         return min(sizes) if sizes else None
     return None

@@ -7,6 +7,7 @@ repetitions.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import asdict, dataclass
 
 from vmio.spec.sla import Sla
@@ -52,6 +53,14 @@ class QemuTarget:
     loop: bool = False  # attach each backing file as a direct-I/O loop device (seed 004's raw device)
     idle_vms: int = 0  # VMs booted beside the measured ones and left idle (no fio; seed 004's "2 VMs")
     kind: str = "qemu"
+
+    def backing_of(self, vm: int) -> str:
+        """The backing path of VM ``vm``: VM i on backing i mod n."""
+        return self.backing[vm % len(self.backing)]
+
+    def vms_per_backing(self) -> dict[str, int]:
+        """How many VMs each backing path holds, in the order the paths are first used."""
+        return dict(Counter(self.backing_of(i) for i in range(self.vms)))
 
 
 @dataclass(frozen=True)

@@ -84,15 +84,12 @@ def target_caps(target: QemuTarget, runner: Runner | None = None) -> QemuCaps:
 
 def layout(target: QemuTarget) -> list[Disk]:
     """One disk per VM: VM i on backing path i mod n, VMs on one path in disjoint aligned ranges."""
-    per_path: dict[str, int] = {}
-    for i in range(target.vms):
-        path = target.backing[i % len(target.backing)]
-        per_path[path] = per_path.get(path, 0) + 1
+    per_path = target.vms_per_backing()
     share = {path: _share(target, path, count) for path, count in per_path.items()}
     seen: dict[str, int] = {}
     disks = []
     for i in range(target.vms):
-        path = target.backing[i % len(target.backing)]
+        path = target.backing_of(i)
         slot = seen.get(path, 0)
         seen[path] = slot + 1
         whole = per_path[path] == 1 and target.size is None
@@ -143,8 +140,7 @@ def attach_loops(target: QemuTarget, env: Env, stack: contextlib.ExitStack) -> l
     if not target.loop:
         return []
     loops = []
-    for path in dict.fromkeys(target.backing):
-        count = sum(1 for i in range(target.vms) if target.backing[i % len(target.backing)] == path)
+    for path, count in target.vms_per_backing().items():
         if target.size is not None:
             host.prepare_file(path, target.size * count)
         elif not Path(path).is_file():
