@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import csv
 import json
-from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from vmio.cli import main
+from vmio.membal.reference import lru_hits
 from vmio.relocate.plan_io import read_plan
 
 from conftest import CLOUDPHYSICS_SAMPLE
@@ -152,24 +152,6 @@ def test_evaluate_rejects_bad_options(capsys: pytest.CaptureFixture[str]) -> Non
     assert main(["relocate", "evaluate"]) == 2
 
 
-def lru_miss_ratios(pages: list[int], sizes: list[int]) -> list[float]:
-    """A plain LRU cache of each size fed every page in turn: the share of accesses that missed."""
-    out = []
-    for size in sizes:
-        cache: OrderedDict[int, None] = OrderedDict()
-        misses = 0
-        for p in pages:
-            if p in cache:
-                cache.move_to_end(p)
-            else:
-                misses += 1
-                cache[p] = None
-                if len(cache) > size:
-                    cache.popitem(last=False)
-        out.append(misses / len(pages))
-    return out
-
-
 def test_analyze_cache_curve_against_a_plain_lru(capsys: pytest.CaptureFixture[str]) -> None:
     """The CloudPhysics sample's pages (each request's 4 KiB pages, read here with the csv module) through
     a plain LRU at 16M, 256M and 1G: the exact curve matches it to the rounding, a SHARDS sample at rate
@@ -179,7 +161,7 @@ def test_analyze_cache_curve_against_a_plain_lru(capsys: pytest.CaptureFixture[s
         for row in csv.DictReader(f):
             start = int(row["lbn"]) * 512
             pages += range(start // 4096, (start + max(int(row["size"]), 1) - 1) // 4096 + 1)
-    want = lru_miss_ratios(pages, [4096, 65536, 262144])
+    want = [1 - lru_hits(pages, size) / len(pages) for size in (4096, 65536, 262144)]  # the plain LRU
     args = ["relocate", "analyze", str(CLOUDPHYSICS_SAMPLE), "--format", "cloudphysics", "--cache-curve"]
     for extra, tolerance in (([], 1e-6), (["--sample-rate", "0.01"], 0.02)):
         assert main([*args, "--cache", "16M,256M,1G", "--json", *extra]) == 0

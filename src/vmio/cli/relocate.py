@@ -9,8 +9,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import numpy as np
-
 from vmio.cli import argtypes
 from vmio.cli.argtypes import size
 from vmio.cli.membal import sampling, sampling_options
@@ -281,6 +279,8 @@ class CacheCurve:
 def _cache_curves(trace: Any, args: argparse.Namespace) -> list[CacheCurve]:
     """Per image, the miss-ratio curve of the pages its requests touch (membal's curve: exact, or SHARDS
     with --sample-rate/--sample-size), read at the cache sizes asked for."""
+    import numpy as np
+
     from vmio.membal.curve import stream_curve
     from vmio.relocate.heat import pages_of
 
