@@ -11,7 +11,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from vmio.errors import InputError
-from vmio.traces.trace import Trace
+from vmio.traces.trace import Trace, expand_runs
 
 DEFAULT_EXTENT = 1 << 20
 
@@ -113,12 +113,7 @@ def summarize(trace: Trace, extent_bytes: int, coverage: float) -> list[ImageHea
 
 def pages_of(trace: Trace, index: int, page: int = 4096) -> NDArray[np.int64]:
     """Every page image ``index``'s requests touch, in issue order (a request of several pages gives each
-    of them in turn): the key stream a cache in front of the image sees."""
-    mine = trace.image == index
+    of them in turn; a request of no bytes, none): the key stream a cache in front of the image sees."""
+    mine = (trace.image == index) & (trace.length > 0)
     first = trace.offset[mine] // page
-    last = (trace.offset[mine] + np.maximum(trace.length[mine], 1) - 1) // page
-    counts = (last - first + 1).astype(np.int64)
-    if not counts.size:
-        return np.zeros(0, dtype=np.int64)
-    starts = np.repeat(first - (np.cumsum(counts) - counts), counts)
-    return np.asarray(starts + np.arange(int(counts.sum()), dtype=np.int64), dtype=np.int64)
+    return expand_runs(first, (trace.offset[mine] + trace.length[mine] - 1) // page - first + 1)

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vmio.errors import TraceError
-from vmio.traces.trace import READ, WRITE, Trace, TraceBuilder
+from vmio.traces.trace import READ, WRITE, Trace, TraceBuilder, expand_runs
 
 I64 = npt.NDArray[np.int64]
 COLUMNS = ["version", "time", "op", "size", "lbn"]
@@ -141,8 +141,7 @@ def _fill(buf: I64, fill: int, first: I64, counts: I64) -> tuple[int, I64, I64]:
     whole = int(np.searchsorted(cum, room, side="right"))
     if whole:
         n = int(cum[whole - 1])
-        offsets = np.arange(n, dtype=np.int64) - np.repeat(cum[:whole] - counts[:whole], counts[:whole])
-        buf[fill : fill + n] = np.repeat(first[:whole], counts[:whole]) + offsets
+        buf[fill : fill + n] = expand_runs(first[:whole], counts[:whole])
         fill += n
     first, counts = first[whole:], counts[whole:]
     if first.size and fill < buf.size:  # the next request only starts in this chunk

@@ -106,3 +106,12 @@ def concat(traces: Sequence[Trace]) -> Trace:
         images=tuple(names),
         time_unit=units.pop() if len(units) == 1 else None,
     )
+
+
+def expand_runs(first: NDArray[np.int64], counts: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Runs of consecutive numbers laid end to end: ``first[i]``, ``first[i] + 1``, ... ``counts[i]`` of them
+    (the pages of requests, each given as its first page and how many it covers; every count at least 1)."""
+    starts = np.cumsum(counts) - counts
+    return np.asarray(
+        np.repeat(first - starts, counts) + np.arange(int(counts.sum()), dtype=np.int64), dtype=np.int64
+    )
