@@ -38,10 +38,11 @@ def live_side(out: LiveOutcome, names: Sequence[str]) -> Side:
 
 def sim_side(outcome: Outcome, policy: str, names: Sequence[str]) -> Side:
     run, page = outcome.runs[policy], outcome.scenario.page
+    ratios = run.vm_hit_ratio()
     vms = {}
     for i, name in enumerate(names):
         first, last = int(run.allocation[0][i]) * page, int(run.allocation[-1][i]) * page
-        vms[name] = {"vm": outcome.scenario.vms[i].name, "hit_ratio": round(float(run.vm_hit_ratio()[i]), 6),
+        vms[name] = {"vm": outcome.scenario.vms[i].name, "hit_ratio": round(float(ratios[i]), 6),
                      "initial": first, "final": last, "move": last - first}  # fmt: skip
     return Side(round(run.hit_ratio, 6), vms)
 
