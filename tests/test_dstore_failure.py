@@ -119,12 +119,15 @@ def test_one_osd_down_and_back_keeps_serving(
     assert run["io_failed"] is False and run["io_errors"] == 0 and run["fio_error"] == 0
     assert run["down_seen_s"] is not None and run["iops_while_down"] > 0
     assert run["clean_after_s"] is not None and run["clean_after_s"] >= 0
+    # the mgr's health checks trail `ceph pg stat`: the run waited for HEALTH_OK too
+    assert run["health_after"] == "HEALTH_OK" and run["health_checks_after"] == []
+    assert run["healthy_after_s"] is not None
     # fio's own totals agree with its per-second log (±25 %: partial first/last windows)
     logged = sum(s["iops"] for s in run["seconds"])
     assert logged == pytest.approx(run["totals"]["ios"], rel=0.25)
     assert main(["dstore", "status", "--dir", str(live_cluster.root), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
-    assert info["health"] == "HEALTH_OK" and info["osds_up"] == 3
+    assert info["health"] == "HEALTH_OK" and info["health_checks"] == [] and info["osds_up"] == 3
     assert info["pg_states"] == {"active+clean": info["pgs"]}
 
 

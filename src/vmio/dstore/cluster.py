@@ -236,6 +236,7 @@ def status(runner: Runner, ref: ClusterRef) -> dict[str, Any]:
         "pool": ref.pool,
         "image": ref.image,
         "health": raw.get("health", {}).get("status", "unknown"),
+        "health_checks": sorted(raw.get("health", {}).get("checks", {})),
         "osds": osdmap.get("num_osds"),
         "osds_up": osdmap.get("num_up_osds"),
         "osds_in": osdmap.get("num_in_osds"),

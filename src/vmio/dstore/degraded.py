@@ -8,7 +8,10 @@ this host) logs IOPS and mean latency per second (``write_iops_log``/``write_lat
 ``log_avg_msec=1000``, epoch timestamps) and keeps going past I/O errors (``continue_on_error=all``) so
 they are counted rather than ending the run. Beside it, ``ceph osd tree`` and ``ceph pg stat`` are sampled
 about once a second. After fio ends the PGs are polled until all are active+clean; ``clean_after_s`` is
-the time from the OSD's restart to that moment.
+the time from the OSD's restart to that moment. The health checks come from the mgr's PG statistics a
+report or two behind ``ceph pg stat`` (a run that ends on all PGs active+clean can still read
+PG_DEGRADED), so ``ceph health`` is then polled for up to ``HEALTH_SETTLE_S``: ``healthy_after_s`` is when
+it said HEALTH_OK, ``health_checks_after`` the checks it still raised if it never did.
 
 Times are seconds since fio was launched (its rbd connection takes a few tenths of a second more).
 """
@@ -37,6 +40,7 @@ from vmio.units import format_size
 
 SAMPLE_EVERY_S = 1.0
 CLEAN_DEADLINE_S = 180.0
+HEALTH_SETTLE_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -97,6 +101,8 @@ class DegradedRun:
     fio_error: int = 0
     totals: dict[str, float] = field(default_factory=dict)
     health_after: str = "unknown"
+    health_checks_after: list[str] = field(default_factory=list)
+    healthy_at_s: float | None = None
 
     @property
     def clean_after_s(self) -> float | None:
@@ -104,6 +110,13 @@ class DegradedRun:
         if self.clean_at_s is None or self.started_at_s is None:
             return None
         return max(0.0, self.clean_at_s - self.started_at_s)
+
+    @property
+    def healthy_after_s(self) -> float | None:
+        """From the OSD's restart to ``ceph health`` saying HEALTH_OK again."""
+        if self.healthy_at_s is None or self.started_at_s is None:
+            return None
+        return max(0.0, self.healthy_at_s - self.started_at_s)
 
     @property
     def io_failed(self) -> bool:
@@ -143,6 +156,8 @@ class DegradedRun:
             "fio_error": self.fio_error,
             "clean_after_s": self.clean_after_s,
             "health_after": self.health_after,
+            "health_checks_after": self.health_checks_after,
+            "healthy_after_s": self.healthy_after_s,
             "totals": self.totals,
             "seconds": [asdict(s) for s in self.seconds],
             "samples": [asdict(s) for s in self.samples],
@@ -202,8 +217,7 @@ def run_degraded(
         _read_fio(run, text, fio.popen.returncode)
         run.seconds = per_second(Path(tmp), "deg", t0)
     _wait_clean(run, runner, ref, t0, time.monotonic() + clean_deadline_s)
-    raw = json.loads(ceph(runner, ref.conf, "health", "--format", "json"))
-    run.health_after = str(raw.get("status", "unknown"))
+    _wait_healthy(run, runner, ref, t0, time.monotonic() + HEALTH_SETTLE_S)
     return run
 
 
@@ -341,6 +355,20 @@ def _wait_clean(run: DegradedRun, runner: Runner, ref: ClusterRef, t0: float, de
     )
 
 
+def _wait_healthy(run: DegradedRun, runner: Runner, ref: ClusterRef, t0: float, deadline: float) -> None:
+    """Poll ``ceph health`` until HEALTH_OK or ``deadline``; keep the last status and its checks."""
+    while True:
+        raw = json.loads(ceph(runner, ref.conf, "health", "--format", "json"))
+        run.health_after = str(raw.get("status", "unknown"))
+        run.health_checks_after = sorted(raw.get("checks", {}))
+        if run.health_after == "HEALTH_OK":
+            run.healthy_at_s = time.time() - t0
+            return
+        if time.monotonic() >= deadline:
+            return
+        time.sleep(SAMPLE_EVERY_S)
+
+
 def format_run(run: DegradedRun) -> str:
     """The run per second, the OSD's state from the nearest earlier sample, and the summary."""
     name = f"osd.{run.outage.osd}"
@@ -371,9 +399,15 @@ def format_run(run: DegradedRun) -> str:
         else "no I/O failed"
     )
     lines.append(failed)
-    after = run.clean_after_s
+    after, healthy = run.clean_after_s, run.healthy_after_s
+    health = (
+        f"HEALTH_OK {healthy:.1f} s after the restart"
+        if healthy is not None
+        else f"health still {run.health_after} ({', '.join(run.health_checks_after) or 'no checks named'}) "
+        f"{HEALTH_SETTLE_S:g} s later"
+    )
     lines.append(
-        f"active+clean again {after:.1f} s after the restart; health {run.health_after}"
+        f"active+clean again {after:.1f} s after the restart; {health}"
         if after is not None
         else f"not active+clean again; health {run.health_after}"
     )
