@@ -14,7 +14,6 @@ from vmio.dstore import cluster
 from vmio.dstore.baseline import baseline_measure, parse_baseline
 from vmio.dstore.degraded import Outage, format_run, run_degraded
 from vmio.dstore.guestrun import guest_measure
-from vmio.dstore.plots import plot_compare, plot_profile
 from vmio.dstore.profile import (
     DEFAULT_BS,
     Criteria,
@@ -219,6 +218,8 @@ def _profile(args: argparse.Namespace) -> int:
             remove_variant(runner, ref, variant)
         out["compare"] = {"kind": args.compare, "labels": list(labels), "other": other.to_json()}
     if args.plot_dir is not None:
+        from vmio.dstore.plots import plot_compare, plot_profile  # matplotlib: only when plotting
+
         plot_profile(base, args.plot_dir / "profile.png")
         for label, prof, _ in sides:
             name = "baseline.png" if prof.setup.get("config") != "from guest" else "guest.png"

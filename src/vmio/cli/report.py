@@ -10,7 +10,7 @@ from pathlib import Path
 from vmio.cli import terminal
 from vmio.cli.campaign import add_db, open_store
 from vmio.errors import InputError
-from vmio.report import compare, compare_text, data, page, seed000
+from vmio.report import compare, compare_text, data, seed000
 from vmio.report import summary_table as saturation
 
 
@@ -38,6 +38,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def cmd_report(args: argparse.Namespace) -> int:
     if args.png_dir is not None and args.output is None:
         raise InputError("--png-dir needs -o/--output: the PNGs are the HTML report's plots")
+    from vmio.report import page  # matplotlib (0.3 s): only for `vmio report`, not every command
+
     with open_store(args) as store:
         loaded = data.load(store, args.campaign)
     if args.output is None:
