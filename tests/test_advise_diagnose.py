@@ -241,7 +241,7 @@ def test_human_text_of_one_diagnosis() -> None:
 
 
 EXPECTED_TEXT = """\
-Limit: device (not at a limit)
+Limit: device (not at the I/O limit: the actions below raise I/O)
 Actions, most promising first: spread-disks
 Path through Fig. 10 (seed 000's tuning guideline):
   (a) Is a device dedicated to the VM, and if not, can one be?
@@ -281,7 +281,9 @@ def test_cli_text_and_explain(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     path = tmp_path / "ev.json"
     path.write_text(json.dumps(BASE))
     assert main(["diagnose", "--evidence", str(path)]) == 0
-    assert capsys.readouterr().out.startswith("Limit: qemu-io-thread (not at a limit)\n")
+    assert capsys.readouterr().out.startswith(
+        "Limit: qemu-io-thread (not at the I/O limit: the actions below raise I/O)\n"
+    )
     assert main(["diagnose", "--explain"]) == 0
     assert capsys.readouterr().out == explain()
 

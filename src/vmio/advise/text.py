@@ -13,7 +13,11 @@ from vmio.advise.diagnose import Diagnosis, Step
 
 def format_diagnosis(diagnosis: Diagnosis) -> str:
     """The verdict, then the path through Fig. 10 with the numbers each answer used."""
-    state = "at the limit" if diagnosis.at_limit else "not at a limit"
+    state = (  # the paper's "I/O 性能限界": no step of the guideline left that would raise I/O
+        "at the I/O limit: no step left raises I/O"
+        if diagnosis.at_limit
+        else "not at the I/O limit: the actions below raise I/O"
+    )
     lines = [
         f"Limit: {diagnosis.limit} ({state})",
         f"Actions, most promising first: {', '.join(diagnosis.actions)}",
