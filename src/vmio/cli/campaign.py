@@ -19,6 +19,7 @@ from vmio.campaign import runner
 from vmio.cli import argtypes, terminal
 from vmio.errors import InputError
 from vmio.fio import jobfile
+from vmio.report.compare_text import columns
 from vmio.spec.sla import parse_sla
 from vmio.store import Store, export
 from vmio.store import rows as summary
@@ -270,12 +271,7 @@ def format_ops(rows: list[dict[str, object]]) -> str:
          str(r["ops"]), f"{r['min_ms']:.3f}", f"{r['avg_ms']:.3f}", f"{r['max_ms']:.3f}")
         for r in rows
     ]  # fmt: skip
-    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
-    return "".join(
-        "  ".join(c.ljust(w) if i < 8 else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths, strict=True)))
-        .rstrip() + "\n"
-        for line in lines
-    )  # fmt: skip
+    return columns(lines, right=frozenset(range(8, len(head))))
 
 
 def show_sla(args: argparse.Namespace) -> int:
@@ -302,12 +298,7 @@ def format_table(rows: list[dict[str, object]]) -> str:
     lines = show_lines(rows)
     if len(lines) == 1:
         return "no points stored\n"
-    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
-    return "".join(
-        "  ".join(cell.ljust(w) if i < 3 else cell.rjust(w) for i, (cell, w) in enumerate(zip(line, widths, strict=True)))
-        .rstrip() + "\n"
-        for line in lines
-    )  # fmt: skip
+    return columns(lines, right=frozenset(range(3, len(lines[0]))))
 
 
 def show_lines(rows: list[dict[str, object]]) -> list[tuple[str, ...]]:

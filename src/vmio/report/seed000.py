@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from vmio.report.compare_text import columns
 from vmio.report.data import CampaignData, Group, iops
 
 SEED_SETUP = "KVM, Fedora 23 (Linux 4.2.3), NVMe SSD, N = 16 fio"
@@ -197,10 +198,7 @@ def format_text(found: list[SeedRow]) -> str:
         c = r.config
         lines.append((c.term, r.target, r.setup, str(r.fio), ratio_text(c.read_ratio, c.approx),
                       measured_text(r.read), ratio_text(c.write_ratio, c.approx), measured_text(r.write)))  # fmt: skip
-    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
-    body = "".join(
-        "  ".join(x.ljust(w) for x, w in zip(line, widths, strict=True)).rstrip() + "\n" for line in lines
-    )
+    body = columns(lines)
     note = f" {TCG_NOTE}" if "tcg" in accelerators(found) else ""
     return (
         f"seed 000 ({SEED_SETUP}) beside this campaign: IOPS / Bare IOPS at the top of each sweep.{note}\n"
