@@ -93,6 +93,7 @@ class CampaignData:
     hist_log: dict[str, list[tuple[int, str, Histogram]]] = field(default_factory=dict)
     sla: Sla | None = None  # the spec's [campaign] sla
     workload_specs: dict[str, dict[str, Any]] = field(default_factory=dict)  # each workload's spec fields
+    _builds: dict[str, str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def done(self) -> list[Row]:
         return [r for r in self.rows if r["status"] == "done"]
@@ -114,13 +115,16 @@ class CampaignData:
 
     def builds(self) -> dict[str, str]:
         """Each VM target's QEMU build (``qemu 10.0.2 / q35``) from its done points; a target whose points
-        ran on more than one build lists them joined with " + "."""
+        ran on more than one build lists them joined with " + ". Read once: every target's label asks."""
+        if self._builds is not None:
+            return self._builds
         found: dict[str, list[str]] = {}
         for r in self.done():
             label = build_label(r)
             if label and label not in found.setdefault(r["target"], []):
                 found[r["target"]].append(label)
-        return {t: " + ".join(labels) for t, labels in found.items() if labels}
+        self._builds = {t: " + ".join(labels) for t, labels in found.items() if labels}
+        return self._builds
 
     def several_builds(self) -> bool:
         """Did the campaign's VMs run on more than one QEMU build (version or machine type)?"""
