@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
 import re
 import shutil
 import tempfile
@@ -27,7 +26,7 @@ from vmio.qemu.argv import nvme_timeout_needed, plan_iothreads
 from vmio.qemu.threads import COMM_LEN, Snapshot, cpu_between, read_threads
 from vmio.qemu.tracing import qemu_trace_args, trace_events
 from vmio.spec import QemuTarget, Workload
-from vmio.system.blockdev import Loop, device_chain, loop_device, reported_device
+from vmio.system.blockdev import Loop, device_chain, loop_device, reported_device, size_of
 from vmio.system.process import Runner
 from vmio.system.safety import is_block_device
 from vmio.targets import host, placement
@@ -112,7 +111,7 @@ def _share(target: QemuTarget, path: str, count: int) -> int:
             )
         return target.size or 0
     if is_block_device(path):
-        total = _device_bytes(path)
+        total = size_of(path) or 0
     elif target.size is not None:
         host.prepare_file(path, target.size * count)
         total = Path(path).stat().st_size
@@ -124,14 +123,6 @@ def _share(target: QemuTarget, path: str, count: int) -> int:
     if share <= 0 or share * count > total:
         raise InputError(f"target {target.name!r}: {path!r} ({total} bytes) cannot hold {count} VM disks")
     return share
-
-
-def _device_bytes(path: str) -> int:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        return os.lseek(fd, 0, os.SEEK_END)
-    finally:
-        os.close(fd)
 
 
 def attach_loops(target: QemuTarget, env: Env, stack: contextlib.ExitStack) -> list[Loop]:
