@@ -47,6 +47,13 @@ def ceph(runner: Runner, conf: Path, *args: str, timeout: float = CMD_TIMEOUT) -
     return runner.run(argv, timeout=timeout, error=ClusterError).stdout
 
 
+def health(runner: Runner, conf: Path, timeout: float = CMD_TIMEOUT) -> tuple[str, list[str]]:
+    """``ceph health --format json``: the status (``HEALTH_OK``, ``HEALTH_WARN``, ``HEALTH_ERR``) and the
+    codes of the checks it raises (``PG_DEGRADED``, ...), sorted."""
+    raw = json.loads(ceph(runner, conf, "health", "--format", "json", timeout=timeout))
+    return str(raw.get("status", "unknown")), sorted(raw.get("checks", {}))
+
+
 def up(root: Path, *, osds: int = 3, runner: Runner | None = None, deadline_s: float = 180.0) -> ClusterRef:
     """Start a new cluster in ``root`` (absent or empty); tear it down again if any step fails."""
     runner = runner or Runner()

@@ -358,9 +358,7 @@ def _wait_clean(run: DegradedRun, runner: Runner, ref: ClusterRef, t0: float, de
 def _wait_healthy(run: DegradedRun, runner: Runner, ref: ClusterRef, t0: float, deadline: float) -> None:
     """Poll ``ceph health`` until HEALTH_OK or ``deadline``; keep the last status and its checks."""
     while True:
-        raw = json.loads(ceph(runner, ref.conf, "health", "--format", "json"))
-        run.health_after = str(raw.get("status", "unknown"))
-        run.health_checks_after = sorted(raw.get("checks", {}))
+        run.health_after, run.health_checks_after = cluster.health(runner, ref.conf)
         if run.health_after == "HEALTH_OK":
             run.healthy_at_s = time.time() - t0
             return

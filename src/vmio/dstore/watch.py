@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vmio.dstore.cluster import ceph
+from vmio.dstore.cluster import ceph, health
 from vmio.errors import ClusterError
 from vmio.system.process import Runner
 
@@ -41,11 +41,6 @@ def osd_map(runner: Runner, conf: Path, epoch: int | None = None) -> tuple[int, 
     return int(dump["epoch"]), {int(o["osd"]) for o in dump.get("osds", []) if not o.get("up")}
 
 
-def health(runner: Runner, conf: Path) -> str:
-    """``HEALTH_OK``, ``HEALTH_WARN`` or ``HEALTH_ERR`` from ``ceph health --format json``."""
-    return str(json.loads(ceph(runner, conf, "health", "--format", "json", timeout=TIMEOUT_S)).get("status"))
-
-
 @contextlib.contextmanager
 def watch_point(runner: Runner, conf: Path) -> Iterator[Seen]:
     """The OSD maps around the block's work (a failed read is noted, never fatal: the point's figures
@@ -67,7 +62,7 @@ def watch_point(runner: Runner, conf: Path) -> Iterator[Seen]:
                 for epoch in between:
                     _read(seen, runner, conf, epoch)
         with contextlib.suppress(ClusterError, ValueError, KeyError):
-            seen.health = health(runner, conf)
+            seen.health = health(runner, conf, TIMEOUT_S)[0]
 
 
 def _read(seen: Seen, runner: Runner, conf: Path, epoch: int | None = None) -> int | None:
