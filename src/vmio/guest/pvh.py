@@ -43,13 +43,6 @@ def payload(bzimage: bytes) -> bytes | None:
     return bzimage[start + offset : start + offset + length]
 
 
-def compression(data: bytes) -> str | None:
-    for magic, name, _ in _FORMATS:
-        if data.startswith(magic):
-            return name
-    return None
-
-
 def tools_for_pvh() -> str:
     """Which decompressors this host has (for the image's cache key: it decides whether a vmlinux is
     made)."""
