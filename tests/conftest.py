@@ -48,14 +48,23 @@ def store() -> Iterator[Store]:
         yield s
 
 
-@pytest.fixture
-def scratch() -> Iterator[Path]:
-    """A folder on a real disk (not tmpfs), so O_DIRECT works."""
+@contextlib.contextmanager
+def disk_folder() -> Iterator[Path]:
+    """A folder on a real disk (not tmpfs), so O_DIRECT works; removed after (for any fixture scope)."""
     base = Path(os.environ.get("VMIO_TEST_SCRATCH", "/var/tmp"))
     base.mkdir(parents=True, exist_ok=True)
     path = Path(subprocess.check_output(["mktemp", "-d", str(base / "vmio-test.XXXXXX")], text=True).strip())
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def scratch() -> Iterator[Path]:
+    """A folder on a real disk (not tmpfs), so O_DIRECT works."""
+    with disk_folder() as path:
+        yield path
 
 
 def make_loop(image: Path, size: int) -> str:

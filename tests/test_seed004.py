@@ -26,6 +26,7 @@ from vmio.store import Store
 from vmio.store import rows as summary
 from vmio.system.blockdev import loops_over
 
+from conftest import disk_folder
 from qemu_support import needs_qemu
 
 DATA = Path(__file__).parent / "data" / "stores"
@@ -76,19 +77,13 @@ ops = {OPS}
 @pytest.fixture(scope="module")
 def campaign(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
     work = tmp_path_factory.mktemp("seed004")
-    root = Path("/var/tmp") / f"vmio-seed004-{work.name}"  # O_DIRECT needs a disk filesystem, not tmpfs
-    root.mkdir(exist_ok=True)
-    spec = work / "s4.toml"
-    spec.write_text(spec_text(root))
-    db, workdir = work / "s4.db", work / "runs"
-    try:
+    with disk_folder() as root:  # O_DIRECT needs a disk filesystem, not tmpfs
+        spec = work / "s4.toml"
+        spec.write_text(spec_text(root))
+        db, workdir = work / "s4.db", work / "runs"
         code = main(["run", str(spec), "--db", str(db), "--workdir", str(workdir), "--boot-timeout", "300s"])
         assert code == 0
         yield {"db": db, "workdir": workdir, "root": root, "traces": work / "s4.db.traces"}
-    finally:
-        for f in root.iterdir():
-            f.unlink()
-        root.rmdir()
 
 
 def lat_logs(workdir: Path, point: str) -> dict[str, list[list[int]]]:
@@ -223,24 +218,17 @@ def test_report_has_the_per_operation_series(campaign: dict[str, Path], tmp_path
             assert f"opseries-0--{target}-{load}-load" in section
 
 
-def test_loop_detached_after_a_failed_point(tmp_path: Path) -> None:
-    root = Path("/var/tmp") / f"vmio-seed004-fail-{tmp_path.name}"
-    root.mkdir(exist_ok=True)
-    try:
-        spec = tmp_path / "f.toml"
-        spec.write_text(
-            f'[campaign]\nname = "f"\n[[target]]\nname = "bare"\npath = "{root}/f.img"\nsize = "8M"\n'
-            'loop = true\n[[workload]]\nname = "w"\nrw = "randread"\nioengine = "no-such-engine"\nops = 5\n'
-        )
-        assert main(["run", str(spec), "--db", str(tmp_path / "f.db")]) == 1  # the point failed
-        (run,) = Store(tmp_path / "f.db", readonly=True).runs("f")
-        assert run["status"] == "failed"
-        assert json.loads(run["host_json"])["loop_devices"][0]["device"].startswith("/dev/loop")
-        assert loops_over(root / "f.img") == []
-    finally:
-        for f in root.iterdir():
-            f.unlink()
-        root.rmdir()
+def test_loop_detached_after_a_failed_point(tmp_path: Path, scratch: Path) -> None:
+    spec = tmp_path / "f.toml"
+    spec.write_text(
+        f'[campaign]\nname = "f"\n[[target]]\nname = "bare"\npath = "{scratch}/f.img"\nsize = "8M"\n'
+        'loop = true\n[[workload]]\nname = "w"\nrw = "randread"\nioengine = "no-such-engine"\nops = 5\n'
+    )
+    assert main(["run", str(spec), "--db", str(tmp_path / "f.db")]) == 1  # the point failed
+    (run,) = Store(tmp_path / "f.db", readonly=True).runs("f")
+    assert run["status"] == "failed"
+    assert json.loads(run["host_json"])["loop_devices"][0]["device"].startswith("/dev/loop")
+    assert loops_over(scratch / "f.img") == []
 
 
 @pytest.mark.parametrize(
@@ -305,10 +293,8 @@ def test_ops_without_a_campaign_is_exit_2(capsys: pytest.CaptureFixture[str], tm
     assert "--ops needs a campaign" in capsys.readouterr().err
 
 
-def test_loop_detached_when_the_run_is_terminated(tmp_path: Path) -> None:
-    root = Path("/var/tmp") / f"vmio-seed004-term-{tmp_path.name}"
-    root.mkdir(exist_ok=True)
-    image = root / "t.img"
+def test_loop_detached_when_the_run_is_terminated(tmp_path: Path, scratch: Path) -> None:
+    image = scratch / "t.img"
     spec = tmp_path / "t.toml"
     spec.write_text(
         f'[campaign]\nname = "t"\n[[target]]\nname = "bare"\npath = "{image}"\nsize = "8M"\nloop = true\n'
@@ -333,6 +319,3 @@ def test_loop_detached_when_the_run_is_terminated(tmp_path: Path) -> None:
     finally:
         if run.poll() is None:
             run.kill()
-        for f in root.iterdir():
-            f.unlink()
-        root.rmdir()
