@@ -25,8 +25,10 @@ from vmio.fio.jobfile import seconds, section
 from vmio.store import Store
 from vmio.store import capacity as stored
 from vmio.system.blockdev import device_chain, reported_device, stable_id
+from vmio.system.files import check_place
 from vmio.system.process import Runner
-from vmio.system.safety import data_on_device, is_block_device
+from vmio.system.safety import data_in_file, data_on_device, is_block_device, named
+from vmio.targets.host import prepare_file
 
 QUEUE_DEPTHS = (1, 4, 16, 32, 64, 128)
 DEFAULT_SIZE = 1 << 30
@@ -81,15 +83,15 @@ def calibrate(
     block = is_block_device(path)
     if not block and target.exists() and not target.is_file():
         raise InputError(f"calibrate PATH {path!r} is neither a block device nor a regular file")
+    check_place(path, new=not target.exists())
     if not block and not target.exists():
         if not target.parent.is_dir():
             raise InputError(f"calibrate PATH {path!r}: directory {str(target.parent)!r} does not exist")
-        _fill(target, size or DEFAULT_SIZE, runner)
+        prepare_file(target, size or DEFAULT_SIZE)
     why: str | None = None
-    if block and os.path.realpath(path) not in {os.path.realpath(d) for d in destroy}:
-        reasons = data_on_device(path, runner)
-        if reasons:
-            why = f"{path} holds data ({'; '.join(reasons)}); pass --destroy-data {path} to measure writes"
+    reasons = [] if named(path, destroy) else data_on_device(path, runner) if block else data_in_file(path)
+    if reasons:
+        why = f"{path} holds data ({'; '.join(reasons)}); pass --destroy-data {path} to measure writes"
     chain = device_chain(path)
     device = reported_device(path, chain)
     results = _run(path, runtime, writes=why is None, runner=runner)
@@ -118,13 +120,6 @@ def _ordered(values: dict[str, float]) -> dict[str, float]:
 
 def _maybe(values: dict[str, float] | None) -> dict[str, float] | None:
     return _ordered(values) if values else None
-
-
-def _fill(target: Path, size: int, runner: Runner) -> None:
-    """Create ``target`` at ``size`` bytes, every byte written (no holes)."""
-    job = section("global", {"filename": str(target), "size": size, "ioengine": "psync", "bs": "1M"})
-    job += section("fill", {"rw": "write", "end_fsync": 1})
-    _fio(job, runner, timeout=600 + size / (20 << 20))
 
 
 def _run(path: str, runtime: float, *, writes: bool, runner: Runner) -> list[output.JobResult]:

@@ -20,7 +20,7 @@ from vmio.qemu import builds
 from vmio.spec import Campaign, HostTarget, Point, QemuTarget, RemoteTarget
 from vmio.store import Store
 from vmio.system.process import Runner
-from vmio.system.safety import check_write, is_block_device
+from vmio.system.safety import check_target_write
 from vmio.targets import Env, Rig, open_target
 from vmio.targets.remote import check_remote_writes
 
@@ -38,7 +38,8 @@ class Options:
     trace_root: Path | None = None  # where VM targets with trace = true keep each point's request traces
 
     def target_env(self) -> Env:
-        return Env(self.runner, self.proc_root, self.sys_root, self.boot_timeout, self.trace_root)
+        return Env(self.runner, self.proc_root, self.sys_root, self.boot_timeout, self.trace_root,
+                   self.destroy_data)
 
 
 @dataclass(frozen=True)
@@ -60,8 +61,9 @@ class Outcome:
 
 
 def preflight(campaign: Campaign, options: Options) -> None:
-    """Refuse the whole campaign before any I/O if a write would touch a device holding data, or if a
-    target names a QEMU build that is not installed (the error says ``vmio qemu add``)."""
+    """Refuse the whole campaign before any I/O if a write would touch a device or file holding data (or
+    one in a folder another user controls), or if a target names a QEMU build that is not installed (the
+    error says ``vmio qemu add``)."""
     writes = any(w.writes for w in campaign.workloads)
     for target in campaign.targets:
         if isinstance(target, QemuTarget):
@@ -70,8 +72,10 @@ def preflight(campaign: Campaign, options: Options) -> None:
             check_remote_writes(target, options.destroy_data)
         paths = [target.path] if isinstance(target, HostTarget) else list(getattr(target, "backing", ()))
         for path in paths:
-            if writes and is_block_device(path):
-                check_write(path, options.destroy_data, options.runner, options.sys_root, options.proc_root)
+            if writes and not path.startswith("rbd:"):
+                check_target_write(
+                    path, options.destroy_data, options.runner, options.sys_root, options.proc_root
+                )
 
 
 def run(

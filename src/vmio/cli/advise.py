@@ -75,8 +75,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cal.add_argument("--db", default=None, help="the store (default ./vmio.db, or $VMIO_DB)")
     cal.add_argument("--json", action="store_true", help="print JSON")
     cal.add_argument("--runtime", default="2s", help="time per queue depth and pattern (default 2s)")
-    cal.add_argument("--destroy-data", action="append", default=[], metavar="DEVICE",
-                     help="allow writes to DEVICE even though it holds data")  # fmt: skip
+    cal.add_argument("--destroy-data", action="append", default=[], metavar="PATH",
+                     help="allow writes to PATH (a device, or a file vmio did not create) though it holds data")  # fmt: skip
     cal.set_defaults(handler=run_calibrate)
 
     tune = sub.add_parser("tune", help="apply the top diagnosed action to a campaign's VM targets and re-run")

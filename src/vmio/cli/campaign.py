@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import json
 import os
-import signal
 import sys
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
@@ -55,8 +51,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--runtime", help="with --target: each job section's runtime (default 10s)")
     p.add_argument("--dry-run", action="store_true", help="print the points and their fio job files")
     p.add_argument("--force", action="store_true", help="redo points already done")
-    p.add_argument("--destroy-data", action="append", default=[], metavar="DEVICE",
-                   help="allow writes to DEVICE even though it holds data")  # fmt: skip
+    p.add_argument("--destroy-data", action="append", default=[], metavar="PATH",
+                   help="allow writes to PATH (a device, or a file vmio did not create) though it holds data")  # fmt: skip
     p.add_argument(
         "--interval",
         type=argtypes.duration,
@@ -140,7 +136,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         trace_root=beside_store(args.db or default_db()),
     )
     bar = ProgressPrinter(sys.stderr)
-    with open_store(args, write=True) as store, terminated_as_interrupt():
+    with open_store(args, write=True) as store:
         outcome = runner.run(camp, text, store, options, bar)
         bar.close()
         print(
@@ -150,23 +146,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         for failure in outcome.failures:
             print(f"  failed: {failure}")
     return 1 if outcome.failed else 0
-
-
-@contextlib.contextmanager
-def terminated_as_interrupt() -> Iterator[None]:
-    """A SIGTERM during a run unwinds it like Ctrl-C: VMs shut down, loop devices detached."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def print_dry_run(camp: spec.Campaign, out: TextIO) -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from vmio.fio import iolog
 from vmio.spec import Workload
+from vmio.system.paths import fio_name
 
 PERCENTILE_LIST = "50:90:99:99.9:99.99"
 OPS_TIME_LIMIT_S = 600
@@ -142,6 +143,16 @@ def seconds(value: float) -> str:
 
 
 def section(name: str, options: Mapping[str, str | int | float]) -> str:
-    """One ``[name]`` section of a job file with its ``key=value`` lines (vmio writes every job file so)."""
-    lines = [f"[{name}]"] + [f"{key}={value}" for key, value in options.items()]
+    """One ``[name]`` section of a job file with its ``key=value`` lines (vmio writes every job file so).
+
+    A ``filename`` is one path: its ``:`` are escaped here (``paths.fio_name``), the one place every job
+    file vmio hands to fio is written, so fio never reads it as a list of files."""
+    lines = [f"[{name}]"] + [f"{key}={_value(key, value)}" for key, value in options.items()]
     return "\n".join(lines) + "\n\n"
+
+
+def _value(key: str, value: str | int | float) -> str | int | float:
+    return fio_name(str(value)) if key in ESCAPED else value
+
+
+ESCAPED = frozenset({"filename"})  # fio splits these at ':' (replay_redirect and the logs take one name)

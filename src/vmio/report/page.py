@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from vmio.report.summary_table import (
     spread_text,
     summarize,
 )
+from vmio.system import files
 from vmio.units import format_size
 
 SECTIONS: tuple[tuple[str, str, Callable[[CampaignData, str | None], list[Plot]]], ...] = (
@@ -110,14 +110,7 @@ def write(report: Report, out: Path, png_dir: Path | None = None) -> list[Path]:
 
 def atomic_write(path: Path, data: bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return path
+    return files.write_atomic(path, data)
 
 
 def render(report: Report) -> str:

@@ -71,6 +71,20 @@ def token(value: object) -> str:
     return text
 
 
+# fio's engines vmio measures with. Anything else is refused: ``external:/path/lib.so`` would make root's fio
+# load a library any user could have written, and engines such as ``exec`` run programs.
+ENGINES = ("libaio", "io_uring", "psync", "sync", "pvsync", "pvsync2", "vsync", "posixaio", "mmap", "null",
+           "rbd")  # fmt: skip
+
+
+def ioengine(value: object) -> str:
+    """A fio ``ioengine`` from :data:`ENGINES`."""
+    text = string(value)
+    if text not in ENGINES:
+        raise ValueError(f"ioengine {text!r} is not one vmio runs; use one of {', '.join(ENGINES)}")
+    return text
+
+
 def boolean(value: object) -> bool:
     if not isinstance(value, bool):
         raise ValueError("expected true or false")

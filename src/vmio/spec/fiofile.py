@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vmio.errors import SpecError
+from vmio.spec.fields import ENGINES
 from vmio.units import parse_size
 
 # Kept from the file, as written (the pattern of the I/O).
@@ -312,6 +313,10 @@ def _pattern(sec: Section, shown: str, beside: list[str]) -> Pattern:
         raise ValueError(f"{where('rw')}: rw={rw_text} (in [{sec.name}]); vmio measures read, write, "
                          "randread, randwrite, randrw and rw")  # fmt: skip
     rw = RW_NAMES[base]
+    engine = sec.get("ioengine") or "psync"
+    if engine not in ENGINES:
+        raise ValueError(f"{where('ioengine')}: ioengine={engine} (in [{sec.name}]) is not one vmio runs; "
+                         f"use one of {', '.join(ENGINES)}")  # fmt: skip
     mix = 50
     if sec.get("rwmixread") is not None:
         mix = _int(sec.get("rwmixread"), where("rwmixread"), "rwmixread", 0, 100)
@@ -349,7 +354,7 @@ def _pattern(sec: Section, shown: str, beside: list[str]) -> Pattern:
         section=sec.name, rw=rw, rwmixread=mix, bs=bs,
         iodepth=_int(sec.get("iodepth") or "1", where("iodepth"), "iodepth", 1, 65536),
         numjobs=_int(sec.get("numjobs") or "1", where("numjobs"), "numjobs", 1, 1024),
-        direct=direct, ioengine=sec.get("ioengine") or "psync",
+        direct=direct, ioengine=engine,
         options=tuple(options), replaced=tuple(replaced),
     )  # fmt: skip
 

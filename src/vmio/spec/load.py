@@ -260,7 +260,7 @@ def _workload(data: object, loc: Locator, i: int) -> tuple[Workload, ...]:
         iodepth=w.take("iodepth", f.integer(1, 65536), 1),
         numjobs=w.take("numjobs", f.integer(1, 1024), 1),
         direct=w.take("direct", f.boolean, True),
-        ioengine=w.take("ioengine", f.token, "libaio"),
+        ioengine=w.take("ioengine", f.ioengine, "libaio"),
         runtime=w.take("runtime", _positive_duration, 10.0),
         ramp=w.take("ramp", f.duration, 0.0),
         offered_iops=w.take("offered_iops", f.one_or_many(_offered), (None,)),

@@ -24,6 +24,7 @@ from vmio.errors import StoreError
 from vmio.store.failures import GuardedConnection, explain, missing, not_a_store
 from vmio.store.records import JobResult, RunRecord
 from vmio.store.schema import MIGRATIONS, PCT_COLUMNS, SCHEMA_VERSION
+from vmio.system import files
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 DEFAULT_TIMEOUT_S = 30.0
@@ -70,6 +71,8 @@ class Store:
         memory = self.path == ":memory:"
         if not memory:
             _check_file(self.path, self.readonly)
+            if not self.readonly:
+                _create_safely(self.path)
         if self.readonly and not memory:
             db = _open_readonly(self.path, self.timeout)
         else:
@@ -118,7 +121,7 @@ class Store:
 
         lock_path = self.path + ".run-lock"
         try:
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = files.open_lock(lock_path)
         except OSError as exc:
             raise StoreError(f"cannot create the run lock {lock_path!r} beside the store: {exc.strerror}; "
                              "use a --db in a writable folder") from None  # fmt: skip
@@ -390,3 +393,17 @@ def _insert_result(db: sqlite3.Connection, run_id: int, res: JobResult) -> None:
 
 def rows_as_dicts(rows: Sequence[sqlite3.Row]) -> list[dict[str, Any]]:
     return [dict(r) for r in rows]
+
+
+def _create_safely(path: str) -> None:
+    """Refuse a store in a folder another user controls; create a new store file exclusively (never
+    through a planted link) so SQLite opens vmio's own file."""
+    files.check_place(path, new=not os.path.lexists(path))
+    if os.path.lexists(path):
+        return
+    try:
+        os.close(files.create_exclusive(path, 0o644))
+    except FileExistsError:
+        raise StoreError(f"the store {path!r} appeared while vmio was creating it; run again") from None
+    except OSError as exc:
+        raise StoreError(f"cannot create the store {path!r}: {exc.strerror}") from None

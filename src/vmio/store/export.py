@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 from vmio.errors import InputError
 from vmio.store.database import Store
 from vmio.store.rows import point_rows
+from vmio.system import files
 
 FORMATS = ("csv", "json", "parquet", "ndjson", "prometheus")
 # metric name → (unit, how to read it from a ``show --json`` row); latencies in ns as the store keeps them
@@ -164,10 +164,22 @@ def export(store: Store, campaign: str, fmt: str, path: Path) -> list[Path]:
 def _csv(rows: list[dict[str, Any]]) -> bytes:
     buf = io.StringIO()
     if rows:
-        writer = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+        writer = csv.DictWriter(buf, fieldnames=[inert(k) for k in rows[0]], lineterminator="\n")
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows({inert(k): inert(v) for k, v in row.items()} for row in rows)
     return buf.getvalue().encode()
+
+
+# A text cell starting with one of these is a formula to a spreadsheet (OWASP "CSV injection").
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def inert(value: Any) -> Any:
+    """A CSV cell a spreadsheet will not run: text starting with ``= + - @``, a tab or a CR gets a leading
+    ``'`` (which spreadsheets show as a text marker); numbers (int, float) are written as they are."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
 
 
 def _parquet(rows: list[dict[str, Any]]) -> bytes:
@@ -191,14 +203,5 @@ def check_output(path: Path) -> None:
 
 
 def _atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file beside it, removed if anything fails."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise InputError(f"cannot write {str(path)!r}: {exc.strerror}") from None
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    """Write ``data`` to ``path`` through a private temporary file beside it (``files.write_atomic``)."""
+    files.write_atomic(path, data)

@@ -12,6 +12,7 @@ from pathlib import Path
 from vmio.fio.jobfile import Placement
 from vmio.qemu import Disk, VMConfig
 from vmio.spec import HostTarget, QemuTarget, RbdTarget, RemoteTarget, Target, Workload
+from vmio.system.paths import remote_normal
 from vmio.targets.base import Endpoint
 
 
@@ -35,7 +36,7 @@ def endpoints(
     if isinstance(target, RemoteTarget):
         total = workload.numjobs * len(target.hosts)
         return [
-            Endpoint(host, Placement(path, target.size, numjobs=workload.numjobs, total_jobs=total))
+            Endpoint(host, Placement(remote_normal(path), target.size, numjobs=workload.numjobs, total_jobs=total))
             for host, path in zip(target.hosts, target.paths, strict=True)
         ]
     if isinstance(target, RbdTarget):
