@@ -19,6 +19,7 @@ from vmio.errors import InputError, UnsafeTargetError, VmioError
 from vmio.qemu import builds
 from vmio.spec import Campaign, HostTarget, Point, QemuTarget, RemoteTarget
 from vmio.store import Store
+from vmio.system import files
 from vmio.system.process import Runner
 from vmio.system.safety import check_target_write
 from vmio.targets import Env, Rig, open_target
@@ -199,6 +200,7 @@ def _eta(started: float, done: int, todo: int, campaign: Campaign, rest: list[Po
 def _workdir(options: Options) -> Iterator[Path]:
     if options.workdir is not None:
         workdir = options.workdir.resolve()  # fio runs inside each point's folder
+        files.check_place(workdir / "job.fio", new=True)  # job files and logs: no other user's folder
         workdir.mkdir(parents=True, exist_ok=True)
         yield workdir
         return
