@@ -39,8 +39,9 @@ class Options:
     trace_root: Path | None = None  # where VM targets with trace = true keep each point's request traces
 
     def target_env(self) -> Env:
-        return Env(self.runner, self.proc_root, self.sys_root, self.boot_timeout, self.trace_root,
-                   self.destroy_data)
+        return Env(
+            self.runner, self.proc_root, self.sys_root, self.boot_timeout, self.trace_root, self.destroy_data
+        )
 
 
 @dataclass(frozen=True)

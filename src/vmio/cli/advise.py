@@ -16,6 +16,7 @@ from vmio.advise.thresholds import Ratio
 from vmio.cli import argtypes
 from vmio.errors import InputError
 from vmio.qemu.caps import QEMU_BINARY as QEMU
+from vmio.system import files
 from vmio.system.process import Runner
 
 
@@ -198,7 +199,7 @@ def _diagnose_campaign(args: argparse.Namespace) -> int:
         builds = {run["point_key"]: from_store.build_of(run) for run in store.runs(args.campaign)}
     if args.dump_evidence is not None:
         doc = {key: ev.to_dict() for key, ev in found} if len(found) > 1 else found[0][1].to_dict()
-        args.dump_evidence.write_text(json.dumps(doc, indent=2) + "\n")
+        files.write_atomic(args.dump_evidence, (json.dumps(doc, indent=2) + "\n").encode())
         print(f"evidence for {len(found)} point(s) written to {args.dump_evidence}")
         return 0
     verdicts = {key: diagnose(ev) for key, ev in found}

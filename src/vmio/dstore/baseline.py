@@ -43,7 +43,9 @@ def parse_baseline(text: str, ref: ClusterRef) -> Baseline:
     if text.startswith("file:"):
         path = text.removeprefix("file:")
         if not path:
-            raise InputError(f"--baseline {text!r}: give a path after 'file:', e.g. file:/var/lib/vmio/base.img")
+            raise InputError(
+                f"--baseline {text!r}: give a path after 'file:', e.g. file:/var/lib/vmio/base.img"
+            )
         return Baseline(text, path=Path(path))
     key, eq, value = text.partition("=")
     if key == "replicas" and eq:

@@ -36,7 +36,9 @@ def endpoints(
     if isinstance(target, RemoteTarget):
         total = workload.numjobs * len(target.hosts)
         return [
-            Endpoint(host, Placement(remote_normal(path), target.size, numjobs=workload.numjobs, total_jobs=total))
+            Endpoint(
+                host, Placement(remote_normal(path), target.size, numjobs=workload.numjobs, total_jobs=total)
+            )
             for host, path in zip(target.hosts, target.paths, strict=True)
         ]
     if isinstance(target, RbdTarget):
