@@ -20,7 +20,7 @@ def test_dry_run_prints_every_point_with_its_job_file(capsys: pytest.CaptureFixt
     one = out.split("## 2fio-1vm/4k-randread/bs=4096/offered=2000/load=0/rep=1")[1].split("## ")[0]
     assert "in each of 1 VM(s)" in one and "numjobs=2" in one and "rate_iops=1000" in one
     bare = out.split("## bare/4k-randwrite/bs=4096/offered=max/load=0/rep=1")[1].split("## ")[0]
-    assert "filename=/var/tmp/vmio/demo.img" in bare and "numjobs=2" in bare and "rate_iops" not in bare
+    assert "filename=/var/lib/vmio/demo.img" in bare and "numjobs=2" in bare and "rate_iops" not in bare
 
 
 def test_bad_spec_is_one_error_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
