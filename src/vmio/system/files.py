@@ -24,6 +24,7 @@ import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from vmio.errors import InputError, UnsafeTargetError
 
@@ -134,6 +135,13 @@ def create_exclusive(path: str | os.PathLike[str], mode: int = 0o644) -> int:
     """A new file at ``path``, opened for writing; fails if anything (a file, a link) is already there."""
     check_place(path, new=True)
     return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+
+
+def open_new(path: str | os.PathLike[str]) -> BinaryIO:
+    """``path`` opened for writing from empty, replacing a file of this user but never through a link."""
+    check_place(path, new=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    return os.fdopen(fd, "wb")
 
 
 def open_lock(path: str | os.PathLike[str]) -> int:

@@ -26,6 +26,7 @@ from vmio.qemu.argv import nvme_timeout_needed, plan_iothreads
 from vmio.qemu.threads import COMM_LEN, Snapshot, cpu_between, read_threads
 from vmio.qemu.tracing import qemu_trace_args, trace_events
 from vmio.spec import QemuTarget, Workload
+from vmio.system import files
 from vmio.system.blockdev import Loop, device_chain, loop_device, reported_device, size_of
 from vmio.system.process import Runner
 from vmio.system.safety import is_block_device
@@ -263,7 +264,7 @@ class QemuRig:
         out = point_dir(self.env.trace_root, campaign, point_key)
         out.mkdir(parents=True, exist_ok=True)
         for live, start in zip(self.live_traces, starts, strict=True):
-            with open(live, "rb") as src, open(out / live.name, "wb") as dst:
+            with open(live, "rb") as src, files.open_new(out / live.name) as dst:
                 src.seek(start)
                 shutil.copyfileobj(src, dst)
 
