@@ -343,6 +343,26 @@ def test_a_planted_run_lock_link_is_refused(
         assert checksum(victim) != before
 
 
+def test_a_folder_another_user_controls_is_refused_at_any_level(pub: Path, scratch: Path) -> None:
+    """Two levels below nobody's folder (the folder in between is root's), and through a root-owned link
+    into it: refused. A group-writable folder of a group other than root's: refused."""
+    deep = pub / "root-made"
+    deep.mkdir()  # root makes it, but nobody can rename pub's entries: it is nobody's to swap
+    with pytest.raises(UnsafeTargetError, match=f"its folder '{pub}' belongs to nobody"):
+        files.write_atomic(deep / "e.csv", b"x\n")
+    link = scratch / "looks-private"
+    link.symlink_to(deep)
+    with pytest.raises(UnsafeTargetError, match=f"its folder '{pub}' belongs to nobody"):
+        files.write_atomic(link / "e.csv", b"x\n")
+    group = scratch / "group"
+    group.mkdir()
+    os.chown(group, 0, pwd.getpwnam("nobody").pw_gid)
+    group.chmod(0o775)
+    with pytest.raises(UnsafeTargetError, match="can be written by other users"):
+        files.write_atomic(group / "e.csv", b"x\n")
+    assert not list(deep.iterdir()) and not list(group.iterdir())
+
+
 def test_a_sticky_shared_folder_takes_only_vmios_own_new_files(tmp_path: Path, victim: Path) -> None:
     """In a sticky world-writable folder (like /tmp) vmio may create its own new file, never reuse a name
     another user holds there."""
