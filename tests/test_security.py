@@ -124,6 +124,14 @@ def host_spec(tmp_path: Path, path: str, rw: str = "randwrite", name: str = "sec
     return spec
 
 
+def hostile(pub: Path, name: str, text: str) -> Path:
+    """``nobody`` writes the input root is given (a spec, a job file) into their own folder."""
+    path = pub / name
+    subprocess.run(["runuser", "-u", "nobody", "--", "tee", str(path)], input=text.encode(), check=True,
+                   timeout=30, stdout=subprocess.DEVNULL)  # fmt: skip
+    return path
+
+
 def refused(capsys: pytest.CaptureFixture[str], code: int, *words: str) -> None:
     err = capsys.readouterr().err
     assert code == 3, err
@@ -140,14 +148,15 @@ def no_check(*args: object, **kwargs: object) -> None:
 
 @RULE
 def test_a_colon_in_a_host_path_names_one_file(
-    rule: str, ext4: str, scratch: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    rule: str, ext4: str, scratch: Path, pub: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``path = "DIR/c.img:/dev/loopN"``: fio writes the file of that very name, never the device."""
+    """``path = "DIR/c.img:/dev/loopN"`` in nobody's spec: fio writes the file of that name, not the device."""
     before = fs_state(ext4)
     if rule == "off":
         monkeypatch.setattr(jobfile, "fio_name", lambda path: path)
     path = f"{scratch}/c.img:{ext4}"
-    code = main(["run", str(host_spec(tmp_path, path)), "--db", str(tmp_path / "c.db")])
+    spec = hostile(pub, "c.toml", host_spec(tmp_path, path).read_text())
+    code = main(["run", str(spec), "--db", str(tmp_path / "c.db")])
     if rule == "on":
         assert code == 0
         assert fs_state(ext4) == before
@@ -161,6 +170,9 @@ def test_a_colon_in_a_calibrate_path_names_one_file(ext4: str, scratch: Path, tm
     shown failing above (a second calibration just to show it again would cost 9 s)."""
     before = fs_state(ext4)
     path = f"{scratch}/c.img:{ext4}"
+    assert (
+        main(["calibrate", path, "--db", str(tmp_path / "c.db")]) == 2
+    )  # its folder is missing: no traceback
     Path(path).parent.mkdir(parents=True)
     code = main(["calibrate", path, "--size", "1M", "--runtime", "0.05s", "--db", str(tmp_path / "c.db")])
     assert code == 0
@@ -221,16 +233,19 @@ def test_other_spellings_of_a_remote_device_are_refused(
 
 @RULE
 def test_a_remote_device_spelt_with_two_slashes_is_not_written(
-    rule: str, ext4: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+    rule: str, ext4: str, pub: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """``paths = ["//dev/loopN"]`` in nobody's spec, on a real fio server: refused, the ext4 intact."""
     before = fs_state(ext4)
     if rule == "off":
         monkeypatch.setattr(remote, "remote_normal", lambda path: path)
     with LocalFioServer() as server:
-        spec = tmp_path / "r.toml"
-        spec.write_text(
+        spec = hostile(
+            pub,
+            "r.toml",
             f'[campaign]\nname = "r"\n[[target]]\nname = "r"\nkind = "remote"\nhosts = ["{server.address}"]\n'
-            f'paths = ["/{ext4}"]\nsize = "1M"\n[[workload]]\nname = "w"\nrw = "randwrite"\nruntime = "1s"\n'
+            f'paths = ["/{ext4}"]\nsize = "1M"\n[[workload]]\nname = "w"\nrw = "randwrite"\nruntime = "1s"\n',
         )
         code = main(["run", str(spec), "--db", str(tmp_path / "r.db")])
     if rule == "on":
@@ -387,7 +402,7 @@ def test_a_file_vmio_did_not_create_is_data(
     rule: str, scratch: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # fmt: skip
-    """A user's VM image named by mistake is refused; ``--destroy-data`` names it; vmio's own is reused."""
+    """A user's VM image named by mistake is refused."""
     image = scratch / "users-vm.img"
     image.write_bytes(os.urandom(2 << 20))
     before = checksum(image)
@@ -395,14 +410,22 @@ def test_a_file_vmio_did_not_create_is_data(
     if rule == "off":
         monkeypatch.setattr(safety, "data_in_file", lambda path: [])
     code = main(["run", str(spec), "--db", str(tmp_path / "d.db")])
-    if rule == "off":
+    if rule == "on":
+        refused(capsys, code, "a file vmio did not create", f"--destroy-data {image}")
+        assert checksum(image) == before
+    else:
         assert checksum(image) != before
-        return
-    refused(capsys, code, "a file vmio did not create", f"--destroy-data {image}")
-    assert checksum(image) == before
-    # the same file named by another spelling
+
+
+def test_destroy_data_names_a_file_by_any_spelling_and_vmios_own_files_are_reused(
+    scratch: Path, tmp_path: Path
+) -> None:
+    image = scratch / "users-vm.img"
+    image.write_bytes(os.urandom(2 << 20))
+    before = checksum(image)
+    spec = host_spec(tmp_path, str(image))
     assert main(["run", str(spec), "--db", str(tmp_path / "d.db"),
-                 "--destroy-data", f"{scratch}/./x/../users-vm.img"]) == 0  # fmt: skip
+                 "--destroy-data", f"{scratch}/./x/..//users-vm.img"]) == 0  # fmt: skip
     assert checksum(image) != before
     own = scratch / "own.img"
     assert main(["run", str(host_spec(tmp_path, str(own), name="own")), "--db", str(tmp_path / "d.db")]) == 0
