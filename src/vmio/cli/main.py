@@ -1,6 +1,7 @@
 """The ``vmio`` command: parse, call the library, print, return an exit code.
 
-Exit codes: 0 success, 1 a run or check failed, 2 bad input, 3 refused as unsafe.
+Exit codes: 0 success, 1 a run or check failed, 2 bad input, 3 refused as unsafe, 130 SIGINT, 143 SIGTERM
+(both unwind every command as an error would: see ``signals_unwind``).
 """
 
 from __future__ import annotations
