@@ -142,7 +142,8 @@ def test_calibrate_a_file_and_a_loop_device_then_diagnose_uses_it(
         (verdict,) = json.loads(capsys.readouterr().out).values()
         steps = {s["node"]: s for s in verdict["steps"]}
         assert steps["b"]["answer"] == "no: every device is in use"
-        assert steps["e"]["evidence"]["devices.capacity_source"] == [f"vmio calibrate {loop}"]
+        cited = {c["figure"]: c["value"] for c in steps["e"]["evidence"]}
+        assert cited[f"devices[{Path(loop).name}].capacity_source"] == f"vmio calibrate {loop}"
         assert (verdict["at_limit"], verdict["limit"]) == (True, "device")
         # once the loop device holds a filesystem, calibrate measures reads only
         subprocess.run(["mkfs.ext4", "-q", loop], check=True, timeout=60)

@@ -40,6 +40,19 @@ PARALLEL_QUEUE_SATURATED = Threshold(
     "vmio: NVMe SSDs such as the one in seed 000 (ref. [9]) are rated at deep queues; a device with "
     "fewer requests in flight than this is not yet saturated, whatever its %util says",
 )
+THREAD_SATURATED_PCT = Threshold(
+    80.0,
+    "% of one core (one thread)",
+    "vmio: a thread runs on one core at a time, so one near a whole core has no time left to serve more "
+    "I/O; the point's window holds fio's ramp and the host's other work, so 80 leaves room for that. Seed 000 Fig. 10 (f) assumes the iothread is the neck "
+    "without measuring it",
+)
+OTHER_WORK_CORES = Threshold(
+    0.5,
+    "cores busy beyond the run's own processes",
+    "vmio: host-wide %usr/%sys count every process; when other work keeps more than half a core busy "
+    "beside fio (or QEMU), the host-wide split says more about that work than about the I/O",
+)
 WRITE_HEAVY_READ_PCT = Threshold(
     50.0,
     "% reads (below is write-heavy)",
@@ -99,9 +112,9 @@ class Deviation:
 DEVIATIONS = (
     Deviation(
         "e",
-        "'device busy' means IOPS at the device's calibrated capacity (vmio calibrate), not %util near 100 %; "
-        "without a calibration the campaign's best bare point stands in, and without either %util is read "
-        "as the seed did (with the queue depth on non-rotational devices)",
+        "'device busy' means IOPS at the device's measured capacity (vmio calibrate) or one the user declares, "
+        "not %util near 100 %; without either the capacity is unknown and the device is never judged at "
+        "its limit (a point is never judged against itself); %util and the queue are cited, not judged",
         "DESIGN.md: %util counts time with at least one request in flight, so a device serving requests in "
         "parallel (NVMe, RAID) shows 100 % long before its ceiling",
     ),
@@ -121,6 +134,19 @@ DEVIATIONS = (
         "f",
         "with vfio passthrough QEMU is not in the I/O path, so (f) is not asked and the walk goes on to (d)",
         "QEMU docs (vfio-pci): the guest drives the device's queues itself",
+    ),
+    Deviation(
+        "f",
+        "with an iothread in use, the iothread is named the limit only when its CPU says it is saturated; "
+        "otherwise the limit is what the measured figures show saturated (vCPUs, main loop, device), and "
+        "at_limit keeps the figure's meaning",
+        "seed 000 Fig. 10 (f) reads only whether the option is set; vmio measures QEMU's threads",
+    ),
+    Deviation(
+        "g",
+        "%usr and %sys are those of the processes that did the I/O (fio's own), where stored; host-wide "
+        "figures only otherwise, with a warning when other work on the host makes them unreliable",
+        "vmio: host-wide %usr/%sys count every process on a shared host",
     ),
     Deviation(
         "cpu",

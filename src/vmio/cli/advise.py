@@ -47,6 +47,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="write the evidence (of the campaign, or with --live of each disk) as JSON",
     )
     diag.add_argument("--db", default=None, help="the store (default ./vmio.db, or $VMIO_DB)")
+    for side in ("read", "write"):
+        diag.add_argument(f"--capacity-{side}-iops", type=argtypes.count(1, 10**9), metavar="N", default=None,
+                          help=f"the device's {side} capacity in IOPS, as you know it (default: vmio calibrate's, "
+                          "else unknown)")  # fmt: skip
     diag.add_argument("--evidence", type=Path, metavar="FILE", help="an evidence JSON file")
     diag.add_argument("--explain", action="store_true", help="print the decision tree and thresholds")
     diag.add_argument("--json", action="store_true", help="print JSON")
@@ -194,7 +198,10 @@ def _diagnose_campaign(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         camp = from_store.stored_campaign(store, args.campaign)
         runs = from_store.points_to_diagnose(store, args.campaign, args.point)
-        found = [(run["point_key"], from_store.evidence_for(store, camp, run)) for run in runs]
+        declared = (args.capacity_read_iops, args.capacity_write_iops)
+        found = [
+            (run["point_key"], from_store.evidence_for(store, camp, run, declared=declared)) for run in runs
+        ]
         builds = {run["point_key"]: from_store.build_of(run) for run in store.runs(args.campaign)}
     if args.dump_evidence is not None:
         doc = {key: ev.to_dict() for key, ev in found} if len(found) > 1 else found[0][1].to_dict()
