@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from vmio.advise.disk_config import Config
+from vmio.advise.measured import measured_ratios, pick
 from vmio.cli import main
 from vmio.fio.output import JobResult
 from vmio.spec import loads_spec
@@ -106,6 +108,34 @@ def test_advise_json_gives_this_hosts_measured_ratio(
     Store(empty).close()
     assert main(["advise", "--json", "--db", empty]) == 0
     assert json.loads(capsys.readouterr().out)["expected_ratio"]["source"] == "seed 000 (NVMe, KVM)"
+
+
+def test_measured_ratios_never_mix_targets_of_two_shapes(tmp_path: Path) -> None:
+    # one VM x 4 fio with an iothread, its disk on one backing path, and the same on two: two shapes of
+    # "N fio/VM + iothread", each with its own ratio (reads 2000/8000 and 6000/8000), never their mean
+    db = str(tmp_path / "s.db")
+    spec = ('[campaign]\nname = "s"\n[[target]]\nname = "bare"\npath = "/var/tmp/s.img"\n'
+            '[[target]]\nname = "vm1"\nkind = "qemu"\nbacking = ["/var/tmp/s.img"]\njobs_per_vm = 4\niothreads = 1\n'
+            '[[target]]\nname = "vm2"\nkind = "qemu"\nbacking = ["/var/tmp/s.img", "/var/tmp/t.img"]\n'
+            'jobs_per_vm = 4\niothreads = 1\n'
+            '[[workload]]\nname = "rw"\nrw = "randrw"\nruntime = "1s"\n')  # fmt: skip
+    store_points(db, spec, {"bare": (8000.0, 2000.0, None), "vm1": (2000.0, 1500.0, None),
+                            "vm2": (6000.0, 1000.0, None)})  # fmt: skip
+    with Store(db) as store:
+        ratios = measured_ratios(store)
+    by_devices = {m.shape.devices: m.ratio for m in ratios}
+    assert (by_devices[1].read, by_devices[1].write) == (2000 / 8000, 1500 / 2000)
+    assert (by_devices[2].read, by_devices[2].write) == (6000 / 8000, 1000 / 2000)
+    one = Config("N fio/VM + iothread", "virtio-blk", 1, image="/x")
+    two = Config("N fio/VM + iothread", "virtio-blk", 1, image="/x", spread_over=("sda", "sdb"))
+    four_threads = Config("N fio/VM + iothread", "virtio-blk", 4, True, image="/x")
+    assert pick(ratios, one) == by_devices[1] and pick(ratios, two) == by_devices[2]
+    assert pick(ratios, four_threads) is None  # no stored target of that shape: the paper's figure then
+    # each names its shape and N
+    assert "at N = 4 (virtio-blk, 1 iothread(s), 1 queue(s), 1 VM(s) x 4 fio, 1 backing path(s))" in (
+        by_devices[1].basis
+    )
+    assert "2 backing path(s)" in by_devices[2].basis
 
 
 @pytest.mark.fio

@@ -121,9 +121,14 @@ def format_advice(advice: Advice) -> str:
         "Path through Fig. 9 (seed 000's configuration guideline):",
     ]
     lines += [f"  ({s.node}) {s.question} {s.answer}" for s in advice.path]
+    if advice.departures:
+        lines.append("Where this departs from Fig. 9 as the paper wrote it:")
+        lines += [f"  ({d.node}) vmio: {d.vmio}; the paper: {d.paper} ({d.why})" for d in advice.departures]
     lines += [
         f"Expected VM/bare IOPS: read {r.read:.2f}x, write {r.write:.2f}x",
         f"  source: {r.source}; {r.basis}",
+        f"  {advice.n}",
+        f"VM disk: {advice.disk}",
         "QEMU arguments:",
     ]
     args = advice.qemu_args

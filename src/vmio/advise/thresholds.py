@@ -2,15 +2,13 @@
 
 The configuration guideline (Fig. 9) and the tuning guideline (Fig. 10) of seed 000 (Mizuno and Imada,
 Hitachi: "I/O performance evaluation in the virtual environment and optimization method suggestion")
-are decision procedures; the numbers they compare against live here and nowhere else, so a reviewer can
-check each one against its source.
+are decision procedures; the numbers they compare against live here and nowhere else (the paper's own
+figures, in ``vmio.published``), so a reviewer can check each one against its source.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-SEED_SOURCE = "seed 000 (NVMe, KVM)"
 
 
 @dataclass(frozen=True)
@@ -65,39 +63,6 @@ IOTHREAD_VQ_MAPPING_SOURCE = (
 )
 VQ_MAPPING_MAX_IOTHREADS = 4
 VQ_MAPPING_MAX_IOTHREADS_SOURCE = "vmio default: at most 4 iothreads, never more than half the host's CPUs"
-
-
-@dataclass(frozen=True)
-class Ratio:
-    """An expected VM/bare IOPS ratio for reads and writes, with what it was measured on."""
-
-    read: float
-    write: float
-    source: str
-    basis: str
-
-
-# Seed 000's figures (DESIGN.md): bare 438k read / 90k write IOPS on one NVMe SSD.
-SEED_BARE_READ_IOPS = 438_000
-SEED_BARE_WRITE_IOPS = 90_000
-SEED_RATIO_SCALE_OUT = Ratio(0.79, 1.0, SEED_SOURCE, "16 VMs x 1 fio, virtio-blk (Fig. 4)")
-SEED_RATIO_ONE_VM = Ratio(0.21, 0.93, SEED_SOURCE, "1 VM x 16 fio, virtio-blk, no iothread (Fig. 4)")
-SEED_RATIO_PASSTHROUGH = Ratio(1.0, 1.0, SEED_SOURCE, "1 VM x 16 fio, device passed through (Fig. 5)")
-SEED_RATIO_IOTHREAD = Ratio(
-    round(342_000 / SEED_BARE_READ_IOPS, 2),
-    round(89_000 / SEED_BARE_WRITE_IOPS, 2),
-    SEED_SOURCE,
-    "1 VM x 16 fio, virtio-blk + 1 iothread: 342k read / 89k write (Fig. 8)",
-)
-# The seed's text says "about 1.57x and 2.75x" (689k/438k, 247k/90k): against bare metal on one SSD,
-# not against the 16 VMs on one SSD of Fig. 4 (0.79 x 438k), which the text names.
-SEED_TWO_SSD_GAIN = Ratio(
-    1.57,
-    2.75,
-    SEED_SOURCE,
-    "16 VMs x 1 fio with VM disks spread over 2 SSDs (689k read / 247k write) vs bare metal on 1 SSD "
-    "(438k / 90k) (Fig. 7)",
-)
 
 
 @dataclass(frozen=True)

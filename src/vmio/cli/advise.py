@@ -5,18 +5,21 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from vmio.advise.config_guideline import ADVISE_BUSES, Requirements, advise, parse_buses
 from vmio.advise.diagnose import diagnose
+from vmio.advise.disk_config import Config
 from vmio.advise.evidence import load_evidence
 from vmio.advise.inventory import read_host_facts
 from vmio.advise.text import explain, format_advice, format_diagnosis
-from vmio.advise.thresholds import Ratio
 from vmio.cli import argtypes
 from vmio.errors import InputError
+from vmio.published import Ratio
 from vmio.qemu.caps import QEMU_BINARY as QEMU
 from vmio.system.process import Runner
+from vmio.system.safety import is_block_device
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -30,6 +33,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         adv.add_argument(flag, choices=("yes", "no"), default="no", help=f"{text} (default no)")
     adv.add_argument("--bus", default=",".join(ADVISE_BUSES), help="allowed buses, comma-separated")
     adv.add_argument("--json", action="store_true", help="print JSON")
+    adv.add_argument("--device", metavar="PATH", default=None,
+                     help="the VM disk's file or block device, written into the QEMU arguments and libvirt XML")  # fmt: skip
     adv.add_argument("--db", default=None,
                      help="the store whose campaigns give this host's VM/bare ratios (default ./vmio.db, or $VMIO_DB)")  # fmt: skip
     adv.add_argument("--qemu", default=QEMU, help=argparse.SUPPRESS)
@@ -104,6 +109,8 @@ def run_advise(args: argparse.Namespace) -> int:
         dedicated_disk=args.dedicated_disk == "yes",
         buses=parse_buses(args.bus),
         live_migration=args.live_migration == "yes",
+        device=_device(args.device),
+        device_is_block=args.device is not None and is_block_device(args.device),
     )
     facts = read_host_facts(Runner(), sysfs=args.sysfs, proc=args.proc, qemu=args.qemu)
     advice = advise(facts, req, measured=_measured(args))
@@ -154,9 +161,23 @@ def run_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _measured(args: argparse.Namespace) -> dict[str, Ratio]:
-    """This host's stored ratios; none when no store exists (advise never creates one)."""
-    from vmio.advise.measured import measured_ratios
+def _device(path: str | None) -> str | None:
+    """``--device PATH``: an absolute path to an existing file or block device (nothing is written to it)."""
+    if path is None:
+        return None
+    if not path.startswith("/"):
+        raise InputError(f"--device {path!r} is not an absolute path; give the file or device as /path")
+    if not Path(path).exists():
+        raise InputError(f"--device {path!r} does not exist; create the disk image or name a block device")
+    if not (Path(path).is_file() or is_block_device(path)):
+        raise InputError(f"--device {path!r} is neither a regular file nor a block device")
+    return path
+
+
+def _measured(args: argparse.Namespace) -> Callable[[Config], Ratio | None] | None:
+    """This host's stored ratios, per configuration and shape; none when no store exists (advise never
+    creates one)."""
+    from vmio.advise.measured import measured_ratios, pick
     from vmio.cli.campaign import default_db
     from vmio.store import Store
 
@@ -164,9 +185,10 @@ def _measured(args: argparse.Namespace) -> dict[str, Ratio]:
     if not Path(path).exists():
         if args.db is not None:
             raise InputError(f"--db {args.db!r} does not exist")
-        return {}
+        return None
     with Store(path) as store:
-        return measured_ratios(store)
+        ratios = measured_ratios(store)
+    return lambda config: pick(ratios, config)
 
 
 def run_diagnose(args: argparse.Namespace) -> int:
