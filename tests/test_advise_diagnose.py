@@ -382,3 +382,54 @@ def test_host_cpu_polluted_by_other_work_is_judged_by_fios_own_cpu_and_warned() 
     quiet = run(vm=None, host={"cpus": 2, "load_avg_1m": 0.3}, workload={"read_pct": 0},
                 measured={**polluted, "cpu_usr_pct": 1, "cpu_sys_pct": 6})  # fmt: skip
     assert quiet.warnings == ()
+
+
+# the cases of issue 26 as evidence files through the CLI: at_limit, limit, and every cited figure holds
+FILE_CASES = {
+    "idle-iothread-saturated-vcpus": (
+        {"host": {"accel": "tcg"}, "vm": {"iothreads": 1, "jobs_per_vm": 2},
+         "measured": {"qemu_iothread_cpu_pct": 9.6, "qemu_vcpu_cpu_pct": 99.0, "qemu_main_loop_cpu_pct": 7}},
+        True, "guest-cpu",
+    ),
+    "saturated-iothread": (
+        {"vm": {"iothreads": 1, "jobs_per_vm": 2},
+         "measured": {"qemu_iothread_cpu_pct": 98.0, "qemu_vcpu_cpu_pct": 30.0, "qemu_main_loop_cpu_pct": 7}},
+        True, "qemu-io-thread",
+    ),
+    "host-cpu-polluted": (
+        {"vm": None, "host": {"cpus": 2}, "workload": {"read_pct": 0},
+         "measured": {"read_iops": 0, "write_iops": 3000, "cpu_usr_pct": 80, "cpu_sys_pct": 5,
+                      "fio_usr_pct": 2, "fio_sys_pct": 11, "own_cpu_pct": 13}},
+        True, "host-cpu",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(FILE_CASES))
+def test_issue_cases_from_evidence_files(
+    case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    changes, at_limit, limit = FILE_CASES[case]
+    raw = copy.deepcopy(BASE)
+    for key, value in changes.items():
+        raw[key] = (
+            {**raw[key], **value} if isinstance(value, dict) and isinstance(raw.get(key), dict) else value
+        )
+    path = tmp_path / f"{case}.json"
+    path.write_text(json.dumps(raw))
+    assert main(["diagnose", "--evidence", str(path), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["at_limit"], out["limit"]) == (at_limit, limit)
+    for step in out["steps"]:
+        for item in step["evidence"]:
+            truth = (
+                item["value"] is None and item["threshold"] is None
+                if item["op"] == "is"
+                else CHECK[item["op"]](item["value"], item["threshold"])
+            )
+            assert item["holds"] is truth is True, (case, step["node"], item)
+    if case == "idle-iothread-saturated-vcpus":
+        assert out["accel"] == "tcg" and "measured.qemu_vcpu_cpu_pct" in out["tcg_affects"]
+        assert "KVM" in out["lift"]
+    if case == "host-cpu-polluted":
+        assert any("other work on the host" in w for w in out["warnings"])
