@@ -200,7 +200,10 @@ def test_each_fig9_branch_gives_the_papers_configuration_and_ratio(
     assert "N = 16 in the paper's figures" in a.n
     if req.buses == ("virtio-blk", "block"):  # no vfio: the raw device, with an iothread, named
         (dep,) = a.departures
-        assert (dep.node, dep.paper) == ("d", "N fio/VM + passthrough (the device given to the VM, no iothread)")
+        assert (dep.node, dep.paper) == (
+            "d",
+            "N fio/VM + passthrough (the device given to the VM, no iothread)",
+        )
     elif name.lower() == paper.lower().replace("path through", "passthrough"):
         assert a.departures == ()  # the paper's answer, as written
     else:  # virtio-blk not allowed: vmio gives virtio-scsi an iothread and says the paper's answer beside

@@ -15,7 +15,7 @@ from typing import Literal
 
 from vmio.advise.cite import Cite, against, fact
 from vmio.advise.evidence import Device, Measured
-from vmio.advise.thresholds import DEVICE_CAPACITY_FRACTION
+from vmio.advise.thresholds import DEVICE_BUSY_HIGH, DEVICE_CAPACITY_FRACTION
 
 DECLARE = "vmio diagnose --capacity-read-iops N --capacity-write-iops N"
 
@@ -50,7 +50,7 @@ def device_saturation(devices: tuple[Device, ...], m: Measured) -> Saturation:
         sources = "; ".join(sorted({d.capacity_source or "the evidence" for d in used}))
         answer = f"{'yes' if sat else 'no'}: {fraction:.0%} of its capacity (from {sources})"
         answer += f"; at the limit from {limit:.0%}"
-        if not sat and m.dev_busy_pct is not None and m.dev_busy_pct >= 90:
+        if not sat and m.dev_busy_pct is not None and m.dev_busy_pct >= DEVICE_BUSY_HIGH.value:
             answer += (
                 f"; {m.dev_busy_pct:g} % busy does not mean busy on a device serving requests in parallel"
             )

@@ -302,7 +302,9 @@ class _Walk:
             return Leaf("qemu-io-thread", (), lift)
         limit, lift, words = self.saturated_elsewhere()
         state = "not saturated" if self.m.qemu_iothread_cpu_pct is not None else "its CPU not measured"
-        answer = f"{head}, {state} -> at the limit by seed 000 Fig. 10 (f) (no step of the figure is left); "
+        answer = (
+            f"{head}, {state} -> at the limit by the paper's Fig. 10 (f) (no step of the figure is left); "
+        )
         answer += f"the limit is not the iothread: {limit} ({words})"
         if lift:
             answer += f"; lifted by: {lift}"

@@ -32,17 +32,11 @@ DEVICE_CAPACITY_FRACTION = Threshold(
     "vmio: seed 000's bare host reached 438k of the SSD's rated 450k read IOPS (0.97) at its neck; "
     "0.85 leaves room for sampling spread. DESIGN.md: judge parallel devices by IOPS against capacity",
 )
-PARALLEL_QUEUE_SATURATED = Threshold(
-    32.0,
-    "requests in flight (average queue)",
-    "vmio: NVMe SSDs such as the one in seed 000 (ref. [9]) are rated at deep queues; a device with "
-    "fewer requests in flight than this is not yet saturated, whatever its %util says",
-)
 THREAD_SATURATED_PCT = Threshold(
     80.0,
     "% of one core (one thread)",
     "vmio: a thread runs on one core at a time, so one near a whole core has no time left to serve more "
-    "I/O; the point's window holds fio's ramp and the host's other work, so 80 leaves room for that. Seed 000 Fig. 10 (f) assumes the iothread is the neck "
+    "I/O; the point's window holds fio's ramp and the host's other work, so 80 leaves room for that. The paper's Fig. 10 (f) assumes the iothread is the neck "
     "without measuring it",
 )
 OTHER_WORK_CORES = Threshold(
@@ -105,7 +99,7 @@ DEVIATIONS = (
         "with an iothread in use, the iothread is named the limit only when its CPU says it is saturated; "
         "otherwise the limit is what the measured figures show saturated (vCPUs, main loop, device), and "
         "at_limit keeps the figure's meaning",
-        "seed 000 Fig. 10 (f) reads only whether the option is set; vmio measures QEMU's threads",
+        "the paper's Fig. 10 (f) reads only whether the option is set; vmio measures QEMU's threads",
     ),
     Deviation(
         "g",
