@@ -18,6 +18,7 @@ from vmio.advise.inventory import BlockDevice, HostFacts, read_host_facts
 from vmio.advise.text import format_advice
 from vmio.cli import main
 from vmio.errors import InputError
+from vmio.store import Store
 from vmio.system.process import Runner
 
 pytestmark = [
@@ -316,6 +317,24 @@ def test_cli_json(host_root: tuple[Path, Path], capsys: pytest.CaptureFixture[st
         "source": published.SEED_SOURCE,
         "basis": "16 VMs x 1 fio, virtio-blk (Fig. 4)",
     }
+
+
+def test_cli_device_goes_into_the_output(
+    host_root: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sysfs, proc = host_root
+    disk = tmp_path / "vm.raw"
+    disk.write_bytes(b"")
+    argv = ["advise", "--json", "--sysfs", str(sysfs), "--proc", str(proc), "--db", str(tmp_path / "none.db")]
+    Store(tmp_path / "none.db").close()
+    assert main([*argv, "--device", str(disk)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert any(f"file.filename={disk}" in arg for arg in out["qemu_args"]) and str(disk) in out["libvirt_xml"]
+    assert out["disk"] == f"{disk} (advise --device)"
+    assert main([*argv, "--device", "vm.raw"]) == 2
+    assert "is not an absolute path" in capsys.readouterr().err
+    assert main([*argv, "--device", str(tmp_path / "missing.raw")]) == 2
+    assert "does not exist" in capsys.readouterr().err
 
 
 def test_cli_bad_bus_is_bad_input(capsys: pytest.CaptureFixture[str]) -> None:

@@ -405,6 +405,21 @@ FILE_CASES = {
 }  # fmt: skip
 
 
+def test_a_declared_capacity_applies_to_an_evidence_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    raw = copy.deepcopy(BASE)
+    raw.update(vm={"count": 1, "jobs_per_vm": 1}, devices=[{"name": "nvme0n1", "in_use": True}])
+    path = tmp_path / "ev.json"
+    path.write_text(json.dumps(raw))
+    assert main(["diagnose", "--evidence", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["limit"] == "unknown"
+    # 92000 read IOPS of a declared 100000: 92 % of the capacity, at the limit from 85 %
+    assert main(["diagnose", "--evidence", str(path), "--json", "--capacity-read-iops", "100000"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["at_limit"], out["limit"]) == (True, "device")
+
+
 @pytest.mark.parametrize("case", sorted(FILE_CASES))
 def test_issue_cases_from_evidence_files(
     case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from vmio.advise.config_guideline import ADVISE_BUSES, Requirements, advise, parse_buses
@@ -205,7 +206,14 @@ def run_diagnose(args: argparse.Namespace) -> int:
         return _diagnose_campaign(args)
     if args.evidence is None:
         raise InputError("diagnose needs CAMPAIGN, --evidence FILE, or --explain for the decision tree")
-    diagnosis = diagnose(load_evidence(args.evidence))
+    evidence = load_evidence(args.evidence)
+    if args.capacity_read_iops is not None or args.capacity_write_iops is not None:
+        source = "declared with --capacity-read-iops/--capacity-write-iops"
+        devices = tuple(replace(d, capacity_read_iops=args.capacity_read_iops,
+                                capacity_write_iops=args.capacity_write_iops, capacity_source=source)
+                        for d in evidence.devices)  # fmt: skip
+        evidence = replace(evidence, devices=devices)
+    diagnosis = diagnose(evidence)
     if args.json:
         print(json.dumps(diagnosis.to_dict(), indent=2))
     else:
