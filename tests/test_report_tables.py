@@ -151,9 +151,11 @@ BEFORE_AFTER = """\
 'before' -> 'after': difference of means (after - before) per point, 95% interval (Welch t) over repetitions
 point                              dir   metric  before        after        difference       95% interval      verdict
 bare/rr/bs=4k/offered=1000/load=0  read  IOPS    1000.0 (n=1)  990.0 (n=1)  -10.0 (-1.0%)    -                 too few repetitions
+bare/rr/bs=4k/offered=1000/load=0  read  MiB/s   3.9 (n=1)     3.9 (n=1)    +0.0 (-1.0%)     -                 too few repetitions
 bare/rr/bs=4k/offered=1000/load=0  read  p50 us  100.0 (n=1)   100.0 (n=1)  +0.0 (+0.0%)     -                 too few repetitions
 bare/rr/bs=4k/offered=1000/load=0  read  p99 us  900.0 (n=1)   900.0 (n=1)  +0.0 (+0.0%)     -                 too few repetitions
 bare/rr/bs=4k/offered=max/load=0   read  IOPS    100.0 (n=3)   120.0 (n=3)  +20.0 (+20.0%)   [+15.8, +24.2]    higher (better)
+bare/rr/bs=4k/offered=max/load=0   read  MiB/s   0.4 (n=3)     0.5 (n=3)    +0.1 (+20.0%)    [+0.1, +0.1]      higher (better)
 bare/rr/bs=4k/offered=max/load=0   read  p50 us  100.0 (n=3)   100.3 (n=3)  +0.3 (+0.3%)     [-21.3, +22.0]    no significant change
 bare/rr/bs=4k/offered=max/load=0   read  p99 us  1000.0 (n=3)  802.0 (n=3)  -198.0 (-19.8%)  [-200.5, -195.5]  lower (better)
 only in 'before': bare/rr/bs=4k/offered=2000/load=0
@@ -177,7 +179,8 @@ def test_before_after_cli(store: Store, tmp_path: Path, capsys: pytest.CaptureFi
     assert capsys.readouterr().out == BEFORE_AFTER
     assert main(["compare", "before", "after", "--db", str(db), "--json"]) == 0
     verdicts = [c["verdict"] for c in json.loads(capsys.readouterr().out)["changes"]]
-    assert verdicts[3:] == ["higher (better)", "no significant change", "lower (better)"]
+    # per point: IOPS, bandwidth, p50, p99
+    assert verdicts[4:] == ["higher (better)", "higher (better)", "no significant change", "lower (better)"]
 
 
 @pytest.mark.parametrize(

@@ -5,19 +5,23 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from vmio.advise.config_guideline import ADVISE_BUSES, Requirements, advise, parse_buses
 from vmio.advise.diagnose import diagnose
+from vmio.advise.disk_config import Config
 from vmio.advise.evidence import load_evidence
 from vmio.advise.inventory import read_host_facts
 from vmio.advise.text import explain, format_advice, format_diagnosis
-from vmio.advise.thresholds import Ratio
 from vmio.cli import argtypes
 from vmio.errors import InputError
+from vmio.published import Ratio
 from vmio.qemu.caps import QEMU_BINARY as QEMU
 from vmio.system import files
 from vmio.system.process import Runner
+from vmio.system.safety import is_block_device
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -31,6 +35,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         adv.add_argument(flag, choices=("yes", "no"), default="no", help=f"{text} (default no)")
     adv.add_argument("--bus", default=",".join(ADVISE_BUSES), help="allowed buses, comma-separated")
     adv.add_argument("--json", action="store_true", help="print JSON")
+    adv.add_argument("--device", metavar="PATH", default=None,
+                     help="the VM disk's file or block device, written into the QEMU arguments and libvirt XML")  # fmt: skip
     adv.add_argument("--db", default=None,
                      help="the store whose campaigns give this host's VM/bare ratios (default ./vmio.db, or $VMIO_DB)")  # fmt: skip
     adv.add_argument("--qemu", default=QEMU, help=argparse.SUPPRESS)
@@ -48,6 +54,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="write the evidence (of the campaign, or with --live of each disk) as JSON",
     )
     diag.add_argument("--db", default=None, help="the store (default ./vmio.db, or $VMIO_DB)")
+    for side in ("read", "write"):
+        diag.add_argument(f"--capacity-{side}-iops", type=argtypes.count(1, 10**9), metavar="N", default=None,
+                          help=f"the device's {side} capacity in IOPS, as you know it (default: vmio calibrate's, "
+                          "else unknown)")  # fmt: skip
     diag.add_argument("--evidence", type=Path, metavar="FILE", help="an evidence JSON file")
     diag.add_argument("--explain", action="store_true", help="print the decision tree and thresholds")
     diag.add_argument("--json", action="store_true", help="print JSON")
@@ -101,6 +111,8 @@ def run_advise(args: argparse.Namespace) -> int:
         dedicated_disk=args.dedicated_disk == "yes",
         buses=parse_buses(args.bus),
         live_migration=args.live_migration == "yes",
+        device=_device(args.device),
+        device_is_block=args.device is not None and is_block_device(args.device),
     )
     facts = read_host_facts(Runner(), sysfs=args.sysfs, proc=args.proc, qemu=args.qemu)
     advice = advise(facts, req, measured=_measured(args))
@@ -151,9 +163,23 @@ def run_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _measured(args: argparse.Namespace) -> dict[str, Ratio]:
-    """This host's stored ratios; none when no store exists (advise never creates one)."""
-    from vmio.advise.measured import measured_ratios
+def _device(path: str | None) -> str | None:
+    """``--device PATH``: an absolute path to an existing file or block device (nothing is written to it)."""
+    if path is None:
+        return None
+    if not path.startswith("/"):
+        raise InputError(f"--device {path!r} is not an absolute path; give the file or device as /path")
+    if not Path(path).exists():
+        raise InputError(f"--device {path!r} does not exist; create the disk image or name a block device")
+    if not (Path(path).is_file() or is_block_device(path)):
+        raise InputError(f"--device {path!r} is neither a regular file nor a block device")
+    return path
+
+
+def _measured(args: argparse.Namespace) -> Callable[[Config], Ratio | None] | None:
+    """This host's stored ratios, per configuration and shape; none when no store exists (advise never
+    creates one)."""
+    from vmio.advise.measured import measured_ratios, pick
     from vmio.cli.campaign import default_db
     from vmio.store import Store
 
@@ -161,9 +187,10 @@ def _measured(args: argparse.Namespace) -> dict[str, Ratio]:
     if not Path(path).exists():
         if args.db is not None:
             raise InputError(f"--db {args.db!r} does not exist")
-        return {}
+        return None
     with Store(path) as store:
-        return measured_ratios(store)
+        ratios = measured_ratios(store)
+    return lambda config: pick(ratios, config)
 
 
 def run_diagnose(args: argparse.Namespace) -> int:
@@ -180,7 +207,14 @@ def run_diagnose(args: argparse.Namespace) -> int:
         return _diagnose_campaign(args)
     if args.evidence is None:
         raise InputError("diagnose needs CAMPAIGN, --evidence FILE, or --explain for the decision tree")
-    diagnosis = diagnose(load_evidence(args.evidence))
+    evidence = load_evidence(args.evidence)
+    if args.capacity_read_iops is not None or args.capacity_write_iops is not None:
+        source = "declared with --capacity-read-iops/--capacity-write-iops"
+        devices = tuple(replace(d, capacity_read_iops=args.capacity_read_iops,
+                                capacity_write_iops=args.capacity_write_iops, capacity_source=source)
+                        for d in evidence.devices)  # fmt: skip
+        evidence = replace(evidence, devices=devices)
+    diagnosis = diagnose(evidence)
     if args.json:
         print(json.dumps(diagnosis.to_dict(), indent=2))
     else:
@@ -195,7 +229,10 @@ def _diagnose_campaign(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         camp = from_store.stored_campaign(store, args.campaign)
         runs = from_store.points_to_diagnose(store, args.campaign, args.point)
-        found = [(run["point_key"], from_store.evidence_for(store, camp, run)) for run in runs]
+        declared = (args.capacity_read_iops, args.capacity_write_iops)
+        found = [
+            (run["point_key"], from_store.evidence_for(store, camp, run, declared=declared)) for run in runs
+        ]
         builds = {run["point_key"]: from_store.build_of(run) for run in store.runs(args.campaign)}
     if args.dump_evidence is not None:
         doc = {key: ev.to_dict() for key, ev in found} if len(found) > 1 else found[0][1].to_dict()

@@ -237,8 +237,8 @@ def format_ops(rows: list[dict[str, object]]) -> str:
     """The text table of ``vmio show CAMPAIGN --ops``."""
     if not rows:
         return "no timed operations stored (a workload with ops = N stores them)\n"
-    head = ("target", "accel", "build", "machine", "vCPUs", "VMs", "cache", "rw", "bs", "load", "ops",
-            "min ms", "avg ms", "max ms")  # fmt: skip
+    head = ("target", "accel", "build", "machine", "vCPUs", "VMs", "cache", "workload", "rw", "bs", "load",
+            "ops", "min ms", "avg ms", "max ms")  # fmt: skip
 
     def cell(value: object) -> str:
         return "-" if value is None else str(value)
@@ -246,11 +246,11 @@ def format_ops(rows: list[dict[str, object]]) -> str:
     lines = [head] + [
         (str(r["target"]), cell(r["accel"]), cell(r["qemu_version"]), cell(r["machine"]), cell(r["vcpus"]),
          "-" if r["vms"] is None else f"{r['vms']}" + (f" ({r['idle_vms']} idle)" if r["idle_vms"] else ""),
-         cell(r["cache"]), str(r["rw"]), format_size(int(str(r["bs"]))), str(r["load_processes"]),
+         cell(r["cache"]), str(r["workload"]), str(r["rw"]), format_size(int(str(r["bs"]))), str(r["load_processes"]),
          str(r["ops"]), f"{r['min_ms']:.3f}", f"{r['avg_ms']:.3f}", f"{r['max_ms']:.3f}")
         for r in rows
     ]  # fmt: skip
-    return columns(lines, right=frozenset(range(8, len(head))))
+    return columns(lines, right=frozenset(range(9, len(head))))
 
 
 def show_sla(args: argparse.Namespace) -> int:

@@ -55,6 +55,8 @@ def baseline_parts(rows: list[RatioRow], campaign: str, baseline: str) -> tuple[
 def _value(metric: str, value: float | None) -> str:
     if value is None:
         return "-"
+    if metric == "bandwidth":
+        return f"{value / (1 << 20):.1f}"  # MiB/s
     return f"{value:.1f}" if metric == "IOPS" else f"{value / 1e3:.1f}"
 
 
@@ -65,7 +67,7 @@ def _signed(metric: str, value: float) -> str:
 
 def change_cells(c: Change) -> tuple[str, ...]:
     d, m = c.diff, c.metric
-    unit = "IOPS" if m == "IOPS" else f"{m} us"
+    unit = {"IOPS": "IOPS", "bandwidth": "MiB/s"}.get(m, f"{m} us")
     interval = "-" if d.lo is None or d.hi is None else f"[{_signed(m, d.lo)}, {_signed(m, d.hi)}]"
     rel = f" ({d.rel:+.1%})" if d.rel is not None else ""
     return (
