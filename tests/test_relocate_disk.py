@@ -97,7 +97,7 @@ def test_open_loop_waits_for_arrivals_and_counts_queueing_in_response() -> None:
     assert s["mean_response_ms"] > s["mean_service_ms"] > 0
 
 
-@pytest.mark.parametrize("policy", ["fcfs", "elevator"])
+@pytest.mark.parametrize("policy", ["fcfs", "elevator", "mq-deadline", "bfq"])
 @pytest.mark.parametrize("depth", [None, 1, 3])
 @pytest.mark.parametrize("disk", [HP97560, DRIVE_7200], ids=lambda d: d.name)
 def test_compiled_replay_equals_plain_python(policy: str, depth: int | None, disk: object) -> None:

@@ -162,7 +162,7 @@ def _add_evaluate(rsub: Sub) -> None:
     )
     p.add_argument("--seed", type=argtypes.count(0, 2**63 - 1), default=0)
     p.add_argument("--disk", default="7200", help="disk model: 7200 | hp97560")
-    p.add_argument("--policy", default=None, help="fcfs | elevator (default fcfs)")
+    p.add_argument("--policy", default=None, help="fcfs | elevator | mq-deadline | bfq (the Linux schedulers as modelled; default fcfs)")
     p.add_argument(
         "--depth",
         type=argtypes.count(1, 4096),
