@@ -92,7 +92,9 @@ class ReferenceReplay:
         self, pending: list[tuple[int, int]], cyl: list[int], head: int, now: float, stream: list[int]
     ) -> tuple[int, int]:
         oldest = min(pending, key=lambda p: (self.issue[p[0]], p[0]))
-        if self.policy == "fcfs" or (self.policy == "mq-deadline" and now - self.issue[oldest[0]] > DEADLINE_S):
+        if self.policy == "fcfs" or (
+            self.policy == "mq-deadline" and now - self.issue[oldest[0]] > DEADLINE_S
+        ):
             return oldest
         if self.policy == "bfq":
             mine = [p for p in pending if stream[p[0]] == self.active]

@@ -122,7 +122,11 @@ def _target(data: object, loc: Locator, i: int) -> Target:
     target: Target
     if kind == "host":
         target = HostTarget(
-            name, t.take("path", f.string), t.take("size", f.size, None), t.take("loop", f.boolean, False)
+            name,
+            t.take("path", f.string),
+            t.take("size", f.size, None),
+            t.take("loop", f.boolean, False),
+            cpus=t.take("cpus", f.integer(1, 4096), None),
         )
         _check_loop(t, (target.path,), target.loop)
     elif kind == "remote":

@@ -29,6 +29,9 @@ class HostTarget:
     size: int | None = None
     loop: bool = False  # attach the file as a direct-I/O loop device for the target's points (seed 004)
     kind: str = "host"
+    cpus: int | None = (
+        None  # the measured and load processes run on this many CPUs (okayama-hypervisors-2020's BM/1 core)
+    )
 
 
 @dataclass(frozen=True)
@@ -158,7 +161,13 @@ class Campaign:
 
 
 # Fields added after campaigns were stored: left out at their defaults so a stored campaign still matches.
-_LATER_DEFAULTS: dict[str, object] = {"qemu": None, "machine": "q35", "loop": False, "idle_vms": 0}
+_LATER_DEFAULTS: dict[str, object] = {
+    "qemu": None,
+    "machine": "q35",
+    "loop": False,
+    "idle_vms": 0,
+    "cpus": None,
+}
 
 
 def _canonical_target(target: Target) -> dict[str, object]:
