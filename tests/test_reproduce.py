@@ -90,7 +90,7 @@ def check_shape(result: dict[str, Any], paper: str, claims: set[str]) -> dict[st
     by_id = {c["id"]: c for c in result["claims"]}
     assert claims <= set(by_id)
     for c in result["claims"]:
-        assert CLAIM_KEYS <= set(c), c
+        assert set(c) >= CLAIM_KEYS, c
         assert c["agrees"] in (True, False, None)
         if c["agrees"] is not True:
             assert c["why"], f"{c['id']} does not agree and says nothing of why"
