@@ -37,7 +37,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     adv.add_argument("--proc", type=Path, default=Path("/proc"), help=argparse.SUPPRESS)
     adv.set_defaults(handler=run_advise)
 
-    diag = sub.add_parser("diagnose", help="is I/O at its limit, and what limits it (hitachi-nvme-2016, Fig. 10)")
+    diag = sub.add_parser(
+        "diagnose", help="is I/O at its limit, and what limits it (hitachi-nvme-2016, Fig. 10)"
+    )
     diag.add_argument("campaign", nargs="?", help="a stored campaign to diagnose")
     diag.add_argument("--point", metavar="KEY", help="only this point (default: every unthrottled point)")
     diag.add_argument(

@@ -34,7 +34,9 @@ from vmio.units import parse_duration
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``vmio dstore`` and its sub-commands to ``sub``."""
-    parser = sub.add_parser("dstore", help="replicated VM storage: Ceph cluster, bitisle-dstore-2014 profile, model")
+    parser = sub.add_parser(
+        "dstore", help="replicated VM storage: Ceph cluster, bitisle-dstore-2014 profile, model"
+    )
     dsub = parser.add_subparsers(dest="dstore_command", metavar="ACTION")
     dsub.required = True
     p = dsub.add_parser("up", help="start a throwaway Ceph cluster on 127.0.0.1")

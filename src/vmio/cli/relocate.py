@@ -126,13 +126,18 @@ def _add_evaluate(rsub: Sub) -> None:
     src.add_argument(
         "--trace", nargs="+", type=Path, metavar="FILE", help="trace files (one image each or more)"
     )
-    src.add_argument("--synthetic", choices=["ffsb"], help="an FFSB-like stream as kogakuin-relocate-2011 describes")
+    src.add_argument(
+        "--synthetic", choices=["ffsb"], help="an FFSB-like stream as kogakuin-relocate-2011 describes"
+    )
     p.add_argument("--format", default="auto")
     p.add_argument("--extent", type=size, default=1 << 20)
     p.add_argument("--vms", type=argtypes.count(1, 64), default=2)
     p.add_argument("--image-size", type=size, default=100 << 30, help="image size (default 100G)")
     p.add_argument(
-        "--hot", type=size, default=2 << 30, help="hot bytes per image (default 2G as in kogakuin-relocate-2011)"
+        "--hot",
+        type=size,
+        default=2 << 30,
+        help="hot bytes per image (default 2G as in kogakuin-relocate-2011)",
     )
     p.add_argument(
         "--ffsb-model",
@@ -162,7 +167,11 @@ def _add_evaluate(rsub: Sub) -> None:
     )
     p.add_argument("--seed", type=argtypes.count(0, 2**63 - 1), default=0)
     p.add_argument("--disk", default="7200", help="disk model: 7200 | hp97560")
-    p.add_argument("--policy", default=None, help="fcfs | elevator | mq-deadline | bfq (the Linux schedulers as modelled; default fcfs)")
+    p.add_argument(
+        "--policy",
+        default=None,
+        help="fcfs | elevator | mq-deadline | bfq (the Linux schedulers as modelled; default fcfs)",
+    )
     p.add_argument(
         "--depth",
         type=argtypes.count(1, 4096),

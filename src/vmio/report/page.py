@@ -158,7 +158,9 @@ def _summary_note(report: Report) -> str:
 def _toc(report: Report) -> str:
     items = ['<li><a href="#summary">Summary</a></li>']
     if report.seed:
-        items.append('<li><a href="#hitachi-nvme-2016">hitachi-nvme-2016 as it ran, beside this campaign</a></li>')
+        items.append(
+            '<li><a href="#hitachi-nvme-2016">hitachi-nvme-2016 as it ran, beside this campaign</a></li>'
+        )
     items.append('<li><a href="#setup">Host and tools</a></li>')
     if _conditioned(report.data):
         items.append(f'<li><a href="#steady-state">{html.escape(STEADY_TITLE)}</a></li>')
