@@ -283,3 +283,23 @@ def test_pages_render_in_chromium(paper: str, request: pytest.FixtureRequest, tm
     for r, c in zip(rows, result["claims"], strict=True):
         assert r["verdict"] == {True: "true", False: "false", None: "null"}[c["agrees"]] and r["h"] > 10
     assert (tmp_path / "page.png").stat().st_size > 10_000
+
+
+MORE_CPUS = str(len(os.sched_getaffinity(0)) + 1)  # more than vmio may run on: refused when placed
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [("0", "cpus"), ('"one"', "cpus"), ("100000", "cpus"), (MORE_CPUS, "this host lets vmio")],
+)
+def test_bad_cpus_is_exit_2_naming_the_place(
+    value: str, says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / "bad.toml"
+    spec.write_text(
+        f'[campaign]\nname = "b"\n[[target]]\nname = "t"\npath = "{tmp_path}/x.img"\nsize = "1M"\ncpus = {value}\n'
+        '[[workload]]\nname = "w"\nrw = "randread"\n'
+    )
+    assert main(["run", str(spec), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err and (f"{spec}:7" in err or f"cpus = {value}" in err)
