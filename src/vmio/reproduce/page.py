@@ -27,7 +27,7 @@ def render(rep: Reproduction) -> str:
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>{_e(p.id)}: vmio beside the paper</title><style>{STYLE}</style></head><body>",
         f"<h1 id='{_e(p.id)}'>{_e(p.title)}</h1>",
-        f"<p>{_e(p.title_original)}<br>{_e(', '.join(p.authors))} ({p.year}). "
+        f"<p><span lang='ja'>{_e(p.title_original)}</span><br>{_e(', '.join(p.authors))} ({p.year}). "
         f"Id <code>{_e(p.id)}</code>; see docs/references.md.</p>",
         f"<p class='small'>Scale: {_e(rep.scale)}. Accelerator: {_e(rep.accel or 'no guest ran')}. "
         f"Host: {_e(_host_line(rep.host))}.</p>",
