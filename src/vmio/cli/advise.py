@@ -26,7 +26,7 @@ from vmio.system.safety import is_block_device
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``advise`` and ``diagnose`` to ``sub``."""
-    adv = sub.add_parser("advise", help="recommend a VM disk configuration (seed 000, Fig. 9)")
+    adv = sub.add_parser("advise", help="recommend a VM disk configuration (hitachi-nvme-2016, Fig. 9)")
     for flag, text in (
         ("--scale-out", "capacity grows by adding VMs"),
         ("--dedicated-disk", "a device may be given to one VM"),
@@ -44,7 +44,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     adv.add_argument("--proc", type=Path, default=Path("/proc"), help=argparse.SUPPRESS)
     adv.set_defaults(handler=run_advise)
 
-    diag = sub.add_parser("diagnose", help="is I/O at its limit, and what limits it (seed 000, Fig. 10)")
+    diag = sub.add_parser(
+        "diagnose", help="is I/O at its limit, and what limits it (hitachi-nvme-2016, Fig. 10)"
+    )
     diag.add_argument("campaign", nargs="?", help="a stored campaign to diagnose")
     diag.add_argument("--point", metavar="KEY", help="only this point (default: every unthrottled point)")
     diag.add_argument(

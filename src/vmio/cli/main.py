@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import NoReturn
 
 from vmio.campaign.facts import vmio_version
-from vmio.cli import advise, campaign, dstore, guest, membal, qemu, relocate, report
+from vmio.cli import advise, campaign, dstore, guest, membal, qemu, relocate, report, reproduce
 from vmio.errors import VmioError
 
 Handler = Callable[[argparse.Namespace], int]
@@ -46,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # Each sub-command family registers itself with ``register(sub)``; listed here so `vmio --help` shows all.
-FEATURES = (campaign, advise, relocate, report, dstore, guest, qemu, membal)
+FEATURES = (campaign, advise, relocate, report, dstore, guest, qemu, membal, reproduce)
 
 
 def _feature_registrars() -> list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]]:

@@ -151,7 +151,9 @@ def _summary_note(report: Report) -> str:
 def _toc(report: Report) -> str:
     items = ['<li><a href="#summary">Summary</a></li>']
     if report.seed:
-        items.append('<li><a href="#seed-000">Seed 000 as it ran, beside this campaign</a></li>')
+        items.append(
+            '<li><a href="#hitachi-nvme-2016">hitachi-nvme-2016 as it ran, beside this campaign</a></li>'
+        )
     items.append('<li><a href="#setup">Host and tools</a></li>')
     if _conditioned(report.data):
         items.append(f'<li><a href="#steady-state">{html.escape(STEADY_TITLE)}</a></li>')
@@ -271,14 +273,14 @@ def _seed_table(report: Report) -> str:
     e = html.escape
     tcg = "tcg" in seed000.accelerators(found)
     note = (
-        f"<p>Each of seed 000's configurations ({e(seed000.SEED_SETUP)}) beside the targets of this campaign "
+        f"<p>Each of the paper's configurations (hitachi-nvme-2016, docs/references.md: {e(seed000.SEED_SETUP)}) beside the targets of this campaign "
         "that have its shape; ratios are IOPS over Bare's at the top of each 4 KiB random sweep (here: the "
-        "highest median over the offered loads). The seed's N is 16; here N is the fio processes column."
+        "highest median over the offered loads). The paper's N is 16; here N is the fio processes column."
         + (f" <strong>{e(seed000.TCG_NOTE)}</strong>" if tcg else "") + "</p>"
     )  # fmt: skip
     head = ("seed 000 configuration", "seed figure", "target", "accelerator · build", "fio processes",
             "read vs Bare: seed (KVM)", "read vs Bare: here", "write vs Bare: seed (KVM)", "write vs Bare: here")  # fmt: skip
-    out = ['<h3 id="seed-000">Seed 000 as it ran, beside this campaign</h3>', note, '<table class="seed000"><tr>',
+    out = ['<h3 id="hitachi-nvme-2016"><a id="seed-000"></a>hitachi-nvme-2016 as it ran, beside this campaign</h3>', note, '<table class="seed000"><tr>',
            *(f"<th>{e(h)}</th>" for h in head), "</tr>"]  # fmt: skip
     for r in found:
         c = r.config

@@ -122,10 +122,14 @@ def _target(data: object, loc: Locator, i: int) -> Target:
     target: Target
     if kind == "host":
         target = HostTarget(
-            name, t.take("path", f.string), t.take("size", f.size, None), t.take("loop", f.boolean, False),
+            name,
+            t.take("path", f.string),
+            t.take("size", f.size, None),
+            t.take("loop", f.boolean, False),
+            cpus=t.take("cpus", f.integer(1, 4096), None),
             capacity_read_iops=t.take("capacity_read_iops", f.integer(1), None),
             capacity_write_iops=t.take("capacity_write_iops", f.integer(1), None),
-        )  # fmt: skip
+        )
         _check_loop(t, (target.path,), target.loop)
     elif kind == "remote":
         hosts = t.take("hosts", f.one_or_many(_host_port))

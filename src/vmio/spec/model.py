@@ -29,6 +29,9 @@ class HostTarget:
     size: int | None = None
     loop: bool = False  # attach the file as a direct-I/O loop device for the target's points (seed 004)
     kind: str = "host"
+    cpus: int | None = (
+        None  # the measured and load processes run on this many CPUs (okayama-hypervisors-2020's BM/1 core)
+    )
     # the device's capacity as the user declares it (IOPS); diagnose judges "device busy" against it
     capacity_read_iops: int | None = None
     capacity_write_iops: int | None = None
@@ -161,8 +164,15 @@ class Campaign:
 
 
 # Fields added after campaigns were stored: left out at their defaults so a stored campaign still matches.
-_LATER_DEFAULTS: dict[str, object] = {"qemu": None, "machine": "q35", "loop": False, "idle_vms": 0,
-                                      "capacity_read_iops": None, "capacity_write_iops": None}  # fmt: skip
+_LATER_DEFAULTS: dict[str, object] = {
+    "qemu": None,
+    "machine": "q35",
+    "loop": False,
+    "idle_vms": 0,
+    "cpus": None,
+    "capacity_read_iops": None,
+    "capacity_write_iops": None,
+}
 
 
 def _canonical_target(target: Target) -> dict[str, object]:
