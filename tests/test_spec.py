@@ -88,7 +88,7 @@ def test_remote_target() -> None:
             r"spec.toml:15: target\[1\].bus = 'ide': use one of virtio-blk",
         ),
         ('memory = "1G"', 'memory = "1M"', r"spec.toml:23: target\[1\].memory = '1M': .*at least '128M'"),
-        ("iodepth = 32", "iodpeth = 32", r"spec.toml:30: workload\[0\] has no key 'iodpeth'"),
+        ("iodepth = 32", "iodpeth = 32", r"spec.toml:30: workload\[0\]: unknown key 'iodpeth'"),
         ('name = "bare-vs-vm"', "", r"spec.toml:1: campaign.name is required"),
         ('name = "vblk-io"', 'name = "bare"', r"spec.toml:12: target\[1\].name = 'bare' is used twice"),
         ("repetitions = 2", "repetitions = 2\nrepetitions = 3", r"spec.toml:4: not valid TOML"),

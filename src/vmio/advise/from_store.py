@@ -14,7 +14,7 @@ from typing import Any
 
 from vmio.advise.evidence import Device, Evidence, Host, Measured, Vm, Workload
 from vmio.errors import InputError
-from vmio.spec import Campaign, QemuTarget, loads_spec
+from vmio.spec import Campaign, QemuTarget
 from vmio.store import Store
 from vmio.store import capacity as calibrated
 from vmio.store.rows import build_label, point_row
@@ -23,11 +23,6 @@ from vmio.system.blockdev import in_use, is_rotational, stable_id
 # The evidence wants each class's busiest thread (% of one core), not the class's sum.
 QEMU_METRICS = {"iothread_max_pct": "qemu_iothread_cpu_pct", "main_max_pct": "qemu_main_loop_cpu_pct",
                 "vcpu_max_pct": "qemu_vcpu_cpu_pct"}  # fmt: skip
-
-
-def stored_campaign(store: Store, name: str) -> Campaign:
-    row = store.require(name)
-    return loads_spec(row["spec_text"], row["spec_path"] or name)
 
 
 def points_to_diagnose(store: Store, name: str, key: str | None) -> list[sqlite3.Row]:

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from vmio.errors import SpecError
+from vmio.errors import InputError, SpecError
 from vmio.spec import fields as f
 from vmio.spec.fields import Fields
 from vmio.spec.fiofile import STEADY_OPTIONS, patterns
@@ -34,6 +34,14 @@ from vmio.spec.sla import Sla, parse_sla
 from vmio.spec.steady import parse_steady
 from vmio.spec.tomlfile import Locator, load_toml, loads_toml
 from vmio.system.safety import is_block_device
+
+
+def campaign_name(value: str, where: str) -> str:
+    """A campaign name given on the command line (``--name``, ``vmio rename``), checked as the spec's is."""
+    try:
+        return f.string(value)
+    except ValueError as exc:
+        raise InputError(f"{where} {value!r}: {exc}") from None
 
 
 def load_spec(path: str | Path) -> Campaign:
@@ -291,26 +299,38 @@ def _check_conditioning(w: Fields, workload: Workload) -> None:
 def _fio_workloads(w: Fields, loc: Locator) -> tuple[Workload, ...]:
     """One workload per job section of ``fio = "FILE"`` (relative to the spec's folder)."""
     given = w.take("fio", f.string)
+    label: str | None = w.take("name", f.string, None)
     path = Path(given)
     if not path.is_absolute() and loc.path not in ("<spec>", ""):
         path = Path(loc.path).parent / path
-    runtime = w.take("runtime", _positive_duration, 10.0)
-    ramp = w.take("ramp", f.duration, 0.0)
+    runtime: float | None = w.take("runtime", _positive_duration, None)
+    ramp: float | None = w.take("ramp", f.duration, None)
     offered: tuple[int | None, ...] = w.take("offered_iops", f.one_or_many(_offered), (None,))
     loads: tuple[int, ...] = w.take("load_processes", f.one_or_many(f.integer(0, 256)), (0,))
     steady = w.take("steady", parse_steady, None)
     pre = w.take("precondition", f.boolean, False)
     w.done()
     out = []
-    for p in patterns(path, given):
+    found = patterns(path, given)
+    for p in found:
         replaced, options = p.replaced, p.options
         if steady is not None:  # the workload's criterion stands in for the file's
             replaced += tuple(f"{k}={v} (workload steady)" for k, v in options if k in STEADY_OPTIONS)
             options = tuple((k, v) for k, v in options if k not in STEADY_OPTIONS)
+        # The file's own runtime and ramp_time hold unless the workload (or `vmio run --runtime`) gives one.
+        for own, given_here, key in ((p.runtime, runtime, "runtime"), (p.ramp, ramp, "ramp")):
+            if own is not None and given_here is not None:
+                replaced += (f"{own[1]} (workload {key})",)
+        if label is None:
+            name = f"{Path(given).name}:{p.section}"
+        else:  # the label itself for a one-section file; else the prefix of its sections' names
+            name = label if len(found) == 1 else f"{label}:{p.section}"
         workload = Workload(
-            name=f"{Path(given).name}:{p.section}", rw=p.rw, bs=(p.bs,), rwmixread=p.rwmixread,
-            iodepth=p.iodepth, numjobs=p.numjobs, direct=p.direct, ioengine=p.ioengine, runtime=runtime,
-            ramp=ramp, offered_iops=offered, load_processes=loads, steady=steady, precondition=pre,
+            name=name, rw=p.rw, bs=(p.bs,), rwmixread=p.rwmixread,
+            iodepth=p.iodepth, numjobs=p.numjobs, direct=p.direct, ioengine=p.ioengine,
+            runtime=runtime if runtime is not None else p.runtime[0] if p.runtime else 10.0,
+            ramp=ramp if ramp is not None else p.ramp[0] if p.ramp else 0.0,
+            offered_iops=offered, load_processes=loads, steady=steady, precondition=pre,
             fio_file=given, fio_options=options, fio_replaced=replaced,
         )  # fmt: skip
         _check_conditioning(w, workload)

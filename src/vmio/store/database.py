@@ -204,6 +204,16 @@ class Store:
                     (name, spec_path, spec_text, canonical, time.time()),
                 )
                 return int(cur.lastrowid or 0)
+        if row["canonical"] != canonical and not self._holds_done(int(row["id"])):
+            # A campaign with no done point does not hold its name: the new spec takes it over.
+            with self.transaction() as db:
+                db.execute("DELETE FROM run WHERE campaign_id = ?", (row["id"],))
+                db.execute(
+                    "UPDATE campaign SET spec_path = ?, spec_text = ?, canonical = ?, created = ?, seed = NULL, "
+                    "offsets_json = NULL WHERE id = ?",
+                    (spec_path, spec_text, canonical, time.time(), row["id"]),
+                )
+            return int(row["id"])
         if row["canonical"] != canonical:
             raise StoreError(
                 f"campaign {name!r} is already stored (from {row['spec_path']}) with other targets or "
@@ -211,6 +221,30 @@ class Store:
                 exit_code=2,
             )
         return int(row["id"])
+
+    def _holds_done(self, campaign_id: int) -> bool:
+        return bool(self.db.execute(
+            "SELECT 1 FROM run WHERE campaign_id = ? AND status = 'done' LIMIT 1", (campaign_id,)
+        ).fetchone())  # fmt: skip
+
+    def remove_campaign(self, name: str) -> int:
+        """Delete campaign ``name`` and every point it holds; the number of points deleted."""
+        row = self.require(name)
+        with self.transaction() as db:
+            count = int(
+                db.execute("SELECT COUNT(*) FROM run WHERE campaign_id = ?", (row["id"],)).fetchone()[0]
+            )
+            db.execute("DELETE FROM campaign WHERE id = ?", (row["id"],))
+        return count
+
+    def rename_campaign(self, old: str, new: str) -> None:
+        """Give campaign ``old`` the name ``new`` (which no stored campaign has)."""
+        row = self.require(old)
+        if self.campaign(new) is not None:
+            raise StoreError(f"cannot rename {old!r} to {new!r}: a campaign {new!r} is already stored in "
+                             f"{self.path}; remove it first (vmio rm {new}) or pick another name", exit_code=2)  # fmt: skip
+        with self.transaction() as db:
+            db.execute("UPDATE campaign SET name = ? WHERE id = ?", (new, row["id"]))
 
     def require(self, name: str) -> sqlite3.Row:
         row = self.campaign(name)

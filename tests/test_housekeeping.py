@@ -1,0 +1,133 @@
+"""Campaign housekeeping from the command line, with real fio: ls, rm, rename, run --name, a failed first
+run that does not hold its name, a job file's own runtime and a fio workload's name."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from vmio.cli import main
+
+JOB = """[global]
+ioengine=psync
+direct=1
+runtime={runtime}
+[randread]
+rw=randread
+bs=4k
+"""
+
+
+def _job(folder: Path, runtime: str = "1") -> Path:
+    job = folder / "ssd-test.fio"
+    job.write_text(JOB.format(runtime=runtime))
+    return job
+
+
+def _json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> object:
+    capsys.readouterr()
+    assert main(argv) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_failed_first_run_gives_its_name_back_and_ls_rm_rename_manage_campaigns(
+    fio: str, scratch: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(scratch / "vmio.db")
+    job = _job(scratch)
+    # The issue's newcomer: a target that cannot be made fails the first run ...
+    assert main(["run", str(job), "--target", str(scratch / "missing" / "x.img"), "--db", db]) == 2
+    # ... and the fixed command is not refused with "already stored": the campaign held no done point.
+    assert main(["run", str(job), "--target", str(scratch / "t.img"), "--size", "8M", "--db", db]) == 0
+    assert main(["run", str(job), "--target", str(scratch / "t.img"), "--size", "8M", "--db", db,
+                 "--name", "second"]) == 0  # fmt: skip
+    listed = _json(capsys, ["ls", "--json", "--db", db])
+    assert isinstance(listed, list)
+    assert [(c["name"], c["points_done"], c["points_failed"]) for c in listed] == [
+        ("ssd-test", 1, 0),
+        ("second", 1, 0),
+    ]
+    assert listed[0]["targets"] == ["target"] and listed[0]["workloads"] == ["ssd-test.fio:randread"]
+    # the store itself agrees (read with sqlite3, not vmio)
+    with sqlite3.connect(db) as raw:
+        names = [r[0] for r in raw.execute("SELECT name FROM campaign ORDER BY id")]
+    assert names == ["ssd-test", "second"]
+
+    # `show` without a campaign lists campaigns; `show --json` stays the array of every point
+    capsys.readouterr()
+    assert main(["show", "--db", db]) == 0
+    text = capsys.readouterr().out
+    assert text.splitlines()[0].split()[:2] == ["campaign", "created"] and "second" in text
+    points = _json(capsys, ["show", "--json", "--db", db])
+    assert isinstance(points, list) and [p["campaign"] for p in points] == ["ssd-test", "second"]
+
+    assert main(["rename", "second", "ssd-test", "--db", db]) == 2  # taken
+    assert "already stored" in capsys.readouterr().err
+    assert main(["rename", "second", "third", "--db", db]) == 0
+    shown = _json(capsys, ["show", "third", "--json", "--db", db])
+    assert isinstance(shown, list) and len(shown) == 1 and shown[0]["campaign"] == "third"
+    assert shown[0]["read_iops"] > 0
+    assert main(["rm", "third", "--db", db]) == 0
+    assert main(["show", "third", "--db", db]) == 2
+    assert "no campaign 'third'" in capsys.readouterr().err
+    with sqlite3.connect(db) as raw:
+        assert raw.execute("SELECT COUNT(*) FROM run").fetchone()[0] == 1  # the removed points are gone
+    assert main(["rm", "third", "--db", db]) == 2
+
+
+def test_a_campaign_with_a_done_point_keeps_its_name(fio: str, scratch: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    db = str(scratch / "vmio.db")
+    job = _job(scratch)
+    assert main(["run", str(job), "--target", str(scratch / "t.img"), "--size", "8M", "--db", db]) == 0
+    capsys.readouterr()
+    assert main(["run", str(job), "--target", str(scratch / "u.img"), "--size", "8M", "--db", db]) == 2
+    assert "already stored" in capsys.readouterr().err
+
+
+def test_a_job_files_own_runtime_is_kept_unless_overridden(
+    fio: str, scratch: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(scratch / "vmio.db")
+    job = _job(scratch, runtime="3s")
+    capsys.readouterr()
+    assert main(["run", str(job), "--target", str(scratch / "t.img"), "--size", "8M", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "runtime=3000ms" in out and "runtime=3s" not in out.split("replaced")[-1]
+    assert main(["run", str(job), "--target", str(scratch / "t.img"), "--size", "8M", "--runtime", "1s",
+                 "--dry-run"]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "runtime=1000ms" in out and "runtime=3s" in out  # the file's, listed as replaced
+    assert main(["run", str(job), "--target", str(scratch / "t.img"), "--size", "8M", "--db", db]) == 0
+    with sqlite3.connect(db) as raw:  # fio's own runtime of the measured job, as fio reported it
+        (runtime_ms,) = raw.execute("SELECT runtime_ms FROM result WHERE role = 'measure'").fetchone()
+    assert 2900 <= runtime_ms <= 3300
+
+
+def _spec(folder: Path, workload: str) -> Path:
+    spec = folder / "s.toml"
+    spec.write_text(f'[campaign]\nname = "n"\n[[target]]\nname = "t"\npath = "{folder}/t.img"\n'
+                    f'size = "8M"\n[[workload]]\n{workload}\n')  # fmt: skip
+    return spec
+
+
+def test_a_fio_workload_takes_a_name(scratch: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _job(scratch)
+    spec = _spec(scratch, 'name = "mine"\nfio = "ssd-test.fio"')
+    assert main(["run", str(spec), "--dry-run"]) == 0
+    assert "## t/mine/bs=" in capsys.readouterr().out
+    (scratch / "two.fio").write_text("[a]\nrw=read\n[b]\nrw=write\n")
+    spec = _spec(scratch, 'name = "mine"\nfio = "two.fio"')
+    assert main(["run", str(spec), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "## t/mine:a/" in out and "## t/mine:b/" in out
+
+
+def test_an_unknown_key_says_unknown_key(scratch: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = _spec(scratch, 'name = "w"\nrw = "read"\nnmae = "x"')
+    assert main(["run", str(spec), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown key 'nmae'" in err and f"{spec}:" in err
