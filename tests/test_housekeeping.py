@@ -131,3 +131,56 @@ def test_an_unknown_key_says_unknown_key(scratch: Path, capsys: pytest.CaptureFi
     assert main(["run", str(spec), "--dry-run"]) == 2
     err = capsys.readouterr().err
     assert "unknown key 'nmae'" in err and f"{spec}:" in err
+
+
+def _vm_spec(folder: Path, extra: str) -> Path:
+    spec = folder / "vm.toml"
+    spec.write_text(f'[campaign]\nname = "vm"\n[[target]]\nname = "v"\nkind = "qemu"\n'
+                    f'backing = "{folder}/d.img"\nsize = "64M"\n{extra}\n'
+                    '[[workload]]\nname = "w"\nrw = "randread"\n')  # fmt: skip
+    return spec
+
+
+@pytest.mark.parametrize(("cache", "aio"), [("writeback", "threads"), ("writethrough", "threads"),
+                                            ("none", "native"), ("directsync", "native")])  # fmt: skip
+def test_aio_follows_cache(scratch: Path, cache: str, aio: str) -> None:
+    from vmio.spec import QemuTarget, load_spec
+
+    (target,) = load_spec(_vm_spec(scratch, f'cache = "{cache}"')).targets
+    assert isinstance(target, QemuTarget) and target.aio == aio
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ('cache = "writeback"\naio = "native"', "aio = 'native' needs O_DIRECT"),
+        ('bus = "vfio"', "is not a PCI address"),
+        ('bus = "nvme"\nmachine = "microvm"', "microvm has no PCI bus"),
+    ],
+)
+def test_conflicting_keys_are_refused_by_dry_run(
+    scratch: Path, capsys: pytest.CaptureFixture[str], extra: str, message: str
+) -> None:
+    spec = _vm_spec(scratch, extra)
+    assert main(["run", str(spec), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and f"{spec}:" in err and err.count("\n") == 1
+
+
+def test_a_bare_sla_number_is_refused_but_a_stored_one_still_loads(
+    fio: str, scratch: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(scratch / "vmio.db")
+    job = _job(scratch)
+    assert main(["run", str(job), "--target", str(scratch / "t.img"), "--size", "8M", "--db", db]) == 0
+    capsys.readouterr()
+    assert main(["show", "ssd-test", "--sla", "p99=2", "--db", db]) == 2
+    assert "has no unit" in capsys.readouterr().err
+    assert main(["show", "ssd-test", "--sla", "p99=2s", "--db", db]) == 0
+    # a store written before units were required: its spec text holds sla = "p99=2" (2 s then)
+    with sqlite3.connect(db) as raw:
+        raw.execute("UPDATE campaign SET spec_text = replace(spec_text, '[campaign]', "
+                    "'[campaign]' || char(10) || 'sla = \"p99=2\"')")  # fmt: skip
+    capsys.readouterr()
+    assert main(["report", "ssd-test", "--db", db, "-o", str(scratch / "r.html")]) == 0
+    assert "IOPS at p99 &lt;= 2000 ms" in (scratch / "r.html").read_text()

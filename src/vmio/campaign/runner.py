@@ -68,6 +68,12 @@ def preflight(campaign: Campaign, options: Options) -> None:
             builds.resolve(target.qemu, options.runner)
         if writes and isinstance(target, RemoteTarget):
             check_remote_writes(target, options.destroy_data)
+        if isinstance(target, QemuTarget) and target.bus == "block" and not target.loop:
+            files = [b for b in target.backing if not is_block_device(b)]
+            if files:
+                raise InputError(f"target {target.name!r}: bus = 'block' needs a host block device; backing "
+                                 f"{files[0]!r} is not one (add loop = true to attach a file as one, or use "
+                                 "virtio-blk)")  # fmt: skip
         paths = [target.path] if isinstance(target, HostTarget) else list(getattr(target, "backing", ()))
         for path in paths:
             if writes and is_block_device(path):

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from vmio.spec.sla import Sla, parse_sla
+from vmio.spec.sla import Sla, parse_stored_sla
 from vmio.stats import histogram
 from vmio.stats.histogram import Histogram
 from vmio.stats.spread import Spread
@@ -169,7 +169,7 @@ def _sla(spec_text: str | None) -> Sla | None:
     """The spec's ``[campaign] sla``, if its stored text has a valid one (a report never fails on it)."""
     try:
         value = tomllib.loads(spec_text or "").get("campaign", {}).get("sla")
-        return parse_sla(value) if value is not None else None
+        return parse_stored_sla(value) if value is not None else None
     except (tomllib.TOMLDecodeError, ValueError, AttributeError):
         return None
 

@@ -30,7 +30,7 @@ from vmio.spec.model import (
     Target,
     Workload,
 )
-from vmio.spec.sla import Sla, parse_sla
+from vmio.spec.sla import Sla, parse_sla, parse_stored_sla
 from vmio.spec.steady import parse_steady
 from vmio.spec.tomlfile import Locator, load_toml, loads_toml
 from vmio.system.safety import is_block_device
@@ -49,16 +49,18 @@ def load_spec(path: str | Path) -> Campaign:
     return _campaign(data, loc)
 
 
-def loads_spec(text: str, path: str = "<spec>") -> Campaign:
+def loads_spec(text: str, path: str = "<spec>", *, stored: bool = False) -> Campaign:
+    """The campaign of spec ``text``. ``stored``: a spec read back from a store, written by an older vmio,
+    so what it once accepted still loads (a bare SLA number, aio = 'native' beside a page-cache mode)."""
     data, loc = loads_toml(text, path)
-    return _campaign(data, loc)
+    return _campaign(data, loc, stored=stored)
 
 
 MAX_SEED = 2**63 - 1
 MAX_POINTS = 100_000  # at a second or more each, over a day of measuring; a store row per point
 
 
-def _campaign(data: dict[str, Any], loc: Locator) -> Campaign:
+def _campaign(data: dict[str, Any], loc: Locator, *, stored: bool = False) -> Campaign:
     extra = sorted(set(data) - {"campaign", "target", "workload"})
     if extra:
         raise loc.error(
@@ -67,10 +69,10 @@ def _campaign(data: dict[str, Any], loc: Locator) -> Campaign:
     head = Fields(data.get("campaign", {}), loc, "campaign")
     name = head.take("name", f.string)
     repetitions = head.take("repetitions", f.integer(1, 1000), 1)
-    sla: Sla | None = head.take("sla", parse_sla, None)
+    sla: Sla | None = head.take("sla", parse_stored_sla if stored else parse_sla, None)
     seed: int | None = head.take("seed", f.integer(0, MAX_SEED), None)
     head.done()
-    targets = tuple(_target(t, loc, i) for i, t in enumerate(_array(data, "target", loc)))
+    targets = tuple(_target(t, loc, i, stored) for i, t in enumerate(_array(data, "target", loc)))
     workloads = tuple(
         w for i, item in enumerate(_array(data, "workload", loc)) for w in _workload(item, loc, i)
     )
@@ -123,7 +125,7 @@ def _unique(items: tuple[Target, ...] | tuple[Workload, ...], table: str, loc: L
         seen.add(item.name)
 
 
-def _target(data: object, loc: Locator, i: int) -> Target:
+def _target(data: object, loc: Locator, i: int, stored: bool = False) -> Target:
     t = Fields(data, loc, "target", i)
     name = t.take("name", f.string)
     kind = t.take("kind", f.choice("host", "qemu", "remote", "rbd"), "host")
@@ -149,23 +151,39 @@ def _target(data: object, loc: Locator, i: int) -> Target:
             t.take("clientname", f.token, "admin"),
         )
     else:
-        target = _qemu_target(t, name)
+        target = _qemu_target(t, name, stored)
         _check_rbd(t, target)
         _check_machine(t, target)
         _check_loop(t, target.backing, target.loop)
+        _check_bus(t, target)
     t.done()
     return target
 
 
-def _qemu_target(t: Fields, name: str) -> QemuTarget:
+DIRECT_CACHES = ("none", "directsync")  # the cache modes that open the backing with O_DIRECT
+
+
+def default_aio(cache: str) -> str:
+    """The aio a target gets when it names none: ``native`` (Linux AIO, which needs O_DIRECT) for the
+    direct cache modes, ``threads`` (QEMU's own default, a thread pool) for the page-cache ones."""
+    return "native" if cache in DIRECT_CACHES else "threads"
+
+
+def _qemu_target(t: Fields, name: str, stored: bool = False) -> QemuTarget:
+    cache = t.take("cache", f.choice(*CACHES), "none")
+    aio = t.take("aio", f.choice(*AIOS), None)
+    if aio == "native" and cache not in DIRECT_CACHES and not stored:
+        raise t.error("aio", f"{t.label}.aio = 'native' needs O_DIRECT, which cache = {cache!r} does not use; "
+                      "use cache 'none' or 'directsync', or aio 'threads' or 'io_uring' (or leave aio out: "
+                      f"with cache = {cache!r} it defaults to 'threads')")  # fmt: skip
     return QemuTarget(
         name=name,
         backing=t.take("backing", f.one_or_many(f.string)),
         bus=t.take("bus", f.choice(*BUSES), "virtio-blk"),
         iothreads=t.take("iothreads", f.integer(0, 64), 0),
         queues=t.take("queues", f.integer(1, 64), 1),
-        cache=t.take("cache", f.choice(*CACHES), "none"),
-        aio=t.take("aio", f.choice(*AIOS), "native"),
+        cache=cache,
+        aio=aio or default_aio(cache),
         vms=t.take("vms", f.integer(1, 256), 1),
         jobs_per_vm=t.take("jobs_per_vm", f.integer(1, 256), 1),
         vcpus=t.take("vcpus", f.integer(1, 64), 1),
@@ -218,6 +236,18 @@ def _check_machine(t: Fields, target: QemuTarget) -> None:
         )
 
 
+_PCI_ADDRESS = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+
+
+def _check_bus(t: Fields, target: QemuTarget) -> None:
+    """``vfio`` passes PCI devices through: its backings are PCI addresses."""
+    if target.bus == "vfio":
+        bad = [b for b in target.backing if not _PCI_ADDRESS.match(b)]
+        if bad:
+            raise t.error("backing", f"{t.label}.bus = 'vfio' passes a PCI device through; backing {bad[0]!r} "
+                          "is not a PCI address like '0000:01:00.0'")  # fmt: skip
+
+
 def _check_rbd(t: Fields, target: QemuTarget) -> None:
     rbd = [b for b in target.backing if b.startswith("rbd:")]
     for b in rbd:
@@ -226,6 +256,10 @@ def _check_rbd(t: Fields, target: QemuTarget) -> None:
             raise t.error("backing", f"{t.label}.backing has {b!r}; write an RBD image as 'rbd:POOL/IMAGE'")
     if rbd and target.conf is None:
         raise t.error("backing", f'{t.label}.backing names RBD images; give conf = "/path/to/ceph.conf"')
+    shared = [b for b, count in target.vms_per_backing().items() if count > 1 and b.startswith("rbd:")]
+    if shared and target.size is None:
+        raise t.error("size", f"{t.label}: {target.vms_per_backing()[shared[0]]} VMs share {shared[0]!r}; "
+                      'give size per VM (e.g. size = "1G")')  # fmt: skip
     if rbd and target.bus in ("block", "vfio"):
         raise t.error(
             "bus",

@@ -15,7 +15,7 @@ def stored_campaign(store: Store, name: str) -> Campaign:
     """Campaign ``name`` as its stored spec defines it, under its stored name (which ``vmio run --name`` or
     ``vmio rename`` may have set apart from the name in the spec's text)."""
     row = store.require(name)
-    return dataclasses.replace(loads_spec(row["spec_text"], row["spec_path"] or name), name=name)
+    return dataclasses.replace(loads_spec(row["spec_text"], row["spec_path"] or name, stored=True), name=name)
 
 
 def campaign_rows(store: Store) -> list[dict[str, Any]]:
