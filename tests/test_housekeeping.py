@@ -3,13 +3,17 @@ run that does not hold its name, a job file's own runtime and a fio workload's n
 
 from __future__ import annotations
 
+import csv
 import json
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from vmio.cli import main
+
+from conftest import disk_folder, need
 
 JOB = """[global]
 ioengine=psync
@@ -167,12 +171,48 @@ def test_conflicting_keys_are_refused_by_dry_run(
     assert message in err and f"{spec}:" in err and err.count("\n") == 1
 
 
-def test_a_bare_sla_number_is_refused_but_a_stored_one_still_loads(
-    fio: str, scratch: Path, capsys: pytest.CaptureFixture[str]
+@pytest.fixture(scope="module")
+def ran() -> Iterator[tuple[Path, str]]:
+    """A store with one campaign of one done point (real fio), shared by the read-only tests below."""
+    need("fio")
+    with disk_folder() as folder:
+        db = str(folder / "vmio.db")
+        job = _job(folder)
+        assert main(["run", str(job), "--target", str(folder / "t.img"), "--size", "8M", "--db", db]) == 0
+        yield folder, db
+
+
+def test_export_to_stdout_and_the_format_from_the_suffix(
+    ran: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    db = str(scratch / "vmio.db")
-    job = _job(scratch)
-    assert main(["run", str(job), "--target", str(scratch / "t.img"), "--size", "8M", "--db", db]) == 0
+    _, db = ran
+    capsys.readouterr()
+    assert main(["export", "ssd-test", "--format", "json", "-o", "-", "--db", db]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["campaign"] == "ssd-test" and len(doc["points"]) == 1
+    assert main(["export", "ssd-test", "--format", "json", "-o", str(tmp_path / "x.json"), "--db", db]) == 0
+    assert json.loads((tmp_path / "x.json").read_text()) == doc  # stdout holds what the file holds
+    assert not (Path.cwd() / "-").exists()
+    assert main(["export", "ssd-test", "--format", "csv", "-o", "-", "--db", db]) == 2
+    assert "side files" in capsys.readouterr().err
+    assert main(["export", "ssd-test", "-o", str(tmp_path / "p.csv"), "--db", db]) == 0
+    with open(tmp_path / "p.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 1 and float(rows[0]["read_iops"]) == pytest.approx(doc["points"][0]["read_iops"])
+    assert (tmp_path / "p.series.csv").exists()
+    assert main(["export", "ssd-test", "-o", str(tmp_path / "p.prom"), "--db", db]) == 0
+    assert "vmio_read_iops" in (tmp_path / "p.prom").read_text()
+    assert main(["export", "ssd-test", "-o", str(tmp_path / "p.xyz"), "--db", db]) == 2
+    assert "cannot tell the export format" in capsys.readouterr().err
+
+
+def test_a_bare_sla_number_is_refused_but_a_stored_one_still_loads(
+    ran: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(tmp_path / "copy.db")
+    with sqlite3.connect(ran[1]) as source, sqlite3.connect(db) as copy:
+        source.backup(copy)
+    scratch = tmp_path
     capsys.readouterr()
     assert main(["show", "ssd-test", "--sla", "p99=2", "--db", db]) == 2
     assert "has no unit" in capsys.readouterr().err

@@ -107,8 +107,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("export", help="export a campaign's points and metric series")
     p.add_argument("campaign")
     add_db(p)
-    p.add_argument("--format", choices=export.FORMATS, required=True)
-    p.add_argument("-o", "--output", required=True, help="output file (series go beside it)")
+    p.add_argument("--format", choices=export.FORMATS,
+                   help="csv, json, parquet, ndjson or prometheus (default: from the output's suffix, e.g. "
+                   ".csv, .json, .parquet, .ndjson, .prom)")  # fmt: skip
+    p.add_argument("-o", "--output", required=True,
+                   help="output file (csv and parquet write their series and operations beside it); '-' writes "
+                   "json, ndjson or prometheus to stdout")  # fmt: skip
     p.set_defaults(handler=cmd_export)
 
 
@@ -430,8 +434,18 @@ def _ms(lat: object, key: str) -> str:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    if args.output == "-":
+        if args.format is None:
+            raise InputError("export -o - needs --format (json, ndjson or prometheus): stdout has no suffix")
+        with open_store(args) as store:
+            data = export.document(store, args.campaign, args.format)
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return 0
+    fmt = args.format or export.format_for(args.output)
     with open_store(args) as store:
-        written = export.export(store, args.campaign, args.format, Path(args.output))
+        written = export.export(store, args.campaign, fmt, Path(args.output))
     for path in written:
         print(path)
     return 0
