@@ -224,3 +224,24 @@ def test_a_bare_sla_number_is_refused_but_a_stored_one_still_loads(
     capsys.readouterr()
     assert main(["report", "ssd-test", "--db", db, "-o", str(scratch / "r.html")]) == 0
     assert "IOPS at p99 &lt;= 2000 ms" in (scratch / "r.html").read_text()
+
+
+def test_progress_counts_down_within_a_point_with_live_device_iops(fio: str, scratch: Path) -> None:
+    from vmio.campaign import runner
+    from vmio.cli.campaign import fio_campaign_text
+    from vmio.spec import loads_spec
+    from vmio.store import Store
+
+    text = fio_campaign_text(str(_job(scratch, runtime="3")), str(scratch / "t.img"), "8M")
+    seen: list[runner.Progress] = []
+    with Store(scratch / "vmio.db") as store:
+        outcome = runner.run(loads_spec(text), text, store, runner.Options(tick_s=0.25), seen.append)
+    assert outcome.done == 1
+    ticks = [p for p in seen if p.tick]
+    left = [p.point_left_s for p in ticks]
+    assert len(ticks) >= 6 and all(x is not None for x in left)
+    assert left == sorted(left, reverse=True) and left[0] > 2.0 and left[-1] < 1.0  # type: ignore[operator]
+    assert all(p.eta_s is not None and p.eta_s >= p.point_left_s for p in ticks)  # type: ignore[operator]
+    # the device under the file, read from /proc/diskstats while fio runs: reads were seen
+    assert any(p.iops for p in ticks)
+    assert seen[-1].status == "done" and not seen[-1].tick and seen[-1].iops

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from pathlib import Path
 from vmio.campaign import offsets
 from vmio.campaign.measure import measure_point, precondition
 from vmio.errors import InputError, UnsafeTargetError, VmioError
+from vmio.metrics.sampler import Sampler
 from vmio.qemu import builds
 from vmio.spec import Campaign, HostTarget, Point, QemuTarget, RemoteTarget
 from vmio.store import Store
@@ -36,6 +38,7 @@ class Options:
     sys_root: str = "/sys"
     boot_timeout: float = 90.0
     trace_root: Path | None = None  # where VM targets with trace = true keep each point's request traces
+    tick_s: float = 1.0  # how often the progress hears of a running point (its countdown and live IOPS)
 
     def target_env(self) -> Env:
         return Env(self.runner, self.proc_root, self.sys_root, self.boot_timeout, self.trace_root)
@@ -48,7 +51,58 @@ class Progress:
     point: str
     status: str  # "running" | "done" | "failed"
     eta_s: float | None
-    iops: float | None = None  # the point's measured IOPS (read + write), once it is done
+    iops: float | None = None  # done: the point's measured IOPS (read + write); running: the device's, live
+    point_left_s: float | None = (
+        None  # running: the seconds the point still has (runtime + ramp), counting down
+    )
+    tick: bool = False  # a refresh while a point runs (sent every ``Options.tick_s``), not a new point
+
+
+class Live:
+    """The running point's clock and the device IOPS its sampler last saw, refreshed by a thread."""
+
+    def __init__(self, expected_s: float | None) -> None:
+        self.started = time.monotonic()
+        self.expected_s = expected_s
+        self.sampler: Sampler | None = None
+
+    def left_s(self) -> float | None:
+        if self.expected_s is None:
+            return None
+        return max(0.0, self.expected_s - (time.monotonic() - self.started))
+
+    def iops(self) -> float | None:
+        """Read + write IOPS of the first device the sampler watches, over its last interval."""
+        sampler = self.sampler
+        if sampler is None:
+            return None
+        last: dict[str, float] = {}
+        device = None
+        for _, source, metric, value in list(sampler.samples):
+            if not source.startswith("dev:") or metric not in ("read_iops", "write_iops"):
+                continue
+            device = device or source
+            if source == device:
+                last[metric] = value
+        return sum(last.values()) if last else None
+
+
+@contextlib.contextmanager
+def ticking(live: Live, every_s: float, send: Callable[[Live], None]) -> Iterator[None]:
+    """Call ``send(live)`` every ``every_s`` seconds until the block ends."""
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.wait(every_s):
+            send(live)
+
+    thread = threading.Thread(target=loop, name="vmio-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=5)
 
 
 @dataclass
@@ -123,10 +177,24 @@ def _run(
                 rundir = workdir / point.key.replace("/", "_")
                 rundir.mkdir(parents=True, exist_ok=True)
                 conditioned = _precondition(campaign, point, current, workdir, options, preconditioned)
-                rec = measure_point(campaign, point, current.ready(), rundir,
-                                    interval=options.interval, runner=options.runner,
-                                    proc_root=options.proc_root, preconditioned=conditioned,
-                                    offsets=ops_offsets)  # fmt: skip
+                workload = campaign.workload(point.workload)
+                live = Live(None if workload.ops else workload.runtime + workload.ramp)
+                rest = _after(started, i, campaign, todo[i + 1 :])
+
+                def tick(live: Live, i: int = i, key: str = point.key, rest: float = rest) -> None:
+                    left = live.left_s()
+                    eta = None if left is None else left + rest
+                    report(Progress(outcome.skipped + i, len(points), key, "running", eta, live.iops(), left,
+                                    tick=True))  # fmt: skip
+
+                def keep(sampler: Sampler, live: Live = live) -> None:
+                    live.sampler = sampler
+
+                with ticking(live, options.tick_s, tick):
+                    rec = measure_point(campaign, point, current.ready(), rundir,
+                                        interval=options.interval, runner=options.runner,
+                                        proc_root=options.proc_root, preconditioned=conditioned,
+                                        offsets=ops_offsets, live=keep)  # fmt: skip
                 store.record(rec)
                 if rec.status == "done":
                     outcome.done += 1
@@ -188,6 +256,16 @@ def _open(campaign: Campaign, point: Point, options: Options) -> Opened:
         stack.close()
         return Opened(point.target, stack, error=exc)
     return Opened(point.target, stack, rig)
+
+
+def _after(started: float, done: int, campaign: Campaign, rest: list[Point]) -> float:
+    """The seconds the points after the running one will take: the mean so far, else their runtimes."""
+    if not rest:
+        return 0.0
+    if done:
+        return (time.monotonic() - started) / done * len(rest)
+    workloads = {w.name: w for w in campaign.workloads}
+    return sum(workloads[p.workload].runtime + workloads[p.workload].ramp + 1.0 for p in rest)
 
 
 def _eta(started: float, done: int, todo: int, campaign: Campaign, rest: list[Point]) -> float | None:

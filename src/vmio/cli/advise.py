@@ -18,6 +18,7 @@ from vmio.errors import InputError
 from vmio.qemu.caps import QEMU_BINARY as QEMU
 from vmio.store.campaigns import stored_campaign
 from vmio.system.process import Runner
+from vmio.units import human_rate
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -134,15 +135,14 @@ def run_calibrate(args: argparse.Namespace) -> int:
     print(f"{result.path} on {result.device or 'an unknown device'} ({result.device_id}), host {result.host}")
     if result.why_no_writes:
         print(f"reads only: {result.why_no_writes}")
-    for name, unit in (
-        ("read_iops", "IOPS"),
-        ("write_iops", "IOPS"),
-        ("read_bw_by_qd", "B/s"),
-        ("write_bw_by_qd", "B/s"),
+    for name, cell in (
+        ("read_iops", lambda v: f"{v:,.0f} IOPS"),
+        ("write_iops", lambda v: f"{v:,.0f} IOPS"),
+        ("read_bw_by_qd", human_rate),
+        ("write_bw_by_qd", human_rate),
     ):
         if doc[name]:
-            cells = ", ".join(f"qd{qd} {v:,.0f}" for qd, v in doc[name].items())
-            print(f"  {name}: {cells} {unit}")
+            print(f"  {name}: " + ", ".join(f"qd{qd} {cell(v)}" for qd, v in doc[name].items()))
     cap_w = doc["capacity_write_iops"]
     writes = "not measured" if cap_w is None else f"{cap_w:,.0f}"
     print(

@@ -10,6 +10,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
@@ -223,15 +224,29 @@ class ProgressPrinter:
         self.stream = stream
         self.console = console or terminal.console_for(stream)
         self.bar = terminal.RichBar(self.console) if self.console is not None else None
+        self.last_line = 0.0
+
+    PLAIN_EVERY_S = 10.0  # off a terminal, a running point's countdown is printed this often
 
     def __call__(self, p: runner.Progress) -> None:
         if self.bar is not None:
-            self.bar.update(p.done, p.total, p.point, p.status, p.eta_s, p.iops)
+            self.bar.update(p.done, p.total, p.point, p.status, p.eta_s, p.iops, p.point_left_s, live=p.tick)
             return
+        if p.tick:
+            now = time.monotonic()
+            if now - self.last_line < self.PLAIN_EVERY_S:
+                return
+            self.last_line = now
         eta = f" ETA {_hms(p.eta_s)}" if p.eta_s is not None else ""
         if p.status != "running":
-            self.stream.write(f"[{p.done}/{p.total}] {p.status} {p.point}\n")
+            done = f" ({p.iops:,.0f} IOPS)" if p.iops is not None else ""
+            self.stream.write(f"[{p.done}/{p.total}] {p.status} {p.point}{done}\n")
+        elif p.tick:
+            left = f" {_hms(p.point_left_s)} left in the point" if p.point_left_s is not None else ""
+            iops = f", device {p.iops:,.0f} IOPS" if p.iops is not None else ""
+            self.stream.write(f"[{p.done}/{p.total}] running {p.point}{left}{iops}{eta}\n")
         else:
+            self.last_line = time.monotonic()
             self.stream.write(f"[{p.done}/{p.total}] running {p.point}{eta}\n")
         self.stream.flush()
 

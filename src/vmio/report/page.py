@@ -23,7 +23,7 @@ from vmio.report.summary_table import (
     spread_text,
     summarize,
 )
-from vmio.units import format_size
+from vmio.units import format_size, human_bytes
 
 SECTIONS: tuple[tuple[str, str, Callable[[CampaignData, str | None], list[Plot]]], ...] = (
     ("iops", "How many IOPS does each target achieve as the offered load rises?", plots_load.iops_plots),
@@ -172,10 +172,11 @@ def _facts(data: CampaignData) -> str:
     keep = ("hostname", "kernel", "cpu_model", "cores", "memory_bytes", "fio_version", "vmio_version")
     shown = {
         **facts,
-        "memory_bytes": format_size(facts["memory_bytes"]) if facts.get("memory_bytes") else None,
+        "memory_bytes": human_bytes(facts["memory_bytes"]) if facts.get("memory_bytes") else None,
     }
     cells = "".join(
-        f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(shown.get(k)))}</td></tr>" for k in keep
+        f"<tr><th>{html.escape(k.removesuffix('_bytes'))}</th><td>{html.escape(str(shown.get(k)))}</td></tr>"
+        for k in keep
     )
     count = f"{len(data.done())} of {len(data.rows)} points done"
     return f'<p>{html.escape(count)}; host facts of the first point:</p><table class="facts">{cells}</table>'
