@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -245,3 +246,26 @@ def test_progress_counts_down_within_a_point_with_live_device_iops(fio: str, scr
     # the device under the file, read from /proc/diskstats while fio runs: reads were seen
     assert any(p.iops for p in ticks)
     assert seen[-1].status == "done" and not seen[-1].tick and seen[-1].iops
+
+
+def test_calibrate_shows_progress_and_human_rates(
+    fio: str, scratch: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    image, db = scratch / "cal.img", str(scratch / "vmio.db")
+    assert main(["calibrate", str(image), "--size", "16M", "--runtime", "150ms", "--db", db]) == 0
+    captured = capsys.readouterr()
+    steps = [line for line in captured.err.splitlines() if "calibrating" in line]
+    assert steps[0].startswith("[0/") and "randread 4k qd1" in steps[0] and "left)" in steps[0]
+    assert len(steps) >= 8 and captured.err.rstrip().endswith("calibrated")
+    bw = [line for line in captured.out.splitlines() if "read_bw_by_qd" in line]
+    assert (
+        bw and re.search(r"qd1 \d+(\.\d+)? (KiB|MiB|GiB)/s", bw[0]) and "B/s" not in bw[0].replace("iB/s", "")
+    )
+
+
+def test_human_units_are_closed_form() -> None:
+    from vmio.units import human_bytes, human_rate
+
+    assert human_bytes(24684092 * 1024) == "23.5 GiB"  # the memory_bytes 24684092k
+    assert human_rate(1_193_134_929) == "1.11 GiB/s"  # calibrate's 1,193,134,929 B/s
+    assert (human_bytes(512), human_bytes(4096), human_bytes(150 << 20)) == ("512 B", "4.00 KiB", "150 MiB")

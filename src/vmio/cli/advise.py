@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from vmio.advise.config_guideline import ADVISE_BUSES, Requirements, advise, parse_buses
@@ -13,7 +14,7 @@ from vmio.advise.evidence import load_evidence
 from vmio.advise.inventory import read_host_facts
 from vmio.advise.text import explain, format_advice, format_diagnosis
 from vmio.advise.thresholds import Ratio
-from vmio.cli import argtypes
+from vmio.cli import argtypes, terminal
 from vmio.errors import InputError
 from vmio.qemu.caps import QEMU_BINARY as QEMU
 from vmio.store.campaigns import stored_campaign
@@ -127,7 +128,8 @@ def run_calibrate(args: argparse.Namespace) -> int:
             raise InputError(f"--size {args.size!r} must be above zero, such as '1G'")
     runtime = argtypes.positive_duration("--runtime", args.runtime)
     with open_store(args, write=True) as store:
-        result = calibrate(args.path, size=size, runtime=runtime, destroy=args.destroy_data, store=store)
+        result = calibrate(args.path, size=size, runtime=runtime, destroy=args.destroy_data, store=store,
+                           progress=_calibrate_progress(runtime))  # fmt: skip
     doc = result.to_dict()
     if args.json:
         print(json.dumps(doc, indent=2))
@@ -149,6 +151,19 @@ def run_calibrate(args: argparse.Namespace) -> int:
         f"capacity: {doc['capacity_read_iops']:,.0f} read IOPS, {writes} write IOPS (stored in {store.path})"
     )
     return 0
+
+
+def _calibrate_progress(runtime: float) -> Callable[[int, int, str], None]:
+    """``vmio calibrate``'s progress on stderr: the step, how many are left and about how long."""
+
+    def show(done: int, total: int, step: str) -> None:
+        if done < total:
+            left = terminal.hms((total - done) * (runtime + 0.5))
+            print(f"[{done}/{total}] calibrating {step} (about {left} left)", file=sys.stderr, flush=True)
+        else:
+            print(f"[{total}/{total}] calibrated", file=sys.stderr, flush=True)
+
+    return show
 
 
 def _measured(args: argparse.Namespace) -> dict[str, Ratio]:
