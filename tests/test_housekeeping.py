@@ -178,7 +178,7 @@ def ran() -> Iterator[tuple[Path, str]]:
     need("fio")
     with disk_folder() as folder:
         db = str(folder / "vmio.db")
-        job = _job(folder)
+        job = _job(folder, runtime="3")  # long enough for fio's per-second latency histograms
         assert main(["run", str(job), "--target", str(folder / "t.img"), "--size", "8M", "--db", db]) == 0
         yield folder, db
 
@@ -255,8 +255,10 @@ def test_calibrate_shows_progress_and_human_rates(
     assert main(["calibrate", str(image), "--size", "16M", "--runtime", "150ms", "--db", db]) == 0
     captured = capsys.readouterr()
     steps = [line for line in captured.err.splitlines() if "calibrating" in line]
-    assert steps[0].startswith("[0/") and "randread 4k qd1" in steps[0] and "left)" in steps[0]
-    assert len(steps) >= 8 and captured.err.rstrip().endswith("calibrated")
+    assert (
+        steps[0].startswith("[0/4]") and "randread 4k at queue depths 1," in steps[0] and "left)" in steps[0]
+    )
+    assert len(steps) == 4 and captured.err.rstrip().endswith("[4/4] calibrated")  # a file: reads and writes
     bw = [line for line in captured.out.splitlines() if "read_bw_by_qd" in line]
     assert (
         bw and re.search(r"qd1 \d+(\.\d+)? (KiB|MiB|GiB)/s", bw[0]) and "B/s" not in bw[0].replace("iB/s", "")
@@ -269,3 +271,30 @@ def test_human_units_are_closed_form() -> None:
     assert human_bytes(24684092 * 1024) == "23.5 GiB"  # the memory_bytes 24684092k
     assert human_rate(1_193_134_929) == "1.11 GiB/s"  # calibrate's 1,193,134,929 B/s
     assert (human_bytes(512), human_bytes(4096), human_bytes(150 << 20)) == ("512 B", "4.00 KiB", "150 MiB")
+
+
+def test_report_figures_have_one_title_a_shaded_ramp_and_distinct_percentiles(
+    ran: tuple[Path, str], tmp_path: Path
+) -> None:
+    from vmio.report import data, plots_percentiles
+    from vmio.store import Store
+
+    _, db = ran
+    page = tmp_path / "r.html"
+    assert main(["report", "ssd-test", "--db", db, "-o", str(page)]) == 0
+    text = page.read_text()
+    figures = re.findall(r"<figure.*?</figure>", text, flags=re.S)
+    assert figures
+    for fig in figures:
+        (title,) = re.findall(r"<figcaption>(.*?)</figcaption>", fig)
+        words = title.split(":")[0]
+        assert fig.count(words) == 1, f"{words!r} appears more than once in its figure"
+    (device,) = [f for f in figures if 'id="time-0"' in f]
+    assert "--ramp-" in device and "start-up and ramp (not averaged)" in device
+    with Store(db, readonly=True) as store:
+        loaded = data.load(store, "ssd-test")
+    (plot,) = plots_percentiles.over_time_plots(loaded, None)
+    lines = {line.get_label().split()[-1]: line for ax in plot.figure.axes for line in ax.get_lines()}
+    styles = {name: (line.get_linestyle(), line.get_marker()) for name, line in lines.items()}
+    assert set(styles) == {"p50", "p99", "p99.9"} and len(set(styles.values())) == 3
+    assert len({marker for _, marker in styles.values()}) == 3  # told apart by marker too, not only dashes

@@ -144,15 +144,18 @@ def _run(
     kinds = [("rand4k", "randread", "4k"), ("seq1m", "read", "1M")]
     if writes:
         kinds += [("rand4k", "randwrite", "4k"), ("seq1m", "write", "1M")]
-    steps = [(kind, rw, bs, qd) for kind, rw, bs in kinds for qd in QUEUE_DEPTHS]
     results: list[output.JobResult] = []
-    for i, (kind, rw, bs, qd) in enumerate(steps):  # one fio each, so the progress can follow
+    for i, (kind, rw, bs) in enumerate(
+        kinds
+    ):  # one fio per pattern (its depths in turn), so progress can follow
         if progress is not None:
-            progress(i, len(steps), f"{rw} {bs} qd{qd}")
-        job = section("global", glob) + section(f"{kind}-qd{qd}", {"rw": rw, "bs": bs, "iodepth": qd})
-        results += _fio(job, runner, timeout=60 + runtime + 5).results
+            progress(i, len(kinds), f"{rw} {bs} at queue depths {', '.join(map(str, QUEUE_DEPTHS))}")
+        job = section("global", glob)
+        for qd in QUEUE_DEPTHS:
+            job += section(f"{kind}-qd{qd}", {"rw": rw, "bs": bs, "iodepth": qd, "stonewall": 1})
+        results += _fio(job, runner, timeout=60 + len(QUEUE_DEPTHS) * (runtime + 5)).results
     if progress is not None:
-        progress(len(steps), len(steps), "done")
+        progress(len(kinds), len(kinds), "done")
     return results
 
 

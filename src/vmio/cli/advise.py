@@ -156,9 +156,11 @@ def run_calibrate(args: argparse.Namespace) -> int:
 def _calibrate_progress(runtime: float) -> Callable[[int, int, str], None]:
     """``vmio calibrate``'s progress on stderr: the step, how many are left and about how long."""
 
+    from vmio.advise.calibrate import QUEUE_DEPTHS
+
     def show(done: int, total: int, step: str) -> None:
         if done < total:
-            left = terminal.hms((total - done) * (runtime + 0.5))
+            left = terminal.hms((total - done) * len(QUEUE_DEPTHS) * (runtime + 0.5))
             print(f"[{done}/{total}] calibrating {step} (about {left} left)", file=sys.stderr, flush=True)
         else:
             print(f"[{total}/{total}] calibrated", file=sys.stderr, flush=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from vmio.errors import InputError
 from vmio.report import plots_latency, plots_load, plots_percentiles, plots_run, seed000, sla
-from vmio.report.data import CampaignData
+from vmio.report.data import CampaignData, tcg_note
 from vmio.report.figure import Plot, to_png, to_svg
 from vmio.report.summary_table import (
     ACHIEVED,
@@ -268,6 +268,8 @@ def _summary_table(report: Report) -> str:
             "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + f"<td>{rates}</td>{extra}</tr>"
         )
     out.append("</table>")
+    if note := tcg_note(r.label for r in report.summary):
+        out.append(f'<p class="note">{html.escape(note.strip())}</p>')
     return "".join(out)
 
 
