@@ -59,9 +59,9 @@ def undocumented(parser: argparse.ArgumentParser, text: str) -> list[str]:
         command = " ".join(("vmio", *path))
         if path and not re.search(rf"{re.escape(command)}(?![\w-])", text):
             missing.append(command)
-        for flag in flags(sub):
-            if not re.search(rf"{re.escape(flag)}(?![\w-])", text):
-                missing.append(f"{command} {flag}")
+        missing += [
+            f"{command} {flag}" for flag in flags(sub) if not re.search(rf"{re.escape(flag)}(?![\w-])", text)
+        ]
     return missing
 
 
