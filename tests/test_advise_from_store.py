@@ -26,10 +26,10 @@ def test_diagnose_a_stored_campaign_and_its_dumped_evidence(
     capsys.readouterr()
     assert main(["diagnose", "d", "--db", db, "--json"]) == 0
     verdicts = json.loads(capsys.readouterr().out)
-    assert list(verdicts) == ["bare/rr/bs=4096/offered=max/load=0/rep=1"]  # the unthrottled point by default
+    assert list(verdicts) == ["bare/rr/bs=4k/offered=max/load=0/rep=1"]  # the unthrottled point by default
     (verdict,) = verdicts.values()
     assert verdict["limit"] in ("device", "host-cpu", "none") and verdict["steps"]
-    key = "bare/rr/bs=4096/offered=300/load=0/rep=1"
+    key = "bare/rr/bs=4k/offered=300/load=0/rep=1"
     dump = tmp_path / "ev.json"
     assert main(["diagnose", "d", "--db", db, "--point", key, "--dump-evidence", str(dump)]) == 0
     evidence = json.loads(dump.read_text())

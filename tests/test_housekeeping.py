@@ -123,7 +123,7 @@ def test_a_fio_workload_takes_a_name(scratch: Path, capsys: pytest.CaptureFixtur
     _job(scratch)
     spec = _spec(scratch, 'name = "mine"\nfio = "ssd-test.fio"')
     assert main(["run", str(spec), "--dry-run"]) == 0
-    assert "## t/mine/bs=" in capsys.readouterr().out
+    assert "## t/mine/bs=4k/" in capsys.readouterr().out
     (scratch / "two.fio").write_text("[a]\nrw=read\n[b]\nrw=write\n")
     spec = _spec(scratch, 'name = "mine"\nfio = "two.fio"')
     assert main(["run", str(spec), "--dry-run"]) == 0
@@ -298,3 +298,24 @@ def test_report_figures_have_one_title_a_shaded_ramp_and_distinct_percentiles(
     styles = {name: (line.get_linestyle(), line.get_marker()) for name, line in lines.items()}
     assert set(styles) == {"p50", "p99", "p99.9"} and len(set(styles.values())) == 3
     assert len({marker for _, marker in styles.values()}) == 3  # told apart by marker too, not only dashes
+
+
+def test_block_sizes_are_spelled_alike_and_an_older_store_is_not_rerun(
+    ran: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder, source = ran
+    db = str(tmp_path / "old.db")
+    with sqlite3.connect(source) as s, sqlite3.connect(db) as copy:
+        s.backup(copy)
+        (key,) = copy.execute("SELECT point_key FROM run").fetchone()
+        assert "/bs=4k/" in key  # the point's name spells its block size as compare and show --ops do
+        # a store written before: the same point under bs=4096
+        copy.execute("UPDATE run SET point_key = replace(point_key, '/bs=4k/', '/bs=4096/')")
+    job = folder / "ssd-test.fio"
+    capsys.readouterr()
+    args = ["run", str(job), "--target", str(folder / "t.img"), "--size", "8M", "--db", db]
+    assert main(args) == 0
+    assert "0 done, 0 failed, 1 already done" in capsys.readouterr().out  # not measured again
+    assert main([*args, "--force"]) == 0  # redone: the older row is replaced, not kept beside the new one
+    with sqlite3.connect(db) as raw:
+        assert [r[0] for r in raw.execute("SELECT point_key FROM run")] == [key]

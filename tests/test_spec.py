@@ -58,7 +58,7 @@ def test_good_spec_expands_to_the_product() -> None:
     points = camp.points()
     assert len(points) == 2 * 2 * 2 * 2 * 2  # reps × targets × bs × offered × loads
     assert len({p.key for p in points}) == len(points)
-    assert points[1].key == "bare/4k-randread/bs=4096/offered=1000/load=2/rep=1"
+    assert points[1].key == "bare/4k-randread/bs=4k/offered=1000/load=2/rep=1"
 
 
 def test_remote_target() -> None:

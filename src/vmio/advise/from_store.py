@@ -17,6 +17,7 @@ from vmio.errors import InputError
 from vmio.spec import Campaign, QemuTarget
 from vmio.store import Store
 from vmio.store import capacity as calibrated
+from vmio.store.campaigns import normal_key
 from vmio.store.rows import build_label, point_row
 from vmio.system.blockdev import in_use, is_rotational, stable_id
 
@@ -28,7 +29,7 @@ QEMU_METRICS = {"iothread_max_pct": "qemu_iothread_cpu_pct", "main_max_pct": "qe
 def points_to_diagnose(store: Store, name: str, key: str | None) -> list[sqlite3.Row]:
     runs = [r for r in store.runs(name) if r["status"] == "done"]
     if key is not None:
-        chosen = [r for r in runs if r["point_key"] == key]
+        chosen = [r for r in runs if normal_key(r["point_key"]) == normal_key(key)]  # bs=4096 or bs=4k
         if not chosen:
             known = ", ".join(r["point_key"] for r in runs[:5])
             raise InputError(f"campaign {name!r} has no done point {key!r}; points look like: {known}")

@@ -157,7 +157,7 @@ def _run(
     ops_offsets = offsets.plan(campaign, store)
     points = campaign.points()
     skip = set() if options.force else store.done_keys(campaign.name)
-    todo = [p for p in points if p.key not in skip]
+    todo = [p for p in points if p.key not in skip and p.legacy_key not in skip]  # older stores: bs=4096
     outcome = Outcome(skipped=len(points) - len(todo))
     report = progress or (lambda _: None)
     started = time.monotonic()

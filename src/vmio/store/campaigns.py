@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import time
 from typing import Any
 
 from vmio.spec import Campaign, loads_spec
 from vmio.store.database import Store
+from vmio.units import format_size
+
+
+def normal_key(key: str) -> str:
+    """A point key with its block size spelled as keys now spell it: ``.../bs=4096/...`` → ``.../bs=4k/...``
+    (stores written before hold the former)."""
+    return re.sub(r"/bs=(\d+)/", lambda m: f"/bs={format_size(int(m.group(1)))}/", key)
 
 
 def stored_campaign(store: Store, name: str) -> Campaign:

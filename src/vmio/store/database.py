@@ -24,6 +24,7 @@ from vmio.errors import StoreError
 from vmio.store.failures import GuardedConnection, explain, missing, not_a_store
 from vmio.store.records import JobResult, RunRecord
 from vmio.store.schema import MIGRATIONS, PCT_COLUMNS, SCHEMA_VERSION
+from vmio.units import format_size
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 DEFAULT_TIMEOUT_S = 30.0
@@ -281,7 +282,11 @@ class Store:
         """Write one point and everything it produced in one transaction, replacing an older try."""
         with self.transaction() as db:
             cid = db.execute("SELECT id FROM campaign WHERE name = ?", (rec.campaign,)).fetchone()[0]
-            db.execute("DELETE FROM run WHERE campaign_id = ? AND point_key = ?", (cid, rec.point_key))
+            # the point's older try, also under the key's older spelling (bs=4096 where it now says bs=4k)
+            legacy = rec.point_key.replace(f"/bs={format_size(rec.bs)}/", f"/bs={rec.bs}/")
+            db.execute(
+                "DELETE FROM run WHERE campaign_id = ? AND point_key IN (?, ?)", (cid, rec.point_key, legacy)
+            )
             run_id = _insert_run(db, cid, rec)
             for res in rec.results:
                 _insert_result(db, run_id, res)
