@@ -319,3 +319,11 @@ def test_block_sizes_are_spelled_alike_and_an_older_store_is_not_rerun(
     assert main([*args, "--force"]) == 0  # redone: the older row is replaced, not kept beside the new one
     with sqlite3.connect(db) as raw:
         assert [r[0] for r in raw.execute("SELECT point_key FROM run")] == [key]
+
+
+def test_run_name_renames_a_toml_spec_too(scratch: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = _spec(scratch, 'name = "w"\nrw = "read"')
+    assert main(["run", str(spec), "--dry-run", "--name", "other"]) == 0
+    assert capsys.readouterr().out.startswith("campaign 'other': 1 points\n")
+    assert main(["run", str(spec), "--dry-run", "--name", "bad\nname"]) == 2
+    assert "control character" in capsys.readouterr().err
