@@ -148,11 +148,14 @@ def _vm_spec(folder: Path, extra: str) -> Path:
 
 @pytest.mark.parametrize(("cache", "aio"), [("writeback", "threads"), ("writethrough", "threads"),
                                             ("none", "native"), ("directsync", "native")])  # fmt: skip
-def test_aio_follows_cache(scratch: Path, cache: str, aio: str) -> None:
+def test_aio_follows_cache(scratch: Path, cache: str, aio: str, capsys: pytest.CaptureFixture[str]) -> None:
     from vmio.spec import QemuTarget, load_spec
 
-    (target,) = load_spec(_vm_spec(scratch, f'cache = "{cache}"')).targets
+    spec = _vm_spec(scratch, f'cache = "{cache}"')
+    (target,) = load_spec(spec).targets
     assert isinstance(target, QemuTarget) and target.aio == aio
+    assert main(["run", str(spec), "--dry-run"]) == 0  # and --dry-run says which it is
+    assert f"cache {cache}, aio {aio})" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(

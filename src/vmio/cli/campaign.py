@@ -210,7 +210,8 @@ def print_dry_run(camp: spec.Campaign, out: TextIO) -> None:
         )
         text = jobfile.render(workload, bs=point.bs, offered_iops=point.offered_iops,
                               load_processes=point.load_processes, place=place)  # fmt: skip
-        out.write(f"\n## {point.key}  ({target.kind}; {placement.where(target)})\n{text}")
+        disk = f"; cache {target.cache}, aio {target.aio}" if isinstance(target, spec.QemuTarget) else ""
+        out.write(f"\n## {point.key}  ({target.kind}; {placement.where(target)}{disk})\n{text}")
         if camp.seed is not None and workload.ops:
             out.write(
                 f"; measure replays the campaign's seeded offsets (seed {camp.seed}) through read_iolog\n"
