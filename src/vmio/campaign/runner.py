@@ -94,7 +94,10 @@ def ticking(live: Live, every_s: float, send: Callable[[Live], None]) -> Iterato
 
     def loop() -> None:
         while not stop.wait(every_s):
-            send(live)
+            try:
+                send(live)
+            except Exception:  # a refresh that fails (a closed stderr) must not end the run or print a trace
+                return
 
     thread = threading.Thread(target=loop, name="vmio-progress", daemon=True)
     thread.start()
