@@ -206,8 +206,7 @@ def test_trace_true_keeps_each_points_requests_for_relocate(
 
 
 def test_evidence_takes_the_busiest_qemu_thread(vm_campaign: Store) -> None:
-    from vmio.advise.from_store import evidence_for
-    from vmio.store.campaigns import stored_campaign
+    from vmio.advise.from_store import evidence_for, stored_campaign
 
     run = next(r for r in vm_campaign.runs("vm") if r["target"] == "vblk-io-2jobs")
     metrics = vm_campaign.run_metrics(run["id"])

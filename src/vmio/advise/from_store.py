@@ -15,7 +15,7 @@ from typing import Any
 from vmio.advise.evidence import Device, Evidence, Host, Measured, Vm, Workload
 from vmio.errors import InputError
 from vmio.spec import Campaign, QemuTarget
-from vmio.store import Store
+from vmio.store import Store, campaigns
 from vmio.store import capacity as calibrated
 from vmio.store.campaigns import normal_key
 from vmio.store.rows import build_label, point_row
@@ -24,6 +24,11 @@ from vmio.system.blockdev import in_use, is_rotational, stable_id
 # The evidence wants each class's busiest thread (% of one core), not the class's sum.
 QEMU_METRICS = {"iothread_max_pct": "qemu_iothread_cpu_pct", "main_max_pct": "qemu_main_loop_cpu_pct",
                 "vcpu_max_pct": "qemu_vcpu_cpu_pct"}  # fmt: skip
+
+
+def stored_campaign(store: Store, name: str) -> Campaign:
+    """Campaign ``name`` as stored, under its stored name (see ``vmio.store.campaigns.stored_campaign``)."""
+    return campaigns.stored_campaign(store, name)
 
 
 def points_to_diagnose(store: Store, name: str, key: str | None) -> list[sqlite3.Row]:

@@ -12,9 +12,9 @@ from statistics import mean
 
 from vmio.advise import thresholds as t
 from vmio.advise.config_guideline import IOTHREAD, ONE_VM, PASSTHROUGH, SCALE_OUT
+from vmio.advise.from_store import stored_campaign
 from vmio.spec import QemuTarget
 from vmio.store import Store
-from vmio.store.campaigns import stored_campaign
 from vmio.store.rows import point_row
 
 SEED_BY_CONFIG = {

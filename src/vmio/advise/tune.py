@@ -23,7 +23,6 @@ from vmio.qemu import QemuCaps
 from vmio.spec import Campaign, QemuTarget, loads_spec
 from vmio.spec.dump import dumps
 from vmio.store import Store
-from vmio.store.campaigns import stored_campaign
 
 
 @dataclass
@@ -84,7 +83,7 @@ def plan(
     only: str | None = None,
 ) -> Plan:
     """Diagnose ``name``'s VM targets and decide each one's change; nothing is written."""
-    camp = stored_campaign(store, name)
+    camp = from_store.stored_campaign(store, name)
     vm_targets = [t for t in camp.targets if isinstance(t, QemuTarget) and (only is None or t.name == only)]
     if not vm_targets:
         what = f"no VM target named {only!r}" if only else "no VM target (kind = 'qemu')"

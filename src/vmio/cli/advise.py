@@ -17,7 +17,6 @@ from vmio.advise.thresholds import Ratio
 from vmio.cli import argtypes, terminal
 from vmio.errors import InputError
 from vmio.qemu.caps import QEMU_BINARY as QEMU
-from vmio.store.campaigns import stored_campaign
 from vmio.system.process import Runner
 from vmio.units import human_rate
 
@@ -210,7 +209,7 @@ def _diagnose_campaign(args: argparse.Namespace) -> int:
     from vmio.cli.campaign import open_store
 
     with open_store(args) as store:
-        camp = stored_campaign(store, args.campaign)
+        camp = from_store.stored_campaign(store, args.campaign)
         runs = from_store.points_to_diagnose(store, args.campaign, args.point)
         found = [(run["point_key"], from_store.evidence_for(store, camp, run)) for run in runs]
         builds = {run["point_key"]: from_store.build_of(run) for run in store.runs(args.campaign)}
