@@ -28,7 +28,7 @@ def test_diagnose_a_stored_campaign_and_its_dumped_evidence(
     capsys.readouterr()
     assert main(["diagnose", "d", "--db", db, "--json"]) == 0
     verdicts = json.loads(capsys.readouterr().out)
-    assert list(verdicts) == ["bare/rr/bs=4096/offered=max/load=0/rep=1"]  # the unthrottled point by default
+    assert list(verdicts) == ["bare/rr/bs=4k/offered=max/load=0/rep=1"]  # the unthrottled point by default
     (verdict,) = verdicts.values()
     # issue 26: no calibration and no declared capacity -> the best (and only) unthrottled point at queue
     # depth 1 is never "at the device limit" against itself; the verdict says how to measure the capacity
@@ -38,7 +38,7 @@ def test_diagnose_a_stored_campaign_and_its_dumped_evidence(
         assert device["answer"].startswith("unknown: the device's capacity is unknown")
         assert "vmio calibrate /dev/" in device["answer"] and "at the limit" not in device["answer"]
         assert verdict["at_limit"] is False and verdict["lift"].startswith("measure the device's capacity")
-    key = "bare/rr/bs=4096/offered=300/load=0/rep=1"
+    key = "bare/rr/bs=4k/offered=300/load=0/rep=1"
     dump = tmp_path / "ev.json"
     assert main(["diagnose", "d", "--db", db, "--point", key, "--dump-evidence", str(dump)]) == 0
     evidence = json.loads(dump.read_text())

@@ -77,11 +77,12 @@ def fixed(store: Store) -> Store:
 
 SUMMARY = """\
 campaign 'fixed': medians over repetitions; a rate is achieved at >= 95% of it; knee = lowest rate not achieved
-workload  bs  load  target  IOPS at max [min-max]  vs bare           knee  offered rates
-rr        4k  0     bare    10000 [9000-11000]     baseline          none  1000 yes (1000), 5000 yes (4990)
-rr        4k  0     vm      5000 [4000-6000]       0.50 [0.36-0.67]  5000  1000 yes (998), 5000 no (3000)
-rw        4k  0     bare    500                    baseline          -     -
-rw        4k  0     vm      400                    0.80              -     -
+workload  bs  load  target    IOPS at max [min-max]  vs bare           knee  offered rates
+rr        4k  0     bare      10000 [9000-11000]     baseline          none  1000 yes (1000), 5000 yes (4990)
+rr        4k  0     vm [TCG]  5000 [4000-6000]       0.50 [0.36-0.67]  5000  1000 yes (998), 5000 no (3000)
+rw        4k  0     bare      500                    baseline          -     -
+rw        4k  0     vm [TCG]  400                    0.80              -     -
+[TCG]: the VMs ran under TCG (QEMU emulating the CPU, no KVM): their ratios to bare metal measure the emulator, not a KVM host
 """
 
 
@@ -106,11 +107,12 @@ def test_summary_table_cli_json(fixed: Store, tmp_path: Path, capsys: pytest.Cap
 
 BASELINE = """\
 campaign 'fixed': each target / baseline 'bare'; median over repetitions [range from the extremes]; a latency ratio above 1 is slower
-workload  bs  offered  load  dir    target  IOPS ratio        p50 ratio         p99 ratio
-rr        4k  1000     0     read   vm      1.00 [0.99-1.00]  1.00 [1.00-1.00]  1.00 [1.00-1.00]
-rr        4k  5000     0     read   vm      0.60 [0.58-0.63]  1.00 [1.00-1.00]  1.00 [1.00-1.00]
-rr        4k  max      0     read   vm      0.50 [0.36-0.67]  1.67 [1.55-1.78]  2.50 [2.31-2.73]
-rw        4k  max      0     write  vm      0.80              1.00              1.00
+workload  bs  offered  load  dir    target    IOPS ratio        p50 ratio         p99 ratio
+rr        4k  1000     0     read   vm [TCG]  1.00 [0.99-1.00]  1.00 [1.00-1.00]  1.00 [1.00-1.00]
+rr        4k  5000     0     read   vm [TCG]  0.60 [0.58-0.63]  1.00 [1.00-1.00]  1.00 [1.00-1.00]
+rr        4k  max      0     read   vm [TCG]  0.50 [0.36-0.67]  1.67 [1.55-1.78]  2.50 [2.31-2.73]
+rw        4k  max      0     write  vm [TCG]  0.80              1.00              1.00
+[TCG]: the VMs ran under TCG (QEMU emulating the CPU, no KVM): their ratios to bare metal measure the emulator, not a KVM host
 """
 
 

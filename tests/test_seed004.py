@@ -109,13 +109,13 @@ def test_offsets_are_the_same_in_every_process_and_environment(campaign: dict[st
     assert all(o % 4096 == 0 and 0 <= o <= (64 << 20) - 4096 for o in offsets)  # 64M: the targets' size
     # the bare host: every measured process of every point logged (log_offset) the same offsets, in order
     for workload, load, processes in (("rr", 0, 1), ("rr", 2, 1), ("two", 0, 2)):
-        logs = lat_logs(campaign["workdir"], f"bare/{workload}/bs=4096/offered=max/load={load}/rep=1")
+        logs = lat_logs(campaign["workdir"], f"bare/{workload}/bs=4k/offered=max/load={load}/rep=1")
         assert len(logs) == processes, logs.keys()  # loads log nothing
         for lines in logs.values():
             assert [line[4] for line in lines] == offsets
             assert {line[2] for line in lines} == {0} and {line[3] for line in lines} == {4096}
     # the VM: QEMU's own trace of the guest's requests during the point without load holds exactly them
-    trace = next((campaign["traces"] / "s4").glob("vm_rr_bs=4096*load=0*")) / "vmio-0.log"
+    trace = next((campaign["traces"] / "s4").glob("vm_rr_bs=4k*load=0*")) / "vmio-0.log"
     reads = [
         int(m[1]) * 512
         for m in re.finditer(
@@ -144,7 +144,7 @@ def test_ops_table_against_fio_latency_logs(
             line[1]
             for lines in lat_logs(
                 campaign["workdir"],
-                f"{row['target']}/{row['workload']}/bs=4096/offered=max/load={row['load_processes']}/rep=1",
+                f"{row['target']}/{row['workload']}/bs=4k/offered=max/load={row['load_processes']}/rep=1",
             ).values()
             for line in lines
         ]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import socket
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,8 +74,10 @@ def calibrate(
     destroy: Sequence[str] = (),
     runner: Runner | None = None,
     store: Store | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
 ) -> Calibration:
-    """Measure ``path``; store the result in ``store`` when given."""
+    """Measure ``path``; store the result in ``store`` when given. ``progress(done, total, step)`` hears of
+    each measurement (one fio run per pattern and queue depth) before it starts."""
     runner = runner or Runner()
     if runtime <= 0:
         raise InputError(f"--runtime {runtime!r} must be above 0")
@@ -94,7 +96,7 @@ def calibrate(
         why = f"{path} holds data ({'; '.join(reasons)}); pass --destroy-data {path} to measure writes"
     chain = device_chain(path)
     device = reported_device(path, chain)
-    results = _run(path, runtime, writes=why is None, runner=runner)
+    results = _run(path, runtime, writes=why is None, runner=runner, progress=progress)
     by: dict[tuple[str, str], dict[str, float]] = {}
     for r in results:
         kind, _, qd = r.job.partition("-qd")
@@ -122,21 +124,34 @@ def _maybe(values: dict[str, float] | None) -> dict[str, float] | None:
     return _ordered(values) if values else None
 
 
-def _run(path: str, runtime: float, *, writes: bool, runner: Runner) -> list[output.JobResult]:
+def _run(
+    path: str,
+    runtime: float,
+    *,
+    writes: bool,
+    runner: Runner,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> list[output.JobResult]:
     glob: dict[str, str | int | float] = {"filename": path, "ioengine": "libaio", "direct": 1, "time_based": 1, "runtime": seconds(runtime),
             "norandommap": 1, "randrepeat": 0, "group_reporting": 1}  # fmt: skip
     if not is_block_device(path):
         glob["size"] = os.path.getsize(path)
-    job = section("global", glob)
     kinds = [("rand4k", "randread", "4k"), ("seq1m", "read", "1M")]
     if writes:
         kinds += [("rand4k", "randwrite", "4k"), ("seq1m", "write", "1M")]
-    count = 0
-    for kind, rw, bs in kinds:
+    results: list[output.JobResult] = []
+    for i, (kind, rw, bs) in enumerate(
+        kinds
+    ):  # one fio per pattern (its depths in turn), so progress can follow
+        if progress is not None:
+            progress(i, len(kinds), f"{rw} {bs} at queue depths {', '.join(map(str, QUEUE_DEPTHS))}")
+        job = section("global", glob)
         for qd in QUEUE_DEPTHS:
             job += section(f"{kind}-qd{qd}", {"rw": rw, "bs": bs, "iodepth": qd, "stonewall": 1})
-            count += 1
-    return _fio(job, runner, timeout=60 + count * (runtime + 5)).results
+        results += _fio(job, runner, timeout=60 + len(QUEUE_DEPTHS) * (runtime + 5)).results
+    if progress is not None:
+        progress(len(kinds), len(kinds), "done")
+    return results
 
 
 def _fio(job: str, runner: Runner, *, timeout: float) -> output.FioOutput:

@@ -18,9 +18,10 @@ from typing import Any
 
 from vmio.advise.evidence import Device, Evidence, Host, Measured, Vm, Workload
 from vmio.errors import InputError
-from vmio.spec import Campaign, HostTarget, QemuTarget, loads_spec
-from vmio.store import Store
+from vmio.spec import Campaign, HostTarget, QemuTarget
+from vmio.store import Store, campaigns
 from vmio.store import capacity as calibrated
+from vmio.store.campaigns import normal_key
 from vmio.store.rows import build_label, point_row
 from vmio.system.blockdev import in_use, is_rotational, stable_id
 
@@ -30,14 +31,14 @@ QEMU_METRICS = {"iothread_max_pct": "qemu_iothread_cpu_pct", "main_max_pct": "qe
 
 
 def stored_campaign(store: Store, name: str) -> Campaign:
-    row = store.require(name)
-    return loads_spec(row["spec_text"], row["spec_path"] or name)
+    """Campaign ``name`` as stored, under its stored name (see ``vmio.store.campaigns.stored_campaign``)."""
+    return campaigns.stored_campaign(store, name)
 
 
 def points_to_diagnose(store: Store, name: str, key: str | None) -> list[sqlite3.Row]:
     runs = [r for r in store.runs(name) if r["status"] == "done"]
     if key is not None:
-        chosen = [r for r in runs if r["point_key"] == key]
+        chosen = [r for r in runs if normal_key(r["point_key"]) == normal_key(key)]  # bs=4096 or bs=4k
         if not chosen:
             known = ", ".join(r["point_key"] for r in runs[:5])
             raise InputError(f"campaign {name!r} has no done point {key!r}; points look like: {known}")

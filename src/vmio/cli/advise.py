@@ -15,13 +15,14 @@ from vmio.advise.disk_config import Config
 from vmio.advise.evidence import load_evidence
 from vmio.advise.inventory import read_host_facts
 from vmio.advise.text import explain, format_advice, format_diagnosis
-from vmio.cli import argtypes
+from vmio.cli import argtypes, terminal
 from vmio.errors import InputError
 from vmio.published import Ratio
 from vmio.qemu.caps import QEMU_BINARY as QEMU
 from vmio.system import files
 from vmio.system.process import Runner
 from vmio.system.safety import is_block_device
+from vmio.units import human_rate
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -140,7 +141,8 @@ def run_calibrate(args: argparse.Namespace) -> int:
             raise InputError(f"--size {args.size!r} must be above zero, such as '1G'")
     runtime = argtypes.positive_duration("--runtime", args.runtime)
     with open_store(args, write=True) as store:
-        result = calibrate(args.path, size=size, runtime=runtime, destroy=args.destroy_data, store=store)
+        result = calibrate(args.path, size=size, runtime=runtime, destroy=args.destroy_data, store=store,
+                           progress=_calibrate_progress(runtime))  # fmt: skip
     doc = result.to_dict()
     if args.json:
         print(json.dumps(doc, indent=2))
@@ -148,21 +150,35 @@ def run_calibrate(args: argparse.Namespace) -> int:
     print(f"{result.path} on {result.device or 'an unknown device'} ({result.device_id}), host {result.host}")
     if result.why_no_writes:
         print(f"reads only: {result.why_no_writes}")
-    for name, unit in (
-        ("read_iops", "IOPS"),
-        ("write_iops", "IOPS"),
-        ("read_bw_by_qd", "B/s"),
-        ("write_bw_by_qd", "B/s"),
+    for name, cell in (
+        ("read_iops", lambda v: f"{v:,.0f} IOPS"),
+        ("write_iops", lambda v: f"{v:,.0f} IOPS"),
+        ("read_bw_by_qd", human_rate),
+        ("write_bw_by_qd", human_rate),
     ):
         if doc[name]:
-            cells = ", ".join(f"qd{qd} {v:,.0f}" for qd, v in doc[name].items())
-            print(f"  {name}: {cells} {unit}")
+            print(f"  {name}: " + ", ".join(f"qd{qd} {cell(v)}" for qd, v in doc[name].items()))
     cap_w = doc["capacity_write_iops"]
     writes = "not measured" if cap_w is None else f"{cap_w:,.0f}"
     print(
         f"capacity: {doc['capacity_read_iops']:,.0f} read IOPS, {writes} write IOPS (stored in {store.path})"
     )
     return 0
+
+
+def _calibrate_progress(runtime: float) -> Callable[[int, int, str], None]:
+    """``vmio calibrate``'s progress on stderr: the step, how many are left and about how long."""
+
+    from vmio.advise.calibrate import QUEUE_DEPTHS
+
+    def show(done: int, total: int, step: str) -> None:
+        if done < total:
+            left = terminal.hms((total - done) * len(QUEUE_DEPTHS) * (runtime + 0.5))
+            print(f"[{done}/{total}] calibrating {step} (about {left} left)", file=sys.stderr, flush=True)
+        else:
+            print(f"[{total}/{total}] calibrated", file=sys.stderr, flush=True)
+
+    return show
 
 
 def _device(path: str | None) -> str | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from vmio.report.compare import METRICS, BeforeAfter, Change, RatioRow, point_label
-from vmio.report.data import offered_label
+from vmio.report.data import offered_label, tcg_note
 from vmio.stats.spread import LEVEL, Spread
 from vmio.units import format_size
 
@@ -49,7 +49,7 @@ def baseline_parts(rows: list[RatioRow], campaign: str, baseline: str) -> tuple[
         target, workload, bs, offered, load = r.key
         cells = [workload, format_size(bs), offered_label(offered), str(load), r.ddir, r.label or target]
         lines.append((*cells, *(ratio_cell(r.ratios[m]) for m, _, _ in METRICS)))
-    return title, lines, ""
+    return title, lines, tcg_note(r.label for r in rows)
 
 
 def _value(metric: str, value: float | None) -> str:

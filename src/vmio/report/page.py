@@ -11,7 +11,7 @@ from pathlib import Path
 
 from vmio.errors import InputError
 from vmio.report import plots_latency, plots_load, plots_percentiles, plots_run, seed000, sla
-from vmio.report.data import CampaignData
+from vmio.report.data import CampaignData, tcg_note
 from vmio.report.figure import Plot, to_png, to_svg
 from vmio.report.summary_table import (
     ACHIEVED,
@@ -23,7 +23,7 @@ from vmio.report.summary_table import (
     summarize,
 )
 from vmio.system import files
-from vmio.units import format_size
+from vmio.units import format_size, human_bytes
 
 SECTIONS: tuple[tuple[str, str, Callable[[CampaignData, str | None], list[Plot]]], ...] = (
     ("iops", "How many IOPS does each target achieve as the offered load rises?", plots_load.iops_plots),
@@ -167,10 +167,11 @@ def _facts(data: CampaignData) -> str:
     keep = ("hostname", "kernel", "cpu_model", "cores", "memory_bytes", "fio_version", "vmio_version")
     shown = {
         **facts,
-        "memory_bytes": format_size(facts["memory_bytes"]) if facts.get("memory_bytes") else None,
+        "memory_bytes": human_bytes(facts["memory_bytes"]) if facts.get("memory_bytes") else None,
     }
     cells = "".join(
-        f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(shown.get(k)))}</td></tr>" for k in keep
+        f"<tr><th>{html.escape(k.removesuffix('_bytes'))}</th><td>{html.escape(str(shown.get(k)))}</td></tr>"
+        for k in keep
     )
     count = f"{len(data.done())} of {len(data.rows)} points done"
     return f'<p>{html.escape(count)}; host facts of the first point:</p><table class="facts">{cells}</table>'
@@ -262,6 +263,8 @@ def _summary_table(report: Report) -> str:
             "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + f"<td>{rates}</td>{extra}</tr>"
         )
     out.append("</table>")
+    if note := tcg_note(r.label for r in report.summary):
+        out.append(f'<p class="note">{html.escape(note.strip())}</p>')
     return "".join(out)
 
 

@@ -43,7 +43,7 @@ class Fields:
         unknown = sorted(set(self.data) - self.taken - set(allowed_extra))
         if unknown:
             known = ", ".join(sorted(self.taken))
-            raise self.error(unknown[0], f"{self.label} has no key {unknown[0]!r}; known keys: {known}")
+            raise self.error(unknown[0], f"{self.label}: unknown key {unknown[0]!r}; known keys: {known}")
 
 
 MAX_STRING = 4096

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 
 from vmio.spec.sla import Sla
 from vmio.spec.steady import Steady
+from vmio.units import format_size
 
 RW_MODES = ("read", "write", "randread", "randwrite", "randrw", "rw")
 BUSES = ("virtio-blk", "virtio-scsi", "nvme", "block", "vfio")
@@ -217,8 +218,17 @@ class Point:
 
     @property
     def key(self) -> str:
+        """``TARGET/WORKLOAD/bs=4k/offered=max/load=0/rep=1``: the block size spelled as everywhere else."""
+        return self._key(format_size(self.bs))
+
+    @property
+    def legacy_key(self) -> str:
+        """The key as stores written before ``key`` spelled sizes held it (``bs=4096``)."""
+        return self._key(str(self.bs))
+
+    def _key(self, bs: str) -> str:
         offered = "max" if self.offered_iops is None else str(self.offered_iops)
         return (
-            f"{self.target}/{self.workload}/bs={self.bs}/offered={offered}"
+            f"{self.target}/{self.workload}/bs={bs}/offered={offered}"
             f"/load={self.load_processes}/rep={self.repetition}"
         )

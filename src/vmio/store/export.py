@@ -137,21 +137,45 @@ def operations(store: Store, campaign: str) -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
+SINGLE_FILE = ("json", "ndjson", "prometheus")  # one document; csv and parquet write side files
+SUFFIXES = {".csv": "csv", ".json": "json", ".parquet": "parquet", ".pq": "parquet", ".ndjson": "ndjson",
+            ".jsonl": "ndjson", ".prom": "prometheus"}  # fmt: skip
+
+
+def format_for(path: str) -> str:
+    """The export format an output file's suffix names (``x.csv`` → csv); an ``InputError`` otherwise."""
+    fmt = SUFFIXES.get(Path(path).suffix.lower())
+    if fmt is None:
+        known = ", ".join(f"{suffix} ({name})" for suffix, name in SUFFIXES.items())
+        raise InputError(f"cannot tell the export format from {path!r}; give --format {{{','.join(FORMATS)}}}, "
+                         f"or an output named with one of {known}")  # fmt: skip
+    return fmt
+
+
+def document(store: Store, campaign: str, fmt: str) -> bytes:
+    """The whole export in one document, for the formats that are one (``SINGLE_FILE``)."""
+    store.require(campaign)
+    if fmt not in SINGLE_FILE:
+        raise InputError(f"--format {fmt} writes side files (.series, .oplat) beside its output, so it cannot go "
+                         f"to stdout; give -o FILE, or use one of {', '.join(SINGLE_FILE)} with -o -")  # fmt: skip
+    if fmt in ("ndjson", "prometheus"):
+        rows = samples(store, campaign)
+        return ndjson(rows) if fmt == "ndjson" else prometheus(rows)
+    points, sampled, ops = flat_points(store, campaign), series(store, campaign), operations(store, campaign)
+    doc = {"campaign": campaign, "points": points, "series": sampled, "oplat": ops}
+    return json.dumps(doc, indent=1).encode()
+
+
 def export(store: Store, campaign: str, fmt: str, path: Path) -> list[Path]:
     """Write the files; return their paths."""
     store.require(campaign)
     if fmt not in FORMATS:
         raise InputError(f"--format {fmt!r} is not known; use one of {', '.join(FORMATS)}")
     check_output(path)
-    if fmt in ("ndjson", "prometheus"):
-        rows = samples(store, campaign)
-        _atomic(path, ndjson(rows) if fmt == "ndjson" else prometheus(rows))
+    if fmt in SINGLE_FILE:
+        _atomic(path, document(store, campaign, fmt))
         return [path]
     points, sampled, ops = flat_points(store, campaign), series(store, campaign), operations(store, campaign)
-    if fmt == "json":
-        doc = {"campaign": campaign, "points": points, "series": sampled, "oplat": ops}
-        _atomic(path, json.dumps(doc, indent=1).encode())
-        return [path]
     write = _csv if fmt == "csv" else _parquet
     written = []
     for suffix, table in (("", points), (".series", sampled), (".oplat", ops)):
