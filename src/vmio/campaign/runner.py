@@ -17,11 +17,12 @@ from vmio.campaign import offsets
 from vmio.campaign.measure import measure_point, precondition
 from vmio.errors import InputError, UnsafeTargetError, VmioError
 from vmio.qemu import builds
-from vmio.spec import Campaign, HostTarget, Point, QemuTarget, RemoteTarget
+from vmio.spec import Campaign, HostTarget, LibvirtTarget, Point, QemuTarget, RemoteTarget
 from vmio.store import Store
 from vmio.system.process import Runner
 from vmio.system.safety import check_write, is_block_device
 from vmio.targets import Env, Rig, open_target
+from vmio.targets.libvirt import check_libvirt_writes
 from vmio.targets.remote import check_remote_writes
 
 
@@ -68,6 +69,8 @@ def preflight(campaign: Campaign, options: Options) -> None:
             builds.resolve(target.qemu, options.runner)
         if writes and isinstance(target, RemoteTarget):
             check_remote_writes(target, options.destroy_data)
+        if writes and isinstance(target, LibvirtTarget):
+            check_libvirt_writes(target, options.destroy_data, options.target_env())
         paths = [target.path] if isinstance(target, HostTarget) else list(getattr(target, "backing", ()))
         for path in paths:
             if writes and is_block_device(path):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from vmio.fio.jobfile import Placement
 from vmio.qemu import Disk, VMConfig
-from vmio.spec import HostTarget, QemuTarget, RbdTarget, RemoteTarget, Target, Workload
+from vmio.spec import HostTarget, LibvirtTarget, QemuTarget, RbdTarget, RemoteTarget, Target, Workload
 from vmio.targets.base import Endpoint
 
 
@@ -37,6 +37,13 @@ def endpoints(
         return [
             Endpoint(host, Placement(path, target.size, numjobs=workload.numjobs, total_jobs=total))
             for host, path in zip(target.hosts, target.paths, strict=True)
+        ]
+    if isinstance(target, LibvirtTarget):  # a dry run: the guests' names for the disk are not known yet
+        total = workload.numjobs * len(target.domains)
+        device = f"/dev/({target.disk or 'the only data disk'})"
+        return [
+            Endpoint(d.name, Placement(device, numjobs=workload.numjobs, total_jobs=total))
+            for d in target.domains
         ]
     if isinstance(target, RbdTarget):
         place = Placement(
@@ -69,4 +76,7 @@ def where(target: Target) -> str:
         return f"on {target.hosts[0]}" + (f" (and {more} more)" if more else "")
     if isinstance(target, RbdTarget):
         return "here, fio's rbd engine"
+    if isinstance(target, LibvirtTarget):
+        names = ", ".join(d.name for d in target.domains)
+        return f"in libvirt domain(s) {names}, fio through the QEMU guest agent"
     return "here"

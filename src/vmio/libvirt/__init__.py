@@ -1,0 +1,8 @@
+"""The operator's own VMs through libvirt: domains read and driven with ``virsh``, programs run in guests
+through the QEMU guest agent, and canary domains (vmio's guest shaped like a production domain).
+
+virsh: Virsh(uri, runner), is_local(uri), DEFAULT_URI, AGENT_CHANNEL
+domxml: parse(xml) -> DomainShape (disks as DiskShape, iothreads, vmio's canary marker)
+agent: start / wait / run a guest program, check_ready(virsh, domain), clock_offset(virsh, domain)
+canary: define(...), undefine(virsh, name), sweep(virsh), Shape, shape_like(disk, iothreads, domain)
+"""

@@ -1,0 +1,95 @@
+"""Programs run inside a guest through the QEMU guest agent: ``guest-exec``, then ``guest-exec-status``.
+
+No guest network is needed: the agent listens on the domain's virtio-serial port ``org.qemu.guest_agent.0``
+and libvirt relays its commands (``virsh qemu-agent-command``), for local and remote URIs alike.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import time
+from dataclasses import dataclass
+
+from vmio.errors import InputError, ToolError
+from vmio.libvirt.virsh import Virsh
+
+
+@dataclass(frozen=True)
+class Exited:
+    """What a guest program left: its exit code (None when a signal ended it), stdout and stderr."""
+
+    exitcode: int | None
+    signal: int | None
+    out: str
+    err: str
+
+
+def start(virsh: Virsh, domain: str, path: str, args: list[str], input_text: str | None = None) -> int:
+    """Start ``path ARGS`` in the guest (``input_text`` on its stdin); its guest PID."""
+    request: dict[str, object] = {"path": path, "arg": args, "capture-output": True}
+    if input_text is not None:
+        request["input-data"] = base64.b64encode(input_text.encode()).decode()
+    answer = virsh.agent(domain, "guest-exec", request)
+    return int(answer["pid"])
+
+
+def wait(virsh: Virsh, domain: str, pid: int, timeout: float, poll: float = 0.5) -> Exited:
+    """Wait for guest process ``pid``; past ``timeout`` it is killed in the guest and a ``ToolError`` raised."""
+    deadline = time.monotonic() + timeout
+    while True:
+        status = virsh.agent(domain, "guest-exec-status", {"pid": pid})
+        if status.get("exited"):
+            return Exited(
+                status.get("exitcode"),
+                status.get("signal"),
+                _decoded(status.get("out-data")),
+                _decoded(status.get("err-data")),
+            )
+        if time.monotonic() > deadline:
+            with contextlib.suppress(ToolError):
+                start(virsh, domain, "kill", ["-9", str(pid)])
+            raise ToolError(f"domain {domain!r}: guest process {pid} did not finish within {timeout:g} s")
+        time.sleep(poll)
+
+
+def run(virsh: Virsh, domain: str, path: str, args: list[str], timeout: float = 30.0,
+        input_text: str | None = None) -> Exited:  # fmt: skip
+    """Run ``path ARGS`` in the guest to its end."""
+    return wait(virsh, domain, start(virsh, domain, path, args, input_text), timeout, poll=0.1)
+
+
+def check_ready(virsh: Virsh, domain: str, tools: tuple[str, ...] = ("fio",)) -> None:
+    """The domain runs, its agent answers and runs programs, and ``tools`` are in its PATH; else one
+    sentence naming the domain and what is missing (``InputError``)."""
+    state = virsh.state(domain)
+    if state != "running":
+        raise InputError(f"domain {domain!r} on {virsh.uri} is {state}, not running; start it first")
+    try:
+        virsh.agent(domain, "guest-ping", timeout=10)
+    except ToolError as exc:
+        raise InputError(
+            f"domain {domain!r} on {virsh.uri} has no QEMU guest agent answering (install "
+            f"qemu-guest-agent in the guest and give the domain a virtio-serial channel named "
+            f"org.qemu.guest_agent.0): {str(exc).partition('(')[2].rstrip(')')}"
+        ) from None
+    for tool in tools:
+        try:
+            done = run(virsh, domain, tool, ["--version"], timeout=30)
+        except ToolError:
+            done = Exited(127, None, "", "")
+        if done.exitcode != 0:
+            raise InputError(f"domain {domain!r} on {virsh.uri} has no {tool} in its PATH; install {tool} "
+                             f"in the guest")  # fmt: skip
+
+
+def clock_offset(virsh: Virsh, domain: str) -> float:
+    """The guest's wall clock minus this host's, in seconds (``guest-get-time``, taken mid-call)."""
+    before = time.time()
+    guest_ns = int(virsh.agent(domain, "guest-get-time"))
+    after = time.time()
+    return round(guest_ns / 1e9 - (before + after) / 2, 3)
+
+
+def _decoded(data: object) -> str:
+    return base64.b64decode(str(data)).decode(errors="replace") if data else ""
