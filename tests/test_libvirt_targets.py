@@ -25,7 +25,6 @@ from vmio.libvirt import canary
 
 from conftest import virsh
 
-pytestmark = [pytest.mark.qemu, pytest.mark.root, pytest.mark.slow]
 TAG = f"vmio-t{os.getpid()}"
 
 
@@ -129,6 +128,9 @@ def _metrics(db: Path, run_id: int, source: str) -> dict[str, float]:
     return dict(rows)
 
 
+@pytest.mark.qemu
+@pytest.mark.root
+@pytest.mark.slow
 def test_a_canary_like_a_domain_is_measured_and_leaves_nothing(
     prod: str, files: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -184,6 +186,9 @@ def test_a_canary_like_a_domain_is_measured_and_leaves_nothing(
     assert virsh("vol-list", "--all").returncode != 0 or str(backing) not in virsh("vol-list", "--all").stdout
 
 
+@pytest.mark.qemu
+@pytest.mark.root
+@pytest.mark.slow
 def test_two_domains_start_together(libvirtd: str, files: Path, tmp_path: Path) -> None:
     """Two canaries (virtio-blk with an iothread, virtio-scsi) in one target: both guests' fio report, and
     their start times (fio's own timestamps, taken to this host's clock) lie within a second."""
@@ -218,6 +223,9 @@ def test_two_domains_start_together(libvirtd: str, files: Path, tmp_path: Path) 
     assert not (files / "a.img").exists() and not (files / "b.img").exists()
 
 
+@pytest.mark.qemu
+@pytest.mark.root
+@pytest.mark.slow
 def test_what_a_libvirt_target_refuses(
     prod: str, files: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -253,6 +261,9 @@ def test_what_a_libvirt_target_refuses(
     assert not (files / "x.img").exists()
 
 
+@pytest.mark.qemu
+@pytest.mark.root
+@pytest.mark.slow
 def test_a_canary_left_by_a_killed_vmio_is_removed(
     libvirtd: str, files: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -288,3 +299,81 @@ def test_a_canary_left_by_a_killed_vmio_is_removed(
         assert virsh("domstate", plain).returncode == 0
     finally:
         virsh("undefine", plain)
+
+
+# -- the spec and the domain XML, without a daemon -------------------------------------------------------
+
+SPEC = """[campaign]
+name = "x"
+[[target]]
+name = "t"
+kind = "libvirt"
+{body}
+[[workload]]
+name = "w"
+rw = "randread"
+"""
+
+
+def test_libvirt_spec_round_trips() -> None:
+    from vmio.spec import LibvirtDomain, loads_spec
+    from vmio.spec.dump import dumps
+
+    body = "domains = ['a', {uri = 'qemu+ssh://h/system', name = 'b'}]\ndisk = '/dev/vdb'"
+    campaign = loads_spec(SPEC.format(body=body))
+    (target,) = campaign.targets
+    assert target.domains == (LibvirtDomain("a", "qemu:///system"), LibvirtDomain("b", "qemu+ssh://h/system"))
+    assert target.disk == "vdb" and target.kind == "libvirt"
+    assert loads_spec(dumps(campaign)) == campaign
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("domains = []", "<spec>:6: target[0].domains = []: expected at least one value"),
+        ("domains = [{name = 'a', url = 'x'}]", 'is not a domain; use a name or {uri = "...", name = "..."}'),
+        ("domains = ['a', 'a']", "target[0].domains names a domain twice"),
+        (
+            "domains = ['a']\ndisk = 'v b'",
+            "<spec>:7: target[0].disk = 'v b': is not a libvirt disk target name",
+        ),
+    ],
+)
+def test_bad_libvirt_targets_are_one_sentence(body: str, message: str) -> None:
+    from vmio.errors import SpecError
+    from vmio.spec import loads_spec
+
+    with pytest.raises(SpecError) as caught:
+        loads_spec(SPEC.format(body=body))
+    assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_the_measured_disk_is_read_from_the_xml() -> None:
+    """A virtio-scsi disk takes its iothread and queues from its controller; a domain's root disk (booted
+    from, else the first) is not measured; a local URI is one without a host."""
+    from vmio.errors import InputError
+    from vmio.libvirt import domxml
+    from vmio.libvirt.virsh import is_local
+
+    xml = """<domain type='kvm'><name>p</name><iothreads>4</iothreads><os><type machine='q35'>hvm</type></os>
+      <devices>
+        <controller type='scsi' index='0' model='virtio-scsi'><driver iothread='3' queues='4'/></controller>
+        <disk type='block' device='disk'><driver name='qemu' cache='directsync' io='io_uring'/>
+          <source dev='/dev/nvme0n1'/><target dev='sdb' bus='scsi'/><address type='drive' controller='0'
+          bus='0' target='0' unit='1'/></disk>
+        <disk type='file' device='disk'><source file='/img/root.qcow2'/><target dev='sda' bus='scsi'/>
+          <boot order='1'/></disk>
+        <disk type='file' device='cdrom'><target dev='hdc' bus='ide'/></disk>
+      </devices></domain>"""
+    shape = domxml.parse(xml)
+    assert (shape.type, shape.machine, shape.iothreads, shape.marker) == ("kvm", "q35", 4, None)
+    disk = shape.disk(None, "qemu:///system")
+    assert (disk.dev, disk.bus, disk.cache, disk.io, disk.iothread, disk.queues) == (
+        "sdb", "virtio-scsi", "directsync", "io_uring", "3", 4,
+    )  # fmt: skip
+    assert (disk.source, disk.source_type) == ("/dev/nvme0n1", "block")
+    with pytest.raises(InputError, match=r"domain 'p' on u has no disk 'vdz' \(its disks: sdb, sda\)"):
+        shape.disk("vdz", "u")
+    assert [is_local(u) for u in ("qemu:///system", "qemu+unix:///system", "qemu+ssh://h/system")] == [
+        True, True, False,
+    ]  # fmt: skip
