@@ -239,6 +239,14 @@ def test_what_a_libvirt_target_refuses(
     assert main(["run", str(_spec(tmp_path / "r.toml", [prod])), "--db", str(tmp_path / "r.db")]) == 2
     err = capsys.readouterr().err
     assert f"domain {prod!r} on qemu:///system is shut off, not running" in err
+    assert virsh("start", prod).returncode == 0  # firmware looking for a boot disk: no agent
+    try:
+        assert main(["run", str(_spec(tmp_path / "g.toml", [prod])), "--db", str(tmp_path / "g.db")]) == 2
+        err = capsys.readouterr().err
+        assert f"domain {prod!r} on qemu:///system has no QEMU guest agent answering" in err
+        assert len([line for line in err.splitlines() if not line.startswith("[")]) == 1  # no progress
+    finally:
+        virsh("destroy", prod)
     shutil.copyfile(files / "prod.xml", tmp_path / "two.xml")
     two = (tmp_path / "two.xml").read_text().replace(prod, f"{TAG}-two")
     two = two.replace("<memballoon", f"<disk type='file' device='disk'><source file='{files}/data.img'/>"

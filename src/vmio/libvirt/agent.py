@@ -68,10 +68,12 @@ def check_ready(virsh: Virsh, domain: str, tools: tuple[str, ...] = ("fio",)) ->
     try:
         virsh.agent(domain, "guest-ping", timeout=10)
     except ToolError as exc:
+        said = [line for line in exc.output.splitlines() if line.strip()]
+        why = said[-1].strip().removeprefix("error: ") if said else "no answer"
         raise InputError(
-            f"domain {domain!r} on {virsh.uri} has no QEMU guest agent answering (install "
+            f"domain {domain!r} on {virsh.uri} has no QEMU guest agent answering (libvirt: {why}); install "
             f"qemu-guest-agent in the guest and give the domain a virtio-serial channel named "
-            f"org.qemu.guest_agent.0): {str(exc).partition('(')[2].rstrip(')')}"
+            f"org.qemu.guest_agent.0"
         ) from None
     for tool in tools:
         try:

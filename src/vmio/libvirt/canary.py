@@ -27,7 +27,7 @@ from pathlib import Path
 from vmio.errors import GuestBootError, InputError, ToolError, UnsafeTargetError
 from vmio.libvirt import domxml, initrd
 from vmio.libvirt.domxml import MARKER_NS, DiskShape
-from vmio.libvirt.virsh import AGENT_CHANNEL, Virsh
+from vmio.libvirt.virsh import AGENT_CHANNEL, Virsh, is_local
 from vmio.system.safety import is_block_device
 
 ROOT = Path("/var/lib/vmio/libvirt")
@@ -120,6 +120,11 @@ def define(
     """Define and start canary ``name``; it is removed again if any step fails (or vmio is killed)."""
     if not NAME.match(name):
         raise InputError(f"canary name {name!r} is not accepted; use letters, digits, '.', '_' or '-'")
+    if not is_local(virsh.uri):
+        raise InputError(
+            f"--uri {virsh.uri!r} is another host: a canary's files must be on the host that runs it; "
+            f"run 'vmio guest define' there (a libvirt target then reaches the canary by this URI)"
+        )
     sweep(virsh, root)
     if shape.cache == "default":
         shape = Shape(shape.bus, "none", shape.aio, shape.iothreads, shape.iothread, shape.queues)
