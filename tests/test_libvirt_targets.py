@@ -179,6 +179,10 @@ def test_a_canary_like_a_domain_is_measured_and_leaves_nothing(
         # the disk runs in libvirt's iothread2 (the second): it worked, the first idled
         assert threads["iothread1_pct"] > 0 and threads["iothread1_pct"] > threads["iothread0_pct"]
         assert row["qemu_cpu_pct"]["iothreads"][1] == pytest.approx(threads["iothread1_pct"], abs=0.01)
+        hist = sqlite3.connect(db).execute(
+            "SELECT DISTINCT host FROM hist_log WHERE run_id = ?", (run["id"],)
+        )
+        assert [h for (h,) in hist] == [name]  # fio's histogram logs came back out of the guest
     finally:
         _cleanup(name)
     assert name not in virsh("list", "--all", "--name").stdout.split()

@@ -40,7 +40,7 @@ def endpoints(
         ]
     if isinstance(target, LibvirtTarget):  # a dry run: the guests' names for the disk are not known yet
         total = workload.numjobs * len(target.domains)
-        device = f"/dev/({target.disk or 'the only data disk'})"
+        device = f"<the guest's name for {target.disk or 'its only data disk'}>"
         return [
             Endpoint(d.name, Placement(device, numjobs=workload.numjobs, total_jobs=total))
             for d in target.domains
