@@ -154,6 +154,9 @@ def test_a_canary_like_a_domain_is_measured_and_leaves_nothing(
         assert (driver.get("cache"), driver.get("io"), driver.get("iothread"), driver.get("queues")) == (
             "none", "native", "2", "2",
         )  # fmt: skip
+        channels = {c.get("name") for c in dom.iterfind("devices/channel/target")}
+        assert channels == {"org.qemu.guest_agent.0", "vmio.agent"}  # libvirt's agent and vmio's
+        assert "usable" in virsh("dommemstat", name).stdout  # the balloon reports (issue 30 balances it)
         folder = canary.ROOT / name
         info = folder.stat()
         assert oct(info.st_mode & 0o777) == "0o750" and info.st_uid == 0

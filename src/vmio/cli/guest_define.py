@@ -36,6 +36,7 @@ def register(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                         help="domain type kvm or qemu (TCG); auto: vmio's probe boot decides")  # fmt: skip
     define.add_argument("--boot-timeout", type=functools.partial(argtypes.positive_duration, "--boot-timeout"),
                         default=180.0, help="how long the guest agent has to answer (default 3m)")  # fmt: skip
+    define.add_argument("--memory", type=argtypes.size, default=384 << 20, help="guest memory (default 384M)")
     define.add_argument("--json", action="store_true", help="print the canary as one JSON object")
     define.set_defaults(handler=_define)
     undefine = actions.add_parser("undefine", help="remove a canary domain and every file vmio made for it")
@@ -71,7 +72,7 @@ def _define(args: argparse.Namespace) -> int:
     built = image.build()
     domain_type = _domain_type(args.accel, built, virsh)
     made = canary.define(
-        virsh, args.name, args.backing, shape, domain_type=domain_type, size=args.size, like=args.like,
+        virsh, args.name, args.backing, shape, domain_type=domain_type, size=args.size, like=args.like, memory=args.memory,
         kernel=built.kernel, base_initrd=built.initrd, boot_timeout=args.boot_timeout,
     )  # fmt: skip
     if args.json:

@@ -31,6 +31,7 @@ from vmio.libvirt.virsh import AGENT_CHANNEL, Virsh, is_local
 from vmio.system.safety import is_block_device
 
 ROOT = Path("/var/lib/vmio/libvirt")
+VMIO_AGENT_PORT = "vmio.agent"  # the port vmio's guest agent writes its memory figures to (guest/init.sh)
 QEMU_USER = "libvirt-qemu"
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 BUSES = ("virtio-blk", "virtio-scsi")
@@ -98,6 +99,7 @@ class Canary:
     domain_type: str
     shape: Shape
     like: str | None = None
+    memory: int = 384 << 20
 
     def to_json(self) -> dict[str, object]:
         return {**asdict(self), "shape": asdict(self.shape)}
@@ -112,6 +114,7 @@ def define(
     domain_type: str,
     size: int | None = None,
     like: str | None = None,
+    memory: int = 384 << 20,
     kernel: Path,
     base_initrd: Path,
     root: Path = ROOT,
@@ -137,7 +140,9 @@ def define(
     made = not is_block_device(backing)
     if made:
         _check_backing_file(Path(backing))
-    canary = Canary(name, virsh.uri, str(folder), backing, made, domain_type, shape, like)
+    if memory < 128 << 20:
+        raise InputError(f"--memory {memory >> 20} MiB is too little for the guest; give at least 128M")
+    canary = Canary(name, virsh.uri, str(folder), backing, made, domain_type, shape, like, memory)
     _make_folder(root, folder)
     try:
         _record(folder, canary, "defining")
@@ -220,7 +225,7 @@ def domain_xml(canary: Canary, folder: Path) -> str:
         "folder": str(folder), "backing": canary.backing, "made_backing": "yes" if canary.made_backing else "no",
         "like": canary.like or "",
     })  # fmt: skip
-    ET.SubElement(dom, "memory", unit="MiB").text = "384"
+    ET.SubElement(dom, "memory", unit="KiB").text = str(canary.memory >> 10)
     ET.SubElement(dom, "vcpu").text = "1"
     if shape.iothreads:
         ET.SubElement(dom, "iothreads").text = str(shape.iothreads)
@@ -228,7 +233,7 @@ def domain_xml(canary: Canary, folder: Path) -> str:
     ET.SubElement(os_, "type", arch="x86_64", machine="pc").text = "hvm"
     ET.SubElement(os_, "kernel").text = str(folder / "vmlinuz")
     ET.SubElement(os_, "initrd").text = str(folder / "initramfs.img")
-    ET.SubElement(os_, "cmdline").text = f"console=ttyS0 panic=-1 quiet rdinit={initrd.RDINIT}"
+    ET.SubElement(os_, "cmdline").text = f"console=ttyS0 panic=-1 quiet rdinit={initrd.RDINIT} vmio.agent=1"
     ET.SubElement(dom, "on_poweroff").text = "destroy"
     ET.SubElement(dom, "on_crash").text = "destroy"
     devices = ET.SubElement(dom, "devices")
@@ -252,7 +257,12 @@ def domain_xml(canary: Canary, folder: Path) -> str:
     ET.SubElement(channel, "target", type="virtio", name=AGENT_CHANNEL)
     serial = ET.SubElement(devices, "serial", type="file")
     ET.SubElement(serial, "source", path=str(folder / "console.log"))
-    ET.SubElement(devices, "memballoon", model="none")
+    # vmio's own agent (page-cache figures, for memory balancing of canaries) on its port, and a balloon
+    # whose statistics libvirt reads (dommemstat)
+    ET.SubElement(
+        ET.SubElement(devices, "channel", type="unix"), "target", type="virtio", name=VMIO_AGENT_PORT
+    )
+    ET.SubElement(ET.SubElement(devices, "memballoon", model="virtio"), "stats", period="1")
     return ET.tostring(dom, encoding="unicode")
 
 
