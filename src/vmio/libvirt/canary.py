@@ -45,7 +45,7 @@ class Shape:
     """The canary's disk: what ``--like`` copies from a domain's disk, or the options say."""
 
     bus: str = "virtio-blk"
-    cache: str = "none"
+    cache: str = "none"  # or "default": libvirt's (QEMU's writeback), as a --like domain without one has
     aio: str = "native"
     iothreads: int = 0
     iothread: int | None = None  # which iothread the disk runs in (None: the first, when there are any)
@@ -54,7 +54,7 @@ class Shape:
     def check(self) -> None:
         if self.bus not in BUSES:
             raise InputError(f"bus {self.bus!r} is not one a canary can take; use {' or '.join(BUSES)}")
-        if self.cache not in CACHES:
+        if self.cache not in (*CACHES, "default"):
             raise InputError(
                 f"cache {self.cache!r} is not a libvirt cache mode; use one of {', '.join(CACHES)}"
             )
@@ -129,8 +129,6 @@ def define(
             f"run 'vmio guest define' there (a libvirt target then reaches the canary by this URI)"
         )
     sweep(virsh, root)
-    if shape.cache == "default":
-        shape = Shape(shape.bus, "none", shape.aio, shape.iothreads, shape.iothread, shape.queues)
     shape.check()
     if virsh.exists(name):
         raise InputError(f"a domain named {name!r} already exists on {virsh.uri}; pick another name")
@@ -166,32 +164,31 @@ def define(
 
 
 def undefine(virsh: Virsh, name: str, root: Path = ROOT) -> list[str]:
-    """Remove canary ``name``: its domain, its backing file when vmio made it, its folder. What was removed."""
+    """Remove canary ``name``: its domain, its backing file when vmio made it, its folder. What was removed.
+
+    What to delete is read from vmio's own record in ``root`` (root's alone), never from the domain's XML,
+    which anyone allowed to define domains could have written."""
     removed = sweep(virsh, root)
     folder = root / name
     recorded = _read_record(folder)
     if virsh.exists(name):
-        shape = domxml.parse(virsh.run("dumpxml", name).stdout, f"domain {name!r}")
-        if shape.marker is None:
+        if domxml.parse(virsh.run("dumpxml", name).stdout, f"domain {name!r}").marker is None:
             raise UnsafeTargetError(
                 f"domain {name!r} on {virsh.uri} is not a vmio canary (no vmio marker in its <metadata>); "
                 f"vmio undefines only the domains it defined"
             )
-        folder = Path(shape.marker.get("folder", str(folder)))
-        backing = shape.marker.get("backing") if shape.marker.get("made_backing") == "yes" else None
-    elif recorded is not None:
-        backing = str(recorded["backing"]) if recorded.get("made_backing") else None
-    elif name in removed:
-        return removed
-    else:
+    elif recorded is None:
+        if name in removed:
+            return removed
         raise InputError(f"no canary named {name!r} on {virsh.uri} (no such domain, no {str(folder)!r})")
-    _remove(virsh, name, folder, backing)
+    _remove(virsh, name, folder, _made_backing(recorded))
     return [*removed, name]
 
 
 def sweep(virsh: Virsh, root: Path = ROOT) -> list[str]:
     """Remove canaries a killed vmio left half-made (``canary.json`` says ``defining``, its pid is gone),
-    and canary domains on this URI whose folder is gone. The names removed."""
+    and canary domains on this URI whose folder is gone (their backing, unrecorded, is left). The names
+    removed."""
     removed = []
     for folder in sorted(root.iterdir()) if root.is_dir() else []:
         record = _read_record(folder)
@@ -199,19 +196,21 @@ def sweep(virsh: Virsh, root: Path = ROOT) -> list[str]:
             continue
         if record.get("uri") != virsh.uri:
             continue
-        backing = str(record["backing"]) if record.get("made_backing") else None
-        _remove(virsh, folder.name, folder, backing)
+        _remove(virsh, folder.name, folder, _made_backing(record))
         removed.append(folder.name)
     for name in virsh.domains():
         done = virsh.run("dumpxml", name, check=False)
-        if done.returncode != 0:
+        if done.returncode != 0 or domxml.parse(done.stdout).marker is None:
             continue
-        marker = domxml.parse(done.stdout).marker
-        if marker is not None and not (Path(marker.get("folder", "/nonexistent")) / "canary.json").exists():
-            backing = marker.get("backing") if marker.get("made_backing") == "yes" else None
-            _remove(virsh, name, Path(marker.get("folder", "/nonexistent")), backing)
+        if NAME.match(name) and not (root / name / "canary.json").exists():
+            _remove(virsh, name, root / name, None)
             removed.append(name)
     return removed
+
+
+def _made_backing(record: dict[str, object] | None) -> str | None:
+    """The backing file vmio's record says vmio created (None: none, or a device)."""
+    return str(record["backing"]) if record and record.get("made_backing") and record.get("backing") else None
 
 
 def domain_xml(canary: Canary, folder: Path) -> str:
@@ -238,7 +237,9 @@ def domain_xml(canary: Canary, folder: Path) -> str:
     ET.SubElement(dom, "on_crash").text = "destroy"
     devices = ET.SubElement(dom, "devices")
     thread = str(shape.iothread or 1) if shape.iothreads else None
-    driver = {"name": "qemu", "type": "raw", "cache": shape.cache, "io": shape.aio}
+    driver = {"name": "qemu", "type": "raw", "io": shape.aio}
+    if shape.cache != "default":  # "default": the --like domain names none, so neither does the canary
+        driver["cache"] = shape.cache
     if shape.bus == "virtio-scsi":
         ctrl = ET.SubElement(devices, "controller", type="scsi", index="0", model="virtio-scsi")
         cdriver = {k: v for k, v in (("iothread", thread), ("queues", _str(shape.queues))) if v}
