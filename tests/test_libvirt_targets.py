@@ -302,6 +302,14 @@ def test_a_canary_left_by_a_killed_vmio_is_removed(
     assert "no canary named" in capsys.readouterr().err
     assert virsh("domstate", name).returncode != 0
     assert not folder.exists() and not backing.exists()
+    # a domain carrying vmio's marker but no record of vmio's: undefined, but the file it names is kept
+    bait = files / "bait.img"
+    bait.write_bytes(b"data")
+    forged = canary.Canary(f"{TAG}-forged", libvirtd, str(files), str(bait), True, "qemu", canary.Shape())
+    (files / "forged.xml").write_text(canary.domain_xml(forged, files))
+    assert virsh("define", str(files / "forged.xml")).returncode == 0
+    assert main(["guest", "undefine", f"{TAG}-other"]) == 2
+    assert virsh("domstate", forged.name).returncode != 0 and bait.read_bytes() == b"data"
     plain = f"{TAG}-plain"
     (files / "plain.xml").write_text(
         f"<domain type='qemu'><name>{plain}</name><memory unit='MiB'>64</memory>"
