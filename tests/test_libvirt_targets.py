@@ -21,7 +21,9 @@ from typing import Any
 import pytest
 
 from vmio.cli import main
-from vmio.libvirt import canary
+from vmio.errors import InputError
+from vmio.libvirt import agent, canary
+from vmio.libvirt.virsh import Virsh
 
 from conftest import virsh
 
@@ -132,7 +134,7 @@ def _metrics(db: Path, run_id: int, source: str) -> dict[str, float]:
 @pytest.mark.root
 @pytest.mark.slow
 def test_a_canary_like_a_domain_is_measured_and_leaves_nothing(
-    prod: str, files: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    libvirtd: str, prod: str, files: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     name = f"{TAG}-like"
     backing = files / "like.img"
@@ -182,6 +184,12 @@ def test_a_canary_like_a_domain_is_measured_and_leaves_nothing(
         # the disk runs in libvirt's iothread2 (the second): it worked, the first idled
         assert threads["iothread1_pct"] > 0 and threads["iothread1_pct"] > threads["iothread0_pct"]
         assert row["qemu_cpu_pct"]["iothreads"][1] == pytest.approx(threads["iothread1_pct"], abs=0.01)
+        with pytest.raises(InputError) as caught:  # a guest without a tool the target needs: one sentence
+            agent.check_ready(Virsh(libvirtd), name, tools=("fio", "vmio-no-such-tool"))
+        assert str(caught.value) == (
+            f"domain {name!r} on qemu:///system has no vmio-no-such-tool in its PATH; install vmio-no-such-tool "
+            "in the guest"
+        )
         hist = sqlite3.connect(db).execute(
             "SELECT DISTINCT host FROM hist_log WHERE run_id = ?", (run["id"],)
         )
