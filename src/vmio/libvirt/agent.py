@@ -10,8 +10,10 @@ import base64
 import contextlib
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from vmio.errors import InputError, ToolError
+from vmio.libvirt.domxml import DiskShape
 from vmio.libvirt.virsh import Virsh
 
 
@@ -83,6 +85,39 @@ def check_ready(virsh: Virsh, domain: str, tools: tuple[str, ...] = ("fio",)) ->
         if done.exitcode != 0:
             raise InputError(f"domain {domain!r} on {virsh.uri} has no {tool} in its PATH; install {tool} "
                              f"in the guest")  # fmt: skip
+
+
+def guest_device(virsh: Virsh, name: str, disk: DiskShape) -> str:
+    """The guest's name for ``disk``: matched by PCI address (virtio-blk) or SCSI unit (virtio-scsi)
+    against the guest agent's ``guest-get-disks``."""
+    try:
+        found = virsh.agent(name, "guest-get-disks")
+    except ToolError as exc:
+        raise InputError(
+            f"domain {name!r}: its guest agent cannot list disks (guest-get-disks): {exc}"
+        ) from None
+    for entry in found:
+        if _same_disk(entry, disk):
+            return str(entry.get("name"))
+    raise InputError(
+        f"domain {name!r}: the guest shows no disk at {disk.dev}'s address {disk.address} (its disks: "
+        f"{', '.join(str(e.get('name')) for e in found) or 'none'})"
+    )
+
+
+def _same_disk(entry: dict[str, Any], disk: DiskShape) -> bool:
+    addr = entry.get("address") or {}
+    want = disk.address
+    if disk.serial and addr.get("serial") == disk.serial:
+        return True
+    if disk.bus == "virtio-blk" and want.get("type") == "pci":
+        pci = addr.get("pci-controller") or {}
+        have = (pci.get("bus"), pci.get("slot"), pci.get("function"))
+        return have == tuple(int(want.get(k, "0"), 0) for k in ("bus", "slot", "function"))
+    if disk.bus == "virtio-scsi" and want.get("type") == "drive" and addr.get("bus-type") == "scsi":
+        unit = (addr.get("target"), addr.get("unit"))
+        return unit == (int(want.get("target", "0")), int(want.get("unit", "0")))
+    return False
 
 
 def clock_offset(virsh: Virsh, domain: str) -> float:

@@ -7,6 +7,7 @@ local and remote URIs (``qemu+ssh://host/system``) as the operator's own shell d
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from typing import Any
 from urllib.parse import urlparse
@@ -65,6 +66,12 @@ class Virsh:
         """The domain's live XML (its running configuration, with the addresses libvirt assigned)."""
         self.state(name)
         return self.run("dumpxml", name).stdout
+
+    def hypervisor_version(self) -> str | None:
+        """The QEMU version libvirt runs on this URI's host (``Running hypervisor: QEMU 7.2.0``)."""
+        done = self.run("version", check=False)
+        match = re.search(r"Running hypervisor:\s*QEMU\s+(\S+)", done.stdout)
+        return match.group(1) if match else None
 
     def agent(self, name: str, execute: str, arguments: dict[str, Any] | None = None,
               timeout: float = 30.0) -> Any:  # fmt: skip
