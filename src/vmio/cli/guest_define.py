@@ -16,7 +16,11 @@ from vmio.qemu import AccelProber, probe_caps
 
 def register(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     define = actions.add_parser(
-        "define", help="define and start a libvirt canary domain: vmio's guest, a disk shaped like a domain's"
+        "define",
+        help="define and start a libvirt canary domain: vmio's guest, a disk shaped like a domain's",
+        epilog=f"The canary's kernel, initramfs, XML and console log live in {canary.ROOT}/NAME (root, group "
+        f"{canary.QEMU_USER}, mode 0750); 'vmio guest undefine NAME' removes them, the domain and a backing "
+        "file vmio made. See docs/libvirt.md.",
     )
     define.add_argument("name", help="the canary domain's name")
     define.add_argument("--uri", default=DEFAULT_URI, help=f"libvirt URI (default {DEFAULT_URI})")

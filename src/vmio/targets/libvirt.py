@@ -110,7 +110,11 @@ class LibvirtRig:
         self.target, self.env = target, env
         self.domains = [self._open(ref) for ref in target.domains]
         self.probes: list[Probe] = [CpuProbe(env.proc_root)]
-        local = [d for d in self.domains if is_local(d.ref.uri) and d.disk.source]
+        local = [
+            d
+            for d in self.domains
+            if is_local(d.ref.uri) and d.disk.source and d.disk.source_type in ("file", "block")
+        ]
         chains = {n for d in local for n in device_chain(str(d.disk.source), env.sys_root, env.proc_root)}
         self.probes += [DiskProbe(n, env.proc_root) for n in sorted(chains)]
         first = local[0].disk.source if local else None
