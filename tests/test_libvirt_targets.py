@@ -21,9 +21,12 @@ from typing import Any
 import pytest
 
 from vmio.cli import main
-from vmio.errors import InputError
+from vmio.errors import InputError, UnsafeTargetError
 from vmio.libvirt import agent, canary
 from vmio.libvirt.virsh import Virsh
+from vmio.spec import LibvirtDomain, LibvirtTarget
+from vmio.targets import Env
+from vmio.targets.libvirt import check_libvirt_writes
 
 from conftest import virsh
 
@@ -251,6 +254,10 @@ def test_what_a_libvirt_target_refuses(
     assert main(["run", str(_spec(tmp_path / "w.toml", [prod], rw="randwrite")), "--db", str(db)]) == 3
     err = capsys.readouterr().err
     assert f"--destroy-data {prod}:vdb" in err and "Traceback" not in err
+    target = LibvirtTarget("t", (LibvirtDomain(prod, "qemu:///system"),))
+    check_libvirt_writes(target, (f"{prod}:vdb",), Env())  # named: allowed
+    with pytest.raises(UnsafeTargetError):
+        check_libvirt_writes(target, (f"{prod}:vda", "/dev/vdb"), Env())  # another disk, or a host path
     assert main(["run", str(_spec(tmp_path / "r.toml", [prod])), "--db", str(tmp_path / "r.db")]) == 2
     err = capsys.readouterr().err
     assert f"domain {prod!r} on qemu:///system is shut off, not running" in err
