@@ -36,6 +36,7 @@ if [ "$level" = full ]; then
   want libxml2-utils            # xmllint, which virt-xml-validate runs
   want libvirt-daemon-system    # libvirtd, virtlogd: a TCG domain diagnosed through libvirt
   want libvirt-daemon-driver-qemu
+  want qemu-guest-agent         # qemu-ga, laid into libvirt canary domains' initramfs
 fi
 
 if [ ${#need[@]} -eq 0 ]; then

@@ -158,6 +158,103 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
+# -- Debian's libvirtd, started once for the test run -------------------------------------------------------
+
+LIBVIRT_URI = "qemu:///system"
+LIBVIRT_TOOLS = ("/usr/sbin/libvirtd", "/usr/sbin/virtlogd", "virsh", "/usr/bin/qemu-system-x86_64")
+
+
+def virsh(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["virsh", "-c", LIBVIRT_URI, *args], capture_output=True, text=True, timeout=timeout
+    )
+
+
+def _libvirt_answers() -> bool:
+    try:
+        return virsh("version", timeout=20).returncode == 0
+    except subprocess.TimeoutExpired:
+        return False
+
+
+@contextlib.contextmanager
+def _kvm_for_libvirt_qemu() -> Iterator[None]:
+    """Debian's udev gives /dev/kvm to group kvm (mode 0660); a host without udev may leave it root's
+    alone, and then libvirt 9.0 finds "KVM was enabled when probing, but it is not available now" and
+    probes QEMU again (~50 s) on every call. Debian's setting for the run (domains stay TCG), put back after."""
+    kvm = Path("/dev/kvm")
+    try:
+        info = kvm.stat()
+    except OSError:
+        yield
+        return
+    import grp
+    import stat as st
+
+    group = grp.getgrnam("kvm").gr_gid if "kvm" in {g.gr_name for g in grp.getgrall()} else None
+    if group is None or (info.st_gid == group and info.st_mode & 0o060 == 0o060):
+        yield
+        return
+    os.chown(kvm, -1, group)
+    os.chmod(kvm, st.S_IMODE(info.st_mode) | 0o060)
+    try:
+        yield
+    finally:
+        now = kvm.stat()
+        if now.st_gid == group:  # unless someone else changed it meanwhile
+            os.chown(kvm, -1, info.st_gid)
+            os.chmod(kvm, st.S_IMODE(info.st_mode))
+
+
+@pytest.fixture(scope="session")
+def libvirtd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """libvirtd and virtlogd (QEMU's console log goes through it), started once for the run unless already
+    running; the ones started here are stopped at the end. Gives the URI."""
+    import signal
+    import time
+
+    for tool in LIBVIRT_TOOLS:
+        if shutil.which(tool) is None:
+            pytest.skip(f"needs {tool} (libvirt-daemon-system, libvirt-daemon-driver-qemu, qemu-system-x86)")
+    if os.geteuid() != 0:
+        pytest.skip("starts the system libvirtd: needs root")
+    folder = tmp_path_factory.mktemp("libvirtd")
+    started: list[int] = []
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(_kvm_for_libvirt_qemu())
+        for daemon in ("virtlogd", "libvirtd"):
+            if daemon == "virtlogd" and Path("/run/libvirt/virtlogd-sock").exists():
+                continue
+            if daemon == "libvirtd" and _libvirt_answers():
+                continue
+            pidfile = folder / f"{daemon}.pid"
+            subprocess.run(
+                [f"/usr/sbin/{daemon}", "--daemon", "--pid-file", str(pidfile)], check=True, timeout=30
+            )
+            for _ in range(100):
+                if pidfile.exists() and pidfile.read_text().strip():
+                    break
+                time.sleep(0.1)
+            started.append(int(pidfile.read_text()))
+        for _ in range(100):
+            if _libvirt_answers():
+                break
+            time.sleep(0.3)
+        else:
+            pytest.fail("libvirtd started but virsh gets no answer")
+        try:
+            yield LIBVIRT_URI
+        finally:
+            for pid in reversed(started):
+                os.kill(pid, signal.SIGTERM)
+                for _ in range(100):
+                    try:
+                        os.kill(pid, 0)
+                    except ProcessLookupError:
+                        break
+                    time.sleep(0.1)
+
+
 # -- one local Ceph cluster for every test that needs one (Ceph tests run last, together) -------------------
 
 

@@ -2,7 +2,7 @@
 which prints the same advice) emits, wrapped in a whole domain, against libvirt's own schema
 (``virt-xml-validate``); then Debian's ``libvirtd`` started here, a TCG domain (type ``qemu``, no network)
 with vmio's guest and the advised disk, and ``vmio diagnose --live`` reading its disks and iothreads
-through libvirt. The daemons this test starts are stopped at the end.
+through libvirt. The daemons (a session fixture in conftest) are stopped at the end of the run.
 """
 
 from __future__ import annotations
@@ -11,12 +11,9 @@ import dataclasses
 import json
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
-import time
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -154,60 +151,10 @@ def _virsh(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]
     )
 
 
-def _answers() -> bool:
-    try:
-        return _virsh("version", timeout=20).returncode == 0
-    except subprocess.TimeoutExpired:
-        return False
-
-
-@pytest.fixture
-def libvirtd(tmp_path: Path) -> Iterator[None]:
-    """libvirtd and virtlogd (QEMU's console log goes through it), started here unless already running;
-    the ones started here are stopped at the end."""
-    for tool in ("/usr/sbin/libvirtd", "/usr/sbin/virtlogd", "virsh", QEMU):
-        if shutil.which(tool) is None:
-            pytest.skip(f"needs {tool} (libvirt-daemon-system, libvirt-daemon-driver-qemu, qemu-system-x86)")
-    if os.geteuid() != 0:
-        pytest.skip("starts the system libvirtd: needs root")
-    started: list[int] = []
-    for daemon in ("virtlogd", "libvirtd"):
-        if daemon == "virtlogd" and Path("/run/libvirt/virtlogd-sock").exists():
-            continue
-        if daemon == "libvirtd" and _answers():
-            continue
-        pidfile = tmp_path / f"{daemon}.pid"
-        subprocess.run(
-            [f"/usr/sbin/{daemon}", "--daemon", "--pid-file", str(pidfile)], check=True, timeout=30
-        )
-        for _ in range(100):
-            if pidfile.exists() and pidfile.read_text().strip():
-                break
-            time.sleep(0.1)
-        started.append(int(pidfile.read_text()))
-    for _ in range(100):
-        if _answers():
-            break
-        time.sleep(0.3)
-    else:
-        pytest.fail("libvirtd started but virsh gets no answer")
-    try:
-        yield
-    finally:
-        for pid in reversed(started):
-            os.kill(pid, signal.SIGTERM)
-            for _ in range(100):
-                try:
-                    os.kill(pid, 0)
-                except ProcessLookupError:
-                    break
-                time.sleep(0.1)
-
-
 @pytest.mark.qemu
 @pytest.mark.root
 @pytest.mark.slow
-def test_diagnose_live_reads_a_libvirt_domain(libvirtd: None, capsys: pytest.CaptureFixture[str]) -> None:
+def test_diagnose_live_reads_a_libvirt_domain(libvirtd: str, capsys: pytest.CaptureFixture[str]) -> None:
     from vmio.guest import build
 
     guest = build()

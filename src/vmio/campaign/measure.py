@@ -22,6 +22,7 @@ from vmio.spec import Campaign, Point, Workload
 from vmio.store import RunRecord
 from vmio.system.process import Runner
 from vmio.targets import Rig
+from vmio.targets.base import RunsFio
 
 FIO_GRACE_S = 60.0
 PRECONDITION_TIMEOUT_S = 6 * 3600.0
@@ -128,8 +129,7 @@ def _measure(
             with sampler:
                 if live is not None:  # the run's progress reads the device's IOPS while fio runs
                     live(sampler)
-                result = fiorun.run(files, timeout=timeout, runner=runner, cwd=rundir, env=rig.fio_env,
-                                    read_pct=workload.read_pct)  # fmt: skip
+                result = _run_fio(rig, files, timeout, runner, rundir, workload.read_pct)
                 end = sampler.elapsed()
             start, end = measured_window(result, workload, sampler.wall0, end)
             rec.results = result.results
@@ -175,7 +175,7 @@ def precondition(rig: Rig, workload: Workload, rundir: Path, runner: Runner) -> 
         path.write_text(jobfile.precondition(ep.place, ep.place.size))
         files.append(fiorun.Endpoint(ep.server, path))
     started = time.monotonic()
-    result = fiorun.run(files, timeout=PRECONDITION_TIMEOUT_S, runner=runner, cwd=rundir, env=rig.fio_env)
+    result = _run_fio(rig, files, PRECONDITION_TIMEOUT_S, runner, rundir, None)
     ios = {job: sum(r.total_ios for r in result.results if r.job == job) for job in ("fill", "random")}
     return {
         "size": size,
@@ -183,6 +183,15 @@ def precondition(rig: Rig, workload: Workload, rundir: Path, runner: Runner) -> 
         "random_bytes": ios["random"] * 4096,
         "seconds": round(time.monotonic() - started, 3),
     }
+
+
+def _run_fio(
+    rig: Rig, files: list[fiorun.Endpoint], timeout: float, runner: Runner, cwd: Path, read_pct: int | None
+) -> FioOutput:
+    """fio's client here, or the rig's own way (``RunsFio``: libvirt guests through their agent)."""
+    if isinstance(rig, RunsFio):
+        return rig.run_fio(files, timeout=timeout, cwd=cwd, read_pct=read_pct)
+    return fiorun.run(files, timeout=timeout, runner=runner, cwd=cwd, env=rig.fio_env, read_pct=read_pct)
 
 
 def measured_window(

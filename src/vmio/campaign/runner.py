@@ -19,12 +19,13 @@ from vmio.campaign.measure import measure_point, precondition
 from vmio.errors import InputError, UnsafeTargetError, VmioError
 from vmio.metrics.sampler import Sampler
 from vmio.qemu import builds
-from vmio.spec import Campaign, HostTarget, Point, QemuTarget, RemoteTarget
+from vmio.spec import Campaign, HostTarget, LibvirtTarget, Point, QemuTarget, RemoteTarget
 from vmio.store import Store
 from vmio.system import files
 from vmio.system.process import Runner
 from vmio.system.safety import check_target_write, is_block_device
 from vmio.targets import Env, Rig, open_target
+from vmio.targets.libvirt import check_libvirt_writes
 from vmio.targets.remote import check_remote_writes
 
 
@@ -129,6 +130,8 @@ def preflight(campaign: Campaign, options: Options) -> None:
             builds.resolve(target.qemu, options.runner)
         if writes and isinstance(target, RemoteTarget):
             check_remote_writes(target, options.destroy_data)
+        if writes and isinstance(target, LibvirtTarget):
+            check_libvirt_writes(target, options.destroy_data, options.target_env())
         if isinstance(target, QemuTarget) and target.bus == "block" and not target.loop:
             plain = [b for b in target.backing if not is_block_device(b)]
             if plain:

@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from vmio.cli import guest_define
 from vmio.errors import InputError
 from vmio.guest import image
 from vmio.guest.inputs import KernelSource
@@ -13,7 +14,7 @@ from vmio.guest.inputs import KernelSource
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``vmio guest`` and its sub-commands to ``sub``."""
-    guest = sub.add_parser("guest", help="build or show the boot-to-fio guest image")
+    guest = sub.add_parser("guest", help="build or show the boot-to-fio guest image; define libvirt canaries")
     actions = guest.add_subparsers(dest="guest_command", metavar="ACTION")
     actions.required = True
     build = actions.add_parser("build", help="build the guest image into the cache (once per input set)")
@@ -30,6 +31,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     probe.add_argument("--fresh", action="store_true", help="ignore the cached probe result")
     probe.add_argument("--json", action="store_true", help="print one JSON object")
     probe.set_defaults(handler=_probe)
+    guest_define.register(actions)
 
 
 def _source_args(parser: argparse.ArgumentParser) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import fields
 
-from vmio.spec.model import NEWER_FIELDS, Campaign, Target, Workload
+from vmio.spec.model import NEWER_FIELDS, Campaign, LibvirtDomain, Target, Workload
 
 
 def dumps(campaign: Campaign, comment: str = "") -> str:
@@ -56,4 +56,6 @@ def _value(value: object) -> str:
         return json.dumps(value)  # a JSON string is a valid TOML basic string
     if isinstance(value, tuple | list):
         return "[" + ", ".join(_value(v) for v in value) + "]"
+    if isinstance(value, LibvirtDomain):
+        return f"{{uri = {_value(value.uri)}, name = {_value(value.name)}}}"
     raise TypeError(f"cannot write {value!r} as a spec value")

@@ -24,6 +24,8 @@ from vmio.spec.model import (
     RW_MODES,
     Campaign,
     HostTarget,
+    LibvirtDomain,
+    LibvirtTarget,
     QemuTarget,
     RbdTarget,
     RemoteTarget,
@@ -128,7 +130,7 @@ def _unique(items: tuple[Target, ...] | tuple[Workload, ...], table: str, loc: L
 def _target(data: object, loc: Locator, i: int, stored: bool = False) -> Target:
     t = Fields(data, loc, "target", i)
     name = t.take("name", f.string)
-    kind = t.take("kind", f.choice("host", "qemu", "remote", "rbd"), "host")
+    kind = t.take("kind", f.choice("host", "qemu", "remote", "rbd", "libvirt"), "host")
     target: Target
     if kind == "host":
         target = HostTarget(
@@ -148,6 +150,17 @@ def _target(data: object, loc: Locator, i: int, stored: bool = False) -> Target:
         if len(paths) != len(hosts):
             raise t.error("paths", f"target[{i}].paths has {len(paths)} entries for {len(hosts)} hosts")
         target = RemoteTarget(name, hosts, paths, t.take("size", f.size, None))
+    elif kind == "libvirt":
+        uri = t.take("uri", f.string, "qemu:///system")
+        domains = t.take("domains", f.one_or_many(_libvirt_domain))
+        target = LibvirtTarget(
+            name,
+            tuple(LibvirtDomain(d.name, d.uri or uri) for d in domains),
+            uri,
+            t.take("disk", _libvirt_disk, None),
+        )
+        if len(set(target.domains)) != len(target.domains):
+            raise t.error("domains", f"target[{i}].domains names a domain twice")
     elif kind == "rbd":
         target = RbdTarget(
             name,
@@ -285,6 +298,25 @@ def _host_port(value: object) -> str:
     host, sep, port = text.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise ValueError("is not host:port such as '127.0.0.1:8765'")
+    return text
+
+
+def _libvirt_domain(value: object) -> LibvirtDomain:
+    """A domain by name (on the target's ``uri``), or ``{uri = "...", name = "..."}``."""
+    if isinstance(value, dict):
+        extra = sorted(set(value) - {"uri", "name"})
+        if extra or "name" not in value:
+            raise ValueError(
+                f'is not a domain; use a name or {{uri = "...", name = "..."}} (got keys {sorted(value)})'
+            )
+        return LibvirtDomain(f.string(value["name"]), f.string(value["uri"]) if "uri" in value else "")
+    return LibvirtDomain(f.string(value), "")
+
+
+def _libvirt_disk(value: object) -> str:
+    text = f.string(value).removeprefix("/dev/")
+    if not text.replace("-", "").isalnum():
+        raise ValueError("is not a libvirt disk target name such as 'vdb' or 'sdb'")
     return text
 
 

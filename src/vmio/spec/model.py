@@ -89,7 +89,27 @@ class RbdTarget:
     kind: str = "rbd"
 
 
-Target = HostTarget | QemuTarget | RemoteTarget | RbdTarget
+@dataclass(frozen=True)
+class LibvirtDomain:
+    """A running domain a libvirt target measures: its name and the URI it is reached by."""
+
+    name: str
+    uri: str
+
+
+@dataclass(frozen=True)
+class LibvirtTarget:
+    """The operator's own running domains, reached through libvirt; fio runs in each guest through the
+    QEMU guest agent, all domains together."""
+
+    name: str
+    domains: tuple[LibvirtDomain, ...]
+    uri: str = "qemu:///system"
+    disk: str | None = None  # the libvirt target name (vdb); None: each domain's only non-root disk
+    kind: str = "libvirt"
+
+
+Target = HostTarget | QemuTarget | RemoteTarget | RbdTarget | LibvirtTarget
 
 
 @dataclass(frozen=True)

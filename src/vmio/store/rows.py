@@ -63,7 +63,7 @@ def point_row(store: Store, campaign: str, run: sqlite3.Row) -> dict[str, Any]:
     for metric, name in CPU_FIELDS.items():
         row[name] = metrics.get(("cpu", metric))
     row["host_facts"] = json.loads(run["host_json"] or "{}")
-    vm = run["target_kind"] == "qemu"
+    vm = run["target_kind"] in ("qemu", "libvirt")
     before = "q35" if run["qemu_version"] else None  # runs before machine types were all q35
     row["qemu_machine"] = row["host_facts"].get("qemu_machine", before) if vm else None
     row["qemu_cpu_pct"] = qemu_cpu_pct(metrics) if vm else None
@@ -172,7 +172,7 @@ def ops_rows(store: Store, campaign: str) -> list[dict[str, Any]]:
 
 
 def _ops_head(run: sqlite3.Row, target: dict[str, Any], rw: str) -> dict[str, Any]:
-    vm = run["target_kind"] == "qemu"
+    vm = run["target_kind"] in ("qemu", "libvirt")
     facts = json.loads(run["host_json"] or "{}")
     idle = int(target.get("idle_vms", 0)) if vm else None
     return {

@@ -1,4 +1,4 @@
-"""Where I/O runs: the bare host, QEMU VMs, remote fio servers, RBD images.
+"""Where I/O runs: the bare host, QEMU VMs, remote fio servers, RBD images, libvirt domains.
 
 ``open_target`` starts a target for its points and gives a ``Rig`` (``targets.base``): its fio endpoints,
 the device it reports, what it samples, the facts a run records. ``placement.endpoints`` derives where a
@@ -11,9 +11,10 @@ import contextlib
 from collections.abc import Iterator
 
 from vmio.errors import InputError
-from vmio.spec import HostTarget, QemuTarget, RbdTarget, RemoteTarget, Target
+from vmio.spec import HostTarget, LibvirtTarget, QemuTarget, RbdTarget, RemoteTarget, Target
 from vmio.targets.base import Endpoint, Env, Facts, Notes, Rig
 from vmio.targets.host import HostRig
+from vmio.targets.libvirt import LibvirtRig
 from vmio.targets.qemu import QemuRig
 from vmio.targets.rbd import RbdRig
 from vmio.targets.remote import RemoteRig
@@ -34,5 +35,7 @@ def open_target(target: Target, env: Env) -> Iterator[Rig]:
             yield HostRig(target, env, stack)
     elif isinstance(target, RemoteTarget):
         yield RemoteRig(target, env)
+    elif isinstance(target, LibvirtTarget):
+        yield LibvirtRig(target, env)
     else:
         raise InputError(f"target {target.name!r}: kind {target.kind!r} is not supported")

@@ -12,9 +12,11 @@ import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
+from vmio.fio import run as fiorun
 from vmio.fio.jobfile import Placement
+from vmio.fio.output import FioOutput
 from vmio.metrics.sampler import Probe
 from vmio.spec import Workload
 from vmio.system.process import Runner
@@ -71,6 +73,15 @@ class Rig(Protocol):
     def facts(self) -> Facts: ...
 
     def watch(self, campaign: str, point_key: str) -> contextlib.AbstractContextManager[Notes]: ...
+
+
+@runtime_checkable
+class RunsFio(Protocol):
+    """A rig that runs fio itself (libvirt: inside guests through their agent) instead of fio's client."""
+
+    def run_fio(
+        self, files: Sequence[fiorun.Endpoint], *, timeout: float, cwd: Path, read_pct: int | None = None
+    ) -> FioOutput: ...
 
 
 @contextlib.contextmanager

@@ -13,7 +13,7 @@ from pathlib import Path
 from vmio.errors import InputError
 from vmio.fio.jobfile import Placement
 from vmio.qemu import Disk, VMConfig
-from vmio.spec import HostTarget, QemuTarget, RbdTarget, RemoteTarget, Target, Workload
+from vmio.spec import HostTarget, LibvirtTarget, QemuTarget, RbdTarget, RemoteTarget, Target, Workload
 from vmio.system.paths import remote_normal
 from vmio.targets.base import Endpoint
 
@@ -42,6 +42,13 @@ def endpoints(
                 host, Placement(remote_normal(path), target.size, numjobs=workload.numjobs, total_jobs=total)
             )
             for host, path in zip(target.hosts, target.paths, strict=True)
+        ]
+    if isinstance(target, LibvirtTarget):  # a dry run: the guests' names for the disk are not known yet
+        total = workload.numjobs * len(target.domains)
+        device = f"<the guest's name for {target.disk or 'its only data disk'}>"
+        return [
+            Endpoint(d.name, Placement(device, numjobs=workload.numjobs, total_jobs=total))
+            for d in target.domains
         ]
     if isinstance(target, RbdTarget):
         place = Placement(
@@ -90,4 +97,7 @@ def where(target: Target) -> str:
         return f"on {target.hosts[0]}" + (f" (and {more} more)" if more else "")
     if isinstance(target, RbdTarget):
         return "here, fio's rbd engine"
+    if isinstance(target, LibvirtTarget):
+        names = ", ".join(d.name for d in target.domains)
+        return f"in libvirt domain(s) {names}, fio through the QEMU guest agent"
     return "here"

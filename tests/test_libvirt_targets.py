@@ -1,0 +1,417 @@
+"""The operator's own VMs through libvirt: canary domains (``vmio guest define/undefine``) and
+``kind = "libvirt"`` targets, against Debian's libvirtd (started once per run, ``conftest.libvirtd``) with
+TCG domains (type ``qemu``). Referees: ``virsh dumpxml`` and ``virt-xml-validate`` for the XML, the guest
+fio's own JSON for the stored figures, ``/proc`` thread names for the QEMU threads, the file system for
+what undefine leaves.
+"""
+
+from __future__ import annotations
+
+import grp
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vmio.cli import main
+from vmio.errors import InputError, UnsafeTargetError
+from vmio.libvirt import agent, canary
+from vmio.libvirt.virsh import Virsh
+from vmio.spec import LibvirtDomain, LibvirtTarget
+from vmio.targets import Env
+from vmio.targets.libvirt import check_libvirt_writes
+
+from conftest import virsh
+
+TAG = f"vmio-t{os.getpid()}"
+
+
+def _tools() -> None:
+    for tool in ("virt-xml-validate", "qemu-ga"):
+        if shutil.which(tool) is None and not Path(f"/usr/sbin/{tool}").exists():
+            pytest.skip(f"needs {tool} (libvirt-clients, qemu-guest-agent)")
+
+
+@pytest.fixture(scope="module")
+def files() -> Iterator[Path]:
+    """A folder libvirt's QEMU user can pass through (root's, mode 0755) for backing files."""
+    path = Path(subprocess.check_output(["mktemp", "-d", "/var/tmp/vmio-libvirt.XXXXXX"], text=True).strip())
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def prod(libvirtd: str, files: Path) -> Iterator[str]:
+    """A 'production' domain (defined, never started): a root disk and a data disk vdb in iothread 2 of 2,
+    cache none, io native, 2 queues."""
+    _tools()
+    name = f"{TAG}-prod"
+    for disk in ("root.img", "data.img"):
+        with open(files / disk, "wb") as f:
+            f.truncate(16 << 20)
+    xml = f"""<domain type='qemu'><name>{name}</name><memory unit='MiB'>128</memory><vcpu>1</vcpu>
+      <iothreads>2</iothreads><os><type arch='x86_64' machine='pc'>hvm</type><boot dev='hd'/></os>
+      <devices>
+        <disk type='file' device='disk'><driver name='qemu' type='raw' cache='writeback' io='threads'/>
+          <source file='{files}/root.img'/><target dev='vda' bus='virtio'/></disk>
+        <disk type='file' device='disk'>
+          <driver name='qemu' type='raw' cache='none' io='native' iothread='2' queues='2'/>
+          <source file='{files}/data.img'/><target dev='vdb' bus='virtio'/></disk>
+        <memballoon model='none'/>
+      </devices></domain>"""
+    (files / "prod.xml").write_text(xml)
+    done = virsh("define", str(files / "prod.xml"))
+    assert done.returncode == 0, done.stderr
+    try:
+        yield name
+    finally:
+        virsh("undefine", name)
+
+
+def _cleanup(*names: str) -> None:
+    for name in names:
+        if virsh("domstate", name).returncode == 0:
+            main(["guest", "undefine", name])
+
+
+def _define(name: str, backing: Path, *extra: str) -> None:
+    argv = ["guest", "define", name, "--backing", str(backing), "--size", "32M", "--accel", "tcg", *extra]
+    assert main(argv) == 0
+
+
+def _spec(path: Path, domains: list[str], rw: str = "randread", runtime: str = "3s") -> Path:
+    names = ", ".join(f'"{d}"' for d in domains)
+    path.write_text(f"""[campaign]
+name = "lv"
+[[target]]
+name = "lv"
+kind = "libvirt"
+domains = [{names}]
+[[workload]]
+name = "w"
+rw = "{rw}"
+bs = "4k"
+iodepth = 4
+runtime = "{runtime}"
+ramp = "1s"
+""")
+    return path
+
+
+def _guest_docs(log: str) -> dict[str, tuple[dict[str, Any], float]]:
+    """Each guest fio's own JSON from a run's log, with the guest clock offset its header gives."""
+    docs = {}
+    for part in log.split("# fio in domain ")[1:]:
+        head, _, body = part.partition("\n")
+        offset = float(head.rpartition("offset ")[2].split()[0])
+        doc, _ = json.JSONDecoder().raw_decode(body[body.index("{") :])
+        docs[head.split()[0]] = (doc, offset)
+    return docs
+
+
+def _runs(db: Path) -> list[sqlite3.Row]:
+    con = sqlite3.connect(db)
+    con.row_factory = sqlite3.Row
+    return list(con.execute("SELECT * FROM run ORDER BY id"))
+
+
+def _metrics(db: Path, run_id: int, source: str) -> dict[str, float]:
+    con = sqlite3.connect(db)
+    rows = con.execute(
+        "SELECT metric, value FROM run_metric WHERE run_id = ? AND source = ?", (run_id, source)
+    )
+    return dict(rows)
+
+
+@pytest.mark.qemu
+@pytest.mark.root
+@pytest.mark.slow
+def test_a_canary_like_a_domain_is_measured_and_leaves_nothing(
+    libvirtd: str, prod: str, files: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name = f"{TAG}-like"
+    backing = files / "like.img"
+    try:
+        _define(name, backing, "--like", prod)
+        dumped = virsh("dumpxml", name).stdout
+        (tmp_path / "canary.xml").write_text(dumped)
+        checked = subprocess.run(
+            ["virt-xml-validate", str(tmp_path / "canary.xml"), "domain"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+        dom = ET.fromstring(dumped)
+        assert dom.get("type") == "qemu" and dom.findtext("iothreads") == "2"
+        driver = dom.find("devices/disk/driver")
+        assert driver is not None
+        assert (driver.get("cache"), driver.get("io"), driver.get("iothread"), driver.get("queues")) == (
+            "none", "native", "2", "2",
+        )  # fmt: skip
+        channels = {c.get("name") for c in dom.iterfind("devices/channel/target")}
+        assert channels == {"org.qemu.guest_agent.0", "vmio.agent"}  # libvirt's agent and vmio's
+        assert "usable" in virsh("dommemstat", name).stdout  # the balloon reports (issue 30 balances it)
+        folder = canary.ROOT / name
+        info = folder.stat()
+        assert oct(info.st_mode & 0o777) == "0o750" and info.st_uid == 0
+        assert grp.getgrgid(info.st_gid).gr_name == "libvirt-qemu"  # libvirt's QEMU reads; no one else
+
+        db = tmp_path / "v.db"
+        assert main(["run", str(_spec(tmp_path / "s.toml", [name])), "--db", str(db)]) == 0
+        capsys.readouterr()
+        assert main(["show", "lv", "--db", str(db), "--json"]) == 0
+        (row,) = json.loads(capsys.readouterr().out)
+        assert row["status"] == "done" and row["target_kind"] == "libvirt" and row["accel"] == "tcg"
+        (run,) = _runs(db)
+        (doc, _), *_ = _guest_docs(run["log"]).values()
+        measured = [j for j in doc["jobs"] if j["jobname"] == "measure"]
+        assert measured and row["read_iops"] == pytest.approx(
+            sum(j["read"]["iops"] for j in measured), rel=1e-9
+        )
+        assert row["read_iops"] > 0
+        facts = json.loads(run["host_json"])["libvirt_domains"][0]
+        assert facts["disk"]["iothread"] == "2" and facts["disk"]["source"] == str(backing)
+        assert facts["iothread_ids"] == ["iothread1", "iothread2"] and facts["qemu_pid"] > 0
+        threads = _metrics(db, run["id"], f"qemu:{name}")
+        # the disk runs in libvirt's iothread2 (the second): it worked, the first idled
+        assert threads["iothread1_pct"] > 0 and threads["iothread1_pct"] > threads["iothread0_pct"]
+        assert row["qemu_cpu_pct"]["iothreads"][1] == pytest.approx(threads["iothread1_pct"], abs=0.01)
+        with pytest.raises(InputError) as caught:  # a guest without a tool the target needs: one sentence
+            agent.check_ready(Virsh(libvirtd), name, tools=("fio", "vmio-no-such-tool"))
+        assert str(caught.value) == (
+            f"domain {name!r} on qemu:///system has no vmio-no-such-tool in its PATH; install vmio-no-such-tool "
+            "in the guest"
+        )
+        hist = sqlite3.connect(db).execute(
+            "SELECT DISTINCT host FROM hist_log WHERE run_id = ?", (run["id"],)
+        )
+        assert [h for (h,) in hist] == [name]  # fio's histogram logs came back out of the guest
+    finally:
+        _cleanup(name)
+    assert name not in virsh("list", "--all", "--name").stdout.split()
+    assert not backing.exists() and not (canary.ROOT / name).exists()
+    assert virsh("vol-list", "--all").returncode != 0 or str(backing) not in virsh("vol-list", "--all").stdout
+
+
+@pytest.mark.qemu
+@pytest.mark.root
+@pytest.mark.slow
+def test_two_domains_start_together(libvirtd: str, files: Path, tmp_path: Path) -> None:
+    """Two canaries (virtio-blk with an iothread, virtio-scsi) in one target: both guests' fio report, and
+    their start times (fio's own timestamps, taken to this host's clock) lie within a second."""
+    _tools()
+    names = [f"{TAG}-a", f"{TAG}-b"]
+    try:
+        _define(names[0], files / "a.img", "--iothreads", "1")
+        _define(names[1], files / "b.img", "--bus", "virtio-scsi", "--cache", "writeback", "--aio", "threads")
+        db = tmp_path / "v.db"
+        spec = _spec(tmp_path / "s.toml", names, rw="randwrite", runtime="2s")
+        assert main(["run", str(spec), "--db", str(db)]) == 0  # writes: the canaries' disks are vmio's
+        (run,) = _runs(db)
+        assert run["status"] == "done", run["error"]
+        docs = _guest_docs(run["log"])
+        assert sorted(docs) == sorted(names)
+        starts = []
+        for doc, offset in docs.values():
+            (job,) = [j for j in doc["jobs"] if j["jobname"] == "measure"]
+            assert job["write"]["iops"] > 0
+            # fio's end stamp less its ramp and runtime is its start, on the guest's clock; less the offset
+            starts.append(doc["timestamp_ms"] / 1000 - (job["job_runtime"] / 1000 + 1) - offset)
+        assert abs(starts[0] - starts[1]) < 1.0, starts
+        stored = {r["name"]: r for r in json.loads(run["host_json"])["libvirt_domains"]}
+        assert (
+            stored[names[1]]["disk"]["bus"] == "virtio-scsi"
+            and stored[names[1]]["guest_device"] == "/dev/sda"
+        )
+    finally:
+        _cleanup(*names)
+    for name in names:
+        assert name not in virsh("list", "--all", "--name").stdout.split()
+    assert not (files / "a.img").exists() and not (files / "b.img").exists()
+
+
+@pytest.mark.qemu
+@pytest.mark.root
+@pytest.mark.slow
+def test_what_a_libvirt_target_refuses(
+    prod: str, files: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One sentence each: a write to a disk vmio did not make (exit 3), a domain that is not running
+    (exit 2), a domain with two data disks and no ``disk`` (exit 2), --like a domain not there (exit 2)."""
+    db = tmp_path / "v.db"
+    capsys.readouterr()
+    assert main(["run", str(_spec(tmp_path / "w.toml", [prod], rw="randwrite")), "--db", str(db)]) == 3
+    err = capsys.readouterr().err
+    assert f"--destroy-data {prod}:vdb" in err and "Traceback" not in err
+    target = LibvirtTarget("t", (LibvirtDomain(prod, "qemu:///system"),))
+    check_libvirt_writes(target, (f"{prod}:vdb",), Env())  # named: allowed
+    with pytest.raises(UnsafeTargetError):
+        check_libvirt_writes(target, (f"{prod}:vda", "/dev/vdb"), Env())  # another disk, or a host path
+    assert main(["run", str(_spec(tmp_path / "r.toml", [prod])), "--db", str(tmp_path / "r.db")]) == 2
+    err = capsys.readouterr().err
+    assert f"domain {prod!r} on qemu:///system is shut off, not running" in err
+    assert virsh("start", prod).returncode == 0  # firmware looking for a boot disk: no agent
+    try:
+        assert main(["run", str(_spec(tmp_path / "g.toml", [prod])), "--db", str(tmp_path / "g.db")]) == 2
+        err = capsys.readouterr().err
+        assert f"domain {prod!r} on qemu:///system has no QEMU guest agent answering" in err
+        assert len([line for line in err.splitlines() if not line.startswith("[")]) == 1  # no progress
+    finally:
+        virsh("destroy", prod)
+    shutil.copyfile(files / "prod.xml", tmp_path / "two.xml")
+    two = (tmp_path / "two.xml").read_text().replace(prod, f"{TAG}-two")
+    two = two.replace("<memballoon", f"<disk type='file' device='disk'><source file='{files}/data.img'/>"
+                      "<target dev='vdc' bus='virtio'/></disk><memballoon")  # fmt: skip
+    (tmp_path / "two.xml").write_text(two)
+    assert virsh("define", str(tmp_path / "two.xml")).returncode == 0
+    try:
+        assert (
+            main(["run", str(_spec(tmp_path / "t.toml", [f"{TAG}-two"])), "--db", str(tmp_path / "t.db")])
+            == 2
+        )
+        err = capsys.readouterr().err
+        assert "has 2 disks besides its root disk (vdb, vdc); name the one to measure" in err
+    finally:
+        virsh("undefine", f"{TAG}-two")
+    assert (
+        main(["guest", "define", f"{TAG}-x", "--like", f"{TAG}-nope", "--backing", str(files / "x.img")]) == 2
+    )
+    assert f"domain '{TAG}-nope' is not defined on qemu:///system" in capsys.readouterr().err
+    assert not (files / "x.img").exists()
+
+
+@pytest.mark.qemu
+@pytest.mark.root
+@pytest.mark.slow
+def test_a_canary_left_by_a_killed_vmio_is_removed(
+    libvirtd: str, files: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What a define killed half-way leaves (the domain defined, ``canary.json`` saying ``defining``, its
+    pid gone) is removed by the next undefine, whatever name that one is for; a domain vmio did not
+    make is never undefined (exit 3)."""
+    _tools()
+    name = f"{TAG}-left"
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    folder = canary.ROOT / name
+    folder.mkdir(parents=True)
+    backing = files / "left.img"
+    backing.write_bytes(b"\0" * 4096)
+    made = canary.Canary(name, libvirtd, str(folder), str(backing), True, "qemu", canary.Shape())
+    (folder / "canary.json").write_text(json.dumps({**made.to_json(), "state": "defining", "pid": dead.pid}))
+    (folder / "domain.xml").write_text(canary.domain_xml(made, folder))
+    assert virsh("define", str(folder / "domain.xml")).returncode == 0
+    capsys.readouterr()
+    assert main(["guest", "undefine", f"{TAG}-other"]) == 2  # no such canary, but the sweep ran first
+    assert "no canary named" in capsys.readouterr().err
+    assert virsh("domstate", name).returncode != 0
+    assert not folder.exists() and not backing.exists()
+    # a domain carrying vmio's marker but no record of vmio's: undefined, but the file it names is kept
+    bait = files / "bait.img"
+    bait.write_bytes(b"data")
+    forged = canary.Canary(f"{TAG}-forged", libvirtd, str(files), str(bait), True, "qemu", canary.Shape())
+    (files / "forged.xml").write_text(canary.domain_xml(forged, files))
+    assert virsh("define", str(files / "forged.xml")).returncode == 0
+    assert main(["guest", "undefine", f"{TAG}-other"]) == 2
+    assert virsh("domstate", forged.name).returncode != 0 and bait.read_bytes() == b"data"
+    plain = f"{TAG}-plain"
+    (files / "plain.xml").write_text(
+        f"<domain type='qemu'><name>{plain}</name><memory unit='MiB'>64</memory>"
+        "<os><type arch='x86_64'>hvm</type></os></domain>"
+    )
+    assert virsh("define", str(files / "plain.xml")).returncode == 0
+    try:
+        assert main(["guest", "undefine", plain]) == 3
+        assert f"domain {plain!r} on qemu:///system is not a vmio canary" in capsys.readouterr().err
+        assert virsh("domstate", plain).returncode == 0
+    finally:
+        virsh("undefine", plain)
+
+
+# -- the spec and the domain XML, without a daemon -------------------------------------------------------
+
+SPEC = """[campaign]
+name = "x"
+[[target]]
+name = "t"
+kind = "libvirt"
+{body}
+[[workload]]
+name = "w"
+rw = "randread"
+"""
+
+
+def test_libvirt_spec_round_trips() -> None:
+    from vmio.spec import LibvirtDomain, loads_spec
+    from vmio.spec.dump import dumps
+
+    body = "domains = ['a', {uri = 'qemu+ssh://h/system', name = 'b'}]\ndisk = '/dev/vdb'"
+    campaign = loads_spec(SPEC.format(body=body))
+    (target,) = campaign.targets
+    assert target.domains == (LibvirtDomain("a", "qemu:///system"), LibvirtDomain("b", "qemu+ssh://h/system"))
+    assert target.disk == "vdb" and target.kind == "libvirt"
+    assert loads_spec(dumps(campaign)) == campaign
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("domains = []", "<spec>:6: target[0].domains = []: expected at least one value"),
+        ("domains = [{name = 'a', url = 'x'}]", 'is not a domain; use a name or {uri = "...", name = "..."}'),
+        ("domains = ['a', 'a']", "target[0].domains names a domain twice"),
+        (
+            "domains = ['a']\ndisk = 'v b'",
+            "<spec>:7: target[0].disk = 'v b': is not a libvirt disk target name",
+        ),
+    ],
+)
+def test_bad_libvirt_targets_are_one_sentence(body: str, message: str) -> None:
+    from vmio.errors import SpecError
+    from vmio.spec import loads_spec
+
+    with pytest.raises(SpecError) as caught:
+        loads_spec(SPEC.format(body=body))
+    assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_the_measured_disk_is_read_from_the_xml() -> None:
+    """A virtio-scsi disk takes its iothread and queues from its controller; a domain's root disk (booted
+    from, else the first) is not measured; a local URI is one without a host."""
+    from vmio.errors import InputError
+    from vmio.libvirt import domxml
+    from vmio.libvirt.virsh import is_local
+
+    xml = """<domain type='kvm'><name>p</name><iothreads>4</iothreads><os><type machine='q35'>hvm</type></os>
+      <devices>
+        <controller type='scsi' index='0' model='virtio-scsi'><driver iothread='3' queues='4'/></controller>
+        <disk type='block' device='disk'><driver name='qemu' cache='directsync' io='io_uring'/>
+          <source dev='/dev/nvme0n1'/><target dev='sdb' bus='scsi'/><address type='drive' controller='0'
+          bus='0' target='0' unit='1'/></disk>
+        <disk type='file' device='disk'><source file='/img/root.qcow2'/><target dev='sda' bus='scsi'/>
+          <boot order='1'/></disk>
+        <disk type='file' device='cdrom'><target dev='hdc' bus='ide'/></disk>
+      </devices></domain>"""
+    shape = domxml.parse(xml)
+    assert (shape.type, shape.machine, shape.iothreads, shape.marker) == ("kvm", "q35", 4, None)
+    disk = shape.disk(None, "qemu:///system")
+    assert (disk.dev, disk.bus, disk.cache, disk.io, disk.iothread, disk.queues) == (
+        "sdb", "virtio-scsi", "directsync", "io_uring", "3", 4,
+    )  # fmt: skip
+    assert (disk.source, disk.source_type) == ("/dev/nvme0n1", "block")
+    with pytest.raises(InputError, match=r"domain 'p' on u has no disk 'vdz' \(its disks: sdb, sda\)"):
+        shape.disk("vdz", "u")
+    assert [is_local(u) for u in ("qemu:///system", "qemu+unix:///system", "qemu+ssh://h/system")] == [
+        True, True, False,
+    ]  # fmt: skip
