@@ -11,6 +11,7 @@ from vmio.cli import argtypes
 from vmio.cli.campaign import ProgressPrinter, add_db, default_db
 from vmio.errors import InputError
 from vmio.reproduce import SCALES, Request, check, papers, reproduce
+from vmio.system import files
 from vmio.traces.vm_runs import beside_store
 
 
@@ -30,8 +31,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--json", action="store_true", help="print the result (or the list) as JSON")
     p.add_argument("--force", action="store_true", help="write into DIR even if it is not empty")
     add_db(p)
-    p.add_argument("--disk-dir", type=Path, default=Path("/var/tmp/vmio"),
-                   help="where the disk files of a paper's campaigns go, on a disk filesystem (default /var/tmp/vmio)")  # fmt: skip
+    p.add_argument("--disk-dir", type=Path, default=files.scratch_home(),
+                   help="where the disk files of a paper's campaigns go, on a disk filesystem (default /var/lib/vmio for root, else ~/.local/state/vmio)")  # fmt: skip
     p.add_argument("--boot-timeout", type=argtypes.duration, default="300s",
                    help="how long a guest may take to come up (default 300s)")  # fmt: skip
     p.set_defaults(handler=_reproduce)

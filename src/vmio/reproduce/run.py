@@ -6,7 +6,7 @@ import json
 import os
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -17,6 +17,7 @@ from vmio.reproduce import membal_paper, ops_paper, page, relocate_paper
 from vmio.reproduce.claims import paper
 from vmio.reproduce.result import Reproduction
 from vmio.store import Store
+from vmio.system import files
 
 SCALES = ("quick", "paper")
 RUNNABLE = ("hitachi-membal-2014", "kogakuin-relocate-2011", "okayama-hypervisors-2020")
@@ -29,7 +30,7 @@ class Request:
     out: Path
     force: bool = False
     db: str = "vmio.db"  # the store of the campaigns a paper runs
-    disk_dir: Path = Path("/var/tmp/vmio")  # where a paper's disk files go (a disk filesystem, not tmpfs)
+    disk_dir: Path = field(default_factory=files.scratch_home)  # a paper's disk files (a disk, not tmpfs)
     boot_timeout: float = 300.0
     trace_root: Path | None = None
 
@@ -70,7 +71,7 @@ def reproduce(req: Request, progress: Callable[[Progress], None] | None = None) 
 def _run_ops(req: Request, rep: Reproduction, progress: Callable[[Progress], None] | None) -> None:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     name = f"{req.paper_id}-{req.scale}-{stamp}"
-    req.disk_dir.mkdir(parents=True, exist_ok=True)
+    files.make_private_folder(req.disk_dir)
     with tempfile.TemporaryDirectory(prefix="reproduce-", dir=req.disk_dir) as disks:
         setting = ops_paper.Setting(req.scale, Path(disks), name, req.boot_timeout)
         with Store(req.db) as store:

@@ -32,6 +32,25 @@ MARK = "user.vmio.scratch"
 MARK_VALUE = b"vmio"
 
 
+def scratch_home() -> Path:
+    """vmio's default place for the disk files it makes: ``/var/lib/vmio`` for root, else
+    ``$XDG_STATE_HOME/vmio`` (``~/.local/state/vmio``); writable by the invoking user only."""
+    if os.geteuid() == 0:
+        return Path("/var/lib/vmio")
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "vmio"
+
+
+def make_private_folder(path: str | os.PathLike[str]) -> Path:
+    """Create ``path`` (and its missing parents) as 0700 folders, after checking no other user controls a
+    folder above it."""
+    folder = Path(path)
+    check_place(folder, new=True)
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    check_place(folder)
+    return folder
+
+
 def trusted_uids() -> frozenset[int]:
     """Owners whose folders and files vmio trusts: root and the user running vmio."""
     return frozenset({0, os.geteuid()})
