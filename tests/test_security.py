@@ -1,0 +1,228 @@
+"""vmio beside unprivileged local users: each attack replayed as ``nobody``, the victim checked after."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from vmio.cli import main
+from vmio.guest.image import READY_MARKER
+from vmio.system import guard
+from vmio.targets.remote import LocalFioServer
+
+from qemu_support import needs_qemu
+
+# Part 2: isolation ------------------------------------------------------------------------------------
+# Nothing vmio starts is usable by another local user: guests' fio servers (a forwarded loopback port that
+# only vmio's user may connect to), QMP/agent/console sockets (a 0700 folder), RBD images holding data,
+# the throwaway Ceph cluster (cephx), diagnose --live's choice of QEMUs.
+
+NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+ATTACK_JOB = "[attack]\nfilename={path}\nrw=write\nbs=64k\nsize=64k\ndirect={direct}\nbuffer_pattern=0x5a\n"
+
+
+def as_nobody(argv: list[str], timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*NOBODY, *argv], capture_output=True, text=True, timeout=timeout, cwd="/")
+
+
+def attack_fio(port: int, job: Path) -> subprocess.CompletedProcess[str]:
+    """``nobody`` runs a write job on whatever fio server listens at ``127.0.0.1:port``."""
+    return as_nobody(["fio", f"--client=127.0.0.1,{port}", str(job)], timeout=40)
+
+
+def job_file(folder: Path, path: str, direct: int = 1) -> Path:
+    job = folder / "attack.fio"
+    job.write_text(ATTACK_JOB.format(path=path, direct=direct))
+    job.chmod(0o644)
+    folder.chmod(0o755)
+    return job
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def descendants(root: int) -> list[int]:
+    """Every live process below ``root`` (read from /proc)."""
+    parent: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parent[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        kids = [p for p, pp in parent.items() if pp == pid]
+        found += kids
+        todo += kids
+    return found
+
+
+def cmdline(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return []
+
+
+def socket_inodes(pid: int) -> set[str]:
+    inodes = set()
+    with_fds = Path(f"/proc/{pid}/fd")
+    for fd in with_fds.iterdir() if with_fds.is_dir() else []:
+        try:
+            link = os.readlink(fd)
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            inodes.add(link[8:-1])
+    return inodes
+
+
+def listening(pids: list[int]) -> tuple[set[int], set[str]]:
+    """The TCP ports and unix socket paths these processes listen on (/proc/net/tcp*, /proc/net/unix)."""
+    inodes = set().union(*(socket_inodes(p) for p in pids)) if pids else set()
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            cols = line.split()
+            if cols[3] == "0A" and cols[9] in inodes:  # LISTEN
+                ports.add(int(cols[1].rsplit(":", 1)[1], 16))
+    paths = set()
+    for line in Path("/proc/net/unix").read_text().splitlines()[1:]:
+        cols = line.split()
+        if len(cols) >= 8 and cols[6] in inodes and cols[7].startswith("/"):
+            paths.add(cols[7])
+    return ports, paths
+
+
+def qemu_disks(argv: list[str]) -> list[Path]:
+    return [
+        Path(part[len("filename=") :])
+        for arg in argv
+        for part in arg.split(",")
+        if part.startswith("filename=") and Path(part[len("filename=") :]).is_file()
+    ]
+
+
+def ready_vms(timeout: float = 150.0, count: int = 1) -> list[int]:
+    """Wait until ``count`` QEMUs this test started have guests whose fio server is up."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        vms = [p for p in descendants(os.getpid()) if "-kernel" in cmdline(p)]  # not a caps probe
+        consoles = [
+            Path(a.split("path=", 1)[1].split(",")[0]) for p in vms for a in cmdline(p) if "id=console" in a
+        ]
+        if len(vms) >= count and all(c.is_file() and READY_MARKER in c.read_text(errors="replace")
+                                     for c in consoles):  # fmt: skip
+            return vms
+        time.sleep(0.5)
+    raise AssertionError(f"no {count} ready VM(s) within {timeout:g} s")
+
+
+def attack_running_vms(scratch: Path, count: int = 1) -> tuple[list[Path], dict[Path, str]]:
+    """As ``nobody``: a write job against every TCP port the run's processes listen on, and a connect to
+    every unix socket they hold; the backing images' digests taken before. Returns (disks, digests)."""
+    vms = ready_vms(count=count)
+    disks = [d for p in vms for d in qemu_disks(cmdline(p))]
+    before = {d: digest(d) for d in disks}
+    ports, paths = listening([*vms, *descendants(os.getpid())])
+    assert ports, "the run's QEMUs listen on no TCP port"
+    job = job_file(scratch, "/dev/vda")
+    for port in sorted(ports):
+        done = attack_fio(port, job)
+        assert "attack: (groupid" not in done.stdout, f"nobody ran a job on port {port}:\n{done.stdout}"
+    assert paths, "the run's QEMUs hold no unix socket"
+    for path in sorted(paths):
+        probe = f"import socket; s = socket.socket(socket.AF_UNIX); s.connect({path!r})"
+        refused = as_nobody(["/usr/bin/python3", "-c", probe])
+        assert refused.returncode != 0 and "PermissionError" in refused.stderr, path
+    assert {d: digest(d) for d in disks} == before  # while the VMs still run
+    return disks, before
+
+
+def run_in_thread(fn: Callable[[], int]) -> tuple[threading.Thread, list[int]]:
+    code: list[int] = []
+    thread = threading.Thread(target=lambda: code.append(fn()), daemon=True)
+    thread.start()
+    return thread, code
+
+
+@pytest.fixture
+def open_scratch() -> Iterator[Path]:
+    """A folder ``nobody`` can read (for its job file)."""
+    base = Path("/var/tmp") / f"vmio-sec-{os.getpid()}-{os.urandom(3).hex()}"
+    base.mkdir(mode=0o755)
+    base.chmod(0o755)
+    try:
+        yield base
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.mark.fio
+def test_a_guarded_fio_server_refuses_other_users_and_the_guard_can_fail(
+    open_scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    victim = open_scratch / "victim.bin"
+    victim.write_bytes(b"\0" * (64 << 10))
+    victim.chmod(0o644)  # root's file; nobody cannot write it itself
+    job = job_file(open_scratch, str(victim), direct=0)
+    with LocalFioServer() as server:
+        done = attack_fio(server.port, job)
+    assert done.returncode != 0 and victim.read_bytes() == b"\0" * (64 << 10), done.stdout
+    monkeypatch.setattr(guard.PortGuard, "add", lambda self, port: None)  # the rule switched off
+    with LocalFioServer() as server:
+        done = attack_fio(server.port, job)
+    assert done.returncode == 0 and victim.read_bytes() == b"\x5a" * (64 << 10), done.stdout + done.stderr
+
+
+@needs_qemu
+@pytest.mark.qemu
+@pytest.mark.slow
+def test_nobody_cannot_use_a_campaign_guests_fio_server(open_scratch: Path, tmp_path: Path) -> None:
+    disk_dir = open_scratch / "disks"
+    disk_dir.mkdir(mode=0o700)
+    img = disk_dir / "backing.img"
+    spec = tmp_path / "vm.toml"
+    spec.write_text(
+        '[campaign]\nname = "sec"\n\n[[target]]\nname = "vm"\nkind = "qemu"\n'
+        f'backing = ["{img}"]\nsize = "32M"\n\n'
+        '[[workload]]\nname = "rr"\nrw = "randread"\nbs = "4k"\niodepth = 2\nruntime = "12s"\n'
+    )
+    thread, code = run_in_thread(lambda: main(["run", str(spec), "--db", str(tmp_path / "sec.db")]))
+    try:
+        disks, before = attack_running_vms(open_scratch)
+        assert img in disks
+    finally:
+        thread.join(300)
+    assert code == [0]
+    assert {d: digest(d) for d in disks} == before  # the randread campaign and nobody wrote nothing
+
+
+@needs_qemu
+@pytest.mark.qemu
+@pytest.mark.slow
+def test_nobody_cannot_use_membals_load_run_guests(open_scratch: Path, tmp_path: Path) -> None:
+    config = tmp_path / "live.toml"
+    config.write_text(
+        '[run]\npolicy = "equal"\ninterval = "1s"\nduration = "10s"\n\n'
+        '[[vm]]\nfloor = "256M"\nload = "64M"\n\n[[vm]]\nfloor = "256M"\nload = "64M"\n'
+    )
+    argv = ["membal", "run", "--config", str(config), "--memory", "400M", "--db", str(tmp_path / "m.db")]
+    thread, code = run_in_thread(lambda: main(argv))
+    try:
+        disks, before = attack_running_vms(open_scratch, count=2)
+    finally:
+        thread.join(300)
+    assert code == [0] and disks
