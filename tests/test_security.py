@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -10,12 +11,14 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from vmio.cli import main
+from vmio.dstore import cluster
 from vmio.guest.image import READY_MARKER
-from vmio.system import guard
+from vmio.system import guard, rbdimage
 from vmio.targets.remote import LocalFioServer
 
 from qemu_support import needs_qemu
@@ -226,3 +229,108 @@ def test_nobody_cannot_use_membals_load_run_guests(open_scratch: Path, tmp_path:
     finally:
         thread.join(300)
     assert code == [0] and disks
+
+
+# Part 2: RBD images on the suite's Ceph cluster ------------------------------------------------------
+
+
+def rbd(ref: cluster.ClusterRef, *args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["rbd", "-c", str(ref.conf), *args], capture_output=True, text=True, timeout=120, **kw
+    )
+
+
+def image_digest(ref: cluster.ClusterRef, image: str) -> str:
+    out = subprocess.run(["rbd", "-c", str(ref.conf), "export", "--no-progress", f"{ref.pool}/{image}", "-"],
+                         capture_output=True, timeout=120, check=True).stdout  # fmt: skip
+    return hashlib.sha256(out).hexdigest()
+
+
+def profile(ref: cluster.ClusterRef, *extra: str) -> list[str]:
+    return ["dstore", "profile", "--conf", str(ref.conf), "--pool", ref.pool, "--bs", "4k",
+            "--runtime", "1s", "--ramp", "0s", "--iodepth", "4", "--json", *extra]  # fmt: skip
+
+
+@pytest.fixture
+def victim(live_cluster: cluster.ClusterRef, tmp_path: Path) -> Iterator[str]:
+    """An image with data a user imported (``rbd import``): no vmio mark, used space."""
+    name = f"victim-{os.urandom(4).hex()}"
+    data = tmp_path / "data.bin"
+    data.write_bytes(os.urandom(4 << 20))
+    rbd(live_cluster, "import", "--no-progress", str(data), f"{live_cluster.pool}/{name}", check=True)
+    yield name
+    rbd(live_cluster, "rm", "--no-progress", f"{live_cluster.pool}/{name}")
+
+
+@pytest.mark.ceph
+def test_dstore_profile_refuses_an_image_holding_data_and_the_rule_can_fail(
+    live_cluster: cluster.ClusterRef,
+    victim: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    before = image_digest(live_cluster, victim)
+    assert main(profile(live_cluster, "--image", victim)) == 3
+    err = capsys.readouterr().err
+    assert f"refusing to write to RBD image {live_cluster.pool}/{victim}" in err
+    assert f"--destroy-data rbd:{live_cluster.pool}/{victim}" in err and "Traceback" not in err
+    assert image_digest(live_cluster, victim) == before
+    monkeypatch.setattr(rbdimage, "check_write", lambda *a, **k: None)  # the rule switched off
+    assert main(profile(live_cluster, "--image", victim)) == 0
+    assert image_digest(live_cluster, victim) != before
+
+
+@pytest.mark.ceph
+def test_dstore_profile_on_an_existing_cluster_uses_its_own_scratch_image_and_removes_it(
+    live_cluster: cluster.ClusterRef, capsys: pytest.CaptureFixture[str]
+) -> None:
+    images = set(rbd(live_cluster, "ls", live_cluster.pool, check=True).stdout.split())
+    assert main(profile(live_cluster)) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["setup"]["image"].startswith("vmio-scratch-") and out["points"][0]["iops"] > 0
+    assert set(rbd(live_cluster, "ls", live_cluster.pool, check=True).stdout.split()) == images
+
+
+# Part 2: the throwaway cluster --------------------------------------------------------------------------
+
+
+@pytest.mark.ceph
+def test_the_throwaway_cluster_refuses_a_client_without_its_key(
+    live_cluster: cluster.ClusterRef, tmp_path: Path
+) -> None:
+    assert live_cluster.root is not None
+    assert live_cluster.root.stat().st_mode & 0o777 == 0o700
+    assert (live_cluster.root / "keyring").stat().st_mode & 0o777 == 0o600
+    mon_host = next(
+        line.split("=", 1)[1].strip()
+        for line in live_cluster.conf.read_text().splitlines()
+        if line.startswith("mon host")
+    )
+    keyed = subprocess.run(["ceph", "-c", str(live_cluster.conf), "--connect-timeout", "15", "osd", "ls"],
+                           capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert keyed.returncode == 0 and keyed.stdout.split(), keyed.stderr  # the port answers a keyed client
+    for auth in ("cephx", "none"):  # no key; or no authentication at all
+        conf = tmp_path / f"{auth}.conf"
+        conf.write_text(f"[global]\nmon host = {mon_host}\nauth client required = {auth}\n"
+                        f"keyring = {tmp_path}/none\n")  # fmt: skip
+        conf.chmod(0o644)
+        tmp_path.chmod(0o755)
+        unkeyed = as_nobody(["ceph", "-c", str(conf), "--connect-timeout", "10", "osd", "ls"], timeout=60)
+        assert unkeyed.returncode != 0 and not unkeyed.stdout.split(), (auth, unkeyed.stdout)
+
+
+def test_dstore_up_refuses_a_folder_another_user_owns_or_can_write(
+    open_scratch: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    theirs = open_scratch / "theirs"
+    theirs.mkdir()
+    os.chown(theirs, 65534, 65534)
+    shared = open_scratch / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    below = shared / "cluster"  # below a folder anyone can write (not sticky)
+    for folder in (theirs, shared, below):
+        assert main(["dstore", "up", "--dir", str(folder), "--osds", "1"]) == 3
+        err = capsys.readouterr().err
+        assert "refusing --dir" in err and "another user" in err and "Traceback" not in err
+        assert not (folder / "ceph.conf").exists() and not below.exists()

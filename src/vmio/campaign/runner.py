@@ -17,8 +17,9 @@ from vmio.campaign import offsets
 from vmio.campaign.measure import measure_point, precondition
 from vmio.errors import InputError, UnsafeTargetError, VmioError
 from vmio.qemu import builds
-from vmio.spec import Campaign, HostTarget, Point, QemuTarget, RemoteTarget
+from vmio.spec import Campaign, HostTarget, Point, QemuTarget, RbdTarget, RemoteTarget
 from vmio.store import Store
+from vmio.system import rbdimage
 from vmio.system.process import Runner
 from vmio.system.safety import check_write, is_block_device
 from vmio.targets import Env, Rig, open_target
@@ -68,6 +69,12 @@ def preflight(campaign: Campaign, options: Options) -> None:
             builds.resolve(target.qemu, options.runner)
         if writes and isinstance(target, RemoteTarget):
             check_remote_writes(target, options.destroy_data)
+        if writes and isinstance(target, RbdTarget):
+            rbdimage.check_write(options.runner, target.conf, target.pool, target.image, options.destroy_data)
+        if writes and isinstance(target, QemuTarget) and target.conf is not None:
+            for backing in (b for b in target.backing if b.startswith(rbdimage.PREFIX)):
+                pool, _, image = backing[len(rbdimage.PREFIX) :].partition("/")
+                rbdimage.check_write(options.runner, target.conf, pool, image, options.destroy_data)
         paths = [target.path] if isinstance(target, HostTarget) else list(getattr(target, "backing", ()))
         for path in paths:
             if writes and is_block_device(path):
