@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import shutil
+import socket
 import subprocess
 import threading
 import time
@@ -15,9 +16,12 @@ from typing import Any
 
 import pytest
 
+from vmio.advise.live_sample import Seams, diagnose_live
 from vmio.cli import main
 from vmio.dstore import cluster
+from vmio.errors import ToolError
 from vmio.guest.image import READY_MARKER
+from vmio.qemu.running import Monitor, QemuProcess
 from vmio.system import guard, rbdimage
 from vmio.targets.remote import LocalFioServer
 
@@ -334,3 +338,56 @@ def test_dstore_up_refuses_a_folder_another_user_owns_or_can_write(
         err = capsys.readouterr().err
         assert "refusing --dir" in err and "another user" in err and "Traceback" not in err
         assert not (folder / "ceph.conf").exists() and not below.exists()
+
+
+# Part 2: diagnose --live ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def foreign_qemu(open_scratch: Path) -> Iterator[tuple[int, socket.socket]]:
+    """A process of ``nobody`` named qemu-system-x86_64 whose command line names a QMP socket of its
+    choosing; the socket listens (root's test holds it) to see whether vmio connects."""
+    path = open_scratch / "chosen.sock"
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(path))
+    listener.listen(4)
+    listener.setblocking(False)
+    proc = subprocess.Popen([*NOBODY, "bash", "-c", f'exec -a qemu-system-x86_64 /usr/bin/python3 -c "import time; time.sleep(60)" '
+             f'-name evil -qmp "unix:{path},server=on,wait=off"'])  # fmt: skip
+    try:
+        deadline = time.monotonic() + 10
+        while "qemu-system" not in " ".join(cmdline(proc.pid)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        yield proc.pid, listener
+    finally:
+        proc.kill()
+        proc.wait(10)
+        listener.close()
+
+
+def connected(listener: socket.socket) -> bool:
+    try:
+        conn, _ = listener.accept()
+    except BlockingIOError:
+        return False
+    conn.close()
+    return True
+
+
+def test_diagnose_live_contacts_no_qemu_of_another_user_unless_named(
+    foreign_qemu: tuple[int, socket.socket],
+) -> None:
+    pid, listener = foreign_qemu
+    asked: list[int] = []
+
+    def record(proc: QemuProcess) -> Monitor:  # other QEMUs on this shared host are not disturbed
+        asked.append(proc.pid)
+        raise ToolError("not asked in this test")
+
+    vms = diagnose_live(0.2, Seams(open_monitor=record))
+    assert pid not in {vm.proc.pid for vm in vms} and pid not in asked and not connected(listener)
+    named = diagnose_live(0.2, Seams(), pids=[pid])  # named with --pid: asked, over its QMP socket
+    assert [vm.proc.pid for vm in named] == [pid] and connected(listener)
+    trusting = Seams(open_monitor=record, trusted=frozenset({0, os.getuid(), 65534}))  # the rule off
+    diagnose_live(0.2, trusting)
+    assert pid in asked
