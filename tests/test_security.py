@@ -295,6 +295,26 @@ def test_dstore_profile_on_an_existing_cluster_uses_its_own_scratch_image_and_re
     assert set(rbd(live_cluster, "ls", live_cluster.pool, check=True).stdout.split()) == images
 
 
+@pytest.mark.ceph
+def test_rbd_targets_and_rbd_backings_refuse_an_image_holding_data(
+    live_cluster: cluster.ClusterRef, victim: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = image_digest(live_cluster, victim)
+    pool, conf = live_cluster.pool, live_cluster.conf
+    workload = '[[workload]]\nname = "w"\nrw = "randwrite"\nbs = "4k"\nruntime = "1s"\n'
+    targets = {
+        "rbd": f'name = "r"\nkind = "rbd"\npool = "{pool}"\nimage = "{victim}"\nconf = "{conf}"\n',
+        "backing": f'name = "q"\nkind = "qemu"\nbacking = ["rbd:{pool}/{victim}"]\nconf = "{conf}"\nsize = "4M"\n',
+    }
+    for kind, target in targets.items():
+        spec = tmp_path / f"{kind}.toml"
+        spec.write_text(f'[campaign]\nname = "{kind}"\n\n[[target]]\n{target}\n{workload}')
+        assert main(["run", str(spec), "--db", str(tmp_path / f"{kind}.db")]) == 3, kind
+        err = capsys.readouterr().err
+        assert f"--destroy-data rbd:{pool}/{victim}" in err and "Traceback" not in err, err
+    assert image_digest(live_cluster, victim) == before
+
+
 # Part 2: the throwaway cluster --------------------------------------------------------------------------
 
 
