@@ -360,6 +360,25 @@ def test_dstore_up_refuses_a_folder_another_user_owns_or_can_write(
         assert not (folder / "ceph.conf").exists() and not below.exists()
 
 
+def test_without_the_folder_rule_dstore_up_writes_into_another_users_folder(
+    open_scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    theirs = open_scratch / "theirs"
+    theirs.mkdir()
+    os.chown(theirs, 65534, 65534)
+    written: list[bool] = []
+
+    def stop_before_daemons(runner: object, layout: object, replicas: int, deadline: float) -> None:
+        written.append((theirs / "ceph.conf").is_file())
+        raise KeyboardInterrupt  # nothing started: `up` tears down what it wrote
+
+    monkeypatch.setattr(cluster, "check_own_folder", lambda root: None)  # the rule switched off
+    monkeypatch.setattr(cluster, "_bootstrap", stop_before_daemons)
+    with pytest.raises(KeyboardInterrupt):
+        cluster.up(theirs, osds=1)
+    assert written == [True]  # the conf (and soon the keys) would have sat in nobody's folder
+
+
 # Part 2: diagnose --live ---------------------------------------------------------------------------------
 
 
