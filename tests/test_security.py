@@ -36,13 +36,13 @@ NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
 ATTACK_JOB = "[attack]\nfilename={path}\nrw=write\nbs=64k\nsize=64k\ndirect={direct}\nbuffer_pattern=0x5a\n"
 
 
-def as_nobody(argv: list[str], timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
+def nobody_runs(argv: list[str], timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*NOBODY, *argv], capture_output=True, text=True, timeout=timeout, cwd="/")
 
 
 def attack_fio(port: int, job: Path) -> subprocess.CompletedProcess[str]:
     """``nobody`` runs a write job on whatever fio server listens at ``127.0.0.1:port``."""
-    return as_nobody(["fio", f"--client=127.0.0.1,{port}", str(job)], timeout=40)
+    return nobody_runs(["fio", f"--client=127.0.0.1,{port}", str(job)], timeout=40)
 
 
 def job_file(folder: Path, path: str, direct: int = 1) -> Path:
@@ -152,7 +152,7 @@ def attack_running_vms(scratch: Path, count: int = 1) -> tuple[list[Path], dict[
     assert paths, "the run's QEMUs hold no unix socket"
     for path in sorted(paths):
         probe = f"import socket; s = socket.socket(socket.AF_UNIX); s.connect({path!r})"
-        refused = as_nobody(["/usr/bin/python3", "-c", probe])
+        refused = nobody_runs(["/usr/bin/python3", "-c", probe])
         assert refused.returncode != 0 and "PermissionError" in refused.stderr, path
     assert {d: digest(d) for d in disks} == before  # while the VMs still run
     return disks, before
@@ -256,7 +256,7 @@ def profile(ref: cluster.ClusterRef, *extra: str) -> list[str]:
 
 
 @pytest.fixture
-def victim(live_cluster: cluster.ClusterRef, tmp_path: Path) -> Iterator[str]:
+def rbd_victim(live_cluster: cluster.ClusterRef, tmp_path: Path) -> Iterator[str]:
     """An image with data a user imported (``rbd import``): no vmio mark, used space."""
     name = f"victim-{os.urandom(4).hex()}"
     data = tmp_path / "data.bin"
@@ -269,19 +269,19 @@ def victim(live_cluster: cluster.ClusterRef, tmp_path: Path) -> Iterator[str]:
 @pytest.mark.ceph
 def test_dstore_profile_refuses_an_image_holding_data_and_the_rule_can_fail(
     live_cluster: cluster.ClusterRef,
-    victim: str,
+    rbd_victim: str,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    before = image_digest(live_cluster, victim)
-    assert main(profile(live_cluster, "--image", victim)) == 3
+    before = image_digest(live_cluster, rbd_victim)
+    assert main(profile(live_cluster, "--image", rbd_victim)) == 3
     err = capsys.readouterr().err
-    assert f"refusing to write to RBD image {live_cluster.pool}/{victim}" in err
-    assert f"--destroy-data rbd:{live_cluster.pool}/{victim}" in err and "Traceback" not in err
-    assert image_digest(live_cluster, victim) == before
+    assert f"refusing to write to RBD image {live_cluster.pool}/{rbd_victim}" in err
+    assert f"--destroy-data rbd:{live_cluster.pool}/{rbd_victim}" in err and "Traceback" not in err
+    assert image_digest(live_cluster, rbd_victim) == before
     monkeypatch.setattr(rbdimage, "check_write", lambda *a, **k: None)  # the rule switched off
-    assert main(profile(live_cluster, "--image", victim)) == 0
-    assert image_digest(live_cluster, victim) != before
+    assert main(profile(live_cluster, "--image", rbd_victim)) == 0
+    assert image_digest(live_cluster, rbd_victim) != before
 
 
 @pytest.mark.ceph
@@ -297,22 +297,22 @@ def test_dstore_profile_on_an_existing_cluster_uses_its_own_scratch_image_and_re
 
 @pytest.mark.ceph
 def test_rbd_targets_and_rbd_backings_refuse_an_image_holding_data(
-    live_cluster: cluster.ClusterRef, victim: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    live_cluster: cluster.ClusterRef, rbd_victim: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    before = image_digest(live_cluster, victim)
+    before = image_digest(live_cluster, rbd_victim)
     pool, conf = live_cluster.pool, live_cluster.conf
     workload = '[[workload]]\nname = "w"\nrw = "randwrite"\nbs = "4k"\nruntime = "1s"\n'
     targets = {
-        "rbd": f'name = "r"\nkind = "rbd"\npool = "{pool}"\nimage = "{victim}"\nconf = "{conf}"\n',
-        "backing": f'name = "q"\nkind = "qemu"\nbacking = ["rbd:{pool}/{victim}"]\nconf = "{conf}"\nsize = "4M"\n',
+        "rbd": f'name = "r"\nkind = "rbd"\npool = "{pool}"\nimage = "{rbd_victim}"\nconf = "{conf}"\n',
+        "backing": f'name = "q"\nkind = "qemu"\nbacking = ["rbd:{pool}/{rbd_victim}"]\nconf = "{conf}"\nsize = "4M"\n',
     }
     for kind, target in targets.items():
         spec = tmp_path / f"{kind}.toml"
         spec.write_text(f'[campaign]\nname = "{kind}"\n\n[[target]]\n{target}\n{workload}')
         assert main(["run", str(spec), "--db", str(tmp_path / f"{kind}.db")]) == 3, kind
         err = capsys.readouterr().err
-        assert f"--destroy-data rbd:{pool}/{victim}" in err and "Traceback" not in err, err
-    assert image_digest(live_cluster, victim) == before
+        assert f"--destroy-data rbd:{pool}/{rbd_victim}" in err and "Traceback" not in err, err
+    assert image_digest(live_cluster, rbd_victim) == before
 
 
 # Part 2: the throwaway cluster --------------------------------------------------------------------------
@@ -339,7 +339,7 @@ def test_the_throwaway_cluster_refuses_a_client_without_its_key(
                         f"keyring = {tmp_path}/none\n")  # fmt: skip
         conf.chmod(0o644)
         tmp_path.chmod(0o755)
-        unkeyed = as_nobody(["ceph", "-c", str(conf), "--connect-timeout", "10", "osd", "ls"], timeout=60)
+        unkeyed = nobody_runs(["ceph", "-c", str(conf), "--connect-timeout", "10", "osd", "ls"], timeout=60)
         assert unkeyed.returncode != 0 and not unkeyed.stdout.split(), (auth, unkeyed.stdout)
 
 
