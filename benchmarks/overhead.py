@@ -5,7 +5,7 @@
 2. The sampler's CPU cost with the probes a host run uses, at 1 s and 100 ms intervals, as % of one core
    (goal <= 1 % at 1 s).
 
-Usage: python benchmarks/overhead.py [--pairs 5] [--runtime 5] [--dir /var/tmp/vmio-bench]
+Usage: python benchmarks/overhead.py [--pairs 5] [--runtime 5] [--dir /var/lib/vmio/bench]
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pairs", type=int, default=5)
     ap.add_argument("--runtime", type=int, default=5)
-    ap.add_argument("--dir", default="/var/tmp/vmio-bench")
+    ap.add_argument("--dir", default="/var/lib/vmio/bench")
     ap.add_argument("--vm", action="store_true", help="only the VM case: guarded vs unguarded fio port")
     args = ap.parse_args()
     base = Path(args.dir)

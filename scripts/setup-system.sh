@@ -32,6 +32,7 @@ if [ "$level" = full ]; then
   want ceph-mgr
   want ceph-common
   want chromium
+  want fonts-ipafont-gothic     # Japanese glyphs: the papers' original titles on `vmio reproduce` pages
   want libvirt-clients          # virsh, virt-xml-validate: advised XML checked against libvirt's schema
   want libxml2-utils            # xmllint, which virt-xml-validate runs
   want libvirt-daemon-system    # libvirtd, virtlogd: a TCG domain diagnosed through libvirt

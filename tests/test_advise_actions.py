@@ -126,7 +126,7 @@ def test_tune_without_an_action_exits_0_without_a_rerun(
     assert capsys.readouterr().out == (
         "campaign 'c': tuning guideline (seed 000, Fig. 10) per VM target\n"
         "  target 'vm': 1 point(s); limit qemu-io-thread\n"
-        "    vm/rr/bs=4096/offered=max/load=0/rep=1: limit qemu-io-thread; actions none\n"
+        "    vm/rr/bs=4k/offered=max/load=0/rep=1: limit qemu-io-thread; actions none\n"
         "    top action: none\n"
         "    nothing to apply: the guideline names no action for this target\n"
         "not tuned: no action to apply; nothing was re-run\n"

@@ -123,7 +123,15 @@ vm = st.none() | st.fixed_dictionaries(
         "vq_mapping": maybe_bool,
     }
 )
-measured_keys = ("read_iops", "write_iops", "dev_queue", "dev_await_ms")
+measured_keys = (
+    "read_iops",
+    "write_iops",
+    "dev_queue",
+    "dev_await_ms",
+    "fio_usr_pct",
+    "fio_sys_pct",
+    "own_cpu_pct",
+)
 pct_keys = (
     "dev_busy_pct",
     "cpu_usr_pct",
@@ -140,6 +148,7 @@ evidence = st.fixed_dictionaries(
                 "cpus": st.none() | st.integers(1, 512),
                 "qemu_version": st.none() | st.sampled_from(["7.2.0", "8.2.1", "9.0.0", "10.1.2"]),
                 "accel": st.none() | st.sampled_from(["kvm", "tcg"]),
+                "load_avg_1m": maybe_rate,
             }
         ),
         "devices": st.lists(device, max_size=3),

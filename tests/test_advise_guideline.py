@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from vmio.advise.disk_config import Config
+from vmio.advise.measured import measured_ratios, pick
 from vmio.cli import main
 from vmio.fio.output import JobResult
 from vmio.spec import loads_spec
@@ -108,6 +110,34 @@ def test_advise_json_gives_this_hosts_measured_ratio(
     assert json.loads(capsys.readouterr().out)["expected_ratio"]["source"] == "seed 000 (NVMe, KVM)"
 
 
+def test_measured_ratios_never_mix_targets_of_two_shapes(tmp_path: Path) -> None:
+    # one VM x 4 fio with an iothread, its disk on one backing path, and the same on two: two shapes of
+    # "N fio/VM + iothread", each with its own ratio (reads 2000/8000 and 6000/8000), never their mean
+    db = str(tmp_path / "s.db")
+    spec = ('[campaign]\nname = "s"\n[[target]]\nname = "bare"\npath = "/var/tmp/s.img"\n'
+            '[[target]]\nname = "vm1"\nkind = "qemu"\nbacking = ["/var/tmp/s.img"]\njobs_per_vm = 4\niothreads = 1\n'
+            '[[target]]\nname = "vm2"\nkind = "qemu"\nbacking = ["/var/tmp/s.img", "/var/tmp/t.img"]\n'
+            'jobs_per_vm = 4\niothreads = 1\n'
+            '[[workload]]\nname = "rw"\nrw = "randrw"\nruntime = "1s"\n')  # fmt: skip
+    store_points(db, spec, {"bare": (8000.0, 2000.0, None), "vm1": (2000.0, 1500.0, None),
+                            "vm2": (6000.0, 1000.0, None)})  # fmt: skip
+    with Store(db) as store:
+        ratios = measured_ratios(store)
+    by_devices = {m.shape.devices: m.ratio for m in ratios}
+    assert (by_devices[1].read, by_devices[1].write) == (2000 / 8000, 1500 / 2000)
+    assert (by_devices[2].read, by_devices[2].write) == (6000 / 8000, 1000 / 2000)
+    one = Config("N fio/VM + iothread", "virtio-blk", 1, image="/x")
+    two = Config("N fio/VM + iothread", "virtio-blk", 1, image="/x", spread_over=("sda", "sdb"))
+    four_threads = Config("N fio/VM + iothread", "virtio-blk", 4, True, image="/x")
+    assert pick(ratios, one) == by_devices[1] and pick(ratios, two) == by_devices[2]
+    assert pick(ratios, four_threads) is None  # no stored target of that shape: the paper's figure then
+    # each names its shape and N
+    assert "at N = 4 (virtio-blk, 1 iothread(s), 1 queue(s), 1 VM(s) x 4 fio, 1 backing path(s))" in (
+        by_devices[1].basis
+    )
+    assert "2 backing path(s)" in by_devices[2].basis
+
+
 @pytest.mark.fio
 def test_calibrate_a_file_and_a_loop_device_then_diagnose_uses_it(
     scratch: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -142,7 +172,8 @@ def test_calibrate_a_file_and_a_loop_device_then_diagnose_uses_it(
         (verdict,) = json.loads(capsys.readouterr().out).values()
         steps = {s["node"]: s for s in verdict["steps"]}
         assert steps["b"]["answer"] == "no: every device is in use"
-        assert steps["e"]["evidence"]["devices.capacity_source"] == [f"vmio calibrate {loop}"]
+        cited = {c["figure"]: c["value"] for c in steps["e"]["evidence"]}
+        assert cited[f"devices[{Path(loop).name}].capacity_source"] == f"vmio calibrate {loop}"
         assert (verdict["at_limit"], verdict["limit"]) == (True, "device")
         # once the loop device holds a filesystem, calibrate measures reads only
         subprocess.run(["mkfs.ext4", "-q", loop], check=True, timeout=60)

@@ -371,7 +371,7 @@ def test_kill_9_then_rerun_keeps_every_done_point_once(scratch: Path, tmp_path: 
 
 def test_a_failed_point_is_recorded_and_the_rest_go_on(scratch: Path, tmp_path: Path) -> None:
     work = (
-        '[[workload]]\nname = "bad"\nrw = "randread"\nioengine = "no-such-engine"\nruntime = "1s"\n'
+        '[[workload]]\nname = "bad"\nrw = "randread"\nioengine = "rbd"\nruntime = "1s"\n'
         '[[workload]]\nname = "good"\nrw = "randread"\nruntime = "1s"\n'
     )
     db = tmp_path / "f.db"
@@ -379,7 +379,7 @@ def test_a_failed_point_is_recorded_and_the_rest_go_on(scratch: Path, tmp_path: 
     with Store(db) as store:
         runs = {r["workload"]: r for r in store.runs("fail")}
         assert runs["bad"]["status"] == "failed" and "fio failed" in runs["bad"]["error"]
-        assert "no-such-engine" in runs["bad"]["log"]
+        assert "rbd pool name must be provided" in runs["bad"]["log"]  # fio, not vmio, refused it
         assert runs["good"]["status"] == "done"
     # the failed point is not "done", so a re-run tries it again
     assert main(["run", str(spec(tmp_path, file_target(scratch), work, "fail")), "--db", str(db)]) == 1

@@ -97,7 +97,7 @@ def test_open_loop_waits_for_arrivals_and_counts_queueing_in_response() -> None:
     assert s["mean_response_ms"] > s["mean_service_ms"] > 0
 
 
-@pytest.mark.parametrize("policy", ["fcfs", "elevator"])
+@pytest.mark.parametrize("policy", ["fcfs", "elevator", "mq-deadline", "bfq"])
 @pytest.mark.parametrize("depth", [None, 1, 3])
 @pytest.mark.parametrize("disk", [HP97560, DRIVE_7200], ids=lambda d: d.name)
 def test_compiled_replay_equals_plain_python(policy: str, depth: int | None, disk: object) -> None:
@@ -124,3 +124,32 @@ def test_requests_beyond_the_disk_and_bad_options_are_input_errors() -> None:
         replay(HP97560, _one(0, 512), policy="sstf")
     with pytest.raises(InputError, match="at least 1"):
         replay(HP97560, _one(0, 512), depth=0)
+
+
+def test_bfq_serves_one_stream_at_a_time_and_elevator_does_not() -> None:
+    # two VMs' requests all queued at t=0, interleaved on the disk: bfq (as modelled) gives one VM the disk
+    # for its slice, so VM 0's requests go first, all of them (they take far less than 125 ms)
+    n = 8
+    cap = DRIVE_7200.capacity_bytes
+    offsets = np.array([(i * cap // (2 * n)) // 4096 * 4096 for i in range(2 * n)], dtype=np.int64)
+    req = Requests(offsets, np.full(2 * n, 4096, dtype=np.int64), np.arange(2 * n) % 2, np.zeros(2 * n))
+    order = np.argsort(replay(DRIVE_7200, req, policy="bfq", queue=64).start, kind="stable")
+    assert [int(s) for s in req.stream[order]] == [0] * n + [1] * n
+    elev = np.argsort(replay(DRIVE_7200, req, policy="elevator", queue=64).start, kind="stable")
+    assert [int(s) for s in req.stream[elev]] == [0, 1] * n  # by cylinder: the streams alternate
+
+
+def test_mq_deadline_serves_an_expired_request_first() -> None:
+    # the head sweeps up through a stream of requests arriving ahead of it; one request behind the head
+    # waits under C-LOOK until the sweep ends, under mq-deadline only until read_expire (500 ms)
+    cap = DRIVE_7200.capacity_bytes
+    k = 300
+    ahead = [(cap // 2 + i * cap // (4 * k)) // 4096 * 4096 for i in range(k)]
+    offsets = np.array([cap // 2 // 4096 * 4096, 4096, *ahead], dtype=np.int64)
+    arrival = np.array([0.0, 0.001, *(0.002 + 0.004 * i for i in range(k))])
+    req = Requests(offsets, np.full(k + 2, 4096, dtype=np.int64), np.arange(k + 2), arrival)
+    late = replay(DRIVE_7200, req, policy="elevator", queue=64)
+    dead = replay(DRIVE_7200, req, policy="mq-deadline", queue=64)
+    waited = dead.start[1] - dead.issue[1]
+    assert 0.5 <= waited <= 0.5 + float(np.max(dead.finish - dead.start))  # served on expiry, not later
+    assert late.start[1] > dead.start[1] + 0.1

@@ -77,11 +77,12 @@ def fixed(store: Store) -> Store:
 
 SUMMARY = """\
 campaign 'fixed': medians over repetitions; a rate is achieved at >= 95% of it; knee = lowest rate not achieved
-workload  bs  load  target  IOPS at max [min-max]  vs bare           knee  offered rates
-rr        4k  0     bare    10000 [9000-11000]     baseline          none  1000 yes (1000), 5000 yes (4990)
-rr        4k  0     vm      5000 [4000-6000]       0.50 [0.36-0.67]  5000  1000 yes (998), 5000 no (3000)
-rw        4k  0     bare    500                    baseline          -     -
-rw        4k  0     vm      400                    0.80              -     -
+workload  bs  load  target    IOPS at max [min-max]  vs bare           knee  offered rates
+rr        4k  0     bare      10000 [9000-11000]     baseline          none  1000 yes (1000), 5000 yes (4990)
+rr        4k  0     vm [TCG]  5000 [4000-6000]       0.50 [0.36-0.67]  5000  1000 yes (998), 5000 no (3000)
+rw        4k  0     bare      500                    baseline          -     -
+rw        4k  0     vm [TCG]  400                    0.80              -     -
+[TCG]: the VMs ran under TCG (QEMU emulating the CPU, no KVM): their ratios to bare metal measure the emulator, not a KVM host
 """
 
 
@@ -106,11 +107,12 @@ def test_summary_table_cli_json(fixed: Store, tmp_path: Path, capsys: pytest.Cap
 
 BASELINE = """\
 campaign 'fixed': each target / baseline 'bare'; median over repetitions [range from the extremes]; a latency ratio above 1 is slower
-workload  bs  offered  load  dir    target  IOPS ratio        p50 ratio         p99 ratio
-rr        4k  1000     0     read   vm      1.00 [0.99-1.00]  1.00 [1.00-1.00]  1.00 [1.00-1.00]
-rr        4k  5000     0     read   vm      0.60 [0.58-0.63]  1.00 [1.00-1.00]  1.00 [1.00-1.00]
-rr        4k  max      0     read   vm      0.50 [0.36-0.67]  1.67 [1.55-1.78]  2.50 [2.31-2.73]
-rw        4k  max      0     write  vm      0.80              1.00              1.00
+workload  bs  offered  load  dir    target    IOPS ratio        p50 ratio         p99 ratio
+rr        4k  1000     0     read   vm [TCG]  1.00 [0.99-1.00]  1.00 [1.00-1.00]  1.00 [1.00-1.00]
+rr        4k  5000     0     read   vm [TCG]  0.60 [0.58-0.63]  1.00 [1.00-1.00]  1.00 [1.00-1.00]
+rr        4k  max      0     read   vm [TCG]  0.50 [0.36-0.67]  1.67 [1.55-1.78]  2.50 [2.31-2.73]
+rw        4k  max      0     write  vm [TCG]  0.80              1.00              1.00
+[TCG]: the VMs ran under TCG (QEMU emulating the CPU, no KVM): their ratios to bare metal measure the emulator, not a KVM host
 """
 
 
@@ -151,9 +153,11 @@ BEFORE_AFTER = """\
 'before' -> 'after': difference of means (after - before) per point, 95% interval (Welch t) over repetitions
 point                              dir   metric  before        after        difference       95% interval      verdict
 bare/rr/bs=4k/offered=1000/load=0  read  IOPS    1000.0 (n=1)  990.0 (n=1)  -10.0 (-1.0%)    -                 too few repetitions
+bare/rr/bs=4k/offered=1000/load=0  read  MiB/s   3.9 (n=1)     3.9 (n=1)    +0.0 (-1.0%)     -                 too few repetitions
 bare/rr/bs=4k/offered=1000/load=0  read  p50 us  100.0 (n=1)   100.0 (n=1)  +0.0 (+0.0%)     -                 too few repetitions
 bare/rr/bs=4k/offered=1000/load=0  read  p99 us  900.0 (n=1)   900.0 (n=1)  +0.0 (+0.0%)     -                 too few repetitions
 bare/rr/bs=4k/offered=max/load=0   read  IOPS    100.0 (n=3)   120.0 (n=3)  +20.0 (+20.0%)   [+15.8, +24.2]    higher (better)
+bare/rr/bs=4k/offered=max/load=0   read  MiB/s   0.4 (n=3)     0.5 (n=3)    +0.1 (+20.0%)    [+0.1, +0.1]      higher (better)
 bare/rr/bs=4k/offered=max/load=0   read  p50 us  100.0 (n=3)   100.3 (n=3)  +0.3 (+0.3%)     [-21.3, +22.0]    no significant change
 bare/rr/bs=4k/offered=max/load=0   read  p99 us  1000.0 (n=3)  802.0 (n=3)  -198.0 (-19.8%)  [-200.5, -195.5]  lower (better)
 only in 'before': bare/rr/bs=4k/offered=2000/load=0
@@ -177,7 +181,8 @@ def test_before_after_cli(store: Store, tmp_path: Path, capsys: pytest.CaptureFi
     assert capsys.readouterr().out == BEFORE_AFTER
     assert main(["compare", "before", "after", "--db", str(db), "--json"]) == 0
     verdicts = [c["verdict"] for c in json.loads(capsys.readouterr().out)["changes"]]
-    assert verdicts[3:] == ["higher (better)", "no significant change", "lower (better)"]
+    # per point: IOPS, bandwidth, p50, p99
+    assert verdicts[4:] == ["higher (better)", "higher (better)", "no significant change", "lower (better)"]
 
 
 @pytest.mark.parametrize(

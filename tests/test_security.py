@@ -1,13 +1,27 @@
-"""vmio beside unprivileged local users: each attack replayed as ``nobody``, the victim checked after."""
+"""vmio as root beside a hostile local user: each attack replayed for real, and once with its rule switched
+off (monkeypatched here, never by a flag) to show the test would see the damage.
+
+The victims are real: an ext4 on a loop device (checked with ``blkid``, ``e2fsck -fn`` and a checksum of
+the whole device) or a root-owned file in a folder only root can enter (checked by checksum). The hostile
+user is ``nobody``, acting through ``runuser``.
+
+Part 1 (paths): a ``:`` in a path, other spellings of a device, links planted where vmio writes, files vmio
+did not create, ``ioengine``, CSV cells, signals. docs/security.md lists each promise beside its test.
+"""
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 import os
+import pwd
 import shutil
+import signal
 import socket
 import subprocess
+import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -19,13 +33,529 @@ import pytest
 from vmio.advise.live_sample import Seams, diagnose_live
 from vmio.cli import main
 from vmio.dstore import cluster
-from vmio.errors import ToolError
+from vmio.errors import ToolError, UnsafeTargetError
+from vmio.fio import jobfile
 from vmio.guest.image import READY_MARKER
 from vmio.qemu.running import Monitor, QemuProcess
-from vmio.system import guard, rbdimage
+from vmio.spec import fields
+from vmio.store import Store, export
+from vmio.system import files, guard, rbdimage, safety
+from vmio.targets import remote
 from vmio.targets.remote import LocalFioServer
 
+from conftest import need
 from qemu_support import needs_qemu
+
+pytestmark = [pytest.mark.fio, pytest.mark.root]
+
+RULE = pytest.mark.parametrize("rule", ["on", "off"])
+
+
+# -- victims and the hostile user ---------------------------------------------------------------------------
+
+
+def checksum(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def fs_state(device: str) -> tuple[str, int, str]:
+    """What an ext4 device looks like from outside vmio: its blkid type, e2fsck -fn's exit code, its bytes."""
+    kind = subprocess.run(["blkid", "-o", "value", "-s", "TYPE", device], capture_output=True, text=True,
+                          timeout=30).stdout.strip()  # fmt: skip
+    fsck = subprocess.run(["e2fsck", "-fn", device], capture_output=True, timeout=60).returncode
+    return kind, fsck, checksum(device)
+
+
+@pytest.fixture
+def ext4(loopdev: str) -> str:
+    """A loop device holding an ext4 with a folder in it: somebody's data."""
+    need("mkfs.ext4")
+    subprocess.run(["mkfs.ext4", "-q", "-F", loopdev], check=True, timeout=60)
+    subprocess.run(
+        ["debugfs", "-w", "-R", "mkdir keep", loopdev], check=True, timeout=30, capture_output=True
+    )
+    assert fs_state(loopdev)[:2] == ("ext4", 0)
+    return loopdev
+
+
+@pytest.fixture
+def victim(scratch: Path) -> Path:
+    """A root-owned 2 MiB file in a folder only root can enter (the scratch folder is 0700 root)."""
+    path = scratch / "root-only.bin"
+    path.write_bytes(os.urandom(2 << 20))
+    path.chmod(0o600)
+    return path
+
+
+@pytest.fixture
+def pub() -> Iterator[Path]:
+    """A folder ``nobody`` made first where vmio's examples used to write (``/var/tmp/vmio``): owned by
+    nobody, below a 0711 root folder nobody can traverse."""
+    need("runuser")
+    base = Path(os.environ.get("VMIO_TEST_SCRATCH", "/var/tmp"))
+    parent = Path(tempfile.mkdtemp(prefix="vmio-shared-", dir=base))
+    parent.chmod(0o711)
+    folder = parent / "pub"
+    as_nobody("mkdir", "-m", "0755", str(folder), parent=parent)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(parent, ignore_errors=True)
+
+
+def as_nobody(*argv: str, parent: Path | None = None) -> None:
+    """Run ``argv`` as the unprivileged user ``nobody`` (``parent``: let nobody write there for this)."""
+    if parent is not None:
+        os.chmod(parent, 0o777)
+    try:
+        subprocess.run(["runuser", "-u", "nobody", "--", *argv], check=True, timeout=30)
+    finally:
+        if parent is not None:
+            os.chmod(parent, 0o711)
+
+
+def plant(link: Path, target: Path) -> None:
+    """``nobody`` plants ``link -> target`` (a symlink needs no access to its target)."""
+    as_nobody("ln", "-s", str(target), str(link))
+    assert link.is_symlink() and os.lstat(link).st_uid == pwd.getpwnam("nobody").pw_uid
+
+
+def host_spec(tmp_path: Path, path: str, rw: str = "randwrite", name: str = "sec", extra: str = "") -> Path:
+    spec = tmp_path / f"{name}.toml"
+    spec.write_text(
+        f'[campaign]\nname = "{name}"\n[[target]]\nname = "t"\npath = "{path}"\nsize = "1M"\n'
+        f'[[workload]]\nname = "w"\nrw = "{rw}"\nbs = "4k"\nruntime = "1s"\n{extra}'
+    )
+    return spec
+
+
+def hostile(pub: Path, name: str, text: str) -> Path:
+    """``nobody`` writes the input root is given (a spec, a job file) into their own folder."""
+    path = pub / name
+    subprocess.run(["runuser", "-u", "nobody", "--", "tee", str(path)], input=text.encode(), check=True,
+                   timeout=30, stdout=subprocess.DEVNULL)  # fmt: skip
+    return path
+
+
+def refused(capsys: pytest.CaptureFixture[str], code: int, *words: str) -> None:
+    err = capsys.readouterr().err
+    assert code == 3, err
+    assert err.count("\n") == 1 and all(w in err for w in words), err
+
+
+def no_check(*args: object, **kwargs: object) -> None:
+    return None
+
+
+# -- Part 1: paths ------------------------------------------------------------------------------------------
+# Attack 1: a ':' in a target path
+
+
+@RULE
+def test_a_colon_in_a_host_path_names_one_file(
+    rule: str, ext4: str, scratch: Path, pub: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``path = "DIR/c.img:/dev/loopN"`` in nobody's spec: fio writes the file of that name, not the device."""
+    before = fs_state(ext4)
+    if rule == "off":
+        monkeypatch.setattr(jobfile, "fio_name", lambda path: path)
+    path = f"{scratch}/c.img:{ext4}"
+    spec = hostile(pub, "c.toml", host_spec(tmp_path, path).read_text())
+    code = main(["run", str(spec), "--db", str(tmp_path / "c.db")])
+    if rule == "on":
+        assert code == 0
+        assert fs_state(ext4) == before
+        assert Path(path).is_file() and Path(path).stat().st_size == 1 << 20 and files.is_marked(path)
+    else:
+        assert fs_state(ext4)[2] != before[2]  # fio split the name and wrote the device
+
+
+def test_a_colon_in_a_calibrate_path_names_one_file(ext4: str, scratch: Path, tmp_path: Path) -> None:
+    """Calibrate's jobs go through the same ``jobfile.section`` as the run's, whose rule switched off is
+    shown failing above (a second calibration just to show it again would cost 9 s)."""
+    before = fs_state(ext4)
+    path = f"{scratch}/c.img:{ext4}"
+    assert (
+        main(["calibrate", path, "--db", str(tmp_path / "c.db")]) == 2
+    )  # its folder is missing: no traceback
+    Path(path).parent.mkdir(parents=True)
+    code = main(["calibrate", path, "--size", "1M", "--runtime", "0.05s", "--db", str(tmp_path / "c.db")])
+    assert code == 0
+    assert fs_state(ext4) == before
+    assert Path(path).stat().st_size == 1 << 20 and files.is_marked(path)  # the file of that very name
+
+
+@RULE
+def test_a_colon_in_a_job_file_target_is_escaped_in_the_dry_run(
+    rule: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job = tmp_path / "j.fio"
+    job.write_text("[w]\nrw=randwrite\nbs=4k\n")
+    if rule == "off":
+        monkeypatch.setattr(jobfile, "fio_name", lambda path: path)
+    code = main(["run", str(job), "--target", "x.img:/dev/loop1", "--size", "1M", "--dry-run"])
+    out = capsys.readouterr().out
+    names = [line for line in out.splitlines() if line.startswith("filename=")]
+    assert code == 0 and names
+    expected = "filename=x.img\\:/dev/loop1" if rule == "on" else "filename=x.img:/dev/loop1"
+    assert set(names) == {expected}
+
+
+@pytest.mark.parametrize("name", ["a:b", "a\\:b", "a\\b:c:", ":lead", "x\\", "two::colons"])
+def test_fio_reads_each_escaped_name_back_as_written(name: str, scratch: Path) -> None:
+    """The escape is exact: fio (not vmio) creates the file of that very name, and only it."""
+    folder = scratch / "names"
+    folder.mkdir()
+    job = scratch / "n.fio"
+    job.write_text(jobfile.section("n", {"filename": str(folder / name), "size": 4096, "rw": "write"}))
+    subprocess.run(["fio", "--output=/dev/null", str(job)], check=True, timeout=60, capture_output=True)
+    assert [p.name for p in folder.iterdir()] == [name]
+
+
+def test_a_name_fio_cannot_carry_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["run", str(host_spec(tmp_path, "/var/lib/vmio/${HOME}.img", rw="randread")), "--dry-run"])
+    err = capsys.readouterr().err
+    assert code == 2 and "a fio job file cannot carry" in err and err.count("\n") == 1, err
+
+
+# Attack 2: other spellings of a device on a remote target
+
+
+@pytest.mark.parametrize("spelling", ["//dev/{}", "/./dev/{}", "/dev/../dev/{}", "/dev//{}"])
+def test_other_spellings_of_a_remote_device_are_refused(
+    spelling: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = spelling.format("loop1")
+    spec = tmp_path / "r.toml"
+    spec.write_text(
+        f'[campaign]\nname = "r"\n[[target]]\nname = "r"\nkind = "remote"\nhosts = ["127.0.0.1:9"]\n'
+        f'paths = ["{path}"]\nsize = "1M"\n[[workload]]\nname = "w"\nrw = "randwrite"\nruntime = "1s"\n'
+    )
+    code = main(["run", str(spec), "--db", str(tmp_path / "r.db")])
+    shown = "/dev/loop1 on" if path == "/dev/loop1" else f"{path} (that is /dev/loop1) on 127.0.0.1:9"
+    refused(capsys, code, f"refusing to write to {shown}", "--destroy-data /dev/loop1")
+
+
+@RULE
+def test_a_remote_device_spelt_with_two_slashes_is_not_written(
+    rule: str, ext4: str, pub: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """``paths = ["//dev/loopN"]`` in nobody's spec, on a real fio server: refused, the ext4 intact."""
+    before = fs_state(ext4)
+    if rule == "off":
+        monkeypatch.setattr(remote, "remote_normal", lambda path: path)
+    with LocalFioServer() as server:
+        spec = hostile(
+            pub,
+            "r.toml",
+            f'[campaign]\nname = "r"\n[[target]]\nname = "r"\nkind = "remote"\nhosts = ["{server.address}"]\n'
+            f'paths = ["/{ext4}"]\nsize = "1M"\n[[workload]]\nname = "w"\nrw = "randwrite"\nruntime = "1s"\n',
+        )
+        code = main(["run", str(spec), "--db", str(tmp_path / "r.db")])
+    if rule == "on":
+        refused(capsys, code, f"refusing to write to /{ext4} (that is {ext4})", f"--destroy-data {ext4}")
+        assert fs_state(ext4) == before
+    else:
+        assert fs_state(ext4)[2] != before[2]
+
+
+# Attack 3: links planted where vmio writes
+
+
+@RULE
+def test_a_planted_target_link_is_refused(
+    rule: str, pub: Path, victim: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """``pub/a.img -> a root-only file``: a randwrite campaign on pub/a.img must not write through it."""
+    plant(pub / "a.img", victim)
+    before = checksum(victim)
+    if rule == "off":
+        monkeypatch.setattr(safety, "check_place", no_check)
+        monkeypatch.setattr(safety, "data_in_file", lambda path: [])
+    code = main(["run", str(host_spec(tmp_path, str(pub / "a.img"))), "--db", str(tmp_path / "a.db")])
+    if rule == "on":
+        refused(capsys, code, f"refusing to write '{pub}/a.img'", f"its folder '{pub}' belongs to nobody")
+        assert checksum(victim) == before
+    else:
+        assert checksum(victim) != before
+
+
+def fixed_temporaries(name: Callable[[str, str], str]) -> Callable[..., tuple[int, str]]:
+    """The old way: a fixed temporary name beside the file, opened through whatever is there."""
+
+    def mkstemp(prefix: str, suffix: str, dir: str) -> tuple[int, str]:
+        path = os.path.join(dir, name(prefix, suffix))
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600), path
+
+    return mkstemp
+
+
+@RULE
+def test_a_planted_partial_file_link_is_refused(
+    rule: str, pub: Path, victim: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """``pub/b.img.vmio-partial -> a root-only file``: creating pub/b.img must not fill the root file."""
+    plant(pub / "b.img.vmio-partial", victim)
+    before = checksum(victim)
+    if rule == "off":
+        monkeypatch.setattr(safety, "check_place", no_check)
+        monkeypatch.setattr(files, "check_place", no_check)
+        monkeypatch.setattr(files.tempfile, "mkstemp", fixed_temporaries(lambda p, s: p.strip(".") + s))
+    code = main(["run", str(host_spec(tmp_path, str(pub / "b.img"))), "--db", str(tmp_path / "b.db")])
+    if rule == "on":
+        refused(capsys, code, f"refusing to write '{pub}/b.img'", "belongs to nobody")
+        assert checksum(victim) == before and not (pub / "b.img").exists()
+    else:
+        assert checksum(victim) != before
+
+
+@pytest.fixture(scope="module")
+def formula_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store with one campaign whose workload name a spreadsheet would run (null engine: no I/O)."""
+    folder = tmp_path_factory.mktemp("csv")
+    spec = folder / "f.toml"
+    spec.write_text(
+        f'[campaign]\nname = "f"\n[[target]]\nname = "-t"\npath = "{folder}/f.img"\nsize = "1M"\n'
+        '[[workload]]\nname = "=HYPERLINK(\\"http://x\\")"\nrw = "randread"\nioengine = "null"\nruntime = "1s"\n'
+    )
+    assert main(["run", str(spec), "--db", str(folder / "f.db")]) == 0
+    return folder / "f.db"
+
+
+@RULE
+def test_a_planted_export_temporary_is_refused(
+    rule: str, pub: Path, victim: Path, formula_store: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """``pub/.e.csv.tmp -> a root-only file``: ``vmio export -o pub/e.csv`` must not overwrite it."""
+    plant(pub / ".e.csv.tmp", victim)
+    before = checksum(victim)
+    if rule == "off":
+        monkeypatch.setattr(files, "check_place", no_check)
+        monkeypatch.setattr(files.tempfile, "mkstemp", fixed_temporaries(lambda p, s: p.rstrip(".") + s))
+    code = main(["export", "f", "--format", "csv", "-o", str(pub / "e.csv"), "--db", str(formula_store)])
+    if rule == "on":
+        refused(capsys, code, f"refusing to write '{pub}/e.csv'", "belongs to nobody")
+        assert checksum(victim) == before
+    else:
+        assert checksum(victim) != before
+
+
+@RULE
+def test_a_planted_run_lock_link_is_refused(
+    rule: str, pub: Path, victim: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``pub/s.db.run-lock -> a root-only file``: the store's run lock must not truncate it."""
+    plant(pub / "s.db.run-lock", victim)
+    before = checksum(victim)
+    if rule == "on":
+        with pytest.raises(UnsafeTargetError, match="belongs to nobody"):
+            Store(pub / "s.db")
+        assert checksum(victim) == before
+    else:
+        monkeypatch.setattr(files, "check_place", no_check)
+        monkeypatch.setattr(files, "open_lock", lambda path: os.open(path, os.O_RDWR | os.O_CREAT, 0o644))
+        with Store(pub / "s.db") as store, store.exclusive_run():
+            pass
+        assert checksum(victim) != before
+
+
+def test_a_folder_another_user_controls_is_refused_at_any_level(pub: Path, scratch: Path) -> None:
+    """Two levels below nobody's folder (the folder in between is root's), and through a root-owned link
+    into it: refused. A group-writable folder of a group other than root's: refused."""
+    deep = pub / "root-made"
+    deep.mkdir()  # root makes it, but nobody can rename pub's entries: it is nobody's to swap
+    with pytest.raises(UnsafeTargetError, match=f"its folder '{pub}' belongs to nobody"):
+        files.write_atomic(deep / "e.csv", b"x\n")
+    link = scratch / "looks-private"
+    link.symlink_to(deep)
+    with pytest.raises(UnsafeTargetError, match=f"its folder '{pub}' belongs to nobody"):
+        files.write_atomic(link / "e.csv", b"x\n")
+    group = scratch / "group"
+    group.mkdir()
+    os.chown(group, 0, pwd.getpwnam("nobody").pw_gid)
+    group.chmod(0o775)
+    with pytest.raises(UnsafeTargetError, match="can be written by other users"):
+        files.write_atomic(group / "e.csv", b"x\n")
+    assert not list(deep.iterdir()) and not list(group.iterdir())
+
+
+def test_a_sticky_shared_folder_takes_only_vmios_own_new_files(tmp_path: Path, victim: Path) -> None:
+    """In a sticky world-writable folder (like /tmp) vmio may create its own new file, never reuse a name
+    another user holds there."""
+    base = Path(os.environ.get("VMIO_TEST_SCRATCH", "/var/tmp"))
+    with tempfile.TemporaryDirectory(prefix="vmio-sticky-", dir=base) as parent:
+        sticky = Path(parent) / "s"
+        sticky.mkdir(mode=0o1777)
+        sticky.chmod(0o1777)
+        Path(parent).chmod(0o711)
+        files.write_atomic(sticky / "mine.csv", b"x\n")
+        assert (sticky / "mine.csv").read_bytes() == b"x\n"
+        plant(sticky / "theirs.csv", victim)
+        with pytest.raises(UnsafeTargetError, match="can be written by other users"):
+            files.write_atomic(sticky / "theirs.csv", b"y\n")
+
+
+# A regular file vmio did not create is data
+
+
+@RULE
+def test_a_file_vmio_did_not_create_is_data(
+    rule: str, scratch: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """A user's VM image named by mistake is refused."""
+    image = scratch / "users-vm.img"
+    image.write_bytes(os.urandom(2 << 20))
+    before = checksum(image)
+    spec = host_spec(tmp_path, str(image))
+    if rule == "off":
+        monkeypatch.setattr(safety, "data_in_file", lambda path: [])
+    code = main(["run", str(spec), "--db", str(tmp_path / "d.db")])
+    if rule == "on":
+        refused(capsys, code, "a file vmio did not create", f"--destroy-data {image}")
+        assert checksum(image) == before
+    else:
+        assert checksum(image) != before
+
+
+def test_destroy_data_names_a_file_by_any_spelling_and_vmios_own_files_are_reused(
+    scratch: Path, tmp_path: Path
+) -> None:
+    image = scratch / "users-vm.img"
+    image.write_bytes(os.urandom(2 << 20))
+    before = checksum(image)
+    spec = host_spec(tmp_path, str(image))
+    assert main(["run", str(spec), "--db", str(tmp_path / "d.db"),
+                 "--destroy-data", f"{scratch}/./x/..//users-vm.img"]) == 0  # fmt: skip
+    assert checksum(image) != before
+    own = scratch / "own.img"
+    assert main(["run", str(host_spec(tmp_path, str(own), name="own")), "--db", str(tmp_path / "d.db")]) == 0
+    assert files.is_marked(own)
+    assert main(["run", str(host_spec(tmp_path, str(own), name="own")), "--db", str(tmp_path / "d.db"),
+                 "--force"]) == 0  # fmt: skip
+
+
+# ioengine comes from an allow-list
+
+
+@RULE
+def test_an_external_ioengine_is_refused(
+    rule: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if rule == "off":
+        monkeypatch.setattr(fields, "ENGINES", (*fields.ENGINES, "external:/tmp/evil.so"))
+    spec = host_spec(
+        tmp_path, "/var/lib/vmio/x.img", rw="randread", extra='ioengine = "external:/tmp/evil.so"\n'
+    )
+    code = main(["run", str(spec), "--dry-run"])
+    captured = capsys.readouterr()
+    if rule == "on":
+        assert code == 2 and "ioengine 'external:/tmp/evil.so' is not one vmio runs" in captured.err
+    else:
+        assert code == 0 and "ioengine=external:/tmp/evil.so" in captured.out
+
+
+def test_an_external_ioengine_in_a_job_file_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job = tmp_path / "j.fio"
+    job.write_text("[w]\nrw=randread\nioengine=external:/tmp/evil.so\n")
+    code = main(["run", str(job), "--target", "/var/lib/vmio/x.img", "--size", "1M", "--dry-run"])
+    err = capsys.readouterr().err
+    assert code == 2 and f"{job}:3: ioengine=external:/tmp/evil.so" in err and "not one vmio runs" in err, err
+
+
+# CSV cells a spreadsheet would run
+
+
+@RULE
+def test_csv_cells_are_not_formulas(
+    rule: str, formula_store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if rule == "off":
+        monkeypatch.setattr(export, "inert", lambda value: value)
+    out = tmp_path / "f.csv"
+    assert main(["export", "f", "--format", "csv", "-o", str(out), "--db", str(formula_store)]) == 0
+    with out.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    cells = [v for row in rows for v in row.values()]
+    formulas = [c for c in cells if c[:1] in ("=", "+", "-", "@", "\t", "\r")]
+    if rule == "on":
+        assert formulas == []
+        assert '\'=HYPERLINK("http://x")' in cells and "'-t" in cells
+        assert any(c.replace(".", "", 1).isdigit() for c in cells)  # numbers stay numbers
+    else:
+        assert '=HYPERLINK("http://x")' in formulas
+
+
+# Signals: every command, not only `vmio run`
+
+
+@pytest.mark.parametrize(("signum", "code", "word"), [(signal.SIGTERM, 143, "terminated"),
+                                                     (signal.SIGINT, 130, "interrupted")])  # fmt: skip
+def test_a_signal_ends_any_command_cleanly(
+    signum: int, code: int, word: str, scratch: Path, tmp_path: Path
+) -> None:
+    """``vmio calibrate`` (not ``run``) gets the signal while fio runs: its exit code, and no fio left."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vmio", "calibrate", str(scratch / "s.img"), "--size", "4M",
+         "--runtime", "2s", "--db", str(tmp_path / "s.db")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while not fio_children(proc.pid) and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+        fios = fio_children(proc.pid)
+        assert fios, "fio never started"
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == code and word in err, err
+        assert not [pid for pid in fios if _alive(pid)]  # fio died with vmio
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def fio_children(pid: int) -> list[int]:
+    """fio processes below ``pid``."""
+    return [int(e.name) for e in Path("/proc").iterdir()
+            if e.name.isdigit() and _is_fio(e) and _ancestor(int(e.name), pid)]  # fmt: skip
+
+
+def _is_fio(entry: Path) -> bool:
+    try:
+        return (entry / "cmdline").read_bytes().split(b"\0")[0].endswith(b"fio")
+    except OSError:
+        return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _ancestor(child: int, pid: int) -> bool:
+    while child > 1:
+        try:
+            stat = Path(f"/proc/{child}/stat").read_text()
+        except OSError:
+            return False
+        child = int(stat.rpartition(")")[2].split()[1])
+        if child == pid:
+            return True
+    return False
+
 
 # Part 2: isolation ------------------------------------------------------------------------------------
 # Nothing vmio starts is usable by another local user: guests' fio servers (a forwarded loopback port that

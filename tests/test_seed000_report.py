@@ -106,8 +106,10 @@ def test_the_report_page_shows_the_seed_table_with_the_tcg_note(db: Path, tmp_pa
     out = tmp_path / "r.html"
     assert main(["report", "demo", "--db", str(db), "-o", str(out)]) == 0
     text = out.read_text()
-    table = re.search(r'<h3 id="seed-000">.*?</table>', text, flags=re.S)
+    table = re.search(r'<h3 id="hitachi-nvme-2016"><a id="seed-000"></a>.*?</table>', text, flags=re.S)
+    # the old id stays, an alias
     assert table is not None and text.index('id="seed-000"') < text.index('id="setup"')
+    assert 'href="#hitachi-nvme-2016"' in text and "Seed 000" not in text
     cells = re.findall(r"<tr><td>(.*?)</td><td>.*?</td><td>(.*?)</td><td>(.*?)</td>", table[0])
     # the paper's order (Bare, Figs. 4, 5, 8, 7), the spec's order within one configuration
     assert [(term, target) for term, target, _ in cells] == [

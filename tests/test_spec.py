@@ -58,7 +58,7 @@ def test_good_spec_expands_to_the_product() -> None:
     points = camp.points()
     assert len(points) == 2 * 2 * 2 * 2 * 2  # reps × targets × bs × offered × loads
     assert len({p.key for p in points}) == len(points)
-    assert points[1].key == "bare/4k-randread/bs=4096/offered=1000/load=2/rep=1"
+    assert points[1].key == "bare/4k-randread/bs=4k/offered=1000/load=2/rep=1"
 
 
 def test_remote_target() -> None:
@@ -88,7 +88,7 @@ def test_remote_target() -> None:
             r"spec.toml:15: target\[1\].bus = 'ide': use one of virtio-blk",
         ),
         ('memory = "1G"', 'memory = "1M"', r"spec.toml:23: target\[1\].memory = '1M': .*at least '128M'"),
-        ("iodepth = 32", "iodpeth = 32", r"spec.toml:30: workload\[0\] has no key 'iodpeth'"),
+        ("iodepth = 32", "iodpeth = 32", r"spec.toml:30: workload\[0\]: unknown key 'iodpeth'"),
         ('name = "bare-vs-vm"', "", r"spec.toml:1: campaign.name is required"),
         ('name = "vblk-io"', 'name = "bare"', r"spec.toml:12: target\[1\].name = 'bare' is used twice"),
         ("repetitions = 2", "repetitions = 2\nrepetitions = 3", r"spec.toml:4: not valid TOML"),

@@ -70,8 +70,18 @@ def test_recording_a_point_again_replaces_it_whole(store: Store) -> None:
 
 def test_a_changed_spec_under_the_same_name_is_refused(store: Store) -> None:
     store.ensure_campaign("c", "a.toml", "text", '{"targets": 1}')
+    store.record(record("k", []))
     with pytest.raises(StoreError, match="already stored .* new campaign name"):
         store.ensure_campaign("c", "b.toml", "text", '{"targets": 2}')
+
+
+def test_a_campaign_without_a_done_point_gives_its_name_to_a_changed_spec(store: Store) -> None:
+    first = store.ensure_campaign("c", "a.toml", "text", '{"targets": 1}')
+    store.record(record("k", [], status="failed"))
+    assert store.ensure_campaign("c", "b.toml", "new", '{"targets": 2}') == first
+    row = store.require("c")
+    assert (row["spec_path"], row["spec_text"], row["canonical"]) == ("b.toml", "new", '{"targets": 2}')
+    assert store.runs("c") == []  # the failed point of the old spec is gone with it
 
 
 def test_schema_version_and_reopen(tmp_path: Path) -> None:

@@ -223,6 +223,8 @@ def test_a_damaged_page_is_one_sentence_for_every_command(
         code, err = run_cli([*argv, "--db", str(db)], capsys)
         if table == "sample" and argv[0] == "show":
             continue  # show does not read the samples
+        if table == "result" and argv == ["show"]:
+            continue  # show without a campaign lists campaigns from the run table, without their results
         assert code == 2, (argv, err)
         line = one_line(err)
         assert f"the store {str(db)!r} is damaged" in line and ".recover" in line, argv

@@ -49,7 +49,7 @@ def test_progress_bar_is_rich(campaign: tuple[Path, str, io.StringIO]) -> None:
     text = ANSI.sub("", drawn.getvalue())
     assert "\x1b[" in drawn.getvalue() and "━" in text  # rich's bar, drawn with escape codes
     last = text.replace("\r", "\n").strip().splitlines()[-1]
-    assert "2/2" in last and "b/rr/bs=4096" in last and re.search(r"0:00:0\d", last)
+    assert "2/2" in last and "b/rr/bs=4k" in last and re.search(r"0:00:0\d", last)
     with Store(db) as store:
         rows = summary.point_rows(store, "t")
     iops = re.search(r"last ([\d,]+) IOPS", last)

@@ -73,3 +73,22 @@ def format_size(n: int) -> str:
         if n >= factor and n % factor == 0:
             return f"{n // factor}{unit}"
     return str(n)
+
+
+_BINARY = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
+
+
+def human_bytes(n: float) -> str:
+    """A size for people: ``25276510208`` → ``'23.5 GiB'``, ``512`` → ``'512 B'`` (base 1024, 3 figures)."""
+    value, unit = float(n), 0
+    while abs(value) >= 1024 and unit < len(_BINARY) - 1:
+        value /= 1024
+        unit += 1
+    if unit == 0:
+        return f"{value:.0f} B"
+    return f"{value:.{0 if abs(value) >= 100 else 1 if abs(value) >= 10 else 2}f} {_BINARY[unit]}"
+
+
+def human_rate(bytes_per_s: float) -> str:
+    """A bandwidth for people: ``1193134929`` → ``'1.11 GiB/s'``."""
+    return human_bytes(bytes_per_s) + "/s"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import socket
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,8 +25,10 @@ from vmio.fio.jobfile import seconds, section
 from vmio.store import Store
 from vmio.store import capacity as stored
 from vmio.system.blockdev import device_chain, reported_device, stable_id
+from vmio.system.files import check_place
 from vmio.system.process import Runner
-from vmio.system.safety import data_on_device, is_block_device
+from vmio.system.safety import data_in_file, data_on_device, is_block_device, named
+from vmio.targets.host import prepare_file
 
 QUEUE_DEPTHS = (1, 4, 16, 32, 64, 128)
 DEFAULT_SIZE = 1 << 30
@@ -72,8 +74,10 @@ def calibrate(
     destroy: Sequence[str] = (),
     runner: Runner | None = None,
     store: Store | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
 ) -> Calibration:
-    """Measure ``path``; store the result in ``store`` when given."""
+    """Measure ``path``; store the result in ``store`` when given. ``progress(done, total, step)`` hears of
+    each measurement (one fio run per pattern and queue depth) before it starts."""
     runner = runner or Runner()
     if runtime <= 0:
         raise InputError(f"--runtime {runtime!r} must be above 0")
@@ -81,18 +85,18 @@ def calibrate(
     block = is_block_device(path)
     if not block and target.exists() and not target.is_file():
         raise InputError(f"calibrate PATH {path!r} is neither a block device nor a regular file")
+    check_place(path, new=not target.exists())
     if not block and not target.exists():
         if not target.parent.is_dir():
             raise InputError(f"calibrate PATH {path!r}: directory {str(target.parent)!r} does not exist")
-        _fill(target, size or DEFAULT_SIZE, runner)
+        prepare_file(target, size or DEFAULT_SIZE)
     why: str | None = None
-    if block and os.path.realpath(path) not in {os.path.realpath(d) for d in destroy}:
-        reasons = data_on_device(path, runner)
-        if reasons:
-            why = f"{path} holds data ({'; '.join(reasons)}); pass --destroy-data {path} to measure writes"
+    reasons = [] if named(path, destroy) else data_on_device(path, runner) if block else data_in_file(path)
+    if reasons:
+        why = f"{path} holds data ({'; '.join(reasons)}); pass --destroy-data {path} to measure writes"
     chain = device_chain(path)
     device = reported_device(path, chain)
-    results = _run(path, runtime, writes=why is None, runner=runner)
+    results = _run(path, runtime, writes=why is None, runner=runner, progress=progress)
     by: dict[tuple[str, str], dict[str, float]] = {}
     for r in results:
         kind, _, qd = r.job.partition("-qd")
@@ -120,28 +124,34 @@ def _maybe(values: dict[str, float] | None) -> dict[str, float] | None:
     return _ordered(values) if values else None
 
 
-def _fill(target: Path, size: int, runner: Runner) -> None:
-    """Create ``target`` at ``size`` bytes, every byte written (no holes)."""
-    job = section("global", {"filename": str(target), "size": size, "ioengine": "psync", "bs": "1M"})
-    job += section("fill", {"rw": "write", "end_fsync": 1})
-    _fio(job, runner, timeout=600 + size / (20 << 20))
-
-
-def _run(path: str, runtime: float, *, writes: bool, runner: Runner) -> list[output.JobResult]:
+def _run(
+    path: str,
+    runtime: float,
+    *,
+    writes: bool,
+    runner: Runner,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> list[output.JobResult]:
     glob: dict[str, str | int | float] = {"filename": path, "ioengine": "libaio", "direct": 1, "time_based": 1, "runtime": seconds(runtime),
             "norandommap": 1, "randrepeat": 0, "group_reporting": 1}  # fmt: skip
     if not is_block_device(path):
         glob["size"] = os.path.getsize(path)
-    job = section("global", glob)
     kinds = [("rand4k", "randread", "4k"), ("seq1m", "read", "1M")]
     if writes:
         kinds += [("rand4k", "randwrite", "4k"), ("seq1m", "write", "1M")]
-    count = 0
-    for kind, rw, bs in kinds:
+    results: list[output.JobResult] = []
+    for i, (kind, rw, bs) in enumerate(
+        kinds
+    ):  # one fio per pattern (its depths in turn), so progress can follow
+        if progress is not None:
+            progress(i, len(kinds), f"{rw} {bs} at queue depths {', '.join(map(str, QUEUE_DEPTHS))}")
+        job = section("global", glob)
         for qd in QUEUE_DEPTHS:
             job += section(f"{kind}-qd{qd}", {"rw": rw, "bs": bs, "iodepth": qd, "stonewall": 1})
-            count += 1
-    return _fio(job, runner, timeout=60 + count * (runtime + 5)).results
+        results += _fio(job, runner, timeout=60 + len(QUEUE_DEPTHS) * (runtime + 5)).results
+    if progress is not None:
+        progress(len(kinds), len(kinds), "done")
+    return results
 
 
 def _fio(job: str, runner: Runner, *, timeout: float) -> output.FioOutput:

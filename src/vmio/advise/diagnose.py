@@ -6,9 +6,12 @@ The walk is the figure's, branch by branch: (a) can a device be dedicated to the
 after; the rest ends at one leaf, which is either a step (add an iothread, scale out) or the limit.
 
 ``at_limit`` is the paper's "I/O 性能限界": true only when the guideline has no step left that would raise
-I/O. ``limit`` names the bottleneck the walk found (also when a step would lift it); ``actions`` are the
-steps, in the figure's order. Where vmio's later evidence changes a branch (``thresholds.DEVIATIONS``),
-the step says so in ``deviation`` with its source. Every step records the numbers it used.
+I/O. ``limit`` names what the measured figures show saturated (the I/O thread, the vCPUs, the main loop,
+the device, the kernel's path), ``unknown`` when no figure shows it; ``lift`` is the step outside the
+figure that would lift that limit. ``actions`` are the figure's steps, in its order. Where vmio's later
+evidence changes a branch (``thresholds.DEVIATIONS``), the step says so in ``deviation`` with its source.
+Every step cites its numbers as comparisons that hold (``cite.Cite``). A verdict on a TCG point says so
+(``accel``, ``tcg_affects``); ``warnings`` say when host-wide figures are unreliable.
 """
 
 from __future__ import annotations
@@ -16,11 +19,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from vmio.advise.device_saturation import Saturation, device_saturation
+from vmio.advise.cite import Cite, against, fact
+from vmio.advise.device_saturation import device_saturation
 from vmio.advise.evidence import Evidence, Measured, Vm
-from vmio.advise.thresholds import DEVIATIONS, IOTHREAD_VQ_MAPPING_QEMU, WRITE_HEAVY_READ_PCT, Deviation
+from vmio.advise.thresholds import (
+    DEVIATIONS,
+    IOTHREAD_VQ_MAPPING_QEMU,
+    OTHER_WORK_CORES,
+    THREAD_SATURATED_PCT,
+    WRITE_HEAVY_READ_PCT,
+    Deviation,
+)
 
-Limit = Literal["device", "host-cpu", "qemu-io-thread", "guest-cpu", "app-cpu", "none"]
+Limit = Literal[
+    "device", "host-cpu", "qemu-io-thread", "qemu-main-loop", "guest-cpu", "app-cpu", "unknown", "none"
+]
 Action = Literal[
     "dedicate-disk",
     "spread-disks",
@@ -32,6 +45,18 @@ Action = Literal[
 ]
 PASSTHROUGH_BUSES = ("vfio", "block")
 TCG_NOTE = "under TCG the guest's instruction emulation is counted in the host's %usr"
+# what TCG changes: the guest's CPU is emulated, so IOPS are bounded by the emulation and the CPU figures
+# hold it (vCPU threads, host %usr)
+TCG_AFFECTS = (
+    "measured.read_iops",
+    "measured.write_iops",
+    "measured.qemu_vcpu_cpu_pct",
+    "measured.qemu_main_loop_cpu_pct",
+    "measured.qemu_iothread_cpu_pct",
+    "measured.cpu_usr_pct",
+    "measured.fio_usr_pct",
+    "measured.fio_sys_pct",
+)
 
 
 def _deviation(node: str, start: str) -> Deviation:
@@ -45,7 +70,7 @@ class Step:
     node: str
     question: str
     answer: str
-    evidence: dict[str, Any] = field(default_factory=dict)
+    evidence: tuple[Cite, ...] = field(default_factory=tuple)
     deviation: Deviation | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -53,7 +78,7 @@ class Step:
             "node": self.node,
             "question": self.question,
             "answer": self.answer,
-            "evidence": self.evidence,
+            "evidence": [c.to_dict() for c in self.evidence],
             "deviation": None if self.deviation is None else self.deviation.__dict__.copy(),
         }
 
@@ -66,16 +91,27 @@ class Diagnosis:
     actions: tuple[Action, ...]
     steps: tuple[Step, ...]
     at_limit: bool
+    lift: str | None = None
+    accel: str | None = None
+    warnings: tuple[str, ...] = ()
 
     @property
     def deviations(self) -> list[Deviation]:
         return [s.deviation for s in self.steps if s.deviation is not None]
 
+    @property
+    def tcg_affects(self) -> list[str]:
+        return list(TCG_AFFECTS) if self.accel == "tcg" else []
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "at_limit": self.at_limit,
             "limit": self.limit,
+            "lift": self.lift,
             "actions": list(self.actions),
+            "accel": self.accel,
+            "tcg_affects": self.tcg_affects,
+            "warnings": list(self.warnings),
             "steps": [s.to_dict() for s in self.steps],
             "deviations": [d.__dict__.copy() for d in self.deviations],
         }
@@ -83,10 +119,12 @@ class Diagnosis:
 
 @dataclass(frozen=True)
 class Leaf:
-    """Where (c) to (g) ended: the bottleneck, and the step that raises I/O (empty: at the limit)."""
+    """Where (c) to (g) ended: the bottleneck, the step that raises I/O (empty: at the limit), and the
+    step outside the figure that would lift the bottleneck."""
 
     limit: Limit
     actions: tuple[Action, ...] = ()
+    lift: str | None = None
 
 
 def diagnose(evidence: Evidence) -> Diagnosis:
@@ -99,7 +137,19 @@ def diagnose(evidence: Evidence) -> Diagnosis:
         first.append("spread-disks")
     leaf = walk.leaf()
     actions = first + [a for a in leaf.actions if a not in first]
-    return Diagnosis(leaf.limit, tuple(actions) or ("none",), tuple(walk.steps), at_limit=not actions)
+    return Diagnosis(
+        leaf.limit,
+        tuple(actions) or ("none",),
+        tuple(walk.steps),
+        at_limit=not actions,
+        lift=leaf.lift,
+        accel=evidence.host.accel,
+        warnings=tuple(walk.warnings()),
+    )
+
+
+def _saturated(pct: float | None) -> bool:
+    return pct is not None and pct >= THREAD_SATURATED_PCT.value
 
 
 class _Walk:
@@ -107,11 +157,12 @@ class _Walk:
         self.ev = evidence
         self.m: Measured = evidence.measured
         self.steps: list[Step] = []
+        self.tcg = evidence.host.accel == "tcg"
 
     def note(
-        self, node: str, question: str, answer: str, cited: dict[str, Any], dev: Deviation | None = None
+        self, node: str, question: str, answer: str, cited: list[Cite], dev: Deviation | None = None
     ) -> None:
-        self.steps.append(Step(node, question, answer, cited, dev))
+        self.steps.append(Step(node, question, answer, tuple(cited), dev))
 
     def free(self) -> list[str]:
         return [d.name for d in self.ev.devices if d.in_use is False and not d.dedicated_to_vm]
@@ -121,12 +172,13 @@ class _Walk:
         vm = self.ev.vm
         question = "Is a device dedicated to the VM, and if not, can one be?"
         if vm is None:
-            self.note("a", question, "not asked: bare-host evidence", {"vm": None})
+            self.note("a", question, "not asked: bare-host evidence", [fact("vm", None)])
             return False
         dedicated = [d.name for d in self.ev.devices if d.dedicated_to_vm]
         free = self.free()
         count = vm.count or 1
-        cited = {"vm.bus": vm.bus, "vm.count": vm.count, "devices.dedicated_to_vm": dedicated, "free": free}
+        cited = [fact("vm.bus", vm.bus), fact("vm.count", vm.count),
+                 fact("devices.dedicated_to_vm", dedicated), fact("devices.free", free)]  # fmt: skip
         if vm.bus in PASSTHROUGH_BUSES or dedicated:
             self.note("a", question, "yes: the VM owns its device already", cited)
             return False
@@ -134,7 +186,7 @@ class _Walk:
             vms = "the VM" if count == 1 else f"each of the {count} VMs"
             answer = f"no, but it can be: {', '.join(free)} is free for {vms}; passed through, seed 000 "
             answer += "measured 1.0x bare (Fig. 5) -> dedicate-disk raises I/O"
-            self.note("a", question, answer, cited)
+            self.note("a", question, answer, [*cited, against("devices.free.count", len(free), count)])
             return True
         why = "no device is free" if not free else f"{len(free)} free device(s) for {count} VMs"
         self.note("a", question, f"no, and it cannot be: {why}", cited)
@@ -142,7 +194,9 @@ class _Walk:
 
     def free_devices(self) -> list[str]:
         free = self.free()
-        cited = {"devices.in_use": {d.name: d.in_use for d in self.ev.devices}}
+        cited = [fact(f"devices[{d.name}].in_use", d.in_use) for d in self.ev.devices] or [
+            fact("devices", [])
+        ]
         gain = "seed 000 Fig. 7: VM disks spread over 2 SSDs gave 689k/247k read/write IOPS, 1.57x/2.75x bare metal on 1 SSD"
         if free:
             answer = f"yes: {', '.join(free)} -> spread-disks raises I/O ({gain})"
@@ -159,13 +213,15 @@ class _Walk:
         if vm is None:
             return self.by_mix()
         jobs = vm.jobs_per_vm
-        cited = {"vm.jobs_per_vm": jobs, "vm.count": vm.count}
         question = "Does one VM run several jobs (fio)?"
         if jobs is None:
-            self.note("c", question, "unknown: taken as one job per VM -> (d)", cited)
+            self.note(
+                "c", question, "unknown: taken as one job per VM -> (d)", [fact("vm.jobs_per_vm", None)]
+            )
             return self.by_mix()
         several = jobs > 1
         plural = "" if jobs == 1 else "s"
+        cited = [against("vm.jobs_per_vm", jobs, 1, strict_above=True)]
         self.note("c", question, f"{'yes' if several else 'no'}: {jobs} job{plural} per VM", cited)
         if several:
             found = self.io_thread(vm)
@@ -173,44 +229,87 @@ class _Walk:
                 return found
         return self.by_mix()
 
+    def thread_cites(self) -> list[Cite]:
+        limit = THREAD_SATURATED_PCT.value
+        return [
+            against("measured.qemu_iothread_cpu_pct", self.m.qemu_iothread_cpu_pct, limit),
+            against("measured.qemu_vcpu_cpu_pct", self.m.qemu_vcpu_cpu_pct, limit),
+            against("measured.qemu_main_loop_cpu_pct", self.m.qemu_main_loop_cpu_pct, limit),
+        ]
+
+    def saturated_elsewhere(self) -> tuple[Limit, str | None, str]:
+        """What the figures show saturated besides the I/O thread: (limit, lift, words)."""
+        m = self.m
+        if _saturated(m.qemu_vcpu_cpu_pct):
+            lift = (
+                "run the VM under KVM: under TCG the vCPUs emulate the guest's instructions"
+                if self.tcg
+                else "give the VM more vCPUs (each fio job needs CPU in the guest)"
+            )
+            return "guest-cpu", lift, f"the busiest vCPU thread is at {m.qemu_vcpu_cpu_pct:g} % of a core"
+        if _saturated(m.qemu_main_loop_cpu_pct):
+            lift = "move the VM's other disks and devices off the main loop (give them an iothread)"
+            return "qemu-main-loop", lift, f"QEMU's main loop is at {m.qemu_main_loop_cpu_pct:g} % of a core"
+        sat = device_saturation(self.ev.devices, m)
+        if sat.saturated:
+            return "device", "spread the VM disks over more devices (Fig. 7), or a faster device", sat.answer
+        if sat.measure is not None:
+            return (
+                "unknown",
+                f"measure the device's capacity: {sat.measure}",
+                "no measured figure is saturated",
+            )
+        return "unknown", None, "no measured figure is saturated"
+
     def io_thread(self, vm: Vm) -> Leaf | None:
         question = "Does the VM use an iothread?"
         threads = vm.iothreads or 0
         qemu_version = self.ev.host.qemu_version
-        cited: dict[str, Any] = {
-            "vm.iothreads": vm.iothreads,
-            "vm.bus": vm.bus,
-            "host.qemu_version": qemu_version,
-        }
-        cited["vm.vq_mapping"] = vm.vq_mapping
-        cited["measured.qemu_main_loop_cpu_pct"] = self.m.qemu_main_loop_cpu_pct
-        cited["measured.qemu_iothread_cpu_pct"] = self.m.qemu_iothread_cpu_pct
+        cited = [fact("vm.iothreads", vm.iothreads), fact("vm.bus", vm.bus)]
         if vm.bus == "vfio":
             self.note("f", question, "not asked: with vfio passthrough QEMU is not in the I/O path -> (d)", cited,
                       _deviation("f", "with vfio"))  # fmt: skip
             return None
+        cited += [fact("host.qemu_version", qemu_version), fact("vm.vq_mapping", vm.vq_mapping)]
+        cited += self.thread_cites()
         vq_ok = self.vq_mapping_possible(vm)
         if threads == 0:
-            load = _load("main loop", self.m.qemu_main_loop_cpu_pct)
-            answer = f"no ({load}) -> add-iothread raises I/O (seed 000 Fig. 8: 16 jobs in one VM went from "
-            answer += "0.21x to 0.78x bare)"
+            answer = f"no ({_load('main loop', self.m.qemu_main_loop_cpu_pct)}) -> add-iothread raises I/O "
+            answer += "(seed 000 Fig. 8: 16 jobs in one VM went from 0.21x to 0.78x bare)"
             fix: tuple[Action, ...] = ("add-iothread",)
             if vq_ok:
                 fix += ("iothread-vq-mapping",)
                 answer += f"; QEMU {qemu_version} can also spread the disk's queues over several (iothread-vq-mapping)"
+            if _saturated(self.m.qemu_main_loop_cpu_pct):
+                limit: Limit = "qemu-main-loop"
+                answer += "; the main loop, which does the disk's I/O without an iothread, is saturated"
+            else:
+                limit, _, words = self.saturated_elsewhere()
+                answer += f"; limit now: {limit} ({words})"
             self.note("f", question, answer, cited)
-            return Leaf("qemu-io-thread", fix)
+            return Leaf(limit, fix, "add-iothread")
         head = f"yes: {threads} iothread{'s' if threads > 1 else ''} ({_load('busiest iothread', self.m.qemu_iothread_cpu_pct)})"
-        if vq_ok and not vm.vq_mapping:
-            answer = (
-                f"{head}; seed 000 calls this the limit, but QEMU {qemu_version} spreads one disk's queues "
-            )
-            answer += "over several iothreads -> iothread-vq-mapping raises I/O"
-            self.note("f", question, answer, cited, _deviation("f", "with an iothread"))
-            return Leaf("qemu-io-thread", ("iothread-vq-mapping",))
-        why = "queues already mapped over its iothreads" if vm.vq_mapping else self.why_no_vq_mapping(vm)
-        self.note("f", question, f"{head} -> at the limit (seed 000 Fig. 10 (f)); {why}", cited)
-        return Leaf("qemu-io-thread")
+        if _saturated(self.m.qemu_iothread_cpu_pct):
+            if vq_ok and not vm.vq_mapping:
+                answer = f"{head}, saturated; seed 000 calls this the limit, but QEMU {qemu_version} spreads "
+                answer += "one disk's queues over several iothreads -> iothread-vq-mapping raises I/O"
+                self.note("f", question, answer, cited, _deviation("f", "with an iothread in use, QEMU"))
+                return Leaf("qemu-io-thread", ("iothread-vq-mapping",), "iothread-vq-mapping")
+            why = "queues already mapped over its iothreads" if vm.vq_mapping else self.why_no_vq_mapping(vm)
+            answer = f"{head}, saturated -> at the limit (seed 000 Fig. 10 (f)); {why}"
+            self.note("f", question, answer, cited)
+            lift = None if vm.vq_mapping else f"a QEMU with iothread-vq-mapping ({why})"
+            return Leaf("qemu-io-thread", (), lift)
+        limit, lift, words = self.saturated_elsewhere()
+        state = "not saturated" if self.m.qemu_iothread_cpu_pct is not None else "its CPU not measured"
+        answer = (
+            f"{head}, {state} -> at the limit by the paper's Fig. 10 (f) (no step of the figure is left); "
+        )
+        answer += f"the limit is not the iothread: {limit} ({words})"
+        if lift:
+            answer += f"; lifted by: {lift}"
+        self.note("f", question, answer, cited, _deviation("f", "with an iothread in use, the iothread"))
+        return Leaf(limit, (), lift)
 
     def vq_mapping_possible(self, vm: Vm) -> bool:
         """iothread-vq-mapping: virtio-blk (or a raw device on it) on QEMU >= 9.0."""
@@ -232,15 +331,20 @@ class _Walk:
             self.note("d", question, "unknown -> (e), which judges the device directly", cited)
             return self.device_busy()
         heavy = read_pct < split
-        self.note("d", question, f"{'yes' if heavy else 'no'}: {read_pct:.0f} % reads", cited)
+        self.note("d", question, f"{'yes' if heavy else 'no'}: {read_pct:.0f} % reads",
+                  [*cited, against("read_pct", round(read_pct, 1), split)])  # fmt: skip
         return self.cpu_split() if heavy else self.device_busy()
 
-    def read_share(self) -> tuple[float | None, dict[str, Any]]:
+    def read_share(self) -> tuple[float | None, list[Cite]]:
         pct = self.ev.workload.read_pct
         if pct is not None:
-            return pct, {"workload.read_pct": pct}
+            return pct, [fact("workload.read_pct", pct)]
         r, w = self.m.read_iops, self.m.write_iops
-        cited = {"workload.read_pct": None, "measured.read_iops": r, "measured.write_iops": w}
+        cited = [
+            fact("workload.read_pct", None),
+            fact("measured.read_iops", r),
+            fact("measured.write_iops", w),
+        ]
         total = (r or 0) + (w or 0)
         return (100 * (r or 0) / total if total > 0 else None), cited
 
@@ -249,55 +353,86 @@ class _Walk:
 
     def device_busy(self) -> Leaf:
         sat = device_saturation(self.ev.devices, self.m)
-        deviation = (
-            _deviation("e", "'device busy'") if sat.by == "capacity" or not self._rotational() else None
-        )
+        deviation = _deviation("e", "'device busy'")
         more = "more VMs" if self.ev.vm is not None else "more jobs"
-        tail = " -> device neck: at the limit" if sat.saturated else f" -> {more} raise I/O"
-        self.note("e", "Is the device busy?", sat.answer + tail, sat.cited, deviation)
         if sat.saturated:
-            return Leaf("device")
+            self.note("e", "Is the device busy?", sat.answer + " -> device neck: at the limit", list(sat.cited),
+                      deviation)  # fmt: skip
+            return Leaf("device", (), "spread the disks over more devices (Fig. 7), or a faster device")
+        if sat.by == "unknown":
+            tail = f" -> {more} raise I/O until the device's capacity, which is unknown"
+            self.note("e", "Is the device busy?", sat.answer + tail, list(sat.cited), deviation)
+            return Leaf("unknown", self.scale_out(), f"measure the device's capacity: {sat.measure}")
+        self.note(
+            "e", "Is the device busy?", sat.answer + f" -> {more} raise I/O", list(sat.cited), deviation
+        )
         return Leaf("none", self.scale_out())
 
-    def _rotational(self) -> bool:
-        return bool(self.ev.devices) and all(d.rotational for d in self.ev.devices)
-
     def cpu_split(self) -> Leaf:
-        usr, sys = self.m.cpu_usr_pct, self.m.cpu_sys_pct
-        cited: dict[str, Any] = {"measured.cpu_usr_pct": usr, "measured.cpu_sys_pct": sys,
-                                 "measured.qemu_vcpu_cpu_pct": self.m.qemu_vcpu_cpu_pct, "host.accel": self.ev.host.accel}  # fmt: skip
+        usr, sys, whose, cited = self.cpu_figures()
         question = "Which is higher, %usr (applications) or %sys (kernel)?"
-        tcg = self.ev.host.accel == "tcg"
-        note = f"; {TCG_NOTE}" if tcg else ""
-        tcg_dev = _deviation("cpu", "under TCG") if tcg else None
+        hostwide = whose == "host-wide"
+        note = f"; {TCG_NOTE}" if self.tcg and hostwide else ""
+        dev = _deviation("g", "%usr and %sys are those")
+        if self.tcg and hostwide:
+            dev = _deviation("cpu", "under TCG")
         if usr is None or sys is None:
             self.note("g", question, f"unknown: %usr or %sys not measured -> judging the device (e){note}", cited,
-                      tcg_dev)  # fmt: skip
+                      dev)  # fmt: skip
             return self.device_busy()
-        capacity = self.at_capacity()
+        capacity = device_saturation(self.ev.devices, self.m)
         if usr > sys:
-            answer = f"%usr {usr:g} > %sys {sys:g}"
-            if capacity is not None and capacity.saturated:
+            answer = f"{whose} %usr {usr:g} > %sys {sys:g}"
+            cited.append(Cite(f"{cited[0].figure} vs {cited[1].figure}", usr, ">", sys))
+            if capacity.saturated:
                 answer += f", but the device is at its capacity ({capacity.answer}) -> at the limit{note}"
                 self.note(
-                    "g", question, answer, {**cited, **capacity.cited}, _deviation("g", "a device already")
+                    "g", question, answer, [*cited, *capacity.cited], _deviation("g", "a device already")
                 )
-                return Leaf("device")
+                return Leaf("device", (), "spread the disks over more devices (Fig. 7), or a faster device")
             who = "more VMs raise I/O (scale-out-vms)" if self.ev.vm is not None else "more jobs raise I/O"
-            self.note("g", question, f"{answer} -> {who}{note}", cited, tcg_dev)
+            self.note("g", question, f"{answer} -> {who}{note}", cited, dev)
             return Leaf("guest-cpu" if self.ev.vm is not None else "app-cpu", self.scale_out())
-        answer = f"%sys {sys:g} >= %usr {usr:g} -> the kernel's I/O path: at the limit (seed 000 Fig. 10 (g)){note}"
+        cited.append(Cite(f"{cited[1].figure} vs {cited[0].figure}", sys, ">=", usr))
+        answer = f"{whose} %sys {sys:g} >= %usr {usr:g} -> the kernel's I/O path: at the limit (seed 000 Fig. 10 (g)){note}"
         limit: Limit = "host-cpu"
-        if capacity is not None and capacity.saturated:
+        if capacity.saturated:
             answer += f"; the device is at its capacity too ({capacity.answer})"
+            cited += capacity.cited
             limit = "device"
-        self.note("g", question, answer, cited, tcg_dev)
-        return Leaf(limit)
+        self.note("g", question, answer, cited, dev)
+        return Leaf(limit, (), "a faster kernel path (fewer, larger requests; io_uring) or more cores")
 
-    def at_capacity(self) -> Saturation | None:
-        """The device against its known capacity; None when no capacity is known (%util is not asked in (g))."""
-        sat = device_saturation(self.ev.devices, self.m)
-        return sat if sat.by == "capacity" else None
+    def cpu_figures(self) -> tuple[float | None, float | None, str, list[Cite]]:
+        """%usr and %sys of the processes that did the I/O (fio's own) where stored, else host-wide."""
+        m = self.m
+        if m.fio_usr_pct is not None and m.fio_sys_pct is not None:
+            cites = [fact("measured.fio_usr_pct", m.fio_usr_pct), fact("measured.fio_sys_pct", m.fio_sys_pct)]
+            return m.fio_usr_pct, m.fio_sys_pct, "fio's own", cites
+        cites = [fact("measured.cpu_usr_pct", m.cpu_usr_pct), fact("measured.cpu_sys_pct", m.cpu_sys_pct)]
+        return m.cpu_usr_pct, m.cpu_sys_pct, "host-wide", cites
+
+    def warnings(self) -> list[str]:
+        """Host-wide figures made unreliable by other work on the host."""
+        out: list[str] = []
+        m, cpus = self.m, self.ev.host.cpus
+        if self.tcg:
+            out.append("TCG: the guest's CPU is emulated; IOPS and CPU figures are TCG's, not KVM's")
+        if cpus and m.cpu_usr_pct is not None and m.cpu_sys_pct is not None and m.own_cpu_pct is not None:
+            busy = (m.cpu_usr_pct + m.cpu_sys_pct) / 100 * cpus
+            other = busy - m.own_cpu_pct / 100
+            if other > OTHER_WORK_CORES.value:
+                out.append(
+                    f"other work on the host: host-wide %usr+%sys is {busy:.2f} of {cpus} cores while the "
+                    f"run's own processes used {m.own_cpu_pct / 100:.2f}; host-wide CPU figures are unreliable"
+                )
+        load = self.ev.host.load_avg_1m
+        if cpus and load is not None and load > cpus:
+            out.append(
+                f"load average {load:g} at the point's start, above the host's {cpus} CPUs, before the run's "
+                "own processes started: other work competed for the CPUs"
+            )
+        return out
 
 
 def _load(who: str, pct: float | None) -> str:

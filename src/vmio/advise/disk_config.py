@@ -25,6 +25,7 @@ class Config:
     device: str | None = None
     pci_address: str | None = None
     image: str | None = None
+    image_is_block: bool = False  # the image is a block device (host_device), not a file
     spread_over: tuple[str, ...] = ()
     cache: str = "none"
     aio: str = "native"
@@ -46,7 +47,9 @@ def qemu_args(config: Config) -> list[str]:
 
 def _blockdev(config: Config) -> str:
     if config.passthrough == "block":
-        proto, filename = "host_device", f"/dev/{config.device}"
+        proto, filename = "host_device", device_path(config)
+    elif config.image_is_block:
+        proto, filename = "host_device", str(config.image)
     else:
         proto, filename = "file", str(config.image)
     direct = "on" if config.cache in ("none", "directsync") else "off"
@@ -62,6 +65,12 @@ def _virtio_blk(config: Config) -> str:
         spec = {"driver": "virtio-blk-pci", "drive": NODE, "iothread-vq-mapping": mapping}
         return json.dumps(spec, separators=(",", ":"))
     return f"virtio-blk-pci,drive={NODE}" + (",iothread=iothread0" if config.iothreads else "")
+
+
+def device_path(config: Config) -> str:
+    """The passed-through device's path: as given (``/dev/sdb``), or ``/dev/NAME`` for an inventory name."""
+    device = str(config.device)
+    return device if device.startswith("/") else f"/dev/{device}"
 
 
 def maps_queues(config: Config, libvirt: tuple[int, int, int] | None) -> bool:
@@ -94,7 +103,7 @@ def libvirt_xml(config: Config, libvirt: tuple[int, int, int] | None = None) -> 
 
 
 def _disk(config: Config, mapped: bool) -> ET.Element:
-    block = config.passthrough == "block"
+    block = config.passthrough == "block" or config.image_is_block
     disk = ET.Element("disk", type="block" if block else "file", device="disk")
     driver = ET.SubElement(disk, "driver", name="qemu", type="raw", cache=config.cache, io=config.aio)
     if config.vq_mapping:
@@ -107,8 +116,10 @@ def _disk(config: Config, mapped: bool) -> ET.Element:
             driver.set("iothread", "1")
     elif config.iothreads and config.bus == "virtio-blk":
         driver.set("iothread", "1")
-    if block:
-        ET.SubElement(disk, "source", dev=f"/dev/{config.device}")
+    if config.passthrough == "block":
+        ET.SubElement(disk, "source", dev=device_path(config))
+    elif block:
+        ET.SubElement(disk, "source", dev=str(config.image))
     else:
         ET.SubElement(disk, "source", file=str(config.image))
     scsi = config.bus == "virtio-scsi"

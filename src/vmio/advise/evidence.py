@@ -2,7 +2,7 @@
 
 The JSON format (unknown values are null; ``vm`` is null for a bare host)::
 
-    {"host": {"cpus": 16, "qemu_version": "7.2.0", "accel": "kvm"},
+    {"host": {"cpus": 16, "qemu_version": "7.2.0", "accel": "kvm", "load_avg_1m": 0.4},
      "devices": [{"name": "nvme0n1", "rotational": false, "in_use": true, "dedicated_to_vm": false,
                   "capacity_read_iops": 450000, "capacity_write_iops": 75000,
                   "capacity_source": "vmio calibrate"}],
@@ -10,12 +10,17 @@ The JSON format (unknown values are null; ``vm`` is null for a bare host)::
      "workload": {"read_pct": 100, "bs": 4096, "iodepth": 32},
      "measured": {"read_iops": 92000, "write_iops": 0, "dev_busy_pct": 60, "dev_queue": 3.1,
                   "dev_await_ms": 0.2, "cpu_usr_pct": 20, "cpu_sys_pct": 15, "cpu_iowait_pct": 5,
-                  "qemu_iothread_cpu_pct": null, "qemu_main_loop_cpu_pct": 98, "qemu_vcpu_cpu_pct": 40}}
+                  "qemu_iothread_cpu_pct": null, "qemu_main_loop_cpu_pct": 98, "qemu_vcpu_cpu_pct": 40,
+                  "fio_usr_pct": 12, "fio_sys_pct": 30, "own_cpu_pct": 160}}
 
 A missing key reads as null. Keys not listed here are refused, so a misspelt key is not silently unknown.
-``capacity_source`` says where the capacity comes from (``vmio calibrate`` of this device, the campaign's
-bare points, a data sheet); ``accel`` is how the VMs run (``kvm`` or ``tcg``: under TCG the host's %usr
-holds the guest's instruction emulation). CPU percentages of QEMU threads are per thread, in % of one core (the busiest iothread when several).
+``capacity_source`` says where the capacity comes from (``vmio calibrate`` of this device, a capacity the
+user declares, a data sheet); ``accel`` is how the VMs run (``kvm`` or ``tcg``: under TCG the host's %usr
+holds the guest's instruction emulation); ``load_avg_1m`` is the host's 1-minute load average when the
+point started. CPU percentages of QEMU threads are per thread, in % of one core (the busiest iothread when
+several). ``fio_usr_pct``/``fio_sys_pct`` are the fio jobs' own CPU (fio's usr_cpu/sys_cpu summed over the
+jobs, % of one core); ``own_cpu_pct`` is the CPU of every process the run started (fio on a bare host, the
+QEMU processes for VMs), % of one core: host-wide %usr/%sys beyond it is other work.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ class Host:
     cpus: int | None = field(default=None, metadata=_kind("positive"))
     qemu_version: str | None = field(default=None, metadata=_kind("version"))
     accel: str | None = field(default=None, metadata=_kind("accel"))
+    load_avg_1m: float | None = field(default=None, metadata=_kind("number"))
 
     def qemu(self) -> tuple[int, int, int] | None:
         """The QEMU version as (major, minor, micro), or None when unknown."""
@@ -89,6 +95,9 @@ class Measured:
     qemu_iothread_cpu_pct: float | None = field(default=None, metadata=_kind("pct"))
     qemu_main_loop_cpu_pct: float | None = field(default=None, metadata=_kind("pct"))
     qemu_vcpu_cpu_pct: float | None = field(default=None, metadata=_kind("pct"))
+    fio_usr_pct: float | None = field(default=None, metadata=_kind("number"))
+    fio_sys_pct: float | None = field(default=None, metadata=_kind("number"))
+    own_cpu_pct: float | None = field(default=None, metadata=_kind("number"))
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,12 @@
 """Evidence for the tuning guideline built from a stored campaign's points.
 
-A device's capacity is what ``vmio calibrate`` measured on this host for it (stored under its stable
-identity); without one, the best the campaign measured on the bare host against it (offered "max"), and the
-evidence says which. A device is in use (Fig. 10 (a)/(b)) by ``system.blockdev.uses``, counting the
+A device's capacity is the one the user declares (``vmio diagnose --capacity-read-iops N
+--capacity-write-iops N``, else a host target's ``capacity_read_iops``/``capacity_write_iops`` on the same
+device), else what ``vmio calibrate`` measured on this host for it (stored under its stable identity); never
+the campaign's own points, which would judge a point against itself. ``diagnose`` does not calibrate by
+itself: it reads the store only, and without a capacity says how to measure one. The CPU figures of the
+processes that did the I/O (fio's own usr/sys, the QEMU processes) come beside the host-wide ones, and the
+load average the run recorded at the point's start. A device is in use (Fig. 10 (a)/(b)) by ``system.blockdev.uses``, counting the
 campaign's own VM disks.
 """
 
@@ -14,9 +18,10 @@ from typing import Any
 
 from vmio.advise.evidence import Device, Evidence, Host, Measured, Vm, Workload
 from vmio.errors import InputError
-from vmio.spec import Campaign, QemuTarget, loads_spec
-from vmio.store import Store
+from vmio.spec import Campaign, HostTarget, QemuTarget
+from vmio.store import Store, campaigns
 from vmio.store import capacity as calibrated
+from vmio.store.campaigns import normal_key
 from vmio.store.rows import build_label, point_row
 from vmio.system.blockdev import in_use, is_rotational, stable_id
 
@@ -26,14 +31,14 @@ QEMU_METRICS = {"iothread_max_pct": "qemu_iothread_cpu_pct", "main_max_pct": "qe
 
 
 def stored_campaign(store: Store, name: str) -> Campaign:
-    row = store.require(name)
-    return loads_spec(row["spec_text"], row["spec_path"] or name)
+    """Campaign ``name`` as stored, under its stored name (see ``vmio.store.campaigns.stored_campaign``)."""
+    return campaigns.stored_campaign(store, name)
 
 
 def points_to_diagnose(store: Store, name: str, key: str | None) -> list[sqlite3.Row]:
     runs = [r for r in store.runs(name) if r["status"] == "done"]
     if key is not None:
-        chosen = [r for r in runs if r["point_key"] == key]
+        chosen = [r for r in runs if normal_key(r["point_key"]) == normal_key(key)]  # bs=4096 or bs=4k
         if not chosen:
             known = ", ".join(r["point_key"] for r in runs[:5])
             raise InputError(f"campaign {name!r} has no done point {key!r}; points look like: {known}")
@@ -47,7 +52,12 @@ def build_of(run: sqlite3.Row) -> str | None:
     return build_label({"qemu_version": run["qemu_version"], "qemu_machine": facts.get("qemu_machine")})
 
 
-def evidence_for(store: Store, camp: Campaign, run: sqlite3.Row, sys_root: str = "/sys") -> Evidence:
+Declared = tuple[float | None, float | None]
+
+
+def evidence_for(
+    store: Store, camp: Campaign, run: sqlite3.Row, sys_root: str = "/sys", declared: Declared | None = None
+) -> Evidence:
     row = point_row(store, camp.name, run)
     target = camp.target(run["target"])
     workload = camp.workload(run["workload"])
@@ -62,7 +72,7 @@ def evidence_for(store: Store, camp: Campaign, run: sqlite3.Row, sys_root: str =
                 vq_mapping=facts.get("iothread_vq_mapping"))  # fmt: skip
     devices = []
     if run["device"]:
-        cap_r, cap_w, source = capacity(store, camp, run["device"], sys_root)
+        cap_r, cap_w, source = capacity(store, camp, run["device"], sys_root, declared)
         vm_disks = [p for t in camp.targets if isinstance(t, QemuTarget) for p in t.backing]
         devices.append(Device(
             name=run["device"], rotational=is_rotational(run["device"], sys_root),
@@ -70,8 +80,7 @@ def evidence_for(store: Store, camp: Campaign, run: sqlite3.Row, sys_root: str =
             dedicated_to_vm=isinstance(target, QemuTarget) and target.bus in ("block", "vfio"),
             capacity_read_iops=cap_r, capacity_write_iops=cap_w, capacity_source=source,
         ))  # fmt: skip
-    qemu = {name: max((v for (src, m), v in metrics.items() if src.startswith("qemu:") and m == metric), default=None)
-            for metric, name in QEMU_METRICS.items()}  # fmt: skip
+    qemu = {name: _busiest(metrics, metric) for metric, name in QEMU_METRICS.items()}
     measured = Measured(
         read_iops=row["read_iops"], write_iops=row["write_iops"], dev_busy_pct=_pct(row["dev_busy_pct"]),
         dev_queue=row["dev_queue"], dev_await_ms=row["dev_await_ms"], cpu_usr_pct=_pct(row["cpu_usr_pct"]),
@@ -79,12 +88,15 @@ def evidence_for(store: Store, camp: Campaign, run: sqlite3.Row, sys_root: str =
         qemu_iothread_cpu_pct=_pct(qemu["qemu_iothread_cpu_pct"]),
         qemu_main_loop_cpu_pct=_pct(qemu["qemu_main_loop_cpu_pct"]),
         qemu_vcpu_cpu_pct=_pct(qemu["qemu_vcpu_cpu_pct"]),
+        fio_usr_pct=fio_cpu(store, run, "usr_cpu"), fio_sys_pct=fio_cpu(store, run, "sys_cpu"),
+        own_cpu_pct=_own_cpu(store, run, row),
     )  # fmt: skip
     return Evidence(
         host=Host(
             cpus=facts.get("cores"),
             qemu_version=_version(run["qemu_version"]),
             accel=run["accel"] if run["accel"] in ("kvm", "tcg") and vm is not None else None,
+            load_avg_1m=_load_avg(facts),
         ),  # fmt: skip
         devices=tuple(devices),
         vm=vm,
@@ -94,32 +106,61 @@ def evidence_for(store: Store, camp: Campaign, run: sqlite3.Row, sys_root: str =
 
 
 def capacity(
-    store: Store, camp: Campaign, device: str, sys_root: str = "/sys"
+    store: Store, camp: Campaign, device: str, sys_root: str = "/sys", declared: Declared | None = None
 ) -> tuple[float | None, float | None, str | None]:
-    """(read, write, source): ``vmio calibrate``'s figures for this host and device, else the campaign's."""
+    """(read, write, source): declared with diagnose's flags, else by a host target of the campaign on the
+    same device, else ``vmio calibrate``'s figures for this host and device; (None, None, None) unknown."""
     from vmio.advise.calibrate import host_name
 
+    if declared is not None and (declared[0] is not None or declared[1] is not None):
+        return declared[0], declared[1], "declared with --capacity-read-iops/--capacity-write-iops"
+    for target in camp.targets:
+        if not isinstance(target, HostTarget):
+            continue
+        if target.capacity_read_iops is None and target.capacity_write_iops is None:
+            continue
+        if any(r["device"] == device for r in store.runs(camp.name) if r["target"] == target.name):
+            source = f"declared by target {target.name!r} (capacity_read_iops/capacity_write_iops)"
+            return target.capacity_read_iops, target.capacity_write_iops, source
     row = calibrated.lookup(store, host_name(), stable_id(device, sys_root))
     if row is not None:
         return row["capacity_read_iops"], row["capacity_write_iops"], f"vmio calibrate {row['path']}"
-    r, w = _bare_best(store, camp, device)
-    if r is None and w is None:
-        return None, None, None
-    return r, w, f"campaign {camp.name}'s best bare point (no vmio calibrate of {device} on this host)"
+    return None, None, None
 
 
-def _bare_best(store: Store, camp: Campaign, device: str) -> tuple[float | None, float | None]:
-    best: dict[str, float] = {}
-    for run in store.runs(camp.name):
-        if run["status"] != "done" or run["target_kind"] != "host" or run["device"] != device:
-            continue
-        if run["offered_iops"] is not None:
-            continue
-        row = point_row(store, camp.name, run)
-        for ddir in ("read", "write"):
-            if row[f"{ddir}_iops"]:
-                best[ddir] = max(best.get(ddir, 0.0), row[f"{ddir}_iops"])
-    return best.get("read"), best.get("write")
+def fio_cpu(store: Store, run: sqlite3.Row, column: str) -> float | None:
+    """fio's own CPU (``usr_cpu`` or ``sys_cpu``) summed over the point's measured jobs, % of one core."""
+    values: list[float | None] = [r[column] for r in store.results(run["id"]) if r["role"] == "measure"]
+    known = [float(v) for v in values if v is not None]
+    if not values or len(known) != len(values):
+        return None
+    return round(sum(known), 3)
+
+
+def _own_cpu(store: Store, run: sqlite3.Row, row: dict[str, Any]) -> float | None:
+    """CPU of every process the run started, % of one core: the QEMU processes for VMs, fio on a host."""
+    qemu = row.get("qemu_cpu_pct")
+    if qemu:
+        return round(float(qemu["vcpu"] + qemu["main_loop"] + sum(qemu["iothreads"]) + qemu["other"]), 2)
+    if run["target_kind"] != "host":
+        return None
+    usr, sys = fio_cpu(store, run, "usr_cpu"), fio_cpu(store, run, "sys_cpu")
+    return None if usr is None or sys is None else round(usr + sys, 3)
+
+
+def _busiest(metrics: dict[tuple[str, str], float], metric: str) -> float | None:
+    """The busiest thread of a class over the VMs; for runs stored before per-thread maxima, the class's
+    figure of the one I/O thread or main loop a VM had then (never the vCPUs' sum, which is not a thread)."""
+    found = [v for (src, m), v in metrics.items() if src.startswith("qemu:") and m == metric]
+    if not found and metric in ("iothread_max_pct", "main_max_pct"):
+        older = metric.replace("_max", "")
+        found = [v for (src, m), v in metrics.items() if src.startswith("qemu:") and m == older]
+    return max(found, default=None)
+
+
+def _load_avg(facts: dict[str, Any]) -> float | None:
+    load = facts.get("loadavg")
+    return float(load[0]) if isinstance(load, list) and load else None
 
 
 def _pct(value: float | None) -> float | None:

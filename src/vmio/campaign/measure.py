@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from vmio.campaign import facts
@@ -38,6 +38,7 @@ def measure_point(
     proc_root: str = "/proc",
     preconditioned: dict[str, object] | None = None,
     offsets: Sequence[int] | None = None,
+    live: Callable[[Sampler], None] | None = None,
 ) -> RunRecord:
     """Measure ``point`` on ``rig`` (or record the error that kept its target from starting)."""
     workload = campaign.workload(point.workload)
@@ -58,7 +59,7 @@ def measure_point(
         replay = _replay(campaign, workload, point, offsets)
         if replay is not None:  # the operations replayed the offsets stored with the campaign
             rec.host["ops_seed"] = campaign.seed
-        _measure(point, workload, rig, rundir, rec, interval, runner, replay)
+        _measure(point, workload, rig, rundir, rec, interval, runner, replay, live)
     except (UnsafeTargetError, InputError):
         raise
     except VmioError as exc:
@@ -91,6 +92,7 @@ def _measure(
     interval: float,
     runner: Runner,
     replay: str | None = None,
+    live: Callable[[Sampler], None] | None = None,
 ) -> None:
     found = rig.facts()
     rec.device, rec.accel, rec.qemu_version, rec.qemu_argv = (
@@ -124,6 +126,8 @@ def _measure(
         with rig.watch(rec.campaign, rec.point_key) as notes:
             sampler = Sampler(rig.probes, interval)
             with sampler:
+                if live is not None:  # the run's progress reads the device's IOPS while fio runs
+                    live(sampler)
                 result = fiorun.run(files, timeout=timeout, runner=runner, cwd=rundir, env=rig.fio_env,
                                     read_pct=workload.read_pct)  # fmt: skip
                 end = sampler.elapsed()

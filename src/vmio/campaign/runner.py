@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -16,12 +17,13 @@ from pathlib import Path
 from vmio.campaign import offsets
 from vmio.campaign.measure import measure_point, precondition
 from vmio.errors import InputError, UnsafeTargetError, VmioError
+from vmio.metrics.sampler import Sampler
 from vmio.qemu import builds
 from vmio.spec import Campaign, HostTarget, Point, QemuTarget, RbdTarget, RemoteTarget
 from vmio.store import Store
-from vmio.system import rbdimage
+from vmio.system import files, rbdimage
 from vmio.system.process import Runner
-from vmio.system.safety import check_write, is_block_device
+from vmio.system.safety import check_target_write, is_block_device
 from vmio.targets import Env, Rig, open_target
 from vmio.targets.remote import check_remote_writes
 
@@ -37,9 +39,12 @@ class Options:
     sys_root: str = "/sys"
     boot_timeout: float = 90.0
     trace_root: Path | None = None  # where VM targets with trace = true keep each point's request traces
+    tick_s: float = 1.0  # how often the progress hears of a running point (its countdown and live IOPS)
 
     def target_env(self) -> Env:
-        return Env(self.runner, self.proc_root, self.sys_root, self.boot_timeout, self.trace_root)
+        return Env(
+            self.runner, self.proc_root, self.sys_root, self.boot_timeout, self.trace_root, self.destroy_data
+        )
 
 
 @dataclass(frozen=True)
@@ -49,7 +54,61 @@ class Progress:
     point: str
     status: str  # "running" | "done" | "failed"
     eta_s: float | None
-    iops: float | None = None  # the point's measured IOPS (read + write), once it is done
+    iops: float | None = None  # done: the point's measured IOPS (read + write); running: the device's, live
+    point_left_s: float | None = (
+        None  # running: the seconds the point still has (runtime + ramp), counting down
+    )
+    tick: bool = False  # a refresh while a point runs (sent every ``Options.tick_s``), not a new point
+
+
+class Live:
+    """The running point's clock and the device IOPS its sampler last saw, refreshed by a thread."""
+
+    def __init__(self, expected_s: float | None) -> None:
+        self.started = time.monotonic()
+        self.expected_s = expected_s
+        self.sampler: Sampler | None = None
+
+    def left_s(self) -> float | None:
+        if self.expected_s is None:
+            return None
+        return max(0.0, self.expected_s - (time.monotonic() - self.started))
+
+    def iops(self) -> float | None:
+        """Read + write IOPS of the first device the sampler watches, over its last interval."""
+        sampler = self.sampler
+        if sampler is None:
+            return None
+        last: dict[str, float] = {}
+        device = None
+        for _, source, metric, value in list(sampler.samples):
+            if not source.startswith("dev:") or metric not in ("read_iops", "write_iops"):
+                continue
+            device = device or source
+            if source == device:
+                last[metric] = value
+        return sum(last.values()) if last else None
+
+
+@contextlib.contextmanager
+def ticking(live: Live, every_s: float, send: Callable[[Live], None]) -> Iterator[None]:
+    """Call ``send(live)`` every ``every_s`` seconds until the block ends."""
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.wait(every_s):
+            try:
+                send(live)
+            except Exception:  # a refresh that fails (a closed stderr) must not end the run or print a trace
+                return
+
+    thread = threading.Thread(target=loop, name="vmio-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=5)
 
 
 @dataclass
@@ -61,8 +120,9 @@ class Outcome:
 
 
 def preflight(campaign: Campaign, options: Options) -> None:
-    """Refuse the whole campaign before any I/O if a write would touch a device holding data, or if a
-    target names a QEMU build that is not installed (the error says ``vmio qemu add``)."""
+    """Refuse the whole campaign before any I/O if a write would touch a device or file holding data (or
+    one in a folder another user controls), or if a target names a QEMU build that is not installed (the
+    error says ``vmio qemu add``)."""
     writes = any(w.writes for w in campaign.workloads)
     for target in campaign.targets:
         if isinstance(target, QemuTarget):
@@ -75,10 +135,18 @@ def preflight(campaign: Campaign, options: Options) -> None:
             for backing in (b for b in target.backing if b.startswith(rbdimage.PREFIX)):
                 pool, _, image = backing[len(rbdimage.PREFIX) :].partition("/")
                 rbdimage.check_write(options.runner, target.conf, pool, image, options.destroy_data)
+        if isinstance(target, QemuTarget) and target.bus == "block" and not target.loop:
+            plain = [b for b in target.backing if not is_block_device(b)]
+            if plain:
+                raise InputError(f"target {target.name!r}: bus = 'block' needs a host block device; backing "
+                                 f"{plain[0]!r} is not one (add loop = true to attach a file as one, or use "
+                                 "virtio-blk)")  # fmt: skip
         paths = [target.path] if isinstance(target, HostTarget) else list(getattr(target, "backing", ()))
         for path in paths:
-            if writes and is_block_device(path):
-                check_write(path, options.destroy_data, options.runner, options.sys_root, options.proc_root)
+            if writes and not path.startswith("rbd:"):
+                check_target_write(
+                    path, options.destroy_data, options.runner, options.sys_root, options.proc_root
+                )
 
 
 def run(
@@ -104,7 +172,7 @@ def _run(
     ops_offsets = offsets.plan(campaign, store)
     points = campaign.points()
     skip = set() if options.force else store.done_keys(campaign.name)
-    todo = [p for p in points if p.key not in skip]
+    todo = [p for p in points if p.key not in skip and p.legacy_key not in skip]  # older stores: bs=4096
     outcome = Outcome(skipped=len(points) - len(todo))
     report = progress or (lambda _: None)
     started = time.monotonic()
@@ -124,10 +192,24 @@ def _run(
                 rundir = workdir / point.key.replace("/", "_")
                 rundir.mkdir(parents=True, exist_ok=True)
                 conditioned = _precondition(campaign, point, current, workdir, options, preconditioned)
-                rec = measure_point(campaign, point, current.ready(), rundir,
-                                    interval=options.interval, runner=options.runner,
-                                    proc_root=options.proc_root, preconditioned=conditioned,
-                                    offsets=ops_offsets)  # fmt: skip
+                workload = campaign.workload(point.workload)
+                live = Live(None if workload.ops else workload.runtime + workload.ramp)
+                rest = _after(started, i, campaign, todo[i + 1 :])
+
+                def tick(live: Live, i: int = i, key: str = point.key, rest: float = rest) -> None:
+                    left = live.left_s()
+                    eta = None if left is None else left + rest
+                    report(Progress(outcome.skipped + i, len(points), key, "running", eta, live.iops(), left,
+                                    tick=True))  # fmt: skip
+
+                def keep(sampler: Sampler, live: Live = live) -> None:
+                    live.sampler = sampler
+
+                with ticking(live, options.tick_s, tick):
+                    rec = measure_point(campaign, point, current.ready(), rundir,
+                                        interval=options.interval, runner=options.runner,
+                                        proc_root=options.proc_root, preconditioned=conditioned,
+                                        offsets=ops_offsets, live=keep)  # fmt: skip
                 store.record(rec)
                 if rec.status == "done":
                     outcome.done += 1
@@ -191,6 +273,16 @@ def _open(campaign: Campaign, point: Point, options: Options) -> Opened:
     return Opened(point.target, stack, rig)
 
 
+def _after(started: float, done: int, campaign: Campaign, rest: list[Point]) -> float:
+    """The seconds the points after the running one will take: the mean so far, else their runtimes."""
+    if not rest:
+        return 0.0
+    if done:
+        return (time.monotonic() - started) / done * len(rest)
+    workloads = {w.name: w for w in campaign.workloads}
+    return sum(workloads[p.workload].runtime + workloads[p.workload].ramp + 1.0 for p in rest)
+
+
 def _eta(started: float, done: int, todo: int, campaign: Campaign, rest: list[Point]) -> float | None:
     if done:
         return (time.monotonic() - started) / done * (todo - done)
@@ -202,6 +294,7 @@ def _eta(started: float, done: int, todo: int, campaign: Campaign, rest: list[Po
 def _workdir(options: Options) -> Iterator[Path]:
     if options.workdir is not None:
         workdir = options.workdir.resolve()  # fio runs inside each point's folder
+        files.check_place(workdir / "job.fio", new=True)  # job files and logs: no other user's folder
         workdir.mkdir(parents=True, exist_ok=True)
         yield workdir
         return

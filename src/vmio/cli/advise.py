@@ -5,23 +5,29 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from vmio.advise.config_guideline import ADVISE_BUSES, Requirements, advise, parse_buses
 from vmio.advise.diagnose import diagnose
+from vmio.advise.disk_config import Config
 from vmio.advise.evidence import load_evidence
 from vmio.advise.inventory import read_host_facts
 from vmio.advise.text import explain, format_advice, format_diagnosis
-from vmio.advise.thresholds import Ratio
-from vmio.cli import argtypes
+from vmio.cli import argtypes, terminal
 from vmio.errors import InputError
+from vmio.published import Ratio
 from vmio.qemu.caps import QEMU_BINARY as QEMU
+from vmio.system import files
 from vmio.system.process import Runner
+from vmio.system.safety import is_block_device
+from vmio.units import human_rate
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``advise`` and ``diagnose`` to ``sub``."""
-    adv = sub.add_parser("advise", help="recommend a VM disk configuration (seed 000, Fig. 9)")
+    adv = sub.add_parser("advise", help="recommend a VM disk configuration (hitachi-nvme-2016, Fig. 9)")
     for flag, text in (
         ("--scale-out", "capacity grows by adding VMs"),
         ("--dedicated-disk", "a device may be given to one VM"),
@@ -30,6 +36,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         adv.add_argument(flag, choices=("yes", "no"), default="no", help=f"{text} (default no)")
     adv.add_argument("--bus", default=",".join(ADVISE_BUSES), help="allowed buses, comma-separated")
     adv.add_argument("--json", action="store_true", help="print JSON")
+    adv.add_argument("--device", metavar="PATH", default=None,
+                     help="the VM disk's file or block device, written into the QEMU arguments and libvirt XML")  # fmt: skip
     adv.add_argument("--db", default=None,
                      help="the store whose campaigns give this host's VM/bare ratios (default ./vmio.db, or $VMIO_DB)")  # fmt: skip
     adv.add_argument("--qemu", default=QEMU, help=argparse.SUPPRESS)
@@ -37,7 +45,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     adv.add_argument("--proc", type=Path, default=Path("/proc"), help=argparse.SUPPRESS)
     adv.set_defaults(handler=run_advise)
 
-    diag = sub.add_parser("diagnose", help="is I/O at its limit, and what limits it (seed 000, Fig. 10)")
+    diag = sub.add_parser(
+        "diagnose", help="is I/O at its limit, and what limits it (hitachi-nvme-2016, Fig. 10)"
+    )
     diag.add_argument("campaign", nargs="?", help="a stored campaign to diagnose")
     diag.add_argument("--point", metavar="KEY", help="only this point (default: every unthrottled point)")
     diag.add_argument(
@@ -47,6 +57,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="write the evidence (of the campaign, or with --live of each disk) as JSON",
     )
     diag.add_argument("--db", default=None, help="the store (default ./vmio.db, or $VMIO_DB)")
+    for side in ("read", "write"):
+        diag.add_argument(f"--capacity-{side}-iops", type=argtypes.count(1, 10**9), metavar="N", default=None,
+                          help=f"the device's {side} capacity in IOPS, as you know it (default: vmio calibrate's, "
+                          "else unknown)")  # fmt: skip
     diag.add_argument("--evidence", type=Path, metavar="FILE", help="an evidence JSON file")
     diag.add_argument("--explain", action="store_true", help="print the decision tree and thresholds")
     diag.add_argument("--json", action="store_true", help="print JSON")
@@ -75,8 +89,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cal.add_argument("--db", default=None, help="the store (default ./vmio.db, or $VMIO_DB)")
     cal.add_argument("--json", action="store_true", help="print JSON")
     cal.add_argument("--runtime", default="2s", help="time per queue depth and pattern (default 2s)")
-    cal.add_argument("--destroy-data", action="append", default=[], metavar="DEVICE",
-                     help="allow writes to DEVICE even though it holds data")  # fmt: skip
+    cal.add_argument("--destroy-data", action="append", default=[], metavar="PATH",
+                     help="allow writes to PATH (a device, or a file vmio did not create) though it holds data")  # fmt: skip
     cal.set_defaults(handler=run_calibrate)
 
     tune = sub.add_parser("tune", help="apply the top diagnosed action to a campaign's VM targets and re-run")
@@ -100,6 +114,8 @@ def run_advise(args: argparse.Namespace) -> int:
         dedicated_disk=args.dedicated_disk == "yes",
         buses=parse_buses(args.bus),
         live_migration=args.live_migration == "yes",
+        device=_device(args.device),
+        device_is_block=args.device is not None and is_block_device(args.device),
     )
     facts = read_host_facts(Runner(), sysfs=args.sysfs, proc=args.proc, qemu=args.qemu)
     advice = advise(facts, req, measured=_measured(args))
@@ -125,7 +141,8 @@ def run_calibrate(args: argparse.Namespace) -> int:
             raise InputError(f"--size {args.size!r} must be above zero, such as '1G'")
     runtime = argtypes.positive_duration("--runtime", args.runtime)
     with open_store(args, write=True) as store:
-        result = calibrate(args.path, size=size, runtime=runtime, destroy=args.destroy_data, store=store)
+        result = calibrate(args.path, size=size, runtime=runtime, destroy=args.destroy_data, store=store,
+                           progress=_calibrate_progress(runtime))  # fmt: skip
     doc = result.to_dict()
     if args.json:
         print(json.dumps(doc, indent=2))
@@ -133,15 +150,14 @@ def run_calibrate(args: argparse.Namespace) -> int:
     print(f"{result.path} on {result.device or 'an unknown device'} ({result.device_id}), host {result.host}")
     if result.why_no_writes:
         print(f"reads only: {result.why_no_writes}")
-    for name, unit in (
-        ("read_iops", "IOPS"),
-        ("write_iops", "IOPS"),
-        ("read_bw_by_qd", "B/s"),
-        ("write_bw_by_qd", "B/s"),
+    for name, cell in (
+        ("read_iops", lambda v: f"{v:,.0f} IOPS"),
+        ("write_iops", lambda v: f"{v:,.0f} IOPS"),
+        ("read_bw_by_qd", human_rate),
+        ("write_bw_by_qd", human_rate),
     ):
         if doc[name]:
-            cells = ", ".join(f"qd{qd} {v:,.0f}" for qd, v in doc[name].items())
-            print(f"  {name}: {cells} {unit}")
+            print(f"  {name}: " + ", ".join(f"qd{qd} {cell(v)}" for qd, v in doc[name].items()))
     cap_w = doc["capacity_write_iops"]
     writes = "not measured" if cap_w is None else f"{cap_w:,.0f}"
     print(
@@ -150,9 +166,38 @@ def run_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _measured(args: argparse.Namespace) -> dict[str, Ratio]:
-    """This host's stored ratios; none when no store exists (advise never creates one)."""
-    from vmio.advise.measured import measured_ratios
+def _calibrate_progress(runtime: float) -> Callable[[int, int, str], None]:
+    """``vmio calibrate``'s progress on stderr: the step, how many are left and about how long."""
+
+    from vmio.advise.calibrate import QUEUE_DEPTHS
+
+    def show(done: int, total: int, step: str) -> None:
+        if done < total:
+            left = terminal.hms((total - done) * len(QUEUE_DEPTHS) * (runtime + 0.5))
+            print(f"[{done}/{total}] calibrating {step} (about {left} left)", file=sys.stderr, flush=True)
+        else:
+            print(f"[{total}/{total}] calibrated", file=sys.stderr, flush=True)
+
+    return show
+
+
+def _device(path: str | None) -> str | None:
+    """``--device PATH``: an absolute path to an existing file or block device (nothing is written to it)."""
+    if path is None:
+        return None
+    if not path.startswith("/"):
+        raise InputError(f"--device {path!r} is not an absolute path; give the file or device as /path")
+    if not Path(path).exists():
+        raise InputError(f"--device {path!r} does not exist; create the disk image or name a block device")
+    if not (Path(path).is_file() or is_block_device(path)):
+        raise InputError(f"--device {path!r} is neither a regular file nor a block device")
+    return path
+
+
+def _measured(args: argparse.Namespace) -> Callable[[Config], Ratio | None] | None:
+    """This host's stored ratios, per configuration and shape; none when no store exists (advise never
+    creates one)."""
+    from vmio.advise.measured import measured_ratios, pick
     from vmio.cli.campaign import default_db
     from vmio.store import Store
 
@@ -160,9 +205,10 @@ def _measured(args: argparse.Namespace) -> dict[str, Ratio]:
     if not Path(path).exists():
         if args.db is not None:
             raise InputError(f"--db {args.db!r} does not exist")
-        return {}
+        return None
     with Store(path) as store:
-        return measured_ratios(store)
+        ratios = measured_ratios(store)
+    return lambda config: pick(ratios, config)
 
 
 def run_diagnose(args: argparse.Namespace) -> int:
@@ -179,7 +225,14 @@ def run_diagnose(args: argparse.Namespace) -> int:
         return _diagnose_campaign(args)
     if args.evidence is None:
         raise InputError("diagnose needs CAMPAIGN, --evidence FILE, or --explain for the decision tree")
-    diagnosis = diagnose(load_evidence(args.evidence))
+    evidence = load_evidence(args.evidence)
+    if args.capacity_read_iops is not None or args.capacity_write_iops is not None:
+        source = "declared with --capacity-read-iops/--capacity-write-iops"
+        devices = tuple(replace(d, capacity_read_iops=args.capacity_read_iops,
+                                capacity_write_iops=args.capacity_write_iops, capacity_source=source)
+                        for d in evidence.devices)  # fmt: skip
+        evidence = replace(evidence, devices=devices)
+    diagnosis = diagnose(evidence)
     if args.json:
         print(json.dumps(diagnosis.to_dict(), indent=2))
     else:
@@ -194,11 +247,14 @@ def _diagnose_campaign(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         camp = from_store.stored_campaign(store, args.campaign)
         runs = from_store.points_to_diagnose(store, args.campaign, args.point)
-        found = [(run["point_key"], from_store.evidence_for(store, camp, run)) for run in runs]
+        declared = (args.capacity_read_iops, args.capacity_write_iops)
+        found = [
+            (run["point_key"], from_store.evidence_for(store, camp, run, declared=declared)) for run in runs
+        ]
         builds = {run["point_key"]: from_store.build_of(run) for run in store.runs(args.campaign)}
     if args.dump_evidence is not None:
         doc = {key: ev.to_dict() for key, ev in found} if len(found) > 1 else found[0][1].to_dict()
-        args.dump_evidence.write_text(json.dumps(doc, indent=2) + "\n")
+        files.write_atomic(args.dump_evidence, (json.dumps(doc, indent=2) + "\n").encode())
         print(f"evidence for {len(found)} point(s) written to {args.dump_evidence}")
         return 0
     verdicts = {key: diagnose(ev) for key, ev in found}

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import json
 import os
-import signal
 import sys
-import threading
-from collections.abc import Iterator
+import time
 from pathlib import Path
 from typing import TextIO
 
@@ -21,9 +18,10 @@ from vmio.errors import InputError
 from vmio.fio import jobfile
 from vmio.report.compare_text import columns
 from vmio.spec.sla import parse_sla
-from vmio.store import Store, export
+from vmio.store import Store, campaigns, export
 from vmio.store import rows as summary
 from vmio.targets import placement
+from vmio.traces import vm_runs
 from vmio.traces.vm_runs import beside_store
 from vmio.units import format_size
 
@@ -52,11 +50,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="with a fio job file: the file or block device it runs on (a one-target campaign)",
     )
     p.add_argument("--size", help="with --target: the size of a target file to create (e.g. 1G)")
-    p.add_argument("--runtime", help="with --target: each job section's runtime (default 10s)")
+    p.add_argument("--runtime", help="with --target: each job section's runtime (default: the section's "
+                   "own runtime=, else 10s)")  # fmt: skip
+    p.add_argument("--name", help="the campaign's name (default: the spec's [campaign] name, or the job "
+                   "file's name without its suffix)")  # fmt: skip
     p.add_argument("--dry-run", action="store_true", help="print the points and their fio job files")
     p.add_argument("--force", action="store_true", help="redo points already done")
-    p.add_argument("--destroy-data", action="append", default=[], metavar="DEVICE",
-                   help="allow writes to DEVICE even though it holds data")  # fmt: skip
+    p.add_argument("--destroy-data", action="append", default=[], metavar="PATH",
+                   help="allow writes to PATH (a device, or a file vmio did not create) though it holds data")  # fmt: skip
     p.add_argument(
         "--interval",
         type=argtypes.duration,
@@ -84,20 +85,42 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    "min/avg/max latency in ms (seed 004's Figs. 2-4, 8)")  # fmt: skip
     p.set_defaults(handler=cmd_show)
 
+    p = sub.add_parser("ls", help="list stored campaigns: one line each (targets, workloads, points)")
+    add_db(p)
+    p.add_argument("--json", action="store_true", help="print the list as a JSON array")
+    p.set_defaults(handler=cmd_ls)
+
+    p = sub.add_parser("rm", help="remove a stored campaign and all of its points")
+    p.add_argument("campaign")
+    add_db(p)
+    p.set_defaults(handler=cmd_rm)
+
+    p = sub.add_parser("rename", help="rename a stored campaign")
+    p.add_argument("old", metavar="OLD")
+    p.add_argument("new", metavar="NEW")
+    add_db(p)
+    p.set_defaults(handler=cmd_rename)
+
     p = sub.add_parser("export", help="export a campaign's points and metric series")
     p.add_argument("campaign")
     add_db(p)
-    p.add_argument("--format", choices=export.FORMATS, required=True)
-    p.add_argument("-o", "--output", required=True, help="output file (series go beside it)")
+    p.add_argument("--format", choices=export.FORMATS,
+                   help="csv, json, parquet, ndjson or prometheus (default: from the output's suffix, e.g. "
+                   ".csv, .json, .parquet, .ndjson, .prom)")  # fmt: skip
+    p.add_argument("-o", "--output", required=True,
+                   help="output file (csv and parquet write their series and operations beside it); '-' writes "
+                   "json, ndjson or prometheus to stdout")  # fmt: skip
     p.set_defaults(handler=cmd_export)
 
 
 FIO_SUFFIXES = (".fio", ".job", ".ini")
 
 
-def fio_campaign_text(job_file: str, target: str, size: str | None, runtime: str | None = None) -> str:
+def fio_campaign_text(
+    job_file: str, target: str, size: str | None, runtime: str | None = None, name: str | None = None
+) -> str:
     """The spec of ``vmio run JOBFILE --target PATH``: one host target, one workload per job section."""
-    lines = ["[campaign]", f"name = {json.dumps(Path(job_file).stem)}", "",
+    lines = ["[campaign]", f"name = {json.dumps(name or Path(job_file).stem)}", "",
              "[[target]]", 'name = "target"', f"path = {json.dumps(target)}"]  # fmt: skip
     if size is not None:
         lines.append(f"size = {json.dumps(size)}")
@@ -115,13 +138,16 @@ def load_run_spec(args: argparse.Namespace) -> tuple[spec.Campaign, str]:
             raise InputError(
                 f"{args.spec} is a fio job file; say where it runs: vmio run {args.spec} --target PATH"
             )
-        text = fio_campaign_text(args.spec, args.target, args.size, args.runtime)
+        text = fio_campaign_text(args.spec, args.target, args.size, args.runtime, args.name)
         return spec.loads_spec(text, f"<vmio run {args.spec} --target {args.target}>"), text
     if args.target or args.size or args.runtime:
         raise InputError(
             f"--target, --size and --runtime go with a fio job file (.fio), not the spec {args.spec}"
         )
-    return spec.load_spec(args.spec), Path(args.spec).read_text(encoding="utf-8")
+    camp = spec.load_spec(args.spec)
+    if args.name:
+        camp = dataclasses.replace(camp, name=spec.campaign_name(args.name, "--name"))
+    return camp, Path(args.spec).read_text(encoding="utf-8")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -140,7 +166,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         trace_root=beside_store(args.db or default_db()),
     )
     bar = ProgressPrinter(sys.stderr)
-    with open_store(args, write=True) as store, terminated_as_interrupt():
+    with open_store(args, write=True) as store:
         outcome = runner.run(camp, text, store, options, bar)
         bar.close()
         print(
@@ -150,23 +176,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         for failure in outcome.failures:
             print(f"  failed: {failure}")
     return 1 if outcome.failed else 0
-
-
-@contextlib.contextmanager
-def terminated_as_interrupt() -> Iterator[None]:
-    """A SIGTERM during a run unwinds it like Ctrl-C: VMs shut down, loop devices detached."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def print_dry_run(camp: spec.Campaign, out: TextIO) -> None:
@@ -180,7 +189,8 @@ def print_dry_run(camp: spec.Campaign, out: TextIO) -> None:
         )
         text = jobfile.render(workload, bs=point.bs, offered_iops=point.offered_iops,
                               load_processes=point.load_processes, place=place)  # fmt: skip
-        out.write(f"\n## {point.key}  ({target.kind}; {placement.where(target)})\n{text}")
+        disk = f"; cache {target.cache}, aio {target.aio}" if isinstance(target, spec.QemuTarget) else ""
+        out.write(f"\n## {point.key}  ({target.kind}; {placement.where(target)}{disk})\n{text}")
         if camp.seed is not None and workload.ops:
             out.write(
                 f"; measure replays the campaign's seeded offsets (seed {camp.seed}) through read_iolog\n"
@@ -194,15 +204,29 @@ class ProgressPrinter:
         self.stream = stream
         self.console = console or terminal.console_for(stream)
         self.bar = terminal.RichBar(self.console) if self.console is not None else None
+        self.last_line = 0.0
+
+    PLAIN_EVERY_S = 10.0  # off a terminal, a running point's countdown is printed this often
 
     def __call__(self, p: runner.Progress) -> None:
         if self.bar is not None:
-            self.bar.update(p.done, p.total, p.point, p.status, p.eta_s, p.iops)
+            self.bar.update(p.done, p.total, p.point, p.status, p.eta_s, p.iops, p.point_left_s, live=p.tick)
             return
+        if p.tick:
+            now = time.monotonic()
+            if now - self.last_line < self.PLAIN_EVERY_S:
+                return
+            self.last_line = now
         eta = f" ETA {_hms(p.eta_s)}" if p.eta_s is not None else ""
         if p.status != "running":
-            self.stream.write(f"[{p.done}/{p.total}] {p.status} {p.point}\n")
+            done = f" ({p.iops:,.0f} IOPS)" if p.iops is not None else ""
+            self.stream.write(f"[{p.done}/{p.total}] {p.status} {p.point}{done}\n")
+        elif p.tick:
+            left = f" {_hms(p.point_left_s)} left in the point" if p.point_left_s is not None else ""
+            iops = f", device {p.iops:,.0f} IOPS" if p.iops is not None else ""
+            self.stream.write(f"[{p.done}/{p.total}] running {p.point}{left}{iops}{eta}\n")
         else:
+            self.last_line = time.monotonic()
             self.stream.write(f"[{p.done}/{p.total}] running {p.point}{eta}\n")
         self.stream.flush()
 
@@ -214,11 +238,59 @@ class ProgressPrinter:
 _hms = terminal.hms
 
 
+def cmd_ls(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        rows = campaigns.campaign_rows(store)
+    if args.json:
+        print(json.dumps(rows, indent=1))
+    else:
+        print(format_campaigns(rows), end="")
+    return 0
+
+
+def format_campaigns(rows: list[dict[str, object]]) -> str:
+    """The text table of ``vmio ls`` (and of ``vmio show`` without a campaign)."""
+    if not rows:
+        return "no campaigns stored\n"
+
+    def names(value: object) -> str:
+        items = [str(v) for v in value] if isinstance(value, list) else []
+        return ",".join(items) if len(items) <= 3 else f"{','.join(items[:2])},+{len(items) - 2} more"
+
+    lines = [("campaign", "created", "targets", "workloads", "done", "failed", "accel")] + [
+        (str(r["name"]), str(r["created"] or "-"), names(r["targets"]), names(r["workloads"]),
+         str(r["points_done"]), str(r["points_failed"]), names(r["accel"]) or "-")
+        for r in rows
+    ]  # fmt: skip
+    return columns(lines, right=frozenset({4, 5}))
+
+
+def cmd_rm(args: argparse.Namespace) -> int:
+    with open_store(args, write=True) as store:
+        count = store.remove_campaign(args.campaign)
+    traces = vm_runs.remove_campaign(beside_store(args.db or default_db()), args.campaign)
+    print(f"removed campaign {args.campaign!r} ({count} points){' and its VM traces' if traces else ''}")
+    return 0
+
+
+def cmd_rename(args: argparse.Namespace) -> int:
+    new = spec.campaign_name(args.new, "NEW")
+    with open_store(args, write=True) as store:
+        store.rename_campaign(args.old, new)
+    vm_runs.rename_campaign(beside_store(args.db or default_db()), args.old, new)
+    print(f"renamed campaign {args.old!r} to {new!r}")
+    return 0
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     if args.ops:
         return show_ops(args)
     if args.sla is not None:
         return show_sla(args)
+    if not args.campaign and not args.json:  # the list of campaigns; `show --json` stays every point
+        with open_store(args) as store:
+            print(format_campaigns(campaigns.campaign_rows(store)), end="")
+        return 0
     with open_store(args) as store:
         rows = summary.point_rows(store, args.campaign)
     if args.json:
@@ -258,8 +330,8 @@ def format_ops(rows: list[dict[str, object]]) -> str:
     """The text table of ``vmio show CAMPAIGN --ops``."""
     if not rows:
         return "no timed operations stored (a workload with ops = N stores them)\n"
-    head = ("target", "accel", "build", "machine", "vCPUs", "VMs", "cache", "rw", "bs", "load", "ops",
-            "min ms", "avg ms", "max ms")  # fmt: skip
+    head = ("target", "accel", "build", "machine", "vCPUs", "VMs", "cache", "workload", "rw", "bs", "load",
+            "ops", "min ms", "avg ms", "max ms")  # fmt: skip
 
     def cell(value: object) -> str:
         return "-" if value is None else str(value)
@@ -267,11 +339,11 @@ def format_ops(rows: list[dict[str, object]]) -> str:
     lines = [head] + [
         (str(r["target"]), cell(r["accel"]), cell(r["qemu_version"]), cell(r["machine"]), cell(r["vcpus"]),
          "-" if r["vms"] is None else f"{r['vms']}" + (f" ({r['idle_vms']} idle)" if r["idle_vms"] else ""),
-         cell(r["cache"]), str(r["rw"]), format_size(int(str(r["bs"]))), str(r["load_processes"]),
+         cell(r["cache"]), str(r["workload"]), str(r["rw"]), format_size(int(str(r["bs"]))), str(r["load_processes"]),
          str(r["ops"]), f"{r['min_ms']:.3f}", f"{r['avg_ms']:.3f}", f"{r['max_ms']:.3f}")
         for r in rows
     ]  # fmt: skip
-    return columns(lines, right=frozenset(range(8, len(head))))
+    return columns(lines, right=frozenset(range(9, len(head))))
 
 
 def show_sla(args: argparse.Namespace) -> int:
@@ -357,8 +429,18 @@ def _ms(lat: object, key: str) -> str:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    if args.output == "-":
+        if args.format is None:
+            raise InputError("export -o - needs --format (json, ndjson or prometheus): stdout has no suffix")
+        with open_store(args) as store:
+            data = export.document(store, args.campaign, args.format)
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return 0
+    fmt = args.format or export.format_for(args.output)
     with open_store(args) as store:
-        written = export.export(store, args.campaign, args.format, Path(args.output))
+        written = export.export(store, args.campaign, fmt, Path(args.output))
     for path in written:
         print(path)
     return 0

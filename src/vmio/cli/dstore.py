@@ -40,7 +40,9 @@ SCRATCH_MIB = 1024  # the image `dstore profile` makes for itself on an existing
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``vmio dstore`` and its sub-commands to ``sub``."""
-    parser = sub.add_parser("dstore", help="replicated VM storage: Ceph cluster, seed 002 profile, model")
+    parser = sub.add_parser(
+        "dstore", help="replicated VM storage: Ceph cluster, bitisle-dstore-2014 profile, model"
+    )
     dsub = parser.add_subparsers(dest="dstore_command", metavar="ACTION")
     dsub.required = True
     p = dsub.add_parser("up", help="start a throwaway Ceph cluster on 127.0.0.1")
@@ -55,7 +57,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _target_args(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_status)
-    p = dsub.add_parser("profile", help="seed 002's profile: 30/70 random, 50 outstanding, 4K-1M")
+    p = dsub.add_parser("profile", help="bitisle-dstore-2014's profile: 30/70 random, 50 outstanding, 4K-1M")
     _target_args(p)
     _profile_args(p)
     p.set_defaults(handler=_profile)

@@ -27,7 +27,7 @@ def add_model_parser(dsub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument("--db", default=None, help="the store for --calibrate CAMPAIGN (default ./vmio.db)")
     p.add_argument("--target", help="the campaign's rbd target to fit (default: all of them)")
     p.add_argument("--fit-bs", help="fit only at these block sizes, e.g. 4k,8k,16k")
-    p.add_argument("--bs", help="predict at these block sizes (default: seed 002's 4k..1m)")
+    p.add_argument("--bs", help="predict at these block sizes (default: bitisle-dstore-2014's 4k..1m)")
     base = p.add_argument_group("the measured (base) configuration")
     base.add_argument(
         "--base-replicas", type=argtypes.count(1, 64), help="default: the profile's pool size, else 3"

@@ -1,18 +1,22 @@
 """The ``vmio`` command: parse, call the library, print, return an exit code.
 
-Exit codes: 0 success, 1 a run or check failed, 2 bad input, 3 refused as unsafe.
+Exit codes: 0 success, 1 a run or check failed, 2 bad input, 3 refused as unsafe, 130 SIGINT, 143 SIGTERM
+(both unwind every command as an error would: see ``signals_unwind``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from typing import NoReturn
 
 from vmio.campaign.facts import vmio_version
-from vmio.cli import advise, campaign, dstore, guest, membal, qemu, relocate, report
+from vmio.cli import advise, campaign, dstore, guest, membal, qemu, relocate, report, reproduce
 from vmio.errors import VmioError
 
 Handler = Callable[[argparse.Namespace], int]
@@ -42,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # Each sub-command family registers itself with ``register(sub)``; listed here so `vmio --help` shows all.
-FEATURES = (campaign, advise, relocate, report, dstore, guest, qemu, membal)
+FEATURES = (campaign, advise, relocate, report, dstore, guest, qemu, membal, reproduce)
 
 
 def _feature_registrars() -> list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]]:
@@ -58,14 +62,46 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if exc.code in (0, None) else 2
     handler: Handler = args.handler
     try:
-        return handler(args)
+        with signals_unwind():
+            return handler(args)
     except VmioError as exc:
         print(f"vmio: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except Terminated:
+        print("vmio: terminated", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except KeyboardInterrupt:
         print("vmio: interrupted", file=sys.stderr)
-        return 130
+        return 128 + signal.SIGINT
     except BrokenPipeError:  # `vmio show | head`: the reader left; not an error of ours
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the command is: a ``KeyboardInterrupt`` so it unwinds exactly like Ctrl-C (VMs
+    shut down, loop devices detached, temporaries removed), then exits 143."""
+
+
+@contextlib.contextmanager
+def signals_unwind() -> Iterator[None]:
+    """For every command: SIGTERM raises :class:`Terminated`, SIGINT ``KeyboardInterrupt`` (even where the
+    parent started vmio with SIGINT ignored); the previous handlers come back after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum: int, frame: object) -> None:
+        raise Terminated
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, terminate),
+                signal.SIGINT: signal.signal(signal.SIGINT, interrupt)}  # fmt: skip
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

@@ -126,18 +126,23 @@ def _add_evaluate(rsub: Sub) -> None:
     src.add_argument(
         "--trace", nargs="+", type=Path, metavar="FILE", help="trace files (one image each or more)"
     )
-    src.add_argument("--synthetic", choices=["ffsb"], help="an FFSB-like stream as seed 003 describes")
+    src.add_argument(
+        "--synthetic", choices=["ffsb"], help="an FFSB-like stream as kogakuin-relocate-2011 describes"
+    )
     p.add_argument("--format", default="auto")
     p.add_argument("--extent", type=size, default=1 << 20)
     p.add_argument("--vms", type=argtypes.count(1, 64), default=2)
     p.add_argument("--image-size", type=size, default=100 << 30, help="image size (default 100G)")
     p.add_argument(
-        "--hot", type=size, default=2 << 30, help="hot bytes per image (default 2G as in the seed)"
+        "--hot",
+        type=size,
+        default=2 << 30,
+        help="hot bytes per image (default 2G as in kogakuin-relocate-2011)",
     )
     p.add_argument(
         "--ffsb-model",
         default="calibrated",
-        help="calibrated (FFSB's own profile, fitted on seed 003's 2 VMs; default) | uniform (the first model)",
+        help="calibrated (FFSB's own profile, fitted on kogakuin-relocate-2011's 2 VMs; default) | uniform (the first model)",
     )
     p.add_argument(
         "--hot-fraction",
@@ -162,7 +167,11 @@ def _add_evaluate(rsub: Sub) -> None:
     )
     p.add_argument("--seed", type=argtypes.count(0, 2**63 - 1), default=0)
     p.add_argument("--disk", default="7200", help="disk model: 7200 | hp97560")
-    p.add_argument("--policy", default=None, help="fcfs | elevator (default fcfs)")
+    p.add_argument(
+        "--policy",
+        default=None,
+        help="fcfs | elevator | mq-deadline | bfq (the Linux schedulers as modelled; default fcfs)",
+    )
     p.add_argument(
         "--depth",
         type=argtypes.count(1, 4096),
@@ -175,7 +184,7 @@ def _add_evaluate(rsub: Sub) -> None:
         "--order",
         default=None,
         help="in-zone order: image | first | coaccess (default: image for the calibrated FFSB model, "
-        "as seed 003 moved each hot region whole; coaccess otherwise)",
+        "as kogakuin-relocate-2011 moved each hot region whole; coaccess otherwise)",
     )
     p.add_argument("--plot", type=Path, help="PNG of the access distribution before and after")
     p.add_argument("--save-plan", type=Path, help="write the plan used to this file")

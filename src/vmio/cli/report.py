@@ -31,6 +31,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("campaigns", nargs="+", metavar="CAMPAIGN", help="one campaign with --baseline, or two")
     p.add_argument("--baseline", help="the baseline target (with one campaign)")
     p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--fail-on-regression", metavar="PCT", default=None,
+                   help="with two campaigns: exit 1 when a paired figure worsens by more than PCT percent "
+                   "(IOPS or bandwidth lower, p50/p99 higher; significant by Welch with >= 2 repetitions a side)")  # fmt: skip
     add_db(p)
     p.set_defaults(handler=cmd_compare)
 
@@ -97,6 +100,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise InputError(
             "--baseline compares targets inside one campaign; give one campaign with it, not two"
         )
+    gate = _percent(args.fail_on_regression)
+    if gate is not None and len(names) != 2:
+        raise InputError("--fail-on-regression compares campaign A with campaign B; give two campaigns")
     with open_store(args) as store:
         loaded = [data.load(store, n) for n in names]
     if len(loaded) == 1:
@@ -114,8 +120,19 @@ def cmd_compare(args: argparse.Namespace) -> int:
                 print(compare_text.format_baseline(rows, names[0], args.baseline), end="")
         return 0
     result = compare.before_after(loaded[0], loaded[1])
+    if result.pairs == 0:
+        raise InputError(
+            f"campaigns {names[0]!r} and {names[1]!r} have no point in common (paired by target, workload, "
+            "block size and offered load); nothing to compare"
+        )
+    for warning in result.warnings:
+        print(f"vmio: warning: {warning}", file=sys.stderr)
+    failing = compare.regressions(result, gate) if gate is not None else []
     if args.json:
-        print(json.dumps(result.as_dict(), indent=1))
+        doc = result.as_dict()
+        if gate is not None:
+            doc["fail_on_regression"] = {"pct": gate, "regressions": [r.as_dict() for r in failing]}
+        print(json.dumps(doc, indent=1))
     else:
         console = terminal.console_for(sys.stdout)
         if console is not None:
@@ -123,4 +140,22 @@ def cmd_compare(args: argparse.Namespace) -> int:
             terminal.print_table(console, lines, title=title, tail=tail, empty="no common points\n")
         else:
             print(compare_text.format_before_after(result), end="")
-    return 0
+        if gate is not None:
+            state = f"{len(failing)} regression(s)" if failing else "no regression"
+            print(f"--fail-on-regression {gate:g} %: {state}")
+            for r in failing:
+                print(f"  regression: {r.text()}")
+    return 1 if failing else 0
+
+
+def _percent(text: str | None) -> float | None:
+    """``--fail-on-regression PCT``: a percentage from 0 to 1000 (``5`` or ``5%``)."""
+    if text is None:
+        return None
+    try:
+        value = float(text.strip().removesuffix("%"))
+    except ValueError:
+        raise InputError(f"--fail-on-regression {text!r} is not a percentage; give one such as 5") from None
+    if not 0 <= value <= 1000 or value != value:
+        raise InputError(f"--fail-on-regression {text!r} is out of range; use 0 to 1000 (percent)")
+    return value

@@ -47,33 +47,37 @@ def print_table(
 
 
 class RichBar:
-    """``vmio run``'s progress on a terminal: points done/total, the current point, elapsed, the runner's
-    ETA and the last point's IOPS."""
+    """``vmio run``'s progress on a terminal: points done/total, the current point and the seconds it has
+    left, elapsed, the ETA (counting down within a point) and the IOPS: the device's, live, while a point
+    runs; the point's measured IOPS once it is done."""
 
     def __init__(self, console: Console) -> None:
         self.progress = Progress(
             BarColumn(),
             MofNCompleteColumn(),
-            TextColumn("{task.fields[status]:7} {task.fields[point]}"),
+            TextColumn("{task.fields[status]:7} {task.fields[point]} {task.fields[left]}"),
             TimeElapsedColumn(),
             TextColumn("ETA {task.fields[eta]}"),
-            TextColumn("last {task.fields[iops]}"),
+            TextColumn("{task.fields[iops]}"),
             console=console,
             transient=False,
         )
-        self.task = self.progress.add_task("points", total=None, status="", point="", eta="-", iops="-")
+        self.task = self.progress.add_task(
+            "points", total=None, status="", point="", left="", eta="-", iops="-"
+        )
         self.started = False
 
     def update(self, done: int, total: int, point: str, status: str, eta_s: float | None,
-               iops: float | None) -> None:  # fmt: skip
+               iops: float | None, left_s: float | None = None, *, live: bool = False) -> None:  # fmt: skip
         if not self.started:
             self.progress.start()
             self.started = True
         fields: dict[str, str] = {"status": status, "point": point}
+        fields["left"] = f"({hms(left_s)} left)" if left_s is not None and status == "running" else ""
         if eta_s is not None:
             fields["eta"] = hms(eta_s)
         if iops is not None:
-            fields["iops"] = f"{iops:,.0f} IOPS"
+            fields["iops"] = f"{'device now' if live else 'last'} {iops:,.0f} IOPS"
         self.progress.update(self.task, completed=done, total=total)
         self.progress.tasks[self.task].fields.update(fields)
         self.progress.refresh()

@@ -23,7 +23,7 @@ from vmio.errors import FioError, InputError
 from vmio.fio import jobfile
 from vmio.fio.totals import Totals, parse_totals
 from vmio.system.process import Runner
-from vmio.system.safety import check_write, is_block_device
+from vmio.system.safety import check_target_write, is_block_device
 from vmio.targets.host import prepare_file
 
 DEFAULT_FILE_BYTES = 1 << 30
@@ -43,7 +43,9 @@ def parse_baseline(text: str, ref: ClusterRef) -> Baseline:
     if text.startswith("file:"):
         path = text.removeprefix("file:")
         if not path:
-            raise InputError(f"--baseline {text!r}: give a path after 'file:', e.g. file:/var/tmp/base.img")
+            raise InputError(
+                f"--baseline {text!r}: give a path after 'file:', e.g. file:/var/lib/vmio/base.img"
+            )
         return Baseline(text, path=Path(path))
     key, eq, value = text.partition("=")
     if key == "replicas" and eq:
@@ -86,8 +88,8 @@ def baseline_measure(
 
 def _prepare(path: Path, runner: Runner) -> int | None:
     """The size fio should use on ``path`` (None: a whole block device), creating the file if absent."""
+    check_target_write(str(path), (), runner)
     if is_block_device(str(path)):
-        check_write(str(path), (), runner)
         return None
     if path.is_dir():
         raise InputError(f"--baseline file:{path}: is a folder; give a file (it is created if absent)")

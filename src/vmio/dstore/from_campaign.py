@@ -13,14 +13,14 @@ from typing import Any
 
 from vmio.dstore.profile import Criteria, Point, Profile, verdict
 from vmio.errors import InputError
-from vmio.spec import RbdTarget, loads_spec
+from vmio.spec import RbdTarget
 from vmio.store import Store
+from vmio.store.campaigns import stored_campaign
 from vmio.store.rows import point_row
 
 
 def profile_from_campaign(store: Store, campaign: str, target: str | None = None) -> Profile:
-    stored = store.require(campaign)
-    spec = loads_spec(stored["spec_text"], stored["spec_path"] or campaign)
+    spec = stored_campaign(store, campaign)
     names = [t.name for t in spec.targets if isinstance(t, RbdTarget)] if target is None else [target]
     if not names:
         raise InputError(f"campaign {campaign!r} has no rbd target to calibrate on; name one with --target")

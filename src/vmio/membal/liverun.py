@@ -23,6 +23,7 @@ from vmio.membal.livework import Load, LoadRun
 from vmio.qemu import AccelProber, Disk, Fleet, QemuCaps, VMConfig, probe_caps
 from vmio.store import Store
 from vmio.store.membal import finish_run, start_run
+from vmio.system import files
 from vmio.units import format_size
 
 
@@ -83,7 +84,7 @@ def vm_configs(s: LiveSettings, accel: str, workdir: Path) -> list[VMConfig]:
     for i in range(s.vms):
         load = s.loads[i] if i < len(s.loads) else Load()
         disk = workdir / f"disk-{i}.img"
-        with open(disk, "wb") as f:
+        with files.open_new(disk) as f:  # never through a link another user planted
             f.truncate(max(64 << 20, load.size + (16 << 20)) // 512 * 512)
         configs.append(
             VMConfig(

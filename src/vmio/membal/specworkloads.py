@@ -20,7 +20,7 @@ WORKLOADS: dict[str, tuple[str, ...]] = {
     "loop": ("pages",),
     "phases": ("phases",),
     "trace": ("path", "format"),
-    "web-normal": ("content", "file"),
+    "web-normal": ("content", "file", "common", "common_share"),
     "web-burst": ("content", "file", "hot", "factor", "burst_every", "burst_length"),
     "nfs-images": ("images", "boot"),
 }
@@ -61,7 +61,10 @@ def _trace(where: Where, t: Mapping[str, Any], page: int, base: Path) -> w.Workl
 
 def _web_normal(where: Where, t: Mapping[str, Any], page: int, base: Path) -> w.Workload:
     file = get_pages(where, t, "file", page, "32k", high=1 << 16)
-    return w.WebNormal(get_pages(where, t, "content", page), file)
+    content = get_pages(where, t, "content", page)
+    common = get_pages(where, t, "common", page, 0, high=content) if "common" in t else 0
+    share = get_float(where, t, "common_share", 0.5 if common else 0.0, low=0.0, high=1.0)
+    return w.WebNormal(content, file, common, share)
 
 
 def _web_burst(where: Where, t: Mapping[str, Any], page: int, base: Path) -> w.Workload:

@@ -137,10 +137,14 @@ class Trace:
 
 @dataclass(frozen=True)
 class WebNormal:
-    """Requests for whole files chosen uniformly over ``content_pages`` of content."""
+    """Requests for whole files chosen uniformly over ``content_pages`` of content; with ``common_pages``,
+    a share ``common_share`` of the requests go to the site's common part (its first ``common_pages``:
+    front pages, style sheets, images every visitor's page view fetches) and the rest to the whole."""
 
     content_pages: int
     file_pages: int = 8
+    common_pages: int = 0
+    common_share: float = 0.0
 
     @property
     def footprint(self) -> int:
@@ -148,7 +152,12 @@ class WebNormal:
 
     def generate(self, n: int, rng: np.random.Generator) -> I64:
         files = max(self.content_pages // self.file_pages, 1)
-        choose = rng.integers(0, files, -(-n // self.file_pages), dtype=np.int64)
+        n_req = -(-n // self.file_pages)
+        choose = rng.integers(0, files, n_req, dtype=np.int64)
+        if self.common_pages and self.common_share > 0.0:
+            common = min(max(self.common_pages // self.file_pages, 1), files)
+            to_common = rng.random(n_req) < self.common_share
+            choose = np.where(to_common, rng.integers(0, common, n_req, dtype=np.int64), choose)
         return _files(choose, self.file_pages)[:n]
 
 

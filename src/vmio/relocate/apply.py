@@ -19,6 +19,7 @@ from typing import BinaryIO, TextIO
 from vmio.errors import InputError, UnsafeTargetError, VmioError
 from vmio.relocate.plan_io import mapping_runs, plan_digest
 from vmio.relocate.planner import Plan
+from vmio.system import files
 
 JOURNAL_MAGIC = "vmio-relocate-journal v1"
 
@@ -67,9 +68,7 @@ def write_map(plan: Plan, path: Path) -> None:
     """The mapping table: ``image logical_extent count physical_extent`` per run, extent size in a header."""
     rows = [f"# extent_bytes {plan.layout.extent_bytes}", "# image logical_extent count physical_extent"]
     rows += [f"{n} {lo} {cnt} {ph}" for n, lo, cnt, ph in mapping_runs(plan)]
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("\n".join(rows) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    files.write_atomic(path, ("\n".join(rows) + "\n").encode())
 
 
 def apply_to_image(
@@ -93,12 +92,13 @@ def apply_to_image(
     if out.exists() and not resumed:
         raise UnsafeTargetError(f"{str(out)!r} exists and has no apply journal; refusing to overwrite it")
     if not resumed:
-        journal.write_text(header + "\n", encoding="utf-8")
+        files.write_atomic(journal, (header + "\n").encode())
         _fsync_path(journal)
     done = _read_journal(journal, header)
     write_map(plan, table)
     extents = list(_extents(plan))
-    fd_out = os.open(out, os.O_RDWR | os.O_CREAT, 0o644)
+    files.check_place(out, new=not resumed)
+    fd_out = os.open(out, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | (0 if resumed else os.O_EXCL), 0o644)
     try:
         os.ftruncate(fd_out, max(os.fstat(fd_out).st_size, plan.layout.disk_extents * e))
         with source.open("rb") as src, journal.open("a", encoding="utf-8") as jn:

@@ -12,6 +12,7 @@ import numpy as np
 from vmio.errors import InputError
 from vmio.relocate.layout import Layout
 from vmio.relocate.planner import Plan
+from vmio.system import files
 
 FORMAT = "vmio-relocation-plan"
 VERSION = 1
@@ -78,9 +79,7 @@ def plan_from_dict(data: Any, where: str = "plan") -> Plan:
 
 
 def write_plan(plan: Plan, path: Path) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(plan_to_dict(plan), indent=1) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    files.write_atomic(path, (json.dumps(plan_to_dict(plan), indent=1) + "\n").encode())
 
 
 def read_plan(path: Path) -> Plan:

@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass, field
 
 from vmio.relocate.disk import DiskParams
+from vmio.relocate.replay_kernel import DEADLINE_S, SLICE_S
 
 
 @dataclass
@@ -36,6 +37,8 @@ class ReferenceReplay:
     start: dict[int, float] = field(default_factory=dict)
     finish: dict[int, float] = field(default_factory=dict)
     dist: dict[int, int] = field(default_factory=dict)
+    active: int = -1  # bfq: the stream holding the disk, and since when
+    slice_at: float = 0.0
 
     def seek_s(self, d: int) -> float:
         return self.disk.seek.ms(d) / 1000.0
@@ -55,7 +58,7 @@ class ReferenceReplay:
             if not pending:
                 now = nxt
                 continue
-            j, slot = self._choose(pending, cyl, head)
+            j, slot = self._choose(pending, cyl, head, now, stream)
             pending.remove((j, slot))
             d = abs(cyl[j] - head)
             at = now + overhead + self.seek_s(d)
@@ -85,9 +88,27 @@ class ReferenceReplay:
             pending.append((j, slot))
         return now
 
-    def _choose(self, pending: list[tuple[int, int]], cyl: list[int], head: int) -> tuple[int, int]:
-        if self.policy == "fcfs":
-            return min(pending, key=lambda p: (self.issue[p[0]], p[0]))
+    def _choose(
+        self, pending: list[tuple[int, int]], cyl: list[int], head: int, now: float, stream: list[int]
+    ) -> tuple[int, int]:
+        oldest = min(pending, key=lambda p: (self.issue[p[0]], p[0]))
+        if self.policy == "fcfs" or (
+            self.policy == "mq-deadline" and now - self.issue[oldest[0]] > DEADLINE_S
+        ):
+            return oldest
+        if self.policy == "bfq":
+            mine = [p for p in pending if stream[p[0]] == self.active]
+            if not mine or now - self.slice_at >= SLICE_S:
+                others = sorted({stream[p[0]] for p in pending if stream[p[0]] != self.active})
+                after = [s for s in others if s > self.active]
+                nxt = (after or others or [self.active])[0]
+                self.active, self.slice_at = nxt, now
+                mine = [p for p in pending if stream[p[0]] == nxt]
+            pending = mine
+        return self._clook(pending, cyl, head)
+
+    @staticmethod
+    def _clook(pending: list[tuple[int, int]], cyl: list[int], head: int) -> tuple[int, int]:
         ahead = [p for p in pending if cyl[p[0]] >= head]
         pool = ahead or pending
         return min(pool, key=lambda p: (cyl[p[0]], p[0]))

@@ -19,7 +19,7 @@ from vmio.relocate.disk import DiskParams, Geometry
 from vmio.relocate.reference import ReferenceReplay
 from vmio.relocate.replay_kernel import run_kernel
 
-POLICIES = ("fcfs", "elevator")
+POLICIES = ("fcfs", "elevator", "mq-deadline", "bfq")
 OPEN_LOOP_DEPTH = 64
 
 

@@ -1,10 +1,13 @@
-"""The replay loop compiled with numba: one disk, per-stream outstanding limits, FCFS or C-LOOK elevator.
+"""The replay loop compiled with numba: one disk, per-stream outstanding limits, and a queue policy.
 
 Requests are grouped by stream (contiguous, in issue order). A stream holds at most ``depth`` requests
 outstanding; a request is issued at ``max(arrival, time a slot of its stream frees)``. The device queue
-holds at most ``qmax`` issued requests; the disk serves one at a time, picked by ``policy`` (0 FCFS by issue
-time, 1 C-LOOK by cylinder); ties go to the lower ``rank`` (the request's
-position in the caller's order). ``reference.py`` is the plain-Python twin of this loop.
+holds at most ``qmax`` issued requests; the disk serves one at a time, picked by ``policy``: 0 FCFS by issue
+time; 1 C-LOOK by cylinder; 2 mq-deadline as modelled (C-LOOK, but a request that has waited longer than
+``DEADLINE_S``, Linux's ``read_expire``, goes first, oldest first); 3 bfq as modelled (one stream, the VM's
+queue, holds the disk while it has requests pending, for at most ``SLICE_S``, bfq's ``timeout_sync``,
+served in C-LOOK order, then the next stream in turn; no idling). Ties go to the lower ``rank`` (the
+request's position in the caller's order). ``reference.py`` is the plain-Python twin of this loop.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 INF = math.inf
+DEADLINE_S = 0.5  # mq-deadline's read_expire (500 ms)
+SLICE_S = 0.125  # bfq's timeout_sync (125 ms)
 
 
 @numba.njit(cache=True)
@@ -56,22 +61,62 @@ def _admit(now, arrival, bounds, ptr, slots, slot_of, issue, pool, npool, qmax):
 
 
 @numba.njit(cache=True)
-def _pick(pool, npool, issue, cyl, rank, head, policy):  # type: ignore[no-untyped-def]  # pragma: no cover
-    best = 0
+def _pick(pool, npool, issue, cyl, rank, head, policy, now, stream_of, state):  # type: ignore[no-untyped-def]  # pragma: no cover
     if policy == 0:
-        for i in range(1, npool):
-            a, b = pool[i], pool[best]
-            if issue[a] < issue[b] or (issue[a] == issue[b] and rank[a] < rank[b]):
-                best = i
-        return best
-    ahead, low = -1, 0
+        return _oldest(pool, npool, issue, rank)
+    if policy == 2:
+        old = _oldest(pool, npool, issue, rank)
+        if now - issue[pool[old]] > DEADLINE_S:
+            return old
+    if policy == 3:
+        return _bfq(pool, npool, cyl, rank, head, now, stream_of, state)
+    return _clook(pool, npool, cyl, rank, head, -1, stream_of)
+
+
+@numba.njit(cache=True)
+def _oldest(pool, npool, issue, rank):  # type: ignore[no-untyped-def]  # pragma: no cover
+    best = 0
+    for i in range(1, npool):
+        a, b = pool[i], pool[best]
+        if issue[a] < issue[b] or (issue[a] == issue[b] and rank[a] < rank[b]):
+            best = i
+    return best
+
+
+@numba.njit(cache=True)
+def _clook(pool, npool, cyl, rank, head, only, stream_of):  # type: ignore[no-untyped-def]  # pragma: no cover
+    ahead, low = -1, -1
     for i in range(npool):
         j = pool[i]
+        if only >= 0 and stream_of[j] != only:
+            continue
         if cyl[j] >= head and (ahead < 0 or _before(j, pool[ahead], cyl, rank)):
             ahead = i
-        if _before(j, pool[low], cyl, rank):
+        if low < 0 or _before(j, pool[low], cyl, rank):
             low = i
     return ahead if ahead >= 0 else low
+
+
+@numba.njit(cache=True)
+def _bfq(pool, npool, cyl, rank, head, now, stream_of, state):  # type: ignore[no-untyped-def]  # pragma: no cover
+    active = int(state[0])
+    if active >= 0 and now - state[1] < SLICE_S:
+        i = _clook(pool, npool, cyl, rank, head, active, stream_of)
+        if i >= 0:
+            return i
+    # the next stream after the active one (in turn) that has a request pending
+    best, best_key = -1, 0
+    for i in range(npool):
+        s = stream_of[pool[i]]
+        key = (s - active - 1) % (stream_of.shape[0] + 1) if active >= 0 else s
+        if s == active:
+            key = stream_of.shape[0] + 1
+        if best < 0 or key < best_key:
+            best, best_key = i, key
+    chosen = stream_of[pool[best]]
+    state[0] = chosen
+    state[1] = now
+    return _clook(pool, npool, cyl, rank, head, chosen, stream_of)
 
 
 @numba.njit(cache=True)
@@ -92,12 +137,13 @@ def run_kernel(cyl, angle, xfer, arrival, stream_of, rank, bounds, depth, qmax, 
     ptr = bounds[:-1].copy()
     pool = np.zeros(qmax, dtype=np.int64)
     npool, now, head, done = 0, 0.0, 0, 0
+    state = np.array([-1.0, 0.0])  # bfq: the active stream and when its slice began
     while done < n:
         npool, nxt = _admit(now, arrival, bounds, ptr, slots, slot_of, issue, pool, npool, qmax)
         if npool == 0:
             now = nxt
             continue
-        i = _pick(pool, npool, issue, cyl, rank, head, policy)
+        i = _pick(pool, npool, issue, cyl, rank, head, policy, now, stream_of, state)
         j = pool[i]
         npool -= 1
         pool[i] = pool[npool]

@@ -1,8 +1,11 @@
 """Comparisons: targets against a baseline in one campaign, and one campaign against another.
 
 Against a baseline the ratio is of medians over repetitions, with a range from the extreme ratios of
-the two ranges (a conservative spread). Before/after, each point's difference of means comes with its
-95% interval (Welch's t); an interval that spans zero is "no significant change".
+the two ranges (a conservative spread). Before/after, points are paired by target, workload name, block
+size and offered load (and load processes); each pair's difference of means comes with its 95% interval
+(Welch's t); an interval that spans zero is "no significant change". Every parameter that differs within a
+pair (iodepth, rw, numjobs, runtime, direct, engine, QEMU build, accelerator) is a warning: the difference
+includes it. ``regressions`` finds the paired figures that worsened by more than a given percentage.
 """
 
 from __future__ import annotations
@@ -22,6 +25,17 @@ METRICS: tuple[Metric, ...] = (
     ("p50", lambda r, d: latency(r, d, "p50"), False),
     ("p99", lambda r, d: latency(r, d, "p99"), False),
 )
+
+
+def bandwidth(row: Row, ddir: str) -> float | None:
+    value = row.get(f"{ddir}_bw")
+    return None if value is None else float(value)
+
+
+# before/after also pairs bandwidth (bytes/s), which a regression gate needs
+PAIRED_METRICS: tuple[Metric, ...] = (*METRICS[:1], ("bandwidth", bandwidth, True), *METRICS[1:])
+# the workload's parameters that must match within a pair, as the spec names them
+PAIR_PARAMETERS = ("iodepth", "rw", "numjobs", "runtime", "direct", "ioengine")
 
 
 def point_label(key: GroupKey) -> str:
@@ -124,6 +138,22 @@ class BuildChange:
         return {"target": self.target, "before": self.before, "after": self.after}
 
 
+@dataclass(frozen=True)
+class PairWarning:
+    """A parameter that differs within a pair of points: their difference includes it."""
+
+    key: GroupKey
+    parameter: str
+    before: Any
+    after: Any
+
+    def text(self, a: str, b: str) -> str:
+        return (
+            f"{point_label(self.key)}: {self.parameter} differs ({self.before!r} in {a!r}, {self.after!r} in "
+            f"{b!r}); the difference includes it"
+        )
+
+
 @dataclass
 class BeforeAfter:
     before: str
@@ -132,10 +162,17 @@ class BeforeAfter:
     only_before: list[GroupKey]
     only_after: list[GroupKey]
     builds: list[BuildChange] = field(default_factory=list)  # targets that ran on different builds
+    pairs: int = 0  # points found in both
+    mismatches: list[PairWarning] = field(default_factory=list)
+
+    @property
+    def warnings(self) -> list[str]:
+        return [w.text(self.before, self.after) for w in self.mismatches]
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "before": self.before, "after": self.after, "ci_level": LEVEL,
+            "before": self.before, "after": self.after, "ci_level": LEVEL, "pairs": self.pairs,
+            "warnings": self.warnings,
             "build_changes": [b.as_dict() for b in self.builds],
             "changes": [c.as_dict() for c in self.changes],
             "only_before": [point_label(k) for k in self.only_before],
@@ -144,20 +181,79 @@ class BeforeAfter:
 
 
 def before_after(a: CampaignData, b: CampaignData) -> BeforeAfter:
+    """Pair ``a``'s points with ``b``'s by target, workload name, block size, offered load (and load
+    processes); the difference of every paired figure, and a warning per parameter that differs."""
     after = {g.key: g for g in b.groups()}
-    changes, only_a = [], []
+    changes, only_a, mismatches, pairs = [], [], [], 0
     for ga in a.groups():
         gb = after.pop(ga.key, None)
         if gb is None:
             only_a.append(ga.key)
             continue
+        pairs += 1
+        mismatches += pair_mismatches(a, ga, b, gb)
         ddirs = [d for d in ("read", "write") if d in a.ddirs(ga.key[1]) or d in b.ddirs(ga.key[1])]
         for ddir in ddirs:
-            for name, fn, higher in METRICS:
+            for name, fn, higher in PAIRED_METRICS:
                 diff = welch(ga.values(along(fn, ddir)), gb.values(along(fn, ddir)))
                 if diff is not None:
                     changes.append(Change(ga.key, ddir, name, higher, diff))
-    return BeforeAfter(a.name, b.name, changes, only_a, list(after), build_changes(a, b))
+    return BeforeAfter(a.name, b.name, changes, only_a, list(after), build_changes(a, b), pairs, mismatches)
+
+
+def pair_setup(data: CampaignData, g: Group) -> dict[str, Any]:
+    """What a point ran with, beyond its pairing key: the workload's parameters, QEMU build, accelerator."""
+    spec = data.workload_specs.get(g.key[1], {})
+    setup: dict[str, Any] = {p: spec.get(p) for p in PAIR_PARAMETERS}
+    setup["qemu build"] = data.builds().get(g.target)
+    setup["accel"] = " + ".join(sorted({str(r.get("accel")) for r in g.rows if r.get("accel")})) or None
+    return setup
+
+
+def pair_mismatches(a: CampaignData, ga: Group, b: CampaignData, gb: Group) -> list[PairWarning]:
+    before, after = pair_setup(a, ga), pair_setup(b, gb)
+    return [PairWarning(ga.key, p, before[p], after[p]) for p in before if before[p] != after[p]]
+
+
+@dataclass(frozen=True)
+class Regression:
+    """A paired figure that worsened by more than the gate allows."""
+
+    change: Change
+    significant: bool | None  # None: fewer than 2 repetitions a side, the plain difference decided
+
+    def text(self) -> str:
+        c, d = self.change, self.change.diff
+        rel = f"{d.rel:+.1%}" if d.rel is not None else "from 0"
+        why = (
+            "significant (Welch, alpha = 0.05)"
+            if self.significant
+            else f"plain difference, no significance (n = {d.n_before} and {d.n_after}; Welch needs 2 a side)"
+        )
+        return f"{point_label(c.key)} {c.ddir} {c.metric}: {d.before:.6g} -> {d.after:.6g} ({rel}), {why}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.change.as_dict(), "significance": self.significant}
+
+
+def regressions(result: BeforeAfter, pct: float) -> list[Regression]:
+    """The paired figures that worsened by more than ``pct`` percent: IOPS or bandwidth lower, p50 or p99
+    latency higher. With 2 or more repetitions a side the worsening must also be significant (Welch,
+    alpha = 0.05); with fewer, the plain difference decides and the regression says it has no significance."""
+    found = []
+    for c in result.changes:
+        d = c.diff
+        if d.rel is None:
+            continue
+        worse = -d.rel if c.higher_is_better else d.rel
+        if worse * 100 <= pct:
+            continue
+        if d.decided:
+            if d.significant:
+                found.append(Regression(c, True))
+        else:
+            found.append(Regression(c, None))
+    return found
 
 
 def build_changes(a: CampaignData, b: CampaignData) -> list[BuildChange]:

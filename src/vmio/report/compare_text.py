@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from vmio.report.compare import METRICS, BeforeAfter, Change, RatioRow, point_label
-from vmio.report.data import offered_label
+from vmio.report.data import offered_label, tcg_note
 from vmio.stats.spread import LEVEL, Spread
 from vmio.units import format_size
 
@@ -49,12 +49,14 @@ def baseline_parts(rows: list[RatioRow], campaign: str, baseline: str) -> tuple[
         target, workload, bs, offered, load = r.key
         cells = [workload, format_size(bs), offered_label(offered), str(load), r.ddir, r.label or target]
         lines.append((*cells, *(ratio_cell(r.ratios[m]) for m, _, _ in METRICS)))
-    return title, lines, ""
+    return title, lines, tcg_note(r.label for r in rows)
 
 
 def _value(metric: str, value: float | None) -> str:
     if value is None:
         return "-"
+    if metric == "bandwidth":
+        return f"{value / (1 << 20):.1f}"  # MiB/s
     return f"{value:.1f}" if metric == "IOPS" else f"{value / 1e3:.1f}"
 
 
@@ -65,7 +67,7 @@ def _signed(metric: str, value: float) -> str:
 
 def change_cells(c: Change) -> tuple[str, ...]:
     d, m = c.diff, c.metric
-    unit = "IOPS" if m == "IOPS" else f"{m} us"
+    unit = {"IOPS": "IOPS", "bandwidth": "MiB/s"}.get(m, f"{m} us")
     interval = "-" if d.lo is None or d.hi is None else f"[{_signed(m, d.lo)}, {_signed(m, d.hi)}]"
     rel = f" ({d.rel:+.1%})" if d.rel is not None else ""
     return (

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from vmio.spec.sla import Sla, parse_sla
+from vmio.spec.sla import Sla, parse_stored_sla
 from vmio.stats import histogram
 from vmio.stats.histogram import Histogram
 from vmio.stats.spread import Spread
@@ -134,7 +134,10 @@ class CampaignData:
         """The target's name, with its build when the campaign ran several builds (so two targets that
         differ only in build are told apart wherever a target is named)."""
         build = self.builds().get(target) if self.several_builds() else None
-        return f"{target} ({build})" if build else target
+        label = f"{target} ({build})" if build else target
+        if any(r["accel"] == "tcg" for r in self.done() if r["target"] == target):
+            label += f" {TCG_MARK}"  # its ratio to bare metal measures an emulated CPU, not KVM
+        return label
 
     def facet(self, target: str) -> tuple[int, int] | None:
         """(vCPUs, VMs) for a VM target; None for the others."""
@@ -142,6 +145,16 @@ class CampaignData:
         if spec.get("kind") != "qemu":
             return None
         return int(spec.get("vcpus", 1)), int(spec.get("vms", 1))
+
+
+TCG_MARK = "[TCG]"
+TCG_NOTE = (f"{TCG_MARK}: the VMs ran under TCG (QEMU emulating the CPU, no KVM): their ratios to bare metal "
+            "measure the emulator, not a KVM host\n")  # fmt: skip
+
+
+def tcg_note(labels: Iterable[str]) -> str:
+    """The note under a table whose targets carry the TCG mark (empty when none does)."""
+    return TCG_NOTE if any(label.endswith(TCG_MARK) for label in labels) else ""
 
 
 def load(store: Store, campaign: str) -> CampaignData:
@@ -169,7 +182,7 @@ def _sla(spec_text: str | None) -> Sla | None:
     """The spec's ``[campaign] sla``, if its stored text has a valid one (a report never fails on it)."""
     try:
         value = tomllib.loads(spec_text or "").get("campaign", {}).get("sla")
-        return parse_sla(value) if value is not None else None
+        return parse_stored_sla(value) if value is not None else None
     except (tomllib.TOMLDecodeError, ValueError, AttributeError):
         return None
 

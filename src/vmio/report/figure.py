@@ -73,7 +73,7 @@ def log_scale(ax: Axes) -> None:
 def legend(ax: Axes, size: int = 7) -> None:
     """A legend when the panel has labelled series (an empty one warns)."""
     if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=size)
+        ax.legend(fontsize=size, handlelength=3.5)  # long enough to show a line's dashes
 
 
 def finish(fig: Figure, title: str, caption: str) -> None:
@@ -90,9 +90,17 @@ def style() -> contextlib.AbstractContextManager[None]:
 def to_svg(plot: Plot) -> str:
     """The figure as an ``<svg>`` element (no XML prolog), ids salted with the plot id."""
     buf = io.StringIO()
+    # The page gives the title once, as the figure's caption; the picture's own (kept for PNGs) is hidden.
+    title = getattr(plot.figure, "_suptitle", None)  # matplotlib keeps the suptitle Text here
+    if title is not None:
+        title.set_visible(False)
     # text stays text; every plotted vertex stays in the path (no simplification), so the SVG holds the data
-    with mpl.rc_context({"svg.fonttype": "none", "svg.hashsalt": plot.id, "path.simplify": False}):
-        plot.figure.savefig(buf, format="svg", metadata={"Date": None})
+    try:
+        with mpl.rc_context({"svg.fonttype": "none", "svg.hashsalt": plot.id, "path.simplify": False}):
+            plot.figure.savefig(buf, format="svg", metadata={"Date": None})
+    finally:
+        if title is not None:
+            title.set_visible(True)
     text = buf.getvalue()
     return text[text.index("<svg") :]
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -12,7 +11,7 @@ from pathlib import Path
 
 from vmio.errors import InputError
 from vmio.report import plots_latency, plots_load, plots_percentiles, plots_run, seed000, sla
-from vmio.report.data import CampaignData
+from vmio.report.data import CampaignData, tcg_note
 from vmio.report.figure import Plot, to_png, to_svg
 from vmio.report.summary_table import (
     ACHIEVED,
@@ -23,7 +22,8 @@ from vmio.report.summary_table import (
     spread_text,
     summarize,
 )
-from vmio.units import format_size
+from vmio.system import files
+from vmio.units import format_size, human_bytes
 
 SECTIONS: tuple[tuple[str, str, Callable[[CampaignData, str | None], list[Plot]]], ...] = (
     ("iops", "How many IOPS does each target achieve as the offered load rises?", plots_load.iops_plots),
@@ -110,14 +110,7 @@ def write(report: Report, out: Path, png_dir: Path | None = None) -> list[Path]:
 
 def atomic_write(path: Path, data: bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return path
+    return files.write_atomic(path, data)
 
 
 def render(report: Report) -> str:
@@ -158,7 +151,9 @@ def _summary_note(report: Report) -> str:
 def _toc(report: Report) -> str:
     items = ['<li><a href="#summary">Summary</a></li>']
     if report.seed:
-        items.append('<li><a href="#seed-000">Seed 000 as it ran, beside this campaign</a></li>')
+        items.append(
+            '<li><a href="#hitachi-nvme-2016">hitachi-nvme-2016 as it ran, beside this campaign</a></li>'
+        )
     items.append('<li><a href="#setup">Host and tools</a></li>')
     if _conditioned(report.data):
         items.append(f'<li><a href="#steady-state">{html.escape(STEADY_TITLE)}</a></li>')
@@ -172,10 +167,11 @@ def _facts(data: CampaignData) -> str:
     keep = ("hostname", "kernel", "cpu_model", "cores", "memory_bytes", "fio_version", "vmio_version")
     shown = {
         **facts,
-        "memory_bytes": format_size(facts["memory_bytes"]) if facts.get("memory_bytes") else None,
+        "memory_bytes": human_bytes(facts["memory_bytes"]) if facts.get("memory_bytes") else None,
     }
     cells = "".join(
-        f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(shown.get(k)))}</td></tr>" for k in keep
+        f"<tr><th>{html.escape(k.removesuffix('_bytes'))}</th><td>{html.escape(str(shown.get(k)))}</td></tr>"
+        for k in keep
     )
     count = f"{len(data.done())} of {len(data.rows)} points done"
     return f'<p>{html.escape(count)}; host facts of the first point:</p><table class="facts">{cells}</table>'
@@ -267,6 +263,8 @@ def _summary_table(report: Report) -> str:
             "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + f"<td>{rates}</td>{extra}</tr>"
         )
     out.append("</table>")
+    if note := tcg_note(r.label for r in report.summary):
+        out.append(f'<p class="note">{html.escape(note.strip())}</p>')
     return "".join(out)
 
 
@@ -278,14 +276,14 @@ def _seed_table(report: Report) -> str:
     e = html.escape
     tcg = "tcg" in seed000.accelerators(found)
     note = (
-        f"<p>Each of seed 000's configurations ({e(seed000.SEED_SETUP)}) beside the targets of this campaign "
+        f"<p>Each of the paper's configurations (hitachi-nvme-2016, docs/references.md: {e(seed000.SEED_SETUP)}) beside the targets of this campaign "
         "that have its shape; ratios are IOPS over Bare's at the top of each 4 KiB random sweep (here: the "
-        "highest median over the offered loads). The seed's N is 16; here N is the fio processes column."
+        "highest median over the offered loads). The paper's N is 16; here N is the fio processes column."
         + (f" <strong>{e(seed000.TCG_NOTE)}</strong>" if tcg else "") + "</p>"
     )  # fmt: skip
     head = ("seed 000 configuration", "seed figure", "target", "accelerator · build", "fio processes",
             "read vs Bare: seed (KVM)", "read vs Bare: here", "write vs Bare: seed (KVM)", "write vs Bare: here")  # fmt: skip
-    out = ['<h3 id="seed-000">Seed 000 as it ran, beside this campaign</h3>', note, '<table class="seed000"><tr>',
+    out = ['<h3 id="hitachi-nvme-2016"><a id="seed-000"></a>hitachi-nvme-2016 as it ran, beside this campaign</h3>', note, '<table class="seed000"><tr>',
            *(f"<th>{e(h)}</th>" for h in head), "</tr>"]  # fmt: skip
     for r in found:
         c = r.config

@@ -23,6 +23,8 @@ LEVELS = (1.0, 5.0, 10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95,
 TICKS = (1.0, 50.0, 90.0, 99.0, 99.9, 99.99)
 KNEE = (("p50", 50.0, "--"), ("p99", 99.0, "-"))
 OVER_TIME = (("p50", 50.0, "--"), ("p99", 99.0, "-"), ("p99.9", 99.9, ":"))
+# Each percentile its own marker and width too, so a legend's short sample tells them apart.
+MARKS = {"p50": ("s", 1.0), "p99": ("o", 1.8), "p99.9": ("^", 1.2)}
 
 
 def nines(p: float) -> float:
@@ -116,7 +118,7 @@ def knee_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
                                 color(names, target, baseline))  # fmt: skip
                 ax.set_xlabel(f"achieved {ddir} IOPS (median over repetitions)")
                 ax.set_ylabel(f"{ddir} latency (µs)")
-                ax.set_title(f"{ddir}s: p99 solid, p50 dashed")
+                ax.set_title(f"{ddir}s: p99 solid (circles), p50 dashed (squares)")
                 log_scale(ax)
                 ax.grid(alpha=0.3, which="both")
                 legend(ax, 7)
@@ -137,7 +139,10 @@ def _knee_lines(plot: Plot, ax: Axes, data: CampaignData, groups: list[Group], d
                 xs.append(achieved.median)
                 ys.append(value / 1e3)
         if xs:
-            (line,) = ax.plot(xs, ys, marker="o", ms=4, color=colour, ls=ls, label=f"{label} {name}")
+            marker, width = MARKS[name]
+            (line,) = ax.plot(
+                xs, ys, marker=marker, ms=4, color=colour, ls=ls, lw=width, label=f"{label} {name}"
+            )
             plot.tag(line, f"{label} {name}")
             plot.keep(f"{label} {name}", xs, ys)
 
@@ -181,7 +186,9 @@ def over_time_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
             plot.caption += (
                 " · first done repetition; each second's clat histogram (fio write_hist_log, all jobs"
             )
-            plot.caption += " merged): p99 solid, p50 dashed, p99.9 dotted"
+            plot.caption += (
+                " merged): p99 solid with circles, p50 dashed with squares, p99.9 dotted with triangles"
+            )
             finish(fig, plot.title, plot.caption)
         plots.append(plot)
     return plots
@@ -198,6 +205,9 @@ def _time_lines(plot: Plot, ax: Axes, log: list[tuple[int, str, Histogram]], ddi
         xs = [t for t, _ in seconds]
         ys = [float(histogram.percentile(bins, p) or 0) / 1e3 for _, bins in seconds]
         if xs:
-            (line,) = ax.plot(xs, ys, marker=".", ms=3, color=colour, ls=ls, label=f"{label} {name}")
+            marker, width = MARKS[name]
+            (line,) = ax.plot(
+                xs, ys, marker=marker, ms=3, color=colour, ls=ls, lw=width, label=f"{label} {name}"
+            )
             plot.tag(line, f"{label} {name} {panel}")
             plot.keep(f"{label} {name} {panel}", xs, ys)

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from vmio.report.data import CampaignData, Group, Row, families, labels, offered_axis, offered_order
 from vmio.report.data import offered_label as olabel
-from vmio.report.figure import PALETTE, Plot, finish, legend, new_figure, style
+from vmio.report.figure import PALETTE, Plot, finish, legend, new_figure, slug, style
 from vmio.report.plots_load import curve, family_title, offered_ticks, series_label
 from vmio.units import format_size
 
@@ -88,6 +88,19 @@ def _rep_lines(
         label = f"rep {row['repetition']}{what}"
         (line,) = ax.plot(ts, vs, ls=ls, color=c, lw=1.2, label=label)  # type: ignore[attr-defined]
         plot.tag(line, f"{name} {label}")
+    _shade_unmeasured(plot, ax, row, name)
+
+
+def _shade_unmeasured(plot: Plot, ax: object, row: Row, name: str) -> None:
+    """Shade what the run's averages leave out: fio's start-up and ramp before the measured window."""
+    window = (row.get("host_facts") or {}).get("measured_window")
+    if not (isinstance(window, list) and len(window) == 2 and window[0] > 0):
+        return
+    label = "start-up and ramp (not averaged)"
+    first = label not in ax.get_legend_handles_labels()[1]  # type: ignore[attr-defined]
+    span = ax.axvspan(0, window[0], color="#999999", alpha=0.15, lw=0,  # type: ignore[attr-defined]
+                      label=label if first else None)  # fmt: skip
+    span.set_gid(f"{plot.id}--ramp-{slug(name)}-rep-{row['repetition']}")  # not a data series
 
 
 def qemu_means(samples: list[sqlite3.Row]) -> dict[str, float]:

@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from vmio.published import SEED_BARE, SEED_BY_KEY, SEED_CONFIGS, SeedConfig
 from vmio.report.compare_text import columns
 from vmio.report.data import CampaignData, Group, iops
 
@@ -37,28 +38,10 @@ TCG_NOTE = (
 )
 
 
-@dataclass(frozen=True)
-class SeedConfig:
-    key: str
-    term: str  # the paper's name of the configuration
-    figure: str  # where the paper shows it
-    read_ratio: float | None  # IOPS / Bare IOPS as the paper states or its own figures give
-    write_ratio: float | None
-    read_iops: float | None = None  # absolute IOPS, where the paper states them
-    write_iops: float | None = None
-    approx: bool = False  # the paper says "equal to" (同等) rather than a number
-
-
-BARE = SeedConfig("bare", "Bare", "Fig. 4", 1.0, 1.0, 438e3, 90e3)
-CONFIGS: tuple[SeedConfig, ...] = (
-    BARE,
-    SeedConfig("1fio-per-vm", "1fio/vm x N", "Fig. 4", 0.79, 1.0),
-    SeedConfig("nfio-per-vm", "N fio/vm", "Fig. 4", 0.21, 0.93),
-    SeedConfig("passthrough", "N fio/vm + Path Through", "Fig. 5", 1.0, 1.0, approx=True),
-    SeedConfig("iothread", "N fio/vm + iothread", "Fig. 8", 342 / 438, 89 / 90, 342e3, 89e3),
-    SeedConfig("two-devices", "1fio/vm x N, two SSDs", "Fig. 7", 1.57, 2.75, 689e3, 247e3),
-)
-BY_KEY = {c.key: c for c in CONFIGS}
+# the one table of the paper's ratios, which advise quotes too
+BARE = SEED_BARE
+CONFIGS = SEED_CONFIGS
+BY_KEY = SEED_BY_KEY
 DEDICATED_BUSES = ("block", "vfio")
 
 

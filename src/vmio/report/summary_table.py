@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from vmio.report.data import CampaignData, Group, Row, families, iops, offered_order
+from vmio.report.data import CampaignData, Group, Row, families, iops, offered_order, tcg_note
 from vmio.stats.spread import Spread, ratio
 from vmio.units import format_size
 
@@ -106,7 +106,7 @@ def format_text(rows: list[SummaryRow], campaign: str, baseline: str) -> str:
     body = "".join(
         "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() + "\n" for line in lines
     )
-    return title + body if rows else title + "no points done\n"
+    return title + body + tcg_note(r.label for r in rows) if rows else title + "no points done\n"
 
 
 def _cells(r: SummaryRow) -> tuple[str, ...]:

@@ -1,6 +1,6 @@
 """Validated inputs: experiment specs (TOML with file:line errors), their model, and writing them back."""
 
-from vmio.spec.load import load_spec, loads_spec
+from vmio.spec.load import campaign_name, load_spec, loads_spec
 from vmio.spec.model import (
     ACCELS,
     AIOS,
@@ -31,6 +31,7 @@ __all__ = [
     "RemoteTarget",
     "Target",
     "Workload",
+    "campaign_name",
     "load_spec",
     "loads_spec",
 ]

@@ -43,7 +43,7 @@ class Fields:
         unknown = sorted(set(self.data) - self.taken - set(allowed_extra))
         if unknown:
             known = ", ".join(sorted(self.taken))
-            raise self.error(unknown[0], f"{self.label} has no key {unknown[0]!r}; known keys: {known}")
+            raise self.error(unknown[0], f"{self.label}: unknown key {unknown[0]!r}; known keys: {known}")
 
 
 MAX_STRING = 4096
@@ -68,6 +68,20 @@ def token(value: object) -> str:
     text = string(value)
     if not all(c.isascii() and (c.isalnum() or c in "_.:/-+") for c in text):
         raise ValueError("use one word of letters, digits and _ . : / - +")
+    return text
+
+
+# fio's engines vmio measures with. Anything else is refused: ``external:/path/lib.so`` would make root's fio
+# load a library any user could have written, and engines such as ``exec`` run programs.
+ENGINES = ("libaio", "io_uring", "psync", "sync", "pvsync", "pvsync2", "vsync", "posixaio", "mmap", "null",
+           "rbd")  # fmt: skip
+
+
+def ioengine(value: object) -> str:
+    """A fio ``ioengine`` from :data:`ENGINES`."""
+    text = string(value)
+    if text not in ENGINES:
+        raise ValueError(f"ioengine {text!r} is not one vmio runs; use one of {', '.join(ENGINES)}")
     return text
 
 

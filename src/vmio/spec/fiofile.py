@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vmio.errors import SpecError
-from vmio.units import parse_size
+from vmio.spec.fields import ENGINES
+from vmio.units import parse_duration, parse_size
 
 # Kept from the file, as written (the pattern of the I/O).
 KEPT = frozenset(
@@ -217,6 +218,10 @@ class Pattern:
     ioengine: str
     options: tuple[tuple[str, str], ...]
     replaced: tuple[str, ...]
+    # The file's own runtime and ramp_time (seconds, and the option as written with file:line): kept unless
+    # the workload gives its own.
+    runtime: tuple[float, str] | None = None
+    ramp: tuple[float, str] | None = None
 
 
 def read_sections(path: Path, shown: str) -> list[Section]:
@@ -312,6 +317,10 @@ def _pattern(sec: Section, shown: str, beside: list[str]) -> Pattern:
         raise ValueError(f"{where('rw')}: rw={rw_text} (in [{sec.name}]); vmio measures read, write, "
                          "randread, randwrite, randrw and rw")  # fmt: skip
     rw = RW_NAMES[base]
+    engine = sec.get("ioengine") or "psync"
+    if engine not in ENGINES:
+        raise ValueError(f"{where('ioengine')}: ioengine={engine} (in [{sec.name}]) is not one vmio runs; "
+                         f"use one of {', '.join(ENGINES)}")  # fmt: skip
     mix = 50
     if sec.get("rwmixread") is not None:
         mix = _int(sec.get("rwmixread"), where("rwmixread"), "rwmixread", 0, 100)
@@ -331,8 +340,11 @@ def _pattern(sec: Section, shown: str, beside: list[str]) -> Pattern:
     direct = sec.get("direct") not in (None, "0") or sec.get("buffered") == "0"
     options: list[tuple[str, str]] = []
     replaced: list[str] = []
+    timing: dict[str, tuple[float, str]] = {}
     for opt in sec.options:
-        if opt.key in REPLACED:
+        if opt.key in TIMING and (seconds := _fio_time(opt.value)) is not None:
+            timing[opt.key] = (seconds, f"{opt.text()} ({shown}:{opt.line})")
+        elif opt.key in REPLACED:
             replaced.append(f"{opt.text()} ({shown}:{opt.line})")
         elif (
             opt.key in ORDERING
@@ -349,9 +361,23 @@ def _pattern(sec: Section, shown: str, beside: list[str]) -> Pattern:
         section=sec.name, rw=rw, rwmixread=mix, bs=bs,
         iodepth=_int(sec.get("iodepth") or "1", where("iodepth"), "iodepth", 1, 65536),
         numjobs=_int(sec.get("numjobs") or "1", where("numjobs"), "numjobs", 1, 1024),
-        direct=direct, ioengine=sec.get("ioengine") or "psync",
+        direct=direct, ioengine=engine,
         options=tuple(options), replaced=tuple(replaced),
+        runtime=timing.get("runtime"), ramp=timing.get("ramp_time"),
     )  # fmt: skip
+
+
+TIMING = frozenset(["runtime", "ramp_time"])
+
+
+def _fio_time(text: str | None) -> float | None:
+    """Seconds of a fio time value (``60``, ``60s``, ``500ms``, ``2m``; fio's bare number is seconds);
+    None when it is not one vmio reads (then the option is replaced)."""
+    try:
+        seconds = parse_duration(text or "")
+    except ValueError:
+        return None
+    return seconds if seconds > 0 else None
 
 
 def _int(text: str | None, where: str, key: str, low: int, high: int) -> int:

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from vmio.errors import SpecError
+from vmio.errors import InputError, SpecError
 from vmio.spec import fields as f
 from vmio.spec.fields import Fields
 from vmio.spec.fiofile import STEADY_OPTIONS, patterns
@@ -30,10 +30,18 @@ from vmio.spec.model import (
     Target,
     Workload,
 )
-from vmio.spec.sla import Sla, parse_sla
+from vmio.spec.sla import Sla, parse_sla, parse_stored_sla
 from vmio.spec.steady import parse_steady
 from vmio.spec.tomlfile import Locator, load_toml, loads_toml
 from vmio.system.safety import is_block_device
+
+
+def campaign_name(value: str, where: str) -> str:
+    """A campaign name given on the command line (``--name``, ``vmio rename``), checked as the spec's is."""
+    try:
+        return f.string(value)
+    except ValueError as exc:
+        raise InputError(f"{where} {value!r}: {exc}") from None
 
 
 def load_spec(path: str | Path) -> Campaign:
@@ -41,16 +49,18 @@ def load_spec(path: str | Path) -> Campaign:
     return _campaign(data, loc)
 
 
-def loads_spec(text: str, path: str = "<spec>") -> Campaign:
+def loads_spec(text: str, path: str = "<spec>", *, stored: bool = False) -> Campaign:
+    """The campaign of spec ``text``. ``stored``: a spec read back from a store, written by an older vmio,
+    so what it once accepted still loads (a bare SLA number, aio = 'native' beside a page-cache mode)."""
     data, loc = loads_toml(text, path)
-    return _campaign(data, loc)
+    return _campaign(data, loc, stored=stored)
 
 
 MAX_SEED = 2**63 - 1
 MAX_POINTS = 100_000  # at a second or more each, over a day of measuring; a store row per point
 
 
-def _campaign(data: dict[str, Any], loc: Locator) -> Campaign:
+def _campaign(data: dict[str, Any], loc: Locator, *, stored: bool = False) -> Campaign:
     extra = sorted(set(data) - {"campaign", "target", "workload"})
     if extra:
         raise loc.error(
@@ -59,10 +69,10 @@ def _campaign(data: dict[str, Any], loc: Locator) -> Campaign:
     head = Fields(data.get("campaign", {}), loc, "campaign")
     name = head.take("name", f.string)
     repetitions = head.take("repetitions", f.integer(1, 1000), 1)
-    sla: Sla | None = head.take("sla", parse_sla, None)
+    sla: Sla | None = head.take("sla", parse_stored_sla if stored else parse_sla, None)
     seed: int | None = head.take("seed", f.integer(0, MAX_SEED), None)
     head.done()
-    targets = tuple(_target(t, loc, i) for i, t in enumerate(_array(data, "target", loc)))
+    targets = tuple(_target(t, loc, i, stored) for i, t in enumerate(_array(data, "target", loc)))
     workloads = tuple(
         w for i, item in enumerate(_array(data, "workload", loc)) for w in _workload(item, loc, i)
     )
@@ -115,14 +125,20 @@ def _unique(items: tuple[Target, ...] | tuple[Workload, ...], table: str, loc: L
         seen.add(item.name)
 
 
-def _target(data: object, loc: Locator, i: int) -> Target:
+def _target(data: object, loc: Locator, i: int, stored: bool = False) -> Target:
     t = Fields(data, loc, "target", i)
     name = t.take("name", f.string)
     kind = t.take("kind", f.choice("host", "qemu", "remote", "rbd"), "host")
     target: Target
     if kind == "host":
         target = HostTarget(
-            name, t.take("path", f.string), t.take("size", f.size, None), t.take("loop", f.boolean, False)
+            name,
+            t.take("path", f.string),
+            t.take("size", f.size, None),
+            t.take("loop", f.boolean, False),
+            cpus=t.take("cpus", f.integer(1, 4096), None),
+            capacity_read_iops=t.take("capacity_read_iops", f.integer(1), None),
+            capacity_write_iops=t.take("capacity_write_iops", f.integer(1), None),
         )
         _check_loop(t, (target.path,), target.loop)
     elif kind == "remote":
@@ -141,23 +157,39 @@ def _target(data: object, loc: Locator, i: int) -> Target:
             t.take("clientname", f.token, "admin"),
         )
     else:
-        target = _qemu_target(t, name)
+        target = _qemu_target(t, name, stored)
         _check_rbd(t, target)
         _check_machine(t, target)
         _check_loop(t, target.backing, target.loop)
+        _check_bus(t, target)
     t.done()
     return target
 
 
-def _qemu_target(t: Fields, name: str) -> QemuTarget:
+DIRECT_CACHES = ("none", "directsync")  # the cache modes that open the backing with O_DIRECT
+
+
+def default_aio(cache: str) -> str:
+    """The aio a target gets when it names none: ``native`` (Linux AIO, which needs O_DIRECT) for the
+    direct cache modes, ``threads`` (QEMU's own default, a thread pool) for the page-cache ones."""
+    return "native" if cache in DIRECT_CACHES else "threads"
+
+
+def _qemu_target(t: Fields, name: str, stored: bool = False) -> QemuTarget:
+    cache = t.take("cache", f.choice(*CACHES), "none")
+    aio = t.take("aio", f.choice(*AIOS), None)
+    if aio == "native" and cache not in DIRECT_CACHES and not stored:
+        raise t.error("aio", f"{t.label}.aio = 'native' needs O_DIRECT, which cache = {cache!r} does not use; "
+                      "use cache 'none' or 'directsync', or aio 'threads' or 'io_uring' (or leave aio out: "
+                      f"with cache = {cache!r} it defaults to 'threads')")  # fmt: skip
     return QemuTarget(
         name=name,
         backing=t.take("backing", f.one_or_many(f.string)),
         bus=t.take("bus", f.choice(*BUSES), "virtio-blk"),
         iothreads=t.take("iothreads", f.integer(0, 64), 0),
         queues=t.take("queues", f.integer(1, 64), 1),
-        cache=t.take("cache", f.choice(*CACHES), "none"),
-        aio=t.take("aio", f.choice(*AIOS), "native"),
+        cache=cache,
+        aio=aio or default_aio(cache),
         vms=t.take("vms", f.integer(1, 256), 1),
         jobs_per_vm=t.take("jobs_per_vm", f.integer(1, 256), 1),
         vcpus=t.take("vcpus", f.integer(1, 64), 1),
@@ -210,6 +242,18 @@ def _check_machine(t: Fields, target: QemuTarget) -> None:
         )
 
 
+_PCI_ADDRESS = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+
+
+def _check_bus(t: Fields, target: QemuTarget) -> None:
+    """``vfio`` passes PCI devices through: its backings are PCI addresses."""
+    if target.bus == "vfio":
+        bad = [b for b in target.backing if not _PCI_ADDRESS.match(b)]
+        if bad:
+            raise t.error("backing", f"{t.label}.bus = 'vfio' passes a PCI device through; backing {bad[0]!r} "
+                          "is not a PCI address like '0000:01:00.0'")  # fmt: skip
+
+
 def _check_rbd(t: Fields, target: QemuTarget) -> None:
     rbd = [b for b in target.backing if b.startswith("rbd:")]
     for b in rbd:
@@ -218,6 +262,10 @@ def _check_rbd(t: Fields, target: QemuTarget) -> None:
             raise t.error("backing", f"{t.label}.backing has {b!r}; write an RBD image as 'rbd:POOL/IMAGE'")
     if rbd and target.conf is None:
         raise t.error("backing", f'{t.label}.backing names RBD images; give conf = "/path/to/ceph.conf"')
+    shared = [b for b, count in target.vms_per_backing().items() if count > 1 and b.startswith("rbd:")]
+    if shared and target.size is None:
+        raise t.error("size", f"{t.label}: {target.vms_per_backing()[shared[0]]} VMs share {shared[0]!r}; "
+                      'give size per VM (e.g. size = "1G")')  # fmt: skip
     if rbd and target.bus in ("block", "vfio"):
         raise t.error(
             "bus",
@@ -260,7 +308,7 @@ def _workload(data: object, loc: Locator, i: int) -> tuple[Workload, ...]:
         iodepth=w.take("iodepth", f.integer(1, 65536), 1),
         numjobs=w.take("numjobs", f.integer(1, 1024), 1),
         direct=w.take("direct", f.boolean, True),
-        ioengine=w.take("ioengine", f.token, "libaio"),
+        ioengine=w.take("ioengine", f.ioengine, "libaio"),
         runtime=w.take("runtime", _positive_duration, 10.0),
         ramp=w.take("ramp", f.duration, 0.0),
         offered_iops=w.take("offered_iops", f.one_or_many(_offered), (None,)),
@@ -291,26 +339,38 @@ def _check_conditioning(w: Fields, workload: Workload) -> None:
 def _fio_workloads(w: Fields, loc: Locator) -> tuple[Workload, ...]:
     """One workload per job section of ``fio = "FILE"`` (relative to the spec's folder)."""
     given = w.take("fio", f.string)
+    label: str | None = w.take("name", f.string, None)
     path = Path(given)
     if not path.is_absolute() and loc.path not in ("<spec>", ""):
         path = Path(loc.path).parent / path
-    runtime = w.take("runtime", _positive_duration, 10.0)
-    ramp = w.take("ramp", f.duration, 0.0)
+    runtime: float | None = w.take("runtime", _positive_duration, None)
+    ramp: float | None = w.take("ramp", f.duration, None)
     offered: tuple[int | None, ...] = w.take("offered_iops", f.one_or_many(_offered), (None,))
     loads: tuple[int, ...] = w.take("load_processes", f.one_or_many(f.integer(0, 256)), (0,))
     steady = w.take("steady", parse_steady, None)
     pre = w.take("precondition", f.boolean, False)
     w.done()
     out = []
-    for p in patterns(path, given):
+    found = patterns(path, given)
+    for p in found:
         replaced, options = p.replaced, p.options
         if steady is not None:  # the workload's criterion stands in for the file's
             replaced += tuple(f"{k}={v} (workload steady)" for k, v in options if k in STEADY_OPTIONS)
             options = tuple((k, v) for k, v in options if k not in STEADY_OPTIONS)
+        # The file's own runtime and ramp_time hold unless the workload (or `vmio run --runtime`) gives one.
+        for own, given_here, key in ((p.runtime, runtime, "runtime"), (p.ramp, ramp, "ramp")):
+            if own is not None and given_here is not None:
+                replaced += (f"{own[1]} (workload {key})",)
+        if label is None:
+            name = f"{Path(given).name}:{p.section}"
+        else:  # the label itself for a one-section file; else the prefix of its sections' names
+            name = label if len(found) == 1 else f"{label}:{p.section}"
         workload = Workload(
-            name=f"{Path(given).name}:{p.section}", rw=p.rw, bs=(p.bs,), rwmixread=p.rwmixread,
-            iodepth=p.iodepth, numjobs=p.numjobs, direct=p.direct, ioengine=p.ioengine, runtime=runtime,
-            ramp=ramp, offered_iops=offered, load_processes=loads, steady=steady, precondition=pre,
+            name=name, rw=p.rw, bs=(p.bs,), rwmixread=p.rwmixread,
+            iodepth=p.iodepth, numjobs=p.numjobs, direct=p.direct, ioengine=p.ioengine,
+            runtime=runtime if runtime is not None else p.runtime[0] if p.runtime else 10.0,
+            ramp=ramp if ramp is not None else p.ramp[0] if p.ramp else 0.0,
+            offered_iops=offered, load_processes=loads, steady=steady, precondition=pre,
             fio_file=given, fio_options=options, fio_replaced=replaced,
         )  # fmt: skip
         _check_conditioning(w, workload)

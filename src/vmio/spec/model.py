@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 
 from vmio.spec.sla import Sla
 from vmio.spec.steady import Steady
+from vmio.units import format_size
 
 RW_MODES = ("read", "write", "randread", "randwrite", "randrw", "rw")
 BUSES = ("virtio-blk", "virtio-scsi", "nvme", "block", "vfio")
@@ -29,6 +30,12 @@ class HostTarget:
     size: int | None = None
     loop: bool = False  # attach the file as a direct-I/O loop device for the target's points (seed 004)
     kind: str = "host"
+    cpus: int | None = (
+        None  # the measured and load processes run on this many CPUs (okayama-hypervisors-2020's BM/1 core)
+    )
+    # the device's capacity as the user declares it (IOPS); diagnose judges "device busy" against it
+    capacity_read_iops: int | None = None
+    capacity_write_iops: int | None = None
 
 
 @dataclass(frozen=True)
@@ -158,7 +165,15 @@ class Campaign:
 
 
 # Fields added after campaigns were stored: left out at their defaults so a stored campaign still matches.
-_LATER_DEFAULTS: dict[str, object] = {"qemu": None, "machine": "q35", "loop": False, "idle_vms": 0}
+_LATER_DEFAULTS: dict[str, object] = {
+    "qemu": None,
+    "machine": "q35",
+    "loop": False,
+    "idle_vms": 0,
+    "cpus": None,
+    "capacity_read_iops": None,
+    "capacity_write_iops": None,
+}
 
 
 def _canonical_target(target: Target) -> dict[str, object]:
@@ -203,8 +218,17 @@ class Point:
 
     @property
     def key(self) -> str:
+        """``TARGET/WORKLOAD/bs=4k/offered=max/load=0/rep=1``: the block size spelled as everywhere else."""
+        return self._key(format_size(self.bs))
+
+    @property
+    def legacy_key(self) -> str:
+        """The key as stores written before ``key`` spelled sizes held it (``bs=4096``)."""
+        return self._key(str(self.bs))
+
+    def _key(self, bs: str) -> str:
         offered = "max" if self.offered_iops is None else str(self.offered_iops)
         return (
-            f"{self.target}/{self.workload}/bs={self.bs}/offered={offered}"
+            f"{self.target}/{self.workload}/bs={bs}/offered={offered}"
             f"/load={self.load_processes}/rep={self.repetition}"
         )

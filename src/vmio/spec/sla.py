@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from vmio.units import parse_duration
@@ -19,7 +20,21 @@ class Sla:
 
 
 def parse_sla(text: object) -> Sla:
-    """``"p99=2ms"`` → ``Sla("p99", 2.0)``; a ``ValueError`` names what is wrong."""
+    """``"p99=2ms"`` → ``Sla("p99", 2.0)``; a ``ValueError`` names what is wrong. The bound needs its unit:
+    a bare ``p99=2`` is refused (it read as 2 seconds, which nobody writing it meant)."""
+    sla = parse_stored_sla(text)
+    bound = str(text).partition("=")[2].strip()
+    if _BARE.match(bound):
+        raise ValueError(f"{text!r}: the bound {bound!r} has no unit; write it with one, such as "
+                         f"'{sla.metric}={bound}ms' or '{sla.metric}={bound}us'")  # fmt: skip
+    return sla
+
+
+_BARE = re.compile(r"^\d+(\.\d+)?$")
+
+
+def parse_stored_sla(text: object) -> Sla:
+    """A bound as stores written by older vmio may hold it: a bare number there is seconds."""
     if not isinstance(text, str) or "=" not in text:
         raise ValueError(f"{text!r} is not a latency bound; use METRIC=DURATION such as 'p99=2ms'")
     metric, _, bound = (part.strip() for part in text.partition("="))

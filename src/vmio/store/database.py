@@ -24,6 +24,8 @@ from vmio.errors import StoreError
 from vmio.store.failures import GuardedConnection, explain, missing, not_a_store
 from vmio.store.records import JobResult, RunRecord
 from vmio.store.schema import MIGRATIONS, PCT_COLUMNS, SCHEMA_VERSION
+from vmio.system import files
+from vmio.units import format_size
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 DEFAULT_TIMEOUT_S = 30.0
@@ -70,6 +72,8 @@ class Store:
         memory = self.path == ":memory:"
         if not memory:
             _check_file(self.path, self.readonly)
+            if not self.readonly:
+                _create_safely(self.path)
         if self.readonly and not memory:
             db = _open_readonly(self.path, self.timeout)
         else:
@@ -118,7 +122,7 @@ class Store:
 
         lock_path = self.path + ".run-lock"
         try:
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = files.open_lock(lock_path)
         except OSError as exc:
             raise StoreError(f"cannot create the run lock {lock_path!r} beside the store: {exc.strerror}; "
                              "use a --db in a writable folder") from None  # fmt: skip
@@ -204,6 +208,16 @@ class Store:
                     (name, spec_path, spec_text, canonical, time.time()),
                 )
                 return int(cur.lastrowid or 0)
+        if row["canonical"] != canonical and not self._holds_done(int(row["id"])):
+            # A campaign with no done point does not hold its name: the new spec takes it over.
+            with self.transaction() as db:
+                db.execute("DELETE FROM run WHERE campaign_id = ?", (row["id"],))
+                db.execute(
+                    "UPDATE campaign SET spec_path = ?, spec_text = ?, canonical = ?, created = ?, seed = NULL, "
+                    "offsets_json = NULL WHERE id = ?",
+                    (spec_path, spec_text, canonical, time.time(), row["id"]),
+                )
+            return int(row["id"])
         if row["canonical"] != canonical:
             raise StoreError(
                 f"campaign {name!r} is already stored (from {row['spec_path']}) with other targets or "
@@ -211,6 +225,30 @@ class Store:
                 exit_code=2,
             )
         return int(row["id"])
+
+    def _holds_done(self, campaign_id: int) -> bool:
+        return bool(self.db.execute(
+            "SELECT 1 FROM run WHERE campaign_id = ? AND status = 'done' LIMIT 1", (campaign_id,)
+        ).fetchone())  # fmt: skip
+
+    def remove_campaign(self, name: str) -> int:
+        """Delete campaign ``name`` and every point it holds; the number of points deleted."""
+        row = self.require(name)
+        with self.transaction() as db:
+            count = int(
+                db.execute("SELECT COUNT(*) FROM run WHERE campaign_id = ?", (row["id"],)).fetchone()[0]
+            )
+            db.execute("DELETE FROM campaign WHERE id = ?", (row["id"],))
+        return count
+
+    def rename_campaign(self, old: str, new: str) -> None:
+        """Give campaign ``old`` the name ``new`` (which no stored campaign has)."""
+        row = self.require(old)
+        if self.campaign(new) is not None:
+            raise StoreError(f"cannot rename {old!r} to {new!r}: a campaign {new!r} is already stored in "
+                             f"{self.path}; remove it first (vmio rm {new}) or pick another name", exit_code=2)  # fmt: skip
+        with self.transaction() as db:
+            db.execute("UPDATE campaign SET name = ? WHERE id = ?", (new, row["id"]))
 
     def require(self, name: str) -> sqlite3.Row:
         row = self.campaign(name)
@@ -247,7 +285,11 @@ class Store:
         """Write one point and everything it produced in one transaction, replacing an older try."""
         with self.transaction() as db:
             cid = db.execute("SELECT id FROM campaign WHERE name = ?", (rec.campaign,)).fetchone()[0]
-            db.execute("DELETE FROM run WHERE campaign_id = ? AND point_key = ?", (cid, rec.point_key))
+            # the point's older try, also under the key's older spelling (bs=4096 where it now says bs=4k)
+            legacy = rec.point_key.replace(f"/bs={format_size(rec.bs)}/", f"/bs={rec.bs}/")
+            db.execute(
+                "DELETE FROM run WHERE campaign_id = ? AND point_key IN (?, ?)", (cid, rec.point_key, legacy)
+            )
             run_id = _insert_run(db, cid, rec)
             for res in rec.results:
                 _insert_result(db, run_id, res)
@@ -390,3 +432,17 @@ def _insert_result(db: sqlite3.Connection, run_id: int, res: JobResult) -> None:
 
 def rows_as_dicts(rows: Sequence[sqlite3.Row]) -> list[dict[str, Any]]:
     return [dict(r) for r in rows]
+
+
+def _create_safely(path: str) -> None:
+    """Refuse a store in a folder another user controls; create a new store file exclusively (never
+    through a planted link) so SQLite opens vmio's own file."""
+    files.check_place(path, new=not os.path.lexists(path))
+    if os.path.lexists(path):
+        return
+    try:
+        os.close(files.create_exclusive(path, 0o644))
+    except FileExistsError:
+        raise StoreError(f"the store {path!r} appeared while vmio was creating it; run again") from None
+    except OSError as exc:
+        raise StoreError(f"cannot create the store {path!r}: {exc.strerror}") from None

@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 from vmio.errors import InputError
 from vmio.store.database import Store
 from vmio.store.rows import point_rows
+from vmio.system import files
 
 FORMATS = ("csv", "json", "parquet", "ndjson", "prometheus")
 # metric name → (unit, how to read it from a ``show --json`` row); latencies in ns as the store keeps them
@@ -137,21 +137,45 @@ def operations(store: Store, campaign: str) -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
+SINGLE_FILE = ("json", "ndjson", "prometheus")  # one document; csv and parquet write side files
+SUFFIXES = {".csv": "csv", ".json": "json", ".parquet": "parquet", ".pq": "parquet", ".ndjson": "ndjson",
+            ".jsonl": "ndjson", ".prom": "prometheus"}  # fmt: skip
+
+
+def format_for(path: str) -> str:
+    """The export format an output file's suffix names (``x.csv`` → csv); an ``InputError`` otherwise."""
+    fmt = SUFFIXES.get(Path(path).suffix.lower())
+    if fmt is None:
+        known = ", ".join(f"{suffix} ({name})" for suffix, name in SUFFIXES.items())
+        raise InputError(f"cannot tell the export format from {path!r}; give --format {{{','.join(FORMATS)}}}, "
+                         f"or an output named with one of {known}")  # fmt: skip
+    return fmt
+
+
+def document(store: Store, campaign: str, fmt: str) -> bytes:
+    """The whole export in one document, for the formats that are one (``SINGLE_FILE``)."""
+    store.require(campaign)
+    if fmt not in SINGLE_FILE:
+        raise InputError(f"--format {fmt} writes side files (.series, .oplat) beside its output, so it cannot go "
+                         f"to stdout; give -o FILE, or use one of {', '.join(SINGLE_FILE)} with -o -")  # fmt: skip
+    if fmt in ("ndjson", "prometheus"):
+        rows = samples(store, campaign)
+        return ndjson(rows) if fmt == "ndjson" else prometheus(rows)
+    points, sampled, ops = flat_points(store, campaign), series(store, campaign), operations(store, campaign)
+    doc = {"campaign": campaign, "points": points, "series": sampled, "oplat": ops}
+    return json.dumps(doc, indent=1).encode()
+
+
 def export(store: Store, campaign: str, fmt: str, path: Path) -> list[Path]:
     """Write the files; return their paths."""
     store.require(campaign)
     if fmt not in FORMATS:
         raise InputError(f"--format {fmt!r} is not known; use one of {', '.join(FORMATS)}")
     check_output(path)
-    if fmt in ("ndjson", "prometheus"):
-        rows = samples(store, campaign)
-        _atomic(path, ndjson(rows) if fmt == "ndjson" else prometheus(rows))
+    if fmt in SINGLE_FILE:
+        _atomic(path, document(store, campaign, fmt))
         return [path]
     points, sampled, ops = flat_points(store, campaign), series(store, campaign), operations(store, campaign)
-    if fmt == "json":
-        doc = {"campaign": campaign, "points": points, "series": sampled, "oplat": ops}
-        _atomic(path, json.dumps(doc, indent=1).encode())
-        return [path]
     write = _csv if fmt == "csv" else _parquet
     written = []
     for suffix, table in (("", points), (".series", sampled), (".oplat", ops)):
@@ -164,10 +188,22 @@ def export(store: Store, campaign: str, fmt: str, path: Path) -> list[Path]:
 def _csv(rows: list[dict[str, Any]]) -> bytes:
     buf = io.StringIO()
     if rows:
-        writer = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+        writer = csv.DictWriter(buf, fieldnames=[inert(k) for k in rows[0]], lineterminator="\n")
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows({inert(k): inert(v) for k, v in row.items()} for row in rows)
     return buf.getvalue().encode()
+
+
+# A text cell starting with one of these is a formula to a spreadsheet (OWASP "CSV injection").
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def inert(value: Any) -> Any:
+    """A CSV cell a spreadsheet will not run: text starting with ``= + - @``, a tab or a CR gets a leading
+    ``'`` (which spreadsheets show as a text marker); numbers (int, float) are written as they are."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
 
 
 def _parquet(rows: list[dict[str, Any]]) -> bytes:
@@ -191,14 +227,5 @@ def check_output(path: Path) -> None:
 
 
 def _atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file beside it, removed if anything fails."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise InputError(f"cannot write {str(path)!r}: {exc.strerror}") from None
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    """Write ``data`` to ``path`` through a private temporary file beside it (``files.write_atomic``)."""
+    files.write_atomic(path, data)

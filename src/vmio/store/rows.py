@@ -128,21 +128,23 @@ def _latency(store: Store, results: list[sqlite3.Row]) -> dict[str, float | None
     return out
 
 
-OPS_FIELDS = ("target", "bs", "rw", "load_processes", "vcpus", "vms", "idle_vms", "cache", "qemu_version",
+OPS_FIELDS = ("target", "workload", "bs", "rw", "load_processes", "vcpus", "vms", "idle_vms", "cache", "qemu_version",
               "machine", "accel", "ops", "min_ms", "avg_ms", "max_ms")  # fmt: skip
 
 
 def ops_rows(store: Store, campaign: str) -> list[dict[str, Any]]:
-    """Seed 004's Figs. 2-4/8 as rows: per target × bs × rw × load processes, the timed operations of
-    every measured process (all repetitions) with their min/avg/max latency in ms. The target carries its
+    """Seed 004's Figs. 2-4/8 as rows: per target × workload (as defined: its name stands for every
+    parameter, so two workloads that share ``rw`` stay two rows) × bs × load processes, the timed
+    operations of every measured process (all repetitions) with their min/avg/max latency in ms. The
+    target carries its
     vCPUs, VMs (measured and idle), host cache, QEMU build, machine type and accelerator; VM fields are
     None for host targets."""
     row = store.require(campaign)
     spec = json.loads(row["canonical"] or "{}")
     targets = {t["name"]: t for t in spec.get("targets", [])}
     workloads = {w["name"]: w for w in spec.get("workloads", [])}
-    order = list(targets)
-    groups: dict[tuple[str, int, str, int], dict[str, Any]] = {}
+    order, named = list(targets), list(workloads)
+    groups: dict[tuple[str, str, int, int], dict[str, Any]] = {}
     for run in store.runs(campaign):
         if run["status"] != "done":
             continue
@@ -150,13 +152,17 @@ def ops_rows(store: Store, campaign: str) -> list[dict[str, Any]]:
         if not lats:
             continue
         rw = workloads.get(run["workload"], {}).get("rw", run["workload"])
-        key = (run["target"], run["bs"], rw, run["load_processes"])
+        key = (run["target"], run["workload"], run["bs"], run["load_processes"])
         group = groups.get(key)
         if group is None:
             group = groups[key] = _ops_head(run, targets.get(run["target"], {}), rw)
         group["_lat"] += lats
+
+    def rank(names: list[str], name: str) -> int:
+        return names.index(name) if name in names else len(names)
+
     out = []
-    for key in sorted(groups, key=lambda k: (order.index(k[0]) if k[0] in order else len(order), *k[1:])):
+    for key in sorted(groups, key=lambda k: (rank(order, k[0]), rank(named, k[1]), k[1], *k[2:])):
         group = groups[key]
         lats = group.pop("_lat")
         group.update(ops=len(lats), min_ms=round(min(lats) / 1e6, 4),
@@ -170,7 +176,7 @@ def _ops_head(run: sqlite3.Row, target: dict[str, Any], rw: str) -> dict[str, An
     facts = json.loads(run["host_json"] or "{}")
     idle = int(target.get("idle_vms", 0)) if vm else None
     return {
-        "target": run["target"], "bs": run["bs"], "rw": rw, "load_processes": run["load_processes"],
+        "target": run["target"], "workload": run["workload"], "bs": run["bs"], "rw": rw, "load_processes": run["load_processes"],
         "vcpus": target.get("vcpus") if vm else None,
         "vms": int(target.get("vms", 1)) + (idle or 0) if vm else None,  # running: measured and idle
         "idle_vms": idle,

@@ -29,6 +29,7 @@ class Env:
     sys_root: str = "/sys"
     boot_timeout: float = 90.0
     trace_root: Path | None = None  # where VM targets with trace = true keep each point's request traces
+    destroy: tuple[str, ...] = ()  # paths named with --destroy-data: existing files vmio may replace
 
 
 @dataclass(frozen=True)

@@ -5,39 +5,48 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
-from vmio.errors import InputError
+from vmio.errors import InputError, UnsafeTargetError
 from vmio.metrics.sampler import CpuProbe, DiskProbe, Probe
 from vmio.spec import HostTarget, Workload
+from vmio.system import files
 from vmio.system.blockdev import Loop, device_chain, loop_device, reported_device
-from vmio.system.safety import is_block_device
+from vmio.system.safety import is_block_device, named
 from vmio.targets import placement
 from vmio.targets.base import Endpoint, Env, Facts, Notes, nothing_to_watch
 
 CHUNK = 4 << 20
 
 
-def prepare_file(path: str | Path, size: int) -> bool:
+def prepare_file(path: str | Path, size: int, destroy: Sequence[str] = ()) -> bool:
     """Make ``path`` a file of ``size`` bytes whose every block is written (no holes, no unwritten
-    extents, so reads reach the device). Returns True when it had to write. An existing file of the
-    right size or larger is kept as it is."""
+    extents, so reads reach the device), marked as vmio's (``files.mark``). Returns True when it had to
+    write. A file vmio made before, of the right size or larger, is kept as it is; any other existing file
+    is data: it is refused (``UnsafeTargetError``) unless ``destroy`` names it. The file is written under a
+    private temporary name beside ``path`` and renamed into place."""
     path = Path(path)
+    ours = files.is_marked(path)
     try:
-        if path.exists() and path.stat().st_size >= size:
-            return False
+        if path.is_file() and path.stat().st_size >= size:
+            return False  # writes to it were allowed or refused before (``safety.check_target_write``)
+        if os.path.lexists(path) and not ours and not named(str(path), destroy):
+            raise UnsafeTargetError(
+                f"refusing to replace {str(path)!r}: it is a file vmio did not create. "
+                f"If its data may be destroyed, pass --destroy-data {path}"
+            )
         path.parent.mkdir(parents=True, exist_ok=True)
         pattern = os.urandom(CHUNK)
-        tmp = path.with_name(path.name + ".vmio-partial")
-        with open(tmp, "wb") as out:
+        with files.temporary_beside(path) as (fd, tmp):
             written = 0
             while written < size:
                 n = min(CHUNK, size - written)
-                out.write(pattern[:n])
-                written += n
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
+                written += os.write(fd, pattern[:n])
+            os.fsync(fd)
+            os.fchmod(fd, 0o644)
+            files.mark(fd)
+            os.replace(tmp, path)
     except OSError as exc:
         raise InputError(
             f"cannot create the target file {str(path)!r} of {size} bytes: {exc.strerror}"
@@ -45,7 +54,7 @@ def prepare_file(path: str | Path, size: int) -> bool:
     return True
 
 
-def prepare(target: HostTarget) -> int | None:
+def prepare(target: HostTarget, destroy: Sequence[str] = ()) -> int | None:
     """Ready a host target; return the size fio should use (None: the whole block device)."""
     if is_block_device(target.path):
         return target.size
@@ -56,7 +65,7 @@ def prepare(target: HostTarget) -> int | None:
             f'target {target.name!r}: {target.path!r} does not exist; give its size (e.g. size = "1G") '
             "so vmio can create it"
         )
-    prepare_file(target.path, target.size)
+    prepare_file(target.path, target.size, destroy)
     return target.size
 
 
@@ -67,7 +76,7 @@ class HostRig:
     fio_env = None
 
     def __init__(self, target: HostTarget, env: Env, stack: contextlib.ExitStack) -> None:
-        self.size = prepare(target)
+        self.size = prepare(target, env.destroy)
         self.loop: Loop | None = None
         if target.loop:
             self.loop = stack.enter_context(loop_device(target.path, env.runner, env.sys_root))

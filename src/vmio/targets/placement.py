@@ -6,12 +6,15 @@ size it prepared. Both derive the same ``Placement`` from the same rules here.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from vmio.errors import InputError
 from vmio.fio.jobfile import Placement
 from vmio.qemu import Disk, VMConfig
 from vmio.spec import HostTarget, QemuTarget, RbdTarget, RemoteTarget, Target, Workload
+from vmio.system.paths import remote_normal
 from vmio.targets.base import Endpoint
 
 
@@ -35,7 +38,9 @@ def endpoints(
     if isinstance(target, RemoteTarget):
         total = workload.numjobs * len(target.hosts)
         return [
-            Endpoint(host, Placement(path, target.size, numjobs=workload.numjobs, total_jobs=total))
+            Endpoint(
+                host, Placement(remote_normal(path), target.size, numjobs=workload.numjobs, total_jobs=total)
+            )
             for host, path in zip(target.hosts, target.paths, strict=True)
         ]
     if isinstance(target, RbdTarget):
@@ -45,9 +50,25 @@ def endpoints(
         return [Endpoint(None, place)]
     assert isinstance(target, HostTarget)
     chosen = size if size is not None else target.size
+    cpus = cpu_list(target.cpus) if target.cpus is not None else None
     return [
-        Endpoint(None, Placement(target.path, chosen, numjobs=workload.numjobs, total_jobs=workload.numjobs))
+        Endpoint(
+            None,
+            Placement(
+                target.path, chosen, numjobs=workload.numjobs, total_jobs=workload.numjobs, cpus_allowed=cpus
+            ),
+        )
     ]
+
+
+def cpu_list(count: int) -> str:
+    """fio's ``cpus_allowed`` for the first ``count`` CPUs vmio may run on (its own affinity)."""
+    mine = sorted(os.sched_getaffinity(0))
+    if count > len(mine):
+        raise InputError(
+            f"target cpus = {count!r}: this host lets vmio run on {len(mine)} CPU(s); use at most {len(mine)}"
+        )
+    return ",".join(str(c) for c in mine[:count])
 
 
 def guest_device(target: QemuTarget) -> str:

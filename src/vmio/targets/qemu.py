@@ -13,7 +13,7 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from vmio.qemu.argv import nvme_timeout_needed, plan_iothreads
 from vmio.qemu.threads import COMM_LEN, Snapshot, cpu_between, read_threads
 from vmio.qemu.tracing import qemu_trace_args, trace_events
 from vmio.spec import QemuTarget, Workload
+from vmio.system import files
 from vmio.system.blockdev import Loop, device_chain, loop_device, reported_device, size_of
 from vmio.system.process import Runner
 from vmio.system.safety import is_block_device
@@ -81,10 +82,10 @@ def target_caps(target: QemuTarget, runner: Runner | None = None) -> QemuCaps:
     return probe_caps(build.path, runner, env=build.env, data_dirs=build.data_dirs, source=build.source)
 
 
-def layout(target: QemuTarget) -> list[Disk]:
+def layout(target: QemuTarget, destroy: Sequence[str] = ()) -> list[Disk]:
     """One disk per VM: VM i on backing path i mod n, VMs on one path in disjoint aligned ranges."""
     per_path = target.vms_per_backing()
-    share = {path: _share(target, path, count) for path, count in per_path.items()}
+    share = {path: _share(target, path, count, destroy) for path, count in per_path.items()}
     seen: dict[str, int] = {}
     disks = []
     for i in range(target.vms):
@@ -102,7 +103,7 @@ def layout(target: QemuTarget) -> list[Disk]:
     return disks
 
 
-def _share(target: QemuTarget, path: str, count: int) -> int:
+def _share(target: QemuTarget, path: str, count: int, destroy: Sequence[str]) -> int:
     """Bytes each of ``count`` VMs gets on ``path``; a missing file is created to fit them all."""
     if path.startswith("rbd:"):
         if target.size is None and count > 1:
@@ -113,7 +114,7 @@ def _share(target: QemuTarget, path: str, count: int) -> int:
     if is_block_device(path):
         total = size_of(path) or 0
     elif target.size is not None:
-        host.prepare_file(path, target.size * count)
+        host.prepare_file(path, target.size * count, destroy)
         total = Path(path).stat().st_size
     elif Path(path).is_file():
         total = Path(path).stat().st_size
@@ -133,7 +134,7 @@ def attach_loops(target: QemuTarget, env: Env, stack: contextlib.ExitStack) -> l
     loops = []
     for path, count in target.vms_per_backing().items():
         if target.size is not None:
-            host.prepare_file(path, target.size * count)
+            host.prepare_file(path, target.size * count, env.destroy)
         elif not Path(path).is_file():
             raise InputError(
                 f'target {target.name!r}: backing {path!r} does not exist; give size (e.g. "1G")'
@@ -180,7 +181,7 @@ class QemuRig:
                 extra_args=self._trace_args(i),
                 loglevel=GUEST_LOGLEVEL,
             )
-            for i, disk in enumerate(layout(target))
+            for i, disk in enumerate(layout(target, env.destroy))
         ]
         idle = [  # seed 004's second VM: booted alongside with the same CPUs and memory, no disk, no fio
             VMConfig(index=target.vms + k, vcpus=target.vcpus, memory=target.memory, accel=self.accel.accel,
@@ -263,7 +264,7 @@ class QemuRig:
         out = point_dir(self.env.trace_root, campaign, point_key)
         out.mkdir(parents=True, exist_ok=True)
         for live, start in zip(self.live_traces, starts, strict=True):
-            with open(live, "rb") as src, open(out / live.name, "wb") as dst:
+            with open(live, "rb") as src, files.open_new(out / live.name) as dst:
                 src.seek(start)
                 shutil.copyfileobj(src, dst)
 

@@ -13,6 +13,7 @@ from vmio.errors import ToolError, UnsafeTargetError
 from vmio.metrics.sampler import CpuProbe, Probe
 from vmio.spec import RemoteTarget, Workload
 from vmio.system.guard import PortGuard
+from vmio.system.paths import remote_normal
 from vmio.system.ports import free_port, wait_for_port
 from vmio.system.process import Supervised
 from vmio.targets import placement
@@ -20,11 +21,17 @@ from vmio.targets.base import Endpoint, Env, Facts, Notes, nothing_to_watch
 
 
 def check_remote_writes(target: RemoteTarget, destroy: Sequence[str]) -> None:
+    """Refuse a write to a device on a fio server's host unless ``--destroy-data`` names it. Both sides are
+    compared in normal form (``//dev/./loop1`` is ``/dev/loop1``): the path lives on another host, so its
+    string is all vmio can resolve."""
+    named = {remote_normal(d) for d in destroy}
     for host, path in zip(target.hosts, target.paths, strict=True):
-        if path.startswith("/dev/") and path not in destroy:
+        normal = remote_normal(path)
+        if normal.startswith("/dev/") and normal not in named:
+            shown = path if path == normal else f"{path} (that is {normal})"
             raise UnsafeTargetError(
-                f"refusing to write to {path} on {host}: vmio cannot check a remote device for data. "
-                f"If its data may be destroyed, pass --destroy-data {path}"
+                f"refusing to write to {shown} on {host}: vmio cannot check a remote device for data. "
+                f"If its data may be destroyed, pass --destroy-data {normal}"
             )
 
 

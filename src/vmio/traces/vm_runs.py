@@ -22,6 +22,35 @@ def point_dir(root: Path, campaign: str, point_key: str) -> Path:
     return root / campaign / point_key.replace("/", "_")
 
 
+def _campaign_dir(root: Path, campaign: str) -> Path | None:
+    """``ROOT/CAMPAIGN`` when it is a folder directly inside ``root`` (never a path that leaves it)."""
+    folder = root / campaign
+    if folder.is_symlink() or not folder.is_dir() or folder.resolve().parent != root.resolve():
+        return None
+    return folder
+
+
+def remove_campaign(root: Path, campaign: str) -> bool:
+    """Delete the traces kept for ``campaign``; whether there were any."""
+    import shutil
+
+    folder = _campaign_dir(root, campaign)
+    if folder is None:
+        return False
+    shutil.rmtree(folder)
+    return True
+
+
+def rename_campaign(root: Path, old: str, new: str) -> bool:
+    """Move the traces kept for ``old`` to ``new``'s folder; whether there were any."""
+    folder = _campaign_dir(root, old)
+    target = root / new
+    if folder is None or target.exists() or target.resolve().parent != root.resolve():
+        return False
+    folder.rename(target)
+    return True
+
+
 def vm_trace_name(index: int) -> str:
     """The file name of VM ``index``'s trace inside a point's folder."""
     return f"vmio-{index}.log"

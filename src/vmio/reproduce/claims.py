@@ -1,0 +1,139 @@
+"""The papers and what they state: one claims file per paper (``papers/<id>.toml``, package data).
+
+A claims file has a ``[paper]`` table (id, titles, authors, year, keywords, needs) and one ``[[claim]]``
+table per statement: its text, where in the paper it is (text, a table, or a figure with the reading
+named), the paper's value and unit, and the tolerance by which a measurement agrees with it.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from vmio.errors import InputError
+
+NEEDS = ("qemu", "ceph", "kvm", "hdd", "root")
+TOLERANCES = ("relative", "absolute", "at_least", "at_most")
+TCG_WHY = "TCG: the guest CPU is emulated"
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """``relative``: |measured - paper| <= value x |paper|; ``absolute``: |measured - paper| <= value;
+    ``at_least`` / ``at_most``: measured >= value / <= value."""
+
+    kind: str
+    value: float
+
+    def holds(self, paper: float, measured: float) -> bool:
+        if self.kind == "relative":
+            return abs(measured - paper) <= self.value * abs(paper)
+        if self.kind == "absolute":
+            return abs(measured - paper) <= self.value
+        if self.kind == "at_least":
+            return measured >= self.value
+        return measured <= self.value
+
+    def json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "value": self.value}
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: str
+    text: str
+    source: str  # where the paper states it: "text, §4", "Fig. 3 (read off the figure: ...)"
+    paper_value: float
+    unit: str
+    tolerance: Tolerance
+    virtualization_cost: bool = False  # not judged under TCG
+
+
+@dataclass(frozen=True)
+class Paper:
+    id: str
+    number: int  # the file's number among the five studies (code only)
+    title: str
+    title_original: str
+    authors: tuple[str, ...]
+    year: int
+    keywords: tuple[str, ...]
+    needs: tuple[str, ...]
+    claims: tuple[Claim, ...]
+
+    def listing(self) -> dict[str, Any]:
+        """``vmio reproduce --list --json``'s entry."""
+        return {
+            "id": self.id,
+            "title": self.title,
+            "authors": list(self.authors),
+            "year": self.year,
+            "keywords": list(self.keywords),
+            "needs": list(self.needs),
+        }
+
+    def claim(self, claim_id: str) -> Claim:
+        for c in self.claims:
+            if c.id == claim_id:
+                return c
+        raise KeyError(claim_id)
+
+
+def papers() -> list[Paper]:
+    """Every paper, in the order of their numbers."""
+    folder = resources.files("vmio.reproduce") / "papers"
+    found = [
+        _parse(f.name, f.read_text(encoding="utf-8")) for f in folder.iterdir() if f.name.endswith(".toml")
+    ]
+    return sorted(found, key=lambda p: p.number)
+
+
+def paper(paper_id: str) -> Paper:
+    """The paper with id ``paper_id``; an InputError naming the ids there are otherwise."""
+    known = papers()
+    for p in known:
+        if p.id == paper_id:
+            return p
+    ids = ", ".join(p.id for p in known)
+    raise InputError(
+        f"reproduce: {paper_id!r} is not a paper vmio knows; use one of {ids} (vmio reproduce --list)"
+    )
+
+
+def _parse(name: str, text: str) -> Paper:
+    data = tomllib.loads(text)
+    head = data["paper"]
+    needs = tuple(head.get("needs", ()))
+    if not set(needs) <= set(NEEDS):
+        raise ValueError(f"{name}: paper.needs {needs!r} has names outside {NEEDS}")
+    claims = tuple(_claim(name, c) for c in data.get("claim", ()))
+    return Paper(
+        id=head["id"],
+        number=int(head["number"]),
+        title=head["title"],
+        title_original=head["title_original"],
+        authors=tuple(head["authors"]),
+        year=int(head["year"]),
+        keywords=tuple(head["keywords"]),
+        needs=needs,
+        claims=claims,
+    )
+
+
+def _claim(name: str, c: dict[str, Any]) -> Claim:
+    tol = c["tolerance"]
+    if tol["kind"] not in TOLERANCES:
+        raise ValueError(
+            f"{name}: claim {c['id']!r}: tolerance kind {tol['kind']!r} is not one of {TOLERANCES}"
+        )
+    return Claim(
+        id=c["id"],
+        text=c["text"],
+        source=c["source"],
+        paper_value=float(c["paper_value"]),
+        unit=c["unit"],
+        tolerance=Tolerance(tol["kind"], float(tol["value"])),
+        virtualization_cost=bool(c.get("virtualization_cost", False)),
+    )

@@ -1,0 +1,116 @@
+"""kogakuin-relocate-2011 (seed 003): relocation's gain on the modelled HDD, per queue policy, and where
+the accesses put the hot zone.
+
+The FFSB model's ``cold_share`` is fitted once on the paper's 2-VM result under FCFS
+(``vmio.relocate.ffsb.SEED_FIT``); every other figure is a prediction with it. The zone's place is not an
+input here: the plan puts it at the median of the accesses outside the hot set (``zone = "median"``), and
+that place is the reading compared with the paper's Figs. 5 and 7.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from vmio.relocate.calibration import seed_args
+from vmio.relocate.commands import evaluate_request
+from vmio.relocate.ffsb import SEED_FIT
+from vmio.reproduce.result import Measured
+
+SCALES: dict[str, dict[str, Any]] = {
+    "quick": {"seeds": (0, 1, 2), "requests": 8_000},
+    "paper": {"seeds": tuple(range(10)), "requests": 40_000},
+}
+POLICIES = ("fcfs", "mq-deadline", "bfq")
+GB = 1e9  # the paper's [GB] on a 1 [TB] disk
+
+
+def run(scale: str) -> tuple[dict[str, Measured], dict[str, Any], list[dict[str, Any]]]:
+    """The claims' measurements, the page's tables and the fitted parameters."""
+    conf = SCALES[scale]
+    seeds, requests = conf["seeds"], conf["requests"]
+    measured: dict[str, Measured] = {}
+    rows, zones = [], []
+    for vms in (2, 3):
+        runs = {
+            (policy, s): evaluate_request(seed_args(vms, s, requests, policy=policy, zone="median"))
+            for policy in POLICIES
+            for s in seeds
+        }
+        at_paper = [float(evaluate_request(seed_args(vms, s, requests, zone="seed"))["gain"]) for s in seeds]
+        seek = {p: statistics.median(float(runs[(p, s)]["before"]["mean_seek_cylinders"]) for s in seeds)
+                for p in POLICIES}  # fmt: skip
+        for policy in POLICIES:
+            values = [float(runs[(policy, s)]["gain"]) for s in seeds]
+            rows.append({"vms": vms, "policy": policy, "gain": round(statistics.median(values), 4),
+                         "min": round(min(values), 4), "max": round(max(values), 4),
+                         "mean_seek_before": round(seek[policy], 1)})  # fmt: skip
+            measured[f"gain-{vms}vm-{policy}"] = Measured.median_of(
+                values,
+                why=_gain_why(policy, vms, seek, statistics.median(at_paper)),
+                note=_fit_note(policy, vms),
+            )
+        zone = _zone(vms, [runs[("fcfs", s)] for s in seeds], at_paper)
+        zones.append(zone)
+        measured[f"hot-zone-{vms}vm"] = Measured.median_of(zone.pop("at_gb"), why=_zone_why(zone))
+    fitted = [
+        {
+            "name": "cold_share",
+            "value": SEED_FIT.cold_share,
+            "fitted_to": "gain-2vm-fcfs",
+            "how": "the FFSB model's share of requests outside the hot spots, chosen so that the 2-VM median "
+            "gain under FCFS is nearest the paper's +10 % (vmio.relocate.calibration.fit_cold_share); "
+            "every other claim is a prediction with it",
+        }
+    ]
+    return measured, {"gains": rows, "zones": zones, "seeds": list(seeds), "requests": requests}, fitted
+
+
+def _fit_note(policy: str, vms: int) -> str | None:
+    if policy == "fcfs" and vms == 2:
+        return f"fitted: the model's cold_share ({SEED_FIT.cold_share}) was chosen to give this claim's +10 %"
+    return None
+
+
+def _gain_why(policy: str, vms: int, seek: dict[str, float], at_paper: float) -> str:
+    if policy == "fcfs" and vms == 2:
+        return (
+            f"cold_share was fitted with the zone at the paper's place, where this run gains {at_paper:+.1%}; "
+            f"here the zone is where the accesses put it, which gains more (hot-zone-2vm); quick scale's few "
+            f"requests widen the spread"
+        )
+    if policy == "fcfs":
+        return (
+            f"the model fitted on 2 VMs predicts less for 3 VMs than the paper measured ({at_paper:+.1%} with the "
+            f"zone at the paper's place; docs/relocate-calibration.md); the paper's host (Xen, ext2 over one HDD) "
+            f"is not modelled further"
+        )
+    return (
+        f"a queue that orders requests by position already removes the long seeks between images that "
+        f"relocation removes. Tested: before relocation the mean seek is {seek[policy]:.0f} cylinders under "
+        f"{policy} against {seek['fcfs']:.0f} under FCFS ({vms} VMs, median over seeds), so little is left "
+        f"for relocation to save; the paper does not name its host's scheduler"
+    )
+
+
+def _zone(vms: int, fcfs: list[dict[str, Any]], at_paper: list[float]) -> dict[str, Any]:
+    """Where the accesses put the zone, and the FCFS gain there against the gain at the paper's place."""
+    at = [(r["plan"]["zone"]["start_bytes"] + r["plan"]["zone"]["bytes"] / 2) / GB for r in fcfs]
+    return {
+        "vms": vms,
+        "at_gb": at,
+        "zone_gb": round(statistics.median(at), 1),
+        "gain_at_accesses": round(statistics.median(float(r["gain"]) for r in fcfs), 4),
+        "gain_at_paper_place": round(statistics.median(at_paper), 4),
+    }
+
+
+def _zone_why(zone: dict[str, Any]) -> str:
+    here, there = zone["gain_at_accesses"], zone["gain_at_paper_place"]
+    effect = "matters little to" if abs(here - there) < 0.02 else ("raises" if here > there else "lowers")
+    return (
+        f"vmio puts the zone at the median of the accesses outside the hot set ({zone['zone_gb']:.0f} GB); the "
+        f"paper's zone sits where its ext2 found room for the copied blocks (a hypothesis: it relocated by "
+        f"rewriting inode block lists, §4). Tested: the accesses' place {effect} the gain in the replay: "
+        f"{here:+.1%} there against {there:+.1%} at the paper's place ({zone['vms']} VMs, FCFS, median over seeds)"
+    )

@@ -1,0 +1,103 @@
+"""A reproduction's result: each claim beside what vmio measured, judged by the claim's tolerance."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from vmio.reproduce.claims import TCG_WHY, Claim, Paper
+
+
+@dataclass(frozen=True)
+class Spread:
+    min: float
+    max: float
+    n: int
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Spread:
+        return cls(min(values), max(values), len(values))
+
+    def json(self) -> dict[str, Any]:
+        return {"min": _round(self.min), "max": _round(self.max), "n": self.n}
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What an experiment gave for one claim. ``value`` None: not measured (``why`` says why).
+    ``why``: the explanation kept when the claim does not agree (a hypothesis says how it was tested);
+    ``note``: said even when it agrees (e.g. a parameter fitted on this very claim)."""
+
+    value: float | None
+    spread: Spread | None = None
+    why: str | None = None
+    note: str | None = None
+
+    @classmethod
+    def median_of(cls, values: Sequence[float], why: str | None = None, note: str | None = None) -> Measured:
+        return cls(statistics.median(values), Spread.of(values), why, note)
+
+
+@dataclass
+class Reproduction:
+    paper: Paper
+    scale: str
+    host: dict[str, Any]
+    accel: str | None = None  # "tcg" / "kvm" when guests ran, None when no guest ran
+    measured: dict[str, Measured] = field(default_factory=dict)
+    campaigns: list[str] = field(default_factory=list)
+    fitted: list[dict[str, Any]] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)  # per-paper tables for the page
+
+    def claim_rows(self) -> list[dict[str, Any]]:
+        return [judge(c, self.measured.get(c.id), self.accel) for c in self.paper.claims]
+
+    def json(self) -> dict[str, Any]:
+        return {
+            "paper": self.paper.id,
+            "title": self.paper.title,
+            "scale": self.scale,
+            "host": self.host,
+            "accel": self.accel,
+            "campaigns": self.campaigns,
+            "fitted": self.fitted,
+            "failures": self.failures,
+            "claims": self.claim_rows(),
+        }
+
+
+def judge(claim: Claim, m: Measured | None, accel: str | None) -> dict[str, Any]:
+    """One claim's row of ``result.json``: ``agrees`` by the tolerance, null where it cannot be judged."""
+    value = None if m is None else m.value
+    row: dict[str, Any] = {
+        "id": claim.id,
+        "text": claim.text,
+        "source": claim.source,
+        "paper_value": claim.paper_value,
+        "measured": _round(value),
+        "unit": claim.unit,
+        "spread": m.spread.json() if m is not None and m.spread is not None else None,
+        "tolerance": claim.tolerance.json(),
+        "agrees": None,
+        "why": None,
+    }
+    if claim.virtualization_cost and accel == "tcg":
+        row["why"] = TCG_WHY + (f"; {m.why}" if m is not None and m.why else "")
+        return row
+    if m is None or value is None:
+        row["why"] = (m.why if m is not None and m.why else None) or "not measured in this run"
+        return row
+    agrees = claim.tolerance.holds(claim.paper_value, value)
+    row["agrees"] = agrees
+    if not agrees:
+        row["why"] = m.why or "no explanation was found"
+    if m.note:
+        row["why"] = m.note if row["why"] is None else f"{row['why']}; {m.note}"
+    return row
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(float(x), 6)

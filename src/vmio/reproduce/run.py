@@ -1,0 +1,98 @@
+"""``vmio reproduce ID``: run a paper's experiments, judge its claims, write ``index.html`` and ``result.json``."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from vmio.campaign import facts
+from vmio.campaign.runner import Progress
+from vmio.errors import InputError
+from vmio.reproduce import membal_paper, ops_paper, page, relocate_paper
+from vmio.reproduce.claims import paper
+from vmio.reproduce.result import Reproduction
+from vmio.store import Store
+
+SCALES = ("quick", "paper")
+RUNNABLE = ("hitachi-membal-2014", "kogakuin-relocate-2011", "okayama-hypervisors-2020")
+
+
+@dataclass(frozen=True)
+class Request:
+    paper_id: str
+    scale: str
+    out: Path
+    force: bool = False
+    db: str = "vmio.db"  # the store of the campaigns a paper runs
+    disk_dir: Path = Path("/var/tmp/vmio")  # where a paper's disk files go (a disk filesystem, not tmpfs)
+    boot_timeout: float = 300.0
+    trace_root: Path | None = None
+
+
+def check(req: Request) -> None:
+    """Refuse bad input before anything runs: an unknown id or scale, a non-empty DIR without force."""
+    p = paper(req.paper_id)
+    if req.scale not in SCALES:
+        raise InputError(f"reproduce: --scale {req.scale!r} is not one of {SCALES}")
+    if p.id not in RUNNABLE:
+        raise InputError(
+            f"reproduce: {p.id!r} has no experiments in `vmio reproduce` yet; papers it runs: {', '.join(RUNNABLE)}"
+        )
+    if req.out.exists() and not req.out.is_dir():
+        raise InputError(f"reproduce: -o {str(req.out)!r} exists and is not a folder")
+    if req.out.is_dir() and any(req.out.iterdir()) and not req.force:
+        raise InputError(
+            f"reproduce: -o {str(req.out)!r} is not empty; choose an empty folder or pass --force"
+        )
+
+
+def reproduce(req: Request, progress: Callable[[Progress], None] | None = None) -> Reproduction:
+    """Run ``req``'s paper at its scale and write its page and result; the result (failures included)."""
+    check(req)
+    p = paper(req.paper_id)
+    rep = Reproduction(p, req.scale, facts.collect())
+    if p.id == "hitachi-membal-2014":
+        rep.measured, details = membal_paper.run(req.scale)
+        rep.details = details
+    elif p.id == "kogakuin-relocate-2011":
+        rep.measured, rep.details, rep.fitted = relocate_paper.run(req.scale)
+    else:
+        _run_ops(req, rep, progress)
+    write(rep, req.out)
+    return rep
+
+
+def _run_ops(req: Request, rep: Reproduction, progress: Callable[[Progress], None] | None) -> None:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+    name = f"{req.paper_id}-{req.scale}-{stamp}"
+    req.disk_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="reproduce-", dir=req.disk_dir) as disks:
+        setting = ops_paper.Setting(req.scale, Path(disks), name, req.boot_timeout)
+        with Store(req.db) as store:
+            rep.measured, rep.details, rep.failures, rep.accel = ops_paper.run(
+                setting, store, req.trace_root, progress
+            )
+    rep.campaigns = [name, f"{name}-fig6"]
+
+
+def write(rep: Reproduction, out: Path) -> None:
+    """``out/result.json`` and ``out/index.html``, each written whole (a temporary file renamed)."""
+    out.mkdir(parents=True, exist_ok=True)
+    _atomic(out / "result.json", json.dumps(rep.json(), indent=2, ensure_ascii=False) + "\n")
+    _atomic(out / "index.html", page.render(rep))
+
+
+def _atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,78 @@
+"""One row per stored campaign, as ``vmio ls --json`` prints it."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import time
+from typing import Any
+
+from vmio.spec import Campaign, loads_spec
+from vmio.store.database import Store
+from vmio.units import format_size
+
+
+def normal_key(key: str) -> str:
+    """A point key with its block size spelled as keys now spell it: ``.../bs=4096/...`` → ``.../bs=4k/...``
+    (stores written before hold the former)."""
+    return re.sub(r"/bs=(\d+)/", lambda m: f"/bs={format_size(int(m.group(1)))}/", key)
+
+
+def stored_campaign(store: Store, name: str) -> Campaign:
+    """Campaign ``name`` as its stored spec defines it, under its stored name (which ``vmio run --name`` or
+    ``vmio rename`` may have set apart from the name in the spec's text)."""
+    row = store.require(name)
+    return dataclasses.replace(loads_spec(row["spec_text"], row["spec_path"] or name, stored=True), name=name)
+
+
+def campaign_rows(store: Store) -> list[dict[str, Any]]:
+    """Every campaign, oldest first: name, created, targets, workloads, points done/failed, accelerators."""
+    counts: dict[int, dict[str, int]] = {}
+    accels: dict[int, set[str]] = {}
+    ran: dict[int, tuple[list[str], list[str]]] = {}
+    for r in store.db.execute("SELECT campaign_id, status, accel, target, workload FROM run ORDER BY id"):
+        counts.setdefault(r[0], {"done": 0, "failed": 0})[r[1]] += 1
+        if r[2]:
+            accels.setdefault(r[0], set()).add(r[2])
+        targets, workloads = ran.setdefault(r[0], ([], []))
+        _add(targets, r[3])
+        _add(workloads, r[4])
+    rows = []
+    for c in store.db.execute("SELECT id, name, created, canonical, spec_path FROM campaign ORDER BY id"):
+        defined = _defined(c["canonical"])
+        targets, workloads = ran.get(c["id"], ([], []))
+        done = counts.get(c["id"], {})
+        rows.append({
+            "name": c["name"],
+            "created": _iso(c["created"]),
+            "spec": c["spec_path"],
+            "targets": [t["name"] for t in defined.get("targets", [])] or targets,
+            "workloads": [w["name"] for w in defined.get("workloads", [])] or workloads,
+            "points_done": done.get("done", 0),
+            "points_failed": done.get("failed", 0),
+            "accel": sorted(accels.get(c["id"], ())),
+        })  # fmt: skip
+    return rows
+
+
+def _add(items: list[str], value: str) -> None:
+    if value not in items:
+        items.append(value)
+
+
+def _defined(canonical: str | None) -> dict[str, list[dict[str, Any]]]:
+    try:
+        body = json.loads(canonical or "{}")
+    except ValueError:
+        return {}
+    if not isinstance(body, dict):
+        return {}
+    return {k: [x for x in v if isinstance(x, dict) and "name" in x] for k, v in body.items()
+            if k in ("targets", "workloads") and isinstance(v, list)}  # fmt: skip
+
+
+def _iso(created: float | None) -> str | None:
+    if created is None:
+        return None
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(created))

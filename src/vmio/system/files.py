@@ -1,0 +1,174 @@
+"""Every file vmio writes goes through here: no write follows a planted link or lands where another user
+controls, and the files vmio makes to write into carry a mark.
+
+- :func:`check_place` refuses a path below a folder, at any level, that another unprivileged user owns or
+  can write (group or others), unless that folder is sticky and what sits in it is ours (root's or the
+  invoking user's) or the file vmio is about to create there. It checks both the path as written and what
+  it resolves to, so a symlink planted on the way is caught where it lies.
+- :func:`write_atomic` writes a whole file: a ``mkstemp`` temporary beside it (``O_EXCL``, 0600 then the
+  final mode), fsync, ``rename`` over the name. A rename replaces a planted link, never its target.
+- :func:`create_exclusive` makes a new file (``O_EXCL | O_NOFOLLOW``), :func:`open_lock` a lock file
+  (``O_NOFOLLOW``, never truncated through a link).
+- :func:`mark` / :func:`is_marked`: the ``user.vmio.scratch`` extended attribute on files vmio created to do
+  I/O in (target files, VM images). On a filesystem without user xattrs the mark cannot be set: the file is
+  then data like any other, and writing it again needs ``--destroy-data``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import pwd
+import stat
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+from vmio.errors import InputError, UnsafeTargetError
+
+MARK = "user.vmio.scratch"
+MARK_VALUE = b"vmio"
+
+
+def trusted_uids() -> frozenset[int]:
+    """Owners whose folders and files vmio trusts: root and the user running vmio."""
+    return frozenset({0, os.geteuid()})
+
+
+def _user(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
+
+
+def _others_write(st: os.stat_result) -> bool:
+    """Writable by someone not trusted: others, or a group other than root's."""
+    return bool(st.st_mode & stat.S_IWOTH) or (bool(st.st_mode & stat.S_IWGRP) and st.st_gid != 0)
+
+
+def _chain(path: Path) -> list[Path]:
+    """``path``'s folders from ``/`` down to its parent, with the path itself last."""
+    return [*reversed(path.parents), path]
+
+
+def check_place(path: str | os.PathLike[str], *, new: bool = False) -> None:
+    """Raise ``UnsafeTargetError`` when another unprivileged user controls a folder above ``path``.
+
+    ``new``: vmio is about to create ``path`` itself, exclusively (a sticky parent is then fine)."""
+    written = Path(os.path.abspath(path))
+    real = Path(os.path.realpath(path))
+    for chain in (_chain(written), _chain(real)):
+        for folder, child in zip(chain, chain[1:], strict=False):
+            _check_folder(path, folder, child, last=child == chain[-1], new=new)
+
+
+def _check_folder(shown: object, folder: Path, child: Path, *, last: bool, new: bool) -> None:
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return  # a folder that does not exist yet: whoever creates it is checked when it is made
+    trusted = trusted_uids()
+    if st.st_uid not in trusted:
+        raise UnsafeTargetError(
+            f"refusing to write {str(shown)!r}: its folder {str(folder)!r} belongs to {_user(st.st_uid)}, "
+            "who could swap what vmio writes there for a link; use a folder only you can write"
+        )
+    if not _others_write(st):
+        return
+    try:
+        child_uid: int | None = os.lstat(child).st_uid
+    except OSError:
+        child_uid = None
+    ours = child_uid in trusted or (child_uid is None and last and new)
+    if not (st.st_mode & stat.S_ISVTX and ours):
+        raise UnsafeTargetError(
+            f"refusing to write {str(shown)!r}: its folder {str(folder)!r} can be written by other users "
+            f"(mode {stat.S_IMODE(st.st_mode):o}); use a folder only you can write"
+        )
+
+
+def write_atomic(path: str | os.PathLike[str], data: bytes, mode: int = 0o644) -> Path:
+    """Write ``data`` as the whole of ``path``: a private temporary beside it, then a rename."""
+    target = Path(path)
+    check_place(target, new=True)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:
+        raise InputError(f"cannot write {str(target)!r}: {exc.strerror}") from None
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fchmod(out.fileno(), mode)
+            os.fsync(out.fileno())
+        os.replace(tmp, target)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise InputError(f"cannot write {str(target)!r}: {exc.strerror}") from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return target
+
+
+@contextlib.contextmanager
+def temporary_beside(path: str | os.PathLike[str]) -> Iterator[tuple[int, Path]]:
+    """A private new file beside ``path`` (``mkstemp``: ``O_EXCL``, 0600) as ``(fd, path)``; removed
+    unless the caller renamed it into place. The fd is closed on leaving."""
+    target = Path(path)
+    check_place(target, new=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".vmio-partial", dir=target.parent)
+    try:
+        yield fd, Path(tmp)
+    finally:
+        os.close(fd)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+def create_exclusive(path: str | os.PathLike[str], mode: int = 0o644) -> int:
+    """A new file at ``path``, opened for writing; fails if anything (a file, a link) is already there."""
+    check_place(path, new=True)
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+
+
+def open_new(path: str | os.PathLike[str]) -> BinaryIO:
+    """``path`` opened for writing from empty, replacing a file of this user but never through a link."""
+    check_place(path, new=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    return os.fdopen(fd, "wb")
+
+
+def open_lock(path: str | os.PathLike[str]) -> int:
+    """A lock file opened read-write, created if missing, never through a link (``O_NOFOLLOW``)."""
+    check_place(path, new=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_uid not in trusted_uids():
+        os.close(fd)
+        raise UnsafeTargetError(f"refusing to use the lock file {str(path)!r}: it is not a file of this user")
+    return fd
+
+
+def mark(fd: int) -> bool:
+    """Put vmio's mark on the open file ``fd``; False where the filesystem keeps no user xattrs."""
+    try:
+        os.setxattr(fd, MARK, MARK_VALUE)
+    except OSError as exc:
+        if exc.errno in (errno.ENOTSUP, errno.EOPNOTSUPP, errno.EPERM, errno.ENOSPC):
+            return False
+        raise
+    return True
+
+
+def is_marked(path: str | os.PathLike[str]) -> bool:
+    """True when ``path`` is a regular file vmio created (it carries vmio's mark)."""
+    try:
+        return os.getxattr(path, MARK) == MARK_VALUE
+    except OSError:
+        return False
