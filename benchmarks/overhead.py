@@ -58,6 +58,56 @@ def vmio_iops(spec: Path, db: Path) -> float:
         return float(point_rows(store, "overhead")[0]["read_iops"])
 
 
+VM_TARGET = """
+[[target]]
+name = "vm"
+kind = "qemu"
+backing = ["{file}"]
+size = "256M"
+"""
+
+
+def vm_iops(spec: Path, db: Path, *, guarded: bool) -> float:
+    """One VM campaign in this process; ``guarded`` False switches the port guard off for the run."""
+    from vmio.cli import main as vmio_main
+    from vmio.system import guard
+
+    add = guard.PortGuard.add
+    if not guarded:
+        guard.PortGuard.add = lambda self, port: None  # type: ignore[method-assign]
+    try:
+        if vmio_main(["run", str(spec), "--db", str(db), "--force"]) != 0:
+            raise SystemExit("the VM campaign failed")
+    finally:
+        guard.PortGuard.add = add  # type: ignore[method-assign]
+    with Store(db) as store:
+        row = point_rows(store, "overhead")[0]
+    print(
+        f"      ({'guarded' if guarded else 'unguarded'}: accel {row['accel']}, QEMU {row['qemu_version']})"
+    )
+    return float(row["read_iops"])
+
+
+def vm_pairs(work: Path, pairs: int, runtime: int) -> None:
+    spec = work / "vm.toml"
+    text = SPEC.format(file=work / "disk.img", runtime=runtime)
+    head, _, workload = text.partition("[[workload]]")
+    spec.write_text(head.split("[[target]]")[0] + VM_TARGET.format(file=work / "disk.img") + "[[workload]]"
+                    + workload)  # fmt: skip
+    ratios = []
+    print("pair  guarded IOPS  unguarded IOPS  guarded/unguarded")
+    for i in range(pairs):
+        first = i % 2 == 0
+        a = vm_iops(spec, work / "vm.db", guarded=first)
+        b = vm_iops(spec, work / "vm.db", guarded=not first)
+        on, off = (a, b) if first else (b, a)
+        ratios.append(on / off)
+        print(f"{i + 1:>4}  {on:>12.0f}  {off:>14.0f}  {on / off:>17.3f}")
+    print(f"median guarded/unguarded IOPS ratio: {statistics.median(ratios):.3f} "
+          f"(min {min(ratios):.3f}, max {max(ratios):.3f})")  # fmt: skip
+    print(json.dumps({"vm_median_ratio": statistics.median(ratios), "vm_ratios": ratios}))
+
+
 def sampler_cost(probes: list[Probe], interval: float, seconds: float) -> float:
     before = resource.getrusage(resource.RUSAGE_SELF)
     start = time.monotonic()
@@ -74,6 +124,7 @@ def main() -> int:
     ap.add_argument("--pairs", type=int, default=5)
     ap.add_argument("--runtime", type=int, default=5)
     ap.add_argument("--dir", default="/var/lib/vmio/bench")
+    ap.add_argument("--vm", action="store_true", help="only the VM case: guarded vs unguarded fio port")
     args = ap.parse_args()
     base = Path(args.dir)
     base.mkdir(parents=True, exist_ok=True)
@@ -87,6 +138,9 @@ def main() -> int:
         job.write_text(jobfile.render(w, bs=4096, offered_iops=None, load_processes=0,
                                       place=jobfile.Placement(str(work / "disk.img"), 256 << 20)))  # fmt: skip
         vmio_iops(spec, work / "warm.db")  # creates and writes the file, warms caches
+        if args.vm:
+            vm_pairs(work, args.pairs, args.runtime)
+            return 0
         ratios = []
         print(f"fio job: 4k randread, iodepth 16, {args.runtime} s, file on {device_chain(work)}")
         print("pair  raw IOPS    vmio IOPS   vmio/raw")

@@ -12,6 +12,7 @@ want() { have_pkg "$1" || need+=("$1"); }
 want fio
 want qemu-system-x86
 want qemu-utils
+want iptables                   # the owner-match rule keeping other users off guests' forwarded fio ports
 want busybox-static
 want e2fsprogs
 want cpio

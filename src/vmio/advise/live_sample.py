@@ -29,6 +29,7 @@ from vmio.qemu.running import (
     block_counters,
     find_qemus,
     open_monitor,
+    trusted_uids,
 )
 from vmio.qemu.threads import Snapshot, classify, cpu_between, read_threads
 from vmio.system.blockdev import device_chain, in_use, is_rotational, reported_device
@@ -64,6 +65,13 @@ class Seams:
     open_monitor: Callable[[QemuProcess], Monitor] | None = None
     sleep: Callable[[float], None] = time.sleep
     clock: Callable[[], float] = time.monotonic
+    trusted: frozenset[int] | None = None  # uids whose QEMUs are contacted unasked (None: trusted_uids())
+
+
+def others_qemus(everyone: Sequence[QemuProcess], seams: Seams) -> list[QemuProcess]:
+    """QEMUs run by users other than root, the invoking user and libvirt's QEMU user."""
+    trusted = trusted_uids() if seams.trusted is None else seams.trusted
+    return [q for q in everyone if not set(q.uids) <= trusted]
 
 
 def diagnose_live(
@@ -71,7 +79,8 @@ def diagnose_live(
 ) -> list[LiveVm]:
     """Find the QEMUs (only ``pids`` when given), sample for ``seconds``, diagnose each VM's disks."""
     everyone = find_qemus(seams.proc_root)
-    chosen = [q for q in everyone if not pids or q.pid in pids]
+    others = {q.pid for q in others_qemus(everyone, seams)}
+    chosen = [q for q in everyone if q.pid in pids or (not pids and q.pid not in others)]
     missing = sorted(set(pids) - {q.pid for q in chosen})
     if missing:
         running = ", ".join(str(q.pid) for q in everyone) or "none"

@@ -19,9 +19,9 @@ from vmio.campaign.measure import measure_point, precondition
 from vmio.errors import InputError, UnsafeTargetError, VmioError
 from vmio.metrics.sampler import Sampler
 from vmio.qemu import builds
-from vmio.spec import Campaign, HostTarget, LibvirtTarget, Point, QemuTarget, RemoteTarget
+from vmio.spec import Campaign, HostTarget, LibvirtTarget, Point, QemuTarget, RbdTarget, RemoteTarget
 from vmio.store import Store
-from vmio.system import files
+from vmio.system import files, rbdimage
 from vmio.system.process import Runner
 from vmio.system.safety import check_target_write, is_block_device
 from vmio.targets import Env, Rig, open_target
@@ -132,6 +132,12 @@ def preflight(campaign: Campaign, options: Options) -> None:
             check_remote_writes(target, options.destroy_data)
         if writes and isinstance(target, LibvirtTarget):
             check_libvirt_writes(target, options.destroy_data, options.target_env())
+        if writes and isinstance(target, RbdTarget):
+            rbdimage.check_write(options.runner, target.conf, target.pool, target.image, options.destroy_data)
+        if writes and isinstance(target, QemuTarget) and target.conf is not None:
+            for backing in (b for b in target.backing if b.startswith(rbdimage.PREFIX)):
+                pool, _, image = backing[len(rbdimage.PREFIX) :].partition("/")
+                rbdimage.check_write(options.runner, target.conf, pool, image, options.destroy_data)
         if isinstance(target, QemuTarget) and target.bus == "block" and not target.loop:
             plain = [b for b in target.backing if not is_block_device(b)]
             if plain:

@@ -57,7 +57,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--dry-run", action="store_true", help="print the points and their fio job files")
     p.add_argument("--force", action="store_true", help="redo points already done")
     p.add_argument("--destroy-data", action="append", default=[], metavar="PATH",
-                   help="allow writes to PATH (a device, or a file vmio did not create) though it holds data")  # fmt: skip
+                   help="allow writes to PATH though it holds data: a device or a file vmio did not create, "
+                        "rbd:POOL/IMAGE (an RBD image) or DOMAIN:DISK (a libvirt domain's disk); repeatable")  # fmt: skip
     p.add_argument(
         "--interval",
         type=argtypes.duration,

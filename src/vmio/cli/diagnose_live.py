@@ -8,10 +8,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from vmio.advise.live_sample import LiveVm, Seams, diagnose_live
+from vmio.advise.live_sample import LiveVm, Seams, diagnose_live, others_qemus
 from vmio.advise.text import format_diagnosis
 from vmio.cli import argtypes
 from vmio.errors import InputError
+from vmio.qemu.running import LIBVIRT_QEMU_USER, find_qemus
 
 
 def run_live(args: argparse.Namespace) -> int:
@@ -20,8 +21,11 @@ def run_live(args: argparse.Namespace) -> int:
     if args.point is not None:
         raise InputError(f"--point {args.point!r} picks a stored campaign's point; --live has none")
     span = argtypes.positive_duration("--seconds", args.seconds)
-    vms = diagnose_live(span, Seams(proc_root=args.proc, sys_root=Path("/sys")), pids=args.pid or (),
-                        jobs_per_vm=args.jobs_per_vm)  # fmt: skip
+    seams = Seams(proc_root=args.proc, sys_root=Path("/sys"))
+    vms = diagnose_live(span, seams, pids=args.pid or (), jobs_per_vm=args.jobs_per_vm)
+    for other in others_qemus(find_qemus(args.proc), seams) if not args.pid else ():
+        print(f"skipped QEMU pid {other.pid} (uid {other.uids[0]}): not run by root, you or "
+              f"{LIBVIRT_QEMU_USER}; name it with --pid {other.pid} to diagnose it", file=sys.stderr)  # fmt: skip
     if args.dump_evidence is not None and vms:
         doc = {
             f"{vm.proc.pid}/{d.disk.device_id or d.disk.drive}": d.evidence.to_dict()

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +31,11 @@ from vmio.dstore.profile import (
 )
 from vmio.dstore.variants import check_kind, make_variant, remove_variant
 from vmio.errors import InputError
+from vmio.system import rbdimage
 from vmio.system.process import Runner
 from vmio.units import parse_duration
+
+SCRATCH_MIB = 1024  # the image `dstore profile` makes for itself on an existing cluster (as `dstore up`)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -97,6 +103,13 @@ def _profile_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--at", default="10s", help="with --fail-osd: when to stop it")
     p.add_argument("--back-at", default="40s", help="with --fail-osd: when to start it again")
+    p.add_argument(
+        "--destroy-data",
+        action="append",
+        default=[],
+        metavar="rbd:POOL/IMAGE",
+        help="allow writing this RBD image although it holds data vmio did not put there",
+    )
     p.add_argument("--plot-dir", type=Path, help="write profile.png (and compare.png) here")
     p.add_argument("-o", "--output", type=Path, help="also write the JSON result to this file")
     p.add_argument("--json", action="store_true")
@@ -115,6 +128,25 @@ def target(args: argparse.Namespace) -> cluster.ClusterRef:
     if not args.pool or not args.image:
         raise InputError(f"--conf {str(args.conf)!r} needs --pool and --image naming the RBD image to use")
     return cluster.existing(args.conf, args.pool, args.image, args.replicas)
+
+
+@contextlib.contextmanager
+def writable_target(args: argparse.Namespace, runner: Runner) -> Iterator[cluster.ClusterRef]:
+    """The image a profile writes. On an existing cluster without --image: a new image marked as vmio's,
+    removed after. Otherwise the named one, refused (exit 3) if it holds data not named in --destroy-data."""
+    if args.conf is not None and args.dir is None and not args.image:
+        if not args.pool:
+            raise InputError(f"--conf {str(args.conf)!r} needs --pool (vmio makes its own image there)")
+        base = cluster.existing(args.conf, args.pool, "-", args.replicas)
+        image = rbdimage.create_scratch(runner, base.conf, base.pool, SCRATCH_MIB)
+        try:
+            yield replace(base, image=image)
+        finally:
+            rbdimage.remove_scratch(runner, base.conf, base.pool, image)
+        return
+    ref = target(args)
+    rbdimage.check_write(runner, ref.conf, ref.pool, ref.image, args.destroy_data)
+    yield ref
 
 
 def _duration(flag: str, text: str) -> float:
@@ -155,7 +187,12 @@ def _profile(args: argparse.Namespace) -> int:
     for flag in ("--at", "--back-at"):
         if getattr(args, flag[2:].replace("-", "_")) != {"--at": "10s", "--back-at": "40s"}[flag]:
             raise InputError(f"{flag} {getattr(args, flag[2:].replace('-', '_'))!r} needs --fail-osd N")
-    ref = target(args)
+    runner = Runner()
+    with writable_target(args, runner) as ref:
+        return _profile_on(args, ref, runner)
+
+
+def _profile_on(args: argparse.Namespace, ref: cluster.ClusterRef, runner: Runner) -> int:
     bs_list = parse_bs_list(args.bs) if args.bs else list(DEFAULT_BS)
     runtime = _duration("--runtime", args.runtime or "10s")
     ramp = _duration("--ramp", args.ramp)
@@ -165,7 +202,6 @@ def _profile(args: argparse.Namespace) -> int:
     )
     labels = check_kind(args.compare) if args.compare else None
     baseline = parse_baseline(args.baseline, ref) if args.baseline else None
-    runner = Runner()
 
     def run(on: cluster.ClusterRef, label: str, measure: Any = None, watch: bool = True) -> Profile:
         prof = run_profile(
@@ -255,6 +291,7 @@ def _degraded(args: argparse.Namespace) -> int:
     if args.from_guest:
         raise InputError("--from-guest cannot be combined with --fail-osd; run them separately")
     ref = target(args)
+    rbdimage.check_write(Runner(), ref.conf, ref.pool, ref.image, args.destroy_data)
     bs_list = parse_bs_list(args.bs) if args.bs else [4096]
     if len(bs_list) != 1:
         raise InputError(f"--bs {args.bs!r}: a run with --fail-osd takes one block size")

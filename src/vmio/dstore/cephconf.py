@@ -34,6 +34,10 @@ class ClusterLayout:
         return self.root / "ceph.conf"
 
     @property
+    def keyring(self) -> Path:
+        return self.root / "keyring"
+
+    @property
     def run_dir(self) -> Path:
         return self.root / "run"
 
@@ -66,9 +70,11 @@ def render_conf(layout: ClusterLayout) -> str:
         "public network = 127.0.0.0/8",
         "ms bind ipv6 = false",
         "ms bind msgr1 = false",
-        "auth cluster required = none",
-        "auth service required = none",
-        "auth client required = none",
+        # cephx: the mon and OSD ports stay open on 127.0.0.1; only holders of the keyring (0600, in the
+        # cluster's 0700 folder) get in
+        "auth cluster required = cephx",
+        "auth service required = cephx",
+        "auth client required = cephx",
         "auth allow insecure global id reclaim = false",
         f"run dir = {layout.run_dir}",
         f"pid file = {layout.run_dir}/$name.pid",
@@ -76,7 +82,7 @@ def render_conf(layout: ClusterLayout) -> str:
         f"log file = {layout.log_dir}/$name.log",
         f"mon cluster log file = {layout.log_dir}/cluster.log",
         f"crash dir = {root}/crash",
-        f"keyring = {root}/keyring",
+        f"keyring = {layout.keyring}",
         f"mon data = {root}/mon/ceph-$id",
         f"mgr data = {root}/mgr/ceph-$id",
         f"osd data = {root}/osd/ceph-$id",

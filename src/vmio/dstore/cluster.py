@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import time
 import uuid
 from dataclasses import asdict, dataclass
@@ -17,7 +18,8 @@ from typing import Any
 
 from vmio.dstore import daemons
 from vmio.dstore.cephconf import ClusterLayout, new_layout, render_conf
-from vmio.errors import ClusterError, InputError
+from vmio.errors import ClusterError, InputError, UnsafeTargetError
+from vmio.system import rbdimage
 from vmio.system.process import Runner
 
 STATE_FILE = "vmio-dstore.json"
@@ -68,6 +70,9 @@ def up(root: Path, *, osds: int = 3, runner: Runner | None = None, deadline_s: f
     root = root.absolute()
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise InputError(f"--dir {str(root)!r} exists and is not an empty folder; give a new folder")
+    check_own_folder(root)
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    root.chmod(0o700)  # the keyring, the conf and the daemons' sockets: vmio's user only
     layout = new_layout(root, osds)
     for sub in ("run", "log", "crash", "mon", "mgr", "osd"):
         (root / sub).mkdir(parents=True, exist_ok=True)
@@ -82,9 +87,44 @@ def up(root: Path, *, osds: int = 3, runner: Runner | None = None, deadline_s: f
     return ref
 
 
+def check_own_folder(root: Path, uid: int | None = None) -> None:
+    """Refuse (exit 3) a cluster folder that another user owns or can write, or that lies below a folder
+    another user can write (unless sticky): they could read the keys or swap ``ceph.conf``."""
+    uid = os.geteuid() if uid is None else uid
+    for folder in [root, *root.parents]:
+        try:
+            st = folder.lstat()
+        except FileNotFoundError:
+            continue
+        owned = st.st_uid in (uid, 0) if folder != root else st.st_uid == uid
+        others_write = bool(st.st_mode & 0o022) and not (folder != root and st.st_mode & 0o1000)
+        if not owned or others_write:
+            who = f"uid {st.st_uid}" if not owned else f"mode {stat.filemode(st.st_mode)}"
+            raise UnsafeTargetError(
+                f"refusing --dir {str(root)!r}: {str(folder)!r} ({who}) can be written by another user; "
+                "give a folder only you can write"
+            )
+
+
+def _keyring(runner: Runner, layout: ClusterLayout) -> None:
+    """cephx keys for the mon, the admin client and the mgr, in one keyring only its owner can read."""
+    keyring = str(layout.keyring)
+    entities = (
+        ("mon.", ["--cap", "mon", "allow *"]),
+        ("client.admin", ["--cap", "mon", "allow *", "--cap", "osd", "allow *", "--cap", "mgr", "allow *"]),
+        ("mgr.x", ["--cap", "mon", "allow profile mgr", "--cap", "osd", "allow *"]),
+    )
+    layout.keyring.touch(mode=0o600, exist_ok=False)
+    for name, caps in entities:
+        runner.run(["ceph-authtool", keyring, "--gen-key", "-n", name, *caps], timeout=CMD_TIMEOUT,
+                   error=ClusterError)  # fmt: skip
+    layout.keyring.chmod(0o600)
+
+
 def _bootstrap(runner: Runner, layout: ClusterLayout, replicas: int, deadline: float) -> None:
     conf = str(layout.conf)
     monmap = str(layout.root / "monmap")
+    _keyring(runner, layout)
     addr = f"[v2:127.0.0.1:{layout.mon_port}]"
     runner.run(
         ["monmaptool", "--create", "--fsid", layout.fsid, "--addv", "a", addr, monmap],
@@ -92,7 +132,7 @@ def _bootstrap(runner: Runner, layout: ClusterLayout, replicas: int, deadline: f
         error=ClusterError,
     )
     runner.run(
-        ["ceph-mon", "-c", conf, "--mkfs", "-i", "a", "--monmap", monmap],
+        ["ceph-mon", "-c", conf, "--mkfs", "-i", "a", "--monmap", monmap, "--keyring", str(layout.keyring)],
         timeout=CMD_TIMEOUT,
         error=ClusterError,
     )
@@ -122,11 +162,16 @@ def _bootstrap(runner: Runner, layout: ClusterLayout, replicas: int, deadline: f
         timeout=CMD_TIMEOUT,
         error=ClusterError,
     )
+    rbdimage.mark(runner, conf, layout.pool, layout.image)  # vmio's own: profiles may write it
 
 
 def _add_osd(runner: Runner, layout: ClusterLayout) -> None:
     osd_uuid = str(uuid.uuid4())
     osd_id = int(ceph(runner, layout.conf, "osd", "new", osd_uuid).strip())
+    key = ceph(runner, layout.conf, "auth", "get-or-create", f"osd.{osd_id}", "mon", "allow profile osd",
+               "mgr", "allow profile osd", "osd", "allow *")  # fmt: skip
+    with layout.keyring.open("a") as keyring:
+        keyring.write(key if key.endswith("\n") else key + "\n")
     layout.osd_dir(osd_id).mkdir(parents=True)
     runner.run(
         ["ceph-osd", "-c", str(layout.conf), "-i", str(osd_id), "--mkfs", "--osd-uuid", osd_uuid],

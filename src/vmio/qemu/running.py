@@ -13,6 +13,8 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
+import pwd
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,6 +36,35 @@ class QemuProcess:
     pid: int
     exe: str
     cmd: Cmdline
+    uids: tuple[int, ...] = (0,)  # real, effective, saved and filesystem uid (/proc/PID/status)
+
+
+LIBVIRT_QEMU_USER = "libvirt-qemu"
+
+
+def trusted_uids() -> frozenset[int]:
+    """Whose QEMUs ``diagnose --live`` contacts unasked: root, the invoking user (also behind sudo) and
+    libvirt's QEMU user. Another user's QEMU could name a QMP socket or a domain of its choosing."""
+    uids = {0, os.getuid()}
+    if os.environ.get("SUDO_UID", "").isdigit():
+        uids.add(int(os.environ["SUDO_UID"]))
+    with contextlib.suppress(KeyError):
+        uids.add(pwd.getpwnam(LIBVIRT_QEMU_USER).pw_uid)
+    return frozenset(uids)
+
+
+def _uids(entry: Path) -> tuple[int, ...]:
+    """The process's uids from ``status`` (the directory's owner is root for a non-dumpable process)."""
+    try:
+        for line in (entry / "status").read_text().splitlines():
+            if line.startswith("Uid:"):
+                return tuple(int(u) for u in line.split()[1:])
+    except (OSError, ValueError):
+        pass
+    try:
+        return (entry.stat().st_uid,)
+    except OSError:
+        return (-1,)
 
 
 class Monitor(Protocol):
@@ -85,7 +116,7 @@ def find_qemus(proc_root: Path = Path("/proc")) -> list[QemuProcess]:
             exe = str((entry / "exe").readlink())
         except OSError:
             exe = argv[0]
-        found.append(QemuProcess(int(entry.name), exe, cmdline.parse(argv)))
+        found.append(QemuProcess(int(entry.name), exe, cmdline.parse(argv), _uids(entry)))
     return sorted(found, key=lambda q: q.pid)
 
 

@@ -28,6 +28,7 @@ from vmio.qemu.argv import Runtime, build_argv
 from vmio.qemu.caps import QemuCaps
 from vmio.qemu.qmp import QMPConnection
 from vmio.qemu.vmconfig import Accel, VMConfig
+from vmio.system.guard import PortGuard
 from vmio.system.ports import free_port
 
 
@@ -72,7 +73,9 @@ class VM:
         self._own_workdir = workdir is None
         workdir = workdir or Path(tempfile.mkdtemp(prefix=f"{config.name}-"))
         workdir.mkdir(parents=True, exist_ok=True)
+        workdir.chmod(0o700)  # QMP, agent and console: vmio's user only
         self.runtime = Runtime(workdir, host_port or free_port())
+        self.guard = PortGuard()  # the forwarded fio port: vmio's user only
         try:
             self.argv = build_argv(config, image, self.runtime, caps)
         except BaseException:
@@ -122,6 +125,11 @@ class VM:
         self.launched_at = self._clock()
         self._deadline = self.launched_at + self.boot_timeout
         try:
+            self.guard.add(self.runtime.host_port)
+        except BaseException:
+            self.state = VMState.FAILED
+            raise
+        try:
             self._proc = lifecycle.spawn(self.argv, self.runtime.qemu_log, self.caps.env)
         except OSError as exc:
             self.state = VMState.FAILED
@@ -156,7 +164,9 @@ class VM:
         if self._port_retries >= 2 or "host forwarding rule" not in qemu_said:
             return False
         self._port_retries += 1
+        self.guard.remove(self.runtime.host_port)
         self.runtime = Runtime(self.runtime.workdir, free_port())
+        self.guard.add(self.runtime.host_port)
         self.argv = build_argv(self.config, self.image, self.runtime, self.caps)
         self.runtime.console.unlink(missing_ok=True)
         self._proc = lifecycle.spawn(self.argv, self.runtime.qemu_log, self.caps.env)
@@ -221,6 +231,7 @@ class VM:
         if self.state != VMState.STOPPED:
             self._stop_process()
             self._to(VMState.STOPPED)
+        self.guard.close()
         if self._own_workdir:
             shutil.rmtree(self.runtime.workdir, ignore_errors=True)
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from vmio.errors import ToolError, UnsafeTargetError
 from vmio.metrics.sampler import CpuProbe, Probe
 from vmio.spec import RemoteTarget, Workload
+from vmio.system.guard import PortGuard
 from vmio.system.paths import remote_normal
 from vmio.system.ports import free_port, wait_for_port
 from vmio.system.process import Supervised
@@ -58,9 +59,16 @@ class LocalFioServer:
 
     def __init__(self, port: int | None = None) -> None:
         self.port = port or free_port()
-        self.proc = Supervised(["fio", f"--server=127.0.0.1,{self.port}"], stdout=None, stderr=None)
+        self.guard = PortGuard()  # vmio's user only, as a VM's forwarded port
+        self.guard.add(self.port)
+        try:
+            self.proc = Supervised(["fio", f"--server=127.0.0.1,{self.port}"], stdout=None, stderr=None)
+        except BaseException:
+            self.guard.close()
+            raise
         if not wait_for_port("127.0.0.1", self.port, 10):
             self.proc.stop()
+            self.guard.close()
             raise ToolError(f"fio --server did not listen on 127.0.0.1:{self.port} within 10 s")
 
     @property
@@ -72,3 +80,4 @@ class LocalFioServer:
 
     def __exit__(self, *exc: object) -> None:
         self.proc.stop()
+        self.guard.close()
