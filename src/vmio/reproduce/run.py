@@ -71,7 +71,7 @@ def reproduce(req: Request, progress: Callable[[Progress], None] | None = None) 
 def _run_ops(req: Request, rep: Reproduction, progress: Callable[[Progress], None] | None) -> None:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     name = f"{req.paper_id}-{req.scale}-{stamp}"
-    files.make_private_folder(req.disk_dir)
+    files.make_folder(req.disk_dir)
     with tempfile.TemporaryDirectory(prefix="reproduce-", dir=req.disk_dir) as disks:
         setting = ops_paper.Setting(req.scale, Path(disks), name, req.boot_timeout)
         with Store(req.db) as store:

@@ -41,12 +41,13 @@ def scratch_home() -> Path:
     return Path(state) / "vmio"
 
 
-def make_private_folder(path: str | os.PathLike[str]) -> Path:
-    """Create ``path`` (and its missing parents) as 0700 folders, after checking no other user controls a
-    folder above it."""
+def make_folder(path: str | os.PathLike[str]) -> Path:
+    """Create ``path`` (and its missing parents) writable by its owner only (0755: others may pass through,
+    as libvirt's QEMU user must to reach a canary's files below ``/var/lib/vmio``), after checking that no
+    other user controls a folder above it."""
     folder = Path(path)
     check_place(folder, new=True)
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    folder.mkdir(mode=0o755, parents=True, exist_ok=True)
     check_place(folder)
     return folder
 
