@@ -189,7 +189,11 @@ def _add_apply(rsub: Sub) -> None:
     p.add_argument(
         "--to-image", type=Path, metavar="OUT", help="write the relocated disk here (+ .map, .journal)"
     )
-    p.add_argument("--source", type=Path, help="the shared disk (file) in the layout before the plan")
+    p.add_argument(
+        "--source",
+        type=Path,
+        help="the shared disk (a file or block device, only read) in the layout before the plan",
+    )
     p.add_argument("--rollback", action="store_true", help="remove what an interrupted apply wrote")
     p.add_argument("--rate", type=size, help="copy at most this many bytes per second")
     p.add_argument("--dm-tables", metavar="DEVICE", help="print device-mapper linear tables onto DEVICE")
