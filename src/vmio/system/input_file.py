@@ -123,7 +123,7 @@ def loads_json(text: str, where: str) -> Any:
     try:
         return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
     except json.JSONDecodeError as exc:
-        raise InputError(f"{where}:{exc.lineno}: not JSON: {exc.msg}") from None
+        raise InputError(f"{where}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
     except RecursionError:
         raise InputError(f"{where}: JSON nested too deeply to read") from None
     except ValueError as exc:  # an integer past Python's digit limit, or a constant refused below
@@ -152,3 +152,30 @@ def _short(exc: ValueError) -> str:
     if "digits" in message and "limit" in message:
         return "an integer has more digits than vmio reads (at most 4300)"
     return message
+
+
+def capacity(path: str | Path) -> tuple[int, str] | None:
+    """How many bytes fit at ``path`` and what holds them: a block device's size, or the size of the
+    filesystem under the nearest existing folder; ``None`` for names that are not local paths (``rbd:``)."""
+    text = str(path)
+    if not text.startswith("/") and ":" in text.split("/")[0]:
+        return None
+    p = Path(path)
+    try:
+        st = os.stat(p)
+        if stat.S_ISBLK(st.st_mode):
+            fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            try:
+                return os.lseek(fd, 0, os.SEEK_END), f"the block device {text!r}"
+            finally:
+                os.close(fd)
+    except OSError:
+        pass
+    folder = p.parent if not p.is_dir() else p
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        vfs = os.statvfs(folder)
+    except OSError:
+        return None
+    return vfs.f_blocks * vfs.f_frsize, f"the filesystem holding {str(folder)!r}"
