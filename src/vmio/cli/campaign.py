@@ -63,7 +63,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default="1s",
         help="sampling interval (default 1s, at least 100ms)",
     )
-    p.add_argument("--workdir", help="keep job files and fio logs here")
+    p.add_argument("--workdir", type=argtypes.out_dir, help="keep job files and fio logs here")
     p.add_argument(
         "--boot-timeout",
         type=argtypes.duration,
@@ -88,7 +88,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("campaign")
     add_db(p)
     p.add_argument("--format", choices=export.FORMATS, required=True)
-    p.add_argument("-o", "--output", required=True, help="output file (series go beside it)")
+    p.add_argument(
+        "-o", "--output", type=argtypes.out_file, required=True, help="output file (series go beside it)"
+    )
     p.set_defaults(handler=cmd_export)
 
 

@@ -95,8 +95,8 @@ def _profile_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--at", default="10s", help="with --fail-osd: when to stop it")
     p.add_argument("--back-at", default="40s", help="with --fail-osd: when to start it again")
-    p.add_argument("--plot-dir", type=Path, help="write profile.png (and compare.png) here")
-    p.add_argument("-o", "--output", type=Path, help="also write the JSON result to this file")
+    p.add_argument("--plot-dir", type=argtypes.out_dir, help="write profile.png (and compare.png) here")
+    p.add_argument("-o", "--output", type=argtypes.out_file, help="also write the JSON result to this file")
     p.add_argument("--json", action="store_true")
 
 
