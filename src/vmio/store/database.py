@@ -22,6 +22,7 @@ from urllib.parse import quote
 
 from vmio.errors import StoreError
 from vmio.store.failures import GuardedConnection, explain, missing, not_a_store
+from vmio.store.integrity import check_store
 from vmio.store.records import JobResult, RunRecord
 from vmio.store.schema import MIGRATIONS, PCT_COLUMNS, SCHEMA_VERSION
 
@@ -50,9 +51,11 @@ class Store:
         self.path = str(path)
         self.readonly = readonly
         self.timeout = lock_timeout() if timeout is None else timeout
+        self._sides_before = _side_files(self.path) if readonly and self.path != ":memory:" else None
         try:
             self.db = self._connect()
         except sqlite3.Error as exc:
+            self._tidy_side_files()
             raise explain(exc, self.path, "open") from None
         try:
             if readonly:
@@ -60,10 +63,10 @@ class Store:
             else:
                 self._migrate()
         except sqlite3.Error as exc:
-            self.db.close()
+            self.close()
             raise explain(exc, self.path, "open") from None
         except BaseException:
-            self.db.close()
+            self.close()
             raise
 
     def _connect(self) -> GuardedConnection:
@@ -86,6 +89,29 @@ class Store:
 
     def close(self) -> None:
         self.db.close()
+        self._tidy_side_files()
+
+    def _tidy_side_files(self) -> None:
+        """A read-only open leaves nothing beside the store that was not there before.
+
+        SQLite's read-only connection to a WAL store creates ``-wal`` and ``-shm`` when they are missing and
+        cannot remove them. So when this open created them, a brief read-write connection reads and closes:
+        SQLite removes both only if it is the last connection (a running ``vmio run`` keeps them, and its
+        committed points stay visible to readers). It moves no data: a WAL this open created holds no frame.
+        """
+        before, self._sides_before = self._sides_before, None
+        if before is None or not _side_files(self.path) - before:
+            return
+        try:
+            db = sqlite3.connect(
+                f"file:{quote(str(Path(self.path).resolve()))}?mode=rw", uri=True, timeout=0.5
+            )
+            try:
+                db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+            finally:
+                db.close()
+        except sqlite3.Error:
+            pass  # not ours to write (permissions, a lock): SQLite's side files stay as SQLite left them
 
     def __enter__(self) -> Store:
         return self
@@ -141,6 +167,9 @@ class Store:
         have = self._stored_version()
         if have > SCHEMA_VERSION:
             raise _newer(self.path, have)
+        if have < 1:
+            raise not_a_store(self.path, "its migrations table records no vmio schema version")
+        check_store(self.db, self.path, have)
         if have < SCHEMA_VERSION and self.path != ":memory:":
             # Read an older store through a migrated copy in memory; the file is never changed.
             copy = sqlite3.connect(":memory:", isolation_level=None, factory=GuardedConnection)
@@ -156,7 +185,10 @@ class Store:
         tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if "migrations" not in tables:
             raise not_a_store(self.path, "it has no vmio schema" if tables else "it is empty")
-        return int(self.db.execute("SELECT COALESCE(MAX(version), 0) FROM migrations").fetchone()[0])
+        version = self.db.execute("SELECT COALESCE(MAX(version), 0) FROM migrations").fetchone()[0]
+        if not isinstance(version, int):
+            raise not_a_store(self.path, f"its schema version {version!r} is not a whole number")
+        return version
 
     def _migrate(self) -> None:
         tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -338,6 +370,11 @@ def _open_readonly(path: str, timeout: float) -> GuardedConnection:
         if not _on_readonly_fs(path):
             raise
     return sqlite3.connect(uri + "?immutable=1", uri=True, isolation_level=None, factory=GuardedConnection)
+
+
+def _side_files(path: str) -> set[str]:
+    """Which of SQLite's side files of ``path`` exist now."""
+    return {p for p in (path + "-wal", path + "-shm") if os.path.lexists(p)}
 
 
 def _on_readonly_fs(path: str) -> bool:
