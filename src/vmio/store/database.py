@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import stat
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -345,6 +346,10 @@ def _check_file(path: str, readonly: bool) -> None:
             raise StoreError(f"cannot create the store {path!r}: the folder {str(p.parent)!r} does not exist; "
                              "create it or give another --db", exit_code=2)  # fmt: skip
         return
+    mode = os.stat(p).st_mode
+    if not stat.S_ISREG(mode):
+        raise StoreError(f"the store {path!r} is not a regular file; give --db the file `vmio run` wrote",
+                         exit_code=2)  # fmt: skip
     try:
         with open(p, "rb") as f:
             head = f.read(len(SQLITE_MAGIC))
