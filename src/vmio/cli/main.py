@@ -60,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return handler(args)
     except VmioError as exc:
-        print(f"vmio: error: {exc}", file=sys.stderr)
+        text = str(exc) if exc.exit_code != 2 else _one_line(str(exc))
+        print(f"vmio: error: {text}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("vmio: interrupted", file=sys.stderr)
@@ -69,3 +70,8 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+
+
+def _one_line(text: str) -> str:
+    """A bad-input message as one line: control characters a value carried in are shown escaped."""
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)

@@ -283,8 +283,8 @@ def patterns(path: Path, shown: str) -> list[Pattern]:
     if problems:
         unique = list(dict.fromkeys(problems))  # a [global] option shows once, not per section
         raise SpecError(
-            "vmio cannot honour these fio options (vmio sets filename, size, runtime, logs and rate itself; "
-            "the rest must be an I/O pattern it can measure):\n  " + "\n  ".join(unique)
+            "vmio cannot honour these fio options: " + "; ".join(unique) + " (vmio sets filename, size, "
+            "runtime, logs and rate itself; the rest must be an I/O pattern it can measure)"
         )
     return out
 

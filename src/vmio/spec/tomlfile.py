@@ -83,4 +83,6 @@ def loads_toml(text: str, path: str = "<spec>") -> tuple[dict[str, Any], Locator
         line = pos.group(1) if pos else "1"
         reason = _TOML_POS.sub("", str(exc)).strip()
         raise SpecError(f"{path}:{line}: not valid TOML: {reason}") from exc
+    except ValueError:  # an integer past Python's digit limit (4300)
+        raise SpecError(f"{path}: an integer has more digits than vmio reads (at most 4300)") from None
     return data, Locator.scan(path, text)

@@ -33,6 +33,10 @@ JSON_COLUMNS: dict[tuple[str, str], str] = {
 # canonical's lists that reports read as lists of objects
 CANONICAL_LISTS = ("targets", "workloads")
 MAX_FLOAT = 1.7976931348623157e308
+# number columns vmio always fills (the rows of a point add them up)
+REQUIRED: dict[str, tuple[str, ...]] = {
+    "result": ("iops", "bw_bytes", "total_ios", "runtime_ms", "lat_min", "lat_mean", "lat_max", "lat_stddev"),
+}
 
 
 def _damaged(path: str, why: str) -> StoreError:
@@ -78,6 +82,12 @@ def check_store(db: sqlite3.Connection, path: str, version: int) -> None:
         if lost:
             raise _damaged(path, f"table {table} lacks the columns {', '.join(lost[:5])}")
         _check_numbers(db, path, table, [c for c, t in cols if t in ("INTEGER", "REAL")])
+        for col in REQUIRED.get(table, ()):
+            row = _one(db, f'SELECT rowid FROM "{table}" WHERE "{col}" IS NULL LIMIT 1')
+            if row is not None:
+                raise _damaged(
+                    path, f"table {table}, row {row[0]}: {col} is empty (NULL); vmio always fills it"
+                )
         for col, _t in cols:
             kind = JSON_COLUMNS.get((table, col))
             if kind:
