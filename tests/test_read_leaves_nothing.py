@@ -110,3 +110,20 @@ def test_show_during_a_writer_sees_its_points_and_leaves_its_files(
     assert main(["show", "fixture", "--db", str(db)]) == 0
     assert "4321/0" in capsys.readouterr().out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["vmio.db"]
+
+
+def test_a_plan_on_a_full_disk_is_exit_1_naming_the_users_path(
+    small_tmpfs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = tmp_path / "t.csv"
+    rows = [f"{i * 0.01},vm{i % 2},r,{(i * 7919 % 500) << 20},4096" for i in range(400)]
+    trace.write_text("time,image,op,offset,length\n" + "\n".join(rows) + "\n")
+    with open(small_tmpfs / "filler", "wb") as f, contextlib.suppress(OSError):
+        f.write(b"x" * (16 << 10))
+    out = small_tmpfs / "plan.json"
+    code = main(["relocate", "plan", str(trace), "-o", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1, err
+    assert err == [f"vmio: error: cannot write '{out}': No space left on device; nothing of this command's "
+                   "output was kept"]  # fmt: skip
+    assert sorted(p.name for p in small_tmpfs.iterdir()) == ["filler"]

@@ -6,6 +6,7 @@ Exit codes: 0 success, 1 a run or check failed, 2 bad input, 3 refused as unsafe
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 from collections.abc import Callable
@@ -14,6 +15,7 @@ from typing import NoReturn
 from vmio.campaign.facts import vmio_version
 from vmio.cli import advise, campaign, dstore, guest, membal, qemu, relocate, report
 from vmio.errors import VmioError
+from vmio.system.output_paths import user_path, write_failed
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -70,6 +72,11 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise  # anything else is a bug to see with its traceback
+        print(f"vmio: error: {write_failed(user_path(exc.filename or '?'), exc)}", file=sys.stderr)
+        return 1
 
 
 def _one_line(text: str) -> str:

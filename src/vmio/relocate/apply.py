@@ -22,6 +22,7 @@ from typing import BinaryIO, TextIO
 from vmio.errors import InputError, UnsafeTargetError, VmioError
 from vmio.relocate.plan_io import mapping_runs, plan_digest
 from vmio.relocate.planner import Plan
+from vmio.system.output_paths import write_failed
 
 JOURNAL_MAGIC = "vmio-relocate-journal v1"
 SECTOR = 512
@@ -73,8 +74,12 @@ def write_map(plan: Plan, path: Path) -> None:
     rows = [f"# extent_bytes {plan.layout.extent_bytes}", "# image logical_extent count physical_extent"]
     rows += [f"{n} {lo} {cnt} {ph}" for n, lo, cnt, ph in mapping_runs(plan)]
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("\n".join(rows) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    try:
+        tmp.write_text("\n".join(rows) + "\n", encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise write_failed(path, exc) from None
 
 
 def apply_to_image(

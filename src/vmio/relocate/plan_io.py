@@ -13,6 +13,7 @@ from vmio.errors import InputError
 from vmio.relocate.layout import Layout
 from vmio.relocate.planner import Plan
 from vmio.system.input_file import load_json
+from vmio.system.output_paths import write_failed
 
 FORMAT = "vmio-relocation-plan"
 VERSION = 1
@@ -140,8 +141,12 @@ def plan_from_dict(data: Any, where: str = "plan") -> Plan:
 
 def write_plan(plan: Plan, path: Path) -> None:
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(plan_to_dict(plan), indent=1) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    try:
+        tmp.write_text(json.dumps(plan_to_dict(plan), indent=1) + "\n", encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise write_failed(path, exc) from None
 
 
 def read_plan(path: Path) -> Plan:

@@ -83,6 +83,20 @@ def write_failed(path: str | Path, exc: OSError) -> VmioError:
     return InputError(f"cannot write {str(path)!r}: {reason}")
 
 
+TEMP_SUFFIXES = (".tmp", ".vmio-partial")
+
+
+def user_path(name: str | Path) -> Path:
+    """The user's path behind one of vmio's temporary names beside it (``.x.csv.tmp``, ``x.json.tmp``,
+    ``x.img.vmio-partial`` -> ``x.csv``, ``x.json``, ``x.img``); any other path as it is."""
+    path = Path(name)
+    for suffix in TEMP_SUFFIXES:
+        if path.name.endswith(suffix) and len(path.name) > len(suffix):
+            base = path.name[: -len(suffix)]
+            return path.with_name(base[1:] if base.startswith(".") and len(base) > 1 else base)
+    return path
+
+
 @contextlib.contextmanager
 def all_or_none(paths: list[Path]) -> Iterator[None]:
     """Remove every path in ``paths`` (filled by the block as it writes) when the block fails, so a command
