@@ -240,14 +240,19 @@ def cloudphysics_trace(draw: st.DrawFn) -> str:
 
 IOLOG = "fio version 2 iolog\n/dev/vdb add\n/dev/vdb open\n/dev/vdb read 0 4096\n/dev/vdb wait 0 100\n"
 QEMU = "1@1700000000.000001:virtio_blk_handle_read vdev 0x55 req 0x1 sector 8 nsectors 8\n"
+BLKPARSE = (
+    "  8,0    0        1     0.000000000  1234  D   R 2048 + 8 [fio]\n"
+    "  8,0    0        2     0.000100000  1234  D   W 4096 + 16 [fio]\n"
+)
 
 
-@rule(120)
+@rule(80)
 @given(
     trace=csv_trace()
     | cloudphysics_trace()
     | mutated_text(IOLOG)
     | mutated_text(QEMU)
+    | mutated_text(BLKPARSE)
     | st.text(max_size=80),
     command=st.sampled_from([["relocate", "analyze"], ["relocate", "plan"], ["membal", "mrc"]]),
 )
