@@ -3,8 +3,12 @@ value, no traceback, no file left behind."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import sqlite3
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +30,13 @@ def test_bad_input_is_one_clear_error(
     with sqlite3.connect(fixture) as db:
         db.executescript((BAD.parent / "stores" / "schema-v2.sql").read_text())
     db.close()
+    special = _special_files(tmp_path / "special", case)
     monkeypatch.chdir(tmp)
     monkeypatch.delenv("VMIO_DB", raising=False)
-    argv = [a.format(data=BAD, tmp=tmp, fixture=fixture) for a in case["argv"]]
-    code = main(argv)
+    names = {"data": BAD, "tmp": tmp, "fixture": fixture, "special": special}
+    argv = [a.format(**names) for a in case["argv"]]
+    beside = sorted(special.iterdir())
+    code = _within(HANG_S, main, argv)
     out, err = capsys.readouterr()
     assert "Traceback" not in err + out
     lines = err.strip().splitlines()
@@ -37,3 +44,42 @@ def test_bad_input_is_one_clear_error(
     assert case["message"] in lines[0]
     assert code == case["exit"], lines[0]
     assert list(tmp.iterdir()) == [], "a bad input left a file behind"
+    assert sorted(special.iterdir()) == beside, "a read left a file beside its input (a store's -wal/-shm?)"
+
+
+HANG_S = 60  # a case still running after this is a hang (a FIFO opened for reading blocks forever)
+
+
+def _within(seconds: int, func: Callable[[list[str]], int], argv: list[str]) -> int:
+    """``func(argv)``, failing the test when it takes more than ``seconds`` (an alarm interrupts a blocked
+    open)."""
+
+    def hung(_signum: int, _frame: object) -> None:
+        raise AssertionError(f"vmio {' '.join(argv)} still runs after {seconds} s: a hang")
+
+    old = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(seconds)
+    try:
+        return func(argv)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _special_files(folder: Path, case: dict[str, Any]) -> Path:
+    """{special}/fifo and fifo.fio (named pipes), {special}/store.db (the fixture store in WAL mode, changed by the case's
+    ``store_sql``), {special}/folder, {special}/file: inputs that cannot live in the repository."""
+    folder.mkdir()
+    os.mkfifo(folder / "fifo")
+    os.mkfifo(folder / "fifo.fio")
+    (folder / "folder").mkdir()
+    (folder / "file").write_text("a file\n")
+    store = folder / "store.db"
+    with contextlib.closing(sqlite3.connect(store)) as db:
+        db.executescript((BAD.parent / "stores" / "schema-v2.sql").read_text())
+        db.execute("PRAGMA journal_mode = WAL")
+        if case.get("store_sql"):
+            db.executescript(case["store_sql"])
+        db.commit()
+    assert not (folder / "store.db-wal").exists()
+    return folder

@@ -76,7 +76,7 @@ def test_bad_scenario_is_one_message_and_exit_2(tmp_path: Path, capsys: pytest.C
         == f"vmio: error: {bad}:18: vm[1].alpha = 'steep' is not accepted; use a number from 0.0 up to 5.0\n"
     )
     assert main(["membal", "sim", str(tmp_path / "missing.toml")]) == 2
-    assert "cannot read the scenario file" in capsys.readouterr().err
+    assert "cannot read scenario file" in capsys.readouterr().err
 
 
 def test_sim_with_sampled_curves_says_its_bounds_are_estimates(

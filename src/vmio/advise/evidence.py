@@ -25,7 +25,6 @@ QEMU processes for VMs), % of one core: host-wide %usr/%sys beyond it is other w
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass, field, fields
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from vmio.errors import InputError
+from vmio.system.input_file import load_json
 
 BUSES = ("virtio-blk", "virtio-scsi", "nvme", "block", "vfio")
 ACCELS = ("kvm", "tcg")
@@ -131,18 +131,7 @@ def parse_version(text: str) -> tuple[int, int, int]:
 
 def load_evidence(path: Path) -> Evidence:
     """Read an evidence file; InputError names the file and the bad place."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read evidence file {str(path)!r}: {exc.strerror}") from exc
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from exc
-    except RecursionError:
-        raise InputError(f"{path}: JSON nested too deeply to read") from None
+    raw = load_json(path, "evidence file")
     try:
         return evidence_from_dict(raw)
     except InputError as exc:

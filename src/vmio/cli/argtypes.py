@@ -6,8 +6,10 @@ import argparse
 import math
 import re
 from collections.abc import Callable
+from pathlib import Path
 
 from vmio.errors import InputError
+from vmio.system.output_paths import output_dir_problem, output_file_problem
 from vmio.units import parse_duration, parse_size
 
 
@@ -16,6 +18,19 @@ def size(text: str) -> int:
         return parse_size(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def extent(text: str) -> int:
+    """A size that is a positive multiple of 512 bytes (an extent, a page)."""
+    value = size(text)
+    if value <= 0 or value % 512:
+        raise argparse.ArgumentTypeError(
+            f"{_short(text)!r} is not a positive multiple of 512 bytes such as '1M'"
+        )
+    return value
+
+
+extent.__name__ = "extent"
 
 
 def duration(text: str) -> float:
@@ -65,6 +80,35 @@ def real(low: float, high: float) -> Callable[[str], float]:
 
     convert.__name__ = "number"
     return convert
+
+
+def out_file(text: str) -> Path:
+    """A file vmio writes: not a folder, in a folder that exists (checked before the command runs)."""
+    problem = output_file_problem(text)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return Path(text)
+
+
+def out_file_anywhere(text: str) -> Path:
+    """A file vmio writes, creating its missing folders: not a folder, no file in the way."""
+    problem = output_file_problem(text, make_folder=True)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return Path(text)
+
+
+def out_dir(text: str) -> Path:
+    """A folder vmio writes into: a folder, or a path it can create (no file in the way)."""
+    problem = output_dir_problem(text)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return Path(text)
+
+
+out_file.__name__ = "file"
+out_file_anywhere.__name__ = "file"
+out_dir.__name__ = "folder"
 
 
 def _short(text: str, limit: int = 40) -> str:

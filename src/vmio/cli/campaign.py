@@ -65,7 +65,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default="1s",
         help="sampling interval (default 1s, at least 100ms)",
     )
-    p.add_argument("--workdir", help="keep job files and fio logs here")
+    p.add_argument("--workdir", type=argtypes.out_dir, help="keep job files and fio logs here")
     p.add_argument(
         "--boot-timeout",
         type=argtypes.duration,
@@ -108,7 +108,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--format", choices=export.FORMATS,
                    help="csv, json, parquet, ndjson or prometheus (default: from the output's suffix, e.g. "
                    ".csv, .json, .parquet, .ndjson, .prom)")  # fmt: skip
-    p.add_argument("-o", "--output", required=True,
+    p.add_argument("-o", "--output", type=argtypes.out_file, required=True,
                    help="output file (csv and parquet write their series and operations beside it); '-' writes "
                    "json, ndjson or prometheus to stdout")  # fmt: skip
     p.set_defaults(handler=cmd_export)

@@ -110,8 +110,8 @@ def _profile_args(p: argparse.ArgumentParser) -> None:
         metavar="rbd:POOL/IMAGE",
         help="allow writing this RBD image although it holds data vmio did not put there",
     )
-    p.add_argument("--plot-dir", type=Path, help="write profile.png (and compare.png) here")
-    p.add_argument("-o", "--output", type=Path, help="also write the JSON result to this file")
+    p.add_argument("--plot-dir", type=argtypes.out_dir, help="write profile.png (and compare.png) here")
+    p.add_argument("-o", "--output", type=argtypes.out_file, help="also write the JSON result to this file")
     p.add_argument("--json", action="store_true")
 
 

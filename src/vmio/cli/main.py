@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import os
 import signal
 import sys
@@ -18,6 +19,7 @@ from typing import NoReturn
 from vmio.campaign.facts import vmio_version
 from vmio.cli import advise, campaign, dstore, guest, membal, qemu, relocate, report, reproduce
 from vmio.errors import VmioError
+from vmio.system.output_paths import user_path, write_failed
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -65,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
         with signals_unwind():
             return handler(args)
     except VmioError as exc:
-        print(f"vmio: error: {exc}", file=sys.stderr)
+        text = str(exc) if exc.exit_code != 2 else _one_line(str(exc))
+        print(f"vmio: error: {text}", file=sys.stderr)
         return exc.exit_code
     except Terminated:
         print("vmio: terminated", file=sys.stderr)
@@ -77,6 +80,16 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise  # anything else is a bug to see with its traceback
+        print(f"vmio: error: {write_failed(user_path(exc.filename or '?'), exc)}", file=sys.stderr)
+        return 1
+
+
+def _one_line(text: str) -> str:
+    """A bad-input message as one line: control characters a value carried in are shown escaped."""
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
 
 
 class Terminated(KeyboardInterrupt):

@@ -10,7 +10,6 @@ import json
 from pathlib import Path
 
 from vmio.cli import argtypes
-from vmio.cli.argtypes import size
 from vmio.cli.membal_live import add_run
 from vmio.errors import InputError
 from vmio.membal.curve import MissRatioCurve, Sampling, stream_curve
@@ -28,14 +27,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sim = inner.add_parser("sim", help="simulate the scenario's policies against the optimal split")
     sim.add_argument("scenario", metavar="SCENARIO", help="scenario TOML file")
     sim.add_argument("--json", action="store_true", help="print the results as JSON")
-    sim.add_argument("--plots", metavar="DIR", type=Path, help="write hit-ratio and memory plots (PNG, SVG)")
+    sim.add_argument(
+        "--plots", metavar="DIR", type=argtypes.out_dir, help="write hit-ratio and memory plots (PNG, SVG)"
+    )
     sampling_options(sim, "the bounds' miss-ratio curves (default: exact)")
     sim.set_defaults(handler=_sim)
     mrc = inner.add_parser("mrc", help="the LRU miss-ratio curve of a block trace, read as a stream")
     mrc.add_argument(
         "trace", metavar="TRACE", type=Path, help="CloudPhysics vSCSI CSV (version,time,op,size,lbn)"
     )
-    mrc.add_argument("--page", type=size, default=4096, help="page size (default 4k)")
+    mrc.add_argument("--page", type=argtypes.extent, default=4096, help="page size (default 4k)")
     mrc.add_argument(
         "--chunk", type=argtypes.count(1, 1 << 30), default=DEFAULT_CHUNK, help="pages read per chunk"
     )

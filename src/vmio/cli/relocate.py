@@ -48,7 +48,9 @@ def _add_capture(rsub: Sub) -> None:
     p.add_argument(
         "--seconds", type=argtypes.real(0.1, 86400), default=30.0, help="how long to trace (default 30)"
     )
-    p.add_argument("-o", "--output", type=Path, required=True, help="blkparse text output, for analyze/plan")
+    p.add_argument(
+        "-o", "--output", type=argtypes.out_file, required=True, help="blkparse text output, for analyze/plan"
+    )
     p.set_defaults(handler=_capture)
 
 
@@ -69,14 +71,16 @@ def _trace_options(p: argparse.ArgumentParser, *, required: bool) -> None:
                        help="instead of files: the VM traces vmio kept for a campaign (targets with trace = true)")  # fmt: skip
         p.add_argument("--db", default=None, help="the store whose traces --run reads (default ./vmio.db)")
     p.add_argument("--format", default="auto", help="auto | blkparse | fio | qemu | cloudphysics | csv")
-    p.add_argument("--extent", type=size, default=1 << 20, help="extent size (default 1M)")
+    p.add_argument("--extent", type=argtypes.extent, default=1 << 20, help="extent size (default 1M)")
 
 
 def _add_analyze(rsub: Sub) -> None:
     p = rsub.add_parser("analyze", help="heat per image: accesses per extent, hot set, plots")
     _trace_options(p, required=True)
     p.add_argument("--coverage", type=_fraction, default=0.9, help="hot set covers this share of accesses")
-    p.add_argument("--plot-dir", type=Path, help="write access-distribution and heat-over-time PNGs here")
+    p.add_argument(
+        "--plot-dir", type=argtypes.out_dir, help="write access-distribution and heat-over-time PNGs here"
+    )
     p.add_argument(
         "--cache-curve",
         action="store_true",
@@ -116,7 +120,7 @@ def _add_plan(rsub: Sub) -> None:
     _plan_options(p)
     p.add_argument("--image", action="append", default=[], metavar="NAME=SIZE", help="an image's size")
     p.add_argument("--disk-size", type=size, help="disk size (default: the images plus their hot bytes)")
-    p.add_argument("-o", "--output", type=Path, required=True, help="plan file to write")
+    p.add_argument("-o", "--output", type=argtypes.out_file, required=True, help="plan file to write")
     p.set_defaults(handler=_plan)
 
 
@@ -130,7 +134,7 @@ def _add_evaluate(rsub: Sub) -> None:
         "--synthetic", choices=["ffsb"], help="an FFSB-like stream as kogakuin-relocate-2011 describes"
     )
     p.add_argument("--format", default="auto")
-    p.add_argument("--extent", type=size, default=1 << 20)
+    p.add_argument("--extent", type=argtypes.extent, default=1 << 20)
     p.add_argument("--vms", type=argtypes.count(1, 64), default=2)
     p.add_argument("--image-size", type=size, default=100 << 30, help="image size (default 100G)")
     p.add_argument(
@@ -186,8 +190,10 @@ def _add_evaluate(rsub: Sub) -> None:
         help="in-zone order: image | first | coaccess (default: image for the calibrated FFSB model, "
         "as kogakuin-relocate-2011 moved each hot region whole; coaccess otherwise)",
     )
-    p.add_argument("--plot", type=Path, help="PNG of the access distribution before and after")
-    p.add_argument("--save-plan", type=Path, help="write the plan used to this file")
+    p.add_argument(
+        "--plot", type=argtypes.out_file_anywhere, help="PNG of the access distribution before and after"
+    )
+    p.add_argument("--save-plan", type=argtypes.out_file, help="write the plan used to this file")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_evaluate)
 
@@ -196,9 +202,16 @@ def _add_apply(rsub: Sub) -> None:
     p = rsub.add_parser("apply", help="apply a plan: to an image file, or generate dm / LVM steps")
     p.add_argument("plan", type=Path)
     p.add_argument(
-        "--to-image", type=Path, metavar="OUT", help="write the relocated disk here (+ .map, .journal)"
+        "--to-image",
+        type=argtypes.out_file,
+        metavar="OUT",
+        help="write the relocated disk here (+ .map, .journal)",
     )
-    p.add_argument("--source", type=Path, help="the shared disk (file) in the layout before the plan")
+    p.add_argument(
+        "--source",
+        type=Path,
+        help="the shared disk (a file or block device, only read) in the layout before the plan",
+    )
     p.add_argument("--rollback", action="store_true", help="remove what an interrupted apply wrote")
     p.add_argument("--rate", type=size, help="copy at most this many bytes per second")
     p.add_argument("--dm-tables", metavar="DEVICE", help="print device-mapper linear tables onto DEVICE")

@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
-from vmio.cli import terminal
+from vmio.cli import argtypes, terminal
 from vmio.cli.campaign import add_db, open_store
 from vmio.errors import InputError
 from vmio.report import compare, compare_text, data, seed000
@@ -19,9 +18,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("report", help="an HTML report with plots, and the summary table")
     p.add_argument("campaign")
     p.add_argument(
-        "-o", "--output", type=Path, help="the HTML file to write (without it: the summary table only)"
+        "-o",
+        "--output",
+        type=argtypes.out_file_anywhere,
+        help="the HTML file to write (without it: the summary table only)",
     )
-    p.add_argument("--png-dir", type=Path, help="also write every plot as PNG here")
+    p.add_argument("--png-dir", type=argtypes.out_dir, help="also write every plot as PNG here")
     p.add_argument("--baseline", help="the baseline target (default: the first host target)")
     p.add_argument("--json", action="store_true", help="print the summary table as JSON")
     add_db(p)

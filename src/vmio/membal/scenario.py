@@ -43,7 +43,7 @@ from vmio.membal.specfields import (
 )
 from vmio.membal.specworkloads import WORKLOADS, parse_workload
 from vmio.membal.workloads import Workload
-from vmio.spec.tomlfile import Locator, loads_toml
+from vmio.spec.tomlfile import Locator, loads_toml, read_spec_text
 
 DEFAULT_POLICIES = ("equal", "efficiency", "marginal", "mom", "refault")
 SCENARIO_KEYS = {"name", "memory", "page", "epoch", "accesses", "seed", "policies", "grain"}
@@ -80,10 +80,7 @@ class Scenario:
 def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a scenario file. Raises ``SpecError`` naming file:line, field and value."""
     p = Path(path)
-    try:
-        text = p.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(f"{p}: cannot read the scenario file: {exc}") from exc
+    text = read_spec_text(p, "scenario file")
     return parse_scenario(text, str(p), base=p.parent)
 
 

@@ -8,8 +8,11 @@ checking that extent again; ``rollback`` removes what an apply wrote. Free space
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
+import stat
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -22,6 +25,8 @@ from vmio.relocate.planner import Plan
 from vmio.system import files
 
 JOURNAL_MAGIC = "vmio-relocate-journal v1"
+SECTOR = 512
+BLKSSZGET = 0x1268  # linux/fs.h: the logical block size of a block device, an int
 
 
 class ApplyError(VmioError):
@@ -82,11 +87,8 @@ def apply_to_image(
     """Copy ``source`` into ``out`` in the plan's layout, resuming from the journal when one exists."""
     journal, table = side_paths(out)
     e = plan.layout.extent_bytes
-    need = max((b + n) for b, n in zip(plan.layout.base, plan.layout.nextents, strict=True)) * e
-    if not source.is_file() or source.stat().st_size < need:
-        raise InputError(
-            f"source {str(source)!r} must be a file of at least {need} bytes (the images' layout)"
-        )
+    check_against_source(plan, source)
+    check_output(out)
     header = f"{JOURNAL_MAGIC} plan={plan_digest(plan)} source={source.resolve()}"
     resumed = journal.exists()
     if out.exists() and not resumed:
@@ -111,6 +113,57 @@ def apply_to_image(
     finally:
         os.close(fd_out)
     return ApplyResult(len(extents) - done, done, len(extents), resumed)
+
+
+def check_against_source(plan: Plan, source: Path) -> None:
+    """Refuse, before anything is written, a plan that does not fit ``source`` (a regular file or a block
+    device, only read): its extent must be a multiple of the source's logical block size, and every image
+    extent a move reads must lie inside the source. Moves are whole extents, so each move's length is a
+    multiple of the extent by construction; destinations lie inside the plan's disk (``Plan.validate``)."""
+    try:
+        st = os.stat(source)
+    except OSError as exc:
+        raise InputError(f"cannot read source {str(source)!r}: {exc.strerror}") from None
+    if stat.S_ISBLK(st.st_mode):
+        size, block = _block_device_geometry(source)
+    elif stat.S_ISREG(st.st_mode):
+        size, block = st.st_size, SECTOR
+    else:
+        raise InputError(f"source {str(source)!r} is neither a regular file nor a block device")
+    lay = plan.layout
+    if lay.extent_bytes <= 0 or lay.extent_bytes % block:
+        raise InputError(
+            f"extent_bytes = {lay.extent_bytes} is not a multiple of the logical block size of "
+            f"{str(source)!r} ({block} bytes)"
+        )
+    need = max((b + n for b, n in zip(lay.base, lay.nextents, strict=True)), default=0) * lay.extent_bytes
+    if not lay.names or size < need:
+        raise InputError(
+            f"source {str(source)!r} has {size} bytes; the plan's images need at least {need} bytes"
+        )
+    plan.validate()
+
+
+def check_output(out: Path) -> None:
+    """The output's folder exists and is a folder; the output is not a folder."""
+    parent = out.parent if str(out.parent) else Path(".")
+    if out.is_dir():
+        raise InputError(f"--to-image {str(out)!r} is a folder; give the path of a new file")
+    if not parent.exists():
+        raise InputError(f"--to-image {str(out)!r}: the folder {str(parent)!r} does not exist")
+    if not parent.is_dir():
+        raise InputError(f"--to-image {str(out)!r}: {str(parent)!r} is not a folder")
+
+
+def _block_device_geometry(device: Path) -> tuple[int, int]:
+    """Bytes and logical block size (``BLKSSZGET``) of a block device."""
+    fd = os.open(device, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        size = os.lseek(fd, 0, os.SEEK_END)
+        raw = fcntl.ioctl(fd, BLKSSZGET, b"\0" * 4)
+    finally:
+        os.close(fd)
+    return size, int.from_bytes(raw, sys.byteorder)
 
 
 def _copy_one(

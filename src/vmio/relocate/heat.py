@@ -11,7 +11,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from vmio.errors import InputError
-from vmio.traces.trace import Trace, expand_runs
+from vmio.traces.trace import Trace, check_page_budget, expand_runs
 
 DEFAULT_EXTENT = 1 << 20
 
@@ -116,4 +116,6 @@ def pages_of(trace: Trace, index: int, page: int = 4096) -> NDArray[np.int64]:
     of them in turn; a request of no bytes, none): the key stream a cache in front of the image sees."""
     mine = (trace.image == index) & (trace.length > 0)
     first = trace.offset[mine] // page
-    return expand_runs(first, (trace.offset[mine] + trace.length[mine] - 1) // page - first + 1)
+    counts = (trace.offset[mine] + trace.length[mine] - 1) // page - first + 1
+    check_page_budget(int(counts.sum()), int(mine.sum()), f"image {trace.images[index]!r}")
+    return expand_runs(first, counts)

@@ -13,6 +13,7 @@ from vmio.errors import InputError
 from vmio.relocate.layout import Layout
 from vmio.relocate.planner import Plan
 from vmio.system import files
+from vmio.system.input_file import load_json
 
 FORMAT = "vmio-relocation-plan"
 VERSION = 1
@@ -38,43 +39,103 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
     }
 
 
+MAX_INT = (1 << 63) - 1
+SECTOR = 512
+
+
+def _int(value: Any, name: str, lo: int = 0, hi: int = MAX_INT) -> int:
+    """A JSON integer (not a bool, not a float) from ``lo`` to ``hi``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"{name} = {_shown(value)} is not a whole number; use one from {lo} to {hi}")
+    if not lo <= value <= hi:
+        raise InputError(f"{name} = {_shown(value)} is out of range; use a whole number from {lo} to {hi}")
+    return value
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _layout(data: dict[str, Any]) -> Layout:
+    """The layout of a plan, every field checked: the extent a positive multiple of 512 bytes, the disk a
+    whole number of extents, at least one image, each image inside the disk and apart from the others."""
+    e = _int(data["extent_bytes"], "extent_bytes", 1)
+    if e % SECTOR:
+        raise InputError(f"extent_bytes = {e} is not a multiple of {SECTOR} bytes (a sector)")
+    disk_bytes = _int(data["disk_bytes"], "disk_bytes", e)
+    if disk_bytes % e:
+        raise InputError(f"disk_bytes = {disk_bytes} is not a whole number of extents of {e} bytes")
+    disk = disk_bytes // e
+    images = data["images"]
+    if not isinstance(images, list) or not images:
+        raise InputError(f"images = {_shown(images)}: a plan needs a list of at least one image")
+    names, sizes, bases = [], [], []
+    for n, img in enumerate(images):
+        if not isinstance(img, dict) or not isinstance(img.get("name"), str):
+            raise InputError(f"images[{n}] = {_shown(img)} is not an image with a name")
+        names.append(img["name"])
+        sizes.append(_int(img["extents"], f"images[{n}].extents", 0, disk))
+        bases.append(_int(img["base_extent"], f"images[{n}].base_extent", 0, disk - sizes[-1]))
+    spans = sorted(zip(bases, sizes, names, strict=True))
+    for (b1, n1, a), (b2, _n2, b) in zip(spans, spans[1:], strict=False):
+        if b1 + n1 > b2:
+            raise InputError(f"images {a!r} and {b!r} overlap on the disk (extents {b2} to {b1 + n1 - 1})")
+    return Layout(tuple(names), tuple(sizes), tuple(bases), e, disk)
+
+
+def _mapping(data: dict[str, Any], lay: Layout) -> tuple[np.ndarray, ...]:
+    """The mapping after the plan's moves; each move names an existing image and extent, once."""
+    mapping = [b + np.arange(n, dtype=np.int64) for b, n in zip(lay.base, lay.nextents, strict=True)]
+    moves = data["moves"]
+    if not isinstance(moves, list):
+        raise InputError(f"moves = {_shown(moves)} is not a list of [image, extent, from, to]")
+    seen: set[tuple[int, int]] = set()
+    for n, move in enumerate(moves):
+        if not isinstance(move, list) or len(move) != 4:
+            raise InputError(f"moves[{n}] = {_shown(move)} is not [image, extent, from, to]")
+        image = _int(move[0], f"moves[{n}] image", 0, len(lay.names) - 1)
+        logical = _int(move[1], f"moves[{n}] extent", 0, lay.nextents[image] - 1)
+        src = _int(move[2], f"moves[{n}] from", 0, lay.disk_extents - 1)
+        dst = _int(move[3], f"moves[{n}] to", 0, lay.disk_extents - 1)
+        if (image, logical) in seen:
+            raise InputError(f"moves[{n}] moves extent {logical} of image {lay.names[image]!r} a second time")
+        seen.add((image, logical))
+        if mapping[image][logical] != src:
+            raise InputError(f"move {move!r} does not start where the extent is")
+        mapping[image][logical] = dst
+    return tuple(mapping)
+
+
 def plan_from_dict(data: Any, where: str = "plan") -> Plan:
     """Rebuild and validate a plan; errors name ``where`` and the bad field."""
     try:
-        if data.get("format") != FORMAT or data.get("version") != VERSION:
-            raise InputError(f"{where}: not a {FORMAT} v{VERSION} (format={data.get('format')!r})")
-        images = data["images"]
-        lay = Layout(
-            tuple(str(i["name"]) for i in images),
-            tuple(int(i["extents"]) for i in images),
-            tuple(int(i["base_extent"]) for i in images),
-            int(data["extent_bytes"]),
-            int(data["disk_bytes"]) // int(data["extent_bytes"]),
-        )
-        mapping = [b + np.arange(n, dtype=np.int64) for b, n in zip(lay.base, lay.nextents, strict=True)]
-        for image, logical, src, dst in data["moves"]:
-            if mapping[image][logical] != src:
-                raise InputError(
-                    f"{where}: move {[image, logical, src, dst]!r} does not start where the extent is"
-                )
-            mapping[image][logical] = dst
+        if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("version") != VERSION:
+            shown = _shown(data.get("format")) if isinstance(data, dict) else "none"
+            raise InputError(f"not a {FORMAT} v{VERSION} (format={shown})")
+        lay = _layout(data)
+        mapping = _mapping(data, lay)
         zone = data["zone"]
+        if not isinstance(zone, dict):
+            raise InputError(f"zone = {_shown(zone)} is not an object")
         plan = Plan(
             lay,
-            tuple(mapping),
-            int(zone["start_extent"]),
-            int(zone["extents"]),
+            mapping,
+            _int(zone["start_extent"], "zone.start_extent", 0, lay.disk_extents),
+            _int(zone["extents"], "zone.extents", 0, lay.disk_extents),
             str(zone["position"]),
             str(zone["order"]),
             str(zone.get("placement", "given")),
             str(zone.get("placement_reason", "")),
         )
-    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        plan.validate()
+    except KeyError as exc:
+        raise InputError(f"{where}: malformed plan: the field {exc} is missing") from None
+    except (TypeError, ValueError, IndexError, AttributeError) as exc:
         raise InputError(f"{where}: malformed plan ({type(exc).__name__}: {exc})") from None
     except InputError as exc:
         message = str(exc)
         raise InputError(message if message.startswith(f"{where}:") else f"{where}: {message}") from None
-    plan.validate()
     return plan
 
 
@@ -83,13 +144,8 @@ def write_plan(plan: Plan, path: Path) -> None:
 
 
 def read_plan(path: Path) -> Plan:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(f"cannot read plan {str(path)!r}: {exc.strerror}") from exc
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}:{exc.lineno}: not JSON: {exc.msg}") from exc
-    return plan_from_dict(data, str(path))
+    """A plan file: a regular file of UTF-8 JSON, every field checked before anything acts on it."""
+    return plan_from_dict(load_json(path, "plan"), str(path))
 
 
 def plan_digest(plan: Plan) -> str:

@@ -76,8 +76,10 @@ class Plan:
                 )
         if len(allp) and (allp.min() < 0 or allp.max() >= lay.disk_extents):
             raise InputError(f"plan maps an extent outside the disk's {lay.disk_extents} extents")
-        if len(np.unique(allp)) != len(allp):
-            raise InputError("plan maps two extents to the same place on the disk")
+        uniq, counts = np.unique(allp, return_counts=True)
+        if len(uniq) != len(allp):
+            twice = int(uniq[np.argmax(counts > 1)])
+            raise InputError(f"plan maps two extents to the same place on the disk (physical extent {twice})")
 
 
 def build_plan(

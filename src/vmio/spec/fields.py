@@ -117,10 +117,16 @@ def size(value: object) -> int:
     return parse_size(value)
 
 
+# the largest block one fio read or write may move: Linux moves at most 2 GiB - 4 KiB in one call
+MAX_BLOCK = 1 << 30
+
+
 def block_size(value: object) -> int:
     n = parse_size(value)
     if n == 0 or n % 512:
         raise ValueError("is not a block size; use a multiple of 512 such as '4k'")
+    if n > MAX_BLOCK:
+        raise ValueError(f"is {n} bytes, too large a block; use a multiple of 512 up to 1G such as '4k'")
     return n
 
 

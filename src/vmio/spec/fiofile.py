@@ -18,8 +18,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from vmio.errors import SpecError
-from vmio.spec.fields import ENGINES
+from vmio.errors import InputError, SpecError
+from vmio.spec.fields import ENGINES, MAX_BLOCK
+from vmio.system.input_file import read_text
 from vmio.units import parse_duration, parse_size
 
 # Kept from the file, as written (the pattern of the I/O).
@@ -178,6 +179,9 @@ RW_NAMES = {"read": "read", "write": "write", "randread": "randread", "randwrite
 _SECTION = re.compile(r"^\[([^\]]+)\]\s*$")
 
 
+MAX_JOB_BYTES = 4 << 20  # a fio job file larger than this is not one
+
+
 @dataclass(frozen=True)
 class Option:
     key: str
@@ -227,11 +231,9 @@ class Pattern:
 def read_sections(path: Path, shown: str) -> list[Section]:
     """The job sections of fio job file ``path`` (``shown`` in messages); a bad line is a ``SpecError``."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SpecError(f"{shown}: cannot read the fio job file: {exc.strerror}") from exc
-    except UnicodeDecodeError as exc:
-        raise SpecError(f"{shown}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+        text = read_text(path, "fio job file", MAX_JOB_BYTES)
+    except InputError as exc:
+        raise SpecError(str(exc).replace(str(path), shown)) from None
     glob: list[Option] = []
     sections: list[tuple[str, int, list[Option]]] = []
     current: list[Option] | None = None
@@ -285,8 +287,8 @@ def patterns(path: Path, shown: str) -> list[Pattern]:
     if problems:
         unique = list(dict.fromkeys(problems))  # a [global] option shows once, not per section
         raise SpecError(
-            "vmio cannot honour these fio options (vmio sets filename, size, runtime, logs and rate itself; "
-            "the rest must be an I/O pattern it can measure):\n  " + "\n  ".join(unique)
+            "vmio cannot honour these fio options: " + "; ".join(unique) + " (vmio sets filename, size, "
+            "runtime, logs and rate itself; the rest must be an I/O pattern it can measure)"
         )
     return out
 
@@ -327,6 +329,7 @@ def _pattern(sec: Section, shown: str, beside: list[str]) -> Pattern:
     elif sec.get("rwmixwrite") is not None:
         mix = 100 - _int(sec.get("rwmixwrite"), where("rwmixwrite"), "rwmixwrite", 0, 100)
     bs_text = sec.get("bs") or sec.get("blocksize") or "4k"
+    _check_block_sizes(bs_text, where("bs" if sec.get("bs") else "blocksize"))
     bs = 0
     if (
         re.fullmatch(r"[0-9]+[kKmMgG]?[iI]?[bB]?", bs_text)
@@ -378,6 +381,19 @@ def _fio_time(text: str | None) -> float | None:
     except ValueError:
         return None
     return seconds if seconds > 0 else None
+
+
+def _check_block_sizes(text: str, where: str) -> None:
+    """Each size in a ``bs`` value (``4k``, ``4k,64k``) that reads as a size must be a block fio can move."""
+    for part in text.split(","):
+        try:
+            n = parse_size(part.strip())
+        except ValueError:
+            continue  # a form vmio does not read (ranges, splits): fio checks it
+        if n > MAX_BLOCK:
+            raise SpecError(
+                f"{where}: bs = {text!r} is {n} bytes, too large a block; use up to 1G such as '4k'"
+            )
 
 
 def _int(text: str | None, where: str, key: str, low: int, high: int) -> int:

@@ -35,6 +35,7 @@ from vmio.spec.model import (
 from vmio.spec.sla import Sla, parse_sla, parse_stored_sla
 from vmio.spec.steady import parse_steady
 from vmio.spec.tomlfile import Locator, load_toml, loads_toml
+from vmio.system.input_file import capacity
 from vmio.system.safety import is_block_device
 
 
@@ -143,6 +144,7 @@ def _target(data: object, loc: Locator, i: int, stored: bool = False) -> Target:
             capacity_write_iops=t.take("capacity_write_iops", f.integer(1), None),
         )
         _check_loop(t, (target.path,), target.loop)
+        _check_size_fits(t, (target.path,), target.size)
     elif kind == "remote":
         hosts = t.take("hosts", f.one_or_many(_host_port))
         paths: tuple[str, ...] = t.take("paths", f.one_or_many(f.string), ())
@@ -175,6 +177,7 @@ def _target(data: object, loc: Locator, i: int, stored: bool = False) -> Target:
         _check_machine(t, target)
         _check_loop(t, target.backing, target.loop)
         _check_bus(t, target)
+        _check_size_fits(t, target.backing, target.size)
     t.done()
     return target
 
@@ -219,6 +222,18 @@ def _qemu_target(t: Fields, name: str, stored: bool = False) -> QemuTarget:
 
 
 MAX_IDLE_VMS = 16
+
+
+def _check_size_fits(t: Fields, paths: tuple[str, ...], size: int | None) -> None:
+    """A target ``size`` must fit where it goes: a block device's bytes, or the capacity of the filesystem
+    that would hold the file (judged from the nearest folder that exists)."""
+    if size is None:
+        return
+    for path in paths:
+        room = capacity(path)
+        if room is not None and size > room[0]:
+            raise t.error("size", f"{t.label}.size = {size} bytes does not fit {room[1]} ({room[0]} bytes); "
+                          "use a size up to that")  # fmt: skip
 
 
 def _check_loop(t: Fields, paths: tuple[str, ...], loop: bool) -> None:

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vmio.errors import SpecError
+from vmio.errors import InputError, SpecError
+from vmio.system.input_file import read_text
 
 _HEADER = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\-]+)\s*\]\]?")
 _KEY = re.compile(r"^\s*([A-Za-z0-9_\-]+)\s*=")
@@ -59,18 +60,16 @@ class Locator:
 
 def load_toml(path: str | Path) -> tuple[dict[str, Any], Locator]:
     """Parse a TOML file; syntax errors become ``SpecError`` with file:line."""
-    path = Path(path)
+    return loads_toml(read_spec_text(path), str(path))
+
+
+def read_spec_text(path: str | Path, what: str = "spec") -> str:
+    """The UTF-8 text of a spec-like file: a regular file (a FIFO, device or folder is refused before it is
+    opened) of at most ``MAX_BYTES``; errors are ``SpecError`` naming the path."""
     try:
-        if path.is_file() and path.stat().st_size > MAX_BYTES:
-            raise SpecError(
-                f"{path}: {path.stat().st_size} bytes is too large for a spec; at most {MAX_BYTES}"
-            )
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SpecError(f"{path}: cannot read the file: {exc.strerror}") from exc
-    except UnicodeDecodeError as exc:
-        raise SpecError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
-    return loads_toml(text, str(path))
+        return read_text(path, what, MAX_BYTES)
+    except InputError as exc:
+        raise SpecError(str(exc)) from None
 
 
 def loads_toml(text: str, path: str = "<spec>") -> tuple[dict[str, Any], Locator]:
@@ -84,4 +83,6 @@ def loads_toml(text: str, path: str = "<spec>") -> tuple[dict[str, Any], Locator
         line = pos.group(1) if pos else "1"
         reason = _TOML_POS.sub("", str(exc)).strip()
         raise SpecError(f"{path}:{line}: not valid TOML: {reason}") from exc
+    except ValueError:  # an integer past Python's digit limit (4300)
+        raise SpecError(f"{path}: an integer has more digits than vmio reads (at most 4300)") from None
     return data, Locator.scan(path, text)

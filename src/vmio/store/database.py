@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import stat
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -22,6 +23,7 @@ from urllib.parse import quote
 
 from vmio.errors import StoreError
 from vmio.store.failures import GuardedConnection, explain, missing, not_a_store
+from vmio.store.integrity import check_store
 from vmio.store.records import JobResult, RunRecord
 from vmio.store.schema import MIGRATIONS, PCT_COLUMNS, SCHEMA_VERSION
 from vmio.system import files
@@ -52,9 +54,11 @@ class Store:
         self.path = str(path)
         self.readonly = readonly
         self.timeout = lock_timeout() if timeout is None else timeout
+        self._sides_before = _side_files(self.path) if readonly and self.path != ":memory:" else None
         try:
             self.db = self._connect()
         except sqlite3.Error as exc:
+            self._tidy_side_files()
             raise explain(exc, self.path, "open") from None
         try:
             if readonly:
@@ -62,10 +66,10 @@ class Store:
             else:
                 self._migrate()
         except sqlite3.Error as exc:
-            self.db.close()
+            self.close()
             raise explain(exc, self.path, "open") from None
         except BaseException:
-            self.db.close()
+            self.close()
             raise
 
     def _connect(self) -> GuardedConnection:
@@ -90,6 +94,29 @@ class Store:
 
     def close(self) -> None:
         self.db.close()
+        self._tidy_side_files()
+
+    def _tidy_side_files(self) -> None:
+        """A read-only open leaves nothing beside the store that was not there before.
+
+        SQLite's read-only connection to a WAL store creates ``-wal`` and ``-shm`` when they are missing and
+        cannot remove them. So when this open created them, a brief read-write connection reads and closes:
+        SQLite removes both only if it is the last connection (a running ``vmio run`` keeps them, and its
+        committed points stay visible to readers). It moves no data: a WAL this open created holds no frame.
+        """
+        before, self._sides_before = self._sides_before, None
+        if before is None or not _side_files(self.path) - before:
+            return
+        try:
+            db = sqlite3.connect(
+                f"file:{quote(str(Path(self.path).resolve()))}?mode=rw", uri=True, timeout=0.5
+            )
+            try:
+                db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+            finally:
+                db.close()
+        except sqlite3.Error:
+            pass  # not ours to write (permissions, a lock): SQLite's side files stay as SQLite left them
 
     def __enter__(self) -> Store:
         return self
@@ -145,6 +172,9 @@ class Store:
         have = self._stored_version()
         if have > SCHEMA_VERSION:
             raise _newer(self.path, have)
+        if have < 1:
+            raise not_a_store(self.path, "its migrations table records no vmio schema version")
+        check_store(self.db, self.path, have)
         if have < SCHEMA_VERSION and self.path != ":memory:":
             # Read an older store through a migrated copy in memory; the file is never changed.
             copy = sqlite3.connect(":memory:", isolation_level=None, factory=GuardedConnection)
@@ -160,7 +190,10 @@ class Store:
         tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if "migrations" not in tables:
             raise not_a_store(self.path, "it has no vmio schema" if tables else "it is empty")
-        return int(self.db.execute("SELECT COALESCE(MAX(version), 0) FROM migrations").fetchone()[0])
+        version = self.db.execute("SELECT COALESCE(MAX(version), 0) FROM migrations").fetchone()[0]
+        if not isinstance(version, int):
+            raise not_a_store(self.path, f"its schema version {version!r} is not a whole number")
+        return version
 
     def _migrate(self) -> None:
         tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -355,6 +388,10 @@ def _check_file(path: str, readonly: bool) -> None:
             raise StoreError(f"cannot create the store {path!r}: the folder {str(p.parent)!r} does not exist; "
                              "create it or give another --db", exit_code=2)  # fmt: skip
         return
+    mode = os.stat(p).st_mode
+    if not stat.S_ISREG(mode):
+        raise StoreError(f"the store {path!r} is not a regular file; give --db the file `vmio run` wrote",
+                         exit_code=2)  # fmt: skip
     try:
         with open(p, "rb") as f:
             head = f.read(len(SQLITE_MAGIC))
@@ -380,6 +417,11 @@ def _open_readonly(path: str, timeout: float) -> GuardedConnection:
         if not _on_readonly_fs(path):
             raise
     return sqlite3.connect(uri + "?immutable=1", uri=True, isolation_level=None, factory=GuardedConnection)
+
+
+def _side_files(path: str) -> set[str]:
+    """Which of SQLite's side files of ``path`` exist now."""
+    return {p for p in (path + "-wal", path + "-shm") if os.path.lexists(p)}
 
 
 def _on_readonly_fs(path: str) -> bool:

@@ -19,6 +19,7 @@ from vmio.errors import InputError
 from vmio.store.database import Store
 from vmio.store.rows import point_rows
 from vmio.system import files
+from vmio.system.output_paths import all_or_none, check_output_file
 
 FORMATS = ("csv", "json", "parquet", "ndjson", "prometheus")
 # metric name → (unit, how to read it from a ``show --json`` row); latencies in ns as the store keeps them
@@ -177,11 +178,12 @@ def export(store: Store, campaign: str, fmt: str, path: Path) -> list[Path]:
         return [path]
     points, sampled, ops = flat_points(store, campaign), series(store, campaign), operations(store, campaign)
     write = _csv if fmt == "csv" else _parquet
-    written = []
-    for suffix, table in (("", points), (".series", sampled), (".oplat", ops)):
-        side = path.with_name(f"{path.stem}{suffix}{path.suffix or '.' + fmt}") if suffix else path
-        _atomic(side, write(table))
-        written.append(side)
+    written: list[Path] = []
+    with all_or_none(written):  # the three files, or none of them
+        for suffix, table in (("", points), (".series", sampled), (".oplat", ops)):
+            side = path.with_name(f"{path.stem}{suffix}{path.suffix or '.' + fmt}") if suffix else path
+            _atomic(side, write(table))
+            written.append(side)
     return written
 
 
@@ -220,10 +222,7 @@ def _parquet(rows: list[dict[str, Any]]) -> bytes:
 
 def check_output(path: Path) -> None:
     """Refuse an output path that is a folder or lies in a folder that does not exist."""
-    if path.is_dir():
-        raise InputError(f"the output {str(path)!r} is a folder; give a file name inside it")
-    if not path.parent.is_dir():
-        raise InputError(f"the output's folder {str(path.parent)!r} does not exist; create it first")
+    check_output_file(path)
 
 
 def _atomic(path: Path, data: bytes) -> None:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from vmio.errors import InputError, UnsafeTargetError
+from vmio.system.output_paths import write_failed
 
 MARK = "user.vmio.scratch"
 MARK_VALUE = b"vmio"
@@ -117,7 +118,7 @@ def write_atomic(path: str | os.PathLike[str], data: bytes, mode: int = 0o644) -
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     except OSError as exc:
-        raise InputError(f"cannot write {str(target)!r}: {exc.strerror}") from None
+        raise write_failed(target, exc) from None
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(data)
@@ -125,10 +126,10 @@ def write_atomic(path: str | os.PathLike[str], data: bytes, mode: int = 0o644) -
             os.fchmod(out.fileno(), mode)
             os.fsync(out.fileno())
         os.replace(tmp, target)
-    except OSError as exc:
+    except OSError as exc:  # a full disk is exit 1, anything else exit 2; the user's path named either way
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        raise InputError(f"cannot write {str(target)!r}: {exc.strerror}") from None
+        raise write_failed(target, exc) from None
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import itertools
+import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,8 +17,9 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from vmio.errors import TraceError
-from vmio.traces.trace import READ, WRITE, Trace, TraceBuilder, expand_runs
+from vmio.errors import InputError, TraceError
+from vmio.system.input_file import check_regular
+from vmio.traces.trace import READ, WRITE, Trace, TraceBuilder, check_page_budget, expand_runs
 
 I64 = npt.NDArray[np.int64]
 COLUMNS = ["version", "time", "op", "size", "lbn"]
@@ -45,8 +47,11 @@ def requests(path: str | Path, lines: Iterable[str] | None = None) -> Iterator[R
         if lines is not None:
             yield from _parse(path, lines)
             return
-        with path.open(newline="") as fh:
+        check_regular(path, "trace")
+        with path.open(newline="", encoding="utf-8") as fh:
             yield from _parse(path, fh)
+    except InputError as exc:
+        raise TraceError(str(exc)) from None
     except UnicodeDecodeError as exc:
         raise TraceError(f"{path}: is not a text CSV file ({exc.reason})") from exc
     except (OSError, ValueError) as exc:
@@ -84,6 +89,8 @@ def _request(path: Path, line: int, row: list[str]) -> Request:
         time = float(row[1])
     except ValueError:
         raise TraceError(f"{path}:{line}: time {row[1]!r} is not a number: {','.join(row)!r}") from None
+    if not math.isfinite(time):
+        raise TraceError(f"{path}:{line}: time {row[1]!r} is not a finite number: {','.join(row)!r}")
     return Request(line, time, op, lbn * SECTOR, size)
 
 
@@ -157,9 +164,13 @@ def _fill(buf: I64, fill: int, first: I64, counts: I64) -> tuple[int, I64, I64]:
 def _page_runs(path: Path, page: int, lines: Iterable[str] | None) -> Iterator[tuple[I64, I64]]:
     """(first page, pages) of the requests with a size above 0, one batch of rows at a time."""
     stream = requests(path, lines)
+    read = pages = 0
     while batch := list(itertools.islice(stream, _ROWS)):
         size = np.fromiter((r.size for r in batch), dtype=np.int64, count=len(batch))
         start = np.fromiter((r.offset for r in batch), dtype=np.int64, count=len(batch))
         keep = size > 0
         first = start[keep] // page
-        yield first, (start[keep] + size[keep] - 1) // page - first + 1
+        counts = (start[keep] + size[keep] - 1) // page - first + 1
+        read, pages = read + len(batch), pages + int(counts.sum())
+        check_page_budget(pages, read, f"{path}:{batch[-1].line}")
+        yield first, counts

@@ -11,7 +11,8 @@ import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from vmio.errors import TraceError
+from vmio.errors import InputError, TraceError
+from vmio.system.input_file import check_regular
 from vmio.traces.cloudphysics import read_cloudphysics
 from vmio.traces.trace import READ, WRITE, Trace, TraceBuilder
 
@@ -34,11 +35,17 @@ def _fail(path: Path, lineno: int, why: str, text: str) -> TraceError:
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """The numbered lines of a regular file of UTF-8 text (a FIFO, device or folder is refused at once)."""
     try:
-        with path.open(encoding="utf-8", errors="replace") as fh:
+        check_regular(path, "trace")
+        with path.open(encoding="utf-8") as fh:
             yield from enumerate(fh, start=1)
+    except InputError as exc:
+        raise TraceError(str(exc)) from None
     except OSError as exc:
         raise TraceError(f"cannot read trace {str(path)!r}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise TraceError(f"{path}: not UTF-8 text ({exc.reason})") from None
 
 
 def read_blkparse(path: Path, *, action: str = "D") -> Trace:
@@ -61,7 +68,10 @@ def read_blkparse(path: Path, *, action: str = "D") -> Trace:
         sector = _BLK_SECTOR.match(rest)
         if op is None or sector is None:
             continue  # flushes, discards and events without a sector range carry no data transfer
-        builder.add(float(ts), dev, op, int(sector.group(1)) * SECTOR, int(sector.group(2)) * SECTOR)
+        try:
+            builder.add(float(ts), dev, op, int(sector.group(1)) * SECTOR, int(sector.group(2)) * SECTOR)
+        except ValueError as exc:
+            raise _fail(path, lineno, str(exc), line) from None
     return builder.build()
 
 
@@ -102,9 +112,13 @@ def _fio_line(b: TraceBuilder, path: Path, lineno: int, line: str, version: int,
         if action in _FIO_IGNORED:
             return clock_us
         op = {"read": READ, "write": WRITE}[action]
-        b.add(clock_us / 1e6, name, op, int(offset), int(length))
+        off, size = int(offset), int(length)
     except (ValueError, KeyError, IndexError):
         raise _fail(path, lineno, f"not a fio v{version} iolog line", line) from None
+    try:
+        b.add(clock_us / 1e6, name, op, off, size)
+    except ValueError as exc:
+        raise _fail(path, lineno, str(exc), line) from None
     return clock_us
 
 
@@ -144,7 +158,10 @@ def read_qemu(path: Path) -> Trace:
                 image, off, length = kv["blk"], int(kv["offset"]), int(kv["bytes"])
         except (KeyError, ValueError):
             raise _fail(path, lineno, f"{event} without readable arguments", line) from None
-        builder.add(t, image, op, off, length)
+        try:
+            builder.add(t, image, op, off, length)
+        except ValueError as exc:
+            raise _fail(path, lineno, str(exc), line) from None
     return builder.build()
 
 
@@ -169,12 +186,15 @@ def read_csv(path: Path) -> Trace:
             continue
         try:
             t, image, op, off, length = (f.strip() for f in text.split(","))
-            offset, size = int(off), int(length)
-            if offset < 0 or size <= 0 or not image:
+            offset, size, kind = int(off), int(length), _CSV_OPS[op.lower()]
+            if size <= 0 or not image:
                 raise ValueError
-            builder.add(float(t), image, _CSV_OPS[op.lower()], offset, size)
         except (ValueError, KeyError):
             raise _fail(path, lineno, "not a 'time,image,op,offset,length' row", line) from None
+        try:
+            builder.add(float(t), image, kind, offset, size)
+        except ValueError as exc:
+            raise _fail(path, lineno, str(exc), line) from None
     return builder.build()
 
 
@@ -214,4 +234,7 @@ def read_trace(path: str | Path, fmt: str = "auto") -> Trace:
         fmt = sniff_format(p)
     if fmt not in READERS:
         raise TraceError(f"unknown trace format {fmt!r}; use one of {('auto', *FORMATS)}")
-    return READERS[fmt](p)
+    trace = READERS[fmt](p)
+    if not len(trace):
+        raise TraceError(f"{p}: no read or write request in this {fmt} trace; there is nothing to analyse")
+    return trace

@@ -6,11 +6,14 @@ unit is not documented, such as the CloudPhysics sample); offsets and lengths ar
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
+
+from vmio.errors import TraceError
 
 READ = 0
 WRITE = 1
@@ -57,6 +60,36 @@ class Trace:
         return ends
 
 
+MAX_BYTE = (1 << 63) - 1  # offsets and lengths are int64 bytes
+# Pages a trace may expand to: a floor, plus so many per request read, so memory follows the requests read and
+# not the bytes they claim (300 requests of 2 GiB each claim 157 million 4 KiB pages)
+PAGE_FLOOR = 1 << 22
+PAGES_PER_REQUEST = 256
+
+
+def request_problem(time: float, offset: int, length: int) -> str | None:
+    """Why a request cannot be one, or ``None``."""
+    if not math.isfinite(time):
+        return f"time {time!r} is not a finite number"
+    if not 0 <= offset <= MAX_BYTE:
+        return f"offset {offset!r} is out of range; use 0 to 2**63-1 bytes"
+    if not 0 <= length <= MAX_BYTE - offset:
+        return (
+            f"length {length!r} at offset {offset!r} is out of range; the request must end before 2**63 bytes"
+        )
+    return None
+
+
+def check_page_budget(pages: int, requests: int, where: str) -> None:
+    """Refuse to expand ``requests`` requests that cover ``pages`` pages when that exceeds the budget."""
+    budget = PAGE_FLOOR + PAGES_PER_REQUEST * requests
+    if pages > budget:
+        raise TraceError(
+            f"{where}: {requests} requests cover {pages} pages; vmio expands at most {PAGE_FLOOR} pages plus "
+            f"{PAGES_PER_REQUEST} per request ({budget} here, the limit), so memory follows the requests read"
+        )
+
+
 @dataclass
 class TraceBuilder:
     """Collects requests one by one; ``build`` turns them into a ``Trace``."""
@@ -66,6 +99,11 @@ class TraceBuilder:
     _rows: list[tuple[float, int, int, int, int]] = field(default_factory=list)
 
     def add(self, time: float, image: str, op: int, offset: int, length: int) -> None:
+        """One request; ``ValueError`` (its reason) for a time that is not finite, an offset or length
+        outside what a disk can hold (``0 <= offset``, ``0 <= length``, ``offset + length < 2**63``)."""
+        problem = request_problem(time, offset, length)
+        if problem:
+            raise ValueError(problem)
         index = self._names.setdefault(image, len(self._names))
         self._rows.append((time, index, op, offset, length))
 

@@ -1,0 +1,158 @@
+"""Is an SQLite file a vmio store whose rows vmio can read? Checked when a store is opened to be read, before
+any command reads a row, so a damaged or foreign store is one sentence (exit 2), not a traceback later.
+
+The reference is the schema ``MIGRATIONS`` build up to the file's own version: the same tables and columns
+(none missing, none foreign); every INTEGER/REAL column holds numbers (finite) or NULL; every JSON column holds
+valid JSON of the kind vmio writes (an object, an array, a list of [value, count] pairs).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from vmio.errors import StoreError
+from vmio.store.schema import MIGRATIONS
+
+# (table, column) -> the JSON kind vmio writes there: "object", "array", "pairs" (a list of [number, number]),
+# or "any"
+JSON_COLUMNS: dict[tuple[str, str], str] = {
+    ("campaign", "canonical"): "object",
+    ("campaign", "offsets_json"): "any",
+    ("run", "host_json"): "object",
+    ("run", "qemu_argv"): "array",
+    ("run", "steady_json"): "any",
+    ("run", "precondition_json"): "any",
+    ("run", "fio_job_json"): "any",
+    ("histogram", "bins"): "pairs",
+    ("hist_log", "bins"): "pairs",
+    ("membal_run", "settings"): "any",
+    ("membal_run", "summary"): "any",
+    ("membal_decision", "inputs"): "any",
+    ("device_capacity", "result"): "any",
+}
+# canonical's lists that reports read as lists of objects
+CANONICAL_LISTS = ("targets", "workloads")
+MAX_FLOAT = 1.7976931348623157e308
+# number columns vmio always fills (the rows of a point add them up)
+REQUIRED: dict[str, tuple[str, ...]] = {
+    "result": ("iops", "bw_bytes", "total_ios", "runtime_ms", "lat_min", "lat_mean", "lat_max", "lat_stddev"),
+}
+
+
+def _damaged(path: str, why: str) -> StoreError:
+    return StoreError(f"the store {path!r} is not one vmio can read: {why}; give --db the file `vmio run` wrote",
+                      exit_code=2)  # fmt: skip
+
+
+def reference_columns(version: int) -> dict[str, list[tuple[str, str]]]:
+    """Per table, (column, declared type) of the schema ``MIGRATIONS`` build up to ``version``."""
+    ref = sqlite3.connect(":memory:")
+    try:
+        for v, _name, sql in MIGRATIONS:
+            if v <= version:
+                ref.executescript(sql)
+        return _columns(ref)
+    finally:
+        ref.close()
+
+
+def _columns(db: sqlite3.Connection) -> dict[str, list[tuple[str, str]]]:
+    tables = [r[0] for r in sqlite3.Connection.execute(
+        db, "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]  # fmt: skip
+    return {
+        t: [(r[1], str(r[2]).upper()) for r in sqlite3.Connection.execute(db, f'PRAGMA table_info("{t}")')]
+        for t in tables
+    }
+
+
+def check_store(db: sqlite3.Connection, path: str, version: int) -> None:
+    """Raise ``StoreError`` (exit 2) unless ``db`` has exactly the schema of ``version`` and readable rows."""
+    want = reference_columns(version)
+    want.setdefault("migrations", [("version", "INTEGER"), ("name", "TEXT"), ("applied", "REAL")])
+    have = _columns(db)
+    foreign = sorted(set(have) - set(want))
+    if foreign:
+        raise _damaged(path, f"it holds tables vmio does not make ({', '.join(foreign[:5])})")
+    missing = sorted(set(want) - set(have))
+    if missing:
+        raise _damaged(path, f"it lacks the tables {', '.join(missing[:5])} of schema version {version}")
+    for table, cols in want.items():
+        present = {c for c, _t in have[table]}
+        lost = [c for c, _t in cols if c not in present]
+        if lost:
+            raise _damaged(path, f"table {table} lacks the columns {', '.join(lost[:5])}")
+        _check_numbers(db, path, table, [c for c, t in cols if t in ("INTEGER", "REAL")])
+        for col in REQUIRED.get(table, ()):
+            row = _one(db, f'SELECT rowid FROM "{table}" WHERE "{col}" IS NULL LIMIT 1')
+            if row is not None:
+                raise _damaged(
+                    path, f"table {table}, row {row[0]}: {col} is empty (NULL); vmio always fills it"
+                )
+        for col, _t in cols:
+            kind = JSON_COLUMNS.get((table, col))
+            if kind:
+                _check_json(db, path, table, col, kind)
+
+
+def _one(db: sqlite3.Connection, sql: str) -> tuple[object, ...] | None:
+    row = sqlite3.Connection.execute(db, sql).fetchone()
+    return tuple(row) if row is not None else None
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _check_numbers(db: sqlite3.Connection, path: str, table: str, cols: list[str]) -> None:
+    if not cols:
+        return
+    bad = " OR ".join(
+        f"(typeof(\"{c}\") NOT IN ('integer', 'real', 'null') OR abs(\"{c}\") > {MAX_FLOAT!r})" for c in cols
+    )
+    row = _one(db, f'SELECT rowid FROM "{table}" WHERE {bad} LIMIT 1')
+    if row is None:
+        return
+    for col in cols:
+        value = sqlite3.Connection.execute(
+            db, f'SELECT "{col}" FROM "{table}" WHERE rowid = ?', row
+        ).fetchone()
+        v = value[0] if value else None
+        if v is not None and (not isinstance(v, (int, float)) or isinstance(v, float) and abs(v) > MAX_FLOAT):
+            raise _damaged(path, f"table {table}, row {row[0]}: {col} = {_shown(v)} is not a finite number")
+
+
+_KIND_SQL = {
+    "object": "json_type({c}) <> 'object'",
+    "array": "json_type({c}) <> 'array'",
+    "pairs": (
+        "json_type({c}) <> 'array' OR EXISTS (SELECT 1 FROM json_each({c}) AS p WHERE p.type <> 'array' "
+        "OR json_array_length(p.value) <> 2 OR json_type(p.value, '$[0]') NOT IN ('integer', 'real') "
+        "OR json_type(p.value, '$[1]') NOT IN ('integer', 'real'))"
+    ),
+    "any": "0",
+}
+_KIND_WORDS = {"object": "a JSON object", "array": "a JSON array", "pairs": "a list of [value, count] pairs"}
+
+
+def _check_json(db: sqlite3.Connection, path: str, table: str, col: str, kind: str) -> None:
+    c = f'"{col}"'
+    row = _one(db, f'SELECT rowid, {c} FROM "{table}" WHERE {c} IS NOT NULL AND json_valid({c}) = 0 LIMIT 1')
+    if row is not None:
+        raise _damaged(path, f"table {table}, row {row[0]}: {col} = {_shown(row[1])} is not valid JSON")
+    cond = _KIND_SQL[kind].format(c=c)
+    row = _one(db, f'SELECT rowid, {c} FROM "{table}" WHERE {c} IS NOT NULL AND ({cond}) LIMIT 1')
+    if row is not None:
+        raise _damaged(
+            path, f"table {table}, row {row[0]}: {col} = {_shown(row[1])} is not {_KIND_WORDS[kind]}"
+        )
+    if (table, col) == ("campaign", "canonical"):
+        for key in CANONICAL_LISTS:
+            cond = (f"json_type({c}, '$.{key}') NOT IN ('array') OR EXISTS (SELECT 1 FROM json_each({c}, "
+                    f"'$.{key}') AS e WHERE e.type <> 'object')")  # fmt: skip
+            row = _one(db, f"SELECT rowid, {c} FROM campaign WHERE json_type({c}, '$.{key}') IS NOT NULL "
+                           f"AND ({cond}) LIMIT 1")  # fmt: skip
+            if row is not None:
+                raise _damaged(
+                    path, f"table campaign, row {row[0]}: canonical.{key} is not a list of objects"
+                )
