@@ -104,10 +104,10 @@ def test_every_point_is_stored_done(file_campaign: tuple[Store, Path]) -> None:
     store, _ = file_campaign
     rows = summary.point_rows(store, "t")
     assert len(rows) == 3 + 1 + 2
-    assert {r["status"] for r in rows} == {"done"}
+    assert {r.status for r in rows} == {"done"}
     for r in rows:
-        assert r["accel"] is None and r["dev_busy_pct"] is not None and r["cpu_usr_pct"] is not None
-        assert r["host_facts"]["fio_version"].startswith("fio-")
+        assert r.accel is None and r.metric("dev_busy_pct") is not None and r.metric("cpu_usr_pct") is not None
+        assert r.host_facts["fio_version"].startswith("fio-")
 
 
 def test_stored_iops_equal_fios_own_output(file_campaign: tuple[Store, Path]) -> None:
@@ -127,8 +127,8 @@ def test_stored_iops_equal_fios_own_output(file_campaign: tuple[Store, Path]) ->
 def test_offered_rate_is_achieved_below_capacity(file_campaign: tuple[Store, Path]) -> None:
     store, _ = file_campaign
     for row in summary.point_rows(store, "t"):
-        if row["workload"] == "rr":
-            assert row["read_iops"] == pytest.approx(row["offered_iops"], rel=0.05)
+        if row.workload == "rr":
+            assert row.read_iops == pytest.approx(row.offered_iops, rel=0.05)
 
 
 def test_load_processes_run_beside_the_measured_job(file_campaign: tuple[Store, Path]) -> None:
@@ -160,7 +160,7 @@ def test_merged_percentiles_come_from_histograms(file_campaign: tuple[Store, Pat
     bins = store.histogram(res["id"])
     assert sum(bins.values()) == res["total_ios"]
     row = summary.point_row(store, "t", run)
-    assert row["write_lat_ns"]["p99"] == histogram.percentile(bins, 99) == res["p99"]
+    assert row.write_lat_ns["p99"] == histogram.percentile(bins, 99) == res["p99"]
 
 
 def test_show_json_has_the_contract_fields(
@@ -174,9 +174,9 @@ def test_show_json_has_the_contract_fields(
             "dev_read_iops", "dev_write_iops", "dev_busy_pct", "cpu_usr_pct", "cpu_sys_pct", "cpu_iowait_pct",
             "cpu_steal_pct"}  # fmt: skip
     assert all(need <= set(r) for r in rows)
-    lat = next(r["read_lat_ns"] for r in rows if r["read_lat_ns"])
+    lat = next(r.read_lat_ns for r in rows if r.read_lat_ns)
     assert set(lat) >= {"min", "mean", "max", "p50", "p99", "p99.9"}
-    assert {r["offered_iops"] for r in rows} == {200, 500, 1000, "max"}
+    assert {r.offered_iops for r in rows} == {200, 500, 1000, None}
 
 
 def test_show_table_and_exports(
@@ -308,18 +308,18 @@ ramp = "1s"
         [run] = store.runs("loop")
         [row] = summary.point_rows(store, "loop")
         samples = [(s["t"], s["source"], s["metric"], s["value"]) for s in store.samples(run["id"])]
-    assert row["device"] == Path(busy_loopdev).name
-    t0 = row["host_facts"]["samples_t0"]
-    start, end = (t0 + t for t in row["host_facts"]["measured_window"])
+    assert row.device == Path(busy_loopdev).name
+    t0 = row.host_facts["samples_t0"]
+    start, end = (t0 + t for t in row.host_facts["measured_window"])
     first, last, seen = iostat.over(start, end)
     ours = {metric: value for (source, metric), value in window_means(samples, first - t0, last - t0).items()
-            if source == f"dev:{row['device']}"}  # fmt: skip
+            if source == f"dev:{row.device}"}  # fmt: skip
     assert seen["queue"] > 1 and seen["await_ms"] > 0.1, f"the loop device was not loaded: {seen}"
     for key in ("read_iops", "write_iops", "queue", "await_ms"):
         assert ours[key] == pytest.approx(seen[key], rel=0.05), (key, ours, seen)
     assert ours["busy_pct"] == pytest.approx(seen["busy_pct"], abs=2.0), (ours, seen)
     # and the stored figures are the measured window's, which contains iostat's span: same load
-    assert row["dev_read_iops"] == pytest.approx(row["read_iops"], rel=0.1)
+    assert row.metric("dev_read_iops") == pytest.approx(row.read_iops, rel=0.1)
 
 
 def test_kill_9_then_rerun_keeps_every_done_point_once(scratch: Path, tmp_path: Path) -> None:
@@ -364,7 +364,7 @@ def test_kill_9_then_rerun_keeps_every_done_point_once(scratch: Path, tmp_path: 
     with Store(db) as store:
         runs = store.runs("crash")
         assert sorted(r["point_key"] for r in runs) == sorted({r["point_key"] for r in runs})
-        assert len(runs) == 6 and {r["status"] for r in runs} == {"done"}
+        assert len(runs) == 6 and {r.status for r in runs} == {"done"}
         assert set(done_before) <= {(r["id"], r["point_key"]) for r in runs}
         assert store.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
@@ -439,8 +439,8 @@ offered_iops = [500]
         [row] = summary.point_rows(store, "ramp")
         samples = [(s["t"], s["source"], s["metric"], s["value"]) for s in store.samples(run["id"])]
     source = f"dev:{Path(loopdev).name}"
-    end = row["host_facts"]["measured_window"][1]
+    end = row.host_facts["measured_window"][1]
     ramp = window_means(samples, 0.0, end - 3.0)[(source, "read_iops")]  # before the 3 s measured
     assert ramp > 1500, f"the ramp's extra load did not reach the device ({ramp:.0f}/s)"
-    assert row["read_iops"] == pytest.approx(500, rel=0.05)  # fio's own measured phase
-    assert row["dev_read_iops"] == pytest.approx(500, rel=0.05)
+    assert row.read_iops == pytest.approx(500, rel=0.05)  # fio's own measured phase
+    assert row.metric("dev_read_iops") == pytest.approx(500, rel=0.05)

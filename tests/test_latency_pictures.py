@@ -55,7 +55,7 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str,
     with Store(db) as store:
         from vmio.store.rows import point_rows
 
-        rows = point_rows(store, "lat")
+        rows = [r.to_json() for r in point_rows(store, "lat")]  # as `vmio show --json` gives them
     yield db, (work / "r.html").read_text(), rows
 
 

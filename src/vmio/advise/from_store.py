@@ -44,7 +44,7 @@ def points_to_diagnose(store: Store, name: str, key: str | None) -> list[sqlite3
 def build_of(run: sqlite3.Row) -> str | None:
     """The QEMU build a stored point's VMs ran on (``qemu 10.0.2 / q35``); None for other targets."""
     facts = json.loads(run["host_json"] or "{}")
-    return build_label({"qemu_version": run["qemu_version"], "qemu_machine": facts.get("qemu_machine")})
+    return build_label(run["qemu_version"], facts.get("qemu_machine"))
 
 
 def evidence_for(store: Store, camp: Campaign, run: sqlite3.Row, sys_root: str = "/sys") -> Evidence:
@@ -73,9 +73,10 @@ def evidence_for(store: Store, camp: Campaign, run: sqlite3.Row, sys_root: str =
     qemu = {name: max((v for (src, m), v in metrics.items() if src.startswith("qemu:") and m == metric), default=None)
             for metric, name in QEMU_METRICS.items()}  # fmt: skip
     measured = Measured(
-        read_iops=row["read_iops"], write_iops=row["write_iops"], dev_busy_pct=_pct(row["dev_busy_pct"]),
-        dev_queue=row["dev_queue"], dev_await_ms=row["dev_await_ms"], cpu_usr_pct=_pct(row["cpu_usr_pct"]),
-        cpu_sys_pct=_pct(row["cpu_sys_pct"]), cpu_iowait_pct=_pct(row["cpu_iowait_pct"]),
+        read_iops=row.read_iops, write_iops=row.write_iops, dev_busy_pct=_pct(row.metric("dev_busy_pct")),
+        dev_queue=row.metric("dev_queue"), dev_await_ms=row.metric("dev_await_ms"),
+        cpu_usr_pct=_pct(row.metric("cpu_usr_pct")), cpu_sys_pct=_pct(row.metric("cpu_sys_pct")),
+        cpu_iowait_pct=_pct(row.metric("cpu_iowait_pct")),
         qemu_iothread_cpu_pct=_pct(qemu["qemu_iothread_cpu_pct"]),
         qemu_main_loop_cpu_pct=_pct(qemu["qemu_main_loop_cpu_pct"]),
         qemu_vcpu_cpu_pct=_pct(qemu["qemu_vcpu_cpu_pct"]),
@@ -117,8 +118,8 @@ def _bare_best(store: Store, camp: Campaign, device: str) -> tuple[float | None,
             continue
         row = point_row(store, camp.name, run)
         for ddir in ("read", "write"):
-            if row[f"{ddir}_iops"]:
-                best[ddir] = max(best.get(ddir, 0.0), row[f"{ddir}_iops"])
+            if row.iops(ddir):
+                best[ddir] = max(best.get(ddir, 0.0), row.iops(ddir))
     return best.get("read"), best.get("write")
 
 

@@ -14,17 +14,16 @@ from vmio.stats import histogram
 from vmio.stats.histogram import Histogram
 from vmio.stats.spread import Spread
 from vmio.store import Store
-from vmio.store.rows import build_label, point_rows
+from vmio.store.rows import PointRow, build_label, point_rows
 
 DDIRS = ("read", "write")
 Offered = int | None  # None = "max" (unthrottled)
 GroupKey = tuple[str, str, int, Offered, int]  # target, workload, bs, offered, load processes
-Row = dict[str, Any]
+Row = PointRow
 
 
 def offered_of(row: Row) -> Offered:
-    value = row["offered_iops"]
-    return None if value == "max" else int(value)
+    return row.offered_iops
 
 
 def offered_order(offered: Offered) -> tuple[int, int]:
@@ -37,16 +36,16 @@ def offered_label(offered: Offered) -> str:
 
 
 def key_of(row: Row) -> GroupKey:
-    return (row["target"], row["workload"], int(row["bs"]), offered_of(row), int(row["load_processes"]))
+    return (row.target, row.workload, row.bs, row.offered_iops, row.load_processes)
 
 
 def iops(row: Row, ddir: str) -> float:
-    return float(row[f"{ddir}_iops"] or 0.0)
+    return float(row.iops(ddir) or 0.0)
 
 
 def latency(row: Row, ddir: str, key: str) -> float | None:
-    lat = row[f"{ddir}_lat_ns"]
-    value = lat.get(key) if isinstance(lat, dict) else None
+    lat = row.lat_ns(ddir)
+    value = lat.get(key) if lat is not None else None
     return float(value) if value is not None else None
 
 
@@ -96,22 +95,22 @@ class CampaignData:
     _builds: dict[str, str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def done(self) -> list[Row]:
-        return [r for r in self.rows if r["status"] == "done"]
+        return [r for r in self.rows if r.done]
 
     def groups(self) -> list[Group]:
         return group(self.rows, self.target_names(), self.workloads())
 
     def target_names(self) -> list[str]:
         seen = list(self.targets)
-        return seen + sorted({r["target"] for r in self.rows} - set(seen))
+        return seen + sorted({r.target for r in self.rows} - set(seen))
 
     def workloads(self) -> list[str]:
-        return list(dict.fromkeys([*self.workload_order, *(r["workload"] for r in self.rows)]))
+        return list(dict.fromkeys([*self.workload_order, *(r.workload for r in self.rows)]))
 
     def ddirs(self, workload: str) -> list[str]:
         """The directions a workload moved data in."""
-        rows = [r for r in self.done() if r["workload"] == workload]
-        return [d for d in DDIRS if any(r[f"{d}_ops"] for r in rows)]
+        rows = [r for r in self.done() if r.workload == workload]
+        return [d for d in DDIRS if any(r.ops(d) for r in rows)]
 
     def builds(self) -> dict[str, str]:
         """Each VM target's QEMU build (``qemu 10.0.2 / q35``) from its done points; a target whose points
@@ -120,9 +119,9 @@ class CampaignData:
             return self._builds
         found: dict[str, list[str]] = {}
         for r in self.done():
-            label = build_label(r)
-            if label and label not in found.setdefault(r["target"], []):
-                found[r["target"]].append(label)
+            label = build_label(r.qemu_version, r.qemu_machine)
+            if label and label not in found.setdefault(r.target, []):
+                found[r.target].append(label)
         self._builds = {t: " + ".join(labels) for t, labels in found.items() if labels}
         return self._builds
 
@@ -200,7 +199,7 @@ def group(
     groups: dict[GroupKey, Group] = {}
     for row in rows:
         g = groups.setdefault(key_of(row), Group(key_of(row)))
-        if row["status"] == "done":
+        if row.done:
             g.rows.append(row)
         else:
             g.failed += 1
@@ -221,22 +220,22 @@ def labels(data: CampaignData, targets: Iterable[str] | None = None) -> str:
     """What every figure states: accelerator per target, tool versions, kernel, repetitions."""
     wanted = set(targets) if targets is not None else None
     names = [t for t in data.target_names() if wanted is None or t in wanted]
-    rows = [r for r in data.done() if r["target"] in names]
+    rows = [r for r in data.done() if r.target in names]
     accel = ", ".join(f"{t}={_accel(rows, t)}" for t in names)
     parts = [f"accel: {accel}"]
     if data.several_builds():
         builds = data.builds()
         parts.append("builds: " + ", ".join(f"{t}={builds[t]}" for t in names if t in builds))
-    parts += sorted({str(r["fio_version"]) for r in rows if r["fio_version"]})
-    parts += [f"QEMU {v}" for v in sorted({str(r["qemu_version"]) for r in rows if r["qemu_version"]})]
-    kernels = sorted({str(r["host_facts"].get("kernel")) for r in rows if r["host_facts"].get("kernel")})
+    parts += sorted({r.fio_version for r in rows if r.fio_version})
+    parts += [f"QEMU {v}" for v in sorted({r.qemu_version for r in rows if r.qemu_version})]
+    kernels = sorted({str(r.host_facts.get("kernel")) for r in rows if r.host_facts.get("kernel")})
     parts += [f"kernel {k}" for k in kernels]
     parts.append(repetitions_label(group(rows)))
     return " · ".join(parts)
 
 
 def _accel(rows: list[Row], target: str) -> str:
-    found = sorted({str(r["accel"] or "host") for r in rows if r["target"] == target})
+    found = sorted({r.accel or "host" for r in rows if r.target == target})
     return "/".join(found) or "-"
 
 

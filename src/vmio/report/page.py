@@ -12,7 +12,7 @@ from pathlib import Path
 
 from vmio.errors import InputError
 from vmio.report import plots_latency, plots_load, plots_percentiles, plots_run, seed000, sla
-from vmio.report.data import CampaignData
+from vmio.report.data import CampaignData, Row
 from vmio.report.figure import Plot, to_png, to_svg
 from vmio.report.summary_table import (
     ACHIEVED,
@@ -168,11 +168,11 @@ def _toc(report: Report) -> str:
 
 def _facts(data: CampaignData) -> str:
     rows = data.done() or data.rows
-    facts = rows[0]["host_facts"] if rows else {}
+    facts = rows[0].host_facts if rows else {}
     keep = ("hostname", "kernel", "cpu_model", "cores", "memory_bytes", "fio_version", "vmio_version")
     shown = {
         **facts,
-        "memory_bytes": format_size(facts["memory_bytes"]) if facts.get("memory_bytes") else None,
+        "memory_bytes": format_size(m) if isinstance(m := facts.get("memory_bytes"), int) and m else None,
     }
     cells = "".join(
         f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(shown.get(k)))}</td></tr>" for k in keep
@@ -184,9 +184,9 @@ def _facts(data: CampaignData) -> str:
 STEADY_TITLE = "Did each point reach steady state, and what did preconditioning write first?"
 
 
-def _conditioned(data: CampaignData) -> list[dict[str, object]]:
+def _conditioned(data: CampaignData) -> list[Row]:
     """The points that asked for steady state or followed their target's preconditioning."""
-    return [r for r in data.rows if r.get("steady") or r.get("precondition")]
+    return [r for r in data.rows if r.steady or r.precondition]
 
 
 def _steady_precondition(data: CampaignData) -> str:
@@ -204,13 +204,12 @@ def _steady_precondition(data: CampaignData) -> str:
            "before the target's first point.</p>",
            '<table class="steady"><tr>', *(f"<th>{e(h)}</th>" for h in head), "</tr>"]  # fmt: skip
     for r in rows:
-        steady = r.get("steady") if isinstance(r.get("steady"), dict) else {}
-        pre = r.get("precondition") if isinstance(r.get("precondition"), dict) else {}
-        assert isinstance(steady, dict) and isinstance(pre, dict)
+        steady = r.steady or {}
+        pre = r.precondition or {}
         reached = steady.get("reached")
         cells = [
-            _cell("point", r["point"]),
-            _cell("status", r["status"]),
+            _cell("point", r.point),
+            _cell("status", r.status),
             _cell("criterion", steady.get("criterion")),
             _cell(
                 "reached",
@@ -225,7 +224,7 @@ def _steady_precondition(data: CampaignData) -> str:
             _cell("random_bytes", pre.get("random_bytes"), _bytes(pre.get("random_bytes")), num=True),
             _cell("seconds", pre.get("seconds"), num=True),
         ]
-        out.append(f'<tr data-point="{e(str(r["point"]))}">{"".join(cells)}</tr>')
+        out.append(f'<tr data-point="{e(str(r.point))}">{"".join(cells)}</tr>')
     out.append("</table></section>")
     return "".join(out)
 
@@ -323,11 +322,11 @@ def _knee_cell(report: Report, r: SummaryRow) -> str:
 
 def _guest_warnings(data: CampaignData) -> str:
     """Points whose guest kernel reported disk trouble (I/O timeouts, errors): their figures need care."""
-    warned = [r for r in data.rows if r.get("guest_io_warnings")]
+    warned = [r for r in data.rows if r.guest_io_warnings]
     if not warned:
         return ""
     items = "".join(
-        f"<li>{html.escape(r['point'])}: {r['guest_io_warnings']} guest kernel disk warnings</li>"
+        f"<li>{html.escape(r.point)}: {r.guest_io_warnings} guest kernel disk warnings</li>"
         for r in warned
     )
     return (
@@ -338,10 +337,10 @@ def _guest_warnings(data: CampaignData) -> str:
 
 
 def _failures(data: CampaignData) -> str:
-    failed = [r for r in data.rows if r["status"] != "done"]
+    failed = [r for r in data.rows if r.status != "done"]
     if not failed:
         return ""
-    items = "".join(f"<li>{html.escape(r['point'])}: {html.escape(str(r['error']))}</li>" for r in failed)
+    items = "".join(f"<li>{html.escape(r.point)}: {html.escape(str(r.error))}</li>" for r in failed)
     return f'<h2>Failed points</h2><ul class="failed">{items}</ul>'
 
 

@@ -38,7 +38,7 @@ class OpSet:
 def op_sets(data: CampaignData, groups: list[Group]) -> list[OpSet]:
     out = []
     for g in groups:
-        per_rep = [[o["lat_ns"] / 1e3 for o in data.oplat.get(r["point"], [])] for r in g.rows]
+        per_rep = [[o["lat_ns"] / 1e3 for o in data.oplat.get(r.point, [])] for r in g.rows]
         per_rep = [ops for ops in per_rep if ops]
         if per_rep:
             out.append(
@@ -134,7 +134,7 @@ def series_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
     by_figure: dict[tuple[str, int, Offered], dict[str, dict[int, list[float]]]] = {}
     for g in data.groups():
         target, workload, bs, offered, loads = g.key
-        first = next((ops for r in g.rows if (ops := data.oplat.get(r["point"]))), None)
+        first = next((ops for r in g.rows if (ops := data.oplat.get(r.point))), None)
         if not first:
             continue
         host, job = first[0]["host"], first[0]["job"]

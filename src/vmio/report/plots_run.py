@@ -40,7 +40,7 @@ def over_time_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
     for i, workload in enumerate(data.workloads()):
         picks = [(t, g) for t in data.target_names()
                  if (g := representative([g for g in data.groups() if g.key[:2] == (t, workload)]))]  # fmt: skip
-        picks = [(t, g) for t, g in picks if any(data.samples.get(r["point"]) for r in g.rows)]
+        picks = [(t, g) for t, g in picks if any(data.samples.get(r.point) for r in g.rows)]
         if picks:
             plots.append(_time_figure(data, i, workload, picks, baseline))
     return plots
@@ -59,7 +59,7 @@ def _time_figure(
         for row_axes, (target, g) in zip(axes, picks, strict=True):
             _, _, bs, offered, load = g.key
             for ax, (name, metrics, ylabel) in zip(row_axes, TIME_PANELS, strict=True):
-                for rep_i, row in enumerate(sorted(g.rows, key=lambda r: r["repetition"])):
+                for rep_i, row in enumerate(sorted(g.rows, key=lambda r: r.repetition)):
                     _rep_lines(
                         plot, ax, data, row, metrics, PALETTE[rep_i % len(PALETTE)], f"{target} {name}"
                     )
@@ -78,14 +78,14 @@ def _time_figure(
 def _rep_lines(
     plot: Plot, ax: object, data: CampaignData, row: Row, metrics: tuple[str, ...], c: str, name: str
 ) -> None:
-    samples = data.samples.get(row["point"], [])
-    source = f"dev:{row['device']}"
+    samples = data.samples.get(row.point, [])
+    source = f"dev:{row.device}"
     for metric, ls in zip(metrics, ("-", "--"), strict=False):
         ts, vs = series(samples, source, metric)
         if not ts:
             continue
         what = f" {metric.split('_')[0]}" if len(metrics) > 1 else ""
-        label = f"rep {row['repetition']}{what}"
+        label = f"rep {row.repetition}{what}"
         (line,) = ax.plot(ts, vs, ls=ls, color=c, lw=1.2, label=label)  # type: ignore[attr-defined]
         plot.tag(line, f"{name} {label}")
 
@@ -106,7 +106,7 @@ def qemu_thread_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
     means = {k: m for k, s in data.samples.items() if (m := qemu_means(s))}
     plots = []
     for i, (family, by_target) in enumerate(families(data).items()):
-        vm = {t: gs for t, gs in by_target.items() if any(r["point"] in means for g in gs for r in g.rows)}
+        vm = {t: gs for t, gs in by_target.items() if any(r.point in means for g in gs for r in g.rows)}
         if vm:
             plots.append(_qemu_figure(data, i, family, vm, means))
     return plots
@@ -132,7 +132,7 @@ def _qemu_figure(data: CampaignData, i: int, family: tuple[str, int, int], vm: d
 
 
 def _thread_value(means: dict[str, dict[str, float]], metric: str) -> Callable[[Row], float | None]:
-    return lambda r: means.get(r["point"], {}).get(metric)
+    return lambda r: means.get(r.point, {}).get(metric)
 
 
 def target_facts(data: CampaignData, target: str) -> str:

@@ -165,7 +165,7 @@ def setup_of(data: CampaignData, target: str) -> str:
     """Accelerator and QEMU build of a target's points (``tcg · qemu 10.0.2 / q35``), "bare host" without
     VMs."""
     build = data.builds().get(target)
-    accel = "/".join(sorted({str(r["accel"]) for r in data.done() if r["target"] == target and r["accel"]}))
+    accel = "/".join(sorted({str(r.accel) for r in data.done() if r.target == target and r.accel}))
     if build is None:
         return "bare host"
     return f"{accel or '?'} · {build}"
