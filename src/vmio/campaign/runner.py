@@ -19,6 +19,7 @@ from vmio.errors import InputError, UnsafeTargetError, VmioError
 from vmio.qemu import builds
 from vmio.spec import Campaign, HostTarget, Point, QemuTarget, RemoteTarget
 from vmio.store import Store
+from vmio.store.records import Precondition
 from vmio.system.process import Runner
 from vmio.system.safety import check_write, is_block_device
 from vmio.targets import Env, Rig, open_target
@@ -139,7 +140,7 @@ def _run(
 
 def _precondition(
     campaign: Campaign, point: Point, opened: Opened, workdir: Path, options: Options, done: set[str]
-) -> dict[str, object] | None:
+) -> Precondition | None:
     """Precondition the point's target once, before its first point, if a workload asks for it."""
     wanted = [w for w in campaign.workloads if w.precondition]
     if not wanted or point.target in done or opened.rig is None:

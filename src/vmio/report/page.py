@@ -6,7 +6,7 @@ import html
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -204,8 +204,8 @@ def _steady_precondition(data: CampaignData) -> str:
            "before the target's first point.</p>",
            '<table class="steady"><tr>', *(f"<th>{e(h)}</th>" for h in head), "</tr>"]  # fmt: skip
     for r in rows:
-        steady = r.steady or {}
-        pre = r.precondition or {}
+        steady: Mapping[str, object] = r.steady or {}
+        pre: Mapping[str, object] = r.precondition or {}
         reached = steady.get("reached")
         cells = [
             _cell("point", r.point),

@@ -361,7 +361,7 @@ def _insert_run(db: sqlite3.Connection, cid: int, rec: RunRecord) -> int:
         (
             cid, rec.point_key, rec.target, rec.target_kind, rec.workload, rec.bs, rec.offered_iops,
             rec.load_processes, rec.repetition, rec.status, rec.started, rec.ended, rec.accel,
-            rec.fio_version, rec.qemu_version, json.dumps(rec.host, sort_keys=True), rec.job_file,
+            rec.fio_version, rec.qemu_version, json.dumps(rec.host_json(), sort_keys=True), rec.job_file,
             json.dumps(rec.qemu_argv) if rec.qemu_argv is not None else None, rec.device, rec.error, rec.log,
             *(None if v is None else json.dumps(v, sort_keys=True)
               for v in (rec.steady, rec.precondition, rec.fio_job)),

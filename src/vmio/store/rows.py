@@ -15,6 +15,7 @@ from typing import Any, TypedDict
 
 from vmio.stats import histogram
 from vmio.store.database import Store
+from vmio.store.records import FioJob, Precondition, Steady
 from vmio.store.schema import PCT_COLUMNS
 
 LAT_KEYS = ("min", "mean", "max", "p50", "p99", "p99.9")
@@ -75,9 +76,9 @@ class PointRow:
     qemu_machine: str | None
     qemu_cpu_pct: QemuCpu | None
     guest_io_warnings: int | None
-    steady: Mapping[str, object] | None = None
-    precondition: Mapping[str, object] | None = None
-    fio_job: Mapping[str, object] | None = None
+    steady: Steady | None = None
+    precondition: Precondition | None = None
+    fio_job: FioJob | None = None
 
     @property
     def done(self) -> bool:
