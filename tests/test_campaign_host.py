@@ -107,7 +107,9 @@ def test_every_point_is_stored_done(file_campaign: tuple[Store, Path]) -> None:
     assert len(rows) == 3 + 1 + 2
     assert {r.status for r in rows} == {"done"}
     for r in rows:
-        assert r.accel is None and r.metric("dev_busy_pct") is not None and r.metric("cpu_usr_pct") is not None
+        assert (
+            r.accel is None and r.metric("dev_busy_pct") is not None and r.metric("cpu_usr_pct") is not None
+        )
         assert r.host_facts["fio_version"].startswith("fio-")
 
 

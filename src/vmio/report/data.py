@@ -154,10 +154,16 @@ def load(store: Store, campaign: str) -> CampaignData:
         targets[spec["name"]] = spec
     runs = {r["point_key"]: r for r in store.runs(campaign)}
     workloads = [w["name"] for w in canonical.get("workloads", [])]
-    samples = {k: store.samples(r["id"]) for k, r in runs.items()}
-    oplat = {k: ops for k, r in runs.items() if (ops := store.oplat(r["id"]))}
-    hists = {k: _merged(store, r["id"]) for k, r in runs.items()}
-    logs = {k: _per_second(log) for k, r in runs.items() if (log := store.hist_log(r["id"]))}
+    every_samples, every_oplat = store.campaign_samples(campaign), store.campaign_oplat(campaign)
+    results, bins, every_log = (
+        store.campaign_results(campaign),
+        store.campaign_histograms(campaign),
+        store.campaign_hist_log(campaign),
+    )
+    samples = {k: every_samples.get(r["id"], []) for k, r in runs.items()}
+    oplat = {k: ops for k, r in runs.items() if (ops := every_oplat.get(r["id"]))}
+    hists = {k: _merged(results.get(r["id"], []), bins) for k, r in runs.items()}
+    logs = {k: _per_second(log) for k, r in runs.items() if (log := every_log.get(r["id"]))}
     return CampaignData(
         campaign, point_rows(store, campaign), runs, targets, workloads, samples, oplat, hists, logs,
         _sla(row["spec_text"]), {w["name"]: w for w in canonical.get("workloads", [])},
@@ -173,11 +179,11 @@ def _sla(spec_text: str | None) -> Sla | None:
         return None
 
 
-def _merged(store: Store, run_id: int) -> dict[str, Histogram]:
-    results = [r for r in store.results(run_id) if r["role"] == "measure"]
+def _merged(every: list[sqlite3.Row], bins: dict[int, Histogram]) -> dict[str, Histogram]:
+    results = [r for r in every if r["role"] == "measure"]
     out = {}
     for ddir in DDIRS:
-        merged = histogram.merge(store.histogram(r["id"]) for r in results if r["ddir"] == ddir)
+        merged = histogram.merge(bins.get(r["id"], {}) for r in results if r["ddir"] == ddir)
         if merged:
             out[ddir] = merged
     return out

@@ -326,8 +326,7 @@ def _guest_warnings(data: CampaignData) -> str:
     if not warned:
         return ""
     items = "".join(
-        f"<li>{html.escape(r.point)}: {r.guest_io_warnings} guest kernel disk warnings</li>"
-        for r in warned
+        f"<li>{html.escape(r.point)}: {r.guest_io_warnings} guest kernel disk warnings</li>" for r in warned
     )
     return (
         "<h2>Guest disk warnings</h2><p>The guest kernel reported I/O timeouts or errors during these points "

@@ -282,8 +282,78 @@ class Store:
         row = self.db.execute("SELECT bins FROM histogram WHERE result_id = ?", (result_id,)).fetchone()
         return {int(v): int(c) for v, c in json.loads(row[0])} if row else {}
 
+    # a whole campaign at once (one query each, not one per point: `show` of 100k points) ------------
+
+    def campaign_results(self, campaign: str) -> dict[int, list[sqlite3.Row]]:
+        """Every result of the campaign's runs, by run id, each run's in ``results``' order."""
+        out: dict[int, list[sqlite3.Row]] = {}
+        for r in self.db.execute(
+            "SELECT result.* FROM result JOIN run ON run.id = result.run_id JOIN campaign c ON c.id = run.campaign_id "
+            "WHERE c.name = ? ORDER BY result.id",
+            (campaign,),
+        ):
+            out.setdefault(r["run_id"], []).append(r)
+        return out
+
+    def campaign_histograms(self, campaign: str) -> dict[int, dict[int, int]]:
+        """Every stored latency histogram of the campaign's results, by result id."""
+        rows = self.db.execute(
+            "SELECT h.result_id, h.bins FROM histogram h JOIN result ON result.id = h.result_id "
+            "JOIN run ON run.id = result.run_id JOIN campaign c ON c.id = run.campaign_id WHERE c.name = ?",
+            (campaign,),
+        )
+        return {r[0]: {int(v): int(c) for v, c in json.loads(r[1])} for r in rows}
+
+    def campaign_metrics(self, campaign: str) -> dict[int, dict[tuple[str, str], float]]:
+        """Every run's metrics (``run_metrics``), by run id."""
+        out: dict[int, dict[tuple[str, str], float]] = {}
+        for r in self.db.execute(
+            "SELECT m.run_id, m.source, m.metric, m.value FROM run_metric m JOIN run ON run.id = m.run_id "
+            "JOIN campaign c ON c.id = run.campaign_id WHERE c.name = ? ORDER BY m.run_id, m.source, m.metric",
+            (campaign,),
+        ):
+            out.setdefault(r[0], {})[(r[1], r[2])] = r[3]
+        return out
+
+    def campaign_samples(self, campaign: str) -> dict[int, list[sqlite3.Row]]:
+        """Every run's samples (``samples``), by run id."""
+        return self._by_run(
+            "SELECT s.* FROM sample s JOIN run ON run.id = s.run_id JOIN campaign c ON c.id = run.campaign_id "
+            "WHERE c.name = ? ORDER BY s.run_id, s.t, s.source, s.metric",
+            campaign,
+        )
+
+    def campaign_oplat(self, campaign: str) -> dict[int, list[sqlite3.Row]]:
+        """Every run's timed operations (``oplat``), by run id."""
+        return self._by_run(
+            "SELECT o.* FROM oplat o JOIN run ON run.id = o.run_id JOIN campaign c ON c.id = run.campaign_id "
+            "WHERE c.name = ? ORDER BY o.run_id, o.seq",
+            campaign,
+        )
+
+    def campaign_hist_log(self, campaign: str) -> dict[int, list[tuple[str, str, int, str, dict[int, int]]]]:
+        """Every run's per-interval histograms (``hist_log``), by run id."""
+        out: dict[int, list[tuple[str, str, int, str, dict[int, int]]]] = {}
+        for r in self.db.execute(
+            "SELECT h.run_id, h.host, h.job, h.t_ms, h.ddir, h.bins FROM hist_log h JOIN run ON run.id = h.run_id "
+            "JOIN campaign c ON c.id = run.campaign_id WHERE c.name = ? ORDER BY h.run_id, h.t_ms, h.rowid",
+            (campaign,),
+        ):
+            out.setdefault(r[0], []).append(
+                (r[1], r[2], r[3], r[4], {int(v): int(c) for v, c in json.loads(r[5])})
+            )
+        return out
+
+    def _by_run(self, sql: str, campaign: str) -> dict[int, list[sqlite3.Row]]:
+        out: dict[int, list[sqlite3.Row]] = {}
+        for r in self.db.execute(sql, (campaign,)):
+            out.setdefault(r["run_id"], []).append(r)
+        return out
+
     def run_metrics(self, run_id: int) -> dict[tuple[str, str], float]:
-        rows = self.db.execute("SELECT source, metric, value FROM run_metric WHERE run_id = ?", (run_id,))
+        rows = self.db.execute(
+            "SELECT source, metric, value FROM run_metric WHERE run_id = ? ORDER BY source, metric", (run_id,)
+        )
         return {(r[0], r[1]): r[2] for r in rows}
 
     def samples(self, run_id: int) -> list[sqlite3.Row]:

@@ -54,9 +54,7 @@ def samples(store: Store, campaign: str) -> list[dict[str, Any]]:
         }  # fmt: skip
         for metric, unit, read in SAMPLE_METRICS:
             value = read(row)
-            if value is None or (
-                metric.endswith(("_iops", "_bw")) and not row.ops(metric.split("_")[0])
-            ):
+            if value is None or (metric.endswith(("_iops", "_bw")) and not row.ops(metric.split("_")[0])):
                 continue
             out.append({"metric": metric, "value": float(value), "unit": unit, "labels": labels,
                         "timestamp": ended[row.point]})  # fmt: skip
@@ -118,6 +116,7 @@ def _offered(row: PointRow) -> str:
 
 
 def series(store: Store, campaign: str) -> list[dict[str, Any]]:
+    every = store.campaign_samples(campaign)
     return [
         {
             "point": run["point_key"],
@@ -127,16 +126,17 @@ def series(store: Store, campaign: str) -> list[dict[str, Any]]:
             "value": s["value"],
         }
         for run in store.runs(campaign)
-        for s in store.samples(run["id"])
+        for s in every.get(run["id"], [])
     ]
 
 
 def operations(store: Store, campaign: str) -> list[dict[str, Any]]:
+    every = store.campaign_oplat(campaign)
     return [
         {"point": run["point_key"], "host": o["host"], "job": o["job"], "seq": o["seq"], "t_ms": o["t_ms"],
          "lat_ns": o["lat_ns"], "ddir": o["ddir"], "offset": o["offset"]}
         for run in store.runs(campaign)
-        for o in store.oplat(run["id"])
+        for o in every.get(run["id"], [])
     ]  # fmt: skip
 
 

@@ -19,6 +19,7 @@ from vmio.store.records import FioJob, Precondition, Steady
 from vmio.store.schema import PCT_COLUMNS
 
 LAT_KEYS = ("min", "mean", "max", "p50", "p99", "p99.9")
+STORED_PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99)
 DEVICE_FIELDS = {"read_iops": "dev_read_iops", "write_iops": "dev_write_iops", "busy_pct": "dev_busy_pct",
                  "queue": "dev_queue", "await_ms": "dev_await_ms", "read_bw": "dev_read_bw",
                  "write_bw": "dev_write_bw"}  # fmt: skip
@@ -136,19 +137,36 @@ def point_rows(store: Store, campaign: str | None = None) -> list[PointRow]:
     names = [campaign] if campaign else store.campaigns()
     if campaign:
         store.require(campaign)
-    return [point_row(store, name, run) for name in names for run in store.runs(name)]
+    out = []
+    for name in names:  # read per campaign in bulk: one query per table, not per point
+        results, hists, metrics = (store.campaign_results(name), store.campaign_histograms(name),
+                                   store.campaign_metrics(name))  # fmt: skip
+        out += [_row(name, run, results.get(run["id"], []), hists, metrics.get(run["id"], {}))
+                for run in store.runs(name)]  # fmt: skip
+    return out
 
 
 def point_row(store: Store, campaign: str, run: sqlite3.Row) -> PointRow:
-    results = [r for r in store.results(run["id"]) if r["role"] == "measure"]
+    results = store.results(run["id"])
+    hists = {r["id"]: store.histogram(r["id"]) for r in results}
+    return _row(campaign, run, results, hists, store.run_metrics(run["id"]))
+
+
+def _row(
+    campaign: str,
+    run: sqlite3.Row,
+    every: list[sqlite3.Row],
+    hists: Mapping[int, Mapping[int, int]],
+    metrics: dict[tuple[str, str], float],
+) -> PointRow:
+    results = [r for r in every if r["role"] == "measure"]
     per_ddir: dict[str, tuple[float, float, Latency | None, int]] = {}
     for ddir in ("read", "write"):
         mine = [r for r in results if r["ddir"] == ddir]
         per_ddir[ddir] = (
-            sum(r["iops"] for r in mine), sum(r["bw_bytes"] for r in mine), _latency(store, mine),
+            sum(r["iops"] for r in mine), sum(r["bw_bytes"] for r in mine), _latency(hists, mine),
             sum(r["total_ios"] for r in mine),
         )  # fmt: skip
-    metrics = store.run_metrics(run["id"])
     dev = f"dev:{run['device']}" if run["device"] else None
     facts = json.loads(run["host_json"] or "{}")
     vm = run["target_kind"] == "qemu"
@@ -212,18 +230,21 @@ def qemu_cpu_pct(metrics: dict[tuple[str, str], float]) -> QemuCpu | None:
             "iothreads": [round(v, 2) for v in iothreads], "other": total("other_pct")}  # fmt: skip
 
 
-def _latency(store: Store, results: list[sqlite3.Row]) -> dict[str, float | None] | None:
+def _latency(
+    hists: Mapping[int, Mapping[int, int]], results: list[sqlite3.Row]
+) -> dict[str, float | None] | None:
     ops = sum(r["total_ios"] for r in results)
     if not results or ops == 0:
         return None
-    merged = histogram.merge(store.histogram(r["id"]) for r in results)
+    merged = histogram.merge(hists.get(r["id"], {}) for r in results)
     out: dict[str, float | None] = {
         "min": min(r["lat_min"] for r in results),
         "mean": sum(r["lat_mean"] * r["total_ios"] for r in results) / ops,
         "max": max(r["lat_max"] for r in results),
     }
-    for p in (50.0, 90.0, 99.0, 99.9, 99.99):
-        value = histogram.percentile(merged, p) if merged else None
+    found = histogram.percentiles(merged, STORED_PERCENTILES)
+    for p in STORED_PERCENTILES:
+        value = found[p]
         if value is None and len(results) == 1:  # no bins stored: fio's own figure is exact for one job
             value = results[0][PCT_COLUMNS[f"p{p:g}"]]
         out[f"p{p:g}"] = float(value) if value is not None else None
