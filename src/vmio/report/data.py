@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
-import tomllib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from vmio.spec.sla import Sla, parse_sla
+from vmio.spec.model import QemuTarget, Target, Workload
+from vmio.spec.sla import Sla
 from vmio.stats import histogram
 from vmio.stats.histogram import Histogram
 from vmio.stats.spread import Spread
@@ -82,7 +81,7 @@ class CampaignData:
     name: str
     rows: list[Row]
     runs: dict[str, sqlite3.Row]  # by point key
-    targets: dict[str, dict[str, Any]]  # each target's spec fields (kind, vcpus, vms, ...)
+    targets: dict[str, Target]  # each target's spec, by name
     workload_order: list[str] = field(default_factory=list)
     samples: dict[str, list[sqlite3.Row]] = field(default_factory=dict)  # by point key, ordered by t
     oplat: dict[str, list[sqlite3.Row]] = field(default_factory=dict)  # by point key, in issue order
@@ -91,7 +90,7 @@ class CampaignData:
     # by point key: (t ms, ddir, bins merged over the jobs) per logged interval, by time
     hist_log: dict[str, list[tuple[int, str, Histogram]]] = field(default_factory=dict)
     sla: Sla | None = None  # the spec's [campaign] sla
-    workload_specs: dict[str, dict[str, Any]] = field(default_factory=dict)  # each workload's spec fields
+    workload_specs: dict[str, Workload] = field(default_factory=dict)  # each workload's spec, by name
     _builds: dict[str, str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def done(self) -> list[Row]:
@@ -137,23 +136,20 @@ class CampaignData:
 
     def facet(self, target: str) -> tuple[int, int] | None:
         """(vCPUs, VMs) for a VM target; None for the others."""
-        spec = self.targets.get(target, {})
-        if spec.get("kind") != "qemu":
+        spec = self.targets.get(target)
+        if not isinstance(spec, QemuTarget):
             return None
-        return int(spec.get("vcpus", 1)), int(spec.get("vms", 1))
+        return spec.vcpus, spec.vms
+
+    def kind(self, target: str) -> str:
+        """The target's kind (``host``, ``qemu``, ...); ``host`` for a target the spec no longer names."""
+        spec = self.targets.get(target)
+        return spec.kind if spec is not None else "host"
 
 
 def load(store: Store, campaign: str) -> CampaignData:
-    row = store.require(campaign)
-    targets: dict[str, dict[str, Any]] = {}
-    try:
-        canonical = json.loads(row["canonical"] or "{}")
-    except json.JSONDecodeError:
-        canonical = {}
-    for spec in canonical.get("targets", []):
-        targets[spec["name"]] = spec
+    spec = store.spec(campaign)
     runs = {r["point_key"]: r for r in store.runs(campaign)}
-    workloads = [w["name"] for w in canonical.get("workloads", [])]
     every_samples, every_oplat = store.campaign_samples(campaign), store.campaign_oplat(campaign)
     results, bins, every_log = (
         store.campaign_results(campaign),
@@ -165,18 +161,10 @@ def load(store: Store, campaign: str) -> CampaignData:
     hists = {k: _merged(results.get(r["id"], []), bins) for k, r in runs.items()}
     logs = {k: _per_second(log) for k, r in runs.items() if (log := every_log.get(r["id"]))}
     return CampaignData(
-        campaign, point_rows(store, campaign), runs, targets, workloads, samples, oplat, hists, logs,
-        _sla(row["spec_text"]), {w["name"]: w for w in canonical.get("workloads", [])},
+        campaign, point_rows(store, campaign), runs, {t.name: t for t in spec.targets},
+        [w.name for w in spec.workloads], samples, oplat, hists, logs, spec.sla,
+        {w.name: w for w in spec.workloads},
     )  # fmt: skip
-
-
-def _sla(spec_text: str | None) -> Sla | None:
-    """The spec's ``[campaign] sla``, if its stored text has a valid one (a report never fails on it)."""
-    try:
-        value = tomllib.loads(spec_text or "").get("campaign", {}).get("sla")
-        return parse_sla(value) if value is not None else None
-    except (tomllib.TOMLDecodeError, ValueError, AttributeError):
-        return None
 
 
 def _merged(every: list[sqlite3.Row], bins: dict[int, Histogram]) -> dict[str, Histogram]:

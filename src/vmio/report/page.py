@@ -81,7 +81,7 @@ class Report:
 def default_baseline(data: CampaignData) -> str | None:
     """The first host target, else the first target."""
     names = data.target_names()
-    hosts = [t for t in names if data.targets.get(t, {}).get("kind", "host") == "host"]
+    hosts = [t for t in names if data.kind(t) == "host"]
     first = hosts or names
     return first[0] if first else None
 

@@ -14,6 +14,7 @@ from matplotlib.patches import Patch
 from vmio.report.data import CampaignData, Group, Offered, labels
 from vmio.report.data import offered_label as olabel
 from vmio.report.figure import PALETTE, Plot, color, finish, legend, log_scale, new_figure, style
+from vmio.spec.model import QemuTarget
 from vmio.units import format_size
 
 Facet = tuple[int, int] | None  # (vCPUs, VMs); None for host targets
@@ -193,11 +194,9 @@ def _series_figure(
 
 def _env(data: CampaignData, target: str) -> str:
     """A VM target's environment in short: vCPUs, VMs (idle ones), host cache, machine."""
-    spec = data.targets.get(target, {})
-    if spec.get("kind") != "qemu":
+    spec = data.targets.get(target)
+    if not isinstance(spec, QemuTarget):
         return "host"
-    idle = int(spec.get("idle_vms", 0))
-    vms = int(spec.get("vms", 1))
-    return (f"{spec.get('vcpus', 1)} vCPU · {vms + idle} VM{'s' if vms + idle != 1 else ''}"
-            + (f" ({idle} idle)" if idle else "") + f" · cache {spec.get('cache', 'none')} · "
-            + str(spec.get("machine", "q35")))  # fmt: skip
+    idle, vms = spec.idle_vms, spec.vms
+    return (f"{spec.vcpus} vCPU · {vms + idle} VM{'s' if vms + idle != 1 else ''}"
+            + (f" ({idle} idle)" if idle else "") + f" · cache {spec.cache} · " + spec.machine)  # fmt: skip

@@ -11,6 +11,7 @@ from vmio.report.data import CampaignData, Group, Row, families, labels, offered
 from vmio.report.data import offered_label as olabel
 from vmio.report.figure import PALETTE, Plot, finish, legend, new_figure, style
 from vmio.report.plots_load import curve, family_title, offered_ticks, series_label
+from vmio.spec.model import QemuTarget
 from vmio.units import format_size
 
 TIME_PANELS = (
@@ -136,6 +137,7 @@ def _thread_value(means: dict[str, dict[str, float]], metric: str) -> Callable[[
 
 
 def target_facts(data: CampaignData, target: str) -> str:
-    spec = data.targets.get(target, {})
-    keys = ("bus", "iothreads", "vms", "vcpus")
-    return ", ".join(f"{k}={spec[k]}" for k in keys if k in spec) or "VM"
+    spec = data.targets.get(target)
+    if not isinstance(spec, QemuTarget):
+        return "VM"
+    return f"bus={spec.bus}, iothreads={spec.iothreads}, vms={spec.vms}, vcpus={spec.vcpus}"

@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from vmio.errors import StoreError
+from vmio.errors import InputError, StoreError
+from vmio.spec.model import Campaign
+from vmio.spec.stored import restore
 from vmio.store.failures import GuardedConnection, explain, missing, not_a_store
 from vmio.store.records import JobResult, RunRecord
 from vmio.store.schema import MIGRATIONS, PCT_COLUMNS, SCHEMA_VERSION
@@ -218,6 +220,17 @@ class Store:
             known = ", ".join(self.campaigns()) or "none"
             raise StoreError(f"no campaign {name!r} in {self.path}; stored campaigns: {known}", exit_code=2)
         return row
+
+    def spec(self, name: str) -> Campaign:
+        """Campaign ``name``'s spec as its model, restored from what was stored (no file outside the store
+        is read); a stored spec that no longer reads is one error naming the campaign."""
+        row = self.require(name)
+        try:
+            return restore(name, row["spec_text"], row["canonical"], row["spec_path"] or name)
+        except (InputError, ValueError, TypeError) as exc:
+            raise StoreError(
+                f"campaign {name!r} in {self.path}: its stored spec no longer reads ({exc})", exit_code=2
+            ) from None
 
     def offsets(self, name: str) -> tuple[int, list[int]] | None:
         """The seed and the operation offsets stored with campaign ``name`` (None: none stored)."""
