@@ -73,7 +73,7 @@ def vm_campaign(tmp_path_factory: pytest.TempPathFactory) -> Store:
     scratch.rmdir()
 
 
-def rows(store: Store, campaign: str = "vm") -> dict[str, dict[str, object]]:
+def rows(store: Store, campaign: str = "vm") -> dict[str, summary.PointRow]:
     return {r.target: r for r in summary.point_rows(store, campaign)}
 
 
@@ -149,10 +149,10 @@ def test_a_guest_that_does_not_come_up_is_killed_and_recorded(scratch: Path, tmp
     assert main(["run", str(spec), "--db", str(db), "--boot-timeout", "500ms"]) == 1
     with Store(db) as store:
         found = rows(store, "hang")
-        assert found["slow"]["status"] == "failed" and "ready" in found["slow"]["error"].lower()
+        assert found["slow"].status == "failed" and "ready" in str(found["slow"].error).lower()
         run = next(r for r in store.runs("hang") if r["target"] == "slow")
         assert "console" in run["log"].lower() or "VMIO" in run["log"] or "Linux" in run["log"]
-        assert found["bare"]["status"] == "done"
+        assert found["bare"].status == "done"
     time.sleep(1)
     assert qemu_pids(marker) == []
 

@@ -315,7 +315,7 @@ class Store:
             "JOIN run ON run.id = result.run_id JOIN campaign c ON c.id = run.campaign_id WHERE c.name = ?",
             (campaign,),
         )
-        return {r[0]: {int(v): int(c) for v, c in json.loads(r[1])} for r in rows}
+        return {r[0]: dict(json.loads(r[1])) for r in rows}  # stored as [[bucket, count], ...] of ints
 
     def campaign_metrics(self, campaign: str) -> dict[int, dict[tuple[str, str], float]]:
         """Every run's metrics (``run_metrics``), by run id."""
