@@ -103,8 +103,12 @@ def test_architecture_names_every_module() -> None:
 
 def test_no_reference_to_a_file_the_project_does_not_hold() -> None:
     """Every ``*.md`` a doc, the README or the code names is a file of the project."""
-    texts = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md")),
-             *sorted((ROOT / "src").rglob("*.py"))]  # fmt: skip
+    texts = [
+        ROOT / "README.md",
+        ROOT / "CONTRIBUTING.md",
+        *sorted((ROOT / "docs").glob("*.md")),
+        *sorted((ROOT / "src").rglob("*.py")),
+    ]
     missing = set()
     for path in texts:
         for ref in re.findall(r"[\w./-]+\.md\b", path.read_text()):

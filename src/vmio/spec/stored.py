@@ -16,8 +16,11 @@ from vmio.spec.steady import parse_steady
 from vmio.spec.tomlfile import Locator
 
 KINDS: dict[str, type[HostTarget] | type[QemuTarget] | type[RemoteTarget] | type[RbdTarget]] = {
-    "host": HostTarget, "qemu": QemuTarget, "remote": RemoteTarget, "rbd": RbdTarget,
-}  # fmt: skip
+    "host": HostTarget,
+    "qemu": QemuTarget,
+    "remote": RemoteTarget,
+    "rbd": RbdTarget,
+}
 
 
 def restore(name: str, spec_text: str | None, canonical: str | None, path: str = "<spec>") -> Campaign:

@@ -110,6 +110,6 @@ class RunRecord:
 
     def host_json(self) -> dict[str, Any]:
         """The host facts with the run's own data, as the store keeps them (``run.host_json``)."""
-        run = {"ops_seed": self.ops_seed, "samples_t0": self.samples_t0,
-               "measured_window": list(self.measured_window) if self.measured_window is not None else None}  # fmt: skip
+        window = list(self.measured_window) if self.measured_window is not None else None
+        run = {"ops_seed": self.ops_seed, "samples_t0": self.samples_t0, "measured_window": window}
         return {**self.host, **{k: v for k, v in run.items() if v is not None}}

@@ -105,13 +105,22 @@ class PointRow:
         """The row as ``vmio show --json`` prints it (the contract: same keys, same order, "max" for an
         unthrottled point); ``facts=False`` leaves out ``host_facts``."""
         out: dict[str, Any] = {
-            "campaign": self.campaign, "point": self.point, "target": self.target,
-            "target_kind": self.target_kind, "workload": self.workload, "bs": self.bs,
+            "campaign": self.campaign,
+            "point": self.point,
+            "target": self.target,
+            "target_kind": self.target_kind,
+            "workload": self.workload,
+            "bs": self.bs,
             "offered_iops": "max" if self.offered_iops is None else self.offered_iops,
-            "load_processes": self.load_processes, "repetition": self.repetition, "status": self.status,
-            "accel": self.accel, "fio_version": self.fio_version, "qemu_version": self.qemu_version,
-            "device": self.device, "error": self.error,
-        }  # fmt: skip
+            "load_processes": self.load_processes,
+            "repetition": self.repetition,
+            "status": self.status,
+            "accel": self.accel,
+            "fio_version": self.fio_version,
+            "qemu_version": self.qemu_version,
+            "device": self.device,
+            "error": self.error,
+        }
         for ddir in ("read", "write"):
             lat = self.lat_ns(ddir)
             out[f"{ddir}_iops"] = self.iops(ddir)
@@ -139,10 +148,15 @@ def point_rows(store: Store, campaign: str | None = None) -> list[PointRow]:
         store.require(campaign)
     out = []
     for name in names:  # read per campaign in bulk: one query per table, not per point
-        results, hists, metrics = (store.campaign_results(name), store.campaign_histograms(name),
-                                   store.campaign_metrics(name))  # fmt: skip
-        out += [_row(name, run, results.get(run["id"], []), hists, metrics.get(run["id"], {}))
-                for run in store.runs(name)]  # fmt: skip
+        results, hists, metrics = (
+            store.campaign_results(name),
+            store.campaign_histograms(name),
+            store.campaign_metrics(name),
+        )
+        out += [
+            _row(name, run, results.get(run["id"], []), hists, metrics.get(run["id"], {}))
+            for run in store.runs(name)
+        ]
     return out
 
 
@@ -164,38 +178,59 @@ def _row(
     for ddir in ("read", "write"):
         mine = [r for r in results if r["ddir"] == ddir]
         per_ddir[ddir] = (
-            sum(r["iops"] for r in mine), sum(r["bw_bytes"] for r in mine), _latency(hists, mine),
+            sum(r["iops"] for r in mine),
+            sum(r["bw_bytes"] for r in mine),
+            _latency(hists, mine),
             sum(r["total_ios"] for r in mine),
-        )  # fmt: skip
+        )
     dev = f"dev:{run['device']}" if run["device"] else None
     facts = json.loads(run["host_json"] or "{}")
     vm = run["target_kind"] == "qemu"
     before = "q35" if run["qemu_version"] else None  # runs before machine types were all q35
     decoded = {
         name: json.loads(run[column])
-        for column, name in (("steady_json", "steady"), ("precondition_json", "precondition"),
-                             ("fio_job_json", "fio_job"))
+        for column, name in (
+            ("steady_json", "steady"),
+            ("precondition_json", "precondition"),
+            ("fio_job_json", "fio_job"),
+        )
         if run[column] is not None
-    }  # fmt: skip
+    }
     return PointRow(
-        campaign=campaign, point=run["point_key"], target=run["target"], target_kind=run["target_kind"],
-        workload=run["workload"], bs=run["bs"], offered_iops=run["offered_iops"],
-        load_processes=run["load_processes"], repetition=run["repetition"], status=run["status"],
-        accel=run["accel"], fio_version=run["fio_version"], qemu_version=run["qemu_version"],
-        device=run["device"], error=run["error"],
-        read_iops=per_ddir["read"][0], read_bw=per_ddir["read"][1], read_lat_ns=per_ddir["read"][2],
+        campaign=campaign,
+        point=run["point_key"],
+        target=run["target"],
+        target_kind=run["target_kind"],
+        workload=run["workload"],
+        bs=run["bs"],
+        offered_iops=run["offered_iops"],
+        load_processes=run["load_processes"],
+        repetition=run["repetition"],
+        status=run["status"],
+        accel=run["accel"],
+        fio_version=run["fio_version"],
+        qemu_version=run["qemu_version"],
+        device=run["device"],
+        error=run["error"],
+        read_iops=per_ddir["read"][0],
+        read_bw=per_ddir["read"][1],
+        read_lat_ns=per_ddir["read"][2],
         read_ops=per_ddir["read"][3],
-        write_iops=per_ddir["write"][0], write_bw=per_ddir["write"][1], write_lat_ns=per_ddir["write"][2],
+        write_iops=per_ddir["write"][0],
+        write_bw=per_ddir["write"][1],
+        write_lat_ns=per_ddir["write"][2],
         write_ops=per_ddir["write"][3],
         hosts=tuple(sorted({r["host"] for r in results})),
-        device_metrics={name: metrics.get((dev, metric)) if dev else None for metric, name in DEVICE_FIELDS.items()},
+        device_metrics={
+            name: metrics.get((dev, metric)) if dev else None for metric, name in DEVICE_FIELDS.items()
+        },
         cpu={name: metrics.get(("cpu", metric)) for metric, name in CPU_FIELDS.items()},
         host_facts=facts,
         qemu_machine=facts.get("qemu_machine", before) if vm else None,
         qemu_cpu_pct=qemu_cpu_pct(metrics) if vm else None,
         guest_io_warnings=facts.get("guest_io_warnings"),  # None for host targets
         **decoded,
-    )  # fmt: skip
+    )
 
 
 def build_label(qemu_version: str | None, qemu_machine: str | None) -> str | None:
