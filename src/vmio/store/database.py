@@ -17,7 +17,6 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote
 
 from vmio.errors import InputError, StoreError
@@ -469,7 +468,3 @@ def _insert_result(db: sqlite3.Connection, run_id: int, res: JobResult) -> None:
         db.execute(
             "INSERT INTO histogram VALUES (?, ?)", (cur.lastrowid, json.dumps(sorted(res.bins.items())))
         )
-
-
-def rows_as_dicts(rows: Sequence[sqlite3.Row]) -> list[dict[str, Any]]:
-    return [dict(r) for r in rows]
