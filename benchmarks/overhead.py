@@ -55,7 +55,7 @@ def vmio_iops(spec: Path, db: Path) -> float:
     subprocess.run([sys.executable, "-m", "vmio", "run", str(spec), "--db", str(db), "--force"],
                    capture_output=True, text=True, timeout=300, check=True)  # fmt: skip
     with Store(db) as store:
-        return float(point_rows(store, "overhead")[0]["read_iops"])
+        return float(point_rows(store, "overhead")[0].read_iops)
 
 
 VM_TARGET = """

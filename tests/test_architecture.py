@@ -7,6 +7,7 @@ shows that each contract can fail.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -71,3 +72,46 @@ def test_a_feature_importing_another_breaks_the_layers(copy: tuple[Path, Path]) 
     done = lint(src, config)
     assert done.returncode != 0
     assert "vmio.advise is not allowed to import vmio.report" in done.stdout
+
+
+def modules() -> list[str]:
+    """Every module of the package, dotted below ``vmio`` (``store.rows``), packages' ``__init__`` aside."""
+    src = ROOT / "src" / "vmio"
+    found = []
+    for path in sorted(src.rglob("*.py")):
+        if path.name in ("__init__.py", "__main__.py"):
+            continue
+        found.append(".".join(path.relative_to(src).with_suffix("").parts))
+    return found
+
+
+def named(module: str, doc: str) -> bool:
+    """Is ``module`` named in the doc: in backticks as ``pkg.mod`` or ``mod`` (in its package's row)?"""
+    *package, name = module.split(".")
+    if f"`{module}" in doc or f"`vmio.{module}" in doc:
+        return True
+    rows = [line for line in doc.splitlines() if not package or line.startswith(f"| `{package[-1]}` |")]
+    return any(re.search(rf"`{re.escape(name)}[`(./]", line) for line in rows)
+
+
+def test_architecture_names_every_module() -> None:
+    doc = (ROOT / "docs" / "ARCHITECTURE.md").read_text()
+    missing = [m for m in modules() if not named(m, doc)]
+    assert len(modules()) > 100  # the walk found the package
+    assert not missing, f"docs/ARCHITECTURE.md does not name: {', '.join(missing)}"
+
+
+def test_no_reference_to_a_file_the_project_does_not_hold() -> None:
+    """Every ``*.md`` a doc, the README or the code names is a file of the project."""
+    texts = [
+        ROOT / "README.md",
+        ROOT / "CONTRIBUTING.md",
+        *sorted((ROOT / "docs").glob("*.md")),
+        *sorted((ROOT / "src").rglob("*.py")),
+    ]
+    missing = set()
+    for path in texts:
+        for ref in re.findall(r"[\w./-]+\.md\b", path.read_text()):
+            if not any((base / ref).exists() for base in (ROOT, ROOT / "docs", path.parent)):
+                missing.add(f"{path.relative_to(ROOT)}: {ref}")
+    assert not missing, sorted(missing)

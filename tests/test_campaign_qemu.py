@@ -73,21 +73,21 @@ def vm_campaign(tmp_path_factory: pytest.TempPathFactory) -> Store:
     scratch.rmdir()
 
 
-def rows(store: Store, campaign: str = "vm") -> dict[str, dict[str, object]]:
-    return {r["target"]: r for r in summary.point_rows(store, campaign)}
+def rows(store: Store, campaign: str = "vm") -> dict[str, summary.PointRow]:
+    return {r.target: r for r in summary.point_rows(store, campaign)}
 
 
 def test_every_disk_path_measured_in_a_vm(vm_campaign: Store) -> None:
     found = rows(vm_campaign)
     assert set(found) == {"bare", "vblk", "vblk-io-2jobs", "scsi-2vms", "nvme"}
     for name, row in found.items():
-        assert row["status"] == "done", (name, row["error"])
-        assert row["read_iops"] > 0
+        assert row.status == "done", (name, row.error)
+        assert row.read_iops > 0
         if name == "bare":
-            assert row["accel"] is None and row["guest_io_warnings"] is None
+            assert row.accel is None and row.guest_io_warnings is None
         else:
-            assert row["accel"] in ("kvm", "tcg") and row["qemu_version"]
-            assert isinstance(row["guest_io_warnings"], int)  # the guest console was read for the point
+            assert row.accel in ("kvm", "tcg") and row.qemu_version
+            assert isinstance(row.guest_io_warnings, int)  # the guest console was read for the point
 
 
 def test_topologies_one_vm_many_jobs_and_many_vms_one_job(vm_campaign: Store) -> None:
@@ -98,8 +98,8 @@ def test_topologies_one_vm_many_jobs_and_many_vms_one_job(vm_campaign: Store) ->
     assert len(two_vms) == 2 and len({r["host"] for r in two_vms}) == 2
     row = summary.point_row(vm_campaign, "vm", runs["scsi-2vms"])
     merged = histogram.merge(vm_campaign.histogram(r["id"]) for r in two_vms)
-    assert row["read_lat_ns"]["p99"] == histogram.percentile(merged, 99)
-    assert row["read_iops"] == pytest.approx(sum(r["iops"] for r in two_vms))
+    assert row.read_lat_ns["p99"] == histogram.percentile(merged, 99)
+    assert row.read_iops == pytest.approx(sum(r["iops"] for r in two_vms))
 
 
 def test_argv_accelerator_and_disjoint_ranges_are_recorded(vm_campaign: Store) -> None:
@@ -134,8 +134,8 @@ def test_block_device_given_raw(vm_campaign: Store) -> None:
     if "vm-block" not in vm_campaign.campaigns():
         pytest.skip("needs a loop device (root)")
     (row,) = rows(vm_campaign, "vm-block").values()
-    assert row["status"] == "done" and row["read_iops"] > 0
-    assert row["device"].startswith("loop")
+    assert row.status == "done" and row.read_iops > 0
+    assert row.device.startswith("loop")
 
 
 def test_a_guest_that_does_not_come_up_is_killed_and_recorded(scratch: Path, tmp_path: Path) -> None:
@@ -149,10 +149,10 @@ def test_a_guest_that_does_not_come_up_is_killed_and_recorded(scratch: Path, tmp
     assert main(["run", str(spec), "--db", str(db), "--boot-timeout", "500ms"]) == 1
     with Store(db) as store:
         found = rows(store, "hang")
-        assert found["slow"]["status"] == "failed" and "ready" in found["slow"]["error"].lower()
+        assert found["slow"].status == "failed" and "ready" in str(found["slow"].error).lower()
         run = next(r for r in store.runs("hang") if r["target"] == "slow")
         assert "console" in run["log"].lower() or "VMIO" in run["log"] or "Linux" in run["log"]
-        assert found["bare"]["status"] == "done"
+        assert found["bare"].status == "done"
     time.sleep(1)
     assert qemu_pids(marker) == []
 

@@ -176,9 +176,9 @@ def test_rbd_target_in_a_campaign(live_cluster: cluster.ClusterRef, tmp_path: Pa
     assert main(["run", str(spec), "--db", str(db)]) == 0
     with Store(db) as store:
         (row,) = point_rows(store, "rbd")
-        assert row["status"] == "done" and row["read_iops"] > 0 and row["write_iops"] > 0
-        assert row["write_iops"] > row["read_iops"]  # 30 % reads
-        assert row["device"] is not None and row["cpu_usr_pct"] is not None
+        assert row.status == "done" and row.read_iops > 0 and row.write_iops > 0
+        assert row.write_iops > row.read_iops  # 30 % reads
+        assert row.device is not None and row.metric("cpu_usr_pct") is not None
         (run,) = store.runs("rbd")
         assert "ioengine=rbd" in run["job_file"] and f"rbdname={live_cluster.image}" in run["job_file"]
     # the model calibrates on the stored campaign as it does on a profile file
@@ -186,7 +186,7 @@ def test_rbd_target_in_a_campaign(live_cluster: cluster.ClusterRef, tmp_path: Pa
 
     with Store(db) as store:
         (point,) = profile_from_campaign(store, "rbd").points
-    assert point.bs == 16384 and point.iops == pytest.approx(row["read_iops"] + row["write_iops"])
+    assert point.bs == 16384 and point.iops == pytest.approx(row.read_iops + row.write_iops)
     assert main(["dstore", "model", "--calibrate", "rbd", "--db", str(db), "--replicas", "2", "--json"]) == 0
 
 
@@ -211,8 +211,8 @@ def test_vm_disk_on_rbd_in_a_campaign(live_cluster: cluster.ClusterRef, tmp_path
     assert main(["run", str(spec), "--db", str(db)]) == 0
     with Store(db) as store:
         (row,) = point_rows(store, "vmrbd")
-        assert row["status"] == "done" and row["accel"] in ("kvm", "tcg")
-        assert row["read_iops"] > 0 and row["write_iops"] > 0
+        assert row.status == "done" and row.accel in ("kvm", "tcg")
+        assert row.read_iops > 0 and row.write_iops > 0
         (run,) = store.runs("vmrbd")
         assert '"driver":"rbd"' in run["qemu_argv"].replace(" ", "").replace("\\", "")
 

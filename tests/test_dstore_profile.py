@@ -302,7 +302,9 @@ def test_per_second_rows_from_real_fio_logs(tmp_path: Path) -> None:
     assert 2 <= len(rows) <= 4  # fio may not log the last, partial window
     for r in rows:  # each logged second carries fio's own mean rate
         assert r.iops == pytest.approx(ios / 3, rel=0.15)
-        assert r.read_iops == pytest.approx(300, rel=0.2) and r.write_iops == pytest.approx(700, rel=0.2)
+        # fio's own totals per direction, not the asked 300/700: a busy machine may fall short of those
+        assert r.read_iops == pytest.approx(raw["read"]["total_ios"] / 3, rel=0.2)
+        assert r.write_iops == pytest.approx(raw["write"]["total_ios"] / 3, rel=0.2)
         assert r.mean_lat_ms is not None and r.mean_lat_ms >= 0
     assert all(0 <= r.t_s - i < 2.0 for i, r in enumerate(rows, start=1))
 

@@ -136,7 +136,7 @@ def two_builds(tmp_path_factory: pytest.TempPathFactory, ten: builds.QemuBuild) 
     try:
         assert main(["run", str(spec), "--db", str(db)]) == 0
         assert main(["run", str(nvme), "--db", str(db)]) == 0
-        return summary.point_rows(Store(db))
+        return [r.to_json() for r in summary.point_rows(Store(db))]  # as `vmio show --json` gives them
     finally:
         for img in scratch.glob("*.img"):
             img.unlink()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sqlite3
+import statistics
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -94,7 +96,24 @@ def test_report_files(real: tuple[Path, Path], capsys: pytest.CaptureFixture[str
     assert main(["report", "real", "--db", str(db)]) == 0
     text = capsys.readouterr().out
     assert text.splitlines()[1].split()[:4] == ["workload", "bs", "load", "target"]
-    assert "rr        4k  0     bare    " in text and "300 yes" in text
+    [bare] = [line for line in text.splitlines() if line.startswith("rr        4k  0     bare    ")]
+    # achieved or not is fio's own figure for the throttled point against the documented 95 % rule: on a busy
+    # machine fio may fall short of 300 IOPS, and then the report must say "no"
+    achieved = fio_iops(db, "bare/rr/bs=4096/offered=300/load=0/rep=")
+    verdict = "yes" if statistics.median(achieved) >= 0.95 * 300 else "no"
+    assert f"300 {verdict} ({statistics.median(achieved):.0f})" in bare
+
+
+def fio_iops(db: Path, prefix: str) -> list[float]:
+    """Read + write IOPS fio reported for the measured jobs of each repetition whose point key starts so."""
+    with sqlite3.connect(db) as con:
+        rows = con.execute(
+            "SELECT run.point_key, SUM(result.iops) FROM run JOIN result ON result.run_id = run.id "
+            "WHERE run.point_key LIKE ? AND result.role = 'measure' GROUP BY run.id",
+            (prefix + "%",),
+        ).fetchall()
+    assert len(rows) == 2, rows  # both repetitions
+    return [float(iops) for _, iops in rows]
 
 
 @pytest.mark.browser

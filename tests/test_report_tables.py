@@ -19,6 +19,7 @@ from vmio.fio.output import JobResult
 from vmio.report import compare, compare_text, data, page
 from vmio.report import summary_table as saturation
 from vmio.report.figure import to_svg
+from vmio.spec import Campaign, HostTarget, QemuTarget, Workload
 from vmio.stats.spread import Spread, ratio, welch
 from vmio.store import RunRecord, Store
 
@@ -30,8 +31,17 @@ HOST = {"kernel": "6.1.0-test", "cpu_model": "Test CPU", "cores": 2, "fio_versio
 
 
 def new_campaign(store: Store, name: str, targets: Sequence[Mapping[str, object]] = TARGETS) -> None:
-    canonical = json.dumps({"targets": targets, "workloads": [{"name": "rr"}, {"name": "rw"}]})
-    store.ensure_campaign(name, f"{name}.toml", "", canonical)
+    """The campaign as vmio stores it: the canonical text of a real spec model."""
+    models = tuple(
+        QemuTarget(
+            str(t["name"]), (f"/var/tmp/{t['name']}.img",), vcpus=int(str(t["vcpus"])), vms=int(str(t["vms"]))
+        )
+        if t["kind"] == "qemu"
+        else HostTarget(str(t["name"]), f"/var/tmp/{t['name']}.img")
+        for t in targets
+    )
+    workloads = (Workload("rr", "randread", (4096,)), Workload("rw", "randwrite", (4096,)))
+    store.ensure_campaign(name, f"{name}.toml", "", Campaign(name, 1, models, workloads).canonical())
 
 
 def add(

@@ -19,6 +19,7 @@ import pytest
 
 from vmio.cli import main
 from vmio.report import data, page, seed000
+from vmio.spec import HostTarget, QemuTarget, RbdTarget
 from vmio.store import Store
 
 DB = Path(__file__).parent / "data" / "stores" / "demo000.db"
@@ -174,13 +175,16 @@ def test_comparing_campaigns_of_different_builds_says_so(
 
 
 def test_shapes_that_are_no_seed_configuration() -> None:
-    assert seed000.config_of({"kind": "qemu", "vms": 1, "jobs_per_vm": 1}) is None
-    assert seed000.config_of({"kind": "qemu", "vms": 2, "jobs_per_vm": 2, "backing": ["/a"]}) is None
+    assert seed000.config_of(QemuTarget("v", ("/a",), vms=1, jobs_per_vm=1)) is None
+    assert seed000.config_of(QemuTarget("v", ("/a",), vms=2, jobs_per_vm=2)) is None
+    assert seed000.config_of(QemuTarget("v", ("/a",), vms=1, jobs_per_vm=2, bus="nvme")) is None
+    assert seed000.config_of(RbdTarget("r", "pool", "image", "/etc/ceph/ceph.conf")) is None
+    # and the shapes that are one (so the checks above can fail)
     assert (
-        seed000.config_of({"kind": "qemu", "vms": 1, "jobs_per_vm": 2, "bus": "nvme", "backing": ["/a"]})
-        is None
+        seed000.config_of(QemuTarget("v", ("/a",), vms=1, jobs_per_vm=2, iothreads=1))
+        is seed000.BY_KEY["iothread"]
     )
-    assert seed000.config_of({"kind": "rbd"}) is None
+    assert seed000.config_of(HostTarget("b", "/a")) is seed000.BARE
 
 
 def test_report_json_and_text_carry_the_seed_rows(db: Path, capsys: pytest.CaptureFixture[str]) -> None:

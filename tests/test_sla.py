@@ -11,6 +11,7 @@ import pytest
 from vmio.cli import main
 from vmio.fio.output import JobResult
 from vmio.report import data, page, sla
+from vmio.spec import Campaign, HostTarget, Workload
 from vmio.spec.sla import Sla, parse_sla
 from vmio.store import RunRecord, Store
 
@@ -51,12 +52,11 @@ def point(store: Store, target: str, offered: int | None, iops: float, p50_us: i
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
     path = tmp_path / "vmio.db"
-    targets = [{"name": n, "kind": "host"} for n in ("fast", "never", "over")]
+    targets = tuple(HostTarget(n, f"/var/tmp/{n}.img") for n in ("fast", "never", "over"))
+    canonical = Campaign("sweep", 1, targets, (Workload("rr", "randread", (4096,)),)).canonical()
     with Store(path) as store:
         spec = '[campaign]\nname = "sweep"\nsla = "p99=2ms"\n'
-        store.ensure_campaign(
-            "sweep", "sweep.toml", spec, json.dumps({"targets": targets, "workloads": [{"name": "rr"}]})
-        )
+        store.ensure_campaign("sweep", "sweep.toml", spec, canonical)
         for target, sweep in (("fast", FAST), ("never", NEVER), ("over", OVER)):
             for offered, (iops, p50, p99) in sweep.items():
                 point(store, target, offered, iops, p50, p99)

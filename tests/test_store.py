@@ -108,3 +108,57 @@ def test_not_a_database_is_a_store_error(tmp_path: Path) -> None:
     bad.write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(StoreError, match="is not a vmio store .not an SQLite file"):
         Store(bad)
+
+
+RESTORED_SPEC = """[campaign]
+name = "r"
+repetitions = 3
+sla = "p99=2ms"
+seed = 7
+[[target]]
+name = "bare"
+path = "/var/tmp/r.img"
+size = "16M"
+[[target]]
+name = "vm"
+kind = "qemu"
+backing = ["/var/tmp/a.img", "/var/tmp/b.img"]
+vms = 2
+vcpus = 2
+iothreads = 1
+machine = "microvm"
+bus = "virtio-blk"
+[[workload]]
+name = "rr"
+rw = "randread"
+bs = ["4k", "16k"]
+offered_iops = [500, "max"]
+steady = "iops_slope:2%:10s"
+[[workload]]
+name = "ops"
+rw = "randwrite"
+bs = "4k"
+ops = 20
+load_processes = [0, 2]
+"""
+
+
+def test_the_stored_spec_is_restored_as_the_model_that_was_run(tmp_path: Path) -> None:
+    from vmio.spec import loads_spec
+
+    ran = loads_spec(RESTORED_SPEC, "r.toml")
+    with Store(tmp_path / "s.db") as store:
+        store.ensure_campaign("r", "r.toml", RESTORED_SPEC, ran.canonical())
+        assert store.spec("r") == ran  # targets, workloads, repetitions, sla and seed, field for field
+
+
+def test_a_stored_spec_that_no_longer_reads_is_one_error(tmp_path: Path) -> None:
+    from vmio.spec import loads_spec
+
+    ran = loads_spec(RESTORED_SPEC, "r.toml")
+    with Store(tmp_path / "s.db") as store:
+        store.ensure_campaign("r", "r.toml", RESTORED_SPEC.replace("p99=2ms", "p99=fast"), ran.canonical())
+        with pytest.raises(
+            StoreError, match=r"campaign 'r' in .*s\.db: its stored spec no longer reads .*sla"
+        ):
+            store.spec("r")

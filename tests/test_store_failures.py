@@ -91,11 +91,11 @@ def test_an_older_store_migrates_and_keeps_its_points(version: int, tmp_path: Pa
         assert s.schema_version == SCHEMA_VERSION
         applied = [r[0] for r in s.db.execute("SELECT version FROM migrations ORDER BY version")]
         assert applied == list(range(1, SCHEMA_VERSION + 1))
-        rows = {r["point"]: r for r in summary.point_rows(s, "fixture")}
+        rows = {r.point: r for r in summary.point_rows(s, "fixture")}
         # the figures written into the fixture by the vmio of that version
-        assert rows["host/randread/4k/max/1"]["read_iops"] == 2500.0
-        assert rows["host/randread/4k/max/1"]["status"] == "done"
-        assert rows["host/randread/4k/max/2"]["error"] == "fio exited with code 1"
+        assert rows["host/randread/4k/max/1"].read_iops == 2500.0
+        assert rows["host/randread/4k/max/1"].status == "done"
+        assert rows["host/randread/4k/max/2"].error == "fio exited with code 1"
         assert s.db.execute("SELECT COUNT(*) FROM oplat").fetchone()[0] == 1
         # the migrated store takes new points
         s.record(point("new"))

@@ -54,7 +54,7 @@ def test_progress_bar_is_rich(campaign: tuple[Path, str, io.StringIO]) -> None:
         rows = summary.point_rows(store, "t")
     iops = re.search(r"last ([\d,]+) IOPS", last)
     assert iops is not None
-    assert int(iops.group(1).replace(",", "")) == round(rows[-1]["read_iops"])  # fio's figure, stored
+    assert int(iops.group(1).replace(",", "")) == round(rows[-1].read_iops)  # fio's figure, stored
 
 
 def test_show_and_compare_tables_are_rich_on_a_terminal(

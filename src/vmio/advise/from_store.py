@@ -22,7 +22,7 @@ from vmio.spec import Campaign, HostTarget, QemuTarget
 from vmio.store import Store, campaigns
 from vmio.store import capacity as calibrated
 from vmio.store.campaigns import normal_key
-from vmio.store.rows import build_label, point_row
+from vmio.store.rows import PointRow, build_label, point_row
 from vmio.system.blockdev import in_use, is_rotational, stable_id
 
 # The evidence wants each class's busiest thread (% of one core), not the class's sum.
@@ -49,7 +49,7 @@ def points_to_diagnose(store: Store, name: str, key: str | None) -> list[sqlite3
 def build_of(run: sqlite3.Row) -> str | None:
     """The QEMU build a stored point's VMs ran on (``qemu 10.0.2 / q35``); None for other targets."""
     facts = json.loads(run["host_json"] or "{}")
-    return build_label({"qemu_version": run["qemu_version"], "qemu_machine": facts.get("qemu_machine")})
+    return build_label(run["qemu_version"], facts.get("qemu_machine"))
 
 
 Declared = tuple[float | None, float | None]
@@ -82,9 +82,10 @@ def evidence_for(
         ))  # fmt: skip
     qemu = {name: _busiest(metrics, metric) for metric, name in QEMU_METRICS.items()}
     measured = Measured(
-        read_iops=row["read_iops"], write_iops=row["write_iops"], dev_busy_pct=_pct(row["dev_busy_pct"]),
-        dev_queue=row["dev_queue"], dev_await_ms=row["dev_await_ms"], cpu_usr_pct=_pct(row["cpu_usr_pct"]),
-        cpu_sys_pct=_pct(row["cpu_sys_pct"]), cpu_iowait_pct=_pct(row["cpu_iowait_pct"]),
+        read_iops=row.read_iops, write_iops=row.write_iops, dev_busy_pct=_pct(row.metric("dev_busy_pct")),
+        dev_queue=row.metric("dev_queue"), dev_await_ms=row.metric("dev_await_ms"),
+        cpu_usr_pct=_pct(row.metric("cpu_usr_pct")), cpu_sys_pct=_pct(row.metric("cpu_sys_pct")),
+        cpu_iowait_pct=_pct(row.metric("cpu_iowait_pct")),
         qemu_iothread_cpu_pct=_pct(qemu["qemu_iothread_cpu_pct"]),
         qemu_main_loop_cpu_pct=_pct(qemu["qemu_main_loop_cpu_pct"]),
         qemu_vcpu_cpu_pct=_pct(qemu["qemu_vcpu_cpu_pct"]),
@@ -137,9 +138,9 @@ def fio_cpu(store: Store, run: sqlite3.Row, column: str) -> float | None:
     return round(sum(known), 3)
 
 
-def _own_cpu(store: Store, run: sqlite3.Row, row: dict[str, Any]) -> float | None:
+def _own_cpu(store: Store, run: sqlite3.Row, row: PointRow) -> float | None:
     """CPU of every process the run started, % of one core: the QEMU processes for VMs, fio on a host."""
-    qemu = row.get("qemu_cpu_pct")
+    qemu = row.qemu_cpu_pct
     if qemu:
         return round(float(qemu["vcpu"] + qemu["main_loop"] + sum(qemu["iothreads"]) + qemu["other"]), 2)
     if run["target_kind"] != "host":

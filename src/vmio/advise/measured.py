@@ -95,7 +95,7 @@ def _campaign_ratios(store: Store, name: str) -> list[MeasuredRatio]:
         if run["status"] != "done" or run["offered_iops"] is not None or run["load_processes"]:
             continue
         row = point_row(store, name, run)
-        figures = {"read": row["read_iops"], "write": row["write_iops"]}
+        figures = {"read": row.read_iops, "write": row.write_iops}
         if run["target_kind"] == "host":
             bare[(run["workload"], run["bs"])].append(figures)
             continue

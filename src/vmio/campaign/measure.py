@@ -19,7 +19,7 @@ from vmio.fio import run as fiorun
 from vmio.fio.output import FioOutput
 from vmio.metrics.sampler import Sampler, window_means
 from vmio.spec import Campaign, Point, Workload
-from vmio.store import RunRecord
+from vmio.store.records import Precondition, RunRecord, Steady
 from vmio.system.process import Runner
 from vmio.targets import Rig
 from vmio.targets.base import RunsFio
@@ -37,7 +37,7 @@ def measure_point(
     interval: float,
     runner: Runner,
     proc_root: str = "/proc",
-    preconditioned: dict[str, object] | None = None,
+    preconditioned: Precondition | None = None,
     offsets: Sequence[int] | None = None,
     live: Callable[[Sampler], None] | None = None,
 ) -> RunRecord:
@@ -59,7 +59,7 @@ def measure_point(
             raise rig
         replay = _replay(campaign, workload, point, offsets)
         if replay is not None:  # the operations replayed the offsets stored with the campaign
-            rec.host["ops_seed"] = campaign.seed
+            rec.ops_seed = campaign.seed
         _measure(point, workload, rig, rundir, rec, interval, runner, replay, live)
     except (UnsafeTargetError, InputError):
         raise
@@ -141,8 +141,8 @@ def _measure(
                 rec.steady = steady_outcome(result, str(workload.steady))
             # the samples' clock on the wall (Unix seconds at t = 0) and the window the means cover, so
             # the samples line up with anything else logged meanwhile (iostat, Ceph, a guest's log)
-            rec.host["samples_t0"] = round(sampler.wall0, 6)
-            rec.host["measured_window"] = [round(start, 6), round(end, 6)]
+            rec.samples_t0 = round(sampler.wall0, 6)
+            rec.measured_window = (round(start, 6), round(end, 6))
             if workload.ops:
                 rec.oplat = fiorun.op_latencies(rundir, [ep.server for ep in endpoints])
             else:
@@ -155,7 +155,7 @@ def _measure(
         rec.log = (rec.log or "") + notes.log
 
 
-def steady_outcome(result: FioOutput, criterion: str) -> dict[str, object]:
+def steady_outcome(result: FioOutput, criterion: str) -> Steady:
     """Whether every measured job reached steady state, and when the last one did (fio then stops it)."""
     jobs = [s for s in result.steady if not s[1].startswith("load")]
     reached = bool(jobs) and all(s[2] for s in jobs)
@@ -163,7 +163,7 @@ def steady_outcome(result: FioOutput, criterion: str) -> dict[str, object]:
     return {"criterion": criterion, "reached": reached, "at_s": at_s, "jobs": len(jobs)}
 
 
-def precondition(rig: Rig, workload: Workload, rundir: Path, runner: Runner) -> dict[str, object]:
+def precondition(rig: Rig, workload: Workload, rundir: Path, runner: Runner) -> Precondition:
     """Precondition the target's device or file (SNIA PTS): a sequential fill, then random writes of twice
     its size; what was written and how long it took."""
     rundir.mkdir(parents=True, exist_ok=True)

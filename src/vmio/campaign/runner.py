@@ -21,6 +21,7 @@ from vmio.metrics.sampler import Sampler
 from vmio.qemu import builds
 from vmio.spec import Campaign, HostTarget, LibvirtTarget, Point, QemuTarget, RbdTarget, RemoteTarget
 from vmio.store import Store
+from vmio.store.records import Precondition
 from vmio.system import files, rbdimage
 from vmio.system.process import Runner
 from vmio.system.safety import check_target_write, is_block_device
@@ -231,7 +232,7 @@ def _run(
 
 def _precondition(
     campaign: Campaign, point: Point, opened: Opened, workdir: Path, options: Options, done: set[str]
-) -> dict[str, object] | None:
+) -> Precondition | None:
     """Precondition the point's target once, before its first point, if a workload asks for it."""
     wanted = [w for w in campaign.workloads if w.precondition]
     if not wanted or point.target in done or opened.rig is None:

@@ -8,6 +8,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
@@ -295,9 +296,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         rows = summary.point_rows(store, args.campaign)
     if args.json:
-        for row in rows:
-            row.pop("host_facts", None)
-        print(json.dumps(rows, indent=1))
+        print(json.dumps([row.to_json(facts=False) for row in rows], indent=1))
         return 0
     console = terminal.console_for(sys.stdout)
     if console is not None and rows:
@@ -307,7 +306,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def print_show_table(rows: list[dict[str, object]], console: terminal.Console) -> None:
+def print_show_table(rows: list[summary.PointRow], console: terminal.Console) -> None:
     """``vmio show``'s table through rich (on a terminal)."""
     terminal.print_table(console, show_lines(rows), right=frozenset(range(3, 11)))
 
@@ -366,7 +365,7 @@ def show_sla(args: argparse.Namespace) -> int:
     return 0
 
 
-def format_table(rows: list[dict[str, object]]) -> str:
+def format_table(rows: list[summary.PointRow]) -> str:
     """The text table of ``vmio show``."""
     lines = show_lines(rows)
     if len(lines) == 1:
@@ -374,7 +373,7 @@ def format_table(rows: list[dict[str, object]]) -> str:
     return columns(lines, right=frozenset(range(3, len(lines[0]))))
 
 
-def show_lines(rows: list[dict[str, object]]) -> list[tuple[str, ...]]:
+def show_lines(rows: list[summary.PointRow]) -> list[tuple[str, ...]]:
     """The head and one line per point of ``vmio show``'s table."""
     head: tuple[str, ...] = (
         "point",
@@ -388,29 +387,29 @@ def show_lines(rows: list[dict[str, object]]) -> list[tuple[str, ...]]:
         "%usr",
         "%sys",
     )
-    steady = any("steady" in r for r in rows)  # the column only when a point asked for steady state
+    steady = any(r.steady is not None for r in rows)  # the column only when a point asked for steady state
     if steady:
         head = (*head, "steady")
     lines: list[tuple[str, ...]] = [head]
     for r in rows:
-        lat = r["read_lat_ns"] or r["write_lat_ns"]
+        lat = r.read_lat_ns or r.write_lat_ns
         lines.append((
-            f"{r['campaign']}:{r['point']}",
-            str(r["status"]),
-            str(r["accel"] or "-"),
-            f"{_num(r['read_iops'])}/{_num(r['write_iops'])}",
-            f"{_mb(r['read_bw'])}/{_mb(r['write_bw'])}",
+            f"{r.campaign}:{r.point}",
+            r.status,
+            r.accel or "-",
+            f"{_num(r.read_iops)}/{_num(r.write_iops)}",
+            f"{_mb(r.read_bw)}/{_mb(r.write_bw)}",
             _ms(lat, "p50"),
             _ms(lat, "p99"),
-            _num(r["dev_busy_pct"], 1),
-            _num(r["cpu_usr_pct"], 1),
-            _num(r["cpu_sys_pct"], 1),
-        ) + ((_steady(r.get("steady")),) if steady else ()))  # fmt: skip
+            _num(r.metric("dev_busy_pct"), 1),
+            _num(r.metric("cpu_usr_pct"), 1),
+            _num(r.metric("cpu_sys_pct"), 1),
+        ) + ((_steady(r.steady),) if steady else ()))  # fmt: skip
     return lines
 
 
-def _steady(value: object) -> str:
-    if not isinstance(value, dict):
+def _steady(value: Mapping[str, object] | None) -> str:
+    if value is None:
         return "-"
     return f"yes@{value['at_s']:g}s" if value.get("reached") else "no"
 
@@ -423,10 +422,9 @@ def _mb(value: object) -> str:
     return "-" if not isinstance(value, int | float) else f"{value / 1e6:.1f}"
 
 
-def _ms(lat: object, key: str) -> str:
-    if not isinstance(lat, dict) or lat.get(key) is None:
-        return "-"
-    return f"{lat[key] / 1e6:.3f}"
+def _ms(lat: Mapping[str, float | None] | None, key: str) -> str:
+    value = lat.get(key) if lat is not None else None
+    return "-" if value is None else f"{value / 1e6:.3f}"
 
 
 def cmd_export(args: argparse.Namespace) -> int:

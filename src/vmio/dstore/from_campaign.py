@@ -16,7 +16,7 @@ from vmio.errors import InputError
 from vmio.spec import RbdTarget
 from vmio.store import Store
 from vmio.store.campaigns import stored_campaign
-from vmio.store.rows import point_row
+from vmio.store.rows import PointRow, point_row
 
 
 def profile_from_campaign(store: Store, campaign: str, target: str | None = None) -> Profile:
@@ -46,10 +46,10 @@ def profile_from_campaign(store: Store, campaign: str, target: str | None = None
     return Profile(points, criteria, setup)
 
 
-def _figures(row: dict[str, Any]) -> tuple[float, float, float]:
-    ops = {d: row[f"{d}_ops"] for d in ("read", "write")}
-    lats = {d: row[f"{d}_lat_ns"] for d in ("read", "write")}
+def _figures(row: PointRow) -> tuple[float, float, float]:
+    ops = {d: row.ops(d) for d in ("read", "write")}
+    lats = {d: row.lat_ns(d) for d in ("read", "write")}
     total_ops = sum(ops.values()) or 1
-    mean_ns = sum((lats[d] or {}).get("mean", 0.0) * ops[d] for d in ops) / total_ops
+    mean_ns = sum(((lats[d] or {}).get("mean") or 0.0) * ops[d] for d in ops) / total_ops
     p99_ns = max((lats[d] or {}).get("p99") or 0.0 for d in ops)
-    return row["read_iops"] + row["write_iops"], mean_ns / 1e6, p99_ns / 1e6
+    return row.read_iops + row.write_iops, mean_ns / 1e6, p99_ns / 1e6

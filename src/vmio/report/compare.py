@@ -28,7 +28,7 @@ METRICS: tuple[Metric, ...] = (
 
 
 def bandwidth(row: Row, ddir: str) -> float | None:
-    value = row.get(f"{ddir}_bw")
+    value = row.read_bw if ddir == "read" else row.write_bw
     return None if value is None else float(value)
 
 
@@ -203,10 +203,10 @@ def before_after(a: CampaignData, b: CampaignData) -> BeforeAfter:
 
 def pair_setup(data: CampaignData, g: Group) -> dict[str, Any]:
     """What a point ran with, beyond its pairing key: the workload's parameters, QEMU build, accelerator."""
-    spec = data.workload_specs.get(g.key[1], {})
-    setup: dict[str, Any] = {p: spec.get(p) for p in PAIR_PARAMETERS}
+    spec = data.workload_specs.get(g.key[1])
+    setup: dict[str, Any] = {p: getattr(spec, p, None) for p in PAIR_PARAMETERS}
     setup["qemu build"] = data.builds().get(g.target)
-    setup["accel"] = " + ".join(sorted({str(r.get("accel")) for r in g.rows if r.get("accel")})) or None
+    setup["accel"] = " + ".join(sorted({str(r.accel) for r in g.rows if r.accel})) or None
     return setup
 
 

@@ -2,29 +2,27 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
-import tomllib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from vmio.spec.sla import Sla, parse_stored_sla
+from vmio.spec.model import QemuTarget, Target, Workload
+from vmio.spec.sla import Sla
 from vmio.stats import histogram
 from vmio.stats.histogram import Histogram
 from vmio.stats.spread import Spread
 from vmio.store import Store
-from vmio.store.rows import build_label, point_rows
+from vmio.store.rows import PointRow, build_label, point_rows
 
 DDIRS = ("read", "write")
 Offered = int | None  # None = "max" (unthrottled)
 GroupKey = tuple[str, str, int, Offered, int]  # target, workload, bs, offered, load processes
-Row = dict[str, Any]
+Row = PointRow
 
 
 def offered_of(row: Row) -> Offered:
-    value = row["offered_iops"]
-    return None if value == "max" else int(value)
+    return row.offered_iops
 
 
 def offered_order(offered: Offered) -> tuple[int, int]:
@@ -37,16 +35,16 @@ def offered_label(offered: Offered) -> str:
 
 
 def key_of(row: Row) -> GroupKey:
-    return (row["target"], row["workload"], int(row["bs"]), offered_of(row), int(row["load_processes"]))
+    return (row.target, row.workload, row.bs, row.offered_iops, row.load_processes)
 
 
 def iops(row: Row, ddir: str) -> float:
-    return float(row[f"{ddir}_iops"] or 0.0)
+    return float(row.iops(ddir) or 0.0)
 
 
 def latency(row: Row, ddir: str, key: str) -> float | None:
-    lat = row[f"{ddir}_lat_ns"]
-    value = lat.get(key) if isinstance(lat, dict) else None
+    lat = row.lat_ns(ddir)
+    value = lat.get(key) if lat is not None else None
     return float(value) if value is not None else None
 
 
@@ -83,7 +81,7 @@ class CampaignData:
     name: str
     rows: list[Row]
     runs: dict[str, sqlite3.Row]  # by point key
-    targets: dict[str, dict[str, Any]]  # each target's spec fields (kind, vcpus, vms, ...)
+    targets: dict[str, Target]  # each target's spec, by name
     workload_order: list[str] = field(default_factory=list)
     samples: dict[str, list[sqlite3.Row]] = field(default_factory=dict)  # by point key, ordered by t
     oplat: dict[str, list[sqlite3.Row]] = field(default_factory=dict)  # by point key, in issue order
@@ -92,26 +90,26 @@ class CampaignData:
     # by point key: (t ms, ddir, bins merged over the jobs) per logged interval, by time
     hist_log: dict[str, list[tuple[int, str, Histogram]]] = field(default_factory=dict)
     sla: Sla | None = None  # the spec's [campaign] sla
-    workload_specs: dict[str, dict[str, Any]] = field(default_factory=dict)  # each workload's spec fields
+    workload_specs: dict[str, Workload] = field(default_factory=dict)  # each workload's spec, by name
     _builds: dict[str, str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def done(self) -> list[Row]:
-        return [r for r in self.rows if r["status"] == "done"]
+        return [r for r in self.rows if r.done]
 
     def groups(self) -> list[Group]:
         return group(self.rows, self.target_names(), self.workloads())
 
     def target_names(self) -> list[str]:
         seen = list(self.targets)
-        return seen + sorted({r["target"] for r in self.rows} - set(seen))
+        return seen + sorted({r.target for r in self.rows} - set(seen))
 
     def workloads(self) -> list[str]:
-        return list(dict.fromkeys([*self.workload_order, *(r["workload"] for r in self.rows)]))
+        return list(dict.fromkeys([*self.workload_order, *(r.workload for r in self.rows)]))
 
     def ddirs(self, workload: str) -> list[str]:
         """The directions a workload moved data in."""
-        rows = [r for r in self.done() if r["workload"] == workload]
-        return [d for d in DDIRS if any(r[f"{d}_ops"] for r in rows)]
+        rows = [r for r in self.done() if r.workload == workload]
+        return [d for d in DDIRS if any(r.ops(d) for r in rows)]
 
     def builds(self) -> dict[str, str]:
         """Each VM target's QEMU build (``qemu 10.0.2 / q35``) from its done points; a target whose points
@@ -120,9 +118,9 @@ class CampaignData:
             return self._builds
         found: dict[str, list[str]] = {}
         for r in self.done():
-            label = build_label(r)
-            if label and label not in found.setdefault(r["target"], []):
-                found[r["target"]].append(label)
+            label = build_label(r.qemu_version, r.qemu_machine)
+            if label and label not in found.setdefault(r.target, []):
+                found[r.target].append(label)
         self._builds = {t: " + ".join(labels) for t, labels in found.items() if labels}
         return self._builds
 
@@ -135,16 +133,21 @@ class CampaignData:
         differ only in build are told apart wherever a target is named)."""
         build = self.builds().get(target) if self.several_builds() else None
         label = f"{target} ({build})" if build else target
-        if any(r["accel"] == "tcg" for r in self.done() if r["target"] == target):
+        if any(r.accel == "tcg" for r in self.done() if r.target == target):
             label += f" {TCG_MARK}"  # its ratio to bare metal measures an emulated CPU, not KVM
         return label
 
     def facet(self, target: str) -> tuple[int, int] | None:
         """(vCPUs, VMs) for a VM target; None for the others."""
-        spec = self.targets.get(target, {})
-        if spec.get("kind") != "qemu":
+        spec = self.targets.get(target)
+        if not isinstance(spec, QemuTarget):
             return None
-        return int(spec.get("vcpus", 1)), int(spec.get("vms", 1))
+        return spec.vcpus, spec.vms
+
+    def kind(self, target: str) -> str:
+        """The target's kind (``host``, ``qemu``, ...); ``host`` for a target the spec no longer names."""
+        spec = self.targets.get(target)
+        return spec.kind if spec is not None else "host"
 
 
 TCG_MARK = "[TCG]"
@@ -158,40 +161,30 @@ def tcg_note(labels: Iterable[str]) -> str:
 
 
 def load(store: Store, campaign: str) -> CampaignData:
-    row = store.require(campaign)
-    targets: dict[str, dict[str, Any]] = {}
-    try:
-        canonical = json.loads(row["canonical"] or "{}")
-    except json.JSONDecodeError:
-        canonical = {}
-    for spec in canonical.get("targets", []):
-        targets[spec["name"]] = spec
+    spec = store.spec(campaign)
     runs = {r["point_key"]: r for r in store.runs(campaign)}
-    workloads = [w["name"] for w in canonical.get("workloads", [])]
-    samples = {k: store.samples(r["id"]) for k, r in runs.items()}
-    oplat = {k: ops for k, r in runs.items() if (ops := store.oplat(r["id"]))}
-    hists = {k: _merged(store, r["id"]) for k, r in runs.items()}
-    logs = {k: _per_second(log) for k, r in runs.items() if (log := store.hist_log(r["id"]))}
+    every_samples, every_oplat = store.campaign_samples(campaign), store.campaign_oplat(campaign)
+    results, bins, every_log = (
+        store.campaign_results(campaign),
+        store.campaign_histograms(campaign),
+        store.campaign_hist_log(campaign),
+    )
+    samples = {k: every_samples.get(r["id"], []) for k, r in runs.items()}
+    oplat = {k: ops for k, r in runs.items() if (ops := every_oplat.get(r["id"]))}
+    hists = {k: _merged(results.get(r["id"], []), bins) for k, r in runs.items()}
+    logs = {k: _per_second(log) for k, r in runs.items() if (log := every_log.get(r["id"]))}
     return CampaignData(
-        campaign, point_rows(store, campaign), runs, targets, workloads, samples, oplat, hists, logs,
-        _sla(row["spec_text"]), {w["name"]: w for w in canonical.get("workloads", [])},
+        campaign, point_rows(store, campaign), runs, {t.name: t for t in spec.targets},
+        [w.name for w in spec.workloads], samples, oplat, hists, logs, spec.sla,
+        {w.name: w for w in spec.workloads},
     )  # fmt: skip
 
 
-def _sla(spec_text: str | None) -> Sla | None:
-    """The spec's ``[campaign] sla``, if its stored text has a valid one (a report never fails on it)."""
-    try:
-        value = tomllib.loads(spec_text or "").get("campaign", {}).get("sla")
-        return parse_stored_sla(value) if value is not None else None
-    except (tomllib.TOMLDecodeError, ValueError, AttributeError):
-        return None
-
-
-def _merged(store: Store, run_id: int) -> dict[str, Histogram]:
-    results = [r for r in store.results(run_id) if r["role"] == "measure"]
+def _merged(every: list[sqlite3.Row], bins: dict[int, Histogram]) -> dict[str, Histogram]:
+    results = [r for r in every if r["role"] == "measure"]
     out = {}
     for ddir in DDIRS:
-        merged = histogram.merge(store.histogram(r["id"]) for r in results if r["ddir"] == ddir)
+        merged = histogram.merge(bins.get(r["id"], {}) for r in results if r["ddir"] == ddir)
         if merged:
             out[ddir] = merged
     return out
@@ -213,7 +206,7 @@ def group(
     groups: dict[GroupKey, Group] = {}
     for row in rows:
         g = groups.setdefault(key_of(row), Group(key_of(row)))
-        if row["status"] == "done":
+        if row.done:
             g.rows.append(row)
         else:
             g.failed += 1
@@ -234,22 +227,22 @@ def labels(data: CampaignData, targets: Iterable[str] | None = None) -> str:
     """What every figure states: accelerator per target, tool versions, kernel, repetitions."""
     wanted = set(targets) if targets is not None else None
     names = [t for t in data.target_names() if wanted is None or t in wanted]
-    rows = [r for r in data.done() if r["target"] in names]
+    rows = [r for r in data.done() if r.target in names]
     accel = ", ".join(f"{t}={_accel(rows, t)}" for t in names)
     parts = [f"accel: {accel}"]
     if data.several_builds():
         builds = data.builds()
         parts.append("builds: " + ", ".join(f"{t}={builds[t]}" for t in names if t in builds))
-    parts += sorted({str(r["fio_version"]) for r in rows if r["fio_version"]})
-    parts += [f"QEMU {v}" for v in sorted({str(r["qemu_version"]) for r in rows if r["qemu_version"]})]
-    kernels = sorted({str(r["host_facts"].get("kernel")) for r in rows if r["host_facts"].get("kernel")})
+    parts += sorted({r.fio_version for r in rows if r.fio_version})
+    parts += [f"QEMU {v}" for v in sorted({r.qemu_version for r in rows if r.qemu_version})]
+    kernels = sorted({str(r.host_facts.get("kernel")) for r in rows if r.host_facts.get("kernel")})
     parts += [f"kernel {k}" for k in kernels]
     parts.append(repetitions_label(group(rows)))
     return " · ".join(parts)
 
 
 def _accel(rows: list[Row], target: str) -> str:
-    found = sorted({str(r["accel"] or "host") for r in rows if r["target"] == target})
+    found = sorted({r.accel or "host" for r in rows if r.target == target})
     return "/".join(found) or "-"
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import html
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from vmio.errors import InputError
 from vmio.report import plots_latency, plots_load, plots_percentiles, plots_run, seed000, sla
-from vmio.report.data import CampaignData, tcg_note
+from vmio.report.data import CampaignData, Row, tcg_note
 from vmio.report.figure import Plot, to_png, to_svg
 from vmio.report.summary_table import (
     ACHIEVED,
@@ -81,7 +81,7 @@ class Report:
 def default_baseline(data: CampaignData) -> str | None:
     """The first host target, else the first target."""
     names = data.target_names()
-    hosts = [t for t in names if data.targets.get(t, {}).get("kind", "host") == "host"]
+    hosts = [t for t in names if data.kind(t) == "host"]
     first = hosts or names
     return first[0] if first else None
 
@@ -163,11 +163,11 @@ def _toc(report: Report) -> str:
 
 def _facts(data: CampaignData) -> str:
     rows = data.done() or data.rows
-    facts = rows[0]["host_facts"] if rows else {}
+    facts = rows[0].host_facts if rows else {}
     keep = ("hostname", "kernel", "cpu_model", "cores", "memory_bytes", "fio_version", "vmio_version")
     shown = {
         **facts,
-        "memory_bytes": human_bytes(facts["memory_bytes"]) if facts.get("memory_bytes") else None,
+        "memory_bytes": human_bytes(m) if isinstance(m := facts.get("memory_bytes"), int | float) and m else None,
     }
     cells = "".join(
         f"<tr><th>{html.escape(k.removesuffix('_bytes'))}</th><td>{html.escape(str(shown.get(k)))}</td></tr>"
@@ -180,9 +180,9 @@ def _facts(data: CampaignData) -> str:
 STEADY_TITLE = "Did each point reach steady state, and what did preconditioning write first?"
 
 
-def _conditioned(data: CampaignData) -> list[dict[str, object]]:
+def _conditioned(data: CampaignData) -> list[Row]:
     """The points that asked for steady state or followed their target's preconditioning."""
-    return [r for r in data.rows if r.get("steady") or r.get("precondition")]
+    return [r for r in data.rows if r.steady or r.precondition]
 
 
 def _steady_precondition(data: CampaignData) -> str:
@@ -200,13 +200,12 @@ def _steady_precondition(data: CampaignData) -> str:
            "before the target's first point.</p>",
            '<table class="steady"><tr>', *(f"<th>{e(h)}</th>" for h in head), "</tr>"]  # fmt: skip
     for r in rows:
-        steady = r.get("steady") if isinstance(r.get("steady"), dict) else {}
-        pre = r.get("precondition") if isinstance(r.get("precondition"), dict) else {}
-        assert isinstance(steady, dict) and isinstance(pre, dict)
+        steady: Mapping[str, object] = r.steady or {}
+        pre: Mapping[str, object] = r.precondition or {}
         reached = steady.get("reached")
         cells = [
-            _cell("point", r["point"]),
-            _cell("status", r["status"]),
+            _cell("point", r.point),
+            _cell("status", r.status),
             _cell("criterion", steady.get("criterion")),
             _cell(
                 "reached",
@@ -221,7 +220,7 @@ def _steady_precondition(data: CampaignData) -> str:
             _cell("random_bytes", pre.get("random_bytes"), _bytes(pre.get("random_bytes")), num=True),
             _cell("seconds", pre.get("seconds"), num=True),
         ]
-        out.append(f'<tr data-point="{e(str(r["point"]))}">{"".join(cells)}</tr>')
+        out.append(f'<tr data-point="{e(str(r.point))}">{"".join(cells)}</tr>')
     out.append("</table></section>")
     return "".join(out)
 
@@ -321,12 +320,11 @@ def _knee_cell(report: Report, r: SummaryRow) -> str:
 
 def _guest_warnings(data: CampaignData) -> str:
     """Points whose guest kernel reported disk trouble (I/O timeouts, errors): their figures need care."""
-    warned = [r for r in data.rows if r.get("guest_io_warnings")]
+    warned = [r for r in data.rows if r.guest_io_warnings]
     if not warned:
         return ""
     items = "".join(
-        f"<li>{html.escape(r['point'])}: {r['guest_io_warnings']} guest kernel disk warnings</li>"
-        for r in warned
+        f"<li>{html.escape(r.point)}: {r.guest_io_warnings} guest kernel disk warnings</li>" for r in warned
     )
     return (
         "<h2>Guest disk warnings</h2><p>The guest kernel reported I/O timeouts or errors during these points "
@@ -336,10 +334,10 @@ def _guest_warnings(data: CampaignData) -> str:
 
 
 def _failures(data: CampaignData) -> str:
-    failed = [r for r in data.rows if r["status"] != "done"]
+    failed = [r for r in data.rows if r.status != "done"]
     if not failed:
         return ""
-    items = "".join(f"<li>{html.escape(r['point'])}: {html.escape(str(r['error']))}</li>" for r in failed)
+    items = "".join(f"<li>{html.escape(r.point)}: {html.escape(str(r.error))}</li>" for r in failed)
     return f'<h2>Failed points</h2><ul class="failed">{items}</ul>'
 
 

@@ -14,6 +14,7 @@ from matplotlib.patches import Patch
 from vmio.report.data import CampaignData, Group, Offered, labels
 from vmio.report.data import offered_label as olabel
 from vmio.report.figure import PALETTE, Plot, color, finish, legend, log_scale, new_figure, style
+from vmio.spec.model import QemuTarget
 from vmio.units import format_size
 
 Facet = tuple[int, int] | None  # (vCPUs, VMs); None for host targets
@@ -38,7 +39,7 @@ class OpSet:
 def op_sets(data: CampaignData, groups: list[Group]) -> list[OpSet]:
     out = []
     for g in groups:
-        per_rep = [[o["lat_ns"] / 1e3 for o in data.oplat.get(r["point"], [])] for r in g.rows]
+        per_rep = [[o["lat_ns"] / 1e3 for o in data.oplat.get(r.point, [])] for r in g.rows]
         per_rep = [ops for ops in per_rep if ops]
         if per_rep:
             out.append(
@@ -134,7 +135,7 @@ def series_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
     by_figure: dict[tuple[str, int, Offered], dict[str, dict[int, list[float]]]] = {}
     for g in data.groups():
         target, workload, bs, offered, loads = g.key
-        first = next((ops for r in g.rows if (ops := data.oplat.get(r["point"]))), None)
+        first = next((ops for r in g.rows if (ops := data.oplat.get(r.point))), None)
         if not first:
             continue
         host, job = first[0]["host"], first[0]["job"]
@@ -193,11 +194,9 @@ def _series_figure(
 
 def _env(data: CampaignData, target: str) -> str:
     """A VM target's environment in short: vCPUs, VMs (idle ones), host cache, machine."""
-    spec = data.targets.get(target, {})
-    if spec.get("kind") != "qemu":
+    spec = data.targets.get(target)
+    if not isinstance(spec, QemuTarget):
         return "host"
-    idle = int(spec.get("idle_vms", 0))
-    vms = int(spec.get("vms", 1))
-    return (f"{spec.get('vcpus', 1)} vCPU · {vms + idle} VM{'s' if vms + idle != 1 else ''}"
-            + (f" ({idle} idle)" if idle else "") + f" · cache {spec.get('cache', 'none')} · "
-            + str(spec.get("machine", "q35")))  # fmt: skip
+    idle, vms = spec.idle_vms, spec.vms
+    return (f"{spec.vcpus} vCPU · {vms + idle} VM{'s' if vms + idle != 1 else ''}"
+            + (f" ({idle} idle)" if idle else "") + f" · cache {spec.cache} · " + spec.machine)  # fmt: skip

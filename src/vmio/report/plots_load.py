@@ -111,10 +111,22 @@ def busy_cpu_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
             busy, cpu = fig.subplots(1, 2)
             for target, groups in by_target.items():
                 c, bold = color(names, target, baseline), target == baseline
-                curve(plot, busy, axis, groups, lambda r: r["dev_busy_pct"], series_label(target, baseline), c,
+                curve(plot, busy, axis, groups, lambda r: r.metric("dev_busy_pct"), series_label(target, baseline), c,
                       bold=bold)  # fmt: skip
-                curve(plot, cpu, axis, groups, lambda r: r["cpu_usr_pct"], f"{target} %usr", c, bold=bold)
-                curve(plot, cpu, axis, groups, lambda r: r["cpu_sys_pct"], f"{target} %sys", c, "--", bold)
+                curve(
+                    plot, cpu, axis, groups, lambda r: r.metric("cpu_usr_pct"), f"{target} %usr", c, bold=bold
+                )
+                curve(
+                    plot,
+                    cpu,
+                    axis,
+                    groups,
+                    lambda r: r.metric("cpu_sys_pct"),
+                    f"{target} %sys",
+                    c,
+                    "--",
+                    bold,
+                )
             for ax, what in ((busy, "device busy %"), (cpu, "host CPU % (usr solid, sys dashed)")):
                 offered_ticks(ax, axis)
                 ax.set_ylabel(what)

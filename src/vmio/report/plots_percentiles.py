@@ -34,7 +34,7 @@ def nines(p: float) -> float:
 
 def pooled(data: CampaignData, group: Group, ddir: str) -> Histogram:
     """The group's repetitions merged into one histogram for ``ddir``."""
-    return histogram.merge(data.hists.get(r["point"], {}).get(ddir, {}) for r in group.rows)
+    return histogram.merge(data.hists.get(r.point, {}).get(ddir, {}) for r in group.rows)
 
 
 def _ddirs(data: CampaignData, family: Family) -> list[str]:
@@ -195,7 +195,7 @@ def over_time_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
 
 
 def _log(data: CampaignData, group: Group) -> list[tuple[int, str, Histogram]]:
-    return next((log for r in group.rows if (log := data.hist_log.get(r["point"]))), [])
+    return next((log for r in group.rows if (log := data.hist_log.get(r.point))), [])
 
 
 def _time_lines(plot: Plot, ax: Axes, log: list[tuple[int, str, Histogram]], ddir: str, label: str,

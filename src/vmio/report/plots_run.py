@@ -11,6 +11,7 @@ from vmio.report.data import CampaignData, Group, Row, families, labels, offered
 from vmio.report.data import offered_label as olabel
 from vmio.report.figure import PALETTE, Plot, finish, legend, new_figure, slug, style
 from vmio.report.plots_load import curve, family_title, offered_ticks, series_label
+from vmio.spec.model import QemuTarget
 from vmio.units import format_size
 
 TIME_PANELS = (
@@ -40,7 +41,7 @@ def over_time_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
     for i, workload in enumerate(data.workloads()):
         picks = [(t, g) for t in data.target_names()
                  if (g := representative([g for g in data.groups() if g.key[:2] == (t, workload)]))]  # fmt: skip
-        picks = [(t, g) for t, g in picks if any(data.samples.get(r["point"]) for r in g.rows)]
+        picks = [(t, g) for t, g in picks if any(data.samples.get(r.point) for r in g.rows)]
         if picks:
             plots.append(_time_figure(data, i, workload, picks, baseline))
     return plots
@@ -59,7 +60,7 @@ def _time_figure(
         for row_axes, (target, g) in zip(axes, picks, strict=True):
             _, _, bs, offered, load = g.key
             for ax, (name, metrics, ylabel) in zip(row_axes, TIME_PANELS, strict=True):
-                for rep_i, row in enumerate(sorted(g.rows, key=lambda r: r["repetition"])):
+                for rep_i, row in enumerate(sorted(g.rows, key=lambda r: r.repetition)):
                     _rep_lines(
                         plot, ax, data, row, metrics, PALETTE[rep_i % len(PALETTE)], f"{target} {name}"
                     )
@@ -78,14 +79,14 @@ def _time_figure(
 def _rep_lines(
     plot: Plot, ax: object, data: CampaignData, row: Row, metrics: tuple[str, ...], c: str, name: str
 ) -> None:
-    samples = data.samples.get(row["point"], [])
-    source = f"dev:{row['device']}"
+    samples = data.samples.get(row.point, [])
+    source = f"dev:{row.device}"
     for metric, ls in zip(metrics, ("-", "--"), strict=False):
         ts, vs = series(samples, source, metric)
         if not ts:
             continue
         what = f" {metric.split('_')[0]}" if len(metrics) > 1 else ""
-        label = f"rep {row['repetition']}{what}"
+        label = f"rep {row.repetition}{what}"
         (line,) = ax.plot(ts, vs, ls=ls, color=c, lw=1.2, label=label)  # type: ignore[attr-defined]
         plot.tag(line, f"{name} {label}")
     _shade_unmeasured(plot, ax, row, name)
@@ -93,14 +94,14 @@ def _rep_lines(
 
 def _shade_unmeasured(plot: Plot, ax: object, row: Row, name: str) -> None:
     """Shade what the run's averages leave out: fio's start-up and ramp before the measured window."""
-    window = (row.get("host_facts") or {}).get("measured_window")
+    window = row.host_facts.get("measured_window")
     if not (isinstance(window, list) and len(window) == 2 and window[0] > 0):
         return
     label = "start-up and ramp (not averaged)"
     first = label not in ax.get_legend_handles_labels()[1]  # type: ignore[attr-defined]
     span = ax.axvspan(0, window[0], color="#999999", alpha=0.15, lw=0,  # type: ignore[attr-defined]
                       label=label if first else None)  # fmt: skip
-    span.set_gid(f"{plot.id}--ramp-{slug(name)}-rep-{row['repetition']}")  # not a data series
+    span.set_gid(f"{plot.id}--ramp-{slug(name)}-rep-{row.repetition}")  # not a data series
 
 
 def qemu_means(samples: list[sqlite3.Row]) -> dict[str, float]:
@@ -119,7 +120,7 @@ def qemu_thread_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
     means = {k: m for k, s in data.samples.items() if (m := qemu_means(s))}
     plots = []
     for i, (family, by_target) in enumerate(families(data).items()):
-        vm = {t: gs for t, gs in by_target.items() if any(r["point"] in means for g in gs for r in g.rows)}
+        vm = {t: gs for t, gs in by_target.items() if any(r.point in means for g in gs for r in g.rows)}
         if vm:
             plots.append(_qemu_figure(data, i, family, vm, means))
     return plots
@@ -145,10 +146,11 @@ def _qemu_figure(data: CampaignData, i: int, family: tuple[str, int, int], vm: d
 
 
 def _thread_value(means: dict[str, dict[str, float]], metric: str) -> Callable[[Row], float | None]:
-    return lambda r: means.get(r["point"], {}).get(metric)
+    return lambda r: means.get(r.point, {}).get(metric)
 
 
 def target_facts(data: CampaignData, target: str) -> str:
-    spec = data.targets.get(target, {})
-    keys = ("bus", "iothreads", "vms", "vcpus")
-    return ", ".join(f"{k}={spec[k]}" for k in keys if k in spec) or "VM"
+    spec = data.targets.get(target)
+    if not isinstance(spec, QemuTarget):
+        return "VM"
+    return f"bus={spec.bus}, iothreads={spec.iothreads}, vms={spec.vms}, vcpus={spec.vcpus}"

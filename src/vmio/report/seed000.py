@@ -30,6 +30,7 @@ from typing import Any
 from vmio.published import SEED_BARE, SEED_BY_KEY, SEED_CONFIGS, SeedConfig
 from vmio.report.compare_text import columns
 from vmio.report.data import CampaignData, Group, iops
+from vmio.spec.model import HostTarget, QemuTarget, Target
 
 SEED_SETUP = "KVM, Fedora 23 (Linux 4.2.3), NVMe SSD, N = 16 fio"
 TCG_NOTE = (
@@ -45,15 +46,16 @@ BY_KEY = SEED_BY_KEY
 DEDICATED_BUSES = ("block", "vfio")
 
 
-def config_of(spec: dict[str, Any]) -> SeedConfig | None:
-    """The seed-000 configuration a target's spec fields (as the campaign stored them) have, if any."""
-    if spec.get("kind", "host") == "host":
+def config_of(spec: Target | None) -> SeedConfig | None:
+    """The seed-000 configuration a target's spec (as the campaign stored it) has, if any; a target the
+    spec does not name reads as a bare host."""
+    if spec is None or isinstance(spec, HostTarget):
         return BARE
-    if spec.get("kind") != "qemu":
+    if not isinstance(spec, QemuTarget):
         return None
-    vms, jobs = int(spec.get("vms", 1)), int(spec.get("jobs_per_vm", 1))
-    bus, iothreads = spec.get("bus", "virtio-blk"), int(spec.get("iothreads", 0))
-    paths = len(set(spec.get("backing", ())))
+    vms, jobs = spec.vms, spec.jobs_per_vm
+    bus, iothreads = spec.bus, spec.iothreads
+    paths = len(set(spec.backing))
     if vms > 1 and jobs == 1 and bus == "virtio-blk" and iothreads == 0:
         return BY_KEY["two-devices" if paths >= 2 else "1fio-per-vm"]
     if vms == 1 and jobs > 1 and paths == 1:
@@ -93,18 +95,16 @@ class SeedRow:
 
 def bare_target(data: CampaignData, baseline: str | None) -> str | None:
     """The host target seed 000's "Bare" is: the baseline when it is a host target, else the first one."""
-    hosts = [t for t in data.target_names() if data.targets.get(t, {}).get("kind", "host") == "host"]
+    hosts = [t for t in data.target_names() if data.kind(t) == "host"]
     return baseline if baseline in hosts else (hosts[0] if hosts else None)
 
 
 def rows(data: CampaignData, bare: str | None) -> list[SeedRow]:
     """One row per target matching a seed configuration, Bare first, the paper's order; none without a
     Bare target (``bare``: the host target the ratios are over) or without any VM configuration."""
-    if bare is None or config_of(data.targets.get(bare, {})) is not BARE:
+    if bare is None or config_of(data.targets.get(bare)) is not BARE:
         return []
-    matched = [
-        (t, c) for t in data.target_names() if (c := config_of(data.targets.get(t, {}))) and c is not BARE
-    ]
+    matched = [(t, c) for t in data.target_names() if (c := config_of(data.targets.get(t))) and c is not BARE]
     if not matched:
         return []
     base = {d: best_iops(data, bare, d) for d in ("read", "write")}
@@ -140,7 +140,8 @@ def best_iops(data: CampaignData, target: str, ddir: str) -> float | None:
 
 
 def _rw(data: CampaignData, workload: str) -> str | None:
-    rw = data.workload_specs.get(workload, {}).get("rw")
+    spec = data.workload_specs.get(workload)
+    rw = spec.rw if spec is not None else None
     return str(rw) if rw is not None else None
 
 
@@ -148,21 +149,17 @@ def setup_of(data: CampaignData, target: str) -> str:
     """Accelerator and QEMU build of a target's points (``tcg · qemu 10.0.2 / q35``), "bare host" without
     VMs."""
     build = data.builds().get(target)
-    accel = "/".join(sorted({str(r["accel"]) for r in data.done() if r["target"] == target and r["accel"]}))
+    accel = "/".join(sorted({str(r.accel) for r in data.done() if r.target == target and r.accel}))
     if build is None:
         return "bare host"
     return f"{accel or '?'} · {build}"
 
 
 def fio_processes(data: CampaignData, target: str) -> int:
-    spec = data.targets.get(target, {})
-    if spec.get("kind") == "qemu":
-        return int(spec.get("vms", 1)) * int(spec.get("jobs_per_vm", 1))
-    jobs = {
-        int(w.get("numjobs", 1))
-        for n, w in data.workload_specs.items()
-        if w.get("rw") in ("randread", "randwrite")
-    }
+    spec = data.targets.get(target)
+    if isinstance(spec, QemuTarget):
+        return spec.vms * spec.jobs_per_vm
+    jobs = {w.numjobs for w in data.workload_specs.values() if w.rw in ("randread", "randwrite")}
     return max(jobs) if jobs else 1
 
 

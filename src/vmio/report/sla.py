@@ -53,13 +53,13 @@ def _offered(o: Offered) -> int | str:
 def metric_ms(data: CampaignData, group: Group, ddir: str, metric: str) -> float | None:
     """The group's latency metric for ``ddir`` in ms, its repetitions pooled."""
     if metric == "mean":
-        pairs = [(r[f"{ddir}_lat_ns"]["mean"], r[f"{ddir}_ops"]) for r in group.rows if r[f"{ddir}_lat_ns"]]
+        pairs = [(lat["mean"] or 0.0, r.ops(ddir)) for r in group.rows if (lat := r.lat_ns(ddir))]
         ops = sum(n for _, n in pairs)
         return sum(m * n for m, n in pairs) / ops / 1e6 if ops else None
-    hists = [data.hists.get(r["point"], {}).get(ddir, {}) for r in group.rows]
+    hists = [data.hists.get(r.point, {}).get(ddir, {}) for r in group.rows]
     value = histogram.percentile(histogram.merge(hists), PERCENTILE[metric])
     if value is None:  # no bins stored: the rows' own figure (fio's, for one job), median over repetitions
-        spread = Spread.of([(r[f"{ddir}_lat_ns"] or {}).get(metric) for r in group.rows])
+        spread = Spread.of([(r.lat_ns(ddir) or {}).get(metric) for r in group.rows])
         return spread.median / 1e6 if spread else None
     return value / 1e6
 

@@ -18,10 +18,11 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote
 
-from vmio.errors import StoreError
+from vmio.errors import InputError, StoreError
+from vmio.spec.model import Campaign
+from vmio.spec.stored import restore
 from vmio.store.failures import GuardedConnection, explain, missing, not_a_store
 from vmio.store.integrity import check_store
 from vmio.store.records import JobResult, RunRecord
@@ -290,6 +291,17 @@ class Store:
             raise StoreError(f"no campaign {name!r} in {self.path}; stored campaigns: {known}", exit_code=2)
         return row
 
+    def spec(self, name: str) -> Campaign:
+        """Campaign ``name``'s spec as its model, restored from what was stored (no file outside the store
+        is read); a stored spec that no longer reads is one error naming the campaign."""
+        row = self.require(name)
+        try:
+            return restore(name, row["spec_text"], row["canonical"], row["spec_path"] or name)
+        except (InputError, ValueError, TypeError) as exc:
+            raise StoreError(
+                f"campaign {name!r} in {self.path}: its stored spec no longer reads ({exc})", exit_code=2
+            ) from None
+
     def offsets(self, name: str) -> tuple[int, list[int]] | None:
         """The seed and the operation offsets stored with campaign ``name`` (None: none stored)."""
         row = self.db.execute("SELECT seed, offsets_json FROM campaign WHERE name = ?", (name,)).fetchone()
@@ -357,8 +369,78 @@ class Store:
         row = self.db.execute("SELECT bins FROM histogram WHERE result_id = ?", (result_id,)).fetchone()
         return {int(v): int(c) for v, c in json.loads(row[0])} if row else {}
 
+    # a whole campaign at once (one query each, not one per point: `show` of 100k points) ------------
+
+    def campaign_results(self, campaign: str) -> dict[int, list[sqlite3.Row]]:
+        """Every result of the campaign's runs, by run id, each run's in ``results``' order."""
+        out: dict[int, list[sqlite3.Row]] = {}
+        for r in self.db.execute(
+            "SELECT result.* FROM result JOIN run ON run.id = result.run_id JOIN campaign c ON c.id = run.campaign_id "
+            "WHERE c.name = ? ORDER BY result.id",
+            (campaign,),
+        ):
+            out.setdefault(r["run_id"], []).append(r)
+        return out
+
+    def campaign_histograms(self, campaign: str) -> dict[int, dict[int, int]]:
+        """Every stored latency histogram of the campaign's results, by result id."""
+        rows = self.db.execute(
+            "SELECT h.result_id, h.bins FROM histogram h JOIN result ON result.id = h.result_id "
+            "JOIN run ON run.id = result.run_id JOIN campaign c ON c.id = run.campaign_id WHERE c.name = ?",
+            (campaign,),
+        )
+        return {r[0]: dict(json.loads(r[1])) for r in rows}  # stored as [[bucket, count], ...] of ints
+
+    def campaign_metrics(self, campaign: str) -> dict[int, dict[tuple[str, str], float]]:
+        """Every run's metrics (``run_metrics``), by run id."""
+        out: dict[int, dict[tuple[str, str], float]] = {}
+        for r in self.db.execute(
+            "SELECT m.run_id, m.source, m.metric, m.value FROM run_metric m JOIN run ON run.id = m.run_id "
+            "JOIN campaign c ON c.id = run.campaign_id WHERE c.name = ? ORDER BY m.run_id, m.source, m.metric",
+            (campaign,),
+        ):
+            out.setdefault(r[0], {})[(r[1], r[2])] = r[3]
+        return out
+
+    def campaign_samples(self, campaign: str) -> dict[int, list[sqlite3.Row]]:
+        """Every run's samples (``samples``), by run id."""
+        return self._by_run(
+            "SELECT s.* FROM sample s JOIN run ON run.id = s.run_id JOIN campaign c ON c.id = run.campaign_id "
+            "WHERE c.name = ? ORDER BY s.run_id, s.t, s.source, s.metric",
+            campaign,
+        )
+
+    def campaign_oplat(self, campaign: str) -> dict[int, list[sqlite3.Row]]:
+        """Every run's timed operations (``oplat``), by run id."""
+        return self._by_run(
+            "SELECT o.* FROM oplat o JOIN run ON run.id = o.run_id JOIN campaign c ON c.id = run.campaign_id "
+            "WHERE c.name = ? ORDER BY o.run_id, o.seq",
+            campaign,
+        )
+
+    def campaign_hist_log(self, campaign: str) -> dict[int, list[tuple[str, str, int, str, dict[int, int]]]]:
+        """Every run's per-interval histograms (``hist_log``), by run id."""
+        out: dict[int, list[tuple[str, str, int, str, dict[int, int]]]] = {}
+        for r in self.db.execute(
+            "SELECT h.run_id, h.host, h.job, h.t_ms, h.ddir, h.bins FROM hist_log h JOIN run ON run.id = h.run_id "
+            "JOIN campaign c ON c.id = run.campaign_id WHERE c.name = ? ORDER BY h.run_id, h.t_ms, h.rowid",
+            (campaign,),
+        ):
+            out.setdefault(r[0], []).append(
+                (r[1], r[2], r[3], r[4], {int(v): int(c) for v, c in json.loads(r[5])})
+            )
+        return out
+
+    def _by_run(self, sql: str, campaign: str) -> dict[int, list[sqlite3.Row]]:
+        out: dict[int, list[sqlite3.Row]] = {}
+        for r in self.db.execute(sql, (campaign,)):
+            out.setdefault(r["run_id"], []).append(r)
+        return out
+
     def run_metrics(self, run_id: int) -> dict[tuple[str, str], float]:
-        rows = self.db.execute("SELECT source, metric, value FROM run_metric WHERE run_id = ?", (run_id,))
+        rows = self.db.execute(
+            "SELECT source, metric, value FROM run_metric WHERE run_id = ? ORDER BY source, metric", (run_id,)
+        )
         return {(r[0], r[1]): r[2] for r in rows}
 
     def samples(self, run_id: int) -> list[sqlite3.Row]:
@@ -445,7 +527,7 @@ def _insert_run(db: sqlite3.Connection, cid: int, rec: RunRecord) -> int:
         (
             cid, rec.point_key, rec.target, rec.target_kind, rec.workload, rec.bs, rec.offered_iops,
             rec.load_processes, rec.repetition, rec.status, rec.started, rec.ended, rec.accel,
-            rec.fio_version, rec.qemu_version, json.dumps(rec.host, sort_keys=True), rec.job_file,
+            rec.fio_version, rec.qemu_version, json.dumps(rec.host_json(), sort_keys=True), rec.job_file,
             json.dumps(rec.qemu_argv) if rec.qemu_argv is not None else None, rec.device, rec.error, rec.log,
             *(None if v is None else json.dumps(v, sort_keys=True)
               for v in (rec.steady, rec.precondition, rec.fio_job)),
@@ -470,10 +552,6 @@ def _insert_result(db: sqlite3.Connection, run_id: int, res: JobResult) -> None:
         db.execute(
             "INSERT INTO histogram VALUES (?, ?)", (cur.lastrowid, json.dumps(sorted(res.bins.items())))
         )
-
-
-def rows_as_dicts(rows: Sequence[sqlite3.Row]) -> list[dict[str, Any]]:
-    return [dict(r) for r in rows]
 
 
 def _create_safely(path: str) -> None:

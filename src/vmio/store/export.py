@@ -17,23 +17,23 @@ from typing import Any
 
 from vmio.errors import InputError
 from vmio.store.database import Store
-from vmio.store.rows import point_rows
+from vmio.store.rows import PointRow, point_rows
 from vmio.system import files
 from vmio.system.output_paths import all_or_none, check_output_file
 
 FORMATS = ("csv", "json", "parquet", "ndjson", "prometheus")
 # metric name → (unit, how to read it from a ``show --json`` row); latencies in ns as the store keeps them
-SAMPLE_METRICS: tuple[tuple[str, str, Callable[[dict[str, Any]], Any]], ...] = (
-    *((f"{d}_iops", "ops/s", (lambda r, d=d: r[f"{d}_iops"])) for d in ("read", "write")),
-    *((f"{d}_bw", "bytes/s", (lambda r, d=d: r[f"{d}_bw"])) for d in ("read", "write")),
+SAMPLE_METRICS: tuple[tuple[str, str, Callable[[PointRow], float | None]], ...] = (
+    *((f"{d}_iops", "ops/s", (lambda r, d=d: r.iops(d))) for d in ("read", "write")),
+    *((f"{d}_bw", "bytes/s", (lambda r, d=d: r.bw(d))) for d in ("read", "write")),
     *(
-        (f"{d}_lat_{k.replace('.', '_')}", "ns", (lambda r, d=d, k=k: (r[f"{d}_lat_ns"] or {}).get(k)))
+        (f"{d}_lat_{k.replace('.', '_')}", "ns", (lambda r, d=d, k=k: (r.lat_ns(d) or {}).get(k)))
         for d in ("read", "write")
         for k in ("mean", "p50", "p90", "p99", "p99.9", "p99.99")
     ),
-    ("dev_busy_pct", "percent", lambda r: r["dev_busy_pct"]),
-    ("cpu_usr_pct", "percent", lambda r: r["cpu_usr_pct"]),
-    ("cpu_sys_pct", "percent", lambda r: r["cpu_sys_pct"]),
+    ("dev_busy_pct", "percent", lambda r: r.metric("dev_busy_pct")),
+    ("cpu_usr_pct", "percent", lambda r: r.metric("cpu_usr_pct")),
+    ("cpu_sys_pct", "percent", lambda r: r.metric("cpu_sys_pct")),
 )
 LABELS = ("campaign", "target", "workload", "bs", "offered_iops", "load_processes", "repetition", "accel",
           "qemu_version", "host")  # fmt: skip
@@ -45,22 +45,20 @@ def samples(store: Store, campaign: str) -> list[dict[str, Any]]:
     ended = {r["point_key"]: r["ended"] for r in store.runs(campaign)}
     out = []
     for row in point_rows(store, campaign):
-        if row["status"] != "done":
+        if not row.done:
             continue
         labels = {
-            "campaign": row["campaign"], "target": row["target"], "workload": row["workload"], "bs": row["bs"],
-            "offered_iops": str(row["offered_iops"]), "load_processes": row["load_processes"],
-            "repetition": row["repetition"], "accel": row["accel"], "qemu_version": row["qemu_version"],
-            "host": row["host_facts"].get("hostname"),
+            "campaign": row.campaign, "target": row.target, "workload": row.workload, "bs": row.bs,
+            "offered_iops": _offered(row), "load_processes": row.load_processes,
+            "repetition": row.repetition, "accel": row.accel, "qemu_version": row.qemu_version,
+            "host": row.host_facts.get("hostname"),
         }  # fmt: skip
         for metric, unit, read in SAMPLE_METRICS:
             value = read(row)
-            if value is None or (
-                metric.endswith(("_iops", "_bw")) and not row[f"{metric.split('_')[0]}_ops"]
-            ):
+            if value is None or (metric.endswith(("_iops", "_bw")) and not row.ops(metric.split("_")[0])):
                 continue
             out.append({"metric": metric, "value": float(value), "unit": unit, "labels": labels,
-                        "timestamp": ended[row["point"]]})  # fmt: skip
+                        "timestamp": ended[row.point]})  # fmt: skip
     return out
 
 
@@ -102,20 +100,24 @@ def _prom_escape(value: object) -> str:
 def flat_points(store: Store, campaign: str) -> list[dict[str, Any]]:
     rows = []
     for row in point_rows(store, campaign):
-        flat = {
-            k: v for k, v in row.items() if k not in ("read_lat_ns", "write_lat_ns", "hosts", "host_facts")
-        }
-        flat["offered_iops"] = str(flat["offered_iops"])
-        flat["hosts"] = " ".join(row["hosts"])
+        shown = row.to_json(facts=False)
+        flat = {k: v for k, v in shown.items() if k not in ("read_lat_ns", "write_lat_ns", "hosts")}
+        flat["offered_iops"] = _offered(row)
+        flat["hosts"] = " ".join(row.hosts)
         for ddir in ("read", "write"):
-            lat = row[f"{ddir}_lat_ns"] or {}
+            lat = row.lat_ns(ddir) or {}
             for key in ("min", "mean", "max", "p50", "p90", "p99", "p99.9", "p99.99"):
                 flat[f"{ddir}_lat_{key.replace('.', '_')}_ns"] = lat.get(key)
         rows.append(flat)
     return rows
 
 
+def _offered(row: PointRow) -> str:
+    return "max" if row.offered_iops is None else str(row.offered_iops)
+
+
 def series(store: Store, campaign: str) -> list[dict[str, Any]]:
+    every = store.campaign_samples(campaign)
     return [
         {
             "point": run["point_key"],
@@ -125,16 +127,17 @@ def series(store: Store, campaign: str) -> list[dict[str, Any]]:
             "value": s["value"],
         }
         for run in store.runs(campaign)
-        for s in store.samples(run["id"])
+        for s in every.get(run["id"], [])
     ]
 
 
 def operations(store: Store, campaign: str) -> list[dict[str, Any]]:
+    every = store.campaign_oplat(campaign)
     return [
         {"point": run["point_key"], "host": o["host"], "job": o["job"], "seq": o["seq"], "t_ms": o["t_ms"],
          "lat_ns": o["lat_ns"], "ddir": o["ddir"], "offset": o["offset"]}
         for run in store.runs(campaign)
-        for o in store.oplat(run["id"])
+        for o in every.get(run["id"], [])
     ]  # fmt: skip
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
 OpLat = tuple[str, str, int, int, str] | tuple[str, str, int, int, str, int | None]
 Sample = tuple[float, str, str, float]  # (t since the sampler started, source, metric, value)
@@ -42,6 +42,32 @@ class JobResult(Protocol):
     def bins(self) -> Mapping[int, int]: ...
 
 
+class Steady(TypedDict):
+    """Whether a point's measured jobs reached fio's steady state, and when the last one did."""
+
+    criterion: str
+    reached: bool
+    at_s: float | None
+    jobs: int
+
+
+class Precondition(TypedDict):
+    """The target's preconditioning (SNIA PTS), recorded on the point that followed it."""
+
+    size: int | None
+    fill_bytes: int
+    random_bytes: int
+    seconds: float
+
+
+class FioJob(TypedDict):
+    """A workload taken from a person's fio job file: the file, its section, the options vmio replaced."""
+
+    file: str
+    section: str
+    replaced: list[str]
+
+
 @dataclass
 class RunRecord:
     """Everything one point produced, written at once."""
@@ -58,7 +84,7 @@ class RunRecord:
     status: str
     started: float
     ended: float
-    host: dict[str, Any] = field(default_factory=dict)
+    host: dict[str, Any] = field(default_factory=dict)  # the host's facts and what the rig noticed
     accel: str | None = None
     fio_version: str | None = None
     qemu_version: str | None = None
@@ -74,6 +100,16 @@ class RunRecord:
     oplat: Sequence[OpLat] = field(default_factory=list)
     # per-second latency histograms of a timed run: host, job, t_ms (end of the interval), ddir, bins
     hist_log: Sequence[tuple[str, str, int, str, Mapping[int, int]]] = field(default_factory=list)
-    steady: dict[str, Any] | None = None  # {"criterion", "reached", "at_s", "jobs"} when the workload asked
-    precondition: dict[str, Any] | None = None  # the target's preconditioning, on the point that followed it
-    fio_job: dict[str, Any] | None = None  # {"file", "section", "replaced"} for a workload from a job file
+    steady: Steady | None = None  # when the workload asked
+    precondition: Precondition | None = None  # the target's preconditioning, on the point that followed it
+    fio_job: FioJob | None = None  # for a workload from a job file
+    # the run's own data, stored with the host facts (host_json) as it always was
+    ops_seed: int | None = None  # the campaign seed whose offsets the operations replayed
+    samples_t0: float | None = None  # the samples' clock on the wall (Unix seconds at t = 0)
+    measured_window: tuple[float, float] | None = None  # the window the means cover, s from samples_t0
+
+    def host_json(self) -> dict[str, Any]:
+        """The host facts with the run's own data, as the store keeps them (``run.host_json``)."""
+        window = list(self.measured_window) if self.measured_window is not None else None
+        run = {"ops_seed": self.ops_seed, "samples_t0": self.samples_t0, "measured_window": window}
+        return {**self.host, **{k: v for k, v in run.items() if v is not None}}

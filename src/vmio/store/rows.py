@@ -1,4 +1,4 @@
-"""One row per stored point, as ``vmio show --json`` prints it (the contract in DESIGN.md).
+"""One row per stored point, as ``vmio show --json`` prints it (a contract: see docs/ARCHITECTURE.md).
 
 IOPS and bandwidth are sums over the measured jobs of every VM or host; latency percentiles come from
 the merged histograms, never from averaging percentiles; the mean is weighted by operation counts.
@@ -9,13 +9,17 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, TypedDict
 
 from vmio.stats import histogram
 from vmio.store.database import Store
+from vmio.store.records import FioJob, Precondition, Steady
 from vmio.store.schema import PCT_COLUMNS
 
 LAT_KEYS = ("min", "mean", "max", "p50", "p99", "p99.9")
+STORED_PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99)
 DEVICE_FIELDS = {"read_iops": "dev_read_iops", "write_iops": "dev_write_iops", "busy_pct": "dev_busy_pct",
                  "queue": "dev_queue", "await_ms": "dev_await_ms", "read_bw": "dev_read_bw",
                  "write_bw": "dev_write_bw"}  # fmt: skip
@@ -23,70 +27,221 @@ CPU_FIELDS = {"usr_pct": "cpu_usr_pct", "sys_pct": "cpu_sys_pct", "iowait_pct": 
               "steal_pct": "cpu_steal_pct", "idle_pct": "cpu_idle_pct", "guest_pct": "cpu_guest_pct"}  # fmt: skip
 
 
-def point_rows(store: Store, campaign: str | None = None) -> list[dict[str, Any]]:
+Latency = Mapping[str, float | None]  # min, mean, max, p50, p90, p99, p99.9, p99.99 in ns
+
+
+class QemuCpu(TypedDict):
+    """CPU of a target's QEMU processes by thread class, % of one core summed over its VMs."""
+
+    vcpu: float
+    main_loop: float
+    iothreads: list[float]
+    other: float
+
+
+@dataclass(frozen=True, slots=True)
+class PointRow:
+    """One stored point (one repetition), its figures summed or merged over its jobs and hosts.
+
+    ``offered_iops`` is a number or None (unthrottled); the decoded JSON columns (``host_facts``,
+    ``steady``, ``precondition``, ``fio_job``) are the store's to decode, so callers read fields.
+    """
+
+    campaign: str
+    point: str
+    target: str
+    target_kind: str
+    workload: str
+    bs: int
+    offered_iops: int | None
+    load_processes: int
+    repetition: int
+    status: str
+    accel: str | None
+    fio_version: str | None
+    qemu_version: str | None
+    device: str | None
+    error: str | None
+    read_iops: float
+    read_bw: float
+    read_lat_ns: Latency | None
+    read_ops: int
+    write_iops: float
+    write_bw: float
+    write_lat_ns: Latency | None
+    write_ops: int
+    hosts: tuple[str, ...]
+    device_metrics: Mapping[str, float | None]  # by DEVICE_FIELDS name (dev_read_iops, ...)
+    cpu: Mapping[str, float | None]  # by CPU_FIELDS name (cpu_usr_pct, ...)
+    host_facts: Mapping[str, object]
+    qemu_machine: str | None
+    qemu_cpu_pct: QemuCpu | None
+    guest_io_warnings: int | None
+    steady: Steady | None = None
+    precondition: Precondition | None = None
+    fio_job: FioJob | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.status == "done"
+
+    def iops(self, ddir: str) -> float:
+        return self.read_iops if ddir == "read" else self.write_iops
+
+    def bw(self, ddir: str) -> float:
+        return self.read_bw if ddir == "read" else self.write_bw
+
+    def ops(self, ddir: str) -> int:
+        return self.read_ops if ddir == "read" else self.write_ops
+
+    def lat_ns(self, ddir: str) -> Latency | None:
+        return self.read_lat_ns if ddir == "read" else self.write_lat_ns
+
+    def metric(self, name: str) -> float | None:
+        """A device or CPU figure by its ``show --json`` name (``dev_busy_pct``, ``cpu_iowait_pct``)."""
+        return self.device_metrics.get(name, self.cpu.get(name))
+
+    def to_json(self, facts: bool = True) -> dict[str, Any]:
+        """The row as ``vmio show --json`` prints it (the contract: same keys, same order, "max" for an
+        unthrottled point); ``facts=False`` leaves out ``host_facts``."""
+        out: dict[str, Any] = {
+            "campaign": self.campaign,
+            "point": self.point,
+            "target": self.target,
+            "target_kind": self.target_kind,
+            "workload": self.workload,
+            "bs": self.bs,
+            "offered_iops": "max" if self.offered_iops is None else self.offered_iops,
+            "load_processes": self.load_processes,
+            "repetition": self.repetition,
+            "status": self.status,
+            "accel": self.accel,
+            "fio_version": self.fio_version,
+            "qemu_version": self.qemu_version,
+            "device": self.device,
+            "error": self.error,
+        }
+        for ddir in ("read", "write"):
+            lat = self.lat_ns(ddir)
+            out[f"{ddir}_iops"] = self.iops(ddir)
+            out[f"{ddir}_bw"] = self.bw(ddir)
+            out[f"{ddir}_lat_ns"] = dict(lat) if lat is not None else None
+            out[f"{ddir}_ops"] = self.ops(ddir)
+        out["hosts"] = list(self.hosts)
+        out.update(self.device_metrics)
+        out.update(self.cpu)
+        if facts:
+            out["host_facts"] = dict(self.host_facts)
+        out["qemu_machine"] = self.qemu_machine
+        out["qemu_cpu_pct"] = dict(self.qemu_cpu_pct) if self.qemu_cpu_pct is not None else None
+        out["guest_io_warnings"] = self.guest_io_warnings
+        for name in ("steady", "precondition", "fio_job"):
+            value = getattr(self, name)
+            if value is not None:  # only points that asked, so older rows read as they always did
+                out[name] = dict(value)
+        return out
+
+
+def point_rows(store: Store, campaign: str | None = None) -> list[PointRow]:
     names = [campaign] if campaign else store.campaigns()
     if campaign:
         store.require(campaign)
-    return [point_row(store, name, run) for name in names for run in store.runs(name)]
+    out = []
+    for name in names:  # read per campaign in bulk: one query per table, not per point
+        results, hists, metrics = (
+            store.campaign_results(name),
+            store.campaign_histograms(name),
+            store.campaign_metrics(name),
+        )
+        out += [
+            _row(name, run, results.get(run["id"], []), hists, metrics.get(run["id"], {}))
+            for run in store.runs(name)
+        ]
+    return out
 
 
-def point_row(store: Store, campaign: str, run: sqlite3.Row) -> dict[str, Any]:
-    row: dict[str, Any] = {
-        "campaign": campaign,
-        "point": run["point_key"],
-        "target": run["target"],
-        "target_kind": run["target_kind"],
-        "workload": run["workload"],
-        "bs": run["bs"],
-        "offered_iops": "max" if run["offered_iops"] is None else run["offered_iops"],
-        "load_processes": run["load_processes"],
-        "repetition": run["repetition"],
-        "status": run["status"],
-        "accel": run["accel"],
-        "fio_version": run["fio_version"],
-        "qemu_version": run["qemu_version"],
-        "device": run["device"],
-        "error": run["error"],
-    }
-    results = [r for r in store.results(run["id"]) if r["role"] == "measure"]
+def point_row(store: Store, campaign: str, run: sqlite3.Row) -> PointRow:
+    results = store.results(run["id"])
+    hists = {r["id"]: store.histogram(r["id"]) for r in results}
+    return _row(campaign, run, results, hists, store.run_metrics(run["id"]))
+
+
+def _row(
+    campaign: str,
+    run: sqlite3.Row,
+    every: list[sqlite3.Row],
+    hists: Mapping[int, Mapping[int, int]],
+    metrics: dict[tuple[str, str], float],
+) -> PointRow:
+    results = [r for r in every if r["role"] == "measure"]
+    per_ddir: dict[str, tuple[float, float, Latency | None, int]] = {}
     for ddir in ("read", "write"):
         mine = [r for r in results if r["ddir"] == ddir]
-        row[f"{ddir}_iops"] = sum(r["iops"] for r in mine)
-        row[f"{ddir}_bw"] = sum(r["bw_bytes"] for r in mine)
-        row[f"{ddir}_lat_ns"] = _latency(store, mine)
-        row[f"{ddir}_ops"] = sum(r["total_ios"] for r in mine)
-    row["hosts"] = sorted({r["host"] for r in results})
-    metrics = store.run_metrics(run["id"])
+        per_ddir[ddir] = (
+            sum(r["iops"] for r in mine),
+            sum(r["bw_bytes"] for r in mine),
+            _latency(hists, mine),
+            sum(r["total_ios"] for r in mine),
+        )
     dev = f"dev:{run['device']}" if run["device"] else None
-    for metric, name in DEVICE_FIELDS.items():
-        row[name] = metrics.get((dev, metric)) if dev else None
-    for metric, name in CPU_FIELDS.items():
-        row[name] = metrics.get(("cpu", metric))
-    row["host_facts"] = json.loads(run["host_json"] or "{}")
+    facts = json.loads(run["host_json"] or "{}")
     vm = run["target_kind"] in ("qemu", "libvirt")
     before = "q35" if run["qemu_version"] else None  # runs before machine types were all q35
-    row["qemu_machine"] = row["host_facts"].get("qemu_machine", before) if vm else None
-    row["qemu_cpu_pct"] = qemu_cpu_pct(metrics) if vm else None
-    row["guest_io_warnings"] = row["host_facts"].get("guest_io_warnings")  # None for host targets
-    for column, name in (
-        ("steady_json", "steady"),
-        ("precondition_json", "precondition"),
-        ("fio_job_json", "fio_job"),
-    ):
-        if run[column] is not None:  # only points that asked, so older rows read as they always did
-            row[name] = json.loads(run[column])
-    return row
+    decoded = {
+        name: json.loads(run[column])
+        for column, name in (
+            ("steady_json", "steady"),
+            ("precondition_json", "precondition"),
+            ("fio_job_json", "fio_job"),
+        )
+        if run[column] is not None
+    }
+    return PointRow(
+        campaign=campaign,
+        point=run["point_key"],
+        target=run["target"],
+        target_kind=run["target_kind"],
+        workload=run["workload"],
+        bs=run["bs"],
+        offered_iops=run["offered_iops"],
+        load_processes=run["load_processes"],
+        repetition=run["repetition"],
+        status=run["status"],
+        accel=run["accel"],
+        fio_version=run["fio_version"],
+        qemu_version=run["qemu_version"],
+        device=run["device"],
+        error=run["error"],
+        read_iops=per_ddir["read"][0],
+        read_bw=per_ddir["read"][1],
+        read_lat_ns=per_ddir["read"][2],
+        read_ops=per_ddir["read"][3],
+        write_iops=per_ddir["write"][0],
+        write_bw=per_ddir["write"][1],
+        write_lat_ns=per_ddir["write"][2],
+        write_ops=per_ddir["write"][3],
+        hosts=tuple(sorted({r["host"] for r in results})),
+        device_metrics={
+            name: metrics.get((dev, metric)) if dev else None for metric, name in DEVICE_FIELDS.items()
+        },
+        cpu={name: metrics.get(("cpu", metric)) for metric, name in CPU_FIELDS.items()},
+        host_facts=facts,
+        qemu_machine=facts.get("qemu_machine", before) if vm else None,
+        qemu_cpu_pct=qemu_cpu_pct(metrics) if vm else None,
+        guest_io_warnings=facts.get("guest_io_warnings"),  # None for host targets
+        **decoded,
+    )
 
 
-def build_label(row: dict[str, Any]) -> str | None:
+def build_label(qemu_version: str | None, qemu_machine: str | None) -> str | None:
     """The QEMU build a point's VMs ran on, as the reports name it (``qemu 10.0.2 / q35``); None for
-    targets without VMs. ``row`` is a ``point_row``."""
-    if not row.get("qemu_version"):
+    targets without VMs."""
+    if not qemu_version:
         return None
-    return f"qemu {row['qemu_version']} / {row.get('qemu_machine') or 'q35'}"
+    return f"qemu {qemu_version} / {qemu_machine or 'q35'}"
 
 
-def qemu_cpu_pct(metrics: dict[tuple[str, str], float]) -> dict[str, Any] | None:
+def qemu_cpu_pct(metrics: dict[tuple[str, str], float]) -> QemuCpu | None:
     """CPU of the QEMU processes by thread class, % of one core summed over the target's VMs; I/O threads
     by index (iothread0, iothread1, ... each summed over the VMs)."""
     mine = {(s, m): v for (s, m), v in metrics.items() if s.startswith("qemu:")}
@@ -110,18 +265,21 @@ def qemu_cpu_pct(metrics: dict[tuple[str, str], float]) -> dict[str, Any] | None
             "iothreads": [round(v, 2) for v in iothreads], "other": total("other_pct")}  # fmt: skip
 
 
-def _latency(store: Store, results: list[sqlite3.Row]) -> dict[str, float | None] | None:
+def _latency(
+    hists: Mapping[int, Mapping[int, int]], results: list[sqlite3.Row]
+) -> dict[str, float | None] | None:
     ops = sum(r["total_ios"] for r in results)
     if not results or ops == 0:
         return None
-    merged = histogram.merge(store.histogram(r["id"]) for r in results)
+    merged = histogram.merge(hists.get(r["id"], {}) for r in results)
     out: dict[str, float | None] = {
         "min": min(r["lat_min"] for r in results),
         "mean": sum(r["lat_mean"] * r["total_ios"] for r in results) / ops,
         "max": max(r["lat_max"] for r in results),
     }
-    for p in (50.0, 90.0, 99.0, 99.9, 99.99):
-        value = histogram.percentile(merged, p) if merged else None
+    found = histogram.percentiles(merged, STORED_PERCENTILES)
+    for p in STORED_PERCENTILES:
+        value = found[p]
         if value is None and len(results) == 1:  # no bins stored: fio's own figure is exact for one job
             value = results[0][PCT_COLUMNS[f"p{p:g}"]]
         out[f"p{p:g}"] = float(value) if value is not None else None

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from vmio.errors import InputError, UnsafeTargetError
+from vmio.errors import UnsafeTargetError
 from vmio.system.output_paths import write_failed
 
 MARK = "user.vmio.scratch"

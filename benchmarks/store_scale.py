@@ -1,0 +1,185 @@
+"""What reading a big store costs: ``show --json``, ``export`` (csv, parquet), ``compare`` and ``report``.
+
+Fills one store per size (default 1k, 10k and 100k points: a year of nightly runs is about that) through
+the store's own API (``Store.record``: a run, its measured jobs' results with latency histograms, the
+run's metrics and a capped number of samples per point), then times each command through ``vmio.cli.main``
+and prints seconds, and seconds per point, at each size. ``report`` runs up to ``--report-max`` points
+(default 1000: its plots are per group). It also times ``report`` of the demo's 42 points
+(``tests/data/stores/demo000.db``).
+
+Targets: cost grows linearly with the points; ``show --json`` of 100k points <= 5 s; ``report`` of the
+demo's 42 points <= 3 s.
+
+Usage: python benchmarks/store_scale.py [--sizes 1000,10000,100000] [--report-max 1000] [--dir /var/tmp]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import io
+import random
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from vmio.cli import main
+from vmio.spec import loads_spec
+from vmio.store import RunRecord, Store
+
+DEMO = Path(__file__).resolve().parents[1] / "tests" / "data" / "stores" / "demo000.db"
+SAMPLES_PER_POINT = 20  # capped: a real point keeps ~100-600, the cost per row is the same
+BLOCK_SIZES = ("4k", "16k", "64k", "256k", "1m")
+OFFERED = (500, 1000, 2000, 4000, 8000, 16000, 32000, 64000, 128000)  # and "max": 10 rates
+
+
+def spec_text(repetitions: int) -> str:
+    """2 targets x 2 workloads x 5 block sizes x 10 offered rates = 200 points per repetition."""
+    rates = ", ".join(str(r) for r in OFFERED)
+    return f"""[campaign]
+name = "scale"
+repetitions = {repetitions}
+[[target]]
+name = "bare"
+path = "/var/tmp/vmio-scale/bare.img"
+size = "1G"
+[[target]]
+name = "vm"
+kind = "qemu"
+vcpus = 2
+backing = ["/var/tmp/vmio-scale/vm.img"]
+[[workload]]
+name = "rr"
+rw = "randread"
+bs = [{", ".join(f'"{b}"' for b in BLOCK_SIZES)}]
+offered_iops = [{rates}, "max"]
+[[workload]]
+name = "rw"
+rw = "randwrite"
+bs = [{", ".join(f'"{b}"' for b in BLOCK_SIZES)}]
+offered_iops = [{rates}, "max"]
+"""
+
+
+@dataclass(frozen=True)
+class Result:
+    """One job's figures for one direction, in the shape the store's ``JobResult`` protocol asks."""
+
+    host: str
+    job: str
+    role: str
+    ddir: str
+    iops: float
+    bw_bytes: float
+    total_ios: int
+    runtime_ms: int
+    lat_ns: Mapping[str, float | None]
+    usr_cpu: float
+    sys_cpu: float
+    bins: Mapping[int, int] = field(default_factory=dict)
+
+
+def result(rng: random.Random, ddir: str, bs: int, job: str) -> Result:
+    iops = rng.uniform(1000, 50000)
+    bins = {rng.randrange(600, 1200): rng.randrange(1, 5000) for _ in range(60)}  # fio's sparse log bins
+    lat = {"min": 20_000.0, "mean": 90_000.0, "max": 4e6, "stddev": 10_000.0, "p50": 80_000.0,
+           "p90": 120_000.0, "p99": 400_000.0, "p99.9": 1e6, "p99.99": 2e6}  # fmt: skip
+    return Result(
+        "localhost", job, "measure", ddir, iops, iops * bs, int(iops * 10), 10_000, lat, 5.0, 20.0, bins
+    )
+
+
+def fill(path: Path, points: int, seed: int = 1) -> tuple[float, float]:
+    """A store of ``points`` points (a multiple of 200) through ``Store.record``; (wall, CPU) seconds."""
+    campaign = loads_spec(spec_text(max(1, points // 200)), "scale.toml")
+    rng = random.Random(seed)
+    started, cpu = time.perf_counter(), time.process_time()
+    with Store(path) as store:
+        store.ensure_campaign("scale", "scale.toml", spec_text(max(1, points // 200)), campaign.canonical())
+        for p in campaign.points()[:points]:
+            ddir = "read" if p.workload == "rr" else "write"
+            vm = p.target == "vm"
+            rec = RunRecord(
+                campaign="scale", point_key=p.key, target=p.target, target_kind="qemu" if vm else "host",
+                workload=p.workload, bs=p.bs, offered_iops=p.offered_iops, load_processes=p.load_processes,
+                repetition=p.repetition, status="done", started=0.0, ended=1.0,
+                host={"hostname": "bench", "kernel": "6.1", "fio_version": "fio-3.33", "cores": 2},
+                accel="tcg" if vm else None, fio_version="fio-3.33", qemu_version="10.0.2" if vm else None,
+                device="nvme0n1",
+                results=[result(rng, ddir, p.bs, f"measure.{j}") for j in range(2)],
+                samples=[(0.5 * i, "dev:nvme0n1", "read_iops", rng.uniform(0, 1e5)) for i in range(SAMPLES_PER_POINT)],
+                metrics={("dev:nvme0n1", "read_iops"): 1e4, ("dev:nvme0n1", "busy_pct"): 50.0,
+                         ("cpu", "usr_pct"): 5.0, ("cpu", "sys_pct"): 20.0,
+                         **({("qemu:vmio-0", "vcpu_pct"): 80.0, ("qemu:vmio-0", "iothread0_pct"): 30.0} if vm else {})},
+            )  # fmt: skip
+            store.record(rec)
+    return time.perf_counter() - started, time.process_time() - cpu
+
+
+def timed(argv: list[str]) -> tuple[float, float]:
+    """(wall, CPU) seconds ``vmio ARGV`` took in this process, its output thrown away; a failure stops the
+    benchmark. CPU seconds are the fairer figure on a shared machine."""
+    out = io.StringIO()
+    started, cpu = time.perf_counter(), time.process_time()
+    with contextlib.redirect_stdout(out):
+        code = main(argv)
+    took = (time.perf_counter() - started, time.process_time() - cpu)
+    if code != 0:
+        sys.exit(f"store_scale: vmio {' '.join(argv)} exited {code}")
+    return took
+
+
+def commands(
+    db: Path, work: Path, points: int, report_max: int
+) -> dict[str, Callable[[], tuple[float, float]]]:
+    d = ["--db", str(db)]
+    out = {
+        "show --json": lambda: timed(["show", "scale", "--json", *d]),
+        "export csv": lambda: timed(["export", "scale", "--format", "csv", "-o", str(work / "p.csv"), *d]),
+        "export parquet": lambda: timed(
+            ["export", "scale", "--format", "parquet", "-o", str(work / "p.parquet"), *d]
+        ),
+        "compare": lambda: timed(["compare", "scale", "--baseline", "bare", *d]),
+    }
+    if points <= report_max:
+        out["report"] = lambda: timed(["report", "scale", "-o", str(work / "r.html"), *d])
+    return out
+
+
+def main_(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap.add_argument("--sizes", default="1000,10000,100000", help="points per store, comma-separated")
+    ap.add_argument("--report-max", type=int, default=1000, help="time report only up to this many points")
+    ap.add_argument("--dir", default="/var/tmp", help="where the stores are built (a real disk)")
+    args = ap.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    work = Path(tempfile.mkdtemp(prefix="vmio-scale-", dir=args.dir))
+    try:
+        if DEMO.exists():
+            demo = work / "demo.db"
+            shutil.copy(DEMO, demo)
+            wall, cpu = timed(["report", "demo", "-o", str(work / "demo.html"), "--db", str(demo)])
+            print(f"report of the demo (42 points): {wall:.2f} s wall, {cpu:.2f} s CPU (target <= 3 s)")
+        print(f"{'points':>8}  {'command':<15} {'wall s':>8} {'CPU s':>8}  {'CPU ms/point':>12}")
+        for n in sizes:
+            db = work / f"s{n}.db"
+            steps: list[tuple[str, Callable[[], tuple[float, float]]]] = [
+                ("fill (record)", functools.partial(fill, db, n)),
+                *commands(db, work, n, args.report_max).items(),
+            ]
+            for name, run in steps:
+                wall, cpu = run()
+                print(f"{n:>8}  {name:<15} {wall:8.2f} {cpu:8.2f}  {cpu / n * 1e3:12.3f}", flush=True)
+            db.unlink()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main_())

@@ -1,0 +1,58 @@
+"""A campaign's spec model restored from what the store kept: targets and workloads from its canonical
+JSON (self-contained: no fio job file or spec folder needed), the ``[campaign]`` table (repetitions, sla,
+seed) from the stored spec text, read by the same field rules as ``load``."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from typing import Any
+
+from vmio.spec import fields as f
+from vmio.spec.load import MAX_SEED
+from vmio.spec.model import Campaign, HostTarget, QemuTarget, RbdTarget, RemoteTarget, Target, Workload
+from vmio.spec.sla import Sla, parse_stored_sla
+from vmio.spec.steady import parse_steady
+from vmio.spec.tomlfile import Locator
+
+KINDS: dict[str, type[HostTarget] | type[QemuTarget] | type[RemoteTarget] | type[RbdTarget]] = {
+    "host": HostTarget,
+    "qemu": QemuTarget,
+    "remote": RemoteTarget,
+    "rbd": RbdTarget,
+}
+
+
+def restore(name: str, spec_text: str | None, canonical: str | None, path: str = "<spec>") -> Campaign:
+    """The stored campaign as its model; a ``ValueError`` names what no longer reads."""
+    body = json.loads(canonical or "{}")  # a JSON boundary: the store's canonical text
+    targets = tuple(_target(t) for t in body.get("targets", []))
+    workloads = tuple(_workload(w) for w in body.get("workloads", []))
+    try:
+        head = tomllib.loads(spec_text or "").get("campaign", {})
+    except tomllib.TOMLDecodeError:  # not a spec vmio ran (vmio stores the text that loaded): no [campaign]
+        head = {}
+    loc = Locator.scan(path, spec_text or "")
+    table = f.Fields(head, loc, "campaign")
+    repetitions = table.take("repetitions", f.integer(1, 1000), 1)
+    sla: Sla | None = table.take("sla", parse_stored_sla, None)  # older stores may hold a bare number
+    seed: int | None = table.take("seed", f.integer(0, MAX_SEED), body.get("seed"))
+    return Campaign(name, repetitions, targets, workloads, path, sla, seed)
+
+
+def _target(data: dict[str, Any]) -> Target:
+    kind = data.get("kind", "host")
+    cls = KINDS.get(kind)
+    if cls is None:
+        raise ValueError(f"stored target {data.get('name')!r} has an unknown kind {kind!r}")
+    given: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+    return cls(**given)
+
+
+def _workload(data: dict[str, Any]) -> Workload:
+    fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+    if "fio_options" in fields:
+        fields["fio_options"] = tuple(tuple(pair) for pair in data["fio_options"])
+    if fields.get("steady") is not None:
+        fields["steady"] = parse_steady(fields["steady"])
+    return Workload(**fields)
