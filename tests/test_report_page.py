@@ -99,7 +99,7 @@ def test_report_files(real: tuple[Path, Path], capsys: pytest.CaptureFixture[str
     [bare] = [line for line in text.splitlines() if line.startswith("rr        4k  0     bare    ")]
     # achieved or not is fio's own figure for the throttled point against the documented 95 % rule: on a busy
     # machine fio may fall short of 300 IOPS, and then the report must say "no"
-    achieved = fio_iops(db, "bare/rr/bs=4096/offered=300/load=0/rep=")
+    achieved = fio_iops(db, "bare/rr/bs=4k/offered=300/load=0/rep=")
     verdict = "yes" if statistics.median(achieved) >= 0.95 * 300 else "no"
     assert f"300 {verdict} ({statistics.median(achieved):.0f})" in bare
 

@@ -428,7 +428,7 @@ def _ms(lat: Mapping[str, float | None] | None, key: str) -> str:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    if args.output == "-":
+    if str(args.output) == "-":  # stdout (out_file hands every name over as a Path)
         if args.format is None:
             raise InputError("export -o - needs --format (json, ndjson or prometheus): stdout has no suffix")
         with open_store(args) as store:
@@ -437,7 +437,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
         return 0
-    fmt = args.format or export.format_for(args.output)
+    fmt = args.format or export.format_for(str(args.output))
     with open_store(args) as store:
         written = export.export(store, args.campaign, fmt, Path(args.output))
     for path in written:
