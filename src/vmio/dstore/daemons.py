@@ -14,7 +14,7 @@ from pathlib import Path
 
 from vmio.dstore.cephconf import ClusterLayout
 from vmio.errors import ClusterError, tail_lines
-from vmio.system.process import Runner
+from vmio.system.process import Runner, alive
 
 START_TIMEOUT = 90.0
 
@@ -68,13 +68,13 @@ def stop_one(run_dir: Path, conf: Path, name: str, term_wait_s: float = 30.0) ->
         raise ClusterError(f"{name} is not running (no live pid file in {str(run_dir)!r})")
     _signal(pid, signal.SIGTERM)
     deadline = time.monotonic() + term_wait_s
-    while time.monotonic() < deadline and _alive(pid):
+    while time.monotonic() < deadline and alive(pid):
         time.sleep(0.1)
-    if not _alive(pid):
+    if not alive(pid):
         return True
     _signal(pid, signal.SIGKILL)
     deadline = time.monotonic() + 5.0
-    while time.monotonic() < deadline and _alive(pid):
+    while time.monotonic() < deadline and alive(pid):
         time.sleep(0.1)
     return False
 
@@ -95,7 +95,7 @@ def cluster_pids(conf: Path, proc: Path = Path("/proc")) -> dict[int, str]:
             argv
             and os.path.basename(argv[0]).startswith(b"ceph-")
             and needle in argv
-            and _alive(int(entry.name))
+            and alive(int(entry.name))
         ):
             found[int(entry.name)] = b" ".join(argv).decode(errors="replace").strip()
     return found
@@ -112,13 +112,13 @@ def stop_all(run_dir: Path, conf: Path, term_wait_s: float) -> list[str]:
     for pid in cluster_pids(conf):  # any without a pid file
         _signal(pid, signal.SIGTERM)
     deadline = time.monotonic() + term_wait_s
-    while time.monotonic() < deadline and (any(_alive(pid) for pid in live.values()) or cluster_pids(conf)):
+    while time.monotonic() < deadline and (any(alive(pid) for pid in live.values()) or cluster_pids(conf)):
         time.sleep(0.2)
     for pid in {*live.values(), *cluster_pids(conf)}:
-        if _alive(pid):
+        if alive(pid):
             _signal(pid, signal.SIGKILL)
     deadline = time.monotonic() + 5.0
-    while time.monotonic() < deadline and (any(_alive(pid) for pid in live.values()) or cluster_pids(conf)):
+    while time.monotonic() < deadline and (any(alive(pid) for pid in live.values()) or cluster_pids(conf)):
         time.sleep(0.1)
     left = cluster_pids(conf)
     if left:
@@ -130,12 +130,3 @@ def stop_all(run_dir: Path, conf: Path, term_wait_s: float) -> list[str]:
 def _signal(pid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, sig)
-
-
-def _alive(pid: int) -> bool:
-    """True while ``pid`` exists and is not a zombie."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"

@@ -28,6 +28,7 @@ from vmio.errors import GuestBootError, InputError, ToolError, UnsafeTargetError
 from vmio.libvirt import domxml, initrd
 from vmio.libvirt.domxml import MARKER_NS, DiskShape
 from vmio.libvirt.virsh import AGENT_CHANNEL, Virsh, is_local
+from vmio.system.process import alive
 from vmio.system.safety import is_block_device
 
 ROOT = Path("/var/lib/vmio/libvirt")
@@ -192,7 +193,7 @@ def sweep(virsh: Virsh, root: Path = ROOT) -> list[str]:
     removed = []
     for folder in sorted(root.iterdir()) if root.is_dir() else []:
         record = _read_record(folder)
-        if record is None or record.get("state") != "defining" or _alive(int(str(record.get("pid", 0)))):
+        if record is None or record.get("state") != "defining" or alive(int(str(record.get("pid", 0)))):
             continue
         if record.get("uri") != virsh.uri:
             continue
@@ -363,18 +364,6 @@ def _read_record(folder: Path) -> dict[str, object] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
-
-
-def _alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _remove(virsh: Virsh, name: str, folder: Path, backing: str | None) -> None:

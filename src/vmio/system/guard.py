@@ -19,7 +19,7 @@ import shlex
 from collections.abc import Sequence
 
 from vmio.errors import ToolError
-from vmio.system.process import Runner
+from vmio.system.process import Runner, alive
 
 IPTABLES = "iptables"
 COMMENT = "vmio guard pid"
@@ -74,18 +74,8 @@ class PortGuard:
         """Remove rules left by a vmio process that no longer exists."""
         for line in self._iptables(["-S", "OUTPUT"], check=False).splitlines():
             found = _STALE.match(line)
-            if found and not _alive(int(found[2])):
+            if found and not alive(int(found[2])):
                 self._iptables(["-D", "OUTPUT", *_split(found[1])], check=False)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _split(spec: str) -> list[str]:

@@ -141,3 +141,14 @@ class Runner:
         if check and code != 0:
             raise error(f"{argv[0]} failed", argv=argv, returncode=code, output=out + err)
         return Completed(argv, code, out, err)
+
+
+def alive(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie (whoever owns it)."""
+    if pid <= 0:
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
