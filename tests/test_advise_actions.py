@@ -124,7 +124,7 @@ def test_tune_without_an_action_exits_0_without_a_rerun(
     db = stored(tmp_path, {("qemu:vmio-0", "iothread_pct"): 99.0}, iothreads=1, jobs_per_vm=4, vms=2)
     assert main(["tune", "c", "--db", db]) == 0
     assert capsys.readouterr().out == (
-        "campaign 'c': tuning guideline (seed 000, Fig. 10) per VM target\n"
+        "campaign 'c': tuning guideline (hitachi-nvme-2016, Fig. 10) per VM target\n"
         "  target 'vm': 1 point(s); limit qemu-io-thread\n"
         "    vm/rr/bs=4k/offered=max/load=0/rep=1: limit qemu-io-thread; actions none\n"
         "    top action: none\n"

@@ -262,7 +262,7 @@ def test_human_text_of_one_advice(qemu_7_2: HostFacts) -> None:
 
 EXPECTED = """\
 Recommended: N fio/VM + iothread (virtio-blk; 1 iothread; disks spread over nvme0n1, nvme1n1)
-Path through Fig. 9 (seed 000's configuration guideline):
+Path through Fig. 9 (hitachi-nvme-2016's configuration guideline):
   (disks) Which SSDs can hold VM disks? nvme0n1, nvme1n1: spread VM disks over them \
 (16 VMs x 1 fio with VM disks spread over 2 SSDs (689k read / 247k write) vs bare metal on 1 SSD (438k / 90k) (Fig. 7): 1.57x read, 2.75x write)
   (a) Will capacity grow by adding VMs (scale-out)? no -> (c) tune one VM's settings
@@ -274,7 +274,7 @@ Where this departs from Fig. 9 as the paper wrote it:
   (disks) vmio: VM disks spread over nvme0n1, nvme1n1; the paper: one SSD (Fig. 9 does not ask) \
 (the paper's Fig. 7: two SSDs gave 1.57x/2.75x bare metal on one)
 Expected VM/bare IOPS: read 0.78x, write 0.99x
-  source: seed 000 (NVMe, KVM); \
+  source: hitachi-nvme-2016 (NVMe, KVM); \
 1 VM x 16 fio, virtio-blk + 1 iothread: 342k read / 89k write (Fig. 8)
   N = the fio jobs (application threads doing I/O) the one VM runs; the expected ratio is for N = 16 in the \
 paper's figures

@@ -290,12 +290,12 @@ EXPECTED_TEXT = """\
 Limit: device (not at the I/O limit: the actions below raise I/O)
 Lifted by: spread the disks over more devices (Fig. 7), or a faster device
 Actions, most promising first: spread-disks
-Path through Fig. 10 (seed 000's tuning guideline):
+Path through Fig. 10 (hitachi-nvme-2016's tuning guideline):
   (a) Is a device dedicated to the VM, and if not, can one be?
       no, and it cannot be: 1 free device(s) for 16 VMs
       [vm.bus="virtio-blk", vm.count=16, devices.dedicated_to_vm=[], devices.free=["nvme1n1"]]
   (b) Is a device free to take VM disks?
-      yes: nvme1n1 -> spread-disks raises I/O (seed 000 Fig. 7: VM disks spread over 2 SSDs gave 689k/247k \
+      yes: nvme1n1 -> spread-disks raises I/O (hitachi-nvme-2016 Fig. 7: VM disks spread over 2 SSDs gave 689k/247k \
 read/write IOPS, 1.57x/2.75x bare metal on 1 SSD)
       [devices[nvme0n1].in_use=true, devices[nvme1n1].in_use=false]
   (c) Does one VM run several jobs (fio)?
@@ -308,7 +308,7 @@ read/write IOPS, 1.57x/2.75x bare metal on 1 SSD)
       yes: 93% of its capacity (from the evidence); at the limit from 85% -> device neck: at the limit
       [measured.read_iops=420000, measured.write_iops=0, devices[nvme0n1].capacity_read_iops=450000, \
 devices[nvme0n1].capacity_write_iops=75000, devices[nvme0n1].capacity_source=null, capacity_fraction=0.933 >= 0.85]
-      departs from seed 000: {DEV.change} (source: {DEV.source})
+      departs from hitachi-nvme-2016: {DEV.change} (source: {DEV.source})
 """.replace("{DEV.change}", DEVIATIONS[0].change).replace("{DEV.source}", DEVIATIONS[0].source)
 
 

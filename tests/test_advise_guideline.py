@@ -107,7 +107,7 @@ def test_advise_json_gives_this_hosts_measured_ratio(
     empty = str(tmp_path / "e.db")
     Store(empty).close()
     assert main(["advise", "--json", "--db", empty]) == 0
-    assert json.loads(capsys.readouterr().out)["expected_ratio"]["source"] == "seed 000 (NVMe, KVM)"
+    assert json.loads(capsys.readouterr().out)["expected_ratio"]["source"] == "hitachi-nvme-2016 (NVMe, KVM)"
 
 
 def test_measured_ratios_never_mix_targets_of_two_shapes(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SEED_SOURCE = "seed 000 (NVMe, KVM)"
+SEED_SOURCE = "hitachi-nvme-2016 (NVMe, KVM)"
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class SeedConfig:
         )
 
 
-# Seed 000's figures (DESIGN.md): bare 438k read / 90k write IOPS on one NVMe SSD.
+# hitachi-nvme-2016's (seed 000's) figures (docs/DESIGN.md): bare 438k read / 90k write IOPS on one NVMe SSD.
 SEED_N = 16  # fio processes in every configuration the paper measured
 SEED_BARE_READ_IOPS = 438_000
 SEED_BARE_WRITE_IOPS = 90_000

@@ -121,7 +121,7 @@ def advise(
             _libvirt_answer(config, libvirt),
         )
     if found is None and (not facts.block_devices or all(d.rotational for d in facts.block_devices)):
-        walk.note("ratio", "Do seed 000's figures fit this host?", "no SSD found; they are for NVMe SSDs")
+        walk.note("ratio", "Do hitachi-nvme-2016's figures fit this host?", "no SSD found; they are for NVMe SSDs")
     return Advice(config, tuple(walk.path), ratio, tuple(qemu_args(config)), libvirt_xml(config, libvirt),
                   tuple(walk.departures), _n_text(config, ratio, found is not None), _disk_text(config, req))  # fmt: skip
 
@@ -249,7 +249,7 @@ class _Fig9:
             return None
         if self.usable("vfio") and target.pci_address:
             answer = f"yes -> {PASSTHROUGH}: {target.name}'s PCI function {target.pci_address} via vfio-pci"
-            self.note("d", question, answer + " (seed 000 Fig. 5: 1.0x bare)")
+            self.note("d", question, answer + " (hitachi-nvme-2016 Fig. 5: 1.0x bare)")
             return Config(
                 PASSTHROUGH, "vfio", passthrough="vfio", device=target.name, pci_address=target.pci_address
             )

@@ -2,7 +2,7 @@
 
 Seed 000 read a device at 100 % busy as the device's neck (Fig. 10 (e)). That holds for a device that
 serves one request at a time; an NVMe SSD or a RAID set serves many at once and shows 100 % busy long
-before its ceiling (DESIGN.md, later evidence). So the device is judged against a capacity measured by
+before its ceiling (docs/DESIGN.md, later evidence). So the device is judged against a capacity measured by
 ``vmio calibrate`` or declared by the user, and the capacity never comes from the point being judged.
 Without one the capacity is unknown: the device is not called saturated, its ``%util`` and queue are cited,
 and the answer names the command that measures the capacity.

@@ -184,7 +184,7 @@ class _Walk:
             return False
         if free and len(free) >= count:
             vms = "the VM" if count == 1 else f"each of the {count} VMs"
-            answer = f"no, but it can be: {', '.join(free)} is free for {vms}; passed through, seed 000 "
+            answer = f"no, but it can be: {', '.join(free)} is free for {vms}; passed through, hitachi-nvme-2016 "
             answer += "measured 1.0x bare (Fig. 5) -> dedicate-disk raises I/O"
             self.note("a", question, answer, [*cited, against("devices.free.count", len(free), count)])
             return True
@@ -197,7 +197,7 @@ class _Walk:
         cited = [fact(f"devices[{d.name}].in_use", d.in_use) for d in self.ev.devices] or [
             fact("devices", [])
         ]
-        gain = "seed 000 Fig. 7: VM disks spread over 2 SSDs gave 689k/247k read/write IOPS, 1.57x/2.75x bare metal on 1 SSD"
+        gain = "hitachi-nvme-2016 Fig. 7: VM disks spread over 2 SSDs gave 689k/247k read/write IOPS, 1.57x/2.75x bare metal on 1 SSD"
         if free:
             answer = f"yes: {', '.join(free)} -> spread-disks raises I/O ({gain})"
         elif any(d.in_use is None for d in self.ev.devices):
@@ -275,7 +275,7 @@ class _Walk:
         vq_ok = self.vq_mapping_possible(vm)
         if threads == 0:
             answer = f"no ({_load('main loop', self.m.qemu_main_loop_cpu_pct)}) -> add-iothread raises I/O "
-            answer += "(seed 000 Fig. 8: 16 jobs in one VM went from 0.21x to 0.78x bare)"
+            answer += "(hitachi-nvme-2016 Fig. 8: 16 jobs in one VM went from 0.21x to 0.78x bare)"
             fix: tuple[Action, ...] = ("add-iothread",)
             if vq_ok:
                 fix += ("iothread-vq-mapping",)
@@ -291,12 +291,12 @@ class _Walk:
         head = f"yes: {threads} iothread{'s' if threads > 1 else ''} ({_load('busiest iothread', self.m.qemu_iothread_cpu_pct)})"
         if _saturated(self.m.qemu_iothread_cpu_pct):
             if vq_ok and not vm.vq_mapping:
-                answer = f"{head}, saturated; seed 000 calls this the limit, but QEMU {qemu_version} spreads "
+                answer = f"{head}, saturated; hitachi-nvme-2016 calls this the limit, but QEMU {qemu_version} spreads "
                 answer += "one disk's queues over several iothreads -> iothread-vq-mapping raises I/O"
                 self.note("f", question, answer, cited, _deviation("f", "with an iothread in use, QEMU"))
                 return Leaf("qemu-io-thread", ("iothread-vq-mapping",), "iothread-vq-mapping")
             why = "queues already mapped over its iothreads" if vm.vq_mapping else self.why_no_vq_mapping(vm)
-            answer = f"{head}, saturated -> at the limit (seed 000 Fig. 10 (f)); {why}"
+            answer = f"{head}, saturated -> at the limit (hitachi-nvme-2016 Fig. 10 (f)); {why}"
             self.note("f", question, answer, cited)
             lift = None if vm.vq_mapping else f"a QEMU with iothread-vq-mapping ({why})"
             return Leaf("qemu-io-thread", (), lift)
@@ -394,7 +394,7 @@ class _Walk:
             self.note("g", question, f"{answer} -> {who}{note}", cited, dev)
             return Leaf("guest-cpu" if self.ev.vm is not None else "app-cpu", self.scale_out())
         cited.append(Cite(f"{cited[1].figure} vs {cited[0].figure}", sys, ">=", usr))
-        answer = f"{whose} %sys {sys:g} >= %usr {usr:g} -> the kernel's I/O path: at the limit (seed 000 Fig. 10 (g)){note}"
+        answer = f"{whose} %sys {sys:g} >= %usr {usr:g} -> the kernel's I/O path: at the limit (hitachi-nvme-2016 Fig. 10 (g)){note}"
         limit: Limit = "host-cpu"
         if capacity.saturated:
             answer += f"; the device is at its capacity too ({capacity.answer})"

@@ -28,7 +28,7 @@ def format_diagnosis(diagnosis: Diagnosis) -> str:
             "Accelerator: TCG (the guest's CPU is emulated); TCG changes " + ", ".join(diagnosis.tcg_affects)
         )
     lines += [f"Warning: {w}" for w in diagnosis.warnings if not w.startswith("TCG:")]
-    lines.append("Path through Fig. 10 (seed 000's tuning guideline):")
+    lines.append("Path through Fig. 10 (hitachi-nvme-2016's tuning guideline):")
     for step in diagnosis.steps:
         lines += _step_lines(step)
     return "\n".join(lines) + "\n"
@@ -39,7 +39,7 @@ def _step_lines(step: Step) -> list[str]:
     lines = [f"  ({step.node}) {step.question}", f"      {step.answer}", f"      [{numbers}]"]
     if step.deviation is not None:
         lines.append(
-            f"      departs from seed 000: {step.deviation.change} (source: {step.deviation.source})"
+            f"      departs from hitachi-nvme-2016: {step.deviation.change} (source: {step.deviation.source})"
         )
     return lines
 
@@ -118,7 +118,7 @@ def format_advice(advice: Advice) -> str:
         detail.append(f"disks spread over {', '.join(c.spread_over)}")
     lines = [
         f"Recommended: {c.name} ({'; '.join(detail)})",
-        "Path through Fig. 9 (seed 000's configuration guideline):",
+        "Path through Fig. 9 (hitachi-nvme-2016's configuration guideline):",
     ]
     lines += [f"  ({s.node}) {s.question} {s.answer}" for s in advice.path]
     if advice.departures:

@@ -23,14 +23,14 @@ class Threshold:
 DEVICE_BUSY_HIGH = Threshold(
     90.0,
     "% busy",
-    "seed 000 Fig. 6: the bare-host device reached 100 % busy at its neck; valid only for devices that "
-    "serve one request at a time (rotational disks). DESIGN.md: %util misleads on NVMe and RAID",
+    "hitachi-nvme-2016 Fig. 6: the bare-host device reached 100 % busy at its neck; valid only for devices that "
+    "serve one request at a time (rotational disks). docs/DESIGN.md: %util misleads on NVMe and RAID",
 )
 DEVICE_CAPACITY_FRACTION = Threshold(
     0.85,
     "of measured capacity",
-    "vmio: seed 000's bare host reached 438k of the SSD's rated 450k read IOPS (0.97) at its neck; "
-    "0.85 leaves room for sampling spread. DESIGN.md: judge parallel devices by IOPS against capacity",
+    "vmio: hitachi-nvme-2016's bare host reached 438k of the SSD's rated 450k read IOPS (0.97) at its neck; "
+    "0.85 leaves room for sampling spread. docs/DESIGN.md: judge parallel devices by IOPS against capacity",
 )
 THREAD_SATURATED_PCT = Threshold(
     80.0,
@@ -48,12 +48,12 @@ OTHER_WORK_CORES = Threshold(
 WRITE_HEAVY_READ_PCT = Threshold(
     50.0,
     "% reads (below is write-heavy)",
-    "seed 000 Fig. 10(d): 'update ratio high' vs 'reference ratio high'; vmio splits at half",
+    "hitachi-nvme-2016 Fig. 10(d): 'update ratio high' vs 'reference ratio high'; vmio splits at half",
 )
 IOTHREAD_VQ_MAPPING_QEMU = (9, 0)
 IOTHREAD_VQ_MAPPING_SOURCE = (
     "QEMU 9.0 changelog: virtio-blk 'iothread-vq-mapping' spreads one disk's virtqueues over several "
-    "iothreads; Debian 12's QEMU 7.2 does not have it (DESIGN.md)"
+    "iothreads; Debian 12's QEMU 7.2 does not have it (docs/DESIGN.md)"
 )
 VQ_MAPPING_MAX_IOTHREADS = 4
 VQ_MAPPING_MAX_IOTHREADS_SOURCE = "vmio default: at most 4 iothreads, never more than half the host's CPUs"
@@ -74,7 +74,7 @@ DEVIATIONS = (
         "'device busy' means IOPS at the device's measured capacity (vmio calibrate) or one the user declares, "
         "not %util near 100 %; without either the capacity is unknown and the device is never judged at "
         "its limit (a point is never judged against itself); %util and the queue are cited, not judged",
-        "DESIGN.md: %util counts time with at least one request in flight, so a device serving requests in "
+        "docs/DESIGN.md: %util counts time with at least one request in flight, so a device serving requests in "
         "parallel (NVMe, RAID) shows 100 % long before its ceiling",
     ),
     Deviation(

@@ -84,7 +84,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    "(metric p50, p99, p99.9 or mean)")  # fmt: skip
     p.add_argument("--ops", action="store_true",
                    help="the timed operations (ops workloads) per target, bs, rw and load processes: count and "
-                   "min/avg/max latency in ms (seed 004's Figs. 2-4, 8)")  # fmt: skip
+                   "min/avg/max latency in ms (okayama-hypervisors-2020's Figs. 2-4, 8)")  # fmt: skip
     p.set_defaults(handler=cmd_show)
 
     p = sub.add_parser("ls", help="list stored campaigns: one line each (targets, workloads, points)")

@@ -37,7 +37,7 @@ class Result:
 
 
 def format_plan(plan: Plan) -> str:
-    lines = [f"campaign {plan.campaign!r}: tuning guideline (seed 000, Fig. 10) per VM target"]
+    lines = [f"campaign {plan.campaign!r}: tuning guideline (hitachi-nvme-2016, Fig. 10) per VM target"]
     for t in plan.targets:
         limits = sorted({d.limit for d in t.diagnoses.values()})
         lines.append(f"  target {t.target!r}: {len(t.diagnoses)} point(s); limit {', '.join(limits)}")

@@ -19,7 +19,7 @@ from vmio.units import format_size  # noqa: E402
 VERDICT_COLOURS = {"ideal": "#2e7d32", "acceptable": "#f9a825", "fails": "#c62828"}
 
 
-def plot_profile(profile: Profile, path: Path, title: str = "Seed 002 profile") -> Path:
+def plot_profile(profile: Profile, path: Path, title: str = "bitisle-dstore-2014 profile") -> Path:
     """IOPS bars coloured by verdict and mean/p99 latency lines, with the service criteria."""
     labels = [format_size(p.bs) for p in profile.points]
     xs = list(range(len(labels)))

@@ -313,7 +313,7 @@ def format_table(profile: Profile) -> str:
     """A plain-text table of the profile, one line per block size, each judged on both criteria."""
     c = profile.criteria
     lines = [
-        f"criteria (seed 002 §4): mean ≤ {c.ideal_ms:g} ms ideal, ≤ {c.acceptable_ms:g} ms acceptable under "
+        f"criteria (bitisle-dstore-2014 §4): mean ≤ {c.ideal_ms:g} ms ideal, ≤ {c.acceptable_ms:g} ms acceptable under "
         f"constant load; spikes (p99, max) ≤ {c.spike_ms:g} ms",
         f"{'bs':>6} {'IOPS':>9} {'MB/s':>8} {'mean ms':>9} {'p99 ms':>9} {'max ms':>9}  verdict",
     ]

@@ -280,8 +280,8 @@ def _seed_table(report: Report) -> str:
         "highest median over the offered loads). The paper's N is 16; here N is the fio processes column."
         + (f" <strong>{e(seed000.TCG_NOTE)}</strong>" if tcg else "") + "</p>"
     )  # fmt: skip
-    head = ("seed 000 configuration", "seed figure", "target", "accelerator · build", "fio processes",
-            "read vs Bare: seed (KVM)", "read vs Bare: here", "write vs Bare: seed (KVM)", "write vs Bare: here")  # fmt: skip
+    head = ("hitachi-nvme-2016 configuration", "paper figure", "target", "accelerator · build", "fio processes",
+            "read vs Bare: paper (KVM)", "read vs Bare: here", "write vs Bare: paper (KVM)", "write vs Bare: here")  # fmt: skip
     out = ['<h3 id="hitachi-nvme-2016"><a id="seed-000"></a>hitachi-nvme-2016 as it ran, beside this campaign</h3>', note, '<table class="seed000"><tr>',
            *(f"<th>{e(h)}</th>" for h in head), "</tr>"]  # fmt: skip
     for r in found:

@@ -171,7 +171,7 @@ def format_text(found: list[SeedRow]) -> str:
     """The terminal version: each configuration's ratio to Bare, the seed's (KVM) and the measured one."""
     if not found:
         return ""
-    head = ("seed 000 configuration", "target", "accelerator · build", "fio", "read: seed", "here", "write: seed",
+    head = ("hitachi-nvme-2016 configuration", "target", "accelerator · build", "fio", "read: paper", "here", "write: paper",
             "here")  # fmt: skip
     lines = [head]
     for r in found:
@@ -181,7 +181,7 @@ def format_text(found: list[SeedRow]) -> str:
     body = columns(lines)
     note = f" {TCG_NOTE}" if "tcg" in accelerators(found) else ""
     return (
-        f"seed 000 ({SEED_SETUP}) beside this campaign: IOPS / Bare IOPS at the top of each sweep.{note}\n"
+        f"hitachi-nvme-2016 ({SEED_SETUP}) beside this campaign: IOPS / Bare IOPS at the top of each sweep.{note}\n"
         + body
     )
 
