@@ -203,9 +203,9 @@ def _qemu_target(t: Fields, name: str, stored: bool = False) -> QemuTarget:
         queues=t.take("queues", f.integer(1, 64), 1),
         cache=cache,
         aio=aio or default_aio(cache),
-        vms=t.take("vms", f.integer(1, 256), 1),
-        jobs_per_vm=t.take("jobs_per_vm", f.integer(1, 256), 1),
-        vcpus=t.take("vcpus", f.integer(1, 64), 1),
+        vms=t.take("vms", f.count(1, 256), 1),
+        jobs_per_vm=t.take("jobs_per_vm", f.count(1, 256), 1),
+        vcpus=t.take("vcpus", f.count(1, 64), 1),
         memory=t.take("memory", _memory, 512 << 20),
         accel=t.take("accel", f.choice(*ACCELS), "auto"),
         size=t.take("size", f.size, None),
@@ -338,13 +338,13 @@ def _workload(data: object, loc: Locator, i: int) -> tuple[Workload, ...]:
         bs=w.take("bs", f.one_or_many(f.block_size), (4096,)),
         rwmixread=w.take("rwmixread", f.integer(0, 100), 50),
         iodepth=w.take("iodepth", f.integer(1, 65536), 1),
-        numjobs=w.take("numjobs", f.integer(1, 1024), 1),
+        numjobs=w.take("numjobs", f.count(1, 1024), 1),
         direct=w.take("direct", f.boolean, True),
         ioengine=w.take("ioengine", f.ioengine, "libaio"),
         runtime=w.take("runtime", _positive_duration, 10.0),
         ramp=w.take("ramp", f.duration, 0.0),
         offered_iops=w.take("offered_iops", f.one_or_many(_offered), (None,)),
-        load_processes=w.take("load_processes", f.one_or_many(f.integer(0, 256)), (0,)),
+        load_processes=w.take("load_processes", f.one_or_many(f.count(0, 256)), (0,)),
         ops=w.take("ops", f.integer(0, 10_000_000), 0),
         steady=w.take("steady", parse_steady, None),
         precondition=w.take("precondition", f.boolean, False),
@@ -378,7 +378,7 @@ def _fio_workloads(w: Fields, loc: Locator) -> tuple[Workload, ...]:
     runtime: float | None = w.take("runtime", _positive_duration, None)
     ramp: float | None = w.take("ramp", f.duration, None)
     offered: tuple[int | None, ...] = w.take("offered_iops", f.one_or_many(_offered), (None,))
-    loads: tuple[int, ...] = w.take("load_processes", f.one_or_many(f.integer(0, 256)), (0,))
+    loads: tuple[int, ...] = w.take("load_processes", f.one_or_many(f.count(0, 256)), (0,))
     steady = w.take("steady", parse_steady, None)
     pre = w.take("precondition", f.boolean, False)
     w.done()
