@@ -39,6 +39,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="bitisle-dstore-2014: an existing Ceph cluster's ceph.conf (default: vmio starts a "
                    "throwaway cluster and removes it after); vmio makes and removes its own images in --pool")  # fmt: skip
     p.add_argument("--pool", default="vmio", help="the pool of --conf's cluster for vmio's images (default vmio)")
+    p.add_argument("--no-live", dest="live", action="store_false",
+                   help="hitachi-membal-2014: the simulated cases only (by default case 1 also runs live "
+                   "where QEMU runs)")  # fmt: skip
     p.set_defaults(handler=_reproduce)
 
 
@@ -63,6 +66,7 @@ def _reproduce(args: argparse.Namespace) -> int:
         beside_store(db),
         args.conf,
         args.pool,
+        args.live,
     )
     check(req)
     bar = ProgressPrinter(sys.stderr)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -13,7 +14,15 @@ from pathlib import Path
 from vmio.campaign import facts
 from vmio.campaign.runner import Progress
 from vmio.errors import InputError, ToolError
-from vmio.reproduce import dstore_paper, membal_paper, nvme_paper, ops_paper, page, relocate_paper
+from vmio.reproduce import (
+    dstore_paper,
+    membal_live_paper,
+    membal_paper,
+    nvme_paper,
+    ops_paper,
+    page,
+    relocate_paper,
+)
 from vmio.reproduce.claims import paper
 from vmio.reproduce.result import Reproduction
 from vmio.store import Store
@@ -41,6 +50,7 @@ class Request:
     trace_root: Path | None = None
     conf: Path | None = None  # bitisle-dstore-2014: an existing cluster (else a throwaway one)
     pool: str = "vmio"
+    live: bool = True  # hitachi-membal-2014: case 1 live as well, where QEMU runs
 
 
 def check(req: Request) -> None:
@@ -72,6 +82,8 @@ def reproduce(req: Request, progress: Callable[[Progress], None] | None = None) 
     if p.id == "hitachi-membal-2014":
         rep.measured, details = membal_paper.run(req.scale)
         rep.details = details
+        if req.live and shutil.which("qemu-system-x86_64"):
+            _run_membal_live(req, rep)
     elif p.id == "kogakuin-relocate-2011":
         rep.measured, rep.details, rep.fitted = relocate_paper.run(req.scale)
     elif p.id == "bitisle-dstore-2014":
@@ -96,6 +108,22 @@ def _run_nvme(req: Request, rep: Reproduction, progress: Callable[[Progress], No
         with Store(req.db) as store:
             rep.measured, rep.details, rep.failures, rep.accel = nvme_paper.run(setting, store, progress)
     rep.campaigns = [name, f"{name}-fig6"]
+
+
+def _run_membal_live(req: Request, rep: Reproduction) -> None:
+    files.make_private_folder(req.disk_dir)
+    with Store(req.db) as store:
+        try:
+            case = membal_live_paper.run_case1(
+                req.scale, store, workdir=req.disk_dir, boot_timeout=req.boot_timeout
+            )
+        except ToolError as exc:
+            rep.failures.append(f"case 1 live: {exc}")
+            return
+    rep.accel = case.accel
+    measured, details = membal_live_paper.measure(case)
+    rep.measured.update(measured)
+    rep.details.update(details)
 
 
 def _run_dstore(req: Request, rep: Reproduction) -> None:
