@@ -74,7 +74,19 @@ def test_bad_input_is_exit_2_and_touches_nothing(tmp_path: Path, capsys: pytest.
     assert main(["reproduce", "hitachi-membal-2014"]) == 2
     assert "-o DIR is required" in capsys.readouterr().err
     assert main(["reproduce", "hitachi-membal-2014", "--scale", "huge", "-o", str(tmp_path / "y")]) == 2
-    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+    capsys.readouterr()
+    conf = tmp_path / "none.conf"
+    assert main(["reproduce", "bitisle-dstore-2014", "--conf", str(conf), "-o", str(tmp_path / "z")]) == 2
+    assert f"--conf {str(conf)!r} is not a file" in capsys.readouterr().err
+    (tmp_path / "c.conf").write_text("[global]\n")
+    assert (
+        main(
+            ["reproduce", "hitachi-nvme-2016", "--conf", str(tmp_path / "c.conf"), "-o", str(tmp_path / "z")]
+        )
+        == 2
+    )
+    assert "--conf is for bitisle-dstore-2014" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists() and not (tmp_path / "z").exists()
 
 
 def reproduce(paper: str, out: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, Any]:

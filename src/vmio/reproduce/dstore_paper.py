@@ -34,9 +34,9 @@ from vmio.system.process import Runner
 
 KIB = 1 << 10
 SCALES: dict[str, dict[str, Any]] = {
-    "quick": {"runtime": 2.0, "ramp": 0.5, "samples": 3, "image_mib": 256,
+    "quick": {"runtime": 1.5, "ramp": 0.5, "samples": 3, "image_mib": 256,
               "bs": [4 * KIB, 32 * KIB, 64 * KIB, 256 * KIB, 512 * KIB, 1024 * KIB],
-              "striped_bs": [4 * KIB, 32 * KIB, 256 * KIB]},
+              "striped_bs": [32 * KIB, 256 * KIB]},
     "paper": {"runtime": 30.0, "ramp": 5.0, "samples": 5, "image_mib": 4096,
               "bs": [4 * KIB, 8 * KIB, 16 * KIB, 32 * KIB, 64 * KIB, 128 * KIB, 256 * KIB, 512 * KIB,
                      1024 * KIB],
