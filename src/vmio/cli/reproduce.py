@@ -38,7 +38,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--conf", type=Path, default=None,
                    help="bitisle-dstore-2014: an existing Ceph cluster's ceph.conf (default: vmio starts a "
                    "throwaway cluster and removes it after); vmio makes and removes its own images in --pool")  # fmt: skip
-    p.add_argument("--pool", default="vmio", help="the pool of --conf's cluster for vmio's images (default vmio)")
+    p.add_argument(
+        "--pool", default="vmio", help="the pool of --conf's cluster for vmio's images (default vmio)"
+    )
     p.add_argument("--no-live", dest="live", action="store_false",
                    help="hitachi-membal-2014: the simulated cases only (by default case 1 also runs live "
                    "where QEMU runs)")  # fmt: skip
