@@ -4,7 +4,8 @@
 The case needs VM2's (bursty) hot set to be larger than its page cache at the equal split and smaller than
 its page cache once the rule has moved memory to it; a guest's page cache at a given balloon size depends
 on its kernel and initramfs, so it is MEASURED first: the guests run at the equal split with both loads
-and their page cache (Active(file) + Inactive(file), from the in-guest agent) is read; the hot set is
+and their page cache (Active(file) + Inactive(file) + MemFree, from the in-guest agent) is read (this run
+also warms both caches, so the first round does not start cold); the hot set is
 ``HOT_OVER_CACHE`` times VM2's. Then rounds, each of both policies on the same booted guests (the balloons
 set back to the equal split at each policy's start), give the spread of the total hit ratio.
 Each policy's round is stored as a ``membal run`` like any other.
@@ -34,8 +35,8 @@ M = 1 << 20
 HOT_OVER_CACHE = 1.3  # VM2's hot set over its measured page cache at the equal split
 HOT_SHARE = 0.91  # the share of VM2's reads on its hot set (examples/membal/live/case1.toml)
 SCALES: dict[str, dict[str, Any]] = {
-    "quick": {"rounds": 3, "calibrate": 10.0, "duration": 15.0, "interval": 1.0},
-    "paper": {"rounds": 5, "calibrate": 20.0, "duration": 50.0, "interval": 2.0},
+    "quick": {"rounds": 3, "calibrate": 20.0, "duration": 15.0, "interval": 1.0},
+    "paper": {"rounds": 5, "calibrate": 40.0, "duration": 50.0, "interval": 2.0},
 }
 
 
