@@ -6,7 +6,7 @@ import pytest
 
 from vmio.dstore.calibrate import fit_profile, parse_network, what_if
 from vmio.dstore.model import StoreParams, harmonic, predict, solve
-from vmio.dstore.profile import Criteria, Point, Profile, verdict
+from vmio.dstore.profile import Criteria, Point, Profile
 from vmio.errors import InputError
 
 KIB = 1 << 10
@@ -15,12 +15,12 @@ LARGE = [256 * KIB, 512 * KIB, 1024 * KIB]
 
 
 def seed_002_small_points() -> list[Point]:
-    """Seed 002 Fig. 2, read as numbers: thousands of IOPS from 4K to 64K, 64K still well under 100 ms.
-
-    The points follow one I/O-count cost and one byte cost (the mirror path moves ~120 MB/s at 64K), with
+    """Seed 002 Fig. 2 as its text reads it (§5): "4K to 64K give several thousand IOPS, well above the
+    4,000 IOPS goal" (4K〜64K の範囲では数千 IOPS 程出ており、理想とする 4,000IOPS を大きく上回り). The figure
+    prints no numbers; these readings keep every size above 4,000, falling with the block size, with
     IOPS x latency = 50 outstanding I/Os, as a closed benchmark with 50 outstanding I/Os gives.
     """
-    readings = {4 * KIB: 5150, 8 * KIB: 4250, 16 * KIB: 3350, 32 * KIB: 2350, 64 * KIB: 1450}
+    readings = {4 * KIB: 6000, 8 * KIB: 5800, 16 * KIB: 5500, 32 * KIB: 5000, 64 * KIB: 4400}
     return [
         Point(bs, iops, iops * bs / 1e6, 50e3 / iops, 3 * 50e3 / iops, "ideal")
         for bs, iops in readings.items()
@@ -33,19 +33,24 @@ def seed_fit(write_path: str = "fanout") -> tuple[Profile, StoreParams]:
     return profile, base
 
 
-def test_fitted_at_small_blocks_predicts_over_100ms_at_256k_to_1m() -> None:
+def test_fitted_at_the_papers_small_blocks_the_large_block_latency_is_not_extrapolated() -> None:
+    """The paper's text: over 4,000 IOPS at 64K (> 262 MB/s) but over 100 ms at 256K with 50 outstanding
+    (< 500 IOPS, < 131 MB/s). Bandwidth falling with the block size is what no I/O-count cost plus byte
+    cost gives: fitted at 4K-64K the model keeps 256K under 100 ms, so the paper's large-block latency
+    comes from something its small blocks do not show (the paper's own guess: buffers overflowing)."""
     profile, base = seed_fit()
     fit = fit_profile(profile, base)
     assert fit.rms_log_error < 0.05
     small = predict(fit.params, SMALL, 50, 0.3)
+    assert all(p.iops > 4000 and p.mean_lat_ms < 20 for p in small)
+    (at256,) = predict(fit.params, [256 * KIB], 50, 0.3)
+    assert at256.mean_lat_ms < 100
+    # the paper's own pair of statements: 64K's MB/s above 256K's ceiling at 50 outstanding (Little's law)
+    assert 4000 * 64 * KIB > (50 / 0.100) * 256 * KIB
     large = predict(fit.params, LARGE, 50, 0.3)
-    assert all(p.mean_lat_ms < 100 for p in small)
-    assert all(p.mean_lat_ms > 100 for p in large), [round(p.mean_lat_ms) for p in large]
-    assert large[1].mean_lat_ms > 200  # the seed saw > 200 ms at 512K
-    assert [verdict(p.mean_lat_ms, p.iops, Criteria()) for p in large] == ["fails"] * 3
-    # bandwidth-bound: MB/s levels off while latency keeps growing with the block size
-    assert large[2].mb_s < 1.2 * large[0].mb_s
-    assert large[2].mean_lat_ms > 3 * large[0].mean_lat_ms
+    # bandwidth-bound all the same: MB/s levels off while latency keeps growing with the block size
+    assert large[2].mb_s < 1.3 * large[0].mb_s
+    assert large[2].mean_lat_ms > 2.5 * large[0].mean_lat_ms
 
 
 def test_same_small_points_without_a_byte_cost_would_not_fail() -> None:

@@ -1,4 +1,5 @@
 import contextlib
+import os
 import string
 
 import pytest
@@ -145,3 +146,16 @@ def test_rbd_backing_needs_pool_image_and_conf() -> None:
         loads_spec(base.format(b="rbd:vmio/disk", extra=""), "spec.toml")
     with pytest.raises(SpecError, match="'rbd:POOL/IMAGE'"):
         loads_spec(base.format(b="rbd:vmio", extra='conf = "c"\n'), "spec.toml")
+
+
+def test_cores_is_this_hosts_core_count_also_inside_lists() -> None:
+    """``"cores"``: N = the host's cores, as hitachi-nvme-2016 set N (16 fio on a 16-core host)."""
+    text = GOOD.replace("vms = 1", 'vms = "cores"').replace("jobs_per_vm = 4", 'jobs_per_vm = "cores"')
+    text = text.replace("load_processes = [0, 2]", 'load_processes = [0, "cores"]')
+    camp = loads_spec(text)
+    n = os.cpu_count()
+    vm = next(t for t in camp.targets if isinstance(t, QemuTarget))
+    assert (vm.vms, vm.jobs_per_vm) == (n, n)
+    assert camp.workloads[0].load_processes == (0, n)
+    with pytest.raises(SpecError, match=r"vms = 'all'.*whole number or 'cores'"):
+        loads_spec(GOOD.replace("vms = 1", 'vms = "all"'))

@@ -35,6 +35,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="where the disk files of a paper's campaigns go, on a disk filesystem (default /var/lib/vmio for root, else ~/.local/state/vmio)")  # fmt: skip
     p.add_argument("--boot-timeout", type=argtypes.duration, default="300s",
                    help="how long a guest may take to come up (default 300s)")  # fmt: skip
+    p.add_argument("--conf", type=Path, default=None,
+                   help="bitisle-dstore-2014: an existing Ceph cluster's ceph.conf (default: vmio starts a "
+                   "throwaway cluster and removes it after); vmio makes and removes its own images in --pool")  # fmt: skip
+    p.add_argument(
+        "--pool", default="vmio", help="the pool of --conf's cluster for vmio's images (default vmio)"
+    )
+    p.add_argument("--no-live", dest="live", action="store_false",
+                   help="hitachi-membal-2014: the simulated cases only (by default case 1 also runs live "
+                   "where QEMU runs)")  # fmt: skip
     p.set_defaults(handler=_reproduce)
 
 
@@ -57,6 +66,9 @@ def _reproduce(args: argparse.Namespace) -> int:
         args.disk_dir,
         args.boot_timeout,
         beside_store(db),
+        args.conf,
+        args.pool,
+        args.live,
     )
     check(req)
     bar = ProgressPrinter(sys.stderr)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -12,15 +13,29 @@ from pathlib import Path
 
 from vmio.campaign import facts
 from vmio.campaign.runner import Progress
-from vmio.errors import InputError
-from vmio.reproduce import membal_paper, ops_paper, page, relocate_paper
+from vmio.errors import InputError, ToolError
+from vmio.reproduce import (
+    dstore_paper,
+    membal_live_paper,
+    membal_paper,
+    nvme_paper,
+    ops_paper,
+    page,
+    relocate_paper,
+)
 from vmio.reproduce.claims import paper
 from vmio.reproduce.result import Reproduction
 from vmio.store import Store
 from vmio.system import files
 
 SCALES = ("quick", "paper")
-RUNNABLE = ("hitachi-membal-2014", "kogakuin-relocate-2011", "okayama-hypervisors-2020")
+RUNNABLE = (
+    "hitachi-nvme-2016",
+    "hitachi-membal-2014",
+    "bitisle-dstore-2014",
+    "kogakuin-relocate-2011",
+    "okayama-hypervisors-2020",
+)
 
 
 @dataclass(frozen=True)
@@ -33,6 +48,9 @@ class Request:
     disk_dir: Path = field(default_factory=files.scratch_home)  # a paper's disk files (a disk, not tmpfs)
     boot_timeout: float = 300.0
     trace_root: Path | None = None
+    conf: Path | None = None  # bitisle-dstore-2014: an existing cluster (else a throwaway one)
+    pool: str = "vmio"
+    live: bool = True  # hitachi-membal-2014: case 1 live as well, where QEMU runs
 
 
 def check(req: Request) -> None:
@@ -44,6 +62,10 @@ def check(req: Request) -> None:
         raise InputError(
             f"reproduce: {p.id!r} has no experiments in `vmio reproduce` yet; papers it runs: {', '.join(RUNNABLE)}"
         )
+    if req.conf is not None and not req.conf.is_file():
+        raise InputError(f"reproduce: --conf {str(req.conf)!r} is not a file; give the cluster's ceph.conf")
+    if req.conf is not None and p.id != "bitisle-dstore-2014":
+        raise InputError(f"reproduce: --conf is for bitisle-dstore-2014 (a Ceph cluster); {p.id} uses none")
     if req.out.exists() and not req.out.is_dir():
         raise InputError(f"reproduce: -o {str(req.out)!r} exists and is not a folder")
     if req.out.is_dir() and any(req.out.iterdir()) and not req.force:
@@ -60,12 +82,60 @@ def reproduce(req: Request, progress: Callable[[Progress], None] | None = None) 
     if p.id == "hitachi-membal-2014":
         rep.measured, details = membal_paper.run(req.scale)
         rep.details = details
+        if req.live and shutil.which("qemu-system-x86_64"):
+            _run_membal_live(req, rep)
     elif p.id == "kogakuin-relocate-2011":
         rep.measured, rep.details, rep.fitted = relocate_paper.run(req.scale)
+    elif p.id == "bitisle-dstore-2014":
+        _run_dstore(req, rep)
+    elif p.id == "hitachi-nvme-2016":
+        _run_nvme(req, rep, progress)
     else:
         _run_ops(req, rep, progress)
     write(rep, req.out)
     return rep
+
+
+def _campaign_name(req: Request) -> str:
+    return f"{req.paper_id}-{req.scale}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}"
+
+
+def _run_nvme(req: Request, rep: Reproduction, progress: Callable[[Progress], None] | None) -> None:
+    name = _campaign_name(req)
+    files.make_private_folder(req.disk_dir)
+    with tempfile.TemporaryDirectory(prefix="reproduce-", dir=req.disk_dir) as disks:
+        setting = nvme_paper.Setting(req.scale, Path(disks), name, req.boot_timeout)
+        with Store(req.db) as store:
+            rep.measured, rep.details, rep.failures, rep.accel = nvme_paper.run(setting, store, progress)
+    rep.campaigns = [name, f"{name}-fig6"]
+
+
+def _run_membal_live(req: Request, rep: Reproduction) -> None:
+    files.make_private_folder(req.disk_dir)
+    with Store(req.db) as store:
+        try:
+            case = membal_live_paper.run_case1(
+                req.scale, store, workdir=req.disk_dir, boot_timeout=req.boot_timeout
+            )
+        except ToolError as exc:
+            rep.failures.append(f"case 1 live: {exc}")
+            return
+    rep.accel = case.accel
+    measured, details = membal_live_paper.measure(case)
+    rep.measured.update(measured)
+    rep.details.update(details)
+
+
+def _run_dstore(req: Request, rep: Reproduction) -> None:
+    files.make_private_folder(req.disk_dir)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+    setting = dstore_paper.Setting(req.scale, req.disk_dir, req.conf, req.pool, stamp)
+    try:
+        rep.measured, rep.details, setup = dstore_paper.run(setting)
+    except ToolError as exc:
+        rep.failures.append(str(exc))
+        return
+    rep.details["setup"] = [setup]
 
 
 def _run_ops(req: Request, rep: Reproduction, progress: Callable[[Progress], None] | None) -> None:

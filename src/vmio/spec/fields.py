@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
@@ -100,6 +101,29 @@ def integer(low: int | None = None, high: int | None = None) -> Callable[[object
         if high is not None and value > high:
             raise ValueError(f"must be at most {high}")
         return value
+
+    return convert
+
+
+CORES = "cores"
+
+
+def host_cores() -> int:
+    """This host's cores (the CPUs the kernel offers): what ``"cores"`` stands for in a spec."""
+    return os.cpu_count() or 1
+
+
+def count(low: int, high: int) -> Callable[[object], int]:
+    """A whole number, or ``"cores"``: N = this host's cores (as hitachi-nvme-2016 set N), so one spec
+    means the same experiment on a 2-core laptop and a 16-core server."""
+    whole = integer(low, high)
+
+    def convert(value: object) -> int:
+        if value == CORES:
+            return whole(host_cores())
+        if isinstance(value, str):
+            raise ValueError(f"expected a whole number or {CORES!r} (this host's cores)")
+        return whole(value)
 
     return convert
 

@@ -1,0 +1,393 @@
+"""bitisle-dstore-2014 (seed 002): the paper's profile (30 % read / 70 % write random I/O, 50 outstanding,
+4K-1M) on a 3-way replicated Ceph RBD image, repeated, beside the same profile on a striped image (Fig. 3),
+each judged against the paper's service criteria.
+
+Each sample of a block size is one fio run through fio's rbd engine; the plain and the striped image take
+turns, sample by sample, so that a drift of the shared host hits both alike. While each sample runs, the
+disk under a cluster vmio started (its file OSDs all lie on it) is read from /proc/diskstats: its busy %,
+queue and writes per client write are what explains how striping compares here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from vmio.dstore import cluster, variants
+from vmio.dstore.cluster import ClusterRef
+from vmio.dstore.profile import Criteria, Point, run_profile
+from vmio.dstore.rbdfio import RbdJob, run_rbd_job
+from vmio.errors import ClusterError
+from vmio.fio.totals import Totals
+from vmio.metrics.procfs import cpu_shares, read_cpu, read_diskstats
+from vmio.reproduce.result import Measured, Spread
+from vmio.system.blockdev import device_chain
+from vmio.system.process import Runner
+
+KIB = 1 << 10
+SCALES: dict[str, dict[str, Any]] = {
+    "quick": {"runtime": 1.5, "ramp": 0.5, "samples": 3, "image_mib": 256,
+              "bs": [4 * KIB, 32 * KIB, 64 * KIB, 256 * KIB, 512 * KIB, 1024 * KIB],
+              "striped_bs": [32 * KIB, 256 * KIB]},
+    "paper": {"runtime": 30.0, "ramp": 5.0, "samples": 5, "image_mib": 4096,
+              "bs": [4 * KIB, 8 * KIB, 16 * KIB, 32 * KIB, 64 * KIB, 128 * KIB, 256 * KIB, 512 * KIB,
+                     1024 * KIB],
+              "striped_bs": [4 * KIB, 32 * KIB, 64 * KIB, 128 * KIB, 256 * KIB, 512 * KIB, 1024 * KIB]},
+}  # fmt: skip
+SMALL = (4 * KIB, 64 * KIB)  # "4K-64K": the block sizes the paper calls practical
+STRIPED_RANGE = (32 * KIB, 256 * KIB)  # Fig. 3: "slightly better between 32K and 256K"
+
+
+@dataclass(frozen=True)
+class Setting:
+    scale: str
+    work: Path  # a folder on a disk filesystem for a throwaway cluster
+    conf: Path | None = None  # an existing cluster's ceph.conf (else vmio starts one in ``work``)
+    pool: str = "vmio"
+    stamp: str = "run"
+
+
+@dataclass
+class Sample:
+    """One fio run and what the disk under the OSDs did meanwhile."""
+
+    point: Point
+    disk: dict[str, float] | None = None  # busy %, queue, write IOPS of the disk under the file OSDs
+
+
+@dataclass
+class Runs:
+    plain: dict[int, list[Sample]] = field(default_factory=dict)
+    striped: dict[int, list[Sample]] = field(default_factory=dict)
+    disk: str | None = None
+
+
+def run(
+    s: Setting, runner: Runner | None = None
+) -> tuple[dict[str, Measured], dict[str, Any], dict[str, Any]]:
+    """Bring up (or use) a cluster, profile the plain and the striped image, judge; the claims'
+    measurements, the page's tables and how it was set up."""
+    runner = runner or Runner()
+    conf = SCALES[s.scale]
+    with ExitStack() as stack:
+        if s.conf is None:
+            root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="dstore-", dir=s.work))) / "c"
+            base = cluster.up(root, osds=3, runner=runner)
+            stack.callback(cluster.down, root)
+        else:
+            base = cluster.existing(s.conf, s.pool, "unused")
+        plain = _image(runner, base, f"vmio-reproduce-{s.stamp}", conf["image_mib"], stack)
+        striped = variants.make_variant(runner, plain, "striping", conf["image_mib"])
+        stack.callback(variants.remove_variant, runner, plain, striped)
+        runs = profile(runner, plain, striped, conf, disk_of(runner, base))
+    setup = {"pool": plain.pool, "replicas": plain.replicas, "osds": plain.osds, "iodepth": 50,
+             "rwmixread": 30, "runtime_s": conf["runtime"], "samples": conf["samples"],
+             "striping": f"stripe unit {variants.STRIPE_UNIT // KIB}K x count {variants.STRIPE_COUNT}",
+             "cluster": "throwaway (vmio dstore up, 3 file OSDs)" if s.conf is None else str(s.conf),
+             "disk under the OSDs": runs.disk}  # fmt: skip
+    return measure(runs), {"profile": table(runs)}, setup
+
+
+def _image(runner: Runner, base: ClusterRef, name: str, mib: int, stack: ExitStack) -> ClusterRef:
+    """A new image of vmio's own (never one that may hold data), removed when ``stack`` closes."""
+    ref = replace(base, image=name)
+    runner.run(["rbd", "-c", str(ref.conf), "create", "--size", str(mib), f"{ref.pool}/{name}"],
+               timeout=120.0, error=ClusterError)  # fmt: skip
+    stack.callback(
+        runner.run, ["rbd", "-c", str(ref.conf), "rm", "--no-progress", f"{ref.pool}/{name}"],
+        timeout=120.0, error=ClusterError,
+    )  # fmt: skip
+    return ref
+
+
+def profile(
+    runner: Runner, plain: ClusterRef, striped: ClusterRef, conf: dict[str, Any], disk: str | None
+) -> Runs:
+    """``samples`` rounds, each the plain image's profile then the striped image's."""
+    runs = Runs(disk=disk)
+    for _ in range(conf["samples"]):
+        for ref, bs_list, into in (
+            (plain, conf["bs"], runs.plain),
+            (striped, conf["striped_bs"], runs.striped),
+        ):
+            seen: dict[int, dict[str, float] | None] = {}
+            prof = run_profile(
+                ref, bs_list, runtime_s=conf["runtime"], ramp_s=conf["ramp"], runner=runner, watch=False,
+                measure=_watched(runner, ref, disk, seen),
+            )  # fmt: skip
+            for p in prof.points:
+                into.setdefault(p.bs, []).append(Sample(p, seen.get(p.bs)))
+    return runs
+
+
+def disk_of(runner: Runner, ref: ClusterRef) -> str | None:
+    """The one disk of this host that stores every OSD's data (``ceph osd metadata``'s ``osd_data``
+    folders, found here), or None: OSDs elsewhere or on several disks."""
+    try:
+        meta = json.loads(cluster.ceph(runner, ref.conf, "osd", "metadata", "--format", "json"))
+    except (ClusterError, ValueError):
+        return None
+    disks = set()
+    for osd in meta if isinstance(meta, list) else []:
+        folder = Path(str(osd.get("osd_data", "")))
+        chain = device_chain(folder) if folder.is_absolute() and folder.is_dir() else []
+        disks.add(chain[-1] if chain else None)
+    return disks.pop() if len(disks) == 1 else None
+
+
+def osd_pids(conf: Path, proc_root: Path = Path("/proc")) -> list[int]:
+    """The ceph-osd processes on this host started with ``conf`` (read from /proc, nothing signalled)."""
+    pids = []
+    for entry in proc_root.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"ceph-osd") and str(conf).encode() in argv:
+            pids.append(int(entry.name))
+    return sorted(pids)
+
+
+def _cpu_seconds(pids: Sequence[int]) -> float:
+    """utime + stime of ``pids`` (seconds; a process gone counts 0)."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def _watched(
+    runner: Runner, ref: ClusterRef, disk: str | None, seen: dict[int, dict[str, float] | None]
+) -> Callable[[RbdJob], Totals]:
+    """Run a job and record, over it, the disk under the OSDs, the host's CPU and the OSDs' own CPU."""
+    pids = osd_pids(ref.conf)
+
+    def measure(job: RbdJob) -> Totals:
+        disk_a = read_diskstats().get(disk) if disk else None
+        cpu_a, osd_a, t0 = read_cpu(), _cpu_seconds(pids), time.monotonic()
+        totals = run_rbd_job(ref, job, runner=runner)
+        disk_b = read_diskstats().get(disk) if disk else None
+        cpu_b, osd_b, seconds = read_cpu(), _cpu_seconds(pids), time.monotonic() - t0
+        shares = cpu_shares(cpu_a, cpu_b)
+        row = {
+            "host_cpu_pct": 100.0 - shares["idle_pct"] - shares["iowait_pct"],
+            "osd_cpu_ms_per_io": 1e3 * (osd_b - osd_a) / max(1.0, totals.total.iops * job.runtime_s),
+        }
+        if pids:
+            row["osd_cpu_pct"] = 100.0 * (osd_b - osd_a) / seconds / (os.cpu_count() or 1)
+        if disk_a is not None and disk_b is not None:
+            row |= {
+                "busy_pct": min(100.0, (disk_b.io_ms - disk_a.io_ms) / (seconds * 10.0)),
+                "queue": (disk_b.weighted_ms - disk_a.weighted_ms) / (seconds * 1000.0),
+                "write_iops": (disk_b.writes - disk_a.writes) / seconds,
+            }
+        seen[job.bs] = row
+        return totals
+
+    return measure
+
+
+def _median(samples: Sequence[Sample], get: Callable[[Point], float]) -> Measured:
+    return Measured.median_of([get(x.point) for x in samples])
+
+
+def measure(runs: Runs) -> dict[str, Measured]:
+    out: dict[str, Measured] = {}
+    plain = runs.plain
+    every = [x.point for samples in plain.values() for x in samples]
+    if every:
+        reads = [p.read_iops / p.iops for p in every if p.iops]
+        out["fig1-read-share"] = Measured.median_of(reads)
+        outstanding = [p.iops * p.mean_lat_ms / 1000.0 for p in every]
+        out["fig1-outstanding"] = Measured.median_of(
+            outstanding, why="IOPS x mean latency (Little's law) from fio's own figures"
+        )
+    small = [bs for bs in plain if SMALL[0] <= bs <= SMALL[1]]
+    if small:
+        medians = {bs: _median(plain[bs], lambda p: p.iops) for bs in small}
+        low = min(small, key=lambda bs: medians[bs].value or 0.0)
+        m = medians[low]
+        out["fig2-iops-4k-64k"] = Measured(m.value, m.spread, why=_small_why(runs, low))
+        lat = {bs: _median(plain[bs], lambda p: p.mean_lat_ms) for bs in small}
+        worst = max(small, key=lambda bs: lat[bs].value or 0.0)
+        w = lat[worst]
+        out["criteria-acceptable-4k-64k"] = Measured(w.value, w.spread, why=_small_why(runs, worst))
+        out["criteria-host-iops-4k-64k"] = Measured(m.value, m.spread, why=_small_why(runs, low))
+        if 4 * KIB in plain:
+            out["criteria-ideal-4k"] = _ideal(plain[4 * KIB])
+    for bs, claim in (
+        (256 * KIB, "fig2-latency-256k"),
+        (512 * KIB, "fig2-latency-512k"),
+        (1024 * KIB, "fig2-latency-1m"),
+    ):
+        if bs in plain:
+            m = _median(plain[bs], lambda p: p.mean_lat_ms)
+            out[claim] = Measured(m.value, m.spread, why=_large_why(plain[bs], bs))
+    striping = _striping(runs)
+    if striping is not None:
+        out["fig3-striping-32k-256k"] = striping
+    return out
+
+
+def _large_why(samples: Sequence[Sample], bs: int) -> str:
+    mb_s = statistics.median(x.point.mb_s for x in samples)
+    seen = _disk_text(samples)
+    return (
+        f"{bs // KIB}K moved {mb_s:.0f} MB/s{' (' + seen + ')' if seen else ''}; the paper puts its large-block "
+        "latency down to waiting for every copy over 10 Gb Ethernet between hosts (and, its own caveat, perhaps "
+        "a buffer overflowing); here the three copies travel over loopback inside one host"
+    )
+
+
+def _ideal(samples: Sequence[Sample]) -> Measured:
+    """The 4K mean against the ideal 20 ms: the median of the samples, each sample's mean named."""
+    lats = [x.point.mean_lat_ms for x in samples]
+    ideal = sum(x <= Criteria().ideal_ms for x in lats)
+    straddle = 0 < ideal < len(lats)
+    return Measured.median_of(
+        lats,
+        why=f"{ideal} of {len(lats)} samples within 20 ms (each sample's mean: "
+        f"{', '.join(f'{x:.1f}' for x in lats)} ms); the verdict is the median's",
+        note=f"the samples straddle 20 ms ({ideal} of {len(lats)} within): one sample's verdict would flip"
+        if straddle else None,
+    )  # fmt: skip
+
+
+def _small_why(runs: Runs, bs: int) -> str:
+    disk = _disk_text(runs.plain.get(bs, []))
+    return (
+        f"the worst of 4K-64K is {bs // KIB}K; the three OSDs are files on one disk of this host (the paper: "
+        f"an ioScale card in each of 8 hosts){'; ' + disk if disk else ''}"
+    )
+
+
+def _disk_text(samples: Sequence[Sample]) -> str:
+    """What the host did over ``samples`` (medians): its CPU, the OSDs' CPU per I/O, the disk under them."""
+    if not any(x.disk for x in samples):
+        return ""
+    parts = [f"host CPU {_seen(samples, 'host_cpu_pct') or 0.0:.0f} % busy"]
+    if _seen(samples, "osd_cpu_pct") is not None:
+        parts.append(f"OSDs {_seen(samples, 'osd_cpu_ms_per_io') or 0.0:.2f} CPU ms per client I/O")
+    busy, writes = _seen(samples, "busy_pct"), _seen(samples, "write_iops")
+    if busy is not None and writes is not None:
+        client = statistics.median(x.point.write_iops for x in samples if x.disk)
+        per = f", {writes / client:.1f} disk writes per client write" if client else ""
+        parts.append(
+            f"the disk under the OSDs {busy:.0f} % busy, queue {_seen(samples, 'queue') or 0.0:.1f}{per}"
+        )
+    return ", ".join(parts)
+
+
+def _striping(runs: Runs) -> Measured | None:
+    """Fig. 3: striped over plain IOPS at 32K-256K (median per block size, then their median), and what
+    the disk under the OSDs did in both."""
+    both = [bs for bs in runs.striped if bs in runs.plain and STRIPED_RANGE[0] <= bs <= STRIPED_RANGE[1]]
+    if not both:
+        return None
+    per_bs = {
+        bs: statistics.median(x.point.iops for x in runs.striped[bs])
+        / statistics.median(x.point.iops for x in runs.plain[bs])
+        for bs in both
+    }
+    pairs = [
+        s.point.iops / p.point.iops
+        for bs in both
+        for s, p in zip(runs.striped[bs], runs.plain[bs], strict=False)
+        if p.point.iops
+    ]
+    parts = []
+    for bs in sorted(runs.striped):
+        if bs not in runs.plain:
+            continue
+        plain, striped = _disk_text(runs.plain[bs]), _disk_text(runs.striped[bs])
+        ratio = statistics.median(x.point.iops for x in runs.striped[bs]) / statistics.median(
+            x.point.iops for x in runs.plain[bs]
+        )
+        parts.append(
+            f"{bs // KIB}K striped/plain {ratio:.2f}"
+            + (f" (plain: {plain}; striped: {striped})" if plain else "")
+        )
+    why = (
+        "measured in alternating samples of both images: "
+        + "; ".join(parts)
+        + ". "
+        + _striping_finding(runs, both)
+    )
+    return Measured(statistics.median(per_bs.values()), Spread.of(pairs) if pairs else None, why=why)
+
+
+def _seen(samples: Sequence[Sample], key: str) -> float | None:
+    values = [x.disk[key] for x in samples if x.disk and key in x.disk]
+    return statistics.median(values) if values else None
+
+
+def _striping_finding(runs: Runs, sizes: Sequence[int]) -> str:
+    """What the measurements say of the direction: the disk busy or not, the OSDs' CPU per I/O."""
+    said = []
+    busy = [
+        b
+        for bs in sizes
+        for side in (runs.plain, runs.striped)
+        if (b := _seen(side[bs], "busy_pct")) is not None
+    ]
+    if busy:
+        verdict = "below" if max(busy) < 90 else "at"
+        said.append(
+            f"the disk under the OSDs was {min(busy):.0f}-{max(busy):.0f} % busy ({verdict} saturation)"
+        )
+    cost = [
+        (bs, s / p)
+        for bs in sizes
+        if (s := _seen(runs.striped[bs], "osd_cpu_ms_per_io"))
+        and (p := _seen(runs.plain[bs], "osd_cpu_ms_per_io"))
+    ]
+    host = [
+        h for bs in sizes for side in (runs.plain, runs.striped) if (h := _seen(side[bs], "host_cpu_pct"))
+    ]
+    if cost:
+        said.append(
+            "striping cost the OSDs "
+            + ", ".join(f"{c:.2f}x the CPU per client I/O at {bs // KIB}K" for bs, c in cost)
+            + f" (a request over {variants.STRIPE_UNIT // KIB}K stripe units becomes up to {variants.STRIPE_COUNT} "
+            "object operations, each on all 3 replicas)"
+        )
+    if host:
+        said.append(f"the host's CPU was {min(host):.0f}-{max(host):.0f} % busy (the OSDs, fio and the other "
+                    "work of this host share its cores; the paper's 8 hosts had an ioScale and cores each)")  # fmt: skip
+    if not said:
+        return "the host's disk and CPU could not be read for this cluster (OSDs not on this host)"
+    return "Measured alongside: " + "; ".join(said) + "."
+
+
+def table(runs: Runs) -> list[dict[str, Any]]:
+    """The page's table: per image and block size, the median over samples, their spread, the disk."""
+    rows = []
+    for name, by_bs in (("plain (3-way mirror)", runs.plain), ("striped", runs.striped)):
+        for bs in sorted(by_bs):
+            samples = by_bs[bs]
+            iops = [x.point.iops for x in samples]
+            lat = [x.point.mean_lat_ms for x in samples]
+            verdicts = [x.point.verdict for x in samples]
+            rows.append({
+                "image": name, "bs": f"{bs // KIB}K", "IOPS (median)": round(statistics.median(iops)),
+                "IOPS min..max": f"{min(iops):.0f}..{max(iops):.0f}",
+                "mean ms (median)": round(statistics.median(lat), 2),
+                "mean ms min..max": f"{min(lat):.1f}..{max(lat):.1f}",
+                "verdicts": ", ".join(f"{v} x{verdicts.count(v)}" for v in sorted(set(verdicts))),
+                "disk under the OSDs": _disk_text(samples) or None,
+            })  # fmt: skip
+    return rows
