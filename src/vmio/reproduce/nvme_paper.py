@@ -100,19 +100,24 @@ def run(
     text = spec_main(s)
     outcome = runner.run(loads_spec(text, f"<{s.campaign}>"), text, store, options, progress)
     failures += [str(f) for f in outcome.failures]
-    rows = point_rows(store, s.campaign)
+    rows = _shown(store, s.campaign)
     best = peaks(rows)
     bare = {rw: best.get(("bare", rw), (0.0, []))[0] for rw in ("randread", "randwrite")}
     text = spec_fig6(s, bare)
     outcome = runner.run(loads_spec(text, f"<{s.campaign}-fig6>"), text, store, options, progress)
     failures += [str(f) for f in outcome.failures]
-    sweep = with_fio_cpu(store, f"{s.campaign}-fig6", point_rows(store, f"{s.campaign}-fig6"))
+    sweep = with_fio_cpu(store, f"{s.campaign}-fig6", _shown(store, f"{s.campaign}-fig6"))
     accels = {r["accel"] for r in rows if r["accel"]}
     accel = "tcg" if "tcg" in accels else (accels.pop() if accels else None)
     measured = measure(best)
     measured.update(fig6(sweep, bare))
     details = {"configurations": table(best), "fig6": fig6_table(sweep)}
     return measured, details, failures, accel
+
+
+def _shown(store: Store, campaign: str) -> list[dict[str, Any]]:
+    """The campaign's points as ``vmio show --json`` gives them (the figures a reader can check)."""
+    return [r.to_json(facts=False) for r in point_rows(store, campaign)]
 
 
 def with_fio_cpu(store: Store, campaign: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

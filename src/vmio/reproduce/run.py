@@ -102,7 +102,7 @@ def _campaign_name(req: Request) -> str:
 
 def _run_nvme(req: Request, rep: Reproduction, progress: Callable[[Progress], None] | None) -> None:
     name = _campaign_name(req)
-    files.make_private_folder(req.disk_dir)
+    files.make_folder(req.disk_dir)
     with tempfile.TemporaryDirectory(prefix="reproduce-", dir=req.disk_dir) as disks:
         setting = nvme_paper.Setting(req.scale, Path(disks), name, req.boot_timeout)
         with Store(req.db) as store:
@@ -111,7 +111,7 @@ def _run_nvme(req: Request, rep: Reproduction, progress: Callable[[Progress], No
 
 
 def _run_membal_live(req: Request, rep: Reproduction) -> None:
-    files.make_private_folder(req.disk_dir)
+    files.make_folder(req.disk_dir)
     with Store(req.db) as store:
         try:
             case = membal_live_paper.run_case1(
@@ -127,7 +127,7 @@ def _run_membal_live(req: Request, rep: Reproduction) -> None:
 
 
 def _run_dstore(req: Request, rep: Reproduction) -> None:
-    files.make_private_folder(req.disk_dir)
+    files.make_folder(req.disk_dir)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     setting = dstore_paper.Setting(req.scale, req.disk_dir, req.conf, req.pool, stamp)
     try:
