@@ -9,10 +9,11 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from vmio import spec
 from vmio.campaign import runner
+from vmio.campaign.measure import swept_place, swept_workload
 from vmio.cli import argtypes, terminal
 from vmio.errors import InputError
 from vmio.fio import jobfile
@@ -175,20 +176,30 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
         for failure in outcome.failures:
             print(f"  failed: {failure}")
+        print(format_stops(outcome.stops), end="")
     return 1 if outcome.failed else 0
 
 
 def print_dry_run(camp: spec.Campaign, out: TextIO) -> None:
     points = camp.points()
     out.write(f"campaign {camp.name!r}: {len(points)} points\n")
+    for w in camp.workloads:
+        if w.stop_at is not None:
+            out.write(f"workload {w.name!r}: each sweep (target, bs, jobs, load, rep) stops at its first point "
+                      f"beyond {w.stop_at.metric} = {w.stop_at.bound_ms:g} ms; its later points are not run\n")  # fmt: skip
     for point in points:
-        workload = camp.workload(point.workload)
+        workload = swept_workload(camp.workload(point.workload), point)
         target = camp.target(point.target)
         place = dataclasses.replace(
-            placement.endpoints(target, workload)[0].place, lat_log_prefix="ops-0", hist_log_prefix="hist-0"
-        )
+            swept_place(placement.endpoints(target, workload)[0].place, point),
+            lat_log_prefix="ops-0", hist_log_prefix="hist-0",
+        )  # fmt: skip
         text = jobfile.render(workload, bs=point.bs, offered_iops=point.offered_iops,
                               load_processes=point.load_processes, place=place)  # fmt: skip
+        if point.offered_pct is not None:
+            poisson = ", rate_process=poisson" if workload.arrivals == "poisson" else ""
+            text += (f"; rate_iops = {point.offered_pct:g}% of the achieved IOPS of {point.max_key()} "
+                     f"(run first), split over the jobs{poisson}\n")  # fmt: skip
         disk = f"; cache {target.cache}, aio {target.aio}" if isinstance(target, spec.QemuTarget) else ""
         out.write(f"\n## {point.key}  ({target.kind}; {placement.where(target)}{disk})\n{text}")
         if camp.seed is not None and workload.ops:
@@ -293,6 +304,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         return 0
     with open_store(args) as store:
         rows = summary.point_rows(store, args.campaign)
+        stops = store.stops(args.campaign) if args.campaign else []
     if args.json:
         for row in rows:
             row.pop("host_facts", None)
@@ -303,6 +315,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         print_show_table(rows, console)
     else:
         print(format_table(rows), end="")
+    print(format_stops(stops), end="")
     return 0
 
 
@@ -390,6 +403,9 @@ def show_lines(rows: list[dict[str, object]]) -> list[tuple[str, ...]]:
     steady = any("steady" in r for r in rows)  # the column only when a point asked for steady state
     if steady:
         head = (*head, "steady")
+    shares = any("offered_pct" in r for r in rows)  # the IOPS a share of the max point offered
+    if shares:
+        head = (*head, "offered IOPS")
     lines: list[tuple[str, ...]] = [head]
     for r in rows:
         lat = r["read_lat_ns"] or r["write_lat_ns"]
@@ -404,8 +420,23 @@ def show_lines(rows: list[dict[str, object]]) -> list[tuple[str, ...]]:
             _num(r["dev_busy_pct"], 1),
             _num(r["cpu_usr_pct"], 1),
             _num(r["cpu_sys_pct"], 1),
-        ) + ((_steady(r.get("steady")),) if steady else ()))  # fmt: skip
+        ) + ((_steady(r.get("steady")),) if steady else ())
+          + ((_offered(r),) if shares else ()))  # fmt: skip
     return lines
+
+
+def _offered(row: dict[str, object]) -> str:
+    if "offered_pct" not in row:
+        return "-" if row["offered_iops"] == "max" else str(row["offered_iops"])
+    return f"{row['offered_iops']} ({row['offered_pct']:g}%)"
+
+
+def format_stops(stops: list[dict[str, Any]]) -> str:
+    """Where a campaign's sweeps stopped at their ``stop_at`` bound, one line each."""
+    return "".join(
+        f"sweep {s['sweep']} stopped at {s['point']}: {s['why']}; {len(s['not_run'])} later point(s) not run\n"
+        for s in stops
+    )
 
 
 def _steady(value: object) -> str:

@@ -77,3 +77,7 @@ class RunRecord:
     steady: dict[str, Any] | None = None  # {"criterion", "reached", "at_s", "jobs"} when the workload asked
     precondition: dict[str, Any] | None = None  # the target's preconditioning, on the point that followed it
     fio_job: dict[str, Any] | None = None  # {"file", "section", "replaced"} for a workload from a job file
+    iodepth: int | None = None  # the queue depth each job ran at
+    numjobs: int | None = None  # the jobs of each fio process (numjobs; in a VM, jobs_per_vm)
+    offered_pct: float | None = None  # offered_iops as a share of the max point's achieved IOPS
+    arrivals: str | None = None  # how an offered rate's I/Os were spaced: "uniform" or "poisson"

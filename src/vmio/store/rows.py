@@ -75,7 +75,19 @@ def point_row(store: Store, campaign: str, run: sqlite3.Row) -> dict[str, Any]:
     ):
         if run[column] is not None:  # only points that asked, so older rows read as they always did
             row[name] = json.loads(run[column])
+    row.update(sweep_fields(run))
     return row
+
+
+def sweep_fields(run: sqlite3.Row) -> dict[str, Any]:
+    """A point's queue depth, job count, share of the max point and arrivals, for points stored with them
+    (stores from before sweeps hold none, and their rows read as they always did)."""
+    names = run.keys()
+    return {
+        k: run[k]
+        for k in ("iodepth", "numjobs", "offered_pct", "arrivals")
+        if k in names and run[k] is not None
+    }
 
 
 def build_label(row: dict[str, Any]) -> str | None:
