@@ -102,6 +102,11 @@ def test_a_sweep_stores_what_dry_run_promised(
         assert rows[share_key]["offered_pct"] == 50.0 and rows[share_key]["arrivals"] == "poisson"
     code, text, _ = cli(["show", "sw", "--db", db], capsys)
     assert "offered IOPS" in text and f"{rows[share_key]['offered_iops']} (50%)" in text
+    # the report tells the queue depths apart (not as repetitions of one point)
+    page = tmp_path / "sw.html"
+    code, _, _ = cli(["report", "sw", "--db", db, "-o", str(page)], capsys)
+    html = page.read_text()
+    assert code == 0 and "rr qd=1" in html and "rr qd=8" in html
 
 
 @pytest.mark.fio

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import tomllib
 from collections.abc import Callable, Iterable
@@ -172,10 +173,31 @@ def load(store: Store, campaign: str) -> CampaignData:
     oplat = {k: ops for k, r in runs.items() if (ops := store.oplat(r["id"]))}
     hists = {k: _merged(store, r["id"]) for k, r in runs.items()}
     logs = {k: _per_second(log) for k, r in runs.items() if (log := store.hist_log(r["id"]))}
+    rows = point_rows(store, campaign)
+    specs = {w["name"]: w for w in canonical.get("workloads", [])}
+    workloads = swept_labels(rows, workloads, specs)
     return CampaignData(
-        campaign, point_rows(store, campaign), runs, targets, workloads, samples, oplat, hists, logs,
-        _sla(row["spec_text"]), {w["name"]: w for w in canonical.get("workloads", [])},
+        campaign, rows, runs, targets, workloads, samples, oplat, hists, logs, _sla(row["spec_text"]), specs
     )  # fmt: skip
+
+
+def swept_labels(rows: list[Row], order: list[str], specs: dict[str, dict[str, Any]]) -> list[str]:
+    """Points of a queue-depth or job sweep are told apart as workloads of their own (``rr qd=8``): each
+    row's ``workload`` becomes that label, which takes the workload's spec fields and its place in ``order``
+    (returned). Rows of campaigns without sweeps stay as they are."""
+    labels: dict[str, list[str]] = {}
+    for row in rows:
+        middle = str(row["point"]).partition("/bs=")[2].partition("/offered=")[0]
+        swept = re.findall(r"/((?:qd|jobs)=\d+)", middle)
+        if not swept:
+            continue
+        base = row["workload"]
+        row["workload"] = label = f"{base} {' '.join(swept)}"
+        if base in specs:
+            specs.setdefault(label, specs[base])
+        if label not in labels.setdefault(base, []):
+            labels[base].append(label)
+    return [name for w in order for name in labels.get(w, [w])]
 
 
 def _sla(spec_text: str | None) -> Sla | None:
