@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from vmio import spec
-from vmio.campaign import runner
+from vmio.campaign import imported, runner
 from vmio.campaign.measure import swept_place, swept_workload
 from vmio.cli import argtypes, terminal
 from vmio.errors import InputError
@@ -101,6 +101,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("new", metavar="NEW")
     add_db(p)
     p.set_defaults(handler=cmd_rename)
+
+    p = sub.add_parser(
+        "import", help="store fio JSON or json+ output from runs made without vmio as a campaign"
+    )
+    p.add_argument("files", nargs="+", metavar="FILE", help="fio --output-format=json or json+ output (local "
+                   "or client/server); each job name becomes a point")  # fmt: skip
+    p.add_argument(
+        "--campaign", required=True, help="the campaign to store them in (new, or an imported one)"
+    )
+    p.add_argument("--target", default="fio", help="the target label of the points (default fio)")
+    add_db(p)
+    p.set_defaults(handler=cmd_import)
 
     p = sub.add_parser("export", help="export a campaign's points and metric series")
     p.add_argument("campaign")
@@ -247,6 +259,21 @@ class ProgressPrinter:
 
 
 _hms = terminal.hms
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    name = spec.campaign_name(args.campaign, "--campaign")
+    target = spec.campaign_name(args.target, "--target")
+    if "/" in target:
+        raise InputError(f"--target {target!r}: a target label has no '/' (it is part of each point's key)")
+    with open_store(args, write=True) as store:
+        keys = imported.import_files(store, [Path(f) for f in args.files], name, target)
+        print(
+            f"campaign {name!r}: {len(keys)} point(s) imported from {len(args.files)} file(s); store {store.path}"
+        )
+    for key in keys:
+        print(f"  {key}")
+    return 0
 
 
 def cmd_ls(args: argparse.Namespace) -> int:

@@ -76,7 +76,25 @@ def point_row(store: Store, campaign: str, run: sqlite3.Row) -> dict[str, Any]:
         if run[column] is not None:  # only points that asked, so older rows read as they always did
             row[name] = json.loads(run[column])
     row.update(sweep_fields(run))
+    if run["target_kind"] == "import":
+        row.update(imported_fields(row["host_facts"], results))
     return row
+
+
+def imported_fields(facts: dict[str, Any], results: list[sqlite3.Row]) -> dict[str, Any]:
+    """An imported point's figures fio recorded that vmio's samplers would have: the measured jobs' CPU
+    (fio's ``usr_cpu``, ``sys_cpu``, % of one CPU, summed) and fio's ``disk_util`` as fio wrote it."""
+    jobs: dict[tuple[str, str], list[sqlite3.Row]] = {}
+    for r in results:  # a job's CPU is on each of its directions' rows: count it once per clone
+        jobs.setdefault((r["host"], r["job"]), []).append(r)
+    out: dict[str, Any] = {}
+    for name in ("usr_cpu", "sys_cpu"):
+        values = [(r[name], len({x["ddir"] for x in rs})) for rs in jobs.values() for r in rs]
+        if values and all(v is not None for v, _ in values):
+            out[name] = round(sum(v / n for v, n in values), 4)
+    if "fio_disk_util" in facts:
+        out["disk_util"] = facts["fio_disk_util"]
+    return out
 
 
 def sweep_fields(run: sqlite3.Row) -> dict[str, Any]:
