@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vmio.errors import InputError
-from vmio.report import plots_latency, plots_load, plots_percentiles, plots_run, seed000, sla
+from vmio.report import plots_latency, plots_load, plots_percentiles, plots_run, seed000, side_by_side, sla
 from vmio.report.data import CampaignData, tcg_note
 from vmio.report.figure import Plot, to_png, to_svg
 from vmio.report.summary_table import (
@@ -69,6 +69,7 @@ class Report:
     sections: list[Section]
     knees: list[sla.Knee] = field(default_factory=list)  # with the spec's [campaign] sla
     seed: list[seed000.SeedRow] = field(default_factory=list)  # seed 000's configurations matched
+    campaigns: list[CampaignData] = field(default_factory=list)  # several side by side: each, reference first
 
     @property
     def plots(self) -> list[Plot]:
@@ -102,6 +103,20 @@ def build(data: CampaignData, baseline: str | None = None) -> Report:
     return Report(data, base, summary, [s for s in sections if s.plots], knees, seed)
 
 
+def build_many(datas: list[CampaignData], baseline: str | None = None) -> Report:
+    """Several campaigns side by side, the first as the reference (``baseline``: one of its targets)."""
+    if len(datas) == 1:
+        return build(datas[0], baseline)
+    if baseline is not None and baseline not in datas[0].target_names():
+        raise InputError(f"--baseline {baseline!r} is not a target of the reference campaign {datas[0].name!r}; "
+                         f"targets: {', '.join(datas[0].target_names())}")  # fmt: skip
+    merged = side_by_side.merge(datas)
+    report = build(merged, side_by_side.reference_target(datas, baseline))
+    report.campaigns = datas
+    report.seed = []  # seed 000's table compares one campaign's targets with the paper's
+    return report
+
+
 def write(report: Report, out: Path, png_dir: Path | None = None) -> list[Path]:
     """Write the HTML (atomically) and, with ``png_dir``, one PNG per plot; return the paths."""
     pngs = [atomic_write(png_dir / f"{p.id}.png", to_png(p)) for p in report.plots] if png_dir else []
@@ -119,10 +134,12 @@ def render(report: Report) -> str:
     parts = [
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
         f"<title>vmio report: {e(data.name)}</title><style>{CSS}</style></head><body>",
-        f"<h1>vmio report: campaign {e(data.name)}</h1>",
+        f"<h1>vmio report: {'campaigns' if report.campaigns else 'campaign'} {e(data.name)}</h1>",
+        side_by_side.campaigns_html(report.campaigns) if report.campaigns else "",
         '<h2 id="summary">Summary: what does each target deliver, and where does it saturate?</h2>',
         _summary_note(report),
         _summary_table(report),
+        side_by_side.welch_html(report.campaigns) if report.campaigns else "",
         _seed_table(report),
         _toc(report),
         _failures(data),
@@ -149,7 +166,10 @@ def _summary_note(report: Report) -> str:
 
 
 def _toc(report: Report) -> str:
-    items = ['<li><a href="#summary">Summary</a></li>']
+    items = ['<li><a href="#campaigns">Campaigns side by side</a></li>'] if report.campaigns else []
+    items.append('<li><a href="#summary">Summary</a></li>')
+    if report.campaigns:
+        items.append('<li><a href="#welch">Against the reference (Welch)</a></li>')
     if report.seed:
         items.append(
             '<li><a href="#hitachi-nvme-2016">hitachi-nvme-2016 as it ran, beside this campaign</a></li>'
