@@ -107,6 +107,10 @@ def test_a_sweep_stores_what_dry_run_promised(
     code, _, _ = cli(["report", "sw", "--db", db, "-o", str(page)], capsys)
     html = page.read_text()
     assert code == 0 and "rr qd=1" in html and "rr qd=8" in html
+    sweeps = re.search(r'<section id="sweeps">.*?</section>', html, re.S)
+    assert sweeps is not None
+    assert "iodepth = [1, 8]" in sweeps.group(0) and "arrivals = poisson" in sweeps.group(0)
+    assert "shares of the max point" in sweeps.group(0) and "stop_at p99&lt;=10000ms" in sweeps.group(0)
 
 
 @pytest.mark.fio
@@ -141,6 +145,12 @@ def test_stop_at_ends_the_sweep_and_the_campaign_says_where(
     assert code == 0 and "0 done, 0 failed, 2 already done" in again
     code, text, _ = cli(["show", "st", "--db", db], capsys)
     assert "2 later point(s) not run" in text
+    page = tmp_path / "st.html"
+    code, _, _ = cli(["report", "st", "--db", db, "-o", str(page)], capsys)
+    stops = re.search(r'<ul class="stops">.*?</ul>', page.read_text(), re.S)
+    assert code == 0 and stops is not None
+    assert "stopped at f/rr/bs=4k/qd=1/offered=50%/load=0/rep=1" in stops.group(0)
+    assert "not run: f/rr/bs=4k/qd=8/offered=max/load=0/rep=1" in stops.group(0)
 
 
 def test_job_counts_sweep_on_hosts_and_in_vms(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

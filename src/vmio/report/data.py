@@ -94,6 +94,7 @@ class CampaignData:
     hist_log: dict[str, list[tuple[int, str, Histogram]]] = field(default_factory=dict)
     sla: Sla | None = None  # the spec's [campaign] sla
     workload_specs: dict[str, dict[str, Any]] = field(default_factory=dict)  # each workload's spec fields
+    stops: list[dict[str, Any]] = field(default_factory=list)  # where sweeps stopped at stop_at, and why
     _builds: dict[str, str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def done(self) -> list[Row]:
@@ -177,7 +178,8 @@ def load(store: Store, campaign: str) -> CampaignData:
     specs = {w["name"]: w for w in canonical.get("workloads", [])}
     workloads = swept_labels(rows, workloads, specs)
     return CampaignData(
-        campaign, rows, runs, targets, workloads, samples, oplat, hists, logs, _sla(row["spec_text"]), specs
+        campaign, rows, runs, targets, workloads, samples, oplat, hists, logs, _sla(row["spec_text"]), specs,
+        store.stops(campaign),
     )  # fmt: skip
 
 

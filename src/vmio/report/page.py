@@ -143,6 +143,7 @@ def render(report: Report) -> str:
         _seed_table(report),
         _toc(report),
         _failures(data),
+        _sweeps(report),
         _guest_warnings(data),
         '<h2 id="setup">What was measured, and on what host?</h2>',
         _facts(data),
@@ -353,6 +354,39 @@ def _guest_warnings(data: CampaignData) -> str:
         "(see each run's log in the store); their figures include the stalls.</p>"
         f'<ul class="failed">{items}</ul>'
     )
+
+
+SWEEP_KEYS = ("iodepth_sweep", "numjobs_sweep", "offered_iops", "arrivals", "stop_at")
+
+
+def _sweeps(report: Report) -> str:
+    """Section ``#sweeps``: the workloads that sweep queue depth or jobs, offer shares of the max point,
+    space their I/Os as Poisson arrivals or stop at a latency, and where each sweep stopped and why."""
+    datas = report.campaigns or [report.data]
+    e = html.escape
+    items, stops = [], []
+    for d in datas:
+        prefix = f"{d.name}: " if report.campaigns else ""
+        for name, spec in d.workload_specs.items():
+            shares = any(isinstance(o, str) for o in spec.get("offered_iops") or [])
+            said = [f"{k.removesuffix('_sweep')} = {spec[k]}" for k in SWEEP_KEYS[:2] if spec.get(k)]
+            said += (
+                [f"offered_iops = {spec['offered_iops']} (shares of the max point's achieved IOPS)"]
+                if shares
+                else []
+            )
+            said += [f"arrivals = {spec['arrivals']}"] if spec.get("arrivals", "uniform") != "uniform" else []
+            said += [f"stop_at {spec['stop_at']}"] if spec.get("stop_at") else []
+            if said:
+                items.append(f"<li>{e(prefix + name)}: {e('; '.join(said))}</li>")
+        stops += [f'<li data-point="{e(str(s["point"]))}">{e(prefix)}sweep {e(str(s["sweep"]))} stopped at '
+                  f"{e(str(s['point']))}: {e(str(s['why']))}; not run: {e(', '.join(s['not_run']) or 'none')}</li>"
+                  for s in d.stops]  # fmt: skip
+    if not items and not stops:
+        return ""
+    out = '<section id="sweeps"><h2>How were the sweeps run, and where did they stop?</h2>'
+    out += f"<ul>{''.join(items)}</ul>" if items else ""
+    return out + (f'<ul class="stops">{"".join(stops)}</ul>' if stops else "") + "</section>"
 
 
 def _failures(data: CampaignData) -> str:
