@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import math
+import socket
 import sqlite3
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -158,3 +160,48 @@ def test_import_refuses_what_is_not_fio_output(tmp_path: Path, capsys: pytest.Ca
     assert json.loads(out) == []  # nothing half-stored
     code, _, err = cli(["import", str(tmp_path / "missing.json"), "--campaign", "x", "--db", str(db)], capsys)
     assert code == 2 and "missing.json: no such file" in err
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.fio
+def test_import_of_a_live_client_server_run(
+    scratch: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two `fio --server` on 127.0.0.1, one client run with two --client connections, imported."""
+    need("fio")
+    job = tmp_path / "cs.fio"
+    job.write_text(f"[global]\nioengine=psync\nsize=8M\nruntime=1\ntime_based=1\n"
+                   f"[rr]\nrw=randread\nbs=4k\nfilename={scratch}/cs.img\n")  # fmt: skip
+    ports = [free_port(), free_port()]
+    servers = [subprocess.Popen(["fio", f"--server=ip:127.0.0.1,{p}"], cwd=tmp_path, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL) for p in ports]  # fmt: skip
+    try:
+        out = tmp_path / "cs.json"
+        argv = ["fio", "--output-format=json+"]
+        for p in ports:
+            argv += [f"--client=ip:127.0.0.1,{p}", str(job)]
+        for _ in range(50):  # the servers listen within a moment
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+            if done.returncode == 0:
+                break
+            time.sleep(0.2)
+        assert done.returncode == 0, done.stderr
+        out.write_text(done.stdout)
+    finally:
+        for server in servers:
+            server.terminate()
+            server.wait(timeout=10)
+    doc, db = fio_doc(out), tmp_path / "v.db"
+    code, _, _ = cli(["import", str(out), "--campaign", "live", "--target", "pair", "--db", str(db)], capsys)
+    assert code == 0
+    (row,) = shown(db, "live", capsys).values()
+    jobs = fio_jobs(doc, "rr")
+    assert row["hosts"] == sorted(f"127.0.0.1:{p}" for p in ports)
+    assert row["read_iops"] == pytest.approx(sum(j["read"]["iops"] for j in jobs), rel=1e-12)
+    for p in (50.0, 99.0):
+        assert row["read_lat_ns"][f"p{p:g}"] == reference_percentile(jobs, "read", p)
