@@ -42,13 +42,15 @@ def measure_point(
     live: Callable[[Sampler], None] | None = None,
 ) -> RunRecord:
     """Measure ``point`` on ``rig`` (or record the error that kept its target from starting)."""
-    workload = campaign.workload(point.workload)
+    workload = swept_workload(campaign.workload(point.workload), point)
     target = campaign.target(point.target)
     rec = RunRecord(
         campaign=campaign.name, point_key=point.key, target=target.name, target_kind=target.kind,
         workload=workload.name, bs=point.bs, offered_iops=point.offered_iops,
         load_processes=point.load_processes, repetition=point.repetition, status="done",
         started=time.time(), ended=0.0, host=facts.collect(proc_root, runner), precondition=preconditioned,
+        iodepth=workload.iodepth, offered_pct=point.offered_pct,
+        arrivals=workload.arrivals if point.offered_iops is not None else None,
     )  # fmt: skip
     rec.fio_version = rec.host.get("fio_version")
     if workload.fio_file is not None:
@@ -103,8 +105,9 @@ def _measure(
     endpoints = rig.endpoints(workload)
     files, texts = [], []
     for i, ep in enumerate(endpoints):
+        rec.numjobs = swept_place(ep.place, point).numjobs
         place = dataclasses.replace(
-            ep.place,
+            swept_place(ep.place, point),
             lat_log_prefix=str(rundir / f"ops-{i}"),
             hist_log_prefix=str(rundir / f"hist-{i}"),
             lat_log_offsets=ep.server is None,
@@ -153,6 +156,24 @@ def _measure(
     rec.host.update(notes.host)
     if notes.log:
         rec.log = (rec.log or "") + notes.log
+
+
+def swept_workload(workload: Workload, point: Point) -> Workload:
+    """The workload as ``point`` runs it: at its swept queue depth and job count."""
+    if point.iodepth is not None:
+        workload = dataclasses.replace(workload, iodepth=point.iodepth)
+    if point.jobs is not None:
+        workload = dataclasses.replace(workload, numjobs=point.jobs)
+    return workload
+
+
+def swept_place(place: jobfile.Placement, point: Point) -> jobfile.Placement:
+    """A fio process's placement at ``point``'s swept job count (``numjobs`` on hosts, ``jobs_per_vm`` in
+    each VM): the jobs of every process together share an offered rate."""
+    if point.jobs is None or place.numjobs == point.jobs:
+        return place
+    processes = max(1, place.total_jobs // max(1, place.numjobs))
+    return dataclasses.replace(place, numjobs=point.jobs, total_jobs=processes * point.jobs)
 
 
 def steady_outcome(result: FioOutput, criterion: str) -> Steady:

@@ -13,8 +13,9 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from vmio.campaign import offsets
+from vmio.campaign import offsets, sweep
 from vmio.campaign.measure import measure_point, precondition
 from vmio.errors import InputError, UnsafeTargetError, VmioError
 from vmio.metrics.sampler import Sampler
@@ -54,7 +55,7 @@ class Progress:
     done: int
     total: int
     point: str
-    status: str  # "running" | "done" | "failed"
+    status: str  # "running" | "done" | "failed" | "stopped" (not run: its sweep passed stop_at)
     eta_s: float | None
     iops: float | None = None  # done: the point's measured IOPS (read + write); running: the device's, live
     point_left_s: float | None = (
@@ -119,6 +120,8 @@ class Outcome:
     failed: int = 0
     skipped: int = 0
     failures: list[str] = field(default_factory=list)
+    stopped: list[str] = field(default_factory=list)  # points not run: their sweep passed its stop_at bound
+    stops: list[dict[str, Any]] = field(default_factory=list)  # where each such sweep stopped, and why
 
 
 def preflight(campaign: Campaign, options: Options) -> None:
@@ -181,10 +184,17 @@ def _run(
     report = progress or (lambda _: None)
     started = time.monotonic()
     preconditioned: set[str] = set()
+    sweeps = sweep.Sweeps(campaign, store, skip)
     with _workdir(options) as workdir:
         current: Opened | None = None
         try:
-            for i, point in enumerate(todo):
+            for i, planned in enumerate(todo):
+                sweeps.catch_up(planned)  # done points before this one: their latency may stop its sweep
+                if sweeps.stopped(planned):
+                    outcome.stopped.append(planned.key)
+                    report(Progress(outcome.skipped + i + 1, len(points), planned.key, "stopped", None))
+                    continue
+                point, why_not = sweeps.resolve(planned)  # a share of the max point: the number of IOPS
                 eta = _eta(started, i, len(todo), campaign, todo[i:])
                 report(Progress(outcome.skipped + i, len(points), point.key, "running", eta))
                 if current is not None and current.target != point.target:
@@ -193,7 +203,7 @@ def _run(
                     current = None
                 if current is None:
                     current = _open(campaign, point, options)
-                rundir = workdir / point.key.replace("/", "_")
+                rundir = workdir / point.key.replace("/", "_").replace("%", "pct")
                 rundir.mkdir(parents=True, exist_ok=True)
                 conditioned = _precondition(campaign, point, current, workdir, options, preconditioned)
                 workload = campaign.workload(point.workload)
@@ -210,23 +220,26 @@ def _run(
                     live.sampler = sampler
 
                 with ticking(live, options.tick_s, tick):
-                    rec = measure_point(campaign, point, current.ready(), rundir,
+                    rec = measure_point(campaign, point, why_not or current.ready(), rundir,
                                         interval=options.interval, runner=options.runner,
                                         proc_root=options.proc_root, preconditioned=conditioned,
                                         offsets=ops_offsets, live=keep)  # fmt: skip
                 store.record(rec)
+                sweeps.measured(point)
                 if rec.status == "done":
                     outcome.done += 1
                 else:
                     outcome.failed += 1
                     outcome.failures.append(f"{point.key}: {rec.error}")
-                    current.stack.close()  # a failed point may leave its VMs broken: start afresh
-                    current = None
+                    if why_not is None:
+                        current.stack.close()  # a failed point may leave its VMs broken: start afresh
+                        current = None
                 iops = sum(r.iops for r in rec.results if r.role == "measure") if rec.results else None
                 report(Progress(outcome.skipped + i + 1, len(points), point.key, rec.status, None, iops))
         finally:
             if current is not None:
                 current.stack.close()
+            outcome.stops = sweeps.record()
     return outcome
 
 

@@ -10,10 +10,11 @@ import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from vmio import spec
-from vmio.campaign import runner
+from vmio.campaign import imported, runner
+from vmio.campaign.measure import swept_place, swept_workload
 from vmio.cli import argtypes, terminal
 from vmio.errors import InputError
 from vmio.fio import jobfile
@@ -103,6 +104,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_db(p)
     p.set_defaults(handler=cmd_rename)
 
+    p = sub.add_parser(
+        "import", help="store fio JSON or json+ output from runs made without vmio as a campaign"
+    )
+    p.add_argument("files", nargs="+", metavar="FILE", help="fio --output-format=json or json+ output (local "
+                   "or client/server); each job name becomes a point")  # fmt: skip
+    p.add_argument(
+        "--campaign", required=True, help="the campaign to store them in (new, or an imported one)"
+    )
+    p.add_argument("--target", default="fio", help="the target label of the points (default fio)")
+    add_db(p)
+    p.set_defaults(handler=cmd_import)
+
     p = sub.add_parser("export", help="export a campaign's points and metric series")
     p.add_argument("campaign")
     add_db(p)
@@ -177,20 +190,30 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
         for failure in outcome.failures:
             print(f"  failed: {failure}")
+        print(format_stops(outcome.stops), end="")
     return 1 if outcome.failed else 0
 
 
 def print_dry_run(camp: spec.Campaign, out: TextIO) -> None:
     points = camp.points()
     out.write(f"campaign {camp.name!r}: {len(points)} points\n")
+    for w in camp.workloads:
+        if w.stop_at is not None:
+            out.write(f"workload {w.name!r}: each sweep (target, bs, jobs, load, rep) stops at its first point "
+                      f"beyond {w.stop_at.metric} = {w.stop_at.bound_ms:g} ms; its later points are not run\n")  # fmt: skip
     for point in points:
-        workload = camp.workload(point.workload)
+        workload = swept_workload(camp.workload(point.workload), point)
         target = camp.target(point.target)
         place = dataclasses.replace(
-            placement.endpoints(target, workload)[0].place, lat_log_prefix="ops-0", hist_log_prefix="hist-0"
-        )
+            swept_place(placement.endpoints(target, workload)[0].place, point),
+            lat_log_prefix="ops-0", hist_log_prefix="hist-0",
+        )  # fmt: skip
         text = jobfile.render(workload, bs=point.bs, offered_iops=point.offered_iops,
                               load_processes=point.load_processes, place=place)  # fmt: skip
+        if point.offered_pct is not None:
+            poisson = ", rate_process=poisson" if workload.arrivals == "poisson" else ""
+            text += (f"; rate_iops = {point.offered_pct:g}% of the achieved IOPS of {point.max_key()} "
+                     f"(run first), split over the jobs{poisson}\n")  # fmt: skip
         disk = f"; cache {target.cache}, aio {target.aio}" if isinstance(target, spec.QemuTarget) else ""
         out.write(f"\n## {point.key}  ({target.kind}; {placement.where(target)}{disk})\n{text}")
         if camp.seed is not None and workload.ops:
@@ -238,6 +261,21 @@ class ProgressPrinter:
 
 
 _hms = terminal.hms
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    name = spec.campaign_name(args.campaign, "--campaign")
+    target = spec.campaign_name(args.target, "--target")
+    if "/" in target:
+        raise InputError(f"--target {target!r}: a target label has no '/' (it is part of each point's key)")
+    with open_store(args, write=True) as store:
+        keys = imported.import_files(store, [Path(f) for f in args.files], name, target)
+        print(
+            f"campaign {name!r}: {len(keys)} point(s) imported from {len(args.files)} file(s); store {store.path}"
+        )
+    for key in keys:
+        print(f"  {key}")
+    return 0
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
@@ -295,6 +333,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         return 0
     with open_store(args) as store:
         rows = summary.point_rows(store, args.campaign)
+        stops = store.stops(args.campaign) if args.campaign else []
     if args.json:
         print(json.dumps([row.to_json(facts=False) for row in rows], indent=1))
         return 0
@@ -303,6 +342,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         print_show_table(rows, console)
     else:
         print(format_table(rows), end="")
+    print(format_stops(stops), end="")
     return 0
 
 
@@ -390,6 +430,9 @@ def show_lines(rows: list[summary.PointRow]) -> list[tuple[str, ...]]:
     steady = any(r.steady is not None for r in rows)  # the column only when a point asked for steady state
     if steady:
         head = (*head, "steady")
+    shares = any(r.offered_pct is not None for r in rows)  # the IOPS a share of the max point offered
+    if shares:
+        head = (*head, "offered IOPS")
     lines: list[tuple[str, ...]] = [head]
     for r in rows:
         lat = r.read_lat_ns or r.write_lat_ns
@@ -404,8 +447,23 @@ def show_lines(rows: list[summary.PointRow]) -> list[tuple[str, ...]]:
             _num(r.metric("dev_busy_pct"), 1),
             _num(r.metric("cpu_usr_pct"), 1),
             _num(r.metric("cpu_sys_pct"), 1),
-        ) + ((_steady(r.steady),) if steady else ()))  # fmt: skip
+        ) + ((_steady(r.steady),) if steady else ())
+          + ((_offered(r),) if shares else ()))  # fmt: skip
     return lines
+
+
+def _offered(row: summary.PointRow) -> str:
+    if row.offered_pct is None:
+        return "-" if row.offered_iops is None else str(row.offered_iops)
+    return f"{row.offered_iops} ({row.offered_pct:g}%)"
+
+
+def format_stops(stops: list[dict[str, Any]]) -> str:
+    """Where a campaign's sweeps stopped at their ``stop_at`` bound, one line each."""
+    return "".join(
+        f"sweep {s['sweep']} stopped at {s['point']}: {s['why']}; {len(s['not_run'])} later point(s) not run\n"
+        for s in stops
+    )
 
 
 def _steady(value: Mapping[str, object] | None) -> str:

@@ -9,14 +9,15 @@ import sys
 from vmio.cli import argtypes, terminal
 from vmio.cli.campaign import add_db, open_store
 from vmio.errors import InputError
-from vmio.report import compare, compare_text, data, seed000
+from vmio.report import compare, compare_text, data, seed000, side_by_side
 from vmio.report import summary_table as saturation
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``report`` and ``compare`` to ``sub``."""
     p = sub.add_parser("report", help="an HTML report with plots, and the summary table")
-    p.add_argument("campaign")
+    p.add_argument("campaigns", nargs="+", metavar="CAMPAIGN",
+                   help="the campaign; several: side by side on one page, the first as the reference")  # fmt: skip
     p.add_argument(
         "-o",
         "--output",
@@ -45,8 +46,13 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise InputError("--png-dir needs -o/--output: the PNGs are the HTML report's plots")
     from vmio.report import page  # matplotlib (0.3 s): only for `vmio report`, not every command
 
+    names: list[str] = list(dict.fromkeys(args.campaigns))
     with open_store(args) as store:
-        loaded = data.load(store, args.campaign)
+        datas = [data.load(store, name) for name in names]
+    loaded = datas[0] if len(datas) == 1 else side_by_side.merge(datas)
+    if args.output is None and len(datas) > 1:
+        raise InputError(f"several campaigns ({', '.join(names)}) go side by side on a page: give -o PAGE.html "
+                         "(the text comparison of two is `vmio compare A B`)")  # fmt: skip
     if args.output is None:
         base = args.baseline or page.default_baseline(loaded)
         if base is not None and base not in loaded.target_names():
@@ -57,7 +63,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             rows, loaded.name, base, args.json, seed000.rows(loaded, seed000.bare_target(loaded, base))
         )
         return 0
-    report = page.build(loaded, args.baseline)
+    report = page.build_many(datas, args.baseline)
     try:
         written = page.write(report, args.output, args.png_dir)
     except OSError as exc:

@@ -96,6 +96,8 @@ def render(
             measure.update(write_hist_log=place.hist_log_prefix, log_hist_msec=HIST_LOG_MS, per_job_logs=1)
     if offered_iops is not None:
         measure["rate_iops"] = _rate(workload, offered_iops, place.total_jobs)
+        if workload.arrivals == "poisson":  # exponential gaps between I/Os at the same mean rate
+            measure["rate_process"] = "poisson"
     if workload.steady is not None:
         measure.update(workload.steady.fio_options())
     sections = [("global", glob), ("measure", measure)]

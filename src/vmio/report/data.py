@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import sqlite3
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -91,6 +93,7 @@ class CampaignData:
     hist_log: dict[str, list[tuple[int, str, Histogram]]] = field(default_factory=dict)
     sla: Sla | None = None  # the spec's [campaign] sla
     workload_specs: dict[str, Workload] = field(default_factory=dict)  # each workload's spec, by name
+    stops: list[dict[str, Any]] = field(default_factory=list)  # where sweeps stopped at stop_at, and why
     _builds: dict[str, str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def done(self) -> list[Row]:
@@ -173,11 +176,39 @@ def load(store: Store, campaign: str) -> CampaignData:
     oplat = {k: ops for k, r in runs.items() if (ops := every_oplat.get(r["id"]))}
     hists = {k: _merged(results.get(r["id"], []), bins) for k, r in runs.items()}
     logs = {k: _per_second(log) for k, r in runs.items() if (log := every_log.get(r["id"]))}
+    specs = {w.name: w for w in spec.workloads}
+    rows, workloads = swept_labels(point_rows(store, campaign), [w.name for w in spec.workloads], specs)
     return CampaignData(
-        campaign, point_rows(store, campaign), runs, {t.name: t for t in spec.targets},
-        [w.name for w in spec.workloads], samples, oplat, hists, logs, spec.sla,
-        {w.name: w for w in spec.workloads},
+        campaign, rows, runs, {t.name: t for t in spec.targets}, workloads, samples, oplat, hists, logs,
+        spec.sla, specs, store.stops(campaign),
     )  # fmt: skip
+
+
+def swept_labels(
+    rows: list[PointRow], order: list[str], specs: dict[str, Workload]
+) -> tuple[list[PointRow], list[str]]:
+    """Points of a queue-depth or job sweep are told apart as workloads of their own (``rr qd=8``): each
+    such row comes back with that label as its ``workload``, which takes the workload's spec (at the swept
+    queue depth and job count) and its place in ``order`` (returned too). Rows of campaigns without sweeps
+    stay as they are."""
+    labels: dict[str, list[str]] = {}
+    out = []
+    for row in rows:
+        middle = row.point.partition("/bs=")[2].partition("/offered=")[0]
+        swept = re.findall(r"/((?:qd|jobs)=\d+)", middle)
+        if not swept:
+            out.append(row)
+            continue
+        base = row.workload
+        label = f"{base} {' '.join(swept)}"
+        if base in specs and label not in specs:
+            specs[label] = dataclasses.replace(
+                specs[base], iodepth=row.iodepth or specs[base].iodepth, numjobs=row.numjobs or specs[base].numjobs
+            )
+        if label not in labels.setdefault(base, []):
+            labels[base].append(label)
+        out.append(dataclasses.replace(row, workload=label))
+    return out, [name for w in order for name in labels.get(w, [w])]
 
 
 def _merged(every: list[sqlite3.Row], bins: dict[int, Histogram]) -> dict[str, Histogram]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vmio.errors import InputError
-from vmio.report import plots_latency, plots_load, plots_percentiles, plots_run, seed000, sla
+from vmio.report import plots_latency, plots_load, plots_percentiles, plots_run, seed000, side_by_side, sla
 from vmio.report.data import CampaignData, Row, tcg_note
 from vmio.report.figure import Plot, to_png, to_svg
 from vmio.report.summary_table import (
@@ -22,6 +22,7 @@ from vmio.report.summary_table import (
     spread_text,
     summarize,
 )
+from vmio.spec.model import Workload
 from vmio.system import files
 from vmio.units import format_size, human_bytes
 
@@ -69,6 +70,7 @@ class Report:
     sections: list[Section]
     knees: list[sla.Knee] = field(default_factory=list)  # with the spec's [campaign] sla
     seed: list[seed000.SeedRow] = field(default_factory=list)  # seed 000's configurations matched
+    campaigns: list[CampaignData] = field(default_factory=list)  # several side by side: each, reference first
 
     @property
     def plots(self) -> list[Plot]:
@@ -102,6 +104,20 @@ def build(data: CampaignData, baseline: str | None = None) -> Report:
     return Report(data, base, summary, [s for s in sections if s.plots], knees, seed)
 
 
+def build_many(datas: list[CampaignData], baseline: str | None = None) -> Report:
+    """Several campaigns side by side, the first as the reference (``baseline``: one of its targets)."""
+    if len(datas) == 1:
+        return build(datas[0], baseline)
+    if baseline is not None and baseline not in datas[0].target_names():
+        raise InputError(f"--baseline {baseline!r} is not a target of the reference campaign {datas[0].name!r}; "
+                         f"targets: {', '.join(datas[0].target_names())}")  # fmt: skip
+    merged = side_by_side.merge(datas)
+    report = build(merged, side_by_side.reference_target(datas, baseline))
+    report.campaigns = datas
+    report.seed = []  # seed 000's table compares one campaign's targets with the paper's
+    return report
+
+
 def write(report: Report, out: Path, png_dir: Path | None = None) -> list[Path]:
     """Write the HTML (atomically) and, with ``png_dir``, one PNG per plot; return the paths."""
     pngs = [atomic_write(png_dir / f"{p.id}.png", to_png(p)) for p in report.plots] if png_dir else []
@@ -119,13 +135,16 @@ def render(report: Report) -> str:
     parts = [
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
         f"<title>vmio report: {e(data.name)}</title><style>{CSS}</style></head><body>",
-        f"<h1>vmio report: campaign {e(data.name)}</h1>",
+        f"<h1>vmio report: {'campaigns' if report.campaigns else 'campaign'} {e(data.name)}</h1>",
+        side_by_side.campaigns_html(report.campaigns) if report.campaigns else "",
         '<h2 id="summary">Summary: what does each target deliver, and where does it saturate?</h2>',
         _summary_note(report),
         _summary_table(report),
+        side_by_side.welch_html(report.campaigns) if report.campaigns else "",
         _seed_table(report),
         _toc(report),
         _failures(data),
+        _sweeps(report),
         _guest_warnings(data),
         '<h2 id="setup">What was measured, and on what host?</h2>',
         _facts(data),
@@ -149,7 +168,10 @@ def _summary_note(report: Report) -> str:
 
 
 def _toc(report: Report) -> str:
-    items = ['<li><a href="#summary">Summary</a></li>']
+    items = ['<li><a href="#campaigns">Campaigns side by side</a></li>'] if report.campaigns else []
+    items.append('<li><a href="#summary">Summary</a></li>')
+    if report.campaigns:
+        items.append('<li><a href="#welch">Against the reference (Welch)</a></li>')
     if report.seed:
         items.append(
             '<li><a href="#hitachi-nvme-2016">hitachi-nvme-2016 as it ran, beside this campaign</a></li>'
@@ -331,6 +353,41 @@ def _guest_warnings(data: CampaignData) -> str:
         "(see each run's log in the store); their figures include the stalls.</p>"
         f'<ul class="failed">{items}</ul>'
     )
+
+
+def _sweep_said(spec: Workload) -> list[str]:
+    """What a workload's spec says of its sweeps: queue depths, job counts, shares, arrivals, stop_at."""
+    said = [f"{k} = {list(v)}" for k, v in (("iodepth", spec.iodepth_sweep), ("numjobs", spec.numjobs_sweep)) if v]
+    if any(isinstance(o, str) for o in spec.offered_iops):
+        loads = ["max" if o is None else o for o in spec.offered_iops]
+        said.append(f"offered_iops = {loads} (shares of the max point's achieved IOPS)")
+    if spec.arrivals != "uniform":
+        said.append(f"arrivals = {spec.arrivals}")
+    if spec.stop_at is not None:
+        said.append(f"stop_at = {spec.stop_at.metric}={spec.stop_at.bound_ms:g}ms")
+    return said
+
+
+def _sweeps(report: Report) -> str:
+    """Section ``#sweeps``: the workloads that sweep queue depth or jobs, offer shares of the max point,
+    space their I/Os as Poisson arrivals or stop at a latency, and where each sweep stopped and why."""
+    datas = report.campaigns or [report.data]
+    e = html.escape
+    items, stops = [], []
+    for d in datas:
+        prefix = f"{d.name}: " if report.campaigns else ""
+        for name, spec in d.workload_specs.items():
+            said = _sweep_said(spec)
+            if said:
+                items.append(f"<li>{e(prefix + name)}: {e('; '.join(said))}</li>")
+        stops += [f'<li data-point="{e(str(s["point"]))}">{e(prefix)}sweep {e(str(s["sweep"]))} stopped at '
+                  f"{e(str(s['point']))}: {e(str(s['why']))}; not run: {e(', '.join(s['not_run']) or 'none')}</li>"
+                  for s in d.stops]  # fmt: skip
+    if not items and not stops:
+        return ""
+    out = '<section id="sweeps"><h2>How were the sweeps run, and where did they stop?</h2>'
+    out += f"<ul>{''.join(items)}</ul>" if items else ""
+    return out + (f'<ul class="stops">{"".join(stops)}</ul>' if stops else "") + "</section>"
 
 
 def _failures(data: CampaignData) -> str:

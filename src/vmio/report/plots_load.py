@@ -48,6 +48,7 @@ def curve(
     bars = ax.errorbar(xs, med, yerr=err, marker="o", ms=4, capsize=3, color=colour, ls=linestyle,
                        lw=2.2 if bold else 1.4, label=label)  # fmt: skip
     plot.tag(bars.lines[0], label)
+    plot.keep(label, [float(x) for x in xs], med)  # the medians the page states beside the SVG
 
 
 def offered_ticks(ax: Axes, axis: list[Offered], xlabel: str = "offered IOPS") -> None:

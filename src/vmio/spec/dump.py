@@ -39,10 +39,19 @@ def _table(item: Target | Workload) -> list[str]:
         value = getattr(item, f.name)
         if value is None or (f.name in NEWER_FIELDS and value == NEWER_FIELDS[f.name]):
             continue
+        if f.name in ("iodepth_sweep", "numjobs_sweep", "jobs_per_vm_sweep"):
+            continue  # written as the list of the key they sweep
+        swept = f"{f.name}_sweep"
+        if getattr(item, swept, ()):
+            value = getattr(item, swept)
         if f.name == "steady":
             value = str(value)
+        if f.name == "stop_at":
+            value = f"{value.metric}={value.bound_ms:g}ms"
         if f.name == "offered_iops":
             value = ["max" if v is None else v for v in value]
+        if f.name == "arrivals" and value == "uniform":
+            continue
         out.append(f"{f.name} = {_value(value)}")
     return out
 

@@ -5,8 +5,10 @@ Every bad value raises ``SpecError`` naming file:line, the field, the value and 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,7 @@ from vmio.spec.fiofile import STEADY_OPTIONS, patterns
 from vmio.spec.model import (
     ACCELS,
     AIOS,
+    ARRIVALS,
     BUSES,
     CACHES,
     MACHINES,
@@ -26,11 +29,13 @@ from vmio.spec.model import (
     HostTarget,
     LibvirtDomain,
     LibvirtTarget,
+    Offered,
     QemuTarget,
     RbdTarget,
     RemoteTarget,
     Target,
     Workload,
+    swept_jobs,
 )
 from vmio.spec.sla import Sla, parse_sla, parse_stored_sla
 from vmio.spec.steady import parse_steady
@@ -81,11 +86,12 @@ def _campaign(data: dict[str, Any], loc: Locator, *, stored: bool = False) -> Ca
     )
     _unique(targets, "target", loc)
     _unique(workloads, "workload", loc)
-    count = repetitions * len(targets) * sum(len(w.bs) * len(w.offered_iops) * len(w.load_processes)
-                                             for w in workloads)  # fmt: skip
+    count = repetitions * sum(len(w.bs) * len(w.offered_iops) * len(w.load_processes)
+                              * len(w.iodepth_sweep or (1,)) * len(swept_jobs(t, w))
+                              for t in targets for w in workloads)  # fmt: skip
     if count > MAX_POINTS:
         raise loc.error("campaign", 0, None, f"the spec expands to {count} points; a campaign holds at most "
-                        f"{MAX_POINTS}: split it, or shorten the lists of bs, offered_iops or load_processes")  # fmt: skip
+                        f"{MAX_POINTS}: split it, or shorten the lists of bs, offered_iops, load_processes, iodepth or numjobs")  # fmt: skip
     _check_ops_loads(targets, workloads, loc)
     if seed is not None and not any(w.ops for w in workloads):
         raise loc.error("campaign", 0, "seed", f"campaign.seed = {seed} sets the offsets of timed operations; "
@@ -100,12 +106,12 @@ def _check_ops_loads(targets: tuple[Target, ...], workloads: tuple[Workload, ...
     for i, w in enumerate(workloads):
         if not (w.ops and any(w.load_processes)):
             continue
-        if w.numjobs > 1:
+        if max((w.numjobs, *w.numjobs_sweep)) > 1:
             raise loc.error("workload", i, "numjobs", f"workload[{i}].numjobs = {w.numjobs} with ops = {w.ops} "
                             "and load processes: one measured process per fio (the loads stop when the first "
                             "measured process ends); use numjobs = 1, or a separate workload without loads")  # fmt: skip
         for j, t in enumerate(targets):
-            if isinstance(t, QemuTarget) and t.jobs_per_vm > 1:
+            if isinstance(t, QemuTarget) and max((t.jobs_per_vm, *t.jobs_per_vm_sweep)) > 1:
                 raise loc.error("target", j, "jobs_per_vm", f"target[{j}].jobs_per_vm = {t.jobs_per_vm} with "
                                 f"workload {w.name!r} (ops and load processes): one measured process per VM "
                                 "(the loads stop when the first measured process ends); use vms instead")  # fmt: skip
@@ -207,7 +213,8 @@ def _qemu_target(t: Fields, name: str, stored: bool = False) -> QemuTarget:
         cache=cache,
         aio=aio or default_aio(cache),
         vms=t.take("vms", f.count(1, 256), 1),
-        jobs_per_vm=t.take("jobs_per_vm", f.count(1, 256), 1),
+        jobs_per_vm=_first(t, "jobs_per_vm", f.count(1, 256), 1),
+        jobs_per_vm_sweep=_sweep(t, "jobs_per_vm", f.count(1, 256)),
         vcpus=t.take("vcpus", f.count(1, 64), 1),
         memory=t.take("memory", _memory, 512 << 20),
         accel=t.take("accel", f.choice(*ACCELS), "auto"),
@@ -335,12 +342,66 @@ def _libvirt_disk(value: object) -> str:
     return text
 
 
-def _offered(value: object) -> int | None:
+def _offered(value: object) -> Offered:
     if value == "max":
         return None
+    if isinstance(value, str) and _PCT.fullmatch(value.strip()):
+        pct = float(value.strip().rstrip("%"))
+        if not 0 < pct <= 100:
+            raise ValueError("is a share of the max point's IOPS outside (0%, 100%]")
+        return f"{pct:g}%"
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError('is not an offered load; use a positive number of IOPS or "max"')
+        raise ValueError('is not an offered load; use a positive number of IOPS, a share of the max point '
+                         'such as "50%", or "max"')  # fmt: skip
     return value
+
+
+_PCT = re.compile(r"\d+(\.\d+)?%")
+
+
+def _offered_loads(w: Fields) -> tuple[Offered, ...]:
+    """``offered_iops``: shares of the max point need ``max`` in the same list (it runs first)."""
+    offered: tuple[Offered, ...] = w.take("offered_iops", f.one_or_many(_offered), (None,))
+    if len(set(offered)) != len(offered):
+        raise w.error("offered_iops", f"{w.label}.offered_iops = {list(offered)} lists a load twice")
+    if any(isinstance(o, str) for o in offered) and None not in offered:
+        shares = [o for o in offered if isinstance(o, str)]
+        raise w.error("offered_iops", f"{w.label}.offered_iops = {shares}: a share is of the achieved IOPS of "
+                      'the "max" point, which runs first; add "max" to the list')  # fmt: skip
+    return offered
+
+
+def _first(w: Fields, key: str, convert: Callable[[object], int], default: int) -> int:
+    """A key that takes one value or a list to sweep: its value, or the list's first."""
+    value = w.data.get(key)
+    if isinstance(value, list):
+        return _sweep(w, key, convert)[0]
+    taken: int = w.take(key, convert, default)
+    return taken
+
+
+def _sweep(w: Fields, key: str, convert: Callable[[object], int]) -> tuple[int, ...]:
+    """The values of a key given as a list (each a point of the sweep); () when given as one value."""
+    value = w.data.get(key)
+    if not isinstance(value, list):
+        return ()
+    values: tuple[int, ...] = w.take(key, f.one_or_many(convert))
+    if len(set(values)) != len(values):
+        raise w.error(key, f"{w.label}.{key} = {list(values)} lists a value twice")
+    return values
+
+
+def _stop_at(value: object) -> Sla:
+    """``stop_at = "p99=5ms"``: the latency a sweep stops beyond."""
+    return parse_sla(value)
+
+
+def _arrivals(w: Fields, offered: tuple[Offered, ...]) -> str:
+    arrivals: str = w.take("arrivals", f.choice(*ARRIVALS), "uniform")
+    if arrivals == "poisson" and offered == (None,):
+        raise w.error("arrivals", f"{w.label}.arrivals = 'poisson' spaces an offered rate's I/Os; "
+                      'offered_iops is only "max" (no rate): give offered_iops a number or a share')  # fmt: skip
+    return arrivals
 
 
 def _workload(data: object, loc: Locator, i: int) -> tuple[Workload, ...]:
@@ -352,18 +413,22 @@ def _workload(data: object, loc: Locator, i: int) -> tuple[Workload, ...]:
         rw=w.take("rw", f.choice(*RW_MODES)),
         bs=w.take("bs", f.one_or_many(f.block_size), (4096,)),
         rwmixread=w.take("rwmixread", f.integer(0, 100), 50),
-        iodepth=w.take("iodepth", f.integer(1, 65536), 1),
-        numjobs=w.take("numjobs", f.count(1, 1024), 1),
+        iodepth=_first(w, "iodepth", f.integer(1, 65536), 1),
+        numjobs=_first(w, "numjobs", f.count(1, 1024), 1),
         direct=w.take("direct", f.boolean, True),
         ioengine=w.take("ioengine", f.ioengine, "libaio"),
         runtime=w.take("runtime", _positive_duration, 10.0),
         ramp=w.take("ramp", f.duration, 0.0),
-        offered_iops=w.take("offered_iops", f.one_or_many(_offered), (None,)),
+        offered_iops=_offered_loads(w),
         load_processes=w.take("load_processes", f.one_or_many(f.count(0, 256)), (0,)),
         ops=w.take("ops", f.integer(0, 10_000_000), 0),
         steady=w.take("steady", parse_steady, None),
         precondition=w.take("precondition", f.boolean, False),
+        iodepth_sweep=_sweep(w, "iodepth", f.integer(1, 65536)),
+        numjobs_sweep=_sweep(w, "numjobs", f.count(1, 1024)),
+        stop_at=w.take("stop_at", _stop_at, None),
     )
+    workload = dataclasses.replace(workload, arrivals=_arrivals(w, workload.offered_iops))
     _check_conditioning(w, workload)
     w.done()
     return (workload,)
@@ -392,10 +457,12 @@ def _fio_workloads(w: Fields, loc: Locator) -> tuple[Workload, ...]:
         path = Path(loc.path).parent / path
     runtime: float | None = w.take("runtime", _positive_duration, None)
     ramp: float | None = w.take("ramp", f.duration, None)
-    offered: tuple[int | None, ...] = w.take("offered_iops", f.one_or_many(_offered), (None,))
+    offered = _offered_loads(w)
     loads: tuple[int, ...] = w.take("load_processes", f.one_or_many(f.count(0, 256)), (0,))
     steady = w.take("steady", parse_steady, None)
     pre = w.take("precondition", f.boolean, False)
+    stop_at = w.take("stop_at", _stop_at, None)
+    arrivals = _arrivals(w, offered)
     w.done()
     out = []
     found = patterns(path, given)
@@ -418,7 +485,7 @@ def _fio_workloads(w: Fields, loc: Locator) -> tuple[Workload, ...]:
             runtime=runtime if runtime is not None else p.runtime[0] if p.runtime else 10.0,
             ramp=ramp if ramp is not None else p.ramp[0] if p.ramp else 0.0,
             offered_iops=offered, load_processes=loads, steady=steady, precondition=pre,
-            fio_file=given, fio_options=options, fio_replaced=replaced,
+            fio_file=given, fio_options=options, fio_replaced=replaced, stop_at=stop_at, arrivals=arrivals,
         )  # fmt: skip
         _check_conditioning(w, workload)
         out.append(workload)

@@ -6,6 +6,7 @@ repetitions.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter
 from dataclasses import asdict, dataclass
@@ -14,6 +15,8 @@ from vmio.spec.sla import Sla
 from vmio.spec.steady import Steady
 from vmio.units import format_size
 
+Offered = int | str | None  # IOPS, a share of the max point ("50%"), or None for "max"
+ARRIVALS = ("uniform", "poisson")
 RW_MODES = ("read", "write", "randread", "randwrite", "randrw", "rw")
 BUSES = ("virtio-blk", "virtio-scsi", "nvme", "block", "vfio")
 CACHES = ("none", "writeback", "writethrough", "directsync")
@@ -49,6 +52,9 @@ class QemuTarget:
     aio: str = "native"
     vms: int = 1
     jobs_per_vm: int = 1
+    jobs_per_vm_sweep: tuple[
+        int, ...
+    ] = ()  # jobs_per_vm = [1, 4]: each value a point (jobs_per_vm: the first)
     vcpus: int = 1
     memory: int = 512 << 20
     accel: str = "auto"
@@ -124,7 +130,7 @@ class Workload:
     ioengine: str = "libaio"
     runtime: float = 10.0
     ramp: float = 0.0
-    offered_iops: tuple[int | None, ...] = (None,)
+    offered_iops: tuple[Offered, ...] = (None,)
     load_processes: tuple[int, ...] = (0,)
     ops: int = 0
     steady: Steady | None = None  # stop when fio's steady-state criterion holds; runtime is the maximum
@@ -132,6 +138,10 @@ class Workload:
     fio_file: str | None = None  # the person's fio job file this workload is a section of
     fio_options: tuple[tuple[str, str], ...] = ()  # that section's pattern options, written as they are
     fio_replaced: tuple[str, ...] = ()  # the file's options vmio replaced, each with file:line
+    iodepth_sweep: tuple[int, ...] = ()  # iodepth = [1, 8]: each value a point (iodepth: the first)
+    numjobs_sweep: tuple[int, ...] = ()  # numjobs = [1, 4]: likewise
+    stop_at: Sla | None = None  # a sweep ends at its first point beyond this latency
+    arrivals: str = "uniform"  # "poisson": fio's rate_process=poisson for offered rates
 
     @property
     def writes(self) -> bool:
@@ -173,15 +183,42 @@ class Campaign:
         return next(w for w in self.workloads if w.name == name)
 
     def points(self) -> list[Point]:
+        """Every point, in the order they run: a sweep's queue depths ascending as listed, and within one
+        queue depth the ``max`` point before the shares of it."""
         return [
-            Point(self.name, t.name, w.name, bs, offered, loads, rep)
+            Point(self.name, t.name, w.name, bs, _iops(offered), loads, rep, qd, jobs, _pct(offered))
             for rep in range(1, self.repetitions + 1)
             for t in self.targets
             for w in self.workloads
             for bs in w.bs
-            for offered in w.offered_iops
+            for jobs in swept_jobs(t, w)
+            for qd in (w.iodepth_sweep or (None,))
+            for offered in run_order(w.offered_iops)
             for loads in w.load_processes
         ]
+
+
+def swept_jobs(target: Target, workload: Workload) -> tuple[int | None, ...]:
+    """The job counts a target × workload sweeps (None: not swept): a VM target's ``jobs_per_vm`` list
+    (its VMs run that many fio jobs each), else the workload's ``numjobs`` list."""
+    if isinstance(target, QemuTarget):
+        return target.jobs_per_vm_sweep or (None,)
+    return workload.numjobs_sweep or (None,)
+
+
+def run_order(offered: tuple[Offered, ...]) -> tuple[Offered, ...]:
+    """The offered loads in the order they run: ``max`` first when shares of it are listed."""
+    if any(isinstance(o, str) for o in offered) and None in offered:
+        return (None, *(o for o in offered if o is not None))
+    return offered
+
+
+def _iops(offered: Offered) -> int | None:
+    return offered if isinstance(offered, int) else None
+
+
+def _pct(offered: Offered) -> float | None:
+    return float(offered.rstrip("%")) if isinstance(offered, str) else None
 
 
 # Fields added after campaigns were stored: left out at their defaults so a stored campaign still matches.
@@ -193,6 +230,7 @@ _LATER_DEFAULTS: dict[str, object] = {
     "cpus": None,
     "capacity_read_iops": None,
     "capacity_write_iops": None,
+    "jobs_per_vm_sweep": (),
 }
 
 
@@ -210,6 +248,10 @@ NEWER_FIELDS = {
     "fio_file": None,
     "fio_options": (),
     "fio_replaced": (),
+    "iodepth_sweep": (),
+    "numjobs_sweep": (),
+    "stop_at": None,
+    "arrivals": "uniform",
 }
 
 
@@ -219,8 +261,8 @@ def _defined(w: Workload) -> dict[str, object]:
     for key, default in NEWER_FIELDS.items():
         if getattr(w, key) == default:
             del out[key]
-        elif key == "steady":
-            out[key] = str(w.steady)
+        elif key in ("steady", "stop_at"):
+            out[key] = str(getattr(w, key))
     return out
 
 
@@ -235,6 +277,9 @@ class Point:
     offered_iops: int | None
     load_processes: int
     repetition: int
+    iodepth: int | None = None  # swept queue depths only (the key then says qd=N)
+    jobs: int | None = None  # swept job counts only (numjobs, or jobs_per_vm on VM targets; key: jobs=N)
+    offered_pct: float | None = None  # a share of the max point's achieved IOPS (key: offered=50%)
 
     @property
     def key(self) -> str:
@@ -247,8 +292,27 @@ class Point:
         return self._key(str(self.bs))
 
     def _key(self, bs: str) -> str:
-        offered = "max" if self.offered_iops is None else str(self.offered_iops)
-        return (
-            f"{self.target}/{self.workload}/bs={bs}/offered={offered}"
-            f"/load={self.load_processes}/rep={self.repetition}"
+        return f"{self.target}/{self.workload}/bs={bs}{self.sweep_part}/offered={self.offered_label}" \
+               f"/load={self.load_processes}/rep={self.repetition}"  # fmt: skip
+
+    @property
+    def sweep_part(self) -> str:
+        """``/qd=8/jobs=4`` for the swept parameters, empty when nothing is swept (older keys stay)."""
+        return (f"/qd={self.iodepth}" if self.iodepth is not None else "") + (
+            f"/jobs={self.jobs}" if self.jobs is not None else ""
         )
+
+    @property
+    def offered_label(self) -> str:
+        if self.offered_pct is not None:
+            return f"{self.offered_pct:g}%"
+        return "max" if self.offered_iops is None else str(self.offered_iops)
+
+    def sweep(self) -> tuple[str, str, int, int | None, int, int]:
+        """The sweep ``stop_at`` ends: target, workload, bs, jobs, load processes, repetition (queue depths
+        and offered loads run along it)."""
+        return (self.target, self.workload, self.bs, self.jobs, self.load_processes, self.repetition)
+
+    def max_key(self) -> str:
+        """The key of the ``max`` point a share of it is taken from."""
+        return dataclasses.replace(self, offered_iops=None, offered_pct=None).key

@@ -53,6 +53,9 @@ def campaign_rows(store: Store) -> list[dict[str, Any]]:
             "points_failed": done.get("failed", 0),
             "accel": sorted(accels.get(c["id"], ())),
         })  # fmt: skip
+        stops = store.stops(c["name"])
+        if stops:  # only campaigns whose sweeps stopped at their stop_at bound
+            rows[-1]["stops"] = stops
     return rows
 
 

@@ -18,6 +18,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from vmio.errors import InputError, StoreError
@@ -248,7 +249,7 @@ class Store:
                 db.execute("DELETE FROM run WHERE campaign_id = ?", (row["id"],))
                 db.execute(
                     "UPDATE campaign SET spec_path = ?, spec_text = ?, canonical = ?, created = ?, seed = NULL, "
-                    "offsets_json = NULL WHERE id = ?",
+                    "offsets_json = NULL, stops_json = NULL WHERE id = ?",
                     (spec_path, spec_text, canonical, time.time(), row["id"]),
                 )
             return int(row["id"])
@@ -316,6 +317,19 @@ class Store:
                 "UPDATE campaign SET seed = ?, offsets_json = ? WHERE name = ? AND offsets_json IS NULL",
                 (seed, json.dumps(list(offsets)), name),
             )
+
+    def stops(self, name: str) -> list[dict[str, Any]]:
+        """Where campaign ``name``'s sweeps stopped at their ``stop_at`` bound, and why (its last run)."""
+        row = self.db.execute("SELECT * FROM campaign WHERE name = ?", (name,)).fetchone()
+        columns = row.keys() if row is not None else []  # a sqlite3.Row's `in` looks at its values
+        if row is None or "stops_json" not in columns or not row["stops_json"]:  # older stores: none
+            return []
+        return list(json.loads(row["stops_json"]))
+
+    def set_stops(self, name: str, stops: Sequence[dict[str, Any]]) -> None:
+        with self.transaction() as db:
+            db.execute("UPDATE campaign SET stops_json = ? WHERE name = ?",
+                       (json.dumps(list(stops), sort_keys=True) if stops else None, name))  # fmt: skip
 
     def done_keys(self, name: str) -> set[str]:
         rows = self.db.execute(
@@ -522,8 +536,9 @@ def _insert_run(db: sqlite3.Connection, cid: int, rec: RunRecord) -> int:
     cur = db.execute(
         """INSERT INTO run (campaign_id, point_key, target, target_kind, workload, bs, offered_iops,
            load_processes, repetition, status, started, ended, accel, fio_version, qemu_version,
-           host_json, job_file, qemu_argv, device, error, log, steady_json, precondition_json, fio_job_json)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+           host_json, job_file, qemu_argv, device, error, log, steady_json, precondition_json, fio_job_json,
+           iodepth, numjobs, offered_pct, arrivals)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
         (
             cid, rec.point_key, rec.target, rec.target_kind, rec.workload, rec.bs, rec.offered_iops,
             rec.load_processes, rec.repetition, rec.status, rec.started, rec.ended, rec.accel,
@@ -531,6 +546,7 @@ def _insert_run(db: sqlite3.Connection, cid: int, rec: RunRecord) -> int:
             json.dumps(rec.qemu_argv) if rec.qemu_argv is not None else None, rec.device, rec.error, rec.log,
             *(None if v is None else json.dumps(v, sort_keys=True)
               for v in (rec.steady, rec.precondition, rec.fio_job)),
+            rec.iodepth, rec.numjobs, rec.offered_pct, rec.arrivals,
         ),
     )  # fmt: skip
     return int(cur.lastrowid or 0)

@@ -107,6 +107,10 @@ class RunRecord:
     ops_seed: int | None = None  # the campaign seed whose offsets the operations replayed
     samples_t0: float | None = None  # the samples' clock on the wall (Unix seconds at t = 0)
     measured_window: tuple[float, float] | None = None  # the window the means cover, s from samples_t0
+    iodepth: int | None = None  # the queue depth each job ran at
+    numjobs: int | None = None  # the jobs of each fio process (numjobs; in a VM, jobs_per_vm)
+    offered_pct: float | None = None  # offered_iops as a share of the max point's achieved IOPS
+    arrivals: str | None = None  # how an offered rate's I/Os were spaced: "uniform" or "poisson"
 
     def host_json(self) -> dict[str, Any]:
         """The host facts with the run's own data, as the store keeps them (``run.host_json``)."""

@@ -10,7 +10,7 @@ import json
 import re
 import sqlite3
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from vmio.stats import histogram
@@ -80,6 +80,14 @@ class PointRow:
     steady: Steady | None = None
     precondition: Precondition | None = None
     fio_job: FioJob | None = None
+    # a sweep's point (stores from before sweeps hold none): queue depth, job count, share of the max
+    # point, arrivals
+    iodepth: int | None = None
+    numjobs: int | None = None
+    offered_pct: float | None = None
+    arrivals: str | None = None
+    # an imported point's figures fio recorded (its names: usr_cpu, sys_cpu, disk_util)
+    fio_figures: Mapping[str, object] = field(default_factory=dict)
 
     @property
     def done(self) -> bool:
@@ -139,6 +147,10 @@ class PointRow:
             value = getattr(self, name)
             if value is not None:  # only points that asked, so older rows read as they always did
                 out[name] = dict(value)
+        for name in ("iodepth", "numjobs", "offered_pct", "arrivals"):
+            if getattr(self, name) is not None:  # only where stored
+                out[name] = getattr(self, name)
+        out.update(self.fio_figures)
         return out
 
 
@@ -230,7 +242,36 @@ def _row(
         qemu_cpu_pct=qemu_cpu_pct(metrics) if vm else None,
         guest_io_warnings=facts.get("guest_io_warnings"),  # None for host targets
         **decoded,
+        **sweep_fields(run),
+        fio_figures=imported_fields(facts, results) if run["target_kind"] == "import" else {},
     )
+
+
+def imported_fields(facts: Mapping[str, object], results: list[sqlite3.Row]) -> dict[str, Any]:
+    """An imported point's figures fio recorded that vmio's samplers would have: the measured jobs' CPU
+    (fio's ``usr_cpu``, ``sys_cpu``, % of one CPU, summed) and fio's ``disk_util`` as fio wrote it."""
+    jobs: dict[tuple[str, str], list[sqlite3.Row]] = {}
+    for r in results:  # a job's CPU is on each of its directions' rows: count it once per clone
+        jobs.setdefault((r["host"], r["job"]), []).append(r)
+    out: dict[str, Any] = {}
+    for name in ("usr_cpu", "sys_cpu"):
+        values = [(r[name], len({x["ddir"] for x in rs})) for rs in jobs.values() for r in rs]
+        if values and all(v is not None for v, _ in values):
+            out[name] = round(sum(v / n for v, n in values), 4)
+    if "fio_disk_util" in facts:
+        out["disk_util"] = facts["fio_disk_util"]
+    return out
+
+
+def sweep_fields(run: sqlite3.Row) -> dict[str, Any]:
+    """A point's queue depth, job count, share of the max point and arrivals, for points stored with them
+    (stores from before sweeps hold none, and their rows read as they always did)."""
+    names = run.keys()
+    return {
+        k: run[k]
+        for k in ("iodepth", "numjobs", "offered_pct", "arrivals")
+        if k in names and run[k] is not None
+    }
 
 
 def build_label(qemu_version: str | None, qemu_machine: str | None) -> str | None:

@@ -132,6 +132,17 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         ALTER TABLE oplat ADD COLUMN offset INTEGER;
         """,
     ),
+    (
+        7,
+        "sweeps: the queue depth, job count, share of the max point and arrivals of each point; where sweeps stopped",
+        """
+        ALTER TABLE run ADD COLUMN iodepth INTEGER;
+        ALTER TABLE run ADD COLUMN numjobs INTEGER;
+        ALTER TABLE run ADD COLUMN offered_pct REAL;
+        ALTER TABLE run ADD COLUMN arrivals TEXT;
+        ALTER TABLE campaign ADD COLUMN stops_json TEXT;
+        """,
+    ),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 PCT_COLUMNS = {"p50": "p50", "p90": "p90", "p99": "p99", "p99.9": "p999", "p99.99": "p9999"}

@@ -1,0 +1,147 @@
+"""fio's JSON or json+ output from runs made without vmio, stored as a campaign's points (``vmio import``).
+
+Each job name of a file becomes one point, with every clone of it (``numjobs``) and every host of a
+client/server run (``--client``) as its jobs, as vmio's own multi-host points are. The figures are fio's
+own: IOPS, bandwidth, latency min/mean/max/stddev and percentiles per job and direction, the latency
+histogram for json+ output (so percentiles merge across jobs and hosts as vmio's do), each job's CPU
+(fio's ``usr_cpu``, ``sys_cpu``) and ``disk_util`` (kept under that name in the point's host facts; its
+``util`` is the point's device busy %). What fio did not record stays absent, never zero: no samples, no
+host CPU, no percentiles a plain-JSON output left out. A file imported again, or another run of the same
+job, adds a repetition.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from vmio.errors import FioError, InputError
+from vmio.fio import output
+from vmio.store import RunRecord, Store
+from vmio.units import format_size, parse_size
+
+IMPORTED = "<vmio import>"  # the spec path of an imported campaign (it has no spec)
+CANONICAL = json.dumps({"imported": "fio json"})
+MAX_FILE_BYTES = 256 << 20
+
+
+def import_files(store: Store, paths: Sequence[Path], campaign: str, target: str) -> list[str]:
+    """Store the jobs of each fio output file as points of ``campaign`` (created if new; an existing
+    campaign must be an imported one); the keys stored, in order. A file that is not fio's JSON is an
+    ``InputError`` naming it, before anything is stored."""
+    row = store.campaign(campaign)
+    if row is not None and row["spec_path"] != IMPORTED:
+        raise InputError(f"campaign {campaign!r} was run by vmio from {row['spec_path']}; import into "
+                         "another campaign name (vmio ls lists the stored ones)")  # fmt: skip
+    parsed = [(path, *_read(path)) for path in paths]
+    store.ensure_campaign(campaign, IMPORTED, "", CANONICAL)
+    done = store.done_keys(campaign)
+    keys = []
+    for path, result, doc in parsed:
+        for rec in records(result, doc, campaign, target, path):
+            rep = 1
+            while _key(rec, rep) in done:
+                rep += 1
+            rec.repetition, rec.point_key = rep, _key(rec, rep)
+            store.record(rec)
+            done.add(rec.point_key)
+            keys.append(rec.point_key)
+    return keys
+
+
+def _read(path: Path) -> tuple[output.FioOutput, dict[str, Any]]:
+    if not path.is_file():
+        raise InputError(
+            f"{path}: no such file (vmio import takes fio's --output-format=json or json+ output)"
+        )
+    if path.stat().st_size > MAX_FILE_BYTES:
+        raise InputError(
+            f"{path}: {path.stat().st_size} bytes is larger than fio output runs ({MAX_FILE_BYTES})"
+        )
+    text = path.read_text(encoding="utf-8", errors="replace")
+    try:
+        doc, _ = output.extract_json(text)
+        result = output.parse(text)
+    except FioError as exc:
+        raise InputError(f"{path}: {str(exc).splitlines()[0]}; vmio import takes fio's "
+                         "--output-format=json or json+ output") from None  # fmt: skip
+    if not result.results:
+        raise InputError(f"{path}: fio's output holds no job that did I/O")
+    return result, doc
+
+
+def records(
+    result: output.FioOutput, doc: dict[str, Any], campaign: str, target: str, path: Path
+) -> list[RunRecord]:
+    """One record per job name of one fio output (repetition and key set by the caller)."""
+    jobs: list[Any] = doc.get("client_stats") or doc.get("jobs") or []
+    options = {str(j["jobname"]): {**_dict(doc.get("global options")), **_dict(j.get("job options"))}
+               for j in jobs if j.get("jobname") != "All clients"}  # fmt: skip
+    stamp = doc.get("timestamp")
+    ended = float(stamp) if isinstance(stamp, int | float) else time.time()
+    out = []
+    for name in dict.fromkeys(r.job for r in result.results):
+        mine = [r for r in result.results if r.job == name]
+        opts = options.get(name, {})
+        hosts = sorted({r.host for r in mine})
+        rec = RunRecord(
+            campaign=campaign, point_key="", target=target, target_kind="import", workload=name,
+            bs=_bs(opts, mine), offered_iops=None, load_processes=0, repetition=1, status="done",
+            started=ended - max(r.runtime_ms for r in mine) / 1000, ended=ended,
+            fio_version=result.version or None, results=mine,
+            iodepth=_int(opts.get("iodepth")), numjobs=_int(opts.get("numjobs")),
+        )  # fmt: skip
+        rec.host = {"imported_from": str(path.resolve()), "fio_job_options": opts, "fio_hosts": hosts}
+        disks = [d for d in result.disk_util if _of(d, hosts)]
+        if disks:
+            rec.host["fio_disk_util"] = disks  # fio's own names and figures
+            rec.device = str(disks[0]["name"])
+            rec.metrics[(f"dev:{rec.device}", "busy_pct")] = float(disks[0]["util"])
+        rate = _int(opts.get("rate_iops"))
+        if rate is not None:  # fio's rate_iops is per job: the point's offered load is their total
+            rec.offered_iops = rate * len({(r.host, r.job) for r in mine}) * (_int(opts.get("numjobs")) or 1)
+        out.append(rec)
+    return out
+
+
+def _key(rec: RunRecord, rep: int) -> str:
+    qd = f"/qd={rec.iodepth}" if rec.iodepth is not None else ""
+    offered = "max" if rec.offered_iops is None else str(rec.offered_iops)
+    return f"{rec.target}/{rec.workload}/bs={format_size(rec.bs)}{qd}/offered={offered}/load=0/rep={rep}"
+
+
+def _bs(options: dict[str, Any], results: Sequence[output.JobResult]) -> int:
+    """The job's block size: its ``bs`` option, else fio's bytes over operations (its mean request)."""
+    text = str(options.get("bs", "")).split(",")[0]
+    try:
+        return parse_size(text) if text else _mean_request(results)
+    except ValueError:
+        return _mean_request(results)
+
+
+def _mean_request(results: Sequence[output.JobResult]) -> int:
+    ios = sum(r.total_ios for r in results)
+    seconds = sum(r.runtime_ms for r in results) / 1000
+    moved = sum(r.bw_bytes * r.runtime_ms / 1000 for r in results)
+    return round(moved / ios) if ios and seconds else 0
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def _int(value: object) -> int | None:
+    try:
+        return int(str(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _of(disk: dict[str, Any], hosts: list[str]) -> bool:
+    """A ``disk_util`` entry of one of these hosts (client/server output names each entry's host)."""
+    if "hostname" not in disk:
+        return True
+    return f"{disk['hostname']}:{disk.get('port')}" in hosts

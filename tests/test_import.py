@@ -1,0 +1,207 @@
+"""``vmio import``: fio's JSON and json+ output from runs made without vmio become stored points with fio's
+own figures. The reference is fio's JSON itself, read here with the json module (not vmio's parser)."""
+
+from __future__ import annotations
+
+import json
+import math
+import socket
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vmio.cli import main
+
+from conftest import need
+
+EXAMPLES = Path(__file__).parent / "data" / "fio-examples"
+CLIENT_SERVER = EXAMPLES / "client-server-2hosts.jsonplus"  # two `fio --server` on 127.0.0.1 (see README)
+
+JOB = """[global]
+ioengine=psync
+filename={scratch}/data.img
+size=8M
+runtime=1
+time_based=1
+[rr]
+rw=randread
+bs=4k
+numjobs=2
+iodepth=1
+[sw]
+rw=write
+bs=64k
+"""
+
+
+def fio_doc(path: Path) -> dict[str, Any]:
+    text = path.read_text()
+    return dict(json.loads(text[text.index("{") :]))
+
+
+def fio_jobs(doc: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    return [j for j in doc.get("client_stats", doc.get("jobs", [])) if j["jobname"] == name]
+
+
+def reference_percentile(jobs: list[dict[str, Any]], ddir: str, pct: float) -> int:
+    """fio's own rule over the jobs' summed json+ bins: the first bin at which the count reaches pct %."""
+    bins: dict[int, int] = {}
+    for j in jobs:
+        for value, count in j[ddir]["clat_ns"]["bins"].items():
+            bins[int(value)] = bins.get(int(value), 0) + count
+    total, seen = sum(bins.values()), 0
+    for value in sorted(bins):
+        seen += bins[value]
+        if seen >= math.ceil(total * pct / 100):
+            return value
+    raise AssertionError("no bins")
+
+
+def cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    return code, out, err
+
+
+def shown(db: Path, campaign: str, capsys: pytest.CaptureFixture[str]) -> dict[str, dict[str, Any]]:
+    code, out, _ = cli(["show", campaign, "--db", str(db), "--json"], capsys)
+    assert code == 0
+    return {r["point"]: r for r in json.loads(out)}
+
+
+@pytest.mark.fio
+@pytest.mark.parametrize("form", ["json", "json+"])
+def test_import_keeps_fios_own_figures(
+    form: str, scratch: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    need("fio")
+    job = tmp_path / "two.fio"
+    job.write_text(JOB.format(scratch=scratch))
+    out = tmp_path / "out.json"
+    subprocess.run(["fio", f"--output-format={form}", f"--output={out}", str(job)], check=True, timeout=60,
+                   cwd=tmp_path, capture_output=True)  # fmt: skip
+    doc, db = fio_doc(out), tmp_path / "v.db"
+    code, printed, _ = cli(
+        ["import", str(out), "--campaign", "mine", "--target", "lab", "--db", str(db)], capsys
+    )
+    assert code == 0, printed
+    rows = shown(db, "mine", capsys)
+    assert list(rows) == [
+        "lab/rr/bs=4k/qd=1/offered=max/load=0/rep=1",
+        "lab/sw/bs=64k/offered=max/load=0/rep=1",
+    ]
+    rr, sw = rows.values()
+    rr_jobs, sw_jobs = fio_jobs(doc, "rr"), fio_jobs(doc, "sw")
+    assert len(rr_jobs) == 2 and rr["numjobs"] == 2 and rr["iodepth"] == 1
+    assert rr["read_iops"] == pytest.approx(sum(j["read"]["iops"] for j in rr_jobs), rel=1e-12)
+    assert rr["read_bw"] == pytest.approx(sum(j["read"]["bw_bytes"] for j in rr_jobs), rel=1e-12)
+    assert sw["write_iops"] == pytest.approx(sw_jobs[0]["write"]["iops"], rel=1e-12)
+    assert rr["write_iops"] == 0 and rr["write_lat_ns"] is None  # no writes: nothing to tell
+    for p in ("50", "99", "99.9"):  # one job: fio's percentile exactly
+        assert sw["write_lat_ns"][f"p{p}"] == sw_jobs[0]["write"]["clat_ns"]["percentile"][f"{float(p):.6f}"]
+    if form == "json+":  # two jobs: merged over their bins by fio's own rule
+        for p in (50.0, 99.0, 99.9):
+            assert rr["read_lat_ns"][f"p{p:g}"] == reference_percentile(rr_jobs, "read", p)
+    else:  # fio recorded no bins: a two-job percentile cannot be merged, so it is absent, not zero
+        assert rr["read_lat_ns"]["p99"] is None
+    assert rr["read_lat_ns"]["min"] == min(j["read"]["lat_ns"]["min"] for j in rr_jobs)
+    assert rr["usr_cpu"] == pytest.approx(sum(j["usr_cpu"] for j in rr_jobs), abs=1e-3)
+    assert rr["sys_cpu"] == pytest.approx(sum(j["sys_cpu"] for j in rr_jobs), abs=1e-3)
+    # not recorded by fio: absent, never zero
+    assert rr["cpu_usr_pct"] is None and rr["dev_await_ms"] is None and rr["accel"] is None
+    if doc.get("disk_util"):
+        assert rr["disk_util"] == doc["disk_util"]
+        assert rr["dev_busy_pct"] == doc["disk_util"][0]["util"]
+    else:
+        assert "disk_util" not in rr and rr["dev_busy_pct"] is None
+    # the same file again is a second repetition
+    code, printed, _ = cli(
+        ["import", str(out), "--campaign", "mine", "--target", "lab", "--db", str(db)], capsys
+    )
+    assert code == 0 and "lab/rr/bs=4k/qd=1/offered=max/load=0/rep=2" in printed
+
+
+def test_import_of_a_client_server_run_with_two_hosts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc, db = fio_doc(CLIENT_SERVER), tmp_path / "v.db"
+    code, _, _ = cli(["import", str(CLIENT_SERVER), "--campaign", "cs", "--db", str(db)], capsys)
+    assert code == 0
+    (row,) = shown(db, "cs", capsys).values()
+    jobs = fio_jobs(doc, "rr")
+    hosts = sorted(f"{j['hostname']}:{j['port']}" for j in jobs)
+    assert len(hosts) == 2 and row["hosts"] == hosts
+    assert row["read_iops"] == pytest.approx(sum(j["read"]["iops"] for j in jobs), rel=1e-12)
+    everyone = fio_jobs(doc, "All clients")[0]["read"]["iops"]  # fio's own sum over the clients
+    assert row["read_iops"] == pytest.approx(everyone, rel=1e-6)
+    for p in (50.0, 99.0, 99.9):
+        assert row["read_lat_ns"][f"p{p:g}"] == reference_percentile(jobs, "read", p)
+    with sqlite3.connect(db) as con:  # each host's own figures, as fio gave them
+        stored = {(h, p99) for h, p99 in con.execute("SELECT host, p99 FROM result")}
+    con.close()
+    assert stored == {
+        (f"{j['hostname']}:{j['port']}", j["read"]["clat_ns"]["percentile"]["99.000000"]) for j in jobs
+    }
+    assert [d["util"] for d in row["disk_util"]] == [d["util"] for d in doc["disk_util"]]
+
+
+def test_import_refuses_what_is_not_fio_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "notes.json"
+    bad.write_text('{"hello": 1}')
+    db = tmp_path / "v.db"
+    code, _, err = cli(["import", str(bad), "--campaign", "x", "--db", str(db)], capsys)
+    assert code == 2 and str(bad) in err and len(err.strip().splitlines()) == 1
+    code, out, _ = cli(["ls", "--db", str(db), "--json"], capsys)
+    assert json.loads(out) == []  # nothing half-stored
+    code, _, err = cli(["import", str(tmp_path / "missing.json"), "--campaign", "x", "--db", str(db)], capsys)
+    assert code == 2 and "missing.json: no such file" in err
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.fio
+def test_import_of_a_live_client_server_run(
+    scratch: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two `fio --server` on 127.0.0.1, one client run with two --client connections, imported."""
+    need("fio")
+    job = tmp_path / "cs.fio"
+    job.write_text(f"[global]\nioengine=psync\nsize=8M\nruntime=1\ntime_based=1\n"
+                   f"[rr]\nrw=randread\nbs=4k\nfilename={scratch}/cs.img\n")  # fmt: skip
+    ports = [free_port(), free_port()]
+    servers = [subprocess.Popen(["fio", f"--server=ip:127.0.0.1,{p}"], cwd=tmp_path, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL) for p in ports]  # fmt: skip
+    try:
+        out = tmp_path / "cs.json"
+        argv = ["fio", "--output-format=json+"]
+        for p in ports:
+            argv += [f"--client=ip:127.0.0.1,{p}", str(job)]
+        for _ in range(50):  # the servers listen within a moment
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+            if done.returncode == 0:
+                break
+            time.sleep(0.2)
+        assert done.returncode == 0, done.stderr
+        out.write_text(done.stdout)
+    finally:
+        for server in servers:
+            server.terminate()
+            server.wait(timeout=10)
+    doc, db = fio_doc(out), tmp_path / "v.db"
+    code, _, _ = cli(["import", str(out), "--campaign", "live", "--target", "pair", "--db", str(db)], capsys)
+    assert code == 0
+    (row,) = shown(db, "live", capsys).values()
+    jobs = fio_jobs(doc, "rr")
+    assert row["hosts"] == sorted(f"127.0.0.1:{p}" for p in ports)
+    assert row["read_iops"] == pytest.approx(sum(j["read"]["iops"] for j in jobs), rel=1e-12)
+    for p in (50.0, 99.0):
+        assert row["read_lat_ns"][f"p{p:g}"] == reference_percentile(jobs, "read", p)
