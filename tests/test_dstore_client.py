@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -73,6 +74,21 @@ def test_a_second_client_profiles_with_its_own_keyring(
                  str(keys / "missing")]) == 2  # fmt: skip
     assert "is not a file" in capsys.readouterr().err
 
+    # a campaign's kind = "rbd" target as that client: done with its keyring, one sentence with a wrong one
+    for key, code in ((keyring, 0), (wrong, 2)):
+        spec = tmp_path / "rbd.toml"
+        spec.write_text(
+            f'[campaign]\nname = "c"\n[[target]]\nname = "ceph"\nkind = "rbd"\nconf = "{live_cluster.conf}"\n'
+            f'pool = "{live_cluster.pool}"\nimage = "{live_cluster.image}"\nclientname = "{NAME}"\n'
+            f'keyring = "{key}"\n[[workload]]\nname = "r"\nrw = "randread"\nbs = "4k"\nruntime = "1s"\n'
+        )
+        assert main(["run", str(spec), "--db", str(tmp_path / "c.db")]) == code
+        err = capsys.readouterr().err
+        assert code == 0 or (f"client.{NAME}" in err and str(wrong) in err and "Traceback" not in err)
+    con = sqlite3.connect(tmp_path / "c.db")
+    (job_file,) = con.execute("SELECT job_file FROM run").fetchone()
+    assert f"clientname={NAME}" in job_file
+
 
 def test_the_per_run_conf_names_the_keyring(tmp_path: Path) -> None:
     conf = tmp_path / "ceph.conf"
@@ -84,3 +100,22 @@ def test_the_per_run_conf_names_the_keyring(tmp_path: Path) -> None:
     text = CephClient("ann", Path("/k/ann")).conf_text(conf)
     assert text.endswith("[osd]\n\n[client.ann]\nkeyring = /k/ann\n")
     assert CephClient("ann").args() == ("--id", "ann")
+
+
+def test_rbd_backings_connect_as_the_named_client(tmp_path: Path) -> None:
+    """QEMU's rbd driver gets ``user=`` the client; the keys go only with rbd: backings."""
+    from vmio.errors import SpecError
+    from vmio.qemu.argv import blockdev_args
+    from vmio.qemu.vmconfig import Disk, VMConfig
+    from vmio.spec import loads_spec
+
+    disk = Disk(Path("vmio/img"), rbd_conf=tmp_path / "c.conf", rbd_user="bench")
+    args = blockdev_args(0, disk, VMConfig(index=0, disks=(disk,)))
+    proto = json.loads(args[1])
+    assert (proto["driver"], proto["user"], proto["conf"]) == ("rbd", "bench", str(tmp_path / "c.conf"))
+    base = '[campaign]\nname = "c"\n[[workload]]\nname = "w"\nrw = "read"\nbs = "4k"\n'
+    spec = loads_spec(base + '[[target]]\nname = "t"\nkind = "qemu"\nbacking = ["rbd:p/i"]\nconf = "/c"\n'
+                      'clientname = "bench"\nkeyring = "/k"\n')  # fmt: skip
+    assert (spec.targets[0].clientname, spec.targets[0].keyring) == ("bench", "/k")
+    with pytest.raises(SpecError, match="keyring is for rbd:POOL/IMAGE backings"):
+        loads_spec(base + '[[target]]\nname = "t"\nkind = "qemu"\nbacking = ["/d.img"]\nkeyring = "/k"\n')
