@@ -8,6 +8,7 @@ process that is not fio.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sqlite3
@@ -21,9 +22,10 @@ import pytest
 from vmio.cli import main
 from vmio.libvirt import agent
 from vmio.libvirt.virsh import Virsh
-from vmio.membal.domains import read_domains, run_domains, with_domains
+from vmio.membal.domains import read_domains, record_from, run_domains, with_domains
 from vmio.membal.live import Step
 from vmio.membal.liverun import LiveSettings
+from vmio.membal.signals import signals
 from vmio.store import Store
 
 from conftest import virsh
@@ -158,3 +160,25 @@ def test_efficiency_needs_vmios_agent_and_counts_every_process(
     assert out.summary[a]["hits"] * 4096 <= rchar + 64 * M  # no more than the reader (and the rest) read
     assert out.summary[a]["hits"] > 20 * max(1, out.summary[b]["hits"])
     assert out.summary[a]["final"] >= out.summary[b]["final"]
+    capsys.readouterr()
+    # the command itself, with a statistics-only policy: its JSON names the domains and their balloons
+    argv = ["membal", "run", "--domains", f"{a},{b}", "--policy", "equal", "--interval", "2s", "--duration", "4s",
+            "--floor", "192M", "--db", str(tmp_path / "e.db"), "--json"]  # fmt: skip
+    assert main(argv) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["settings"]["domains"] == [a, b] and got["settings"]["ceilings"] == [512 * M, 512 * M]
+    assert [v["vm"] for v in got["steps"][-1]["vms"]] == [a, b] and got["accel"] == "libvirt"
+
+
+def test_balloon_statistics_become_the_controllers_record() -> None:
+    """dommemstat's KiB figures in the frame the policies read (no libvirt needed)."""
+    stats = {"actual": 524288, "available": 480000, "unused": 100000, "usable": 300000, "disk_caches": 200000,
+             "major_fault": 7, "swap_in": 0, "swap_out": 0, "last_update": 1000}  # fmt: skip
+    later = {**stats, "disk_caches": 250000, "unused": 50000, "major_fault": 9, "last_update": 1002}
+    sig = signals(record_from(stats), record_from(later))
+    assert (sig.seconds, sig.total, sig.free, sig.file) == (2, 480000 << 10, 50000 << 10, 250000 << 10)
+    assert sig.observation().allocation == (50000 + 250000) * 1024 // 4096 and sig.hits == 0
+    settings = LiveSettings(vms=2, floors=(M, M), policy="mom", ceilings=(512 * M, 256 * M))
+    assert (
+        settings.rules().ceilings == (512 * M, 256 * M) and settings.rules().budget == (768 * M + 2 * M) // 2
+    )
