@@ -24,10 +24,12 @@ from vmio.spec import Campaign, HostTarget, LibvirtTarget, Point, QemuTarget, Rb
 from vmio.store import Store
 from vmio.store.records import Precondition
 from vmio.system import files, rbdimage
+from vmio.system.cephclient import authenticate
 from vmio.system.process import Runner
 from vmio.system.safety import check_target_write, is_block_device
 from vmio.targets import Env, Rig, open_target
 from vmio.targets.libvirt import check_libvirt_writes
+from vmio.targets.qemu import ceph_client
 from vmio.targets.remote import check_remote_writes
 
 
@@ -136,12 +138,20 @@ def preflight(campaign: Campaign, options: Options) -> None:
             check_remote_writes(target, options.destroy_data)
         if writes and isinstance(target, LibvirtTarget):
             check_libvirt_writes(target, options.destroy_data, options.target_env())
+        rbd_backings = [b for b in getattr(target, "backing", ()) if b.startswith(rbdimage.PREFIX)]
+        auth: tuple[str, ...] = ()
+        if isinstance(target, RbdTarget) or (isinstance(target, QemuTarget) and target.conf and rbd_backings):
+            client = ceph_client(target)
+            authenticate(options.runner, Path(str(target.conf)), client)  # a wrong key: one sentence, exit 2
+            auth = client.args()
         if writes and isinstance(target, RbdTarget):
-            rbdimage.check_write(options.runner, target.conf, target.pool, target.image, options.destroy_data)
+            rbdimage.check_write(
+                options.runner, target.conf, target.pool, target.image, options.destroy_data, auth
+            )
         if writes and isinstance(target, QemuTarget) and target.conf is not None:
-            for backing in (b for b in target.backing if b.startswith(rbdimage.PREFIX)):
+            for backing in rbd_backings:
                 pool, _, image = backing[len(rbdimage.PREFIX) :].partition("/")
-                rbdimage.check_write(options.runner, target.conf, pool, image, options.destroy_data)
+                rbdimage.check_write(options.runner, target.conf, pool, image, options.destroy_data, auth)
         if isinstance(target, QemuTarget) and target.bus == "block" and not target.loop:
             plain = [b for b in target.backing if not is_block_device(b)]
             if plain:

@@ -32,6 +32,7 @@ from vmio.dstore.profile import (
 from vmio.dstore.variants import check_kind, make_variant, remove_variant
 from vmio.errors import InputError
 from vmio.system import rbdimage
+from vmio.system.cephclient import CephClient, authenticate
 from vmio.system.process import Runner
 from vmio.units import parse_duration
 
@@ -72,6 +73,8 @@ def _target_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--replicas", type=argtypes.count(1, 16), default=3, help="pool size of the existing cluster"
     )
+    p.add_argument("--client", metavar="NAME", help="connect as client.NAME (default: the conf's, admin)")
+    p.add_argument("--keyring", type=Path, metavar="PATH", help="that client's keyring (default: the conf's)")
 
 
 def _profile_args(p: argparse.ArgumentParser) -> None:
@@ -115,19 +118,35 @@ def _profile_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true")
 
 
-def target(args: argparse.Namespace) -> cluster.ClusterRef:
-    """The cluster named by --dir, or by --conf/--pool/--image."""
+def _client(args: argparse.Namespace) -> CephClient:
+    if args.keyring is not None and args.client is None:
+        raise InputError(
+            f"--keyring {str(args.keyring)!r} needs --client NAME, the client it holds a key for"
+        )
+    client = CephClient(args.client, args.keyring.absolute() if args.keyring else None)
+    client.check()
+    return client
+
+
+def target(args: argparse.Namespace, runner: Runner | None = None) -> cluster.ClusterRef:
+    """The cluster named by --dir, or by --conf/--pool/--image, as --client (its key checked first)."""
+    ref = _target(args)
+    authenticate(runner or Runner(), ref.conf, ref.client)
+    return ref
+
+
+def _target(args: argparse.Namespace) -> cluster.ClusterRef:
     if args.dir is not None and args.conf is not None:
         raise InputError("give either --dir or --conf, not both")
     if args.dir is not None:
-        return cluster.load(args.dir)
+        return replace(cluster.load(args.dir), client=_client(args))
     if args.conf is None:
         raise InputError(
             "no cluster given; use --dir DIR (from `vmio dstore up`) or --conf FILE --pool P --image I"
         )
     if not args.pool or not args.image:
         raise InputError(f"--conf {str(args.conf)!r} needs --pool and --image naming the RBD image to use")
-    return cluster.existing(args.conf, args.pool, args.image, args.replicas)
+    return cluster.existing(args.conf, args.pool, args.image, args.replicas, _client(args))
 
 
 @contextlib.contextmanager
@@ -137,15 +156,16 @@ def writable_target(args: argparse.Namespace, runner: Runner) -> Iterator[cluste
     if args.conf is not None and args.dir is None and not args.image:
         if not args.pool:
             raise InputError(f"--conf {str(args.conf)!r} needs --pool (vmio makes its own image there)")
-        base = cluster.existing(args.conf, args.pool, "-", args.replicas)
-        image = rbdimage.create_scratch(runner, base.conf, base.pool, SCRATCH_MIB)
+        base = cluster.existing(args.conf, args.pool, "-", args.replicas, _client(args))
+        authenticate(runner, base.conf, base.client)
+        image = rbdimage.create_scratch(runner, base.conf, base.pool, SCRATCH_MIB, auth=base.auth())
         try:
             yield replace(base, image=image)
         finally:
-            rbdimage.remove_scratch(runner, base.conf, base.pool, image)
+            rbdimage.remove_scratch(runner, base.conf, base.pool, image, base.auth())
         return
-    ref = target(args)
-    rbdimage.check_write(runner, ref.conf, ref.pool, ref.image, args.destroy_data)
+    ref = target(args, runner)
+    rbdimage.check_write(runner, ref.conf, ref.pool, ref.image, args.destroy_data, ref.auth())
     yield ref
 
 
@@ -291,7 +311,7 @@ def _degraded(args: argparse.Namespace) -> int:
     if args.from_guest:
         raise InputError("--from-guest cannot be combined with --fail-osd; run them separately")
     ref = target(args)
-    rbdimage.check_write(Runner(), ref.conf, ref.pool, ref.image, args.destroy_data)
+    rbdimage.check_write(Runner(), ref.conf, ref.pool, ref.image, args.destroy_data, ref.auth())
     bs_list = parse_bs_list(args.bs) if args.bs else [4096]
     if len(bs_list) != 1:
         raise InputError(f"--bs {args.bs!r}: a run with --fail-osd takes one block size")

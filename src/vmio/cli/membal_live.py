@@ -69,6 +69,13 @@ def add_run(inner: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="with --compare: the membal sim scenario (default: the config's [run] sim)",
     )
     add("--accel", default="auto", choices=("auto", "kvm", "tcg"), help="accelerator (default auto)")
+    add(
+        "--domains",
+        metavar="A,B",
+        help="drive these running libvirt domains' balloons instead of booting VMs (statistics from their "
+        "balloon drivers; default policy mom)",
+    )
+    add("--uri", help="with --domains: the libvirt URI (default qemu:///system)")
     add("--db", help="the store (default $VMIO_DB or ./vmio.db)")
     add("--json", action="store_true", help="print the steps and the summary as JSON")
     run.set_defaults(handler=_run)
@@ -118,6 +125,10 @@ def _floors(floor: int | list[int], per_vm: tuple[int | None, ...], n: int) -> t
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.domains is not None:
+        return _run_domains(args)
+    if args.uri is not None:
+        raise InputError(f"--uri {args.uri!r} goes with --domains; name the domains to balance")
     if args.compare is not None:
         return _compare(args)
     if args.sim is not None:
@@ -129,6 +140,40 @@ def _run(args: argparse.Namespace) -> int:
         if not args.json:
             print(describe(settings), flush=True)
         outcome = run_live(settings, store, on_step=None if args.json else _print_step)
+    if args.json:
+        print(json.dumps(outcome_json(settings, outcome), indent=2))
+    else:
+        print(render_summary(outcome, db))
+    return 0
+
+
+def _run_domains(args: argparse.Namespace) -> int:
+    """``run --domains a,b [--uri URI]``: existing domains' balloons through libvirt."""
+    from vmio.libvirt.virsh import DEFAULT_URI
+    from vmio.membal.domains import read_domains, run_domains, with_domains
+
+    names = tuple(d.strip() for d in args.domains.split(",") if d.strip())
+    if not names:
+        raise InputError(f"--domains {args.domains!r} names no domain; give their names, e.g. --domains a,b")
+    for flag, value in (("vms", args.vms), ("load", args.load), ("compare", args.compare), ("sim", args.sim)):
+        if value is not None:
+            raise InputError(
+                f"--{flag} does not go with --domains: vmio drives the domains as they run, with their own "
+                "workloads"
+            )
+    if args.policy is None and not (args.config and "policy" in load_config(args.config).run):
+        args.policy = "mom"
+    args.vms = len(names)
+    settings = replace(settings_from(args), uri=args.uri or DEFAULT_URI, domains=names)
+    virsh, domains = read_domains(settings)
+    settings = with_domains(settings, domains)
+    settings.rules()
+    db = args.db or os.environ.get("VMIO_DB", "vmio.db")
+    with Store(db) as store:
+        if not args.json:
+            print(describe(settings), flush=True)
+        outcome = run_domains(settings, store, virsh, domains, on_step=None if args.json else _print_step)
+    args.vms = None
     if args.json:
         print(json.dumps(outcome_json(settings, outcome), indent=2))
     else:

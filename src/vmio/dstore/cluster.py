@@ -12,6 +12,7 @@ import shutil
 import stat
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from vmio.dstore import daemons
 from vmio.dstore.cephconf import ClusterLayout, new_layout, render_conf
 from vmio.errors import ClusterError, InputError, UnsafeTargetError
 from vmio.system import rbdimage
+from vmio.system.cephclient import CephClient
 from vmio.system.process import Runner
 
 STATE_FILE = "vmio-dstore.json"
@@ -37,22 +39,31 @@ class ClusterRef:
     root: Path | None = None
     replicas: int = 3
     osds: int = 3
+    client: CephClient = CephClient()  # the cephx client to connect as (default: the conf's, admin)
+
+    def auth(self) -> tuple[str, ...]:
+        """``--id NAME --keyring PATH`` for the ``ceph`` and ``rbd`` commands (empty: the conf's client)."""
+        return self.client.args()
 
     def env(self) -> dict[str, str]:
         """Environment for clients that read only ``CEPH_CONF`` (fio's rbd engine)."""
         return {"CEPH_CONF": str(self.conf)}
 
 
-def ceph(runner: Runner, conf: Path, *args: str, timeout: float = CMD_TIMEOUT) -> str:
-    """Run ``ceph -c conf ARGS`` and return its stdout."""
-    argv = ["ceph", "-c", str(conf), "--connect-timeout", "20", *args]
+def ceph(
+    runner: Runner, conf: Path, *args: str, timeout: float = CMD_TIMEOUT, auth: Sequence[str] = ()
+) -> str:
+    """Run ``ceph -c conf [--id NAME --keyring PATH] ARGS`` and return its stdout."""
+    argv = ["ceph", "-c", str(conf), "--connect-timeout", "20", *auth, *args]
     return runner.run(argv, timeout=timeout, error=ClusterError).stdout
 
 
-def health(runner: Runner, conf: Path, timeout: float = CMD_TIMEOUT) -> tuple[str, list[str]]:
+def health(
+    runner: Runner, conf: Path, timeout: float = CMD_TIMEOUT, auth: Sequence[str] = ()
+) -> tuple[str, list[str]]:
     """``ceph health --format json``: the status (``HEALTH_OK``, ``HEALTH_WARN``, ``HEALTH_ERR``) and the
     codes of the checks it raises (``PG_DEGRADED``, ...), sorted."""
-    raw = json.loads(ceph(runner, conf, "health", "--format", "json", timeout=timeout))
+    raw = json.loads(ceph(runner, conf, "health", "--format", "json", timeout=timeout, auth=auth))
     return str(raw.get("status", "unknown")), sorted(raw.get("checks", {}))
 
 
@@ -181,9 +192,9 @@ def _add_osd(runner: Runner, layout: ClusterLayout) -> None:
     daemons.start(runner, layout, "osd", str(osd_id))
 
 
-def pg_summary(runner: Runner, conf: Path) -> tuple[int, dict[str, int]]:
+def pg_summary(runner: Runner, conf: Path, auth: Sequence[str] = ()) -> tuple[int, dict[str, int]]:
     """(number of PGs, count per state) from ``ceph pg stat``."""
-    data = json.loads(ceph(runner, conf, "pg", "stat", "--format", "json"))
+    data = json.loads(ceph(runner, conf, "pg", "stat", "--format", "json", auth=auth))
     summary = data.get("pg_summary", data)
     states = {s["name"]: int(s["num"]) for s in summary.get("num_pg_by_state", [])}
     return int(summary.get("num_pgs", 0)), states
@@ -263,26 +274,39 @@ def layout_of(ref: ClusterRef) -> ClusterLayout:
         raise InputError(f"{str(path)!r} lacks the cluster's fsid and mon port: {exc}") from exc
 
 
-def existing(conf: Path, pool: str, image: str, replicas: int = 3) -> ClusterRef:
+def existing(
+    conf: Path, pool: str, image: str, replicas: int = 3, client: CephClient | None = None
+) -> ClusterRef:
     """A reference to a cluster vmio did not start, after checking its ``ceph.conf`` exists."""
     if not conf.is_file():
         raise InputError(f"--conf {str(conf)!r} is not a file; give the cluster's ceph.conf")
-    return ClusterRef(conf.absolute(), pool, image, None, replicas, replicas)
+    return ClusterRef(conf.absolute(), pool, image, None, replicas, replicas, client or CephClient())
 
 
 def _write_state(root: Path, ref: ClusterRef, layout: ClusterLayout) -> None:
-    data = {k: str(v) if isinstance(v, Path) else v for k, v in asdict(ref).items()}
+    data = {k: str(v) if isinstance(v, Path) else v for k, v in asdict(ref).items() if k != "client"}
     data.update(fsid=layout.fsid, mon_port=layout.mon_port, pid=os.getpid())
     (root / STATE_FILE).write_text(json.dumps(data, indent=2) + "\n")
 
 
 def status(runner: Runner, ref: ClusterRef) -> dict[str, Any]:
     """Health, OSDs up/in, PG states, pool size and the live daemons (for clusters vmio owns)."""
-    raw = json.loads(ceph(runner, ref.conf, "status", "--format", "json"))
+    auth = ref.auth()
+    raw = json.loads(ceph(runner, ref.conf, "status", "--format", "json", auth=auth))
     osdmap = raw.get("osdmap", {})
     osdmap = osdmap.get("osdmap", osdmap)
-    total, states = pg_summary(runner, ref.conf)
-    size = json.loads(ceph(runner, ref.conf, "osd", "pool", "get", ref.pool, "size", "--format", "json"))
+    try:
+        total, states = pg_summary(runner, ref.conf, auth=auth)
+    except ClusterError as exc:
+        if "EACCES" not in exc.output and "access denied" not in exc.output:
+            raise
+        raise InputError(
+            f"client.{ref.client.id} may not read the PG states (ceph pg stat: access denied); give it mgr "
+            "'allow r' or ask as a client that has it"
+        ) from None
+    size = json.loads(
+        ceph(runner, ref.conf, "osd", "pool", "get", ref.pool, "size", "--format", "json", auth=auth)
+    )
     out: dict[str, Any] = {
         "conf": str(ref.conf),
         "pool": ref.pool,

@@ -33,6 +33,8 @@ def guest_target(ref: ClusterRef, *, memory: int = 512 << 20, accel: str = "auto
         name="dstore-guest",
         backing=(f"rbd:{ref.pool}/{ref.image}",),
         conf=str(ref.conf),
+        clientname=ref.client.name,
+        keyring=str(ref.client.keyring) if ref.client.keyring else None,
         memory=memory,
         accel=accel,
     )

@@ -195,7 +195,7 @@ def run_profile(
         if not watch:
             point = make_point(bs, run(job), criteria)
         else:
-            with watch_point(runner, ref.conf) as seen:
+            with watch_point(runner, ref.conf, ref.auth()) as seen:
                 totals = run(job)
             point = replace(
                 make_point(bs, totals, criteria),

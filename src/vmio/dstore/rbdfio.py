@@ -15,6 +15,7 @@ from vmio.dstore.cluster import ClusterRef
 from vmio.errors import FioError, InputError
 from vmio.fio import jobfile
 from vmio.fio.totals import Totals, parse_totals
+from vmio.system.cephclient import client_conf
 from vmio.system.process import Runner
 
 
@@ -62,8 +63,9 @@ def pattern_options(job: RbdJob) -> dict[str, str | int | float]:
 
 
 def render_job(ref: ClusterRef, job: RbdJob) -> str:
-    """The fio job file text (every option inside the file)."""
-    engine = {"ioengine": "rbd", "clientname": job.clientname, "pool": ref.pool, "rbdname": ref.image}
+    """The fio job file text (every option inside the file); the client is ``ref``'s when it names one."""
+    client = ref.client.name or job.clientname
+    engine = {"ioengine": "rbd", "clientname": client, "pool": ref.pool, "rbdname": ref.image}
     return jobfile.section("global", {**engine, **pattern_options(job)}) + jobfile.section(
         f"rbd-{job.bs}", {}
     )
@@ -72,12 +74,12 @@ def render_job(ref: ClusterRef, job: RbdJob) -> str:
 def run_rbd_job(ref: ClusterRef, job: RbdJob, *, runner: Runner | None = None) -> Totals:
     """Run ``job`` against ``ref`` with fio's rbd engine and parse its ``json+`` output."""
     runner = runner or Runner()
-    with tempfile.TemporaryDirectory(prefix="vmio-fio-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="vmio-fio-") as tmp, client_conf(ref.conf, ref.client) as conf:
         path = Path(tmp) / "job.fio"
         path.write_text(render_job(ref, job))
         argv = ["fio", "--output-format=json+", str(path)]
         timeout = job.runtime_s + job.ramp_s + 60.0
-        done = runner.run(argv, timeout=timeout, env=ref.env(), error=FioError, cwd=tmp)
+        done = runner.run(argv, timeout=timeout, env={"CEPH_CONF": str(conf)}, error=FioError, cwd=tmp)
     return parse_totals(done.stdout)
 
 
@@ -87,16 +89,17 @@ def blockdev_args(
     node: str = "disk0",
     device: str = "virtio-blk-pci",
     cache_direct: bool = True,
-    user: str = "admin",
+    user: str | None = None,
 ) -> list[str]:
-    """``-blockdev``/``-device`` arguments giving a VM a disk on the RBD image (QEMU's rbd driver)."""
+    """``-blockdev``/``-device`` arguments giving a VM a disk on the RBD image (QEMU's rbd driver), as
+    ``user`` (default: ``ref``'s client; its keyring must be named in ``ref.conf``)."""
     spec = {
         "driver": "rbd",
         "node-name": node,
         "pool": ref.pool,
         "image": ref.image,
         "conf": str(ref.conf),
-        "user": user,
+        "user": user or ref.client.id,
         "cache": {"direct": cache_direct, "no-flush": False},
     }
     return ["-blockdev", json.dumps(spec, separators=(",", ":")), "-device", f"{device},drive={node}"]
@@ -119,10 +122,16 @@ def drive_args(
     return ["-drive", f"file={file},format=raw,if={interface},id={drive_id},cache={cache}"]
 
 
-def image_opts(ref: ClusterRef, user: str = "admin") -> str:
+def image_opts(ref: ClusterRef, user: str | None = None) -> str:
     """A ``json:`` filename for ``qemu-img`` reaching the same image as :func:`blockdev_args`."""
     spec = {
         "driver": "raw",
-        "file": {"driver": "rbd", "pool": ref.pool, "image": ref.image, "conf": str(ref.conf), "user": user},
+        "file": {
+            "driver": "rbd",
+            "pool": ref.pool,
+            "image": ref.image,
+            "conf": str(ref.conf),
+            "user": user or ref.client.id,
+        },
     }
     return "json:" + json.dumps(spec, separators=(",", ":"))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,23 +34,25 @@ class Seen:
     note: str | None = None  # a map that could not be read, or too many to read
 
 
-def osd_map(runner: Runner, conf: Path, epoch: int | None = None) -> tuple[int, set[int]]:
+def osd_map(
+    runner: Runner, conf: Path, epoch: int | None = None, auth: Sequence[str] = ()
+) -> tuple[int, set[int]]:
     """(epoch, ids of the OSDs that map shows down) from ``ceph osd dump [EPOCH] --format json``."""
     args = ["osd", "dump", *([str(epoch)] if epoch is not None else []), "--format", "json"]
-    dump = json.loads(ceph(runner, conf, *args, timeout=TIMEOUT_S))
+    dump = json.loads(ceph(runner, conf, *args, timeout=TIMEOUT_S, auth=auth))
     return int(dump["epoch"]), {int(o["osd"]) for o in dump.get("osds", []) if not o.get("up")}
 
 
 @contextlib.contextmanager
-def watch_point(runner: Runner, conf: Path) -> Iterator[Seen]:
+def watch_point(runner: Runner, conf: Path, auth: Sequence[str] = ()) -> Iterator[Seen]:
     """The OSD maps around the block's work (a failed read is noted, never fatal: the point's figures
     stand on their own)."""
     seen = Seen()
-    first = _read(seen, runner, conf)
+    first = _read(seen, runner, conf, auth=auth)
     try:
         yield seen
     finally:
-        last = _read(seen, runner, conf)
+        last = _read(seen, runner, conf, auth=auth)
         if first is not None and last is not None:
             seen.epochs = [first, last]
             between = range(first + 1, last)
@@ -60,14 +62,16 @@ def watch_point(runner: Runner, conf: Path) -> Iterator[Seen]:
                 )
             else:
                 for epoch in between:
-                    _read(seen, runner, conf, epoch)
+                    _read(seen, runner, conf, epoch, auth)
         with contextlib.suppress(ClusterError, ValueError, KeyError):
-            seen.health = health(runner, conf, TIMEOUT_S)[0]
+            seen.health = health(runner, conf, TIMEOUT_S, auth)[0]
 
 
-def _read(seen: Seen, runner: Runner, conf: Path, epoch: int | None = None) -> int | None:
+def _read(
+    seen: Seen, runner: Runner, conf: Path, epoch: int | None = None, auth: Sequence[str] = ()
+) -> int | None:
     try:
-        got, down = osd_map(runner, conf, epoch)
+        got, down = osd_map(runner, conf, epoch, auth)
     except (ClusterError, ValueError, KeyError, TypeError) as exc:
         seen.note = f"`ceph osd dump{'' if epoch is None else f' {epoch}'}` failed: {str(exc)[:200]}"
         return None

@@ -3,12 +3,15 @@
 # Usage: vmio-agent DEVICE INTERVAL [COMMS].  Records are framed by "--- vmio <uptime>" and "--- end".
 # When the kernel has PSI (boot with psi=1 on Debian kernels), the memory stall totals follow as
 # vmstat-style lines: "psi_memory_some_us N" and "psi_memory_full_us N" (microseconds since boot).
-# Then, for every process whose name (/proc/PID/comm) is one of COMMS (space-separated, default "fio"),
-# its read counters from /proc/PID/io: "pio PID COMM RCHAR READ_BYTES" (bytes read through read
-# syscalls, bytes fetched from storage; a process's reaped children's counts are in its own).
+# Then, for every process whose name (/proc/PID/comm) is one of COMMS (space-separated; default "all":
+# every process but the agent itself, whose own reads of /proc would count as hits), its read counters
+# from /proc/PID/io: "pio PID COMM RCHAR READ_BYTES" (bytes read through read syscalls, bytes fetched
+# from storage; a process's reaped children's counts are in its own, so the total over every process
+# keeps what ended processes read).
 device=$1
 interval=${2:-1}
-comms=${3:-fio}
+comms=${3:-all}
+self=$$
 exec 3>"$device" || exit 1
 while :; do
     {
@@ -21,8 +24,9 @@ while :; do
             done < /proc/pressure/memory
         fi
         for dir in /proc/[0-9]*; do
+            [ "${dir#/proc/}" = "$self" ] && continue
             read -r comm 2>/dev/null < "$dir/comm" || continue
-            case " $comms " in *" $comm "*) ;; *) continue ;; esac
+            case " $comms " in *" all "* | *" $comm "*) ;; *) continue ;; esac
             # shellcheck disable=SC2046
             set -- $(cat "$dir/io" 2>/dev/null)
             [ "$1" = rchar: ] && [ "$9" = read_bytes: ] && echo "pio ${dir#/proc/} $comm $2 ${10}"

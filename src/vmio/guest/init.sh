@@ -4,7 +4,8 @@
 #   vmio.disks=/dev/vda,/dev/sda   wait (up to vmio.disk_wait seconds, default 30) for these devices
 #   vmio.agent=SECONDS             start the agent on the virtio-serial port named vmio.agent
 #   vmio.fio_port=PORT             fio server port (default 8765)
-#   vmio.hits=fio,NAME             processes whose read counters the agent reports (default fio)
+#   vmio.hits=fio,NAME             processes whose read counters the agent reports (default all: every
+#                                  process but the agent)
 #   vmio.skip_modules=a,b          modules of /etc/vmio/modules not to load (file names without .ko)
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
 export LD_LIBRARY_PATH=@LD_LIBRARY_PATH@
@@ -18,7 +19,7 @@ mount -t tmpfs tmpfs /tmp
 mount -t tmpfs tmpfs /dev/shm
 echo "vmio-guest: init on $(uname -r)"
 
-disks="" ; agent="" ; fio_port=8765 ; disk_wait=30 ; hits=fio ; skip_modules=""
+disks="" ; agent="" ; fio_port=8765 ; disk_wait=30 ; hits=all ; skip_modules=""
 for arg in $(cat /proc/cmdline); do
     case "$arg" in
         vmio.disks=*) disks=$(echo "${arg#vmio.disks=}" | tr , ' ') ;;

@@ -8,4 +8,5 @@ agent: start / wait / run a guest program, check_ready(virsh, domain), guest_dev
 guest_fio: Domain (a measured domain, read and checked), run_together(jobs, timeout=, cwd=) -> FioOutput
 initrd: the canary's initramfs (vmio's guest with qemu-ga laid over it)
 canary: define(...), undefine(virsh, name), sweep(virsh), Shape, shape_like(disk, iothreads, domain)
+balloon: read_domain(virsh, name) -> BalloonDomain, memstat, set_target, set_period (membal on domains)
 """

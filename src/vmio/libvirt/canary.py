@@ -300,11 +300,21 @@ def _qemu_group() -> tuple[int, int]:
 
 def _make_folder(root: Path, folder: Path) -> None:
     root.mkdir(parents=True, exist_ok=True, mode=0o755)
+    _let_through(root.parent)
     info = root.lstat()
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != 0 or info.st_mode & 0o022:
         raise UnsafeTargetError(f"{str(root)!r} is not a folder only root can write; remove or fix it")
     folder.mkdir(mode=0o750)
     _own(folder, 0o750)
+
+
+def _let_through(parent: Path) -> None:
+    """libvirt's QEMU user must pass through ``/var/lib/vmio``, which vmio's scratch folders make 0700
+    (``system.files.scratch_home``): a root-owned folder there gets search permission only (0711: no
+    listing), so the private folders inside it stay private."""
+    info = parent.lstat()
+    if stat.S_ISDIR(info.st_mode) and info.st_uid == 0 and not info.st_mode & 0o001:
+        os.chmod(parent, stat.S_IMODE(info.st_mode) | 0o011)
 
 
 def _own(path: Path, mode: int) -> None:

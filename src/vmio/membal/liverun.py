@@ -45,6 +45,9 @@ class LiveSettings:
     loads: tuple[Load, ...] = ()
     accel: str = "auto"
     params: dict[str, Any] = field(default_factory=dict)
+    uri: str | None = None  # with ``domains``: existing libvirt domains instead of VMs vmio boots
+    domains: tuple[str, ...] = ()
+    ceilings: tuple[int, ...] = ()  # per VM (a domain's maximum memory); () : ``memory`` for each
 
     def __post_init__(self) -> None:
         check_live_policy(self.policy)
@@ -62,11 +65,12 @@ class LiveSettings:
             )
 
     def rules(self) -> Rules:
-        budget = self.budget or (self.vms * self.memory + sum(self.floors)) // 2
+        ceilings = self.ceilings or (self.memory,) * self.vms
+        budget = self.budget or (sum(ceilings) + sum(self.floors)) // 2
         return Rules(
             budget=budget,
             floors=self.floors,
-            ceilings=(self.memory,) * self.vms,
+            ceilings=ceilings,
             max_step=self.max_step,
             min_move=self.min_move,
             deflate=self.deflate or self.max_step,
@@ -169,6 +173,13 @@ def _drive(
 
 def describe(settings: LiveSettings) -> str:
     r = settings.rules()
+    if settings.domains:
+        vms = ", ".join(f"{d} ({format_size(c)})" for d, c in zip(settings.domains, r.ceilings, strict=True))
+        return (
+            f"domains {vms} on {settings.uri} sharing {format_size(r.budget)}, policy {settings.policy}, "
+            f"interval {settings.interval:g}s, max step {format_size(r.max_step)}, floors "
+            f"{', '.join(format_size(f) for f in r.floors)}"
+        )
     return (
         f"{settings.vms} VMs of {format_size(settings.memory)} sharing {format_size(r.budget)}, policy "
         f"{settings.policy}, interval {settings.interval:g}s, max step {format_size(r.max_step)}, "

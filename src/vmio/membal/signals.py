@@ -8,7 +8,7 @@ kernel has PSI (Debian kernels need ``psi=1``), the memory stall totals ``psi_me
   the initramfs's shmem), free memory, refaults and activations (``workingset_*_file``), pages read;
 - the workload's page-cache hits and misses, which Linux does not count but ``/proc/PID/io`` lets an
   unmodified guest estimate per process: ``rchar`` (bytes read through read syscalls) against
-  ``read_bytes`` (bytes fetched from storage), summed over the workload's processes (``pio`` lines of the
+  ``read_bytes`` (bytes fetched from storage), summed over the guest's processes (``pio`` lines of the
   agent record): hits ≈ (Δrchar − Δread_bytes) / page, misses ≈ Δread_bytes / page. Readahead counts as
   misses of pages not yet read, so a sequential first pass reports slightly more misses than reads;
 - memory pressure: the share of the interval some task stalled on memory (PSI); without PSI, direct

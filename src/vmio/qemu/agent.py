@@ -4,8 +4,8 @@ A VM started with ``VMConfig(agent_interval=SECONDS)`` runs ``vmio-agent`` in th
 record every interval to the virtio-serial port ``vmio.agent``; QEMU exposes it as the unix socket
 ``vm.runtime.agent``. Records are framed by ``--- vmio <uptime>`` and ``--- end``.
 
-Each record also carries the read counters of the guest's workload processes (by default every process
-named ``fio``), one line each: ``pio PID COMM RCHAR READ_BYTES`` from ``/proc/PID/io``: bytes read through
+Each record also carries the read counters of the guest's processes (by default every process but the
+agent itself; ``vmio.hits=fio,NAME`` names only some), one line each: ``pio PID COMM RCHAR READ_BYTES`` from ``/proc/PID/io``: bytes read through
 read syscalls and bytes fetched from storage. Their difference is what the page cache served.
 """
 

@@ -266,7 +266,7 @@ def _rbd_blockdev(i: int, disk: Disk, config: VMConfig) -> list[str]:
     if not pool or not image:
         raise InputError(f"RBD disk {str(disk.path)!r} is not POOL/IMAGE")
     proto = {"driver": "rbd", "node-name": f"proto{i}", "pool": pool, "image": image, "conf": str(disk.rbd_conf),
-             "user": "admin", "cache": {"direct": Cache(config.cache).direct, "no-flush": False}}  # fmt: skip
+             "user": disk.rbd_user, "cache": {"direct": Cache(config.cache).direct, "no-flush": False}}  # fmt: skip
     raw: dict[str, object] = {"driver": "raw", "file": f"proto{i}", "node-name": f"disk{i}"}
     if disk.offset:
         raw["offset"] = disk.offset

@@ -78,6 +78,7 @@ class Disk:
     size: int | None = None
     read_only: bool = False
     rbd_conf: Path | None = None  # set: ``path`` is ``POOL/IMAGE`` on the Ceph cluster of this ceph.conf
+    rbd_user: str = "admin"  # the Ceph client QEMU's rbd driver connects as (its keyring: in rbd_conf)
 
     @property
     def is_rbd(self) -> bool:

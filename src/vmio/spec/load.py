@@ -176,6 +176,7 @@ def _target(data: object, loc: Locator, i: int, stored: bool = False) -> Target:
             t.take("image", f.token),
             t.take("conf", f.string),
             t.take("clientname", f.token, "admin"),
+            keyring=t.take("keyring", f.string, None),
         )
     else:
         target = _qemu_target(t, name, stored)
@@ -221,6 +222,8 @@ def _qemu_target(t: Fields, name: str, stored: bool = False) -> QemuTarget:
         size=t.take("size", f.size, None),
         trace=t.take("trace", f.boolean, False),
         conf=t.take("conf", f.string, None),
+        clientname=t.take("clientname", f.token, None),
+        keyring=t.take("keyring", f.string, None),
         qemu=t.take("qemu", _qemu, None),
         machine=t.take("machine", f.choice(*MACHINES), "q35"),
         loop=t.take("loop", f.boolean, False),
@@ -297,6 +300,9 @@ def _check_rbd(t: Fields, target: QemuTarget) -> None:
             raise t.error("backing", f"{t.label}.backing has {b!r}; write an RBD image as 'rbd:POOL/IMAGE'")
     if rbd and target.conf is None:
         raise t.error("backing", f'{t.label}.backing names RBD images; give conf = "/path/to/ceph.conf"')
+    for key in ("clientname", "keyring"):
+        if getattr(target, key) is not None and not rbd:
+            raise t.error(key, f"{t.label}.{key} is for rbd:POOL/IMAGE backings, and this target has none")
     shared = [b for b, count in target.vms_per_backing().items() if count > 1 and b.startswith("rbd:")]
     if shared and target.size is None:
         raise t.error("size", f"{t.label}: {target.vms_per_backing()[shared[0]]} VMs share {shared[0]!r}; "

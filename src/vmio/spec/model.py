@@ -61,6 +61,8 @@ class QemuTarget:
     size: int | None = None
     trace: bool = False
     conf: str | None = None  # ceph.conf for backings written rbd:POOL/IMAGE
+    clientname: str | None = None  # the Ceph client rbd: backings connect as (None: the conf's, admin)
+    keyring: str | None = None  # that client's keyring (None: the conf's)
     qemu: str | None = None  # an installed version ("10.0") or a binary's path; None: the system's
     machine: str = "q35"
     loop: bool = False  # attach each backing file as a direct-I/O loop device (seed 004's raw device)
@@ -93,6 +95,7 @@ class RbdTarget:
     conf: str
     clientname: str = "admin"
     kind: str = "rbd"
+    keyring: str | None = None  # the client's keyring (None: the conf's)
 
 
 @dataclass(frozen=True)

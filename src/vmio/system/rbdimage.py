@@ -38,29 +38,34 @@ def name(pool: str, image: str) -> str:
     return f"{PREFIX}{pool}/{image}"
 
 
-def _rbd(runner: Runner, conf: Path | str, *args: str, check: bool = True) -> tuple[int, str]:
-    done = runner.run(["rbd", "-c", str(conf), *args], timeout=TIMEOUT_S, check=check, error=ClusterError)
+def _rbd(
+    runner: Runner, conf: Path | str, *args: str, check: bool = True, auth: Sequence[str] = ()
+) -> tuple[int, str]:
+    argv = ["rbd", "-c", str(conf), *auth, *args]
+    done = runner.run(argv, timeout=TIMEOUT_S, check=check, error=ClusterError)
     return done.returncode, done.stdout
 
 
-def state(runner: Runner, conf: Path | str, pool: str, image: str) -> ImageState:
+def state(runner: Runner, conf: Path | str, pool: str, image: str, auth: Sequence[str] = ()) -> ImageState:
     """The image's used bytes (``rbd du``) and whether it carries vmio's mark."""
-    code, _ = _rbd(runner, conf, "info", f"{pool}/{image}", check=False)
+    code, _ = _rbd(runner, conf, "info", f"{pool}/{image}", check=False, auth=auth)
     if code != 0:
         return ImageState(exists=False)
-    _, out = _rbd(runner, conf, "du", "--format", "json", f"{pool}/{image}")
+    _, out = _rbd(runner, conf, "du", "--format", "json", f"{pool}/{image}", auth=auth)
     used = sum(int(i.get("used_size", 0)) for i in json.loads(out).get("images", []))
-    _, meta = _rbd(runner, conf, "image-meta", "list", "--format", "json", f"{pool}/{image}")
+    _, meta = _rbd(runner, conf, "image-meta", "list", "--format", "json", f"{pool}/{image}", auth=auth)
     marked = MARK in (json.loads(meta) if meta.strip() else {})
     return ImageState(True, used, marked)
 
 
-def check_write(runner: Runner, conf: Path | str, pool: str, image: str, destroy: Sequence[str]) -> None:
+def check_write(
+    runner: Runner, conf: Path | str, pool: str, image: str, destroy: Sequence[str], auth: Sequence[str] = ()
+) -> None:
     """Raise ``UnsafeTargetError`` (exit 3) before any write to an image holding data not named in
     ``destroy``. A missing image is no data (the write fails on it later, or vmio creates it marked)."""
     if name(pool, image) in destroy:
         return
-    found = state(runner, conf, pool, image)
+    found = state(runner, conf, pool, image, auth)
     if found.holds_data:
         raise UnsafeTargetError(
             f"refusing to write to RBD image {pool}/{image}: it holds {found.used_bytes} bytes of data and "
@@ -68,24 +73,26 @@ def check_write(runner: Runner, conf: Path | str, pool: str, image: str, destroy
         )
 
 
-def mark(runner: Runner, conf: Path | str, pool: str, image: str) -> None:
+def mark(runner: Runner, conf: Path | str, pool: str, image: str, auth: Sequence[str] = ()) -> None:
     """Mark an image vmio created as its scratch image."""
-    _rbd(runner, conf, "image-meta", "set", f"{pool}/{image}", MARK, "1")
+    _rbd(runner, conf, "image-meta", "set", f"{pool}/{image}", MARK, "1", auth=auth)
 
 
-def create_scratch(runner: Runner, conf: Path | str, pool: str, size_mib: int, *, image: str = "") -> str:
+def create_scratch(
+    runner: Runner, conf: Path | str, pool: str, size_mib: int, *, image: str = "", auth: Sequence[str] = ()
+) -> str:
     """Create a new marked image (a fresh name unless given; ``rbd create`` fails on an existing one)."""
     image = image or f"vmio-scratch-{uuid.uuid4().hex[:12]}"
-    _rbd(runner, conf, "create", "--size", str(size_mib), f"{pool}/{image}")
+    _rbd(runner, conf, "create", "--size", str(size_mib), f"{pool}/{image}", auth=auth)
     try:
-        mark(runner, conf, pool, image)
+        mark(runner, conf, pool, image, auth)
     except BaseException:
-        remove_scratch(runner, conf, pool, image)
+        remove_scratch(runner, conf, pool, image, auth)
         raise
     return image
 
 
-def remove_scratch(runner: Runner, conf: Path | str, pool: str, image: str) -> None:
+def remove_scratch(runner: Runner, conf: Path | str, pool: str, image: str, auth: Sequence[str] = ()) -> None:
     """Remove an image, only if it carries vmio's mark."""
-    if state(runner, conf, pool, image).marked:
-        _rbd(runner, conf, "rm", "--no-progress", f"{pool}/{image}", check=False)
+    if state(runner, conf, pool, image, auth).marked:
+        _rbd(runner, conf, "rm", "--no-progress", f"{pool}/{image}", check=False, auth=auth)

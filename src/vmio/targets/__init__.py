@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from pathlib import Path
 
 from vmio.errors import InputError
 from vmio.spec import HostTarget, LibvirtTarget, QemuTarget, RbdTarget, RemoteTarget, Target
+from vmio.system.cephclient import client_conf
 from vmio.targets.base import Endpoint, Env, Facts, Notes, Rig
 from vmio.targets.host import HostRig
 from vmio.targets.libvirt import LibvirtRig
-from vmio.targets.qemu import QemuRig
+from vmio.targets.qemu import QemuRig, ceph_client
 from vmio.targets.rbd import RbdRig
 from vmio.targets.remote import RemoteRig
 
@@ -26,7 +28,8 @@ __all__ = ["Endpoint", "Env", "Facts", "Notes", "Rig", "open_target"]
 def open_target(target: Target, env: Env) -> Iterator[Rig]:
     """Start ``target`` (VMs: boot them) for as long as the block lasts; tear it down after."""
     if isinstance(target, RbdTarget):
-        yield RbdRig(target, env)
+        with client_conf(Path(target.conf).resolve(), ceph_client(target)) as conf:
+            yield RbdRig(target, env, conf)
     elif isinstance(target, QemuTarget):
         with contextlib.ExitStack() as stack:
             yield QemuRig(target, env, stack)

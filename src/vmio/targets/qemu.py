@@ -25,9 +25,10 @@ from vmio.qemu import VM, AccelProber, Disk, Fleet, QemuCaps, VMConfig, builds, 
 from vmio.qemu.argv import nvme_timeout_needed, plan_iothreads
 from vmio.qemu.threads import COMM_LEN, Snapshot, cpu_between, read_threads
 from vmio.qemu.tracing import qemu_trace_args, trace_events
-from vmio.spec import QemuTarget, Workload
+from vmio.spec import QemuTarget, RbdTarget, Workload
 from vmio.system import files
 from vmio.system.blockdev import Loop, device_chain, loop_device, reported_device, size_of
+from vmio.system.cephclient import CephClient, client_conf
 from vmio.system.process import Runner
 from vmio.system.safety import is_block_device
 from vmio.targets import host, placement
@@ -80,6 +81,15 @@ def target_caps(target: QemuTarget, runner: Runner | None = None) -> QemuCaps:
     build's own environment. A version that is not installed is an ``InputError`` naming ``vmio qemu add``."""
     build = builds.resolve(target.qemu, runner)
     return probe_caps(build.path, runner, env=build.env, data_dirs=build.data_dirs, source=build.source)
+
+
+def ceph_client(target: QemuTarget | RbdTarget) -> CephClient:
+    """The Ceph client a target's RBD images are reached as (``clientname``, ``keyring``)."""
+    name = target.clientname if target.clientname != "admin" or target.keyring else None
+    keyring = Path(target.keyring).absolute() if target.keyring else None
+    client = CephClient(name, keyring)
+    client.check(f"target {target.name!r}: keyring")
+    return client
 
 
 def layout(target: QemuTarget, destroy: Sequence[str] = ()) -> list[Disk]:
@@ -149,6 +159,15 @@ class QemuRig:
 
     fio_env = None
 
+    def _rbd_client(self, disks: list[Disk], stack: contextlib.ExitStack) -> list[Disk]:
+        """RBD disks as the target's Ceph client: ``user=`` its name, ``conf=`` a per-run copy of the conf
+        naming its keyring (0700 folder, removed with the VMs)."""
+        if not any(d.is_rbd for d in disks) or self.target.conf is None:
+            return disks
+        client = ceph_client(self.target)
+        conf = stack.enter_context(client_conf(Path(self.target.conf).resolve(), client))
+        return [dataclasses.replace(d, rbd_conf=conf, rbd_user=client.id) if d.is_rbd else d for d in disks]
+
     def __init__(self, target: QemuTarget, env: Env, stack: contextlib.ExitStack) -> None:
         self.loops = attach_loops(target, env, stack)
         if self.loops:
@@ -181,7 +200,7 @@ class QemuRig:
                 extra_args=self._trace_args(i),
                 loglevel=GUEST_LOGLEVEL,
             )
-            for i, disk in enumerate(layout(target, env.destroy))
+            for i, disk in enumerate(self._rbd_client(layout(target, env.destroy), stack))
         ]
         idle = [  # seed 004's second VM: booted alongside with the same CPUs and memory, no disk, no fio
             VMConfig(index=target.vms + k, vcpus=target.vcpus, memory=target.memory, accel=self.accel.accel,

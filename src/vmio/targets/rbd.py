@@ -18,14 +18,15 @@ from vmio.targets.base import Endpoint, Env, Facts, Notes, nothing_to_watch
 
 
 class RbdRig:
-    def __init__(self, target: RbdTarget, env: Env) -> None:
+    def __init__(self, target: RbdTarget, env: Env, client_conf: Path | None = None) -> None:
+        """``client_conf``: the conf fio reads (a per-run copy naming the target's keyring); default its conf."""
         conf = Path(target.conf)
         if not conf.is_file():
             raise InputError(
                 f"target {target.name!r}: conf {target.conf!r} is not a file; give the cluster's ceph.conf"
             )
         self.target = target
-        self.fio_env = {"CEPH_CONF": str(conf.resolve())}
+        self.fio_env = {"CEPH_CONF": str(client_conf or conf.resolve())}
         self.device: str | None = None
         self.probes: list[Probe] = [CpuProbe(env.proc_root)]
         if (conf.parent / "vmio-dstore.json").is_file():  # a local cluster on files: its OSDs' device
