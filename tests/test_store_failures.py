@@ -23,6 +23,7 @@ from vmio.errors import StoreError
 from vmio.fio.output import JobResult
 from vmio.store import MIGRATIONS, SCHEMA_VERSION, RunRecord, Store
 from vmio.store import rows as summary
+from vmio.system import files
 
 STORES = Path(__file__).parent / "data" / "stores"
 READERS = (["show"], ["show", "fixture"], ["show", "--json"], ["report", "fixture"])
@@ -365,3 +366,43 @@ def test_a_second_run_on_the_same_store_is_refused(tmp_path: Path) -> None:
     assert f"another vmio run is writing to the store {str(db)!r} (pid {os.getpid()}" in line
     with Store(db, readonly=True) as s:
         assert s.campaigns() == []
+
+
+def test_the_run_lock_leaves_no_file_and_a_removed_lock_is_not_shared(tmp_path: Path) -> None:
+    """After a run the store has nothing beside it; a run that opened the lock file just before its holder
+    removed it locks the new file, never the removed one (so two runs cannot both hold the lock)."""
+    import fcntl
+
+    db = tmp_path / "lock.db"
+    lock = tmp_path / "lock.db.run-lock"
+    with Store(db) as store:
+        with store.exclusive_run():
+            assert lock.exists()
+        assert not lock.exists()
+        # a stale file of a run that died holds no lock: taken, then removed
+        lock.write_text("pid 1\n")
+        with store.exclusive_run():
+            held = os.open(lock, os.O_RDWR)
+            try:  # a second process would find the file locked
+                with pytest.raises(BlockingIOError):
+                    fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            finally:
+                os.close(held)
+        assert not lock.exists()
+        # the race: the file this run opened is removed by its holder before the flock; it must relock
+        real_open = files.open_lock
+        opened: list[int] = []
+
+        def open_then_removed(path: str) -> int:
+            fd = real_open(path)
+            if not opened:
+                os.unlink(path)  # the holder before us finished and removed its file
+            opened.append(fd)
+            return fd
+
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(files, "open_lock", open_then_removed)
+            with store.exclusive_run():
+                assert len(opened) == 2 and lock.exists()
+                assert os.fstat(opened[1]).st_ino == os.stat(lock).st_ino
+        assert not lock.exists()

@@ -10,6 +10,7 @@ or changes a file: an older schema is migrated in a copy in memory, a read-only 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -142,33 +143,49 @@ class Store:
         """Hold the store's run lock: a second ``vmio run`` on the same store is refused, not interleaved.
 
         An advisory ``flock`` on ``<store>.run-lock`` (never on the store itself, whose POSIX locks SQLite
-        owns); the kernel drops it when the process dies, so a killed run never leaves the store locked.
+        owns); the kernel drops it when the process dies, so a killed run never leaves the store locked. The
+        holder removes the file when it is done (a lock that leaves nothing behind); whoever locked a file
+        that was removed meanwhile starts again on the new one, so two runs never hold two files.
         """
         if self.path == ":memory:":
             yield
             return
+        lock_path = self.path + ".run-lock"
+        fd = self._take_run_lock(lock_path)
+        try:
+            os.pwrite(fd, f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode(), 0)
+            yield
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(lock_path)  # still ours: we hold the lock on the file this name points at
+            os.close(fd)
+
+    def _take_run_lock(self, lock_path: str) -> int:
         import fcntl
 
-        lock_path = self.path + ".run-lock"
-        try:
-            fd = files.open_lock(lock_path)
-        except OSError as exc:
-            raise StoreError(f"cannot create the run lock {lock_path!r} beside the store: {exc.strerror}; "
-                             "use a --db in a writable folder") from None  # fmt: skip
-        try:
+        while True:
+            try:
+                fd = files.open_lock(lock_path)
+            except OSError as exc:
+                raise StoreError(f"cannot create the run lock {lock_path!r} beside the store: {exc.strerror}; "
+                                 "use a --db in a writable folder") from None  # fmt: skip
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
+                os.close(fd)
                 raise StoreError(
                     f"another vmio run is writing to the store {self.path!r} ({holder}); wait for it to "
                     "finish, or give this run its own --db"
                 ) from None
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode(), 0)
-            yield
-        finally:
-            os.close(fd)
+            try:
+                same = os.stat(lock_path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                os.ftruncate(fd, 0)
+                return fd
+            os.close(fd)  # the holder before us removed this file as we opened it: lock the new one
 
     def _check_readable(self) -> None:
         have = self._stored_version()
