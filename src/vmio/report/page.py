@@ -364,7 +364,7 @@ def _sweep_said(spec: Workload) -> list[str]:
     if spec.arrivals != "uniform":
         said.append(f"arrivals = {spec.arrivals}")
     if spec.stop_at is not None:
-        said.append(f"stop_at = {spec.stop_at.metric}={spec.stop_at.bound_ms:g}ms")
+        said.append(f"stop_at {spec.stop_at}")
     return said
 
 

@@ -55,4 +55,6 @@ def _workload(data: dict[str, Any]) -> Workload:
         fields["fio_options"] = tuple(tuple(pair) for pair in data["fio_options"])
     if fields.get("steady") is not None:
         fields["steady"] = parse_steady(fields["steady"])
+    if isinstance(fields.get("stop_at"), str):  # kept as Sla's text, "p99<=5ms"
+        fields["stop_at"] = parse_stored_sla(fields["stop_at"].replace("<=", "=", 1))
     return Workload(**fields)
