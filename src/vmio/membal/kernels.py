@@ -22,7 +22,7 @@ NONE = -1
 
 
 def jit(fn: F) -> F:
-    return njit(cache=True, nogil=True)(fn)
+    return cast(F, njit(cache=True, nogil=True)(fn))
 
 
 LOOKAHEAD = 8  # accesses ahead whose page rows the kernels ask the CPU to fetch (see ``prefetch``)

@@ -24,7 +24,7 @@ DEADLINE_S = 0.5  # mq-deadline's read_expire (500 ms)
 SLICE_S = 0.125  # bfq's timeout_sync (125 ms)
 
 
-@njit(cache=True)
+@njit(cache=True)  # type: ignore[untyped-decorator]
 def _seek_s(d: int, sp: NDArray[np.float64]) -> float:  # pragma: no cover - compiled
     if d <= 0:
         return 0.0

@@ -38,10 +38,11 @@ def require(what: str) -> None:
         raise missing(what)
 
 
-def njit(**options: Any) -> Callable[[F], F]:
-    """``numba.njit(**options)``, or a decorator whose functions raise :class:`MissingExtraError` when called."""
+def njit(**options: Any) -> Any:
+    """``numba.njit(**options)``, or a decorator whose functions raise :class:`MissingExtraError` when called
+    (typed ``Any`` as numba's own decorator is)."""
     if HAVE_NUMBA:
-        return cast(Callable[[F], F], numba.njit(**options))
+        return numba.njit(**options)
 
     def stand_in(fn: F) -> F:
         @wraps(fn)
