@@ -135,3 +135,11 @@ def test_the_command_table_is_what_each_module_registers() -> None:
         sub = argparse.ArgumentParser().add_subparsers()
         importlib.import_module(f"vmio.cli.{family}").register(sub)
         assert tuple(sub.choices) == commands, family
+
+
+def test_the_version_is_the_installed_package_metadata() -> None:
+    from importlib import metadata
+
+    from vmio.version import VERSION
+
+    assert metadata.version("vmio") == VERSION  # pyproject.toml's dynamic version reads vmio.version.VERSION

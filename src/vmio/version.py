@@ -1,13 +1,11 @@
-"""vmio's own version, from its package metadata (importing nothing else, for ``vmio --version``)."""
+"""vmio's own version: the one place it is written (pyproject.toml reads it from here), so that
+``vmio --version`` imports nothing to tell it."""
 
 from __future__ import annotations
 
-from importlib import metadata
+VERSION = "0.1.0"
 
 
 def vmio_version() -> str:
-    """The installed vmio's version (its package metadata)."""
-    try:
-        return metadata.version("vmio")
-    except metadata.PackageNotFoundError:
-        return "0+unknown"
+    """This vmio's version (the installed package's metadata says the same: it is built from ``VERSION``)."""
+    return VERSION
