@@ -222,7 +222,7 @@ def _add_apply(rsub: Sub) -> None:
 def _traces_of(args: argparse.Namespace) -> Any:
     """The trace files named, or with ``--run`` the VM traces vmio kept beside the store."""
     if args.run:
-        from vmio.cli.campaign import default_db
+        from vmio.cli.store_args import default_db
         from vmio.traces.vm_runs import beside_store, read_run_traces
 
         campaign, _, point = args.run.partition(":")
