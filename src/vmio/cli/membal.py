@@ -12,9 +12,9 @@ from pathlib import Path
 from vmio.cli import argtypes
 from vmio.cli.membal_live import add_run
 from vmio.errors import InputError
-from vmio.membal.curve import MissRatioCurve, Sampling, stream_curve
 from vmio.membal.outcome import Outcome, outcome_json, run_scenario
 from vmio.membal.scenario import load_scenario
+from vmio.mrc.curve import MissRatioCurve, Sampling, stream_curve
 from vmio.traces.cloudphysics import DEFAULT_CHUNK, iter_vscsi_pages
 from vmio.units import format_size
 
