@@ -93,10 +93,18 @@ def test_the_fio_commands_run_without_numba_llvmlite_or_scipy(tmp_path: Path, sc
     json.loads(advised.stdout)
 
 
-def test_membal_sim_names_the_extra_without_numba(tmp_path: Path) -> None:
+def test_membal_sim_and_relocate_replay_name_the_extra_without_numba(tmp_path: Path) -> None:
     sim = lean("membal", "sim", str(ROOT / "examples" / "membal" / "uniform-vs-skewed.toml"), cwd=tmp_path)
     assert sim.returncode == 2, sim.stderr
     assert sim.stderr.count("\n") == 1 and "pip install 'vmio[sim]'" in sim.stderr, sim.stderr
+    trace = str(ROOT / "tests" / "data" / "relocate" / "fio_v2.log")
+    for args in (["relocate", "evaluate", "--synthetic", "ffsb", "--requests", "10"],
+                 ["relocate", "analyze", trace, "--cache-curve"]):  # fmt: skip
+        needs = lean(*args, cwd=tmp_path)
+        assert needs.returncode == 2 and "pip install 'vmio[sim]'" in needs.stderr, (args, needs.stderr)
+    heat = lean("relocate", "analyze", trace, "--json", cwd=tmp_path)  # heat maps need no simulator
+    assert heat.returncode == 0, heat.stderr
+    assert json.loads(heat.stdout)["images"]
     listed = lean("--help", cwd=tmp_path)  # every command is still listed
     assert listed.returncode == 0 and "membal" in listed.stdout and "relocate" in listed.stdout
 
