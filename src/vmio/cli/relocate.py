@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from vmio.cli import argtypes
 from vmio.cli.argtypes import size
-from vmio.cli.membal import sampling, sampling_options
+from vmio.cli.mrc_args import sampling, sampling_options
 from vmio.errors import InputError
 from vmio.units import format_size
 
