@@ -13,7 +13,7 @@ system:
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[sim,parquet,dev]'
 	touch $(STAMP)
 
 venv: $(STAMP)

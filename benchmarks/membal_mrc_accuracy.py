@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from vmio.membal import mrc
-from vmio.membal.curve import MissRatioCurve, ReuseHistogram, Sampling, feed_all, stream_curve
+from vmio.mrc import exact as mrc
+from vmio.mrc.curve import MissRatioCurve, ReuseHistogram, Sampling, feed_all, stream_curve
 from vmio.traces.cloudphysics import read_vscsi_pages
 
 TRACE = Path(__file__).resolve().parents[1].parent / "shared" / "traces" / "cloudphysics_vscsi_sample.csv"

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import numpy as np
 
-from vmio.membal import mrc
-from vmio.membal.curve import Sampling, stream_curve
 from vmio.membal.engine import FastEngine
 from vmio.membal.outcome import run_scenario
 from vmio.membal.reference import lru_hits as reference_lru_hits
 from vmio.membal.scenario import load_scenario
+from vmio.mrc import exact as mrc
+from vmio.mrc.curve import Sampling, stream_curve
 from vmio.traces.cloudphysics import iter_vscsi_pages, read_vscsi_pages
 
 CASE1 = Path(__file__).resolve().parents[1] / "examples" / "membal" / "case1-web-burst.toml"

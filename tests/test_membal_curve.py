@@ -21,9 +21,9 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from vmio.membal import mrc
-from vmio.membal.curve import MissRatioCurve, Sampling, salts, stream_curve
-from vmio.membal.shards import DistinctCounter
+from vmio.mrc import exact as mrc
+from vmio.mrc.curve import MissRatioCurve, Sampling, salts, stream_curve
+from vmio.mrc.shards import DistinctCounter
 from vmio.traces.cloudphysics import iter_vscsi_pages
 
 from conftest import CLOUDPHYSICS_SAMPLE

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vmio.membal import engine, kernels, mrc, reference
+from vmio.membal import engine, kernels, reference
+from vmio.mrc import exact as mrc
 from vmio.traces.cloudphysics import read_vscsi_pages
 
 from conftest import CLOUDPHYSICS_SAMPLE

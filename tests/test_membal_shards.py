@@ -9,8 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vmio.membal import mrc, reference, shards
-from vmio.membal.curve import ReuseHistogram, Sampling, stream_curve
+from vmio.membal import reference
+from vmio.mrc import exact as mrc
+from vmio.mrc import shards
+from vmio.mrc.curve import ReuseHistogram, Sampling, stream_curve
 
 
 def synthetic(seed: int, n: int = 30_000) -> np.ndarray:

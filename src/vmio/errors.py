@@ -5,7 +5,8 @@ Library code raises these; the CLI turns them into one message and an exit code.
     VmioError                 root; exit code 1 unless a subclass says otherwise
     ├── InputError            bad user input (arguments, files); exit 2
     │   ├── SpecError         an experiment spec or scenario file is invalid
-    │   └── TraceError        a block trace has a malformed line
+    │   ├── TraceError        a block trace has a malformed line
+    │   └── MissingExtraError an optional part of vmio (a pip extra) is not installed
     ├── UnsafeTargetError     a write would destroy data on a device; exit 3
     ├── ToolError             an external program failed (argv, exit code, output tail)
     │   ├── FioError          fio failed or printed output that cannot be parsed
@@ -37,6 +38,10 @@ class SpecError(InputError):
 
 class TraceError(InputError):
     """A block trace has a line that cannot be read; the message names file:line."""
+
+
+class MissingExtraError(InputError):
+    """A command needs an optional extra (``pip install 'vmio[EXTRA]'``) that is not installed."""
 
 
 class UnsafeTargetError(VmioError):

@@ -7,12 +7,12 @@ import platform
 import re
 import socket
 from functools import cache
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from vmio.errors import ToolError
 from vmio.system.process import Runner
+from vmio.version import vmio_version
 
 
 def collect(proc_root: str | Path = "/proc", runner: Runner | None = None) -> dict[str, Any]:
@@ -28,14 +28,6 @@ def collect(proc_root: str | Path = "/proc", runner: Runner | None = None) -> di
         "python": platform.python_version(),
         "vmio_version": vmio_version(),
     }
-
-
-def vmio_version() -> str:
-    """The installed vmio's version (its package metadata)."""
-    try:
-        return metadata.version("vmio")
-    except metadata.PackageNotFoundError:
-        return "0+unknown"
 
 
 @cache

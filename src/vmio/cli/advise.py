@@ -16,6 +16,7 @@ from vmio.advise.evidence import load_evidence
 from vmio.advise.inventory import read_host_facts
 from vmio.advise.text import explain, format_advice, format_diagnosis
 from vmio.cli import argtypes, terminal
+from vmio.cli.store_args import add_db, default_db, open_store
 from vmio.errors import InputError
 from vmio.published import Ratio
 from vmio.qemu.caps import QEMU_BINARY as QEMU
@@ -56,7 +57,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="FILE",
         help="write the evidence (of the campaign, or with --live of each disk) as JSON",
     )
-    diag.add_argument("--db", default=None, help="the store (default ./vmio.db, or $VMIO_DB)")
+    add_db(diag)
     for side in ("read", "write"):
         diag.add_argument(f"--capacity-{side}-iops", type=argtypes.count(1, 10**9), metavar="N", default=None,
                           help=f"the device's {side} capacity in IOPS, as you know it (default: vmio calibrate's, "
@@ -86,7 +87,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "path", metavar="PATH", help="a block device or a file (a missing file is created at SIZE)"
     )
     cal.add_argument("--size", default=None, help="size of a missing file (default 1G)")
-    cal.add_argument("--db", default=None, help="the store (default ./vmio.db, or $VMIO_DB)")
+    add_db(cal)
     cal.add_argument("--json", action="store_true", help="print JSON")
     cal.add_argument("--runtime", default="2s", help="time per queue depth and pattern (default 2s)")
     cal.add_argument("--destroy-data", action="append", default=[], metavar="PATH",
@@ -95,7 +96,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     tune = sub.add_parser("tune", help="apply the top diagnosed action to a campaign's VM targets and re-run")
     tune.add_argument("campaign", help="a stored campaign with VM targets")
-    tune.add_argument("--db", default=None, help="the store (default ./vmio.db, or $VMIO_DB)")
+    add_db(tune)
     tune.add_argument(
         "--backing",
         metavar="PATH",
@@ -128,7 +129,6 @@ def run_advise(args: argparse.Namespace) -> int:
 
 def run_calibrate(args: argparse.Namespace) -> int:
     from vmio.advise.calibrate import calibrate
-    from vmio.cli.campaign import open_store
     from vmio.units import parse_size
 
     size = None
@@ -198,7 +198,6 @@ def _measured(args: argparse.Namespace) -> Callable[[Config], Ratio | None] | No
     """This host's stored ratios, per configuration and shape; none when no store exists (advise never
     creates one)."""
     from vmio.advise.measured import measured_ratios, pick
-    from vmio.cli.campaign import default_db
     from vmio.store import Store
 
     path = args.db or default_db()
@@ -242,7 +241,6 @@ def run_diagnose(args: argparse.Namespace) -> int:
 
 def _diagnose_campaign(args: argparse.Namespace) -> int:
     from vmio.advise import from_store
-    from vmio.cli.campaign import open_store
 
     with open_store(args) as store:
         camp = from_store.stored_campaign(store, args.campaign)
@@ -273,7 +271,7 @@ def _diagnose_campaign(args: argparse.Namespace) -> int:
 def run_tune(args: argparse.Namespace) -> int:
     from vmio.advise import tune
     from vmio.campaign import runner
-    from vmio.cli.campaign import ProgressPrinter, open_store
+    from vmio.cli.campaign import ProgressPrinter
     from vmio.cli.tune_result import Result, format_outcome, format_plan
     from vmio.qemu import probe_caps
     from vmio.report import compare, data

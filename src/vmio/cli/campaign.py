@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import sys
 import time
 from collections.abc import Mapping
@@ -16,29 +15,17 @@ from vmio import spec
 from vmio.campaign import imported, runner
 from vmio.campaign.measure import swept_place, swept_workload
 from vmio.cli import argtypes, terminal
+from vmio.cli.store_args import add_db, default_db, open_store
 from vmio.errors import InputError
 from vmio.fio import jobfile
 from vmio.report.compare_text import columns
 from vmio.spec.sla import parse_sla
-from vmio.store import Store, campaigns, export
+from vmio.store import campaigns, export
 from vmio.store import rows as summary
 from vmio.targets import placement
 from vmio.traces import vm_runs
 from vmio.traces.vm_runs import beside_store
 from vmio.units import format_size
-
-
-def default_db() -> str:
-    return os.environ.get("VMIO_DB", "vmio.db")
-
-
-def add_db(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--db", default=None, help="the store (default ./vmio.db, or $VMIO_DB)")
-
-
-def open_store(args: argparse.Namespace, *, write: bool = False) -> Store:
-    """The store of ``--db``; commands that only read it open it read-only (never creating or changing it)."""
-    return Store(args.db or default_db(), readonly=not write)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

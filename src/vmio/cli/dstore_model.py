@@ -89,7 +89,7 @@ def _calibration(args: argparse.Namespace) -> Profile:
     path = Path(args.calibrate)
     if path.suffix == ".json" or path.is_file():
         return load_profile(path)
-    from vmio.cli.campaign import default_db
+    from vmio.cli.store_args import default_db
     from vmio.dstore.from_campaign import profile_from_campaign
     from vmio.store import Store
 

@@ -9,17 +9,17 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
+import importlib
 import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import NoReturn
 
-from vmio.campaign.facts import vmio_version
-from vmio.cli import advise, campaign, dstore, guest, membal, qemu, relocate, report, reproduce
 from vmio.errors import VmioError
 from vmio.system.output_paths import user_path, write_failed
+from vmio.version import vmio_version
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -33,7 +33,26 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"vmio: error: {where}{message}; see `{self.prog} --help`\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+# The module under vmio.cli of each command family and the commands its ``register(sub)`` adds, in the order
+# `vmio --help` lists them. A command imports only its own family's module (tests/test_cli_startup.py holds
+# this table to what each module registers).
+FEATURES: dict[str, tuple[str, ...]] = {
+    "campaign": ("run", "show", "ls", "rm", "rename", "export"),
+    "advise": ("advise", "diagnose", "calibrate", "tune"),
+    "relocate": ("relocate",),
+    "report": ("report", "compare"),
+    "dstore": ("dstore",),
+    "guest": ("guest",),
+    "qemu": ("qemu",),
+    "membal": ("membal",),
+    "reproduce": ("reproduce",),
+}
+FAMILY = {command: family for family, commands in FEATURES.items() for command in commands}
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of every command; given ``argv``, only of the family its command belongs to (none for a
+    bare ``--version``), so that a command imports no other command's libraries."""
     parser: argparse.ArgumentParser = Parser(
         prog="vmio", description="Storage I/O laboratory for KVM/QEMU hosts."
     )
@@ -42,22 +61,26 @@ def build_parser() -> argparse.ArgumentParser:
         dest="command", metavar="COMMAND", parser_class=Parser
     )
     sub.required = True
-    for register in _feature_registrars():
-        register(sub)
+    for family in _families(argv):
+        importlib.import_module(f"vmio.cli.{family}").register(sub)
     return parser
 
 
-# Each sub-command family registers itself with ``register(sub)``; listed here so `vmio --help` shows all.
-FEATURES = (campaign, advise, relocate, report, dstore, guest, qemu, membal, reproduce)
-
-
-def _feature_registrars() -> list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]]:
-    return [module.register for module in FEATURES]
+def _families(argv: Sequence[str] | None) -> list[str]:
+    if argv is None:
+        return list(FEATURES)
+    command = next((arg for arg in argv if not arg.startswith("-")), None)
+    if command in FAMILY:
+        return [FAMILY[command]]
+    if command is None and "--version" in argv:
+        return []
+    return list(FEATURES)  # `vmio --help`, or a command argparse will say is not one
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run vmio with ``argv`` (default: ``sys.argv[1:]``); return the exit code."""
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits on --help and on bad arguments

@@ -11,11 +11,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from vmio.cli import argtypes
 from vmio.cli.argtypes import size
-from vmio.cli.membal import sampling, sampling_options
+from vmio.cli.mrc_args import sampling, sampling_options
 from vmio.errors import InputError
 from vmio.units import format_size
 
 if TYPE_CHECKING:
+    from vmio.mrc.points import CacheCurve
+
     Sub = argparse._SubParsersAction[argparse.ArgumentParser]
 
 
@@ -222,7 +224,7 @@ def _add_apply(rsub: Sub) -> None:
 def _traces_of(args: argparse.Namespace) -> Any:
     """The trace files named, or with ``--run`` the VM traces vmio kept beside the store."""
     if args.run:
-        from vmio.cli.campaign import default_db
+        from vmio.cli.store_args import default_db
         from vmio.traces.vm_runs import beside_store, read_run_traces
 
         campaign, _, point = args.run.partition(":")
@@ -285,38 +287,14 @@ def _mib(n: int) -> str:
     return format_size(n) if n % (1 << 20) == 0 else f"{n / (1 << 20):.1f}M"
 
 
-@dataclasses.dataclass(frozen=True)
-class CacheCurve:
-    """One image's LRU miss ratio at the cache sizes asked for (bytes, ratio)."""
-
-    method: str
-    accesses: int
-    points: list[tuple[int, float]]
-
-    def as_dict(self) -> dict[str, object]:
-        points = [{"cache_bytes": b, "miss_ratio": r} for b, r in self.points]
-        return {"method": self.method, "accesses": self.accesses, "points": points}
-
-
 def _cache_curves(trace: Any, args: argparse.Namespace) -> list[CacheCurve]:
-    """Per image, the miss-ratio curve of the pages its requests touch (membal's curve: exact, or SHARDS
-    with --sample-rate/--sample-size), read at the cache sizes asked for."""
-    import numpy as np
-
-    from vmio.membal.curve import stream_curve
+    """Per image, the miss-ratio curve of the pages its requests touch (exact, or SHARDS with
+    --sample-rate/--sample-size), read at the cache sizes asked for."""
+    from vmio.mrc.points import cache_curve
     from vmio.relocate.heat import pages_of
 
     how = sampling(args)
-    out = []
-    for i in range(len(trace.images)):
-        pages = pages_of(trace, i, PAGE)
-        curve = stream_curve([pages], how)
-        touched = int(np.unique(pages).size)
-        sizes = args.cache or tuple(max(PAGE, touched * PAGE // d) for d in (64, 16, 4, 2, 1))
-        ratios = curve.at(np.asarray(sizes, dtype=np.int64) // PAGE)
-        points = [(int(b), round(float(r), 6)) for b, r in zip(sizes, ratios, strict=True)]
-        out.append(CacheCurve(curve.method, curve.accesses, points))
-    return out
+    return [cache_curve(pages_of(trace, i, PAGE), PAGE, args.cache, how) for i in range(len(trace.images))]
 
 
 def _plan(args: argparse.Namespace) -> int:

@@ -7,7 +7,7 @@ import json
 import sys
 
 from vmio.cli import argtypes, terminal
-from vmio.cli.campaign import add_db, open_store
+from vmio.cli.store_args import add_db, open_store
 from vmio.errors import InputError
 from vmio.report import compare, compare_text, data, seed000, side_by_side
 from vmio.report import summary_table as saturation

@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 from vmio.cli import argtypes
-from vmio.cli.campaign import ProgressPrinter, add_db, default_db
+from vmio.cli.campaign import ProgressPrinter
+from vmio.cli.store_args import add_db, default_db
 from vmio.errors import InputError
 from vmio.reproduce import SCALES, Request, check, papers, reproduce
 from vmio.system import files

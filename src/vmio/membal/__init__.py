@@ -8,8 +8,8 @@
 - ``policies``: ``equal``, ``efficiency`` (seed 001), ``mom``; ``marginal`` (the default) and ``refault``
   live in ``marginal``. ``observation`` is the seam for a live balloon controller: build one
   ``VmObservation`` per VM per interval, call ``Policy.decide``, apply the allocations it returns (pages).
-- ``mrc``/``stackdist``: exact and sampled miss-ratio curves; ``shards`` the SHARDS sampler (fixed rate or
-  size, over chunks) and ``curve`` the curves of streamed traces (``vmio membal mrc``); ``split``: the optimal (DP) and lookahead
+- miss-ratio curves (exact, SHARDS-sampled, streamed: ``vmio membal mrc``) live in :mod:`vmio.mrc`, which
+  relocate uses too; ``split``: the optimal (DP) and lookahead
   splits; ``bounds``: the per-epoch optimal and static oracle bounds; ``outcome``: all of it for one scenario.
 - ``cli``: ``vmio membal sim SCENARIO [--json] [--plots DIR]``; ``plots``: the figures.
 

@@ -5,7 +5,7 @@ An LRU cache that holds ``c`` pages at an access can only hit when the access's 
 per epoch. Both bounds work on a grid of ``grain`` pages (the scenario's ``grain``).
 
 For scenarios too long for exact stack distances, ``sampled_curves`` estimates the same curves by SHARDS
-(:mod:`vmio.membal.shards`) at a fixed rate or size; the bounds built on them are then estimates.
+(:mod:`vmio.mrc.shards`) at a fixed rate or size; the bounds built on them are then estimates.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from vmio.membal.curve import Sampling, feed_all
-from vmio.membal.mrc import epoch_hit_curves, stack_distances
 from vmio.membal.scenario import Scenario
 from vmio.membal.simulator import Streams
 from vmio.membal.split import optimal_split
+from vmio.mrc.curve import Sampling, feed_all
+from vmio.mrc.exact import epoch_hit_curves, stack_distances
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]

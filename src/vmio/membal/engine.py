@@ -8,7 +8,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vmio.membal import kernels
-from vmio.membal.mrc import dense_pages
+from vmio.mrc.exact import dense_pages
 
 I64 = npt.NDArray[np.int64]
 

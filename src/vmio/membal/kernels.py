@@ -1,4 +1,5 @@
-"""Compiled hot loop (numba) of the multi-VM LRU page caches; stack distances are in ``stackdist``.
+"""Compiled hot loop (numba) of the multi-VM LRU page caches; stack distances are in
+:mod:`vmio.mrc.stackdist`.
 
 Pages are dense integers (0..n_pages-1, each VM owning a disjoint range). Every VM's LRU list is a doubly
 linked list threaded through the shared ``prev``/``nxt`` arrays; ``head`` is the most recently used page.
@@ -7,57 +8,14 @@ The plain-Python twins of these loops live in :mod:`vmio.membal.reference`; test
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar, cast
+from typing import Any
 
-import numba
 import numpy as np
 import numpy.typing as npt
-from llvmlite import ir  # type: ignore[import-untyped]
-from numba.core import cgutils, types
-from numba.extending import intrinsic
 
-F = TypeVar("F", bound=Callable[..., Any])
-I64 = npt.NDArray[np.int64]
+from vmio.mrc.compiled import I64, LOOKAHEAD, jit, prefetch
 
 NONE = -1
-
-
-def jit(fn: F) -> F:
-    return cast(F, numba.njit(cache=True, nogil=True)(fn))
-
-
-LOOKAHEAD = 8  # accesses ahead whose page rows the kernels ask the CPU to fetch (see ``prefetch``)
-
-
-@intrinsic
-def _prefetch(typingctx: Any, array: Any, row: Any) -> Any:
-    """``prefetch(array, row)`` in compiled code: ask the CPU to bring the first cache line of ``array[row]``
-    (a C-ordered array of any dimension) into its caches (LLVM's ``llvm.prefetch``: a read, high
-    locality). Only a hint: it changes no value and cannot fault, so the results stay exactly those of the
-    loop without it; it lets the memory fetches of the next accesses overlap the work on this one."""
-    del typingctx
-
-    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        kind = signature.args[0]
-        ary = context.make_array(kind)(context, builder, args[0])
-        index = context.cast(builder, args[1], signature.args[1], types.intp)
-        zeros = [context.get_constant(types.intp, 0)] * (kind.ndim - 1)
-        ptr = cgutils.get_item_pointer(  # type: ignore[no-untyped-call]
-            context, builder, kind, ary, [index, *zeros], wraparound=False
-        )
-        i8p, i32 = ir.IntType(8).as_pointer(), ir.IntType(32)
-        fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
-        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0i8")  # type: ignore[no-untyped-call]
-        builder.call(fn, [builder.bitcast(ptr, i8p), i32(0), i32(3), i32(1)])
-        return context.get_dummy_value()
-
-    return types.void(array, row), codegen
-
-
-prefetch = cast(Callable[[Any, Any], None], _prefetch)
-
-
 PREV, NEXT, STAMP, RESIDENT = 0, 1, 2, 3  # node columns
 NEVER, IN_CACHE, EVICTED = 0, 1, 2  # node[:, RESIDENT]; EVICTED + n: evicted as the VM's n-th eviction
 HITS, HIT_PAGES, REFAULTS, ACTIVATIONS = 0, 1, 2, 3  # columns of the per-VM counters

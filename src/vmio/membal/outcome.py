@@ -10,12 +10,12 @@ import numpy as np
 
 from vmio.errors import InputError
 from vmio.membal.bounds import Bound, exact_curves, per_epoch_optimal, sampled_curves, static_oracle
-from vmio.membal.curve import EXACT, Sampling
 from vmio.membal.engine import FastEngine
 from vmio.membal.observation import Budget
 from vmio.membal.policies import make_policy
 from vmio.membal.scenario import Scenario
 from vmio.membal.simulator import EngineFactory, PolicyRun, build_streams, simulate
+from vmio.mrc.curve import EXACT, Sampling
 
 
 @dataclass(frozen=True)

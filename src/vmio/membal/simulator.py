@@ -9,9 +9,9 @@ import numpy as np
 import numpy.typing as npt
 
 from vmio.membal.engine import Engine, FastEngine
-from vmio.membal.mrc import sampled_distances
 from vmio.membal.observation import Budget, Policy, VmObservation, equal_split
 from vmio.membal.scenario import Scenario
+from vmio.mrc.exact import sampled_distances
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]

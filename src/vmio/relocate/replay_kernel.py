@@ -14,16 +14,17 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 from numpy.typing import NDArray
+
+from vmio.system.jit import njit
 
 INF = math.inf
 DEADLINE_S = 0.5  # mq-deadline's read_expire (500 ms)
 SLICE_S = 0.125  # bfq's timeout_sync (125 ms)
 
 
-@numba.njit(cache=True)
+@njit(cache=True)  # type: ignore[untyped-decorator]
 def _seek_s(d: int, sp: NDArray[np.float64]) -> float:  # pragma: no cover - compiled
     if d <= 0:
         return 0.0
@@ -32,7 +33,7 @@ def _seek_s(d: int, sp: NDArray[np.float64]) -> float:  # pragma: no cover - com
     return float((sp[2] + sp[3] * d) / 1000.0)
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _admit(now, arrival, bounds, ptr, slots, slot_of, issue, pool, npool, qmax):  # type: ignore[no-untyped-def]  # pragma: no cover
     nstreams = bounds.shape[0] - 1
     depth = slots.shape[1]
@@ -60,7 +61,7 @@ def _admit(now, arrival, bounds, ptr, slots, slot_of, issue, pool, npool, qmax):
     return npool, now
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _pick(pool, npool, issue, cyl, rank, head, policy, now, stream_of, state):  # type: ignore[no-untyped-def]  # pragma: no cover
     if policy == 0:
         return _oldest(pool, npool, issue, rank)
@@ -73,7 +74,7 @@ def _pick(pool, npool, issue, cyl, rank, head, policy, now, stream_of, state):  
     return _clook(pool, npool, cyl, rank, head, -1, stream_of)
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _oldest(pool, npool, issue, rank):  # type: ignore[no-untyped-def]  # pragma: no cover
     best = 0
     for i in range(1, npool):
@@ -83,7 +84,7 @@ def _oldest(pool, npool, issue, rank):  # type: ignore[no-untyped-def]  # pragma
     return best
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _clook(pool, npool, cyl, rank, head, only, stream_of):  # type: ignore[no-untyped-def]  # pragma: no cover
     ahead, low = -1, -1
     for i in range(npool):
@@ -97,7 +98,7 @@ def _clook(pool, npool, cyl, rank, head, only, stream_of):  # type: ignore[no-un
     return ahead if ahead >= 0 else low
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _bfq(pool, npool, cyl, rank, head, now, stream_of, state):  # type: ignore[no-untyped-def]  # pragma: no cover
     active = int(state[0])
     if active >= 0 and now - state[1] < SLICE_S:
@@ -119,12 +120,12 @@ def _bfq(pool, npool, cyl, rank, head, now, stream_of, state):  # type: ignore[n
     return _clook(pool, npool, cyl, rank, head, chosen, stream_of)
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _before(a, b, cyl, rank):  # type: ignore[no-untyped-def]  # pragma: no cover
     return cyl[a] < cyl[b] or (cyl[a] == cyl[b] and rank[a] < rank[b])
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def run_kernel(cyl, angle, xfer, arrival, stream_of, rank, bounds, depth, qmax, policy, seek, overhead, rev):  # type: ignore[no-untyped-def]  # pragma: no cover
     n = cyl.shape[0]
     nstreams = bounds.shape[0] - 1

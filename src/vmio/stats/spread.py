@@ -7,6 +7,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from vmio.stats.student import t_quantile
+
 LEVEL = 0.95
 
 
@@ -79,7 +81,5 @@ def welch(before: Sequence[float], after: Sequence[float], level: float = LEVEL)
     if se == 0:
         return Difference(ma, mb, diff, diff, diff, na, nb)
     df = (qa + qb) ** 2 / (qa**2 / (na - 1) + qb**2 / (nb - 1))
-    from scipy.stats import t as student_t  # 0.4 s to import: only when a difference is asked for
-
-    half = float(student_t.ppf(0.5 + level / 2, df)) * se
+    half = t_quantile(0.5 + level / 2, df) * se
     return Difference(ma, mb, diff, diff - half, diff + half, na, nb)

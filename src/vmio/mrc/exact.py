@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from vmio.membal import shards, stackdist
+from vmio.mrc import shards, stackdist
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]

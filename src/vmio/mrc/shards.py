@@ -17,7 +17,7 @@ The hash is fixed (the SplitMix64 finalizer), so a given trace always gives the 
 :func:`vmio.membal.reference.shards_distances`; tests hold one to the other.
 
 The kernel keeps one mark per sampled key in a bitset over time slots with a Fenwick tree over its 64-slot
-words (as :mod:`vmio.membal.stackdist` does), and the keys in an open-addressing hash table; under a fixed
+words (as :mod:`vmio.mrc.stackdist` does), and the keys in an open-addressing hash table; under a fixed
 size a max-heap of the keys' hash values finds the ones to drop.
 """
 
@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from vmio.membal.kernels import I64, LOOKAHEAD, jit, prefetch
-from vmio.membal.stackdist import _add, _popcount, _prefix, _rebuild
+from vmio.mrc.compiled import I64, LOOKAHEAD, jit, prefetch
+from vmio.mrc.stackdist import _add, _popcount, _prefix, _rebuild
 
 F64 = npt.NDArray[np.float64]
 U64 = npt.NDArray[np.uint64]

@@ -1,6 +1,6 @@
 """Miss-ratio curves of traces read as streams of chunks: exact, or sampled at a fixed rate or size.
 
-``stream_curve(chunks, Sampling(...))`` feeds every chunk to a :class:`~vmio.membal.shards.ShardsSampler`
+``stream_curve(chunks, Sampling(...))`` feeds every chunk to a :class:`~vmio.mrc.shards.ShardsSampler`
 and keeps only a weighted histogram of the (scaled) stack distances; nothing grows with the trace length.
 The histogram's bins start one page wide and double (neighbours merged) whenever the distances need more
 than ``max_bins`` bins, so its memory is bounded too.
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from vmio.membal.shards import HLL_REGISTERS, DistinctCounter, Sampled, ShardsSampler, key_hash, threshold_of
+from vmio.mrc.shards import HLL_REGISTERS, DistinctCounter, Sampled, ShardsSampler, key_hash, threshold_of
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -182,7 +182,7 @@ def stream_curve(
 
     A sampled curve's misses are SHARDS_adj's (over all the trace's accesses); with ``distinct`` (default)
     they are then scaled so that its cold misses equal a HyperLogLog count of the trace's distinct keys
-    (:class:`~vmio.membal.shards.DistinctCounter`, every key hashed, 64 KiB): a sample that happened to
+    (:class:`~vmio.mrc.shards.DistinctCounter`, every key hashed, 64 KiB): a sample that happened to
     take more (or fewer) keys than ``R`` x the keys overstates (understates) the misses at every size
     about as much as the cold ones. The sample's and the counter's counts are weighted by their inverse
     relative variances, so a large sample relies on its own. With ``stretch`` (default) the stack distances

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from vmio.membal.kernels import I64, LOOKAHEAD, jit, prefetch
+from vmio.mrc.compiled import I64, LOOKAHEAD, jit, prefetch
 
 _M1 = np.uint64(0x5555555555555555)
 _M2 = np.uint64(0x3333333333333333)

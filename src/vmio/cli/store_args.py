@@ -1,0 +1,21 @@
+"""The store on the command line: ``--db`` (default ``./vmio.db``, or ``$VMIO_DB``) and opening it."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from vmio.store import Store
+
+
+def default_db() -> str:
+    return os.environ.get("VMIO_DB", "vmio.db")
+
+
+def add_db(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--db", default=None, help="the store (default ./vmio.db, or $VMIO_DB)")
+
+
+def open_store(args: argparse.Namespace, *, write: bool = False) -> Store:
+    """The store of ``--db``; commands that only read it open it read-only (never creating or changing it)."""
+    return Store(args.db or default_db(), readonly=not write)
