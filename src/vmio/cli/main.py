@@ -37,7 +37,7 @@ class Parser(argparse.ArgumentParser):
 # `vmio --help` lists them. A command imports only its own family's module (tests/test_cli_startup.py holds
 # this table to what each module registers).
 FEATURES: dict[str, tuple[str, ...]] = {
-    "campaign": ("run", "show", "ls", "rm", "rename", "export"),
+    "campaign": ("run", "show", "ls", "rm", "rename", "import", "export"),
     "advise": ("advise", "diagnose", "calibrate", "tune"),
     "relocate": ("relocate",),
     "report": ("report", "compare"),
