@@ -83,9 +83,9 @@ def vm_iops(spec: Path, db: Path, *, guarded: bool) -> float:
     with Store(db) as store:
         row = point_rows(store, "overhead")[0]
     print(
-        f"      ({'guarded' if guarded else 'unguarded'}: accel {row['accel']}, QEMU {row['qemu_version']})"
+        f"      ({'guarded' if guarded else 'unguarded'}: accel {row.accel}, QEMU {row.qemu_version})"
     )
-    return float(row["read_iops"])
+    return float(row.read_iops)
 
 
 def vm_pairs(work: Path, pairs: int, runtime: int) -> None:
