@@ -727,15 +727,22 @@ def test_a_guarded_fio_server_refuses_other_users_and_the_guard_can_fail(
 @needs_qemu
 @pytest.mark.qemu
 @pytest.mark.slow
-def test_nobody_cannot_use_a_campaign_guests_fio_server(open_scratch: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("machine", "build"),
+    [("q35", None), ("pc", None), ("microvm", "10.0")],  # every machine type, both builds (7.2 is the system's)
+)
+def test_nobody_cannot_use_a_campaign_guests_fio_server(
+    open_scratch: Path, tmp_path: Path, machine: str, build: str | None
+) -> None:
     disk_dir = open_scratch / "disks"
     disk_dir.mkdir(mode=0o700)
     img = disk_dir / "backing.img"
     spec = tmp_path / "vm.toml"
     spec.write_text(
         '[campaign]\nname = "sec"\n\n[[target]]\nname = "vm"\nkind = "qemu"\n'
-        f'backing = ["{img}"]\nsize = "32M"\n\n'
-        '[[workload]]\nname = "rr"\nrw = "randread"\nbs = "4k"\niodepth = 2\nruntime = "12s"\n'
+        f'backing = ["{img}"]\nsize = "32M"\nmachine = "{machine}"\n'
+        + (f'qemu = "{build}"\n' if build else "")
+        + '\n[[workload]]\nname = "rr"\nrw = "randread"\nbs = "4k"\niodepth = 2\nruntime = "12s"\n'
     )
     thread, code = run_in_thread(lambda: main(["run", str(spec), "--db", str(tmp_path / "sec.db")]))
     try:
