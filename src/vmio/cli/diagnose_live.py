@@ -13,6 +13,7 @@ from vmio.advise.text import format_diagnosis
 from vmio.cli import argtypes
 from vmio.errors import InputError
 from vmio.qemu.running import LIBVIRT_QEMU_USER, find_qemus
+from vmio.system import files
 
 
 def run_live(args: argparse.Namespace) -> int:
@@ -32,7 +33,7 @@ def run_live(args: argparse.Namespace) -> int:
             for vm in vms
             for d in vm.disks
         }
-        args.dump_evidence.write_text(json.dumps(doc, indent=2) + "\n")
+        files.write_atomic(args.dump_evidence, (json.dumps(doc, indent=2) + "\n").encode())
         print(f"evidence for {len(doc)} disk(s) written to {args.dump_evidence}")
         return 0
     if args.json:

@@ -31,8 +31,9 @@ from vmio.dstore.profile import (
 )
 from vmio.dstore.variants import check_kind, make_variant, remove_variant
 from vmio.errors import InputError
-from vmio.system import rbdimage
+from vmio.system import files, rbdimage
 from vmio.system.cephclient import CephClient, authenticate
+from vmio.system.output_paths import all_or_none
 from vmio.system.process import Runner
 from vmio.units import parse_duration
 
@@ -278,18 +279,20 @@ def _profile_on(args: argparse.Namespace, ref: cluster.ClusterRef, runner: Runne
     if args.plot_dir is not None:
         from vmio.dstore.plots import plot_compare, plot_profile  # matplotlib: only when plotting
 
-        plot_profile(base, args.plot_dir / "profile.png")
-        for label, prof, _ in sides:
-            name = "baseline.png" if prof.setup.get("config") != "from guest" else "guest.png"
-            plot_compare(
-                prof, base, (label, "replicated"), args.plot_dir / name, title=f"{label} vs replicated"
-            )
-        if labels:
-            plot_compare(
-                other, base, labels, args.plot_dir / "compare.png", title=f"{labels[0]} vs {labels[1]}"
-            )
+        plotted: list[Path] = []
+        with all_or_none(plotted):  # every figure, or none of them
+            plotted.append(plot_profile(base, args.plot_dir / "profile.png"))
+            for label, prof, _ in sides:
+                name = "baseline.png" if prof.setup.get("config") != "from guest" else "guest.png"
+                plotted.append(plot_compare(
+                    prof, base, (label, "replicated"), args.plot_dir / name, title=f"{label} vs replicated"
+                ))  # fmt: skip
+            if labels:
+                plotted.append(plot_compare(
+                    other, base, labels, args.plot_dir / "compare.png", title=f"{labels[0]} vs {labels[1]}"
+                ))  # fmt: skip
     if args.output is not None:
-        args.output.write_text(json.dumps(out, indent=2) + "\n")
+        files.write_atomic(args.output, (json.dumps(out, indent=2) + "\n").encode())
     print(json.dumps(out, indent=2) if args.json else format_table(base))
     if labels and not args.json:
         print(f"\n{labels[0]}:\n{format_table(other)}")
@@ -325,7 +328,7 @@ def _degraded(args: argparse.Namespace) -> int:
     )
     out = {"degraded": run.to_json()}
     if args.output is not None:
-        args.output.write_text(json.dumps(out, indent=2) + "\n")
+        files.write_atomic(args.output, (json.dumps(out, indent=2) + "\n").encode())
     print(json.dumps(out, indent=2) if args.json else format_run(run))
     return 0
 

@@ -14,6 +14,7 @@ from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 from vmio.dstore.profile import Profile  # noqa: E402
+from vmio.system import files  # noqa: E402
 from vmio.units import format_size  # noqa: E402
 
 VERDICT_COLOURS = {"ideal": "#2e7d32", "acceptable": "#f9a825", "fails": "#c62828"}
@@ -46,7 +47,7 @@ def plot_profile(profile: Profile, path: Path, title: str = "bitisle-dstore-2014
         fig.tight_layout()
         fig.subplots_adjust(bottom=0.22)
         path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=110)
+        files.write_figure(fig, path, dpi=110)
     finally:
         plt.close(fig)
     return path
@@ -78,7 +79,7 @@ def plot_compare(
         fig.suptitle(title)
         fig.tight_layout()
         path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=110)
+        files.write_figure(fig, path, dpi=110)
     finally:
         plt.close(fig)
     return path

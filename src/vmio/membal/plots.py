@@ -13,6 +13,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from vmio.membal.outcome import Outcome  # noqa: E402
+from vmio.system import files  # noqa: E402
+from vmio.system.output_paths import all_or_none  # noqa: E402
 
 
 def _panels(n: int, title: str) -> tuple[Any, list[Any]]:
@@ -28,10 +30,13 @@ def _panels(n: int, title: str) -> tuple[Any, list[Any]]:
 
 def _save(fig: Any, out: Path, stem: str) -> list[Path]:
     fig.tight_layout()
-    paths = [out / f"{stem}.png", out / f"{stem}.svg"]
-    for p in paths:
-        fig.savefig(p, dpi=110)
-    plt.close(fig)
+    paths: list[Path] = []
+    try:
+        with all_or_none(paths):
+            paths.append(files.write_figure(fig, out / f"{stem}.png", dpi=110))
+            paths.append(files.write_figure(fig, out / f"{stem}.svg", dpi=110))
+    finally:
+        plt.close(fig)
     return paths
 
 
@@ -76,4 +81,8 @@ def plot_memory(outcome: Outcome, out: Path) -> list[Path]:
 def write_plots(outcome: Outcome, out: Path) -> list[Path]:
     """Write ``hit_ratio`` and ``memory`` figures (PNG and SVG) into ``out``; returns the paths."""
     out.mkdir(parents=True, exist_ok=True)
-    return plot_hit_ratio(outcome, out) + plot_memory(outcome, out)
+    written: list[Path] = []
+    with all_or_none(written):  # the four files, or none of them
+        written += plot_hit_ratio(outcome, out)
+        written += plot_memory(outcome, out)
+    return written

@@ -20,6 +20,7 @@ from vmio.relocate.layout import Layout
 from vmio.relocate.plan_io import plan_to_dict, read_plan, write_plan
 from vmio.relocate.planner import Plan, build_plan
 from vmio.relocate.synthetic import FfsbSpec, ffsb_stream, hot_regions
+from vmio.system.output_paths import all_or_none
 from vmio.traces.trace import Trace, concat
 from vmio.units import format_size, parse_size
 
@@ -109,22 +110,24 @@ def analyze_plots(trace: Trace, extent: int, out_dir: Path) -> list[Path]:
     """The access distribution over the images laid out one after another, and per-image heat over time."""
     layout = layout_for(trace, [], extent, None, 0)
     phys = layout.physical_offset(trace.image, trace.offset)
-    paths = [
-        plots.access_distribution(
-            phys,
-            None,
-            out_dir / "access-distribution.png",
-            disk_bytes=layout.disk_extents * extent,
-            title="accesses over disk address",
-        )
-    ]
-    for i, name in enumerate(trace.images):
-        counts = extent_counts(trace, i, extent, layout.nextents[i])
-        grid, edges = heat_over_time(trace, i, extent, len(counts))
-        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+    paths: list[Path] = []
+    with all_or_none(paths):  # every figure, or none of them
         paths.append(
-            plots.heat_over_time(grid, edges, out_dir / f"heat-{safe}.png", extent_bytes=extent, title=name)
+            plots.access_distribution(
+                phys,
+                None,
+                out_dir / "access-distribution.png",
+                disk_bytes=layout.disk_extents * extent,
+                title="accesses over disk address",
+            )
         )
+        for i, name in enumerate(trace.images):
+            counts = extent_counts(trace, i, extent, layout.nextents[i])
+            grid, edges = heat_over_time(trace, i, extent, len(counts))
+            safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+            paths.append(
+                plots.heat_over_time(grid, edges, out_dir / f"heat-{safe}.png", extent_bytes=extent, title=name)
+            )
     return paths
 
 

@@ -11,6 +11,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from numpy.typing import NDArray  # noqa: E402
 
+from vmio.system import files  # noqa: E402
+
 
 def access_distribution(
     before: NDArray[np.int64],
@@ -34,7 +36,7 @@ def access_distribution(
         axes[0, 0].set_title(title)
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=100)
+    files.write_figure(fig, out, dpi=100)
     plt.close(fig)
     return out
 
@@ -51,6 +53,6 @@ def heat_over_time(
     ax.set_title(title)
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=100)
+    files.write_figure(fig, out, dpi=100)
     plt.close(fig)
     return out

@@ -24,6 +24,7 @@ from vmio.report.summary_table import (
 )
 from vmio.spec.model import Workload
 from vmio.system import files
+from vmio.system.output_paths import all_or_none
 from vmio.units import format_size, human_bytes
 
 SECTIONS: tuple[tuple[str, str, Callable[[CampaignData, str | None], list[Plot]]], ...] = (
@@ -120,8 +121,13 @@ def build_many(datas: list[CampaignData], baseline: str | None = None) -> Report
 
 def write(report: Report, out: Path, png_dir: Path | None = None) -> list[Path]:
     """Write the HTML (atomically) and, with ``png_dir``, one PNG per plot; return the paths."""
-    pngs = [atomic_write(png_dir / f"{p.id}.png", to_png(p)) for p in report.plots] if png_dir else []
-    return [atomic_write(out, render(report).encode()), *pngs]
+    written: list[Path] = []
+    with all_or_none(written):  # the page and every PNG, or none of them
+        written.append(atomic_write(out, render(report).encode()))
+        if png_dir is not None:
+            for p in report.plots:  # each file recorded as soon as it is written, for all_or_none
+                written.append(atomic_write(png_dir / f"{p.id}.png", to_png(p)))  # noqa: PERF401
+    return written
 
 
 def atomic_write(path: Path, data: bytes) -> Path:

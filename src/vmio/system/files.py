@@ -18,19 +18,34 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import os
 import pwd
 import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO, Protocol
 
 from vmio.errors import UnsafeTargetError
 from vmio.system.output_paths import write_failed
 
 MARK = "user.vmio.scratch"
 MARK_VALUE = b"vmio"
+
+
+class Figure(Protocol):
+    """What :func:`write_figure` needs of a figure (matplotlib's, without importing matplotlib here)."""
+
+    def savefig(self, fname: Any, **kwargs: Any) -> None: ...
+
+
+def write_figure(figure: Figure, path: str | os.PathLike[str], **kwargs: Any) -> Path:
+    """Render ``figure`` in the format its suffix names and write it through :func:`write_atomic` (a figure
+    written straight to the path would follow a link planted there)."""
+    buf = io.BytesIO()
+    figure.savefig(buf, format=Path(path).suffix.lstrip(".") or "png", **kwargs)
+    return write_atomic(path, buf.getvalue())
 
 
 def scratch_home() -> Path:
