@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from vmio.dstore import cluster, variants
+from vmio.dstore import cluster, daemons, variants
 from vmio.dstore.cluster import ClusterRef
 from vmio.dstore.profile import Criteria, Point, run_profile
 from vmio.dstore.rbdfio import RbdJob, run_rbd_job
@@ -145,17 +145,8 @@ def disk_of(runner: Runner, ref: ClusterRef) -> str | None:
 
 def osd_pids(conf: Path, proc_root: Path = Path("/proc")) -> list[int]:
     """The ceph-osd processes on this host started with ``conf`` (read from /proc, nothing signalled)."""
-    pids = []
-    for entry in proc_root.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if argv and argv[0].endswith(b"ceph-osd") and str(conf).encode() in argv:
-            pids.append(int(entry.name))
-    return sorted(pids)
+    found = daemons.cluster_pids(conf, proc_root)
+    return sorted(pid for pid, argv in found.items() if os.path.basename(argv.split(" ")[0]) == "ceph-osd")
 
 
 def _cpu_seconds(pids: Sequence[int]) -> float:
