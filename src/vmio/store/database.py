@@ -163,7 +163,7 @@ class Store:
     def _take_run_lock(self, lock_path: str) -> int:
         import fcntl
 
-        while True:
+        for _ in range(100):  # another run finishing as we open is a race of microseconds, not a loop
             try:
                 fd = files.open_lock(lock_path)
             except OSError as exc:
@@ -179,13 +179,14 @@ class Store:
                     "finish, or give this run its own --db"
                 ) from None
             try:
-                same = os.stat(lock_path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino
+                same = os.stat(lock_path).st_ino == os.fstat(fd).st_ino
             except FileNotFoundError:
                 same = False
             if same:
                 os.ftruncate(fd, 0)
                 return fd
             os.close(fd)  # the holder before us removed this file as we opened it: lock the new one
+        raise StoreError(f"the run lock {lock_path!r} kept changing under vmio; is another program removing it?")
 
     def _check_readable(self) -> None:
         have = self._stored_version()
