@@ -24,9 +24,10 @@ SCALES: dict[str, dict[str, Any]] = {
 
 WEB_COMMON = 'common = "8M"\ncommon_share = 0.5\n'  # the part every visitor reads: half the requests
 
-CASE1 = """
+# Both cases: the same host and VM1 (web); case 1 adds the bursty web server, case 2 the NFS server of images
+SCENARIO_HEAD = """
 [scenario]
-name = "hitachi-membal-2014-case1"
+name = "hitachi-membal-2014-{case}"
 memory = "256M"
 page = "4k"
 epoch = 20000
@@ -41,10 +42,14 @@ step = "8M"
 name = "web"
 workload = "web-normal"
 floor = "32M"
-content = "4G"
+content = "{web_content}"
 file = "32k"
 {web_extra}
-[[vm]]
+"""
+
+CASE1 = (
+    SCENARIO_HEAD.replace("{case}", "case1").replace("{web_content}", "4G")
+    + """[[vm]]
 name = "burst"
 workload = "web-burst"
 floor = "32M"
@@ -55,34 +60,18 @@ burst_every = 4000
 burst_length = 3000
 file = "32k"
 """
+)
 
-CASE2 = """
-[scenario]
-name = "hitachi-membal-2014-case2"
-memory = "256M"
-page = "4k"
-epoch = 20000
-accesses = {accesses}
-seed = {seed}
-policies = ["equal", "efficiency"]
-
-[policy.efficiency]
-step = "8M"
-
-[[vm]]
-name = "web"
-workload = "web-normal"
-floor = "32M"
-content = "16G"
-file = "32k"
-{web_extra}
-[[vm]]
+CASE2 = (
+    SCENARIO_HEAD.replace("{case}", "case2").replace("{web_content}", "16G")
+    + """[[vm]]
 name = "nfs"
 workload = "nfs-images"
 floor = "32M"
 images = 4
 boot = "24M"
 """
+)
 
 
 @dataclass(frozen=True)
