@@ -3,14 +3,16 @@ chunking, hits and misses between two records, and ``efficiency`` driving the li
 
 from __future__ import annotations
 
+import subprocess
 from dataclasses import replace
+from importlib import resources
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from vmio.membal.governor import Rules
 from vmio.membal.live import LIVE_POLICIES, LiveController
-from vmio.membal.signals import PAGE, cache_reads, signals
+from vmio.membal.signals import PAGE, ReadCounter, cache_reads, signals
 from vmio.qemu.agent import AgentRecord, ProcIO, parse_pio, split_records
 from vmio.store import Store
 from vmio.store.membal import decisions, start_run
@@ -79,6 +81,57 @@ def test_hits_and_misses_between_two_records(
     assert cache_reads(before, new_job) == expected  # a job started in the interval counts from 0
     hits, misses = cache_reads(new_job, before)  # counters that went back (a workload tree gone)
     assert hits >= 0 and misses >= 0
+
+
+@given(st.lists(st.tuples(st.integers(0, 10**7), st.integers(0, 10**7)), min_size=3, max_size=12),
+       st.integers(0, 9), st.booleans())  # fmt: skip
+def test_a_job_reaped_between_records_counts_once(reads: list[tuple[int, int]], end: int, dip: bool) -> None:
+    """A job (pid 2) reads ``reads`` (hit bytes, miss bytes) interval by interval and ends at ``end``; the fio
+    server (pid 1) reaps it and takes its counters. When a record falls between the exit and the reap
+    (``dip``: the job gone and the server without its counters yet), the run's totals still equal the
+    pages read, as summed here from the reads fed (they differ by a page per interval at most, for rounding)."""
+    end = min(end, len(reads) - 2)
+    records, rc, rb = [record(0.0, (1, 0, 0), (2, 0, 0))], 0, 0
+    for i, (hit, miss) in enumerate(reads):
+        rc, rb = rc + hit + miss, rb + miss
+        if i < end:
+            records.append(record(i + 1.0, (1, 0, 0), (2, rc, rb)))
+        elif i == end and dip:
+            records.append(record(i + 1.0, (1, 0, 0)))  # exited, not reaped yet: its reads are nowhere
+        else:
+            records.append(record(i + 1.0, (1, rc, rb)))  # reaped: the server holds them (and reads on)
+    counter = ReadCounter()
+    got = [counter.count(a, b) for a, b in zip(records, records[1:], strict=False)]
+    hits, misses = sum(h for h, _ in got), sum(m for _, m in got)
+    assert abs(misses - sum(m for _, m in reads) / PAGE) <= len(reads)
+    assert abs(hits - sum(h for h, _ in reads) / PAGE) <= 2 * len(reads)
+    # counted interval by interval with no carry, the same records count the job's reads twice after a dip
+    plain = sum(cache_reads(a, b)[1] for a, b in zip(records, records[1:], strict=False))
+    if dip and sum(m for _, m in reads[:end]) >= 2 * PAGE * len(reads):
+        assert plain > misses
+
+
+def test_a_dip_that_never_returns_is_dropped() -> None:
+    """A tree gone for good (its parent not counted): after ``hold`` records the reads count again."""
+    counter = ReadCounter(hold=2)
+    gone = record(1.0, (1, 0, 0))
+    assert counter.count(record(0.0, (2, 100 * PAGE, 100 * PAGE)), gone) == (0, 0)
+    assert counter.count(gone, record(2.0, (1, 10 * PAGE, 10 * PAGE))) == (0, 0)  # paying the dip back
+    assert counter.count(record(2.0, (1, 10 * PAGE, 10 * PAGE)), record(3.0, (1, 20 * PAGE, 20 * PAGE))) == (0, 0)
+    assert counter.count(record(3.0, (1, 20 * PAGE, 20 * PAGE)), record(4.0, (1, 30 * PAGE, 30 * PAGE))) == (0, 10)
+
+
+def test_the_agent_reads_processes_parents_first() -> None:
+    """The guest agent run on this host for one record: its ``pio`` lines come in numeric PID order (a shell
+    glob gives 1000 before 999, which let a reaped job count twice: once in the job, once in its parent)."""
+    agent = resources.files("vmio.guest") / "agent.sh"
+    with resources.as_file(agent) as script:
+        done = subprocess.run(["timeout", "3", "sh", str(script), "/dev/stdout", "10"], capture_output=True,
+                              text=True, timeout=30)  # fmt: skip
+    records, _ = split_records(done.stdout)
+    pids = [p.pid for p in records[0].procs]
+    assert len({len(str(p)) for p in pids}) > 1, pids  # PIDs of several lengths, where the orders differ
+    assert pids == sorted(pids)
 
 
 def test_readahead_beyond_the_reads_is_no_negative_hit() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -12,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from vmio.errors import ToolError
-from vmio.system.process import Runner
+from vmio.system.process import Runner, Supervised
+
+from conftest import need
 
 
 def alive(pid: int) -> bool:
@@ -80,3 +83,56 @@ def test_children_die_with_a_killed_parent(tmp_path: Path) -> None:
     parent.send_signal(signal.SIGKILL)
     parent.wait(timeout=10)
     assert wait_gone(child)
+
+
+def server_jobs(server: int, port: int) -> list[int]:
+    """The job processes of a fio server on ``port``: the server forks a process per connection, which
+    forks the jobs (fio may reparent the connection's process to init once its client is gone)."""
+    mark = f"--server=ip:127.0.0.1,{port}".encode()
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        try:
+            if mark in (entry / "cmdline").read_bytes().split(b"\0") and alive(int(entry.name)):
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return sorted(pid for pid, ppid in parents.items() if ppid in parents and ppid != server)
+
+
+@pytest.mark.fio
+@pytest.mark.parametrize("how", ["interrupt", "stop"])
+def test_an_interrupted_fio_client_ends_its_servers_job(tmp_path: Path, how: str) -> None:
+    """A fio client interrupted through the supervisor tells its server to end the job, which then stops
+    within seconds; a killed client (``stop``) leaves the server's job running until its runtime ends,
+    which is why loads of guests are interrupted."""
+    need("fio")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    server = subprocess.Popen(["fio", f"--server=ip:127.0.0.1,{port}"], cwd=tmp_path,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    job = tmp_path / "long.fio"
+    job.write_text(f"[j]\nioengine=psync\nrw=randread\nbs=4k\nsize=4M\nfilename={tmp_path}/f.img\n"
+                   "runtime=120\ntime_based=1\n")  # fmt: skip
+    try:
+        client = None
+        for _ in range(100):  # until the server listens and has forked the job
+            if client is None or client.popen.poll() is not None:
+                if client is not None:
+                    client.stop()  # it did not reach the server yet
+                client = Supervised(["fio", f"--client=ip:127.0.0.1,{port}", str(job)], cwd=str(tmp_path),
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+            if server_jobs(server.pid, port):
+                break
+            time.sleep(0.2)
+        assert client is not None and server_jobs(server.pid, port), "the server never started the job"
+        getattr(client, how)(wait=20.0)
+        end = time.monotonic() + (30 if how == "interrupt" else 5)  # killed: still running 5 s on
+        while time.monotonic() < end and server_jobs(server.pid, port):
+            time.sleep(0.2)
+        assert (server_jobs(server.pid, port) == []) is (how == "interrupt")
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+        for pid in server_jobs(server.pid, port):
+            os.kill(pid, signal.SIGKILL)

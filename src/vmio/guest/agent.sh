@@ -23,7 +23,11 @@ while :; do
                 echo "psi_memory_${kind}_us ${total#total=}"
             done < /proc/pressure/memory
         fi
-        for dir in /proc/[0-9]*; do
+        # in numeric order (a glob sorts 1000 before 999): a parent (lower PID) is read before its children,
+        # so a job reaped while the agent reads is seen once (its counters in the job, or the parent's), never
+        # twice (a glob that read the exited job, then the parent that had just reaped it, counted it twice)
+        for dir in /proc/[0-9] /proc/[0-9][0-9] /proc/[0-9][0-9][0-9] /proc/[0-9][0-9][0-9][0-9] \
+            /proc/[0-9][0-9][0-9][0-9][0-9] /proc/[0-9][0-9][0-9][0-9][0-9][0-9] /proc/[0-9][0-9][0-9][0-9][0-9][0-9][0-9]; do
             [ "${dir#/proc/}" = "$self" ] && continue
             read -r comm 2>/dev/null < "$dir/comm" || continue
             case " $comms " in *" all "* | *" $comm "*) ;; *) continue ;; esac

@@ -21,7 +21,7 @@ from vmio.membal.balloon import Guest
 from vmio.membal.governor import Move, Rules, govern
 from vmio.membal.observation import Budget, Policy
 from vmio.membal.policies import POLICY_PARAMS, make_policy
-from vmio.membal.signals import PAGE, GuestSignals, signals
+from vmio.membal.signals import PAGE, GuestSignals, ReadCounter, signals
 from vmio.qemu.agent import AgentRecord
 from vmio.store import Store
 from vmio.store.membal import DecisionRow, add_decisions
@@ -122,6 +122,7 @@ class LiveController:
         self.baseline: list[AgentRecord] = []
         self.policy: Policy | None = None
         self.steps: list[Step] = []
+        self._reads = [ReadCounter() for _ in self.guests]
         self._t0 = clock()
 
     def start(self, settle: float = 30.0) -> None:
@@ -165,7 +166,10 @@ class LiveController:
     def step(self, wait: float = 10.0) -> Step:
         """One interval: read, decide, apply, record."""
         latest = [self._wait(g, 1, wait)[-1] for g in self.guests]
-        sigs = [signals(b, a, self.psi_threshold) for b, a in zip(self.baseline, latest, strict=True)]
+        sigs = [
+            signals(b, a, self.psi_threshold, c)
+            for b, a, c in zip(self.baseline, latest, self._reads, strict=True)
+        ]
         self.baseline = latest
         actual = [g.actual() for g in self.guests]
         self.policy = self._policy(sigs)
@@ -202,7 +206,7 @@ class LiveController:
         next_at = self._clock() + interval
         for _ in range(max(1, int(duration / interval + 1e-9))):
             time.sleep(max(0.0, next_at - self._clock()))
-            step = self.step(wait=max(interval, 5.0))
+            step = self.step(wait=max(5 * interval, 30.0))  # a busy host may starve the guest's agent
             if on_step is not None:
                 on_step(step)
             next_at += interval

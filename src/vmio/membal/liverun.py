@@ -156,7 +156,9 @@ def _drive(
             for i, vm in enumerate(fleet.vms)
             if i < len(s.loads) and s.loads[i].size > 0
         ]
-        load = LoadRun(clients, s.duration + 5, work)
+        # the jobs outlive the controller's window however slowly a busy host steps it (stopped below): a job
+        # ending inside the window hands its read counts to its parent process there
+        load = LoadRun(clients, 4 * s.duration + 60, work)
         control.run(s.duration, s.interval, on_step)
     except BaseException as exc:
         finish_run(store, run_id, "failed", control.summary(), error=f"{type(exc).__name__}: {exc}")

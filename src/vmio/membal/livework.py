@@ -191,6 +191,8 @@ class LoadRun:
                     raise ToolError(f"cannot start fio: {exc.strerror}", argv=self.argv) from exc
 
     def stop(self) -> None:
+        """End the guests' jobs: the client is interrupted, so it tells the fio servers to end them (a killed
+        client would leave them running until their runtime ends)."""
         if self.proc is not None:
-            self.proc.stop(wait=10.0)
+            self.proc.interrupt(wait=20.0)
             self.proc = None

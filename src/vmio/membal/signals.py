@@ -123,10 +123,38 @@ def cache_reads(before: AgentRecord, after: AgentRecord) -> tuple[int, int]:
     return max(0, chars - fetched) // PAGE, fetched // PAGE
 
 
-def signals(before: AgentRecord, after: AgentRecord, psi_threshold: float = 0.01) -> GuestSignals:
-    """The guest's memory at ``after`` and its activity since ``before``."""
+@dataclass
+class ReadCounter:
+    """One guest's hits and misses record after record, with a dip carried over. A job that ends hands its
+    counters to its parent when reaped; a record taken between the exit and the reap lacks them and the
+    next has them back, so counted interval by interval (:func:`cache_reads`) the job's reads would count
+    twice. The dip is carried instead and pays the return back; a dip still open after ``hold`` records
+    (a workload tree gone whose parent is not counted) is dropped."""
+
+    hold: int = 2
+    chars: int = 0  # the open dip (<= 0), bytes
+    fetched: int = 0
+    age: int = 0  # records the dip has been open
+
+    def count(self, before: AgentRecord, after: AgentRecord) -> tuple[int, int]:
+        """(hits, misses) in pages between ``before`` and ``after``, net of an open dip."""
+        chars = after.read_chars - before.read_chars + self.chars
+        fetched = after.read_bytes - before.read_bytes + self.fetched
+        self.chars, self.fetched = min(0, chars), min(0, fetched)
+        self.age = self.age + 1 if self.chars or self.fetched else 0
+        if self.age > self.hold:
+            self.chars = self.fetched = self.age = 0
+        chars, fetched = max(0, chars), max(0, fetched)
+        return max(0, chars - fetched) // PAGE, fetched // PAGE
+
+
+def signals(
+    before: AgentRecord, after: AgentRecord, psi_threshold: float = 0.01, reads: ReadCounter | None = None
+) -> GuestSignals:
+    """The guest's memory at ``after`` and its activity since ``before`` (the workload's reads through
+    ``reads`` when given, which carries a dip over to the next interval)."""
     mem = after.meminfo
-    hits, misses = cache_reads(before, after)
+    hits, misses = cache_reads(before, after) if reads is None else reads.count(before, after)
     return GuestSignals(
         seconds=round(after.uptime - before.uptime, 3),
         total=mem.get("MemTotal", 0),

@@ -21,21 +21,24 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from vmio.errors import ToolError
 from vmio.guest import GuestImage, build
 from vmio.membal.balloon import BalloonedVM
 from vmio.membal.live import LiveController
 from vmio.membal.liverun import LiveSettings, vm_configs
 from vmio.membal.livework import Load, LoadRun
 from vmio.qemu import VM, AccelProber, Fleet, QemuCaps, probe_caps
+from vmio.qemu.agent import AgentRecord
 from vmio.reproduce.result import Measured, Spread
 from vmio.store import Store
 from vmio.store.membal import finish_run, start_run
 
 M = 1 << 20
 HOT_OVER_CACHE = 1.3  # VM2's hot set over its measured page cache at the equal split
+LOAD_MARGIN = 4  # the load's fio runtime over the controller's window (stopped when the window ends)
 HOT_SHARE = 0.91  # the share of VM2's reads on its hot set (examples/membal/live/case1.toml)
 SCALES: dict[str, dict[str, Any]] = {
-    "quick": {"rounds": 3, "calibrate": 20.0, "duration": 15.0, "interval": 1.0},
+    "quick": {"rounds": 3, "calibrate": 12.0, "duration": 10.0, "interval": 1.0},
     "paper": {"rounds": 5, "calibrate": 40.0, "duration": 50.0, "interval": 2.0},
 }
 
@@ -114,7 +117,9 @@ def _round(
     try:
         settle(guests, s.rules().initial())  # every policy starts from the equal split, reached
         control.start()
-        load = LoadRun(clients, s.duration + 5, work)
+        # the jobs outlive the controller's window however slowly a busy host steps it, and are stopped
+        # after it: a job that ended inside the window would hand its counts to its parent process there
+        load = LoadRun(clients, LOAD_MARGIN * s.duration + 60, work)
         control.run(s.duration, s.interval)
     except BaseException as exc:
         finish_run(store, run_id, "failed", control.summary(), error=f"{type(exc).__name__}: {exc}")
@@ -122,6 +127,7 @@ def _round(
     finally:
         if load is not None:
             load.stop()
+    quiesce(guests)
     summary = control.summary()
     finish_run(store, run_id, "done", summary)
     ratios = [summary[g.name]["hit_ratio"] for g in guests]
@@ -136,6 +142,27 @@ def settle(guests: list[BalloonedVM], targets: list[int], timeout: float = 60.0)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and any(g.actual() != t for g, t in zip(guests, targets, strict=True)):
         time.sleep(0.2)
+
+
+def quiesce(guests: list[BalloonedVM], timeout: float = 90.0) -> None:
+    """Wait until no guest runs a workload process beside its fio server: the next run's baseline is then
+    taken with no job ending (and handing its read counts to its parent) inside the next window."""
+    deadline = time.monotonic() + timeout
+    busy = list(guests)
+    while busy:
+        busy = [g for g in busy if _jobs(g.records()) != 0]
+        if busy and time.monotonic() > deadline:
+            names = ", ".join(g.name for g in busy)
+            raise ToolError(f"{names}: the fio load was stopped but its job still runs after {timeout:g} s")
+        if busy:
+            time.sleep(0.2)
+
+
+def _jobs(records: list[AgentRecord]) -> int:
+    """fio processes beside the guest's fio server in its newest record (-1: no record yet)."""
+    if not records:
+        return -1
+    return max(0, sum(p.comm == "fio" for p in records[-1].procs) - 1)
 
 
 def _page_cache(control: LiveController, index: int) -> int:

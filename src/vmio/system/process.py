@@ -85,6 +85,16 @@ class Supervised:
             os.killpg(self.popen.pid, signal.SIGKILL)
             self.popen.wait()
 
+    def interrupt(self, wait: float = 15.0) -> None:
+        """Ask the program to stop (SIGINT, passed on by the supervisor), wait ``wait`` seconds for it to
+        end, then :meth:`stop` it. A fio client stopped so tells its servers to end their jobs."""
+        if self.supervised and self.popen.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.popen.pid, signal.SIGINT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.popen.wait(timeout=wait)
+        self.stop(wait)
+
     def _release(self) -> None:
         if self._control >= 0:
             os.close(self._control)

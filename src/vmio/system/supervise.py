@@ -5,7 +5,9 @@ Usage: python -S supervise.py CONTROL_FD -- ARGV...
 This process becomes a child subreaper, so every descendant of the command (fio's forked jobs call
 setsid, QEMU's helpers) stays below it. It runs the command and kills every descendant when:
 the command exits (leftovers), or the control pipe from vmio reaches EOF (vmio closed it on a
-timeout, or vmio died, even by SIGKILL), or it gets SIGTERM. Its exit code is the command's
+timeout, or vmio died, even by SIGKILL), or it gets SIGTERM. SIGINT is passed on to the command, to stop
+it its own way (a fio client tells its servers to end their jobs, which a killed client leaves running
+until their runtime ends). Its exit code is the command's
 (128 + signal when the command was killed). Standard library only; started with ``-S``.
 """
 
@@ -73,10 +75,13 @@ def main() -> int:
     signal.signal(signal.SIGCHLD, lambda *_: None)
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    interrupt = []
+    signal.signal(signal.SIGINT, lambda *_: interrupt.append(1))
     child = os.fork()
     if child == 0:
         os.close(control)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         try:
             os.execvp(argv[0], argv)
@@ -87,6 +92,10 @@ def main() -> int:
         ready, _, _ = select.select([control, wake_r], [], [], 1.0)
         if wake_r in ready:
             os.read(wake_r, 512)
+        if interrupt:
+            interrupt.clear()
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGINT)
         if stop or (control in ready and os.read(control, 1) == b""):
             kill_all()
             return 137
