@@ -3,12 +3,13 @@
 
 The case needs VM2's (bursty) hot set to be larger than its page cache at the equal split and smaller than
 its page cache once the rule has moved memory to it; a guest's page cache at a given balloon size depends
-on its kernel and initramfs, so it is MEASURED first: the guests run at the equal split with both loads
-and their page cache (Active(file) + Inactive(file) + MemFree, from the in-guest agent) is read (this run
-also warms both caches, so the first round does not start cold); the hot set is
-``HOT_OVER_CACHE`` times VM2's. Then rounds, each of both policies on the same booted guests (the balloons
-set back to the equal split at each policy's start), give the spread of the total hit ratio.
-Each policy's round is stored as a ``membal run`` like any other.
+on its kernel and initramfs, so it is MEASURED first: with the balloons at the equal split, each guest's
+page cache (Active(file) + Inactive(file) + MemFree, from the in-guest agent) is read, and the hot set is
+``HOT_OVER_CACHE`` times VM2's. One fio load per guest then runs for the whole case (a job that ended
+would close the guest's disk, whose page cache Linux drops at its last close, so every run would start
+cold): a first run at the equal split warms both caches (stored, not counted), then rounds, each of both
+policies on the same booted, loaded guests (the balloons set back to the equal split at each policy's
+start), give the spread of the total hit ratio. Each policy's run is stored as a ``membal run``.
 """
 
 from __future__ import annotations
@@ -28,17 +29,17 @@ from vmio.membal.live import LiveController
 from vmio.membal.liverun import LiveSettings, vm_configs
 from vmio.membal.livework import Load, LoadRun
 from vmio.qemu import VM, AccelProber, Fleet, QemuCaps, probe_caps
-from vmio.qemu.agent import AgentRecord
 from vmio.reproduce.result import Measured, Spread
 from vmio.store import Store
 from vmio.store.membal import finish_run, start_run
 
 M = 1 << 20
 HOT_OVER_CACHE = 1.3  # VM2's hot set over its measured page cache at the equal split
-LOAD_MARGIN = 4  # the load's fio runtime over the controller's window (stopped when the window ends)
+LOAD_RUNTIME = 3600.0  # seconds: the case's one load outlives every round (stopped when the case ends)
+WARM = 3.0  # seconds between reaching the equal split and a run's first record, for both policies
 HOT_SHARE = 0.91  # the share of VM2's reads on its hot set (examples/membal/live/case1.toml)
 SCALES: dict[str, dict[str, Any]] = {
-    "quick": {"rounds": 3, "calibrate": 12.0, "duration": 10.0, "interval": 1.0},
+    "quick": {"rounds": 3, "calibrate": 8.0, "duration": 10.0, "interval": 1.0},
     "paper": {"rounds": 5, "calibrate": 40.0, "duration": 50.0, "interval": 2.0},
 }
 
@@ -76,7 +77,7 @@ def run_case1(
     scale: str, store: Store, *, image: GuestImage | None = None, caps: QemuCaps | None = None,
     workdir: Path, boot_timeout: float = 300.0,
 ) -> LiveCase:  # fmt: skip
-    """Measure the page cache at the equal split, size the hot set from it, run the rounds."""
+    """Measure the page cache at the equal split, size the hot set from it, warm, run the rounds."""
     conf = SCALES[scale]
     caps = caps or probe_caps()
     image = image or build()
@@ -87,52 +88,50 @@ def run_case1(
         configs = vm_configs(first, accel, work)
         with Fleet(configs, image, caps=caps, workdir=work / "vms", boot_timeout=boot_timeout) as fleet:
             guests = [BalloonedVM(vm) for vm in fleet.vms]
+            load: LoadRun | None = None
             try:
-                calib = _round(replace(first, duration=conf["calibrate"]), "equal", fleet.vms, guests, store, work,
-                               accel, caps)  # fmt: skip
-                cache = [_page_cache(calib[1], i) for i in range(len(guests))]
+                settle(guests, first.rules().initial())
+                cache = [page_cache(g) for g in guests]
                 hot = int(HOT_OVER_CACHE * cache[1]) // M * M
                 s = settings(scale, hot)
+                # one load for the whole case: a job that ends closes the guest's disk, which drops its page
+                # cache (the next run would start cold) and hands the job's read counts to its parent
+                clients = [(vm.fio_client, s.loads[i], vm.guest_devices()[0]) for i, vm in enumerate(fleet.vms)]
+                load = LoadRun(clients, LOAD_RUNTIME, work)
+                _round(replace(s, duration=conf["calibrate"]), "equal", fleet.vms, guests, store, accel, caps)
                 order = [p for _ in range(conf["rounds"]) for p in ("equal", "efficiency")]
-                rounds = [
-                    _round(replace(s, policy=p), p, fleet.vms, guests, store, work, accel, caps)[0]
-                    for p in order
-                ]
+                rounds = [_round(replace(s, policy=p), p, fleet.vms, guests, store, accel, caps) for p in order]
             finally:
+                if load is not None:
+                    load.stop()
                 for g in guests:
                     g.close()
     return LiveCase(accel, cache, hot, rounds)
 
 
 def _round(
-    s: LiveSettings, policy: str, vms: list[VM], guests: list[BalloonedVM], store: Store, work: Path,
-    accel: str, caps: QemuCaps,
-) -> tuple[Round, LiveController]:  # fmt: skip
+    s: LiveSettings, policy: str, vms: list[VM], guests: list[BalloonedVM], store: Store, accel: str,
+    caps: QemuCaps,
+) -> Round:  # fmt: skip
+    """One policy's run on the loaded guests, from the equal split (reached, then ``WARM`` seconds for the
+    caches to follow the balloons) to the end of its window; stored as a ``membal run``."""
     run_id = start_run(store, policy, s.to_json(), accel=accel, qemu_version=caps.version_string,
                        qemu_argv=[vm.argv for vm in vms])  # fmt: skip
     control = LiveController(guests, s.rules(), policy, s.params, psi_threshold=s.psi_threshold, store=store,
                              run_id=run_id)  # fmt: skip
-    clients = [(vm.fio_client, s.loads[i], vm.guest_devices()[0]) for i, vm in enumerate(vms)]
-    load: LoadRun | None = None
     try:
         settle(guests, s.rules().initial())  # every policy starts from the equal split, reached
+        time.sleep(WARM)
         control.start()
-        # the jobs outlive the controller's window however slowly a busy host steps it, and are stopped
-        # after it: a job that ended inside the window would hand its counts to its parent process there
-        load = LoadRun(clients, LOAD_MARGIN * s.duration + 60, work)
         control.run(s.duration, s.interval)
     except BaseException as exc:
         finish_run(store, run_id, "failed", control.summary(), error=f"{type(exc).__name__}: {exc}")
         raise
-    finally:
-        if load is not None:
-            load.stop()
-    quiesce(guests)
     summary = control.summary()
     finish_run(store, run_id, "done", summary)
     ratios = [summary[g.name]["hit_ratio"] for g in guests]
     reads = [summary[g.name]["hits"] + summary[g.name]["misses"] for g in guests]
-    return Round(policy, run_id, control.hit_ratio(), ratios, list(control.targets), reads), control
+    return Round(policy, run_id, control.hit_ratio(), ratios, list(control.targets), reads)
 
 
 def settle(guests: list[BalloonedVM], targets: list[int], timeout: float = 60.0) -> None:
@@ -144,33 +143,20 @@ def settle(guests: list[BalloonedVM], targets: list[int], timeout: float = 60.0)
         time.sleep(0.2)
 
 
-def quiesce(guests: list[BalloonedVM], timeout: float = 90.0) -> None:
-    """Wait until no guest runs a workload process beside its fio server: the next run's baseline is then
-    taken with no job ending (and handing its read counts to its parent) inside the next window."""
+def page_cache(guest: BalloonedVM, count: int = 3, timeout: float = 60.0) -> int:
+    """The page cache a guest can hold at its balloon size: its file pages (Active(file) + Inactive(file))
+    plus the memory still free (MemFree), which a reading load fills next; the median over ``count`` fresh
+    records of its agent (the first may predate the balloon's move)."""
+    guest.records()
+    seen: list[int] = []
     deadline = time.monotonic() + timeout
-    busy = list(guests)
-    while busy:
-        busy = [g for g in busy if _jobs(g.records()) != 0]
-        if busy and time.monotonic() > deadline:
-            names = ", ".join(g.name for g in busy)
-            raise ToolError(f"{names}: the fio load was stopped but its job still runs after {timeout:g} s")
-        if busy:
-            time.sleep(0.2)
-
-
-def _jobs(records: list[AgentRecord]) -> int:
-    """fio processes beside the guest's fio server in its newest record (-1: no record yet)."""
-    if not records:
-        return -1
-    return max(0, sum(p.comm == "fio" for p in records[-1].procs) - 1)
-
-
-def _page_cache(control: LiveController, index: int) -> int:
-    """The page cache a guest can hold at its balloon size, over the second half of a run: its file pages
-    (Active(file) + Inactive(file)) plus the memory still free (MemFree), which a reading load fills next;
-    the median of the agent's readings."""
-    seen = [st.vms[index].signals.file + st.vms[index].signals.free for st in control.steps]
-    return int(statistics.median(seen[len(seen) // 2 :])) if seen else 0
+    while len(seen) < count:
+        if time.monotonic() > deadline:
+            raise ToolError(f"{guest.name}: no agent record within {timeout:g} s")
+        m = [r.meminfo for r in guest.records()]
+        seen += [r.get("Active(file)", 0) + r.get("Inactive(file)", 0) + r.get("MemFree", 0) for r in m]
+        time.sleep(0.2)
+    return int(statistics.median(seen))
 
 
 def measure(case: LiveCase) -> tuple[dict[str, Measured], dict[str, Any]]:
