@@ -15,21 +15,32 @@ from pathlib import Path
 from typing import Any
 
 from vmio.campaign import runner
-from vmio.reproduce.result import Measured, Spread
+from vmio.reproduce.result import Details, Measured, Spread
 from vmio.spec import loads_spec
 from vmio.store import Store
 from vmio.store import rows as summary
 
 OPS = 100
-SCALES: dict[str, dict[str, Any]] = {
-    "quick": {"size": "64M", "bs": ["4k"], "loads": [0, 2, 4], "vms": [("vm-1cpu", 1, 0)], "bare": [1]},
-    "paper": {
-        "size": "2G",
-        "bs": ["4k", "16k", "32k"],
-        "loads": [0, 2, 4],
-        "vms": [("vm-1cpu", 1, 0), ("vm-2cpu", 2, 0), ("vm-2cpu-2vm", 2, 1)],
-        "bare": [1, 2],
-    },
+
+
+@dataclass(frozen=True)
+class Scale:
+    size: str
+    bs: tuple[str, ...]
+    loads: tuple[int, ...]  # load processes beside the measured one
+    vms: tuple[tuple[str, int, int], ...]  # (target name, vCPUs, idle VMs)
+    bare: tuple[int, ...]  # the bare-metal targets' CPUs
+
+
+SCALES = {
+    "quick": Scale(size="64M", bs=("4k",), loads=(0, 2, 4), vms=(("vm-1cpu", 1, 0),), bare=(1,)),
+    "paper": Scale(
+        size="2G",
+        bs=("4k", "16k", "32k"),
+        loads=(0, 2, 4),
+        vms=(("vm-1cpu", 1, 0), ("vm-2cpu", 2, 0), ("vm-2cpu-2vm", 2, 1)),
+        bare=(1, 2),
+    ),
 }
 
 
@@ -47,15 +58,15 @@ def spec_main(s: Setting) -> str:
     parts = [f'[campaign]\nname = "{s.campaign}"\nseed = 4\n']
     parts += [
         f'[[target]]\nname = "bare-{cpus}cpu"\nkind = "host"\npath = "{s.disks}/raw.img"\n'
-        f'size = "{conf["size"]}"\nloop = true\ncpus = {cpus}\n'
-        for cpus in conf["bare"]
+        f'size = "{conf.size}"\nloop = true\ncpus = {cpus}\n'
+        for cpus in conf.bare
     ]
-    for name, vcpus, idle in conf["vms"]:
+    for name, vcpus, idle in conf.vms:
         parts.append(
-            f'[[target]]\nname = "{name}"\nkind = "qemu"\nbacking = "{s.disks}/vm.img"\nsize = "{conf["size"]}"\n'
+            f'[[target]]\nname = "{name}"\nkind = "qemu"\nbacking = "{s.disks}/vm.img"\nsize = "{conf.size}"\n'
             f'vcpus = {vcpus}\nidle_vms = {idle}\nmemory = "1G"\ncache = "writeback"\naio = "threads"\n'
         )
-    parts += [_workload(rw, conf["bs"], conf["loads"], direct=True) for rw in ("randread", "randwrite")]
+    parts += [_workload(rw, conf.bs, conf.loads, direct=True) for rw in ("randread", "randwrite")]
     return "\n".join(parts)
 
 
@@ -63,20 +74,20 @@ def spec_fig6(s: Setting) -> str:
     conf = SCALES[s.scale]
     parts = [
         f'[campaign]\nname = "{s.campaign}-fig6"\nseed = 4\n',
-        f'[[target]]\nname = "file-1cpu"\nkind = "host"\npath = "{s.disks}/file.img"\nsize = "{conf["size"]}"\n'
+        f'[[target]]\nname = "file-1cpu"\nkind = "host"\npath = "{s.disks}/file.img"\nsize = "{conf.size}"\n'
         "cpus = 1\n",
         # the file read once through the page cache first: its pages cached, as the paper's explanation has it
         '[[workload]]\nname = "warm-page-cache"\nrw = "read"\nbs = "1m"\ndirect = false\nruntime = "2s"\n',
     ]
-    parts += [_workload(rw, ["4k"], [2], direct=False) for rw in ("randread", "randwrite")]
+    parts += [_workload(rw, ("4k",), (2,), direct=False) for rw in ("randread", "randwrite")]
     return "\n".join(parts)
 
 
-def _workload(rw: str, bs: list[str], loads: list[int], direct: bool) -> str:
+def _workload(rw: str, bs: tuple[str, ...], loads: tuple[int, ...], direct: bool) -> str:
     sizes = ", ".join(f'"{b}"' for b in bs)
     return (
         f'[[workload]]\nname = "{rw}"\nrw = "{rw}"\nbs = [{sizes}]\nops = {OPS}\n'
-        f"load_processes = {loads}\ndirect = {'true' if direct else 'false'}\n"
+        f"load_processes = [{', '.join(str(n) for n in loads)}]\ndirect = {'true' if direct else 'false'}\n"
     )
 
 
@@ -85,10 +96,10 @@ def run(
     store: Store,
     trace_root: Path | None,
     progress: Callable[[runner.Progress], None] | None = None,
-) -> tuple[dict[str, Measured], dict[str, Any], list[str], str | None]:
+) -> tuple[dict[str, Measured], Details, list[str], str | None]:
     """Run both campaigns; the claims' measurements, the page's table, the failures and the accelerator."""
     failures: list[str] = []
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []  # ``vmio show --ops`` rows
     fast: dict[str, tuple[int, int]] = {}
     for text in (spec_main(s), spec_fig6(s)):
         camp = loads_spec(text, f"<{s.campaign}>")
@@ -179,10 +190,11 @@ def measure(
     if w is not None:
         out["kvm-1core-1vm-write-max"] = Measured(float(w["max_ms"]))
     for load in (2, 4):
-        ratios = [
-            r for rw in ("randread", "randwrite")
-            if (r := _ratio(_pick(rows, "bare-1cpu", rw, load), _pick(rows, vm, rw, load), "max_ms")) is not None
-        ]  # fmt: skip
+        pairs = [
+            (_pick(rows, "bare-1cpu", rw, load), _pick(rows, vm, rw, load))
+            for rw in ("randread", "randwrite")
+        ]
+        ratios = [r for bare, guest in pairs if (r := _ratio(bare, guest, "max_ms")) is not None]
         if ratios:
             out[f"bm-max-vs-vm-max-load{load}"] = Measured.median_of(ratios)
     read4 = _ratio(_pick(rows, vm, "randread", 4), _pick(rows, "bare-1cpu", "randread", 4), "avg_ms")
