@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-from typing import Any
 
 from vmio.relocate.calibration import seed_args
 from vmio.relocate.commands import evaluate_request
@@ -87,7 +86,9 @@ def run(scale: str) -> tuple[dict[str, Measured], Details, list[Fitted]]:
                 why=_gain_why(policy, vms, seek, statistics.median(at_paper)),
                 note=_fit_note(policy, vms),
             )
-        zone = _zone(vms, [runs[("fcfs", s)] for s in seeds], at_paper)
+        fcfs = [runs[("fcfs", s)] for s in seeds]  # as ``vmio relocate evaluate --json`` gives them
+        at = [(r["plan"]["zone"]["start_bytes"] + r["plan"]["zone"]["bytes"] / 2) / GB for r in fcfs]
+        zone = _zone(vms, at, [float(r["gain"]) for r in fcfs], at_paper)
         zones.append(zone.row())
         measured[f"hot-zone-{vms}vm"] = Measured.median_of(zone.at_gb, why=_zone_why(zone))
     fitted: list[Fitted] = [
@@ -130,15 +131,14 @@ def _gain_why(policy: str, vms: int, seek: dict[str, float], at_paper: float) ->
     )
 
 
-def _zone(vms: int, fcfs: list[dict[str, Any]], at_paper: list[float]) -> Zone:
-    """Where the accesses put the zone, and the FCFS gain there against the gain at the paper's place;
-    ``fcfs``: each seed's evaluation as ``vmio relocate evaluate --json`` gives it."""
-    at = [(r["plan"]["zone"]["start_bytes"] + r["plan"]["zone"]["bytes"] / 2) / GB for r in fcfs]
+def _zone(vms: int, at: list[float], gains: list[float], at_paper: list[float]) -> Zone:
+    """Where the accesses put the zone (``at``: its middle per seed, GB), and the FCFS gain there (``gains``,
+    per seed) against the gain at the paper's place."""
     return Zone(
         vms=vms,
         at_gb=at,
         zone_gb=round(statistics.median(at), 1),
-        gain_at_accesses=round(statistics.median(float(r["gain"]) for r in fcfs), 4),
+        gain_at_accesses=round(statistics.median(gains), 4),
         gain_at_paper_place=round(statistics.median(at_paper), 4),
     )
 
