@@ -11,7 +11,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 OPS: dict[str, Callable[[Any, Any], bool]] = {
     "<": operator.lt,
@@ -41,9 +41,24 @@ class Cite:
         except TypeError:
             return False
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"figure": self.figure, "value": self.value, "threshold": self.threshold, "op": self.op,
-                "holds": self.holds}  # fmt: skip
+    def to_dict(self) -> CiteJson:
+        return {
+            "figure": self.figure,
+            "value": self.value,
+            "threshold": self.threshold,
+            "op": self.op,
+            "holds": self.holds,
+        }
+
+
+class CiteJson(TypedDict):
+    """A cited figure in a verdict's JSON (``diagnose --json``'s ``steps[].evidence``)."""
+
+    figure: str
+    value: object
+    threshold: object
+    op: str
+    holds: bool
 
 
 def fact(figure: str, value: Any) -> Cite:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TypedDict
 
 from vmio import published
 from vmio.advise import thresholds as t
@@ -64,6 +64,19 @@ class Departure:
     why: str
 
 
+class AdviceJson(TypedDict):
+    """``advise --json``."""
+
+    config: dict[str, object]  # Config's fields, tuples as lists
+    path: list[dict[str, str]]  # PathStep's fields
+    departures: list[dict[str, str]]  # Departure's fields
+    n: str
+    disk: str
+    expected_ratio: dict[str, object]  # published.Ratio's fields
+    qemu_args: list[str]
+    libvirt_xml: str
+
+
 @dataclass(frozen=True)
 class Advice:
     config: Config
@@ -75,7 +88,7 @@ class Advice:
     n: str = ""  # what N is in the configuration's name
     disk: str = ""  # where the VM disk in the arguments and XML comes from
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> AdviceJson:
         return {
             "config": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self.config).items()},
             "path": [asdict(s) for s in self.path],
@@ -121,9 +134,19 @@ def advise(
             _libvirt_answer(config, libvirt),
         )
     if found is None and (not facts.block_devices or all(d.rotational for d in facts.block_devices)):
-        walk.note("ratio", "Do hitachi-nvme-2016's figures fit this host?", "no SSD found; they are for NVMe SSDs")
-    return Advice(config, tuple(walk.path), ratio, tuple(qemu_args(config)), libvirt_xml(config, libvirt),
-                  tuple(walk.departures), _n_text(config, ratio, found is not None), _disk_text(config, req))  # fmt: skip
+        walk.note(
+            "ratio", "Do hitachi-nvme-2016's figures fit this host?", "no SSD found; they are for NVMe SSDs"
+        )
+    return Advice(
+        config,
+        tuple(walk.path),
+        ratio,
+        tuple(qemu_args(config)),
+        libvirt_xml(config, libvirt),
+        tuple(walk.departures),
+        _n_text(config, ratio, found is not None),
+        _disk_text(config, req),
+    )
 
 
 def _n_text(config: Config, ratio: published.Ratio, measured: bool) -> str:
@@ -199,8 +222,13 @@ class _Fig9:
         if self.req.scale_out:
             self.note("a", "Will capacity grow by adding VMs (scale-out)?", f"yes -> {SCALE_OUT}")
             bus = self.shared_bus("scale-out")
-            return Config(SCALE_OUT, bus, image=self.image, image_is_block=self.req.device_is_block,
-                          spread_over=self.spread())  # fmt: skip
+            return Config(
+                SCALE_OUT,
+                bus,
+                image=self.image,
+                image_is_block=self.req.device_is_block,
+                spread_over=self.spread(),
+            )
         self.note("a", "Will capacity grow by adding VMs (scale-out)?", "no -> (c) tune one VM's settings")
         dedicated = self.dedicated()
         return dedicated if dedicated is not None else self.shared()
@@ -221,8 +249,12 @@ class _Fig9:
         if len(self.ssds) < 2:
             return ()
         names = tuple(d.name for d in self.ssds)
-        self.depart("disks", f"VM disks spread over {', '.join(names)}", "one SSD (Fig. 9 does not ask)",
-                    "the paper's Fig. 7: two SSDs gave 1.57x/2.75x bare metal on one")  # fmt: skip
+        self.depart(
+            "disks",
+            f"VM disks spread over {', '.join(names)}",
+            "one SSD (Fig. 9 does not ask)",
+            "the paper's Fig. 7: two SSDs gave 1.57x/2.75x bare metal on one",
+        )
         return names
 
     def shared_bus(self, why: str) -> str:
@@ -241,8 +273,12 @@ class _Fig9:
             return None
         if self.req.live_migration:
             self.note("d", question, "wanted, but passthrough blocks live migration -> (e)")
-            self.depart("d", "no passthrough: live migration is required", PASSTHROUGH,
-                        "a VM holding a host device or PCI function cannot live-migrate (QEMU docs)")  # fmt: skip
+            self.depart(
+                "d",
+                "no passthrough: live migration is required",
+                PASSTHROUGH,
+                "a VM holding a host device or PCI function cannot live-migrate (QEMU docs)",
+            )
             return None
         target = self._passthrough_target()
         if target is None:
@@ -260,10 +296,13 @@ class _Fig9:
         self.note("d", question, answer)
         threads, vq = self.iothreads()
         device = self.req.device if self.req.device_is_block and self.req.device else target.name
-        self.depart("d", f"the raw device on virtio-blk with {threads} iothread(s)",
-                    f"{PASSTHROUGH} (the device given to the VM, no iothread)",
-                    "without vfio, QEMU still carries the device's I/O, so it gets the iothread Fig. 8 "
-                    "measured; the expected ratio stays Fig. 5's")  # fmt: skip
+        self.depart(
+            "d",
+            f"the raw device on virtio-blk with {threads} iothread(s)",
+            f"{PASSTHROUGH} (the device given to the VM, no iothread)",
+            "without vfio, QEMU still carries the device's I/O, so it gets the iothread Fig. 8 "
+            "measured; the expected ratio stays Fig. 5's",
+        )
         return Config(PASSTHROUGH, "virtio-blk", threads, vq, passthrough="block", device=device)
 
     def _passthrough_target(self) -> BlockDevice | None:
@@ -288,16 +327,32 @@ class _Fig9:
         device = "virtio-blk-pci" if bus == "virtio-blk" else "virtio-scsi-pci"
         if not self.facts.has_property(device, "iothread"):
             self.note("e", question, f"no: this QEMU's {device} has no iothread property -> {ONE_VM}")
-            return Config(ONE_VM, bus, image=self.image, image_is_block=self.req.device_is_block,
-                          spread_over=self.spread())  # fmt: skip
+            return Config(
+                ONE_VM,
+                bus,
+                image=self.image,
+                image_is_block=self.req.device_is_block,
+                spread_over=self.spread(),
+            )
         self.note("e", question, f"yes -> {IOTHREAD} on {bus}")
         if bus != "virtio-blk":
-            self.depart("e", f"{IOTHREAD} on {bus}", f"{ONE_VM} (the iothread option is virtio-blk's in the paper)",
-                        f"QEMU's {device} takes an iothread property too; the paper measured no figure for it, so "
-                        f"the expected ratio is the paper's {ONE_VM}")  # fmt: skip
+            self.depart(
+                "e",
+                f"{IOTHREAD} on {bus}",
+                f"{ONE_VM} (the iothread option is virtio-blk's in the paper)",
+                f"QEMU's {device} takes an iothread property too; the paper measured no figure for it, so "
+                f"the expected ratio is the paper's {ONE_VM}",
+            )
         threads, vq = self.iothreads() if bus == "virtio-blk" else (1, False)
-        return Config(IOTHREAD, bus, threads, vq, image=self.image, image_is_block=self.req.device_is_block,
-                      spread_over=self.spread())  # fmt: skip
+        return Config(
+            IOTHREAD,
+            bus,
+            threads,
+            vq,
+            image=self.image,
+            image_is_block=self.req.device_is_block,
+            spread_over=self.spread(),
+        )
 
     def iothreads(self) -> tuple[int, bool]:
         question = "Can one disk's queues be spread over several iothreads (iothread-vq-mapping)?"
@@ -312,6 +367,10 @@ class _Fig9:
             return 1, False
         why = t.VQ_MAPPING_MAX_IOTHREADS_SOURCE
         self.note("vq", question, f"yes: QEMU {version} has it -> {n} iothreads ({why})")
-        self.depart("vq", f"{n} iothreads with the disk's queues spread over them (iothread-vq-mapping)",
-                    "1 iothread", t.IOTHREAD_VQ_MAPPING_SOURCE)  # fmt: skip
+        self.depart(
+            "vq",
+            f"{n} iothreads with the disk's queues spread over them (iothread-vq-mapping)",
+            "1 iothread",
+            t.IOTHREAD_VQ_MAPPING_SOURCE,
+        )
         return n, True

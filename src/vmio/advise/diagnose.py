@@ -17,9 +17,9 @@ Every step cites its numbers as comparisons that hold (``cite.Cite``). A verdict
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal, TypedDict
 
-from vmio.advise.cite import Cite, against, fact
+from vmio.advise.cite import Cite, CiteJson, against, fact
 from vmio.advise.device_saturation import device_saturation
 from vmio.advise.evidence import Evidence, Measured, Vm
 from vmio.advise.thresholds import (
@@ -63,6 +63,26 @@ def _deviation(node: str, start: str) -> Deviation:
     return next(d for d in DEVIATIONS if d.node == node and d.change.startswith(start))
 
 
+class StepJson(TypedDict):
+    node: str
+    question: str
+    answer: str
+    evidence: list[CiteJson]
+    deviation: dict[str, str] | None  # a Deviation's fields
+
+
+class DiagnosisJson(TypedDict):
+    at_limit: bool
+    limit: Limit
+    lift: str | None
+    actions: list[Action]
+    accel: str | None
+    tcg_affects: list[str]
+    warnings: list[str]
+    steps: list[StepJson]
+    deviations: list[dict[str, str]]
+
+
 @dataclass(frozen=True)
 class Step:
     """One question of the walk, its answer, the numbers it rests on, and where it departs from the seed."""
@@ -73,7 +93,7 @@ class Step:
     evidence: tuple[Cite, ...] = field(default_factory=tuple)
     deviation: Deviation | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> StepJson:
         return {
             "node": self.node,
             "question": self.question,
@@ -103,7 +123,8 @@ class Diagnosis:
     def tcg_affects(self) -> list[str]:
         return list(TCG_AFFECTS) if self.accel == "tcg" else []
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> DiagnosisJson:
+        """``diagnose --json``."""
         return {
             "at_limit": self.at_limit,
             "limit": self.limit,
@@ -177,14 +198,20 @@ class _Walk:
         dedicated = [d.name for d in self.ev.devices if d.dedicated_to_vm]
         free = self.free()
         count = vm.count or 1
-        cited = [fact("vm.bus", vm.bus), fact("vm.count", vm.count),
-                 fact("devices.dedicated_to_vm", dedicated), fact("devices.free", free)]  # fmt: skip
+        cited = [
+            fact("vm.bus", vm.bus),
+            fact("vm.count", vm.count),
+            fact("devices.dedicated_to_vm", dedicated),
+            fact("devices.free", free),
+        ]
         if vm.bus in PASSTHROUGH_BUSES or dedicated:
             self.note("a", question, "yes: the VM owns its device already", cited)
             return False
         if free and len(free) >= count:
             vms = "the VM" if count == 1 else f"each of the {count} VMs"
-            answer = f"no, but it can be: {', '.join(free)} is free for {vms}; passed through, hitachi-nvme-2016 "
+            answer = (
+                f"no, but it can be: {', '.join(free)} is free for {vms}; passed through, hitachi-nvme-2016 "
+            )
             answer += "measured 1.0x bare (Fig. 5) -> dedicate-disk raises I/O"
             self.note("a", question, answer, [*cited, against("devices.free.count", len(free), count)])
             return True
@@ -267,8 +294,13 @@ class _Walk:
         qemu_version = self.ev.host.qemu_version
         cited = [fact("vm.iothreads", vm.iothreads), fact("vm.bus", vm.bus)]
         if vm.bus == "vfio":
-            self.note("f", question, "not asked: with vfio passthrough QEMU is not in the I/O path -> (d)", cited,
-                      _deviation("f", "with vfio"))  # fmt: skip
+            self.note(
+                "f",
+                question,
+                "not asked: with vfio passthrough QEMU is not in the I/O path -> (d)",
+                cited,
+                _deviation("f", "with vfio"),
+            )
             return None
         cited += [fact("host.qemu_version", qemu_version), fact("vm.vq_mapping", vm.vq_mapping)]
         cited += self.thread_cites()
@@ -331,8 +363,12 @@ class _Walk:
             self.note("d", question, "unknown -> (e), which judges the device directly", cited)
             return self.device_busy()
         heavy = read_pct < split
-        self.note("d", question, f"{'yes' if heavy else 'no'}: {read_pct:.0f} % reads",
-                  [*cited, against("read_pct", round(read_pct, 1), split)])  # fmt: skip
+        self.note(
+            "d",
+            question,
+            f"{'yes' if heavy else 'no'}: {read_pct:.0f} % reads",
+            [*cited, against("read_pct", round(read_pct, 1), split)],
+        )
         return self.cpu_split() if heavy else self.device_busy()
 
     def read_share(self) -> tuple[float | None, list[Cite]]:
@@ -356,8 +392,13 @@ class _Walk:
         deviation = _deviation("e", "'device busy'")
         more = "more VMs" if self.ev.vm is not None else "more jobs"
         if sat.saturated:
-            self.note("e", "Is the device busy?", sat.answer + " -> device neck: at the limit", list(sat.cited),
-                      deviation)  # fmt: skip
+            self.note(
+                "e",
+                "Is the device busy?",
+                sat.answer + " -> device neck: at the limit",
+                list(sat.cited),
+                deviation,
+            )
             return Leaf("device", (), "spread the disks over more devices (Fig. 7), or a faster device")
         if sat.by == "unknown":
             tail = f" -> {more} raise I/O until the device's capacity, which is unknown"
@@ -377,8 +418,13 @@ class _Walk:
         if self.tcg and hostwide:
             dev = _deviation("cpu", "under TCG")
         if usr is None or sys is None:
-            self.note("g", question, f"unknown: %usr or %sys not measured -> judging the device (e){note}", cited,
-                      dev)  # fmt: skip
+            self.note(
+                "g",
+                question,
+                f"unknown: %usr or %sys not measured -> judging the device (e){note}",
+                cited,
+                dev,
+            )
             return self.device_busy()
         capacity = device_saturation(self.ev.devices, self.m)
         if usr > sys:

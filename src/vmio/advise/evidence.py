@@ -29,7 +29,7 @@ import math
 import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypedDict, TypeVar
 
 from vmio.errors import InputError
 from vmio.system.input_file import load_json
@@ -100,6 +100,16 @@ class Measured:
     own_cpu_pct: float | None = field(default=None, metadata=_kind("number"))
 
 
+class EvidenceJson(TypedDict):
+    """``Evidence`` as JSON: each part's fields by name."""
+
+    host: dict[str, object]
+    devices: list[dict[str, object]]
+    vm: dict[str, object] | None
+    workload: dict[str, object]
+    measured: dict[str, object]
+
+
 @dataclass(frozen=True)
 class Evidence:
     """Everything the tuning guideline looks at for one measured point."""
@@ -110,7 +120,7 @@ class Evidence:
     workload: Workload
     measured: Measured
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> EvidenceJson:
         """The JSON form, which :func:`evidence_from_dict` reads back."""
         return {
             "host": _plain(self.host),
@@ -215,5 +225,5 @@ def _check_text(kind: str, value: object, path: str) -> str:
     return value
 
 
-def _plain(obj: object) -> dict[str, Any]:
+def _plain(obj: object) -> dict[str, object]:
     return {f.name: getattr(obj, f.name) for f in fields(obj)}  # type: ignore[arg-type]

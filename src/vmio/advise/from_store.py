@@ -26,8 +26,11 @@ from vmio.store.rows import PointRow, build_label, point_row
 from vmio.system.blockdev import in_use, is_rotational, stable_id
 
 # The evidence wants each class's busiest thread (% of one core), not the class's sum.
-QEMU_METRICS = {"iothread_max_pct": "qemu_iothread_cpu_pct", "main_max_pct": "qemu_main_loop_cpu_pct",
-                "vcpu_max_pct": "qemu_vcpu_cpu_pct"}  # fmt: skip
+QEMU_METRICS = {
+    "iothread_max_pct": "qemu_iothread_cpu_pct",
+    "main_max_pct": "qemu_main_loop_cpu_pct",
+    "vcpu_max_pct": "qemu_vcpu_cpu_pct",
+}
 
 
 def stored_campaign(store: Store, name: str) -> Campaign:
@@ -68,37 +71,52 @@ def evidence_for(
         # the I/O threads the build gave (a build without queue mapping falls back to one) and whether the
         # queues were mapped, as the run recorded them; the spec's figure for runs stored before that
         iothreads = facts.get("iothreads", target.iothreads)
-        vm = Vm(count=target.vms, jobs_per_vm=target.jobs_per_vm, bus=target.bus, iothreads=iothreads,
-                vq_mapping=facts.get("iothread_vq_mapping"))  # fmt: skip
+        vm = Vm(
+            count=target.vms,
+            jobs_per_vm=target.jobs_per_vm,
+            bus=target.bus,
+            iothreads=iothreads,
+            vq_mapping=facts.get("iothread_vq_mapping"),
+        )
     devices = []
     if run["device"]:
         cap_r, cap_w, source = capacity(store, camp, run["device"], sys_root, declared)
         vm_disks = [p for t in camp.targets if isinstance(t, QemuTarget) for p in t.backing]
-        devices.append(Device(
-            name=run["device"], rotational=is_rotational(run["device"], sys_root),
-            in_use=in_use(run["device"], sys_root, vm_disks=vm_disks),
-            dedicated_to_vm=isinstance(target, QemuTarget) and target.bus in ("block", "vfio"),
-            capacity_read_iops=cap_r, capacity_write_iops=cap_w, capacity_source=source,
-        ))  # fmt: skip
+        devices.append(
+            Device(
+                name=run["device"],
+                rotational=is_rotational(run["device"], sys_root),
+                in_use=in_use(run["device"], sys_root, vm_disks=vm_disks),
+                dedicated_to_vm=isinstance(target, QemuTarget) and target.bus in ("block", "vfio"),
+                capacity_read_iops=cap_r,
+                capacity_write_iops=cap_w,
+                capacity_source=source,
+            )
+        )
     qemu = {name: _busiest(metrics, metric) for metric, name in QEMU_METRICS.items()}
     measured = Measured(
-        read_iops=row.read_iops, write_iops=row.write_iops, dev_busy_pct=_pct(row.metric("dev_busy_pct")),
-        dev_queue=row.metric("dev_queue"), dev_await_ms=row.metric("dev_await_ms"),
-        cpu_usr_pct=_pct(row.metric("cpu_usr_pct")), cpu_sys_pct=_pct(row.metric("cpu_sys_pct")),
+        read_iops=row.read_iops,
+        write_iops=row.write_iops,
+        dev_busy_pct=_pct(row.metric("dev_busy_pct")),
+        dev_queue=row.metric("dev_queue"),
+        dev_await_ms=row.metric("dev_await_ms"),
+        cpu_usr_pct=_pct(row.metric("cpu_usr_pct")),
+        cpu_sys_pct=_pct(row.metric("cpu_sys_pct")),
         cpu_iowait_pct=_pct(row.metric("cpu_iowait_pct")),
         qemu_iothread_cpu_pct=_pct(qemu["qemu_iothread_cpu_pct"]),
         qemu_main_loop_cpu_pct=_pct(qemu["qemu_main_loop_cpu_pct"]),
         qemu_vcpu_cpu_pct=_pct(qemu["qemu_vcpu_cpu_pct"]),
-        fio_usr_pct=fio_cpu(store, run, "usr_cpu"), fio_sys_pct=fio_cpu(store, run, "sys_cpu"),
+        fio_usr_pct=fio_cpu(store, run, "usr_cpu"),
+        fio_sys_pct=fio_cpu(store, run, "sys_cpu"),
         own_cpu_pct=_own_cpu(store, run, row),
-    )  # fmt: skip
+    )
     return Evidence(
         host=Host(
             cpus=facts.get("cores"),
             qemu_version=_version(run["qemu_version"]),
             accel=run["accel"] if run["accel"] in ("kvm", "tcg") and vm is not None else None,
             load_avg_1m=_load_avg(facts),
-        ),  # fmt: skip
+        ),
         devices=tuple(devices),
         vm=vm,
         workload=Workload(read_pct=workload.read_pct, bs=run["bs"], iodepth=workload.iodepth),

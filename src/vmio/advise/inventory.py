@@ -76,9 +76,13 @@ def read_host_facts(
         name: caps.device_props.get(name, frozenset()) for name in PROBED_DEVICES if name in caps.devices
     }
     return HostFacts(
-        version_text(caps.version_text), caps.devices, props, read_cpus(sysfs),
-        read_block_devices(sysfs, read_mounted(proc)), read_libvirt_version(runner, virsh),
-    )  # fmt: skip
+        version_text(caps.version_text),
+        caps.devices,
+        props,
+        read_cpus(sysfs),
+        read_block_devices(sysfs, read_mounted(proc)),
+        read_libvirt_version(runner, virsh),
+    )
 
 
 def read_libvirt_version(runner: Runner, virsh: str = "virsh") -> str | None:

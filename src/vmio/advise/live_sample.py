@@ -92,8 +92,10 @@ def diagnose_live(
         vms.append(LiveVm(proc, facts, facts.version or _binary_version(proc, seams.runner), monitor=mon))
     if jobs_per_vm is None:
         for vm in vms:
-            vm.notes.append("jobs per VM unknown (the host cannot see the guest's jobs); "
-                            "--jobs-per-vm N lets Fig. 10 (c) ask about QEMU's I/O thread")  # fmt: skip
+            vm.notes.append(
+                "jobs per VM unknown (the host cannot see the guest's jobs); "
+                "--jobs-per-vm N lets Fig. 10 (c) ask about QEMU's I/O thread"
+            )
     try:
         _sample(vms, everyone, seconds, seams, jobs_per_vm)
     finally:
@@ -205,16 +207,29 @@ def _disk_rates(
     for key in (disk.drive, disk.device_id):
         if key and key in vm.blocks0 and key in after:
             a, b = vm.blocks0[key], after[key]
-            return [(b.read_ops - a.read_ops) / elapsed, (b.write_ops - a.write_ops) / elapsed,
-                    (b.read_bytes - a.read_bytes) / elapsed, (b.write_bytes - a.write_bytes) / elapsed]  # fmt: skip
+            return [
+                (b.read_ops - a.read_ops) / elapsed,
+                (b.write_ops - a.write_ops) / elapsed,
+                (b.read_bytes - a.read_bytes) / elapsed,
+                (b.write_bytes - a.write_bytes) / elapsed,
+            ]
     return None
 
 
 def _evidence(
-    vm: LiveVm, disk: CmdDisk, dev: str | None, rates: dict[str, float], ops: list[float] | None,
-    cpu: dict[str, float], threads: dict[str, list[float]], cpus: int, sharing: int, jobs: int | None, seams: Seams,
+    vm: LiveVm,
+    disk: CmdDisk,
+    dev: str | None,
+    rates: dict[str, float],
+    ops: list[float] | None,
+    cpu: dict[str, float],
+    threads: dict[str, list[float]],
+    cpus: int,
+    sharing: int,
+    jobs: int | None,
+    seams: Seams,
     vm_disks: tuple[str, ...] = (),
-) -> Evidence:  # fmt: skip
+) -> Evidence:
     read, write = (ops[0], ops[1]) if ops else (rates.get("read_iops"), rates.get("write_iops"))
     moved = (ops[2] + ops[3]) if ops else (rates.get("read_bw", 0.0) + rates.get("write_bw", 0.0))
     total = (read or 0.0) + (write or 0.0)
@@ -232,13 +247,13 @@ def _evidence(
             cpus=cpus or None,
             qemu_version=vm.version,
             accel=vm.proc.cmd.accel if vm.proc.cmd.accel in ("kvm", "tcg") else None,
-        ),  # fmt: skip
+        ),
         devices=devices,
         vm=Vm(count=sharing, jobs_per_vm=jobs, bus=disk.bus, iothreads=iothreads, vq_mapping=disk.vq_mapping),
         workload=Workload(
             read_pct=_pct(round(100 * (read or 0) / total, 3)) if total > 0 else None,
             bs=max(1, round(moved / total)) if total > 0 and moved > 0 else None,
-        ),  # fmt: skip
+        ),
         measured=Measured(
             read_iops=read,
             write_iops=write,
@@ -251,7 +266,7 @@ def _evidence(
             qemu_iothread_cpu_pct=_busiest(threads, io_key) if io_key else None,
             qemu_main_loop_cpu_pct=_busiest(threads, "main"),
             qemu_vcpu_cpu_pct=_busiest(threads, "vcpu"),
-        ),  # fmt: skip
+        ),
     )
 
 

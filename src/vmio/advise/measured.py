@@ -62,8 +62,9 @@ class MeasuredRatio:
 
 
 def shape_of(target: QemuTarget) -> Shape:
-    return Shape(target.bus, target.iothreads, target.queues, target.vms, target.jobs_per_vm,
-                 len(set(target.backing)))  # fmt: skip
+    return Shape(
+        target.bus, target.iothreads, target.queues, target.vms, target.jobs_per_vm, len(set(target.backing))
+    )
 
 
 def config_of(target: QemuTarget) -> str | None:
@@ -125,7 +126,9 @@ def _campaign_ratios(store: Store, name: str) -> list[MeasuredRatio]:
         basis = f"{config} at N = {shape.jobs_per_vm} ({shape.label()}) vs the bare target, same workloads "
         basis += "and block sizes, on this host"
         if kept:
-            basis += f"; {' and '.join(kept)} not measured there: hitachi-nvme-2016's figure kept ({seed.basis})"
+            basis += (
+                f"; {' and '.join(kept)} not measured there: hitachi-nvme-2016's figure kept ({seed.basis})"
+            )
         ratio = Ratio(
             round(mean(sides["read"]), 2) if sides["read"] else seed.read,
             round(mean(sides["write"]), 2) if sides["write"] else seed.write,

@@ -12,17 +12,34 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TypedDict
 
 from vmio.advise import from_store
 from vmio.advise.actions import Applied, CannotApply, apply
-from vmio.advise.diagnose import Diagnosis, diagnose
+from vmio.advise.diagnose import Action, Diagnosis, Limit, diagnose
 from vmio.campaign import runner
 from vmio.errors import InputError
 from vmio.qemu import QemuCaps
 from vmio.spec import Campaign, QemuTarget, loads_spec
 from vmio.spec.dump import dumps
 from vmio.store import Store
+
+
+class PointVerdict(TypedDict):
+    limit: Limit
+    actions: list[Action]
+
+
+class TargetPlanJson(TypedDict):
+    """One target of ``advise --tune --json``."""
+
+    target: str
+    points: dict[str, PointVerdict]  # by point key
+    limit: Limit
+    action: str
+    applied: bool
+    change: str | None
+    refused: str | None
 
 
 @dataclass
@@ -35,7 +52,7 @@ class TargetPlan:
     applied: Applied | None = None
     refused: str | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> TargetPlanJson:
         first = next(iter(self.diagnoses.values()))
         return {
             "target": self.target,

@@ -55,8 +55,14 @@ def wait(virsh: Virsh, domain: str, pid: int, timeout: float, poll: float = 0.5)
         time.sleep(poll)
 
 
-def run(virsh: Virsh, domain: str, path: str, args: list[str], timeout: float = 30.0,
-        input_text: str | None = None) -> Exited:  # fmt: skip
+def run(
+    virsh: Virsh,
+    domain: str,
+    path: str,
+    args: list[str],
+    timeout: float = 30.0,
+    input_text: str | None = None,
+) -> Exited:
     """Run ``path ARGS`` in the guest to its end."""
     return wait(virsh, domain, start(virsh, domain, path, args, input_text), timeout, poll=0.1)
 
@@ -83,8 +89,9 @@ def check_ready(virsh: Virsh, domain: str, tools: tuple[str, ...] = ("fio",)) ->
         except ToolError:
             done = Exited(127, None, "", "")
         if done.exitcode != 0:
-            raise InputError(f"domain {domain!r} on {virsh.uri} has no {tool} in its PATH; install {tool} "
-                             f"in the guest")  # fmt: skip
+            raise InputError(
+                f"domain {domain!r} on {virsh.uri} has no {tool} in its PATH; install {tool} in the guest"
+            )
 
 
 def guest_device(virsh: Virsh, name: str, disk: DiskShape) -> str:

@@ -221,10 +221,16 @@ def domain_xml(canary: Canary, folder: Path) -> str:
     dom = ET.Element("domain", type=canary.domain_type)
     ET.SubElement(dom, "name").text = canary.name
     meta = ET.SubElement(dom, "metadata")
-    ET.SubElement(meta, f"{{{MARKER_NS}}}canary", {
-        "folder": str(folder), "backing": canary.backing, "made_backing": "yes" if canary.made_backing else "no",
-        "like": canary.like or "",
-    })  # fmt: skip
+    ET.SubElement(
+        meta,
+        f"{{{MARKER_NS}}}canary",
+        {
+            "folder": str(folder),
+            "backing": canary.backing,
+            "made_backing": "yes" if canary.made_backing else "no",
+            "like": canary.like or "",
+        },
+    )
     ET.SubElement(dom, "memory", unit="KiB").text = str(canary.memory >> 10)
     ET.SubElement(dom, "vcpu").text = "1"
     if shape.iothreads:

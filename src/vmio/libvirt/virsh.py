@@ -73,8 +73,9 @@ class Virsh:
         match = re.search(r"Running hypervisor:\s*QEMU\s+(\S+)", done.stdout)
         return match.group(1) if match else None
 
-    def agent(self, name: str, execute: str, arguments: dict[str, Any] | None = None,
-              timeout: float = 30.0) -> Any:  # fmt: skip
+    def agent(
+        self, name: str, execute: str, arguments: dict[str, Any] | None = None, timeout: float = 30.0
+    ) -> Any:
         """One QEMU guest agent command's ``return`` value (``virsh qemu-agent-command``)."""
         request: dict[str, Any] = {"execute": execute}
         if arguments:

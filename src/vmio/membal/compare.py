@@ -12,11 +12,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from vmio.errors import InputError
 from vmio.membal.liverun import LiveOutcome
 from vmio.membal.outcome import Outcome
+
+
+class SideVm(TypedDict):
+    """One VM of a side: its name there, hit ratio, memory first and last (bytes) and the move; live,
+    its workload's hits and misses (pages) too."""
+
+    vm: str
+    hit_ratio: float | None
+    hits: NotRequired[int]
+    misses: NotRequired[int]
+    initial: int
+    final: int
+    move: int
 
 
 @dataclass(frozen=True)
@@ -24,26 +37,38 @@ class Side:
     """One policy on one side (live or sim): per VM hit ratio and memory first → last, bytes."""
 
     hit_ratio: float | None
-    vms: dict[str, dict[str, Any]]  # name -> {"hit_ratio", "initial", "final", "move"}
+    vms: dict[str, SideVm]  # by VM label
 
 
 def live_side(out: LiveOutcome, names: Sequence[str]) -> Side:
-    vms = {}
+    vms: dict[str, SideVm] = {}
     for name, vm in zip(names, out.vms, strict=True):
         s = out.summary[vm]
-        vms[name] = {"vm": vm, "hit_ratio": s["hit_ratio"], "hits": s["hits"], "misses": s["misses"],
-                     "initial": s["initial"], "final": s["final"], "move": s["final"] - s["initial"]}  # fmt: skip
+        vms[name] = {
+            "vm": vm,
+            "hit_ratio": s["hit_ratio"],
+            "hits": s["hits"],
+            "misses": s["misses"],
+            "initial": s["initial"],
+            "final": s["final"],
+            "move": s["final"] - s["initial"],
+        }
     return Side(out.hit_ratio, vms)
 
 
 def sim_side(outcome: Outcome, policy: str, names: Sequence[str]) -> Side:
     run, page = outcome.runs[policy], outcome.scenario.page
     ratios = run.vm_hit_ratio()
-    vms = {}
+    vms: dict[str, SideVm] = {}
     for i, name in enumerate(names):
         first, last = int(run.allocation[0][i]) * page, int(run.allocation[-1][i]) * page
-        vms[name] = {"vm": outcome.scenario.vms[i].name, "hit_ratio": round(float(ratios[i]), 6),
-                     "initial": first, "final": last, "move": last - first}  # fmt: skip
+        vms[name] = {
+            "vm": outcome.scenario.vms[i].name,
+            "hit_ratio": round(float(ratios[i]), 6),
+            "initial": first,
+            "final": last,
+            "move": last - first,
+        }
     return Side(round(run.hit_ratio, 6), vms)
 
 
@@ -73,17 +98,24 @@ class Comparison:
             out["sim"] = _over(self.sim, base)
         return out
 
-    def to_json(self) -> dict[str, Any]:
-        def side(s: Side) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
+        """``membal run --compare --json``."""
+
+        def side(s: Side) -> dict[str, object]:
             return {"hit_ratio": s.hit_ratio, "vms": s.vms}
 
         return {
-            "policies": list(self.policies), "baseline": self.policies[0], "vms": list(self.names),
-            "duration": self.duration, "accel": self.accel, "scenario": self.scenario, "run_ids": self.run_ids,
+            "policies": list(self.policies),
+            "baseline": self.policies[0],
+            "vms": list(self.names),
+            "duration": self.duration,
+            "accel": self.accel,
+            "scenario": self.scenario,
+            "run_ids": self.run_ids,
             "live": {p: side(s) for p, s in self.live.items()},
             "sim": {p: side(s) for p, s in self.sim.items()},
             "vs_baseline": self.ratios(),
-        }  # fmt: skip
+        }
 
 
 def compare(
@@ -100,9 +132,12 @@ def compare(
             )
         names = [f"{vm}/{spec.name}" for vm, spec in zip(first.vms, sim.scenario.vms, strict=True)]
     return Comparison(
-        policies=tuple(policies), names=tuple(names),
+        policies=tuple(policies),
+        names=tuple(names),
         live={p: live_side(live[p], names) for p in policies},
         run_ids={p: live[p].run_id for p in policies},
         sim={p: sim_side(sim, p, names) for p in policies} if sim is not None else {},
-        scenario=sim.scenario.name if sim is not None else None, duration=duration, accel=first.accel,
-    )  # fmt: skip
+        scenario=sim.scenario.name if sim is not None else None,
+        duration=duration,
+        accel=first.accel,
+    )

@@ -50,10 +50,14 @@ def record_from(stats: dict[str, int], agent: AgentRecord | None = None) -> Agen
         "Inactive(file)": 0,
     }
     vmstat = dict(agent.vmstat) if agent is not None else {}
-    vmstat.update({
-        "pgmajfault": stats.get("major_fault", 0), "pgfault": stats.get("minor_fault", 0),
-        "pswpin": stats.get("swap_in", 0), "pswpout": stats.get("swap_out", 0),
-    })  # fmt: skip
+    vmstat.update(
+        {
+            "pgmajfault": stats.get("major_fault", 0),
+            "pgfault": stats.get("minor_fault", 0),
+            "pswpin": stats.get("swap_in", 0),
+            "pswpout": stats.get("swap_out", 0),
+        }
+    )
     return AgentRecord(
         float(stats.get("last_update", 0)), vmstat, meminfo, agent.procs if agent is not None else ()
     )
@@ -154,12 +158,21 @@ def run_domains(
             lb.set_period(virsh, d.name, 1)
         guests = [LibvirtGuest(virsh, d, use_agent=use_agent) for d in domains]
         run_id = start_run(
-            store, settings.policy, settings.to_json(), accel=None, qemu_version=virsh.hypervisor_version(),
-        )  # fmt: skip
+            store,
+            settings.policy,
+            settings.to_json(),
+            accel=None,
+            qemu_version=virsh.hypervisor_version(),
+        )
         control = LiveController(
-            guests, rules, settings.policy, settings.params, psi_threshold=settings.psi_threshold,
-            store=store, run_id=run_id,
-        )  # fmt: skip
+            guests,
+            rules,
+            settings.policy,
+            settings.params,
+            psi_threshold=settings.psi_threshold,
+            store=store,
+            run_id=run_id,
+        )
         try:
             control.start()
             control.run(settings.duration, settings.interval, on_step)

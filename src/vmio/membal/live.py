@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from vmio.errors import InputError, ToolError
 from vmio.membal.balloon import Guest
@@ -54,12 +54,31 @@ def check_live_policy(name: str) -> None:
         )
 
 
-def policy_params(policy: str, given: Mapping[str, object]) -> dict[str, Any]:
+class VmSummary(TypedDict):
+    """One VM over a live run: balloon targets (bytes) first/last/min/max, steps under pressure, activity
+    totals (pages), and its workload's hit ratio (None without reads)."""
+
+    initial: int
+    final: int
+    min: int
+    max: int
+    floor: int
+    pressure_steps: int
+    activations: int
+    refaults: int
+    read_pages: int
+    hits: int
+    misses: int
+    moves: int
+    hit_ratio: float | None
+
+
+def policy_params(policy: str, given: Mapping[str, object]) -> dict[str, float]:
     """A live policy's parameters from ``--param KEY=VALUE`` or a config's ``[policy]`` table: sizes
     (``step``) in bytes become pages, fractions must lie in (0, 1]."""
     check_live_policy(policy)
     kinds = POLICY_PARAMS[policy]
-    out: dict[str, Any] = {}
+    out: dict[str, float] = {}  # sizes in pages
     for key, value in given.items():
         if key not in kinds:
             known = ", ".join(kinds) or "none"
@@ -102,7 +121,7 @@ class LiveController:
         guests: Sequence[Guest],
         rules: Rules,
         policy: str,
-        params: Mapping[str, Any] | None = None,
+        params: Mapping[str, float] | None = None,
         *,
         psi_threshold: float = 0.01,
         store: Store | None = None,
@@ -194,11 +213,18 @@ class LiveController:
             return
         rows = [
             DecisionRow(
-                step.index, step.t, v.vm, decision_inputs(v), v.move.old, v.move.new, v.actual,
-                self.policy_name, v.move.reason,
+                step.index,
+                step.t,
+                v.vm,
+                decision_inputs(v),
+                v.move.old,
+                v.move.new,
+                v.actual,
+                self.policy_name,
+                v.move.reason,
             )
             for v in step.vms
-        ]  # fmt: skip
+        ]
         add_decisions(self.store, self.run_id, rows)
 
     def run(self, duration: float, interval: float, on_step: Callable[[Step], None] | None = None) -> None:
@@ -211,24 +237,28 @@ class LiveController:
                 on_step(step)
             next_at += interval
 
-    def summary(self) -> dict[str, Any]:
-        """Per VM: targets first/last/min/max, intervals under pressure, activity totals."""
-        out: dict[str, Any] = {}
+    def summary(self) -> dict[str, VmSummary]:
+        """Per VM (by guest name): targets first/last/min/max, intervals under pressure, activity totals."""
+        out: dict[str, VmSummary] = {}
         for i, guest in enumerate(self.guests):
             vs = [s.vms[i] for s in self.steps]
             targets = [self.rules.initial()[i], *(v.move.new for v in vs)]
+            hits, misses = sum(v.signals.hits for v in vs), sum(v.signals.misses for v in vs)
             out[guest.name] = {
-                "initial": targets[0], "final": targets[-1], "min": min(targets), "max": max(targets),
-                "floor": self.rules.floors[i], "pressure_steps": sum(v.signals.pressure.under for v in vs),
+                "initial": targets[0],
+                "final": targets[-1],
+                "min": min(targets),
+                "max": max(targets),
+                "floor": self.rules.floors[i],
+                "pressure_steps": sum(v.signals.pressure.under for v in vs),
                 "activations": sum(v.signals.activations for v in vs),
                 "refaults": sum(v.signals.refaults for v in vs),
                 "read_pages": sum(v.signals.read_pages for v in vs),
-                "hits": sum(v.signals.hits for v in vs),
-                "misses": sum(v.signals.misses for v in vs),
+                "hits": hits,
+                "misses": misses,
                 "moves": sum(v.move.new != v.move.old for v in vs),
-            }  # fmt: skip
-            reads = out[guest.name]["hits"] + out[guest.name]["misses"]
-            out[guest.name]["hit_ratio"] = round(out[guest.name]["hits"] / reads, 4) if reads else None
+                "hit_ratio": round(hits / (hits + misses), 4) if hits + misses else None,
+            }
         return out
 
     def hit_ratio(self) -> float | None:

@@ -18,7 +18,7 @@ from vmio.errors import InputError
 from vmio.guest import GuestImage, build
 from vmio.membal.balloon import BalloonedVM
 from vmio.membal.governor import Rules
-from vmio.membal.live import LiveController, Step, check_live_policy
+from vmio.membal.live import LiveController, Step, VmSummary, check_live_policy
 from vmio.membal.livework import Load, LoadRun
 from vmio.qemu import AccelProber, Disk, Fleet, QemuCaps, VMConfig, probe_caps
 from vmio.store import Store
@@ -44,7 +44,7 @@ class LiveSettings:
     psi_threshold: float = 0.01
     loads: tuple[Load, ...] = ()
     accel: str = "auto"
-    params: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, float] = field(default_factory=dict)  # the policy's (sizes in pages)
     uri: str | None = None  # with ``domains``: existing libvirt domains instead of VMs vmio boots
     domains: tuple[str, ...] = ()
     ceilings: tuple[int, ...] = ()  # per VM (a domain's maximum memory); () : ``memory`` for each
@@ -92,10 +92,16 @@ def vm_configs(s: LiveSettings, accel: str, workdir: Path) -> list[VMConfig]:
             f.truncate(max(64 << 20, load.size + (16 << 20)) // 512 * 512)
         configs.append(
             VMConfig(
-                index=i, disks=(Disk(disk),), memory=s.memory, accel=accel, cache="writeback",
-                aio="threads", agent_interval=max(0.5, min(1.0, s.interval / 2)), extra_append=("psi=1",),
+                index=i,
+                disks=(Disk(disk),),
+                memory=s.memory,
+                accel=accel,
+                cache="writeback",
+                aio="threads",
+                agent_interval=max(0.5, min(1.0, s.interval / 2)),
+                extra_append=("psi=1",),
             )
-        )  # fmt: skip
+        )
     return configs
 
 
@@ -103,7 +109,7 @@ def vm_configs(s: LiveSettings, accel: str, workdir: Path) -> list[VMConfig]:
 class LiveOutcome:
     run_id: int
     accel: str
-    summary: dict[str, Any]
+    summary: dict[str, VmSummary]  # by guest name
     steps: list[Step]
     vms: list[str]
     hit_ratio: float | None = None  # all VMs' workload hits / reads
@@ -131,13 +137,22 @@ def run_live(
         with Fleet(configs, image, caps=caps, workdir=work / "vms", boot_timeout=boot_timeout) as fleet:
             guests = [BalloonedVM(vm) for vm in fleet.vms]
             run_id = start_run(
-                store, settings.policy, settings.to_json(), accel=accel, qemu_version=caps.version_string,
+                store,
+                settings.policy,
+                settings.to_json(),
+                accel=accel,
+                qemu_version=caps.version_string,
                 qemu_argv=[vm.argv for vm in fleet.vms],
-            )  # fmt: skip
+            )
             control = LiveController(
-                guests, rules, settings.policy, settings.params, psi_threshold=settings.psi_threshold,
-                store=store, run_id=run_id,
-            )  # fmt: skip
+                guests,
+                rules,
+                settings.policy,
+                settings.params,
+                psi_threshold=settings.psi_threshold,
+                store=store,
+                run_id=run_id,
+            )
             return _drive(settings, control, fleet, guests, store, run_id, work, on_step, accel)
     finally:
         if own:
@@ -145,9 +160,16 @@ def run_live(
 
 
 def _drive(
-    s: LiveSettings, control: LiveController, fleet: Fleet, guests: Sequence[BalloonedVM], store: Store,
-    run_id: int, work: Path, on_step: Callable[[Step], None] | None, accel: str,
-) -> LiveOutcome:  # fmt: skip
+    s: LiveSettings,
+    control: LiveController,
+    fleet: Fleet,
+    guests: Sequence[BalloonedVM],
+    store: Store,
+    run_id: int,
+    work: Path,
+    on_step: Callable[[Step], None] | None,
+    accel: str,
+) -> LiveOutcome:
     load: LoadRun | None = None
     try:
         control.start()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 
@@ -84,11 +84,43 @@ def _num(x: float) -> float | None:
     return None if np.isnan(x) else round(x, 6)
 
 
-def outcome_json(out: Outcome) -> dict[str, Any]:
+class PolicyJson(TypedDict):
+    hit_ratio: float | None
+    vs_equal: float | None
+    vs_optimal: float | None
+    efficiency: float | None
+    vms: dict[str, float | None]  # hit ratio by VM name
+    final_memory: dict[str, int]  # bytes by VM name
+
+
+class CurvesJson(TypedDict):
+    method: str
+    rate: float
+    size: int | None
+
+
+class OracleJson(TypedDict):
+    hit_ratio: float | None
+    memory: dict[str, int]  # bytes by VM name
+
+
+class OptimalJson(TypedDict):
+    hit_ratio: float | None
+
+
+class OutcomeJson(TypedDict):
+    scenario: str
+    policies: dict[str, PolicyJson]
+    optimal: OptimalJson
+    curves: CurvesJson
+    oracle: OracleJson
+
+
+def outcome_json(out: Outcome) -> OutcomeJson:
     """The ``--json`` contract: ``{"policies": {name: {"hit_ratio", "vs_equal", "vs_optimal", ...}},
     "optimal": {"hit_ratio"}, ...}``."""
     names = [vm.name for vm in out.scenario.vms]
-    policies = {}
+    policies: dict[str, PolicyJson] = {}
     for name, run in out.runs.items():
         _, eff = run.efficiency()
         policies[name] = {

@@ -70,7 +70,7 @@ class Scenario:
     policies: tuple[str, ...]
     vms: tuple[VmSpec, ...]
     grain: int  # pages
-    policy_params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    policy_params: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # sizes in pages
 
     @property
     def floors(self) -> list[int]:
@@ -132,11 +132,11 @@ def _policies(top: Where, head: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(ordered)
 
 
-def _policy_params(src: Locator, value: object, page: int) -> dict[str, dict[str, Any]]:
+def _policy_params(src: Locator, value: object, page: int) -> dict[str, dict[str, float]]:
     where = Where(src, "policy", None, "policy")
     tables = _table(where, value)
     need_table(where, tables, set(POLICY_PARAMS))
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, dict[str, float]] = {}
     for name, params in tables.items():
         w = Where(src, f"policy.{name}", None, f"policy.{name}")
         table = _table(w, params)

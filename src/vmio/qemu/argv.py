@@ -265,8 +265,15 @@ def _rbd_blockdev(i: int, disk: Disk, config: VMConfig) -> list[str]:
     pool, _, image = str(disk.path).partition("/")
     if not pool or not image:
         raise InputError(f"RBD disk {str(disk.path)!r} is not POOL/IMAGE")
-    proto = {"driver": "rbd", "node-name": f"proto{i}", "pool": pool, "image": image, "conf": str(disk.rbd_conf),
-             "user": disk.rbd_user, "cache": {"direct": Cache(config.cache).direct, "no-flush": False}}  # fmt: skip
+    proto = {
+        "driver": "rbd",
+        "node-name": f"proto{i}",
+        "pool": pool,
+        "image": image,
+        "conf": str(disk.rbd_conf),
+        "user": disk.rbd_user,
+        "cache": {"direct": Cache(config.cache).direct, "no-flush": False},
+    }
     raw: dict[str, object] = {"driver": "raw", "file": f"proto{i}", "node-name": f"disk{i}"}
     if disk.offset:
         raw["offset"] = disk.offset
@@ -307,8 +314,12 @@ def device_args(i: int, config: VMConfig, caps: QemuCaps) -> list[str]:
     if config.bus == Bus.VIRTIO_SCSI:
         hd = f"scsi-hd,drive=disk{i},id=sdisk{i},bus=scsi{i}.0,channel=0,scsi-id=0,lun=0,write-cache={wce}"
         if plan.mapped:
-            ctrl_dev = {"driver": _virtio("scsi", config), "id": f"scsi{i}", "num_queues": config.queues,
-                        "iothread-vq-mapping": mapping}  # fmt: skip
+            ctrl_dev = {
+                "driver": _virtio("scsi", config),
+                "id": f"scsi{i}",
+                "num_queues": config.queues,
+                "iothread-vq-mapping": mapping,
+            }
             return ["-device", json.dumps(ctrl_dev, separators=(",", ":")), "-device", hd]
         ctrl = [
             _virtio("scsi", config),

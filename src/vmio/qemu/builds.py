@@ -54,9 +54,14 @@ class QemuBuild:
     package_version: str | None = None  # the distribution's version, e.g. "1:10.0.2+ds-2+deb13u1~bpo12+1"
 
     def as_dict(self) -> dict[str, object]:
-        return {"version": self.version, "path": self.path, "source": self.source,
-                "data_dirs": list(self.data_dirs), "env": dict(self.env),
-                "package_version": self.package_version}  # fmt: skip
+        return {
+            "version": self.version,
+            "path": self.path,
+            "source": self.source,
+            "data_dirs": list(self.data_dirs),
+            "env": dict(self.env),
+            "package_version": self.package_version,
+        }
 
 
 def cache_root(env: Mapping[str, str] | None = None) -> Path:
@@ -99,7 +104,7 @@ def installed(root: Path | None = None) -> list[QemuBuild]:
                 tuple(data["data_dirs"]),
                 data["env"],
                 data.get("package_version"),
-            )  # fmt: skip
+            )
         )
     return sorted(found, key=lambda b: _key(b.version))
 

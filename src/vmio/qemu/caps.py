@@ -154,5 +154,15 @@ def probe_caps(
         )
         props[driver] = parse_device_help(done.stdout + done.stderr)
     kvm = os.access("/dev/kvm", os.R_OK | os.W_OK)
-    return QemuCaps(path, parse_version(text), text.splitlines()[0], props, kvm, parse_device_list(listing),
-                    machines, data_dirs, env, source)  # fmt: skip
+    return QemuCaps(
+        path,
+        parse_version(text),
+        text.splitlines()[0],
+        props,
+        kvm,
+        parse_device_list(listing),
+        machines,
+        data_dirs,
+        env,
+        source,
+    )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -50,8 +49,8 @@ class HotChoice:
 class Evaluation:
     """Summaries before and after, the plan used, and the gains of every in-zone order."""
 
-    before: dict[str, Any]
-    after: dict[str, Any]
+    before: dict[str, float]  # ReplayResult.summary()
+    after: dict[str, float]
     plan: Plan
     order_gains: dict[str, float] = field(default_factory=dict)
 
@@ -96,7 +95,7 @@ def evaluate(
     hot_sets = hot.pick(profile, layout)
     phys = layout.physical_offset(stream.image, stream.offset)
     before = run_setup(setup, stream, phys, streams).summary()
-    results: dict[str, tuple[Plan, dict[str, Any]]] = {}
+    results: dict[str, tuple[Plan, dict[str, float]]] = {}
     for name in dict.fromkeys([order, *orders]):
         plan = build_plan(layout, hot_sets, position=position, order=name, trace=profile, disk=setup.disk)
         after = run_setup(setup, stream, plan.physical_offset(stream.image, stream.offset), streams).summary()

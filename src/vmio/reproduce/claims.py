@@ -10,13 +10,29 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import Any, TypedDict
 
 from vmio.errors import InputError
 
 NEEDS = ("qemu", "ceph", "kvm", "hdd", "root")
 TOLERANCES = ("relative", "absolute", "at_least", "at_most")
 TCG_WHY = "TCG: the guest CPU is emulated"
+
+
+class ToleranceJson(TypedDict):
+    kind: str
+    value: float
+
+
+class Listing(TypedDict):
+    """``vmio reproduce --list --json``'s entry."""
+
+    id: str
+    title: str
+    authors: list[str]
+    year: int
+    keywords: list[str]
+    needs: list[str]
 
 
 @dataclass(frozen=True)
@@ -36,7 +52,7 @@ class Tolerance:
             return measured >= self.value
         return measured <= self.value
 
-    def json(self) -> dict[str, Any]:
+    def json(self) -> ToleranceJson:
         return {"kind": self.kind, "value": self.value}
 
 
@@ -63,7 +79,7 @@ class Paper:
     needs: tuple[str, ...]
     claims: tuple[Claim, ...]
 
-    def listing(self) -> dict[str, Any]:
+    def listing(self) -> Listing:
         """``vmio reproduce --list --json``'s entry."""
         return {
             "id": self.id,
@@ -122,7 +138,7 @@ def _parse(name: str, text: str) -> Paper:
     )
 
 
-def _claim(name: str, c: dict[str, Any]) -> Claim:
+def _claim(name: str, c: dict[str, Any]) -> Claim:  # a [[claim]] table as tomllib read it
     tol = c["tolerance"]
     if tol["kind"] not in TOLERANCES:
         raise ValueError(

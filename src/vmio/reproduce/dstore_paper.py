@@ -19,7 +19,6 @@ from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from vmio.dstore import cluster, daemons, variants
 from vmio.dstore.cluster import ClusterRef
@@ -28,20 +27,41 @@ from vmio.dstore.rbdfio import RbdJob, run_rbd_job
 from vmio.errors import ClusterError
 from vmio.fio.totals import Totals
 from vmio.metrics.procfs import cpu_shares, read_cpu, read_diskstats
-from vmio.reproduce.result import Measured, Spread
+from vmio.reproduce.result import Details, Measured, Spread, TableRow
 from vmio.system.blockdev import device_chain
 from vmio.system.process import Runner
 
 KIB = 1 << 10
-SCALES: dict[str, dict[str, Any]] = {
-    "quick": {"runtime": 1.5, "ramp": 0.5, "samples": 3, "image_mib": 256,
-              "bs": [4 * KIB, 32 * KIB, 64 * KIB, 256 * KIB, 512 * KIB, 1024 * KIB],
-              "striped_bs": [32 * KIB, 256 * KIB]},
-    "paper": {"runtime": 30.0, "ramp": 5.0, "samples": 5, "image_mib": 4096,
-              "bs": [4 * KIB, 8 * KIB, 16 * KIB, 32 * KIB, 64 * KIB, 128 * KIB, 256 * KIB, 512 * KIB,
-                     1024 * KIB],
-              "striped_bs": [4 * KIB, 32 * KIB, 64 * KIB, 128 * KIB, 256 * KIB, 512 * KIB, 1024 * KIB]},
-}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Scale:
+    runtime: float  # seconds of each fio run
+    ramp: float
+    samples: int  # rounds of both images' profiles
+    image_mib: int
+    bs: tuple[int, ...]  # the plain image's block sizes
+    striped_bs: tuple[int, ...]
+
+
+SCALES = {
+    "quick": Scale(
+        runtime=1.5,
+        ramp=0.5,
+        samples=3,
+        image_mib=256,
+        bs=(4 * KIB, 32 * KIB, 64 * KIB, 256 * KIB, 512 * KIB, 1024 * KIB),
+        striped_bs=(32 * KIB, 256 * KIB),
+    ),
+    "paper": Scale(
+        runtime=30.0,
+        ramp=5.0,
+        samples=5,
+        image_mib=4096,
+        bs=(4 * KIB, 8 * KIB, 16 * KIB, 32 * KIB, 64 * KIB, 128 * KIB, 256 * KIB, 512 * KIB, 1024 * KIB),
+        striped_bs=(4 * KIB, 32 * KIB, 64 * KIB, 128 * KIB, 256 * KIB, 512 * KIB, 1024 * KIB),
+    ),
+}
 SMALL = (4 * KIB, 64 * KIB)  # "4K-64K": the block sizes the paper calls practical
 STRIPED_RANGE = (32 * KIB, 256 * KIB)  # Fig. 3: "slightly better between 32K and 256K"
 
@@ -70,9 +90,7 @@ class Runs:
     disk: str | None = None
 
 
-def run(
-    s: Setting, runner: Runner | None = None
-) -> tuple[dict[str, Measured], dict[str, Any], dict[str, Any]]:
+def run(s: Setting, runner: Runner | None = None) -> tuple[dict[str, Measured], Details, TableRow]:
     """Bring up (or use) a cluster, profile the plain and the striped image, judge; the claims'
     measurements, the page's tables and how it was set up."""
     runner = runner or Runner()
@@ -84,45 +102,57 @@ def run(
             stack.callback(cluster.down, root)
         else:
             base = cluster.existing(s.conf, s.pool, "unused")
-        plain = _image(runner, base, f"vmio-reproduce-{s.stamp}", conf["image_mib"], stack)
-        striped = variants.make_variant(runner, plain, "striping", conf["image_mib"])
+        plain = _image(runner, base, f"vmio-reproduce-{s.stamp}", conf.image_mib, stack)
+        striped = variants.make_variant(runner, plain, "striping", conf.image_mib)
         stack.callback(variants.remove_variant, runner, plain, striped)
         runs = profile(runner, plain, striped, conf, disk_of(runner, base))
-    setup = {"pool": plain.pool, "replicas": plain.replicas, "osds": plain.osds, "iodepth": 50,
-             "rwmixread": 30, "runtime_s": conf["runtime"], "samples": conf["samples"],
-             "striping": f"stripe unit {variants.STRIPE_UNIT // KIB}K x count {variants.STRIPE_COUNT}",
-             "cluster": "throwaway (vmio dstore up, 3 file OSDs)" if s.conf is None else str(s.conf),
-             "disk under the OSDs": runs.disk}  # fmt: skip
+    setup: TableRow = {
+        "pool": plain.pool,
+        "replicas": plain.replicas,
+        "osds": plain.osds,
+        "iodepth": 50,
+        "rwmixread": 30,
+        "runtime_s": conf.runtime,
+        "samples": conf.samples,
+        "striping": f"stripe unit {variants.STRIPE_UNIT // KIB}K x count {variants.STRIPE_COUNT}",
+        "cluster": "throwaway (vmio dstore up, 3 file OSDs)" if s.conf is None else str(s.conf),
+        "disk under the OSDs": runs.disk,
+    }
     return measure(runs), {"profile": table(runs)}, setup
 
 
 def _image(runner: Runner, base: ClusterRef, name: str, mib: int, stack: ExitStack) -> ClusterRef:
     """A new image of vmio's own (never one that may hold data), removed when ``stack`` closes."""
     ref = replace(base, image=name)
-    runner.run(["rbd", "-c", str(ref.conf), "create", "--size", str(mib), f"{ref.pool}/{name}"],
-               timeout=120.0, error=ClusterError)  # fmt: skip
+    runner.run(
+        ["rbd", "-c", str(ref.conf), "create", "--size", str(mib), f"{ref.pool}/{name}"],
+        timeout=120.0,
+        error=ClusterError,
+    )
     stack.callback(
-        runner.run, ["rbd", "-c", str(ref.conf), "rm", "--no-progress", f"{ref.pool}/{name}"],
-        timeout=120.0, error=ClusterError,
-    )  # fmt: skip
+        runner.run,
+        ["rbd", "-c", str(ref.conf), "rm", "--no-progress", f"{ref.pool}/{name}"],
+        timeout=120.0,
+        error=ClusterError,
+    )
     return ref
 
 
-def profile(
-    runner: Runner, plain: ClusterRef, striped: ClusterRef, conf: dict[str, Any], disk: str | None
-) -> Runs:
+def profile(runner: Runner, plain: ClusterRef, striped: ClusterRef, conf: Scale, disk: str | None) -> Runs:
     """``samples`` rounds, each the plain image's profile then the striped image's."""
     runs = Runs(disk=disk)
-    for _ in range(conf["samples"]):
-        for ref, bs_list, into in (
-            (plain, conf["bs"], runs.plain),
-            (striped, conf["striped_bs"], runs.striped),
-        ):
+    for _ in range(conf.samples):
+        for ref, bs_list, into in ((plain, conf.bs, runs.plain), (striped, conf.striped_bs, runs.striped)):
             seen: dict[int, dict[str, float] | None] = {}
             prof = run_profile(
-                ref, bs_list, runtime_s=conf["runtime"], ramp_s=conf["ramp"], runner=runner, watch=False,
+                ref,
+                bs_list,
+                runtime_s=conf.runtime,
+                ramp_s=conf.ramp,
+                runner=runner,
+                watch=False,
                 measure=_watched(runner, ref, disk, seen),
-            )  # fmt: skip
+            )
             for p in prof.points:
                 into.setdefault(p.bs, []).append(Sample(p, seen.get(p.bs)))
     return runs
@@ -248,14 +278,13 @@ def _ideal(samples: Sequence[Sample]) -> Measured:
     """The 4K mean against the ideal 20 ms: the median of the samples, each sample's mean named."""
     lats = [x.point.mean_lat_ms for x in samples]
     ideal = sum(x <= Criteria().ideal_ms for x in lats)
-    straddle = 0 < ideal < len(lats)
+    straddle = f"the samples straddle 20 ms ({ideal} of {len(lats)} within): one sample's verdict would flip"
     return Measured.median_of(
         lats,
         why=f"{ideal} of {len(lats)} samples within 20 ms (each sample's mean: "
         f"{', '.join(f'{x:.1f}' for x in lats)} ms); the verdict is the median's",
-        note=f"the samples straddle 20 ms ({ideal} of {len(lats)} within): one sample's verdict would flip"
-        if straddle else None,
-    )  # fmt: skip
+        note=straddle if 0 < ideal < len(lats) else None,
+    )
 
 
 def _small_why(runs: Runs, bs: int) -> str:
@@ -357,28 +386,34 @@ def _striping_finding(runs: Runs, sizes: Sequence[int]) -> str:
             "object operations, each on all 3 replicas)"
         )
     if host:
-        said.append(f"the host's CPU was {min(host):.0f}-{max(host):.0f} % busy (the OSDs, fio and the other "
-                    "work of this host share its cores; the paper's 8 hosts had an ioScale and cores each)")  # fmt: skip
+        said.append(
+            f"the host's CPU was {min(host):.0f}-{max(host):.0f} % busy (the OSDs, fio and the other "
+            "work of this host share its cores; the paper's 8 hosts had an ioScale and cores each)"
+        )
     if not said:
         return "the host's disk and CPU could not be read for this cluster (OSDs not on this host)"
     return "Measured alongside: " + "; ".join(said) + "."
 
 
-def table(runs: Runs) -> list[dict[str, Any]]:
+def table(runs: Runs) -> list[TableRow]:
     """The page's table: per image and block size, the median over samples, their spread, the disk."""
-    rows = []
+    rows: list[TableRow] = []
     for name, by_bs in (("plain (3-way mirror)", runs.plain), ("striped", runs.striped)):
         for bs in sorted(by_bs):
             samples = by_bs[bs]
             iops = [x.point.iops for x in samples]
             lat = [x.point.mean_lat_ms for x in samples]
             verdicts = [x.point.verdict for x in samples]
-            rows.append({
-                "image": name, "bs": f"{bs // KIB}K", "IOPS (median)": round(statistics.median(iops)),
-                "IOPS min..max": f"{min(iops):.0f}..{max(iops):.0f}",
-                "mean ms (median)": round(statistics.median(lat), 2),
-                "mean ms min..max": f"{min(lat):.1f}..{max(lat):.1f}",
-                "verdicts": ", ".join(f"{v} x{verdicts.count(v)}" for v in sorted(set(verdicts))),
-                "disk under the OSDs": _disk_text(samples) or None,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "image": name,
+                    "bs": f"{bs // KIB}K",
+                    "IOPS (median)": round(statistics.median(iops)),
+                    "IOPS min..max": f"{min(iops):.0f}..{max(iops):.0f}",
+                    "mean ms (median)": round(statistics.median(lat), 2),
+                    "mean ms min..max": f"{min(lat):.1f}..{max(lat):.1f}",
+                    "verdicts": ", ".join(f"{v} x{verdicts.count(v)}" for v in sorted(set(verdicts))),
+                    "disk under the OSDs": _disk_text(samples) or None,
+                }
+            )
     return rows

@@ -20,7 +20,6 @@ import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from vmio.errors import ToolError
 from vmio.guest import GuestImage, build
@@ -29,7 +28,7 @@ from vmio.membal.live import LiveController
 from vmio.membal.liverun import LiveSettings, vm_configs
 from vmio.membal.livework import Load, LoadRun
 from vmio.qemu import VM, AccelProber, Fleet, QemuCaps, probe_caps
-from vmio.reproduce.result import Measured, Spread
+from vmio.reproduce.result import Details, Measured, Spread, TableRow
 from vmio.store import Store
 from vmio.store.membal import finish_run, start_run
 
@@ -38,9 +37,19 @@ HOT_OVER_CACHE = 1.3  # VM2's hot set over its measured page cache at the equal 
 LOAD_RUNTIME = 3600.0  # seconds: the case's one load outlives every round (stopped when the case ends)
 WARM = 3.0  # seconds between reaching the equal split and a run's first record, for both policies
 HOT_SHARE = 0.91  # the share of VM2's reads on its hot set (examples/membal/live/case1.toml)
-SCALES: dict[str, dict[str, Any]] = {
-    "quick": {"rounds": 3, "calibrate": 8.0, "duration": 10.0, "interval": 1.0},
-    "paper": {"rounds": 5, "calibrate": 40.0, "duration": 50.0, "interval": 2.0},
+
+
+@dataclass(frozen=True)
+class Scale:
+    rounds: int
+    calibrate: float  # seconds of the warm-up run at the equal split (stored, not counted)
+    duration: float  # seconds of each policy's round
+    interval: float  # seconds between the controller's steps
+
+
+SCALES = {
+    "quick": Scale(rounds=3, calibrate=8.0, duration=10.0, interval=1.0),
+    "paper": Scale(rounds=5, calibrate=40.0, duration=50.0, interval=2.0),
 }
 
 
@@ -49,10 +58,16 @@ def settings(scale: str, hot: int) -> LiveSettings:
     web reads 1G uniformly, burst 1G with ``HOT_SHARE`` of its reads on the first ``hot`` bytes."""
     conf = SCALES[scale]
     return LiveSettings(
-        policy="equal", memory=512 * M, floors=(160 * M, 160 * M), budget=576 * M, interval=conf["interval"],
-        duration=conf["duration"], max_step=32 * M, psi_threshold=0.9,
+        policy="equal",
+        memory=512 * M,
+        floors=(160 * M, 160 * M),
+        budget=576 * M,
+        interval=conf.interval,
+        duration=conf.duration,
+        max_step=32 * M,
+        psi_threshold=0.9,
         loads=(Load(1024 * M, "randread", 32 << 10), Load(1024 * M, "randread", 32 << 10, hot, HOT_SHARE)),
-    )  # fmt: skip
+    )
 
 
 @dataclass
@@ -74,9 +89,14 @@ class LiveCase:
 
 
 def run_case1(
-    scale: str, store: Store, *, image: GuestImage | None = None, caps: QemuCaps | None = None,
-    workdir: Path, boot_timeout: float = 300.0,
-) -> LiveCase:  # fmt: skip
+    scale: str,
+    store: Store,
+    *,
+    image: GuestImage | None = None,
+    caps: QemuCaps | None = None,
+    workdir: Path,
+    boot_timeout: float = 300.0,
+) -> LiveCase:
     """Measure the page cache at the equal split, size the hot set from it, warm, run the rounds."""
     conf = SCALES[scale]
     caps = caps or probe_caps()
@@ -96,11 +116,15 @@ def run_case1(
                 s = settings(scale, hot)
                 # one load for the whole case: a job that ends closes the guest's disk, which drops its page
                 # cache (the next run would start cold) and hands the job's read counts to its parent
-                clients = [(vm.fio_client, s.loads[i], vm.guest_devices()[0]) for i, vm in enumerate(fleet.vms)]
+                clients = [
+                    (vm.fio_client, s.loads[i], vm.guest_devices()[0]) for i, vm in enumerate(fleet.vms)
+                ]
                 load = LoadRun(clients, LOAD_RUNTIME, work)
-                _round(replace(s, duration=conf["calibrate"]), "equal", fleet.vms, guests, store, accel, caps)
-                order = [p for _ in range(conf["rounds"]) for p in ("equal", "efficiency")]
-                rounds = [_round(replace(s, policy=p), p, fleet.vms, guests, store, accel, caps) for p in order]
+                _round(replace(s, duration=conf.calibrate), "equal", fleet.vms, guests, store, accel, caps)
+                order = [p for _ in range(conf.rounds) for p in ("equal", "efficiency")]
+                rounds = [
+                    _round(replace(s, policy=p), p, fleet.vms, guests, store, accel, caps) for p in order
+                ]
             finally:
                 if load is not None:
                     load.stop()
@@ -110,15 +134,23 @@ def run_case1(
 
 
 def _round(
-    s: LiveSettings, policy: str, vms: list[VM], guests: list[BalloonedVM], store: Store, accel: str,
+    s: LiveSettings,
+    policy: str,
+    vms: list[VM],
+    guests: list[BalloonedVM],
+    store: Store,
+    accel: str,
     caps: QemuCaps,
-) -> Round:  # fmt: skip
+) -> Round:
     """One policy's run on the loaded guests, from the equal split (reached, then ``WARM`` seconds for the
     caches to follow the balloons) to the end of its window; stored as a ``membal run``."""
-    run_id = start_run(store, policy, s.to_json(), accel=accel, qemu_version=caps.version_string,
-                       qemu_argv=[vm.argv for vm in vms])  # fmt: skip
-    control = LiveController(guests, s.rules(), policy, s.params, psi_threshold=s.psi_threshold, store=store,
-                             run_id=run_id)  # fmt: skip
+    vm_argv = [vm.argv for vm in vms]
+    run_id = start_run(
+        store, policy, s.to_json(), accel=accel, qemu_version=caps.version_string, qemu_argv=vm_argv
+    )
+    control = LiveController(
+        guests, s.rules(), policy, s.params, psi_threshold=s.psi_threshold, store=store, run_id=run_id
+    )
     try:
         settle(guests, s.rules().initial())  # every policy starts from the equal split, reached
         time.sleep(WARM)
@@ -159,7 +191,7 @@ def page_cache(guest: BalloonedVM, count: int = 3, timeout: float = 60.0) -> int
     return int(statistics.median(seen))
 
 
-def measure(case: LiveCase) -> tuple[dict[str, Measured], dict[str, Any]]:
+def measure(case: LiveCase) -> tuple[dict[str, Measured], Details]:
     """The live claims: total gain with its spread over rounds (each round's efficiency over the equal run
     just before it), VM2's rise, memory moved; the page's table."""
     eq = [r for r in case.rounds if r.policy == "equal"]
@@ -174,11 +206,12 @@ def measure(case: LiveCase) -> tuple[dict[str, Measured], dict[str, Any]]:
         eq_t = [r.hit_ratio for r in eq if r.hit_ratio is not None]
         ef_t = [r.hit_ratio for r in ef if r.hit_ratio is not None]
         out["live-case1-total-gain"] = Measured(
-            statistics.median(gains), Spread.of(gains),
+            statistics.median(gains),
+            Spread.of(gains),
             why=f"total hit ratio equal {_span(eq_t)}, efficiency {_span(ef_t)} over {len(gains)} rounds; "
             + _weighting(eq, ef),
             note=sizing,
-        )  # fmt: skip
+        )
         vm2 = [
             b.vm_ratios[1] / a.vm_ratios[1]
             for a, b in zip(eq, ef, strict=True)
@@ -193,9 +226,10 @@ def measure(case: LiveCase) -> tuple[dict[str, Measured], dict[str, Any]]:
         ]
         if vm1:
             out["live-case1-vm1-holds"] = Measured.median_of(
-                vm1, why="VM1 reads uniformly over 1G: its hit ratio is its page cache over 1G, and the rule takes "
+                vm1,
+                why="VM1 reads uniformly over 1G: its hit ratio is its page cache over 1G, and the rule takes "
                 "VM1's memory (the same finding as the simulated case with VM1 uniform)",
-            )  # fmt: skip
+            )
         alike = _alike(eq, ef)
         if alike and vm1 and vm2:
             out["live-case1-gain-vms-alike"] = Measured.median_of(
@@ -204,15 +238,20 @@ def measure(case: LiveCase) -> tuple[dict[str, Measured], dict[str, Any]]:
                 "over the rounds): VM1 reads uniformly over 1G, so the memory the rule takes lowers its ratio in "
                 "proportion, and weighed alike that loss offsets much of VM2's gain; " + _weighting(eq, ef),
                 note="the mean of the two VMs' hit ratios under efficiency over that under equal, each round",
-            )  # fmt: skip
+            )
         moved = [r.final[1] / (288 * M) for r in ef]
         out["live-case1-memory-moves"] = Measured.median_of(moved)
-    rows = [
-        {"policy": r.policy, "membal run": r.run_id, "total hit ratio": r.hit_ratio,
-         "VM1 (web)": r.vm_ratios[0], "VM2 (burst)": r.vm_ratios[1],
-         "VM2 memory (MiB)": r.final[1] // M}
+    rows: list[TableRow] = [
+        {
+            "policy": r.policy,
+            "membal run": r.run_id,
+            "total hit ratio": r.hit_ratio,
+            "VM1 (web)": r.vm_ratios[0],
+            "VM2 (burst)": r.vm_ratios[1],
+            "VM2 memory (MiB)": r.final[1] // M,
+        }
         for r in case.rounds
-    ]  # fmt: skip
+    ]
     return out, {"live case 1": rows}
 
 

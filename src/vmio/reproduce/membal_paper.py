@@ -11,15 +11,21 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-from typing import Any
 
 from vmio.membal.outcome import run_scenario
 from vmio.membal.scenario import parse_scenario
-from vmio.reproduce.result import Measured
+from vmio.reproduce.result import Details, Measured, TableRow
 
-SCALES: dict[str, dict[str, Any]] = {
-    "quick": {"accesses": 1_000_000, "seeds": (1, 2)},
-    "paper": {"accesses": 4_000_000, "seeds": (1, 2, 3, 4, 5)},
+
+@dataclass(frozen=True)
+class Scale:
+    accesses: int
+    seeds: tuple[int, ...]
+
+
+SCALES = {
+    "quick": Scale(accesses=1_000_000, seeds=(1, 2)),
+    "paper": Scale(accesses=4_000_000, seeds=(1, 2, 3, 4, 5)),
 }
 
 WEB_COMMON = 'common = "8M"\ncommon_share = 0.5\n'  # the part every visitor reads: half the requests
@@ -101,12 +107,12 @@ def _case(text: str) -> CaseRatios:
     )
 
 
-def run(scale: str) -> tuple[dict[str, Measured], dict[str, Any]]:
+def run(scale: str) -> tuple[dict[str, Measured], Details]:
     """The claims' measurements and the page's table."""
     conf = SCALES[scale]
     described, uniform, case2, case2_uniform = [], [], [], []
-    for seed in conf["seeds"]:
-        fill = {"accesses": conf["accesses"], "seed": seed}
+    for seed in conf.seeds:
+        fill = {"accesses": conf.accesses, "seed": seed}
         described.append(_case(CASE1.format(**fill, web_extra=WEB_COMMON)))
         uniform.append(_case(CASE1.format(**fill, web_extra="")))
         case2.append(_case(CASE2.format(**fill, web_extra=WEB_COMMON)))
@@ -151,10 +157,10 @@ def run(scale: str) -> tuple[dict[str, Measured], dict[str, Any]]:
         _row("case 2, VM1 as described (common part)", case2),
         _row("case 2, VM1 uniform (examples/membal/case2-nfs-images.toml)", case2_uniform),
     ]
-    return measured, {"simulations": rows, "seeds": list(conf["seeds"]), "accesses": conf["accesses"]}
+    return measured, {"simulations": rows, "seeds": list(conf.seeds), "accesses": conf.accesses}
 
 
-def _row(name: str, cases: list[CaseRatios]) -> dict[str, Any]:
+def _row(name: str, cases: list[CaseRatios]) -> TableRow:
     med = statistics.median
     return {
         "case": name,

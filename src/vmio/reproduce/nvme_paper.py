@@ -13,21 +13,31 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from vmio.campaign import runner
 from vmio.published import SEED_BY_KEY
-from vmio.reproduce.result import Measured, Spread
+from vmio.reproduce.result import Details, Measured, Spread, TableRow
 from vmio.spec import loads_spec
 from vmio.spec.fields import host_cores
 from vmio.store import Store
-from vmio.store.rows import point_rows
+from vmio.store.rows import PointRow, point_rows
 
-SCALES: dict[str, dict[str, Any]] = {
-    "quick": {"size": "256M", "runtime": "2s", "ramp": "1s", "repetitions": 1, "fig6": [0.25, 0.5, 1.0, 2.0]},
-    "paper": {"size": "4G", "runtime": "30s", "ramp": "5s", "repetitions": 3,
-              "fig6": [0.1, 0.25, 0.5, 0.75, 1.0, 1.4, 2.0]},
-}  # fmt: skip
+
+@dataclass(frozen=True)
+class Scale:
+    size: str
+    runtime: str
+    ramp: str
+    repetitions: int
+    fig6: tuple[float, ...]  # Fig. 6's offered loads, as fractions of the Bare maximum
+
+
+SCALES = {
+    "quick": Scale(size="256M", runtime="2s", ramp="1s", repetitions=1, fig6=(0.25, 0.5, 1.0, 2.0)),
+    "paper": Scale(
+        size="4G", runtime="30s", ramp="5s", repetitions=3, fig6=(0.1, 0.25, 0.5, 0.75, 1.0, 1.4, 2.0)
+    ),
+}
 BUSY_FULL = 95.0  # device busy % the paper's "100 %" is read as (a whole-second sampling rounds below 100)
 
 # the five configurations and Bare: (target name, configuration key of vmio.published, spec lines)
@@ -60,9 +70,9 @@ class Setting:
 
 def spec_main(s: Setting) -> str:
     conf = SCALES[s.scale]
-    parts = [f'[campaign]\nname = "{s.campaign}"\nrepetitions = {conf["repetitions"]}\n']
+    parts = [f'[campaign]\nname = "{s.campaign}"\nrepetitions = {conf.repetitions}\n']
     parts += [
-        f'[[target]]\nname = "{name}"\n{body.format(d=s.disks)}\nsize = "{conf["size"]}"\n'
+        f'[[target]]\nname = "{name}"\n{body.format(d=s.disks)}\nsize = "{conf.size}"\n'
         for name, _, body in CONFIGS
     ]
     parts += [_workload(rw, conf, '"max"') for rw in ("randread", "randwrite")]
@@ -72,20 +82,20 @@ def spec_main(s: Setting) -> str:
 def spec_fig6(s: Setting, bare_max: dict[str, float]) -> str:
     conf = SCALES[s.scale]
     parts = [
-        f'[campaign]\nname = "{s.campaign}-fig6"\nrepetitions = {conf["repetitions"]}\n',
-        f'[[target]]\nname = "bare"\nkind = "host"\npath = "{s.disks}/ssd1.img"\nsize = "{conf["size"]}"\n',
+        f'[campaign]\nname = "{s.campaign}-fig6"\nrepetitions = {conf.repetitions}\n',
+        f'[[target]]\nname = "bare"\nkind = "host"\npath = "{s.disks}/ssd1.img"\nsize = "{conf.size}"\n',
     ]
     for rw in ("randread", "randwrite"):
         top = max(bare_max.get(rw, 0.0), 100.0)
-        levels = sorted({max(10, int(top * f)) for f in conf["fig6"]})
+        levels = sorted({max(10, int(top * f)) for f in conf.fig6})
         parts.append(_workload(rw, conf, ", ".join(str(x) for x in levels)))
     return "\n".join(parts)
 
 
-def _workload(rw: str, conf: dict[str, Any], offered: str) -> str:
+def _workload(rw: str, conf: Scale, offered: str) -> str:
     return (
         f'[[workload]]\nname = "{rw}"\nrw = "{rw}"\nbs = "4k"\nnumjobs = "cores"\niodepth = 16\n'
-        f'runtime = "{conf["runtime"]}"\nramp = "{conf["ramp"]}"\noffered_iops = [{offered}]\n'
+        f'runtime = "{conf.runtime}"\nramp = "{conf.ramp}"\noffered_iops = [{offered}]\n'
     )
 
 
@@ -93,36 +103,44 @@ def run(
     s: Setting,
     store: Store,
     progress: Callable[[runner.Progress], None] | None = None,
-) -> tuple[dict[str, Measured], dict[str, Any], list[str], str | None]:
+) -> tuple[dict[str, Measured], Details, list[str], str | None]:
     """Run both campaigns; the claims' measurements, the page's tables, the failures and the accelerator."""
     failures: list[str] = []
     options = runner.Options(workdir=s.workdir, boot_timeout=s.boot_timeout)
     text = spec_main(s)
     outcome = runner.run(loads_spec(text, f"<{s.campaign}>"), text, store, options, progress)
     failures += [str(f) for f in outcome.failures]
-    rows = _shown(store, s.campaign)
+    rows = point_rows(store, s.campaign)
     best = peaks(rows)
     bare = {rw: best.get(("bare", rw), (0.0, []))[0] for rw in ("randread", "randwrite")}
     text = spec_fig6(s, bare)
     outcome = runner.run(loads_spec(text, f"<{s.campaign}-fig6>"), text, store, options, progress)
     failures += [str(f) for f in outcome.failures]
-    sweep = with_fio_cpu(store, f"{s.campaign}-fig6", _shown(store, f"{s.campaign}-fig6"))
-    accels = {r["accel"] for r in rows if r["accel"]}
+    sweep = with_fio_cpu(store, f"{s.campaign}-fig6", point_rows(store, f"{s.campaign}-fig6"))
+    accels = {r.accel for r in rows if r.accel}
     accel = "tcg" if "tcg" in accels else (accels.pop() if accels else None)
     measured = measure(best)
     measured.update(fig6(sweep, bare))
-    details = {"configurations": table(best), "fig6": fig6_table(sweep)}
+    details: Details = {"configurations": table(best), "fig6": fig6_table(sweep)}
     return measured, details, failures, accel
 
 
-def _shown(store: Store, campaign: str) -> list[dict[str, Any]]:
-    """The campaign's points as ``vmio show --json`` gives them (the figures a reader can check)."""
-    return [r.to_json(facts=False) for r in point_rows(store, campaign)]
+@dataclass(frozen=True)
+class SweepPoint:
+    """A stored point of Fig. 6's sweep (the figures ``vmio show`` gives) and the measured fio processes'
+    own CPU (% of one core, summed; fio's ``usr_cpu`` and ``sys_cpu``)."""
+
+    row: PointRow
+    fio_usr_pct: float | None
+    fio_sys_pct: float | None
+
+    def metric(self, name: str) -> float:
+        """A device or host CPU figure (``dev_busy_pct``, ``cpu_sys_pct``), 0.0 where not measured."""
+        return self.row.metric(name) or 0.0
 
 
-def with_fio_cpu(store: Store, campaign: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``rows`` with the measured fio processes' own CPU (% of one core, summed): ``fio_usr_pct``,
-    ``fio_sys_pct`` (fio's ``usr_cpu`` and ``sys_cpu``)."""
+def with_fio_cpu(store: Store, campaign: str, rows: list[PointRow]) -> list[SweepPoint]:
+    """``rows`` with the measured fio processes' own CPU."""
     own: dict[str, tuple[float, float]] = {}
     for run in store.runs(campaign):
         jobs = [r for r in store.results(run["id"]) if r["role"] == "measure"]
@@ -130,25 +148,21 @@ def with_fio_cpu(store: Store, campaign: str, rows: list[dict[str, Any]]) -> lis
             own[run["point_key"]] = (sum(r["usr_cpu"] for r in jobs), sum(r["sys_cpu"] for r in jobs))
     out = []
     for row in rows:
-        usr, sys = own.get(row["point"], (None, None))
-        out.append({**row, "fio_usr_pct": usr, "fio_sys_pct": sys})
+        usr, sys = own.get(row.point, (None, None))
+        out.append(SweepPoint(row, usr, sys))
     return out
 
 
-def _iops(row: dict[str, Any], rw: str) -> float:
-    return float(row["read_iops"] if rw == "randread" else row["write_iops"])
+def _iops(row: PointRow, rw: str) -> float:
+    return float(row.read_iops if rw == "randread" else row.write_iops)
 
 
-def peaks(rows: list[dict[str, Any]]) -> dict[tuple[str, str], tuple[float, list[float]]]:
+def peaks(rows: list[PointRow]) -> dict[tuple[str, str], tuple[float, list[float]]]:
     """Per (target, workload): the median over repetitions of its IOPS, and each repetition's."""
     out: dict[tuple[str, str], tuple[float, list[float]]] = {}
     for target, _, _ in CONFIGS:
         for rw in ("randread", "randwrite"):
-            got = [
-                _iops(r, rw)
-                for r in rows
-                if (r["target"], r["workload"], r["status"]) == (target, rw, "done")
-            ]
+            got = [_iops(r, rw) for r in rows if (r.target, r.workload, r.status) == (target, rw, "done")]
             if got:
                 out[(target, rw)] = (statistics.median(got), got)
     return out
@@ -182,10 +196,11 @@ def measure(best: dict[tuple[str, str], tuple[float, list[float]]]) -> dict[str,
     two = out.get("fig7-two-devices-write")
     if two is not None:
         out["fig7-two-devices-write"] = Measured(
-            two.value, two.spread,
+            two.value,
+            two.spread,
             why="both device files lie on this host's one disk (the paper spread the VMs' devices over two "
             "SSDs), so the second file adds no device",
-        )  # fmt: skip
+        )
         read = out.get("fig7-two-devices-read")
         if read is not None:
             out["fig7-two-devices-read"] = Measured(read.value, read.spread, why=two.why)
@@ -202,24 +217,25 @@ def _ratio(
     return Measured(a[0] / b[0], Spread.of(reps) if len(reps) > 1 else None)
 
 
-def fig6(sweep: list[dict[str, Any]], bare: dict[str, float]) -> dict[str, Measured]:
+def fig6(sweep: list[SweepPoint], bare: dict[str, float]) -> dict[str, Measured]:
     """Fig. 6's two statements from Bare's offered-load sweep: the device busy 100 % at every offered
     write load and from 600k offered reads (1.37x the 438k Bare read maximum), and %sys above %usr where
     reads reach their limit."""
     out: dict[str, Measured] = {}
     writes = _by_offered(sweep, "randwrite")
     if writes:
-        busy = [r["dev_busy_pct"] or 0.0 for _, r in writes]
+        busy = [r.metric("dev_busy_pct") for _, r in writes]
         out["fig6-write-busy-always"] = Measured(
-            min(busy), Spread.of(busy),
+            min(busy),
+            Spread.of(busy),
             why=f"device busy {', '.join(f'{b:.0f} %' for b in busy)} at offered "
             f"{', '.join(str(o) for o, _ in writes)} IOPS: {_limit_why(writes)}",
-        )  # fmt: skip
+        )
     reads = _by_offered(sweep, "randread")
     if reads and bare.get("randread"):
-        full = [o for o, r in reads if (r["dev_busy_pct"] or 0.0) >= BUSY_FULL]
+        full = [o for o, r in reads if r.metric("dev_busy_pct") >= BUSY_FULL]
         top = max(reads, key=lambda x: x[0])[1]
-        busy_text = ", ".join(f"{(r['dev_busy_pct'] or 0.0):.0f} %" for _, r in reads)
+        busy_text = ", ".join(f"{r.metric('dev_busy_pct'):.0f} %" for _, r in reads)
         where = (
             f"device busy {busy_text} at offered {', '.join(str(o) for o, _ in reads)} IOPS "
             f"(Bare's read maximum {bare['randread']:.0f} IOPS)"
@@ -229,10 +245,10 @@ def fig6(sweep: list[dict[str, Any]], bare: dict[str, float]) -> dict[str, Measu
             why=f"{where}: busy never reached {BUSY_FULL:.0f} %; {_limit_why(reads)}" if not full else where,
         )
         out["fig6-read-busy-at-limit"] = Measured(
-            top["dev_busy_pct"] or 0.0, why=f"{where}; {_limit_why(reads)}"
+            top.metric("dev_busy_pct"), why=f"{where}; {_limit_why(reads)}"
         )
-        usr, sys = top.get("fio_usr_pct"), top.get("fio_sys_pct")
-        host = f"host-wide %sys {top['cpu_sys_pct'] or 0.0:.1f}, %usr {top['cpu_usr_pct'] or 0.0:.1f} (/proc/stat)"
+        usr, sys = top.fio_usr_pct, top.fio_sys_pct
+        host = f"host-wide %sys {top.metric('cpu_sys_pct'):.1f}, %usr {top.metric('cpu_usr_pct'):.1f} (/proc/stat)"
         out["fig6-read-sys-over-usr"] = Measured(
             sys / usr if usr and sys is not None else None,
             why=f"at the highest offered read load the fio processes' own %sys {sys or 0.0:.1f} and %usr "
@@ -242,32 +258,33 @@ def fig6(sweep: list[dict[str, Any]], bare: dict[str, float]) -> dict[str, Measu
     return out
 
 
-def _by_offered(sweep: list[dict[str, Any]], rw: str) -> list[tuple[int, dict[str, Any]]]:
-    rows = [r for r in sweep if r["workload"] == rw and r["status"] == "done" and r["offered_iops"] != "max"]
-    first: dict[int, dict[str, Any]] = {}
-    for r in sorted(rows, key=lambda r: (r["offered_iops"], r["repetition"])):
-        first.setdefault(int(r["offered_iops"]), r)
-    return sorted(first.items())
+def _by_offered(sweep: list[SweepPoint], rw: str) -> list[tuple[int, SweepPoint]]:
+    """The throttled points of workload ``rw`` by offered IOPS, the first repetition of each."""
+    first: dict[int, SweepPoint] = {}
+    for p in sorted(sweep, key=lambda p: (p.row.offered_iops or 0, p.row.repetition)):
+        if p.row.workload == rw and p.row.status == "done" and p.row.offered_iops is not None:
+            first.setdefault(p.row.offered_iops, p)
+    return sorted(first.items(), key=lambda x: x[0])
 
 
-def _limit_why(points: list[tuple[int, dict[str, Any]]]) -> str:
+def _limit_why(points: list[tuple[int, SweepPoint]]) -> str:
     """What limits the highest offered point, measured: the host CPU or the device."""
     _, top = max(points, key=lambda x: x[0])
-    cpu = (top["cpu_usr_pct"] or 0.0) + (top["cpu_sys_pct"] or 0.0) + (top["cpu_iowait_pct"] or 0.0)
-    busy = top["dev_busy_pct"] or 0.0
+    cpu = top.metric("cpu_usr_pct") + top.metric("cpu_sys_pct") + top.metric("cpu_iowait_pct")
+    busy = top.metric("dev_busy_pct")
     return (
         f"at the highest offered load the host CPU was {cpu:.0f} % used (usr+sys+iowait) and the device "
-        f"{busy:.0f} % busy, its queue {top['dev_queue'] or 0.0:.1f}: here the device is a file on this host's "
+        f"{busy:.0f} % busy, its queue {top.metric('dev_queue'):.1f}: here the device is a file on this host's "
         "disk (shared with other jobs), not a dedicated NVMe SSD"
     )
 
 
-def table(best: dict[tuple[str, str], tuple[float, list[float]]]) -> list[dict[str, Any]]:
+def table(best: dict[tuple[str, str], tuple[float, list[float]]]) -> list[TableRow]:
     """The page's table: each configuration's IOPS and its ratio over Bare beside the paper's."""
     rows = []
     for name, key, _ in CONFIGS:
         c = SEED_BY_KEY[key]
-        row: dict[str, Any] = {"configuration": c.term, "target": name, "N": host_cores()}
+        row: TableRow = {"configuration": c.term, "target": name, "N": host_cores()}
         for rw, paper in (("randread", c.read_ratio), ("randwrite", c.write_ratio)):
             mine = best.get((name, rw))
             base = best.get(("bare", rw))
@@ -279,10 +296,19 @@ def table(best: dict[tuple[str, str], tuple[float, list[float]]]) -> list[dict[s
     return rows
 
 
-def fig6_table(sweep: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def fig6_table(sweep: list[SweepPoint]) -> list[TableRow]:
     return [
-        {"workload": rw, "offered IOPS": o, "IOPS": round(_iops(r, rw)), "device busy %": r["dev_busy_pct"],
-         "queue": r["dev_queue"], "host %usr": r["cpu_usr_pct"], "host %sys": r["cpu_sys_pct"],
-         "fio %usr": r["fio_usr_pct"], "fio %sys": r["fio_sys_pct"]}
-        for rw in ("randread", "randwrite") for o, r in _by_offered(sweep, rw)
-    ]  # fmt: skip
+        {
+            "workload": rw,
+            "offered IOPS": o,
+            "IOPS": round(_iops(p.row, rw)),
+            "device busy %": p.row.metric("dev_busy_pct"),
+            "queue": p.row.metric("dev_queue"),
+            "host %usr": p.row.metric("cpu_usr_pct"),
+            "host %sys": p.row.metric("cpu_sys_pct"),
+            "fio %usr": p.fio_usr_pct,
+            "fio %sys": p.fio_sys_pct,
+        }
+        for rw in ("randread", "randwrite")
+        for o, p in _by_offered(sweep, rw)
+    ]

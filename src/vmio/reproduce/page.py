@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import html
-from typing import Any
+from collections.abc import Mapping, Sequence
 
-from vmio.reproduce.result import Reproduction
+from vmio.reproduce.result import ClaimRow, Reproduction
 
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 78em; color: #222; }
@@ -21,7 +21,6 @@ tr.unjudged td.verdict { background: #eee; }
 
 
 def render(rep: Reproduction) -> str:
-    data = rep.json()
     p = rep.paper
     parts = [
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
@@ -32,7 +31,7 @@ def render(rep: Reproduction) -> str:
         f"<p class='small'>Scale: {_e(rep.scale)}. Accelerator: {_e(rep.accel or 'no guest ran')}. "
         f"Host: {_e(_host_line(rep.host))}.</p>",
         "<h2 id='claims'>Claims</h2>",
-        _claims_table(data["claims"]),
+        _claims_table(rep.claim_rows()),
     ]
     if rep.fitted:
         parts += ["<h2 id='fitted'>Fitted parameters</h2>", _table(rep.fitted)]
@@ -51,7 +50,7 @@ def render(rep: Reproduction) -> str:
     return "\n".join(parts)
 
 
-def _claims_table(claims: list[dict[str, Any]]) -> str:
+def _claims_table(claims: list[ClaimRow]) -> str:
     head = "<tr><th>claim</th><th>paper</th><th>vmio</th><th>spread</th><th>tolerance</th><th>agrees</th><th>why</th></tr>"
     rows = []
     for c in claims:
@@ -71,7 +70,7 @@ def _claims_table(claims: list[dict[str, Any]]) -> str:
     return f"<table>{head}{''.join(rows)}</table>"
 
 
-def _table(rows: list[dict[str, Any]]) -> str:
+def _table(rows: Sequence[Mapping[str, object]]) -> str:
     keys = list(rows[0])
     head = "".join(f"<th>{_e(k)}</th>" for k in keys)
     body = "".join(
@@ -80,7 +79,7 @@ def _table(rows: list[dict[str, Any]]) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
-def _fmt(v: Any) -> str:
+def _fmt(v: object) -> str:
     if isinstance(v, float):
         return f"{v:.4g}"
     if isinstance(v, list):
@@ -88,7 +87,7 @@ def _fmt(v: Any) -> str:
     return "" if v is None else str(v)
 
 
-def _host_line(host: dict[str, Any]) -> str:
+def _host_line(host: Mapping[str, object]) -> str:
     keys = ("hostname", "kernel", "cpu_model", "cores", "fio_version", "vmio_version")
     return ", ".join(f"{k} {host[k]}" for k in keys if host.get(k) is not None)
 

@@ -10,27 +10,54 @@ that place is the reading compared with the paper's Figs. 5 and 7.
 from __future__ import annotations
 
 import statistics
-from typing import Any
+from dataclasses import dataclass
 
 from vmio.relocate.calibration import seed_args
 from vmio.relocate.commands import evaluate_request
 from vmio.relocate.ffsb import SEED_FIT
-from vmio.reproduce.result import Measured
+from vmio.reproduce.result import Details, Fitted, Measured, TableRow
 
-SCALES: dict[str, dict[str, Any]] = {
-    "quick": {"seeds": (0, 1, 2), "requests": 8_000},
-    "paper": {"seeds": tuple(range(10)), "requests": 40_000},
+
+@dataclass(frozen=True)
+class Scale:
+    seeds: tuple[int, ...]
+    requests: int
+
+
+SCALES = {
+    "quick": Scale(seeds=(0, 1, 2), requests=8_000),
+    "paper": Scale(seeds=tuple(range(10)), requests=40_000),
 }
 POLICIES = ("fcfs", "mq-deadline", "bfq")
 GB = 1e9  # the paper's [GB] on a 1 [TB] disk
 
 
-def run(scale: str) -> tuple[dict[str, Measured], dict[str, Any], list[dict[str, Any]]]:
+@dataclass(frozen=True)
+class Zone:
+    """Where the accesses put the hot zone (over seeds), and the FCFS gain there and at the paper's place."""
+
+    vms: int
+    at_gb: list[float]  # per seed
+    zone_gb: float
+    gain_at_accesses: float
+    gain_at_paper_place: float
+
+    def row(self) -> TableRow:
+        return {
+            "vms": self.vms,
+            "zone_gb": self.zone_gb,
+            "gain_at_accesses": self.gain_at_accesses,
+            "gain_at_paper_place": self.gain_at_paper_place,
+        }
+
+
+def run(scale: str) -> tuple[dict[str, Measured], Details, list[Fitted]]:
     """The claims' measurements, the page's tables and the fitted parameters."""
     conf = SCALES[scale]
-    seeds, requests = conf["seeds"], conf["requests"]
+    seeds, requests = conf.seeds, conf.requests
     measured: dict[str, Measured] = {}
-    rows, zones = [], []
+    rows: list[TableRow] = []
+    zones: list[TableRow] = []
     for vms in (2, 3):
         runs = {
             (policy, s): evaluate_request(seed_args(vms, s, requests, policy=policy, zone="median"))
@@ -38,22 +65,33 @@ def run(scale: str) -> tuple[dict[str, Measured], dict[str, Any], list[dict[str,
             for s in seeds
         }
         at_paper = [float(evaluate_request(seed_args(vms, s, requests, zone="seed"))["gain"]) for s in seeds]
-        seek = {p: statistics.median(float(runs[(p, s)]["before"]["mean_seek_cylinders"]) for s in seeds)
-                for p in POLICIES}  # fmt: skip
+        seek = {
+            p: statistics.median(float(runs[(p, s)]["before"]["mean_seek_cylinders"]) for s in seeds)
+            for p in POLICIES
+        }
         for policy in POLICIES:
             values = [float(runs[(policy, s)]["gain"]) for s in seeds]
-            rows.append({"vms": vms, "policy": policy, "gain": round(statistics.median(values), 4),
-                         "min": round(min(values), 4), "max": round(max(values), 4),
-                         "mean_seek_before": round(seek[policy], 1)})  # fmt: skip
+            rows.append(
+                {
+                    "vms": vms,
+                    "policy": policy,
+                    "gain": round(statistics.median(values), 4),
+                    "min": round(min(values), 4),
+                    "max": round(max(values), 4),
+                    "mean_seek_before": round(seek[policy], 1),
+                }
+            )
             measured[f"gain-{vms}vm-{policy}"] = Measured.median_of(
                 values,
                 why=_gain_why(policy, vms, seek, statistics.median(at_paper)),
                 note=_fit_note(policy, vms),
             )
-        zone = _zone(vms, [runs[("fcfs", s)] for s in seeds], at_paper)
-        zones.append(zone)
-        measured[f"hot-zone-{vms}vm"] = Measured.median_of(zone.pop("at_gb"), why=_zone_why(zone))
-    fitted = [
+        fcfs = [runs[("fcfs", s)] for s in seeds]  # as ``vmio relocate evaluate --json`` gives them
+        at = [(r["plan"]["zone"]["start_bytes"] + r["plan"]["zone"]["bytes"] / 2) / GB for r in fcfs]
+        zone = _zone(vms, at, [float(r["gain"]) for r in fcfs], at_paper)
+        zones.append(zone.row())
+        measured[f"hot-zone-{vms}vm"] = Measured.median_of(zone.at_gb, why=_zone_why(zone))
+    fitted: list[Fitted] = [
         {
             "name": "cold_share",
             "value": SEED_FIT.cold_share,
@@ -93,24 +131,24 @@ def _gain_why(policy: str, vms: int, seek: dict[str, float], at_paper: float) ->
     )
 
 
-def _zone(vms: int, fcfs: list[dict[str, Any]], at_paper: list[float]) -> dict[str, Any]:
-    """Where the accesses put the zone, and the FCFS gain there against the gain at the paper's place."""
-    at = [(r["plan"]["zone"]["start_bytes"] + r["plan"]["zone"]["bytes"] / 2) / GB for r in fcfs]
-    return {
-        "vms": vms,
-        "at_gb": at,
-        "zone_gb": round(statistics.median(at), 1),
-        "gain_at_accesses": round(statistics.median(float(r["gain"]) for r in fcfs), 4),
-        "gain_at_paper_place": round(statistics.median(at_paper), 4),
-    }
+def _zone(vms: int, at: list[float], gains: list[float], at_paper: list[float]) -> Zone:
+    """Where the accesses put the zone (``at``: its middle per seed, GB), and the FCFS gain there (``gains``,
+    per seed) against the gain at the paper's place."""
+    return Zone(
+        vms=vms,
+        at_gb=at,
+        zone_gb=round(statistics.median(at), 1),
+        gain_at_accesses=round(statistics.median(gains), 4),
+        gain_at_paper_place=round(statistics.median(at_paper), 4),
+    )
 
 
-def _zone_why(zone: dict[str, Any]) -> str:
-    here, there = zone["gain_at_accesses"], zone["gain_at_paper_place"]
+def _zone_why(zone: Zone) -> str:
+    here, there = zone.gain_at_accesses, zone.gain_at_paper_place
     effect = "matters little to" if abs(here - there) < 0.02 else ("raises" if here > there else "lowers")
     return (
-        f"vmio puts the zone at the median of the accesses outside the hot set ({zone['zone_gb']:.0f} GB); the "
+        f"vmio puts the zone at the median of the accesses outside the hot set ({zone.zone_gb:.0f} GB); the "
         f"paper's zone sits where its ext2 found room for the copied blocks (a hypothesis: it relocated by "
         f"rewriting inode block lists, §4). Tested: the accesses' place {effect} the gain in the replay: "
-        f"{here:+.1%} there against {there:+.1%} at the paper's place ({zone['vms']} VMs, FCFS, median over seeds)"
+        f"{here:+.1%} there against {there:+.1%} at the paper's place ({zone.vms} VMs, FCFS, median over seeds)"
     )

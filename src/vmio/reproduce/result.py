@@ -5,9 +5,44 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
-from vmio.reproduce.claims import TCG_WHY, Claim, Paper
+from vmio.reproduce.claims import TCG_WHY, Claim, Paper, ToleranceJson
+
+Cell = str | int | float | None
+TableRow = dict[str, Cell]  # one row of a table on the page, by column
+# per-paper tables for the page (and the figures they share)
+Details = dict[str, list[TableRow] | list[int] | int]
+
+
+class SpreadJson(TypedDict):
+    min: float | None
+    max: float | None
+    n: int
+
+
+class ClaimRow(TypedDict):
+    """One claim's row of ``result.json``."""
+
+    id: str
+    text: str
+    source: str
+    paper_value: float
+    measured: float | None
+    unit: str
+    spread: SpreadJson | None
+    tolerance: ToleranceJson
+    agrees: bool | None
+    why: str | None
+
+
+class Fitted(TypedDict):
+    """A parameter fitted on a claim (``result.json``'s ``fitted``)."""
+
+    name: str
+    value: float
+    fitted_to: str
+    how: str
 
 
 @dataclass(frozen=True)
@@ -20,7 +55,7 @@ class Spread:
     def of(cls, values: Sequence[float]) -> Spread:
         return cls(min(values), max(values), len(values))
 
-    def json(self) -> dict[str, Any]:
+    def json(self) -> SpreadJson:
         return {"min": _round(self.min), "max": _round(self.max), "n": self.n}
 
 
@@ -44,18 +79,19 @@ class Measured:
 class Reproduction:
     paper: Paper
     scale: str
-    host: dict[str, Any]
+    host: dict[str, object]  # the host's facts (vmio.campaign.facts)
     accel: str | None = None  # "tcg" / "kvm" when guests ran, None when no guest ran
     measured: dict[str, Measured] = field(default_factory=dict)
     campaigns: list[str] = field(default_factory=list)
-    fitted: list[dict[str, Any]] = field(default_factory=list)
+    fitted: list[Fitted] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
-    details: dict[str, Any] = field(default_factory=dict)  # per-paper tables for the page
+    details: Details = field(default_factory=dict)
 
-    def claim_rows(self) -> list[dict[str, Any]]:
+    def claim_rows(self) -> list[ClaimRow]:
         return [judge(c, self.measured.get(c.id), self.accel) for c in self.paper.claims]
 
-    def json(self) -> dict[str, Any]:
+    def json(self) -> dict[str, object]:
+        """``result.json``."""
         return {
             "paper": self.paper.id,
             "title": self.paper.title,
@@ -69,10 +105,10 @@ class Reproduction:
         }
 
 
-def judge(claim: Claim, m: Measured | None, accel: str | None) -> dict[str, Any]:
+def judge(claim: Claim, m: Measured | None, accel: str | None) -> ClaimRow:
     """One claim's row of ``result.json``: ``agrees`` by the tolerance, null where it cannot be judged."""
     value = None if m is None else m.value
-    row: dict[str, Any] = {
+    row: ClaimRow = {
         "id": claim.id,
         "text": claim.text,
         "source": claim.source,

@@ -316,13 +316,17 @@ def _pattern(sec: Section, shown: str, beside: list[str]) -> Pattern:
     rw_text = sec.get("rw") or sec.get("readwrite") or "read"
     base = rw_text.split(":")[0]
     if base not in RW_NAMES:
-        raise ValueError(f"{where('rw')}: rw={rw_text} (in [{sec.name}]); vmio measures read, write, "
-                         "randread, randwrite, randrw and rw")  # fmt: skip
+        raise ValueError(
+            f"{where('rw')}: rw={rw_text} (in [{sec.name}]); vmio measures read, write, "
+            "randread, randwrite, randrw and rw"
+        )
     rw = RW_NAMES[base]
     engine = sec.get("ioengine") or "psync"
     if engine not in ENGINES:
-        raise ValueError(f"{where('ioengine')}: ioengine={engine} (in [{sec.name}]) is not one vmio runs; "
-                         f"use one of {', '.join(ENGINES)}")  # fmt: skip
+        raise ValueError(
+            f"{where('ioengine')}: ioengine={engine} (in [{sec.name}]) is not one vmio runs; "
+            f"use one of {', '.join(ENGINES)}"
+        )
     mix = 50
     if sec.get("rwmixread") is not None:
         mix = _int(sec.get("rwmixread"), where("rwmixread"), "rwmixread", 0, 100)
@@ -361,13 +365,19 @@ def _pattern(sec: Section, shown: str, beside: list[str]) -> Pattern:
     if beside:
         replaced.append(f"ran alone: in the file [{sec.name}] runs beside {', '.join(beside)} (no stonewall)")
     return Pattern(
-        section=sec.name, rw=rw, rwmixread=mix, bs=bs,
+        section=sec.name,
+        rw=rw,
+        rwmixread=mix,
+        bs=bs,
         iodepth=_int(sec.get("iodepth") or "1", where("iodepth"), "iodepth", 1, 65536),
         numjobs=_int(sec.get("numjobs") or "1", where("numjobs"), "numjobs", 1, 1024),
-        direct=direct, ioengine=engine,
-        options=tuple(options), replaced=tuple(replaced),
-        runtime=timing.get("runtime"), ramp=timing.get("ramp_time"),
-    )  # fmt: skip
+        direct=direct,
+        ioengine=engine,
+        options=tuple(options),
+        replaced=tuple(replaced),
+        runtime=timing.get("runtime"),
+        ramp=timing.get("ramp_time"),
+    )
 
 
 TIMING = frozenset(["runtime", "ramp_time"])

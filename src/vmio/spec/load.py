@@ -86,16 +86,28 @@ def _campaign(data: dict[str, Any], loc: Locator, *, stored: bool = False) -> Ca
     )
     _unique(targets, "target", loc)
     _unique(workloads, "workload", loc)
-    count = repetitions * sum(len(w.bs) * len(w.offered_iops) * len(w.load_processes)
-                              * len(w.iodepth_sweep or (1,)) * len(swept_jobs(t, w))
-                              for t in targets for w in workloads)  # fmt: skip
+    count = repetitions * sum(
+        len(w.bs)
+        * len(w.offered_iops)
+        * len(w.load_processes)
+        * len(w.iodepth_sweep or (1,))
+        * len(swept_jobs(t, w))
+        for t in targets
+        for w in workloads
+    )
     if count > MAX_POINTS:
-        raise loc.error("campaign", 0, None, f"the spec expands to {count} points; a campaign holds at most "
-                        f"{MAX_POINTS}: split it, or shorten the lists of bs, offered_iops, load_processes, iodepth or numjobs")  # fmt: skip
+        why = (
+            f"the spec expands to {count} points; a campaign holds at most {MAX_POINTS}: split it, "
+            "or shorten the lists of bs, offered_iops, load_processes, iodepth or numjobs"
+        )
+        raise loc.error("campaign", 0, None, why)
     _check_ops_loads(targets, workloads, loc)
     if seed is not None and not any(w.ops for w in workloads):
-        raise loc.error("campaign", 0, "seed", f"campaign.seed = {seed} sets the offsets of timed operations; "
-                        "no workload has ops = N (the operations per process to replay at those offsets)")  # fmt: skip
+        why = (
+            f"campaign.seed = {seed} sets the offsets of timed operations; "
+            "no workload has ops = N (the operations per process to replay at those offsets)"
+        )
+        raise loc.error("campaign", 0, "seed", why)
     return Campaign(name, repetitions, targets, workloads, loc.path, sla, seed)
 
 
@@ -107,14 +119,20 @@ def _check_ops_loads(targets: tuple[Target, ...], workloads: tuple[Workload, ...
         if not (w.ops and any(w.load_processes)):
             continue
         if max((w.numjobs, *w.numjobs_sweep)) > 1:
-            raise loc.error("workload", i, "numjobs", f"workload[{i}].numjobs = {w.numjobs} with ops = {w.ops} "
-                            "and load processes: one measured process per fio (the loads stop when the first "
-                            "measured process ends); use numjobs = 1, or a separate workload without loads")  # fmt: skip
+            why = (
+                f"workload[{i}].numjobs = {w.numjobs} with ops = {w.ops} "
+                "and load processes: one measured process per fio (the loads stop when the first "
+                "measured process ends); use numjobs = 1, or a separate workload without loads"
+            )
+            raise loc.error("workload", i, "numjobs", why)
         for j, t in enumerate(targets):
             if isinstance(t, QemuTarget) and max((t.jobs_per_vm, *t.jobs_per_vm_sweep)) > 1:
-                raise loc.error("target", j, "jobs_per_vm", f"target[{j}].jobs_per_vm = {t.jobs_per_vm} with "
-                                f"workload {w.name!r} (ops and load processes): one measured process per VM "
-                                "(the loads stop when the first measured process ends); use vms instead")  # fmt: skip
+                why = (
+                    f"target[{j}].jobs_per_vm = {t.jobs_per_vm} with "
+                    f"workload {w.name!r} (ops and load processes): one measured process per VM "
+                    "(the loads stop when the first measured process ends); use vms instead"
+                )
+                raise loc.error("target", j, "jobs_per_vm", why)
 
 
 def _array(data: dict[str, Any], key: str, loc: Locator) -> list[Any]:
@@ -202,9 +220,12 @@ def _qemu_target(t: Fields, name: str, stored: bool = False) -> QemuTarget:
     cache = t.take("cache", f.choice(*CACHES), "none")
     aio = t.take("aio", f.choice(*AIOS), None)
     if aio == "native" and cache not in DIRECT_CACHES and not stored:
-        raise t.error("aio", f"{t.label}.aio = 'native' needs O_DIRECT, which cache = {cache!r} does not use; "
-                      "use cache 'none' or 'directsync', or aio 'threads' or 'io_uring' (or leave aio out: "
-                      f"with cache = {cache!r} it defaults to 'threads')")  # fmt: skip
+        raise t.error(
+            "aio",
+            f"{t.label}.aio = 'native' needs O_DIRECT, which cache = {cache!r} does not use; "
+            "use cache 'none' or 'directsync', or aio 'threads' or 'io_uring' (or leave aio out: "
+            f"with cache = {cache!r} it defaults to 'threads')",
+        )
     return QemuTarget(
         name=name,
         backing=t.take("backing", f.one_or_many(f.string)),
@@ -242,8 +263,11 @@ def _check_size_fits(t: Fields, paths: tuple[str, ...], size: int | None) -> Non
     for path in paths:
         room = capacity(path)
         if room is not None and size > room[0]:
-            raise t.error("size", f"{t.label}.size = {size} bytes does not fit {room[1]} ({room[0]} bytes); "
-                          "use a size up to that")  # fmt: skip
+            raise t.error(
+                "size",
+                f"{t.label}.size = {size} bytes does not fit {room[1]} ({room[0]} bytes); "
+                "use a size up to that",
+            )
 
 
 def _check_loop(t: Fields, paths: tuple[str, ...], loop: bool) -> None:
@@ -252,11 +276,17 @@ def _check_loop(t: Fields, paths: tuple[str, ...], loop: bool) -> None:
         return
     for path in paths:
         if path.startswith("rbd:"):
-            raise t.error("loop", f"{t.label}.loop = true cannot attach the RBD image {path!r}; "
-                          "loop devices are for files on this host")  # fmt: skip
+            raise t.error(
+                "loop",
+                f"{t.label}.loop = true cannot attach the RBD image {path!r}; "
+                "loop devices are for files on this host",
+            )
         if is_block_device(path):
-            raise t.error("loop", f"{t.label}.loop = true: {path!r} is already a block device; "
-                          "loop = true is for a file (leave it out to use the device itself)")  # fmt: skip
+            raise t.error(
+                "loop",
+                f"{t.label}.loop = true: {path!r} is already a block device; "
+                "loop = true is for a file (leave it out to use the device itself)",
+            )
 
 
 def _qemu(value: object) -> str:
@@ -288,8 +318,11 @@ def _check_bus(t: Fields, target: QemuTarget) -> None:
     if target.bus == "vfio":
         bad = [b for b in target.backing if not _PCI_ADDRESS.match(b)]
         if bad:
-            raise t.error("backing", f"{t.label}.bus = 'vfio' passes a PCI device through; backing {bad[0]!r} "
-                          "is not a PCI address like '0000:01:00.0'")  # fmt: skip
+            raise t.error(
+                "backing",
+                f"{t.label}.bus = 'vfio' passes a PCI device through; backing {bad[0]!r} "
+                "is not a PCI address like '0000:01:00.0'",
+            )
 
 
 def _check_rbd(t: Fields, target: QemuTarget) -> None:
@@ -305,8 +338,11 @@ def _check_rbd(t: Fields, target: QemuTarget) -> None:
             raise t.error(key, f"{t.label}.{key} is for rbd:POOL/IMAGE backings, and this target has none")
     shared = [b for b, count in target.vms_per_backing().items() if count > 1 and b.startswith("rbd:")]
     if shared and target.size is None:
-        raise t.error("size", f"{t.label}: {target.vms_per_backing()[shared[0]]} VMs share {shared[0]!r}; "
-                      'give size per VM (e.g. size = "1G")')  # fmt: skip
+        raise t.error(
+            "size",
+            f"{t.label}: {target.vms_per_backing()[shared[0]]} VMs share {shared[0]!r}; "
+            'give size per VM (e.g. size = "1G")',
+        )
     if rbd and target.bus in ("block", "vfio"):
         raise t.error(
             "bus",
@@ -357,8 +393,10 @@ def _offered(value: object) -> Offered:
             raise ValueError("is a share of the max point's IOPS outside (0%, 100%]")
         return f"{pct:g}%"
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError('is not an offered load; use a positive number of IOPS, a share of the max point '
-                         'such as "50%", or "max"')  # fmt: skip
+        raise ValueError(
+            "is not an offered load; use a positive number of IOPS, a share of the max point "
+            'such as "50%", or "max"'
+        )
     return value
 
 
@@ -372,8 +410,11 @@ def _offered_loads(w: Fields) -> tuple[Offered, ...]:
         raise w.error("offered_iops", f"{w.label}.offered_iops = {list(offered)} lists a load twice")
     if any(isinstance(o, str) for o in offered) and None not in offered:
         shares = [o for o in offered if isinstance(o, str)]
-        raise w.error("offered_iops", f"{w.label}.offered_iops = {shares}: a share is of the achieved IOPS of "
-                      'the "max" point, which runs first; add "max" to the list')  # fmt: skip
+        raise w.error(
+            "offered_iops",
+            f"{w.label}.offered_iops = {shares}: a share is of the achieved IOPS of "
+            'the "max" point, which runs first; add "max" to the list',
+        )
     return offered
 
 
@@ -405,8 +446,11 @@ def _stop_at(value: object) -> Sla:
 def _arrivals(w: Fields, offered: tuple[Offered, ...]) -> str:
     arrivals: str = w.take("arrivals", f.choice(*ARRIVALS), "uniform")
     if arrivals == "poisson" and offered == (None,):
-        raise w.error("arrivals", f"{w.label}.arrivals = 'poisson' spaces an offered rate's I/Os; "
-                      'offered_iops is only "max" (no rate): give offered_iops a number or a share')  # fmt: skip
+        raise w.error(
+            "arrivals",
+            f"{w.label}.arrivals = 'poisson' spaces an offered rate's I/Os; "
+            'offered_iops is only "max" (no rate): give offered_iops a number or a share',
+        )
     return arrivals
 
 
@@ -442,16 +486,21 @@ def _workload(data: object, loc: Locator, i: int) -> tuple[Workload, ...]:
 
 def _check_conditioning(w: Fields, workload: Workload) -> None:
     if workload.precondition and not workload.writes:
-        raise w.error("precondition", f"{w.label}.precondition = true is for write workloads; "
-                      f"rw = {workload.rw!r} does not write")  # fmt: skip
+        raise w.error(
+            "precondition",
+            f"{w.label}.precondition = true is for write workloads; rw = {workload.rw!r} does not write",
+        )
     if workload.steady is not None:
         if workload.ops:
             raise w.error(
                 "steady", f"{w.label}.steady needs a timed run; it cannot go with ops = {workload.ops}"
             )
         if workload.steady.window_s > workload.runtime:
-            raise w.error("steady", f"{w.label}.steady = {str(workload.steady)!r}: the window is longer than "
-                          f"runtime = {workload.runtime:g}s (the runtime is the maximum)")  # fmt: skip
+            raise w.error(
+                "steady",
+                f"{w.label}.steady = {str(workload.steady)!r}: the window is longer than "
+                f"runtime = {workload.runtime:g}s (the runtime is the maximum)",
+            )
 
 
 def _fio_workloads(w: Fields, loc: Locator) -> tuple[Workload, ...]:
@@ -486,13 +535,26 @@ def _fio_workloads(w: Fields, loc: Locator) -> tuple[Workload, ...]:
         else:  # the label itself for a one-section file; else the prefix of its sections' names
             name = label if len(found) == 1 else f"{label}:{p.section}"
         workload = Workload(
-            name=name, rw=p.rw, bs=(p.bs,), rwmixread=p.rwmixread,
-            iodepth=p.iodepth, numjobs=p.numjobs, direct=p.direct, ioengine=p.ioengine,
+            name=name,
+            rw=p.rw,
+            bs=(p.bs,),
+            rwmixread=p.rwmixread,
+            iodepth=p.iodepth,
+            numjobs=p.numjobs,
+            direct=p.direct,
+            ioengine=p.ioengine,
             runtime=runtime if runtime is not None else p.runtime[0] if p.runtime else 10.0,
             ramp=ramp if ramp is not None else p.ramp[0] if p.ramp else 0.0,
-            offered_iops=offered, load_processes=loads, steady=steady, precondition=pre,
-            fio_file=given, fio_options=options, fio_replaced=replaced, stop_at=stop_at, arrivals=arrivals,
-        )  # fmt: skip
+            offered_iops=offered,
+            load_processes=loads,
+            steady=steady,
+            precondition=pre,
+            fio_file=given,
+            fio_options=options,
+            fio_replaced=replaced,
+            stop_at=stop_at,
+            arrivals=arrivals,
+        )
         _check_conditioning(w, workload)
         out.append(workload)
     return tuple(out)

@@ -295,8 +295,10 @@ class Point:
         return self._key(str(self.bs))
 
     def _key(self, bs: str) -> str:
-        return f"{self.target}/{self.workload}/bs={bs}{self.sweep_part}/offered={self.offered_label}" \
-               f"/load={self.load_processes}/rep={self.repetition}"  # fmt: skip
+        return (
+            f"{self.target}/{self.workload}/bs={bs}{self.sweep_part}/offered={self.offered_label}"
+            f"/load={self.load_processes}/rep={self.repetition}"
+        )
 
     @property
     def sweep_part(self) -> str:

@@ -25,8 +25,10 @@ def parse_sla(text: object) -> Sla:
     sla = parse_stored_sla(text)
     bound = str(text).partition("=")[2].strip()
     if _BARE.match(bound):
-        raise ValueError(f"{text!r}: the bound {bound!r} has no unit; write it with one, such as "
-                         f"'{sla.metric}={bound}ms' or '{sla.metric}={bound}us'")  # fmt: skip
+        raise ValueError(
+            f"{text!r}: the bound {bound!r} has no unit; write it with one, such as "
+            f"'{sla.metric}={bound}ms' or '{sla.metric}={bound}us'"
+        )
     return sla
 
 

@@ -215,8 +215,13 @@ def stable_id(name: str, sys_root: str | Path = "/sys") -> str:
     backing = base / "loop" / "backing_file"
     if backing.exists():
         return f"loop:{backing.read_text().strip()}{part}"
-    for kind, rel in (("wwid", "wwid"), ("wwid", "device/wwid"), ("wwn", "device/wwn"),
-                      ("serial", "serial"), ("serial", "device/serial")):  # fmt: skip
+    for kind, rel in (
+        ("wwid", "wwid"),
+        ("wwid", "device/wwid"),
+        ("wwn", "device/wwn"),
+        ("serial", "serial"),
+        ("serial", "device/serial"),
+    ):
         try:
             value = (base / rel).read_text().strip()
         except OSError:
@@ -261,8 +266,12 @@ def loop_device(path: str | Path, runner: Runner, sys_root: str | Path = "/sys")
     device = done.stdout.strip()
     if done.returncode != 0 or not device.startswith("/dev/"):
         why = (done.stderr or done.stdout).strip() or f"exit {done.returncode}"
-        raise ToolError(f"cannot attach {backing!r} as a loop device: {why}", argv=done.argv,
-                        returncode=done.returncode, output=done.stdout + done.stderr)  # fmt: skip
+        raise ToolError(
+            f"cannot attach {backing!r} as a loop device: {why}",
+            argv=done.argv,
+            returncode=done.returncode,
+            output=done.stdout + done.stderr,
+        )
     try:
         dio = Path(sys_root) / "block" / Path(device).name / "loop" / "dio"
         yield Loop(device, backing, dio.exists() and dio.read_text().strip() == "1")
@@ -274,8 +283,11 @@ def detach_loop(device: str, runner: Runner) -> None:
     """``losetup -d DEVICE``; a failure to detach is an error naming the device (it would be left over)."""
     done = runner.run(["losetup", "-d", device], timeout=LOSETUP_TIMEOUT_S, check=False)
     if done.returncode != 0:
-        raise ToolError(f"cannot detach the loop device {device}: {(done.stderr or done.stdout).strip()}; "
-                        f"detach it by hand (losetup -d {device})", argv=done.argv)  # fmt: skip
+        raise ToolError(
+            f"cannot detach the loop device {device}: {(done.stderr or done.stdout).strip()}; "
+            f"detach it by hand (losetup -d {device})",
+            argv=done.argv,
+        )
 
 
 def loops_over(path: str | Path, sys_root: str | Path = "/sys") -> list[str]:

@@ -101,5 +101,8 @@ def loop_facts(loops: list[Loop]) -> dict[str, object]:
     """What a run records of the loop devices vmio attached for its target (none: nothing)."""
     if not loops:
         return {}
-    return {"loop_devices": [{"device": lp.device, "backing": lp.backing, "direct_io": lp.direct_io}
-                             for lp in loops]}  # fmt: skip
+    return {
+        "loop_devices": [
+            {"device": lp.device, "backing": lp.backing, "direct_io": lp.direct_io} for lp in loops
+        ]
+    }

@@ -203,10 +203,16 @@ class QemuRig:
             for i, disk in enumerate(self._rbd_client(layout(target, env.destroy), stack))
         ]
         idle = [  # seed 004's second VM: booted alongside with the same CPUs and memory, no disk, no fio
-            VMConfig(index=target.vms + k, vcpus=target.vcpus, memory=target.memory, accel=self.accel.accel,
-                     machine=target.machine, loglevel=GUEST_LOGLEVEL)
+            VMConfig(
+                index=target.vms + k,
+                vcpus=target.vcpus,
+                memory=target.memory,
+                accel=self.accel.accel,
+                machine=target.machine,
+                loglevel=GUEST_LOGLEVEL,
+            )
             for k in range(target.idle_vms)
-        ]  # fmt: skip
+        ]
         fleet = stack.enter_context(
             Fleet(configs + idle, image, caps=self.caps, boot_timeout=env.boot_timeout)
         )
