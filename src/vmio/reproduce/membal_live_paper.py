@@ -35,7 +35,7 @@ from vmio.store.membal import finish_run, start_run
 M = 1 << 20
 HOT_OVER_CACHE = 1.3  # VM2's hot set over its measured page cache at the equal split
 LOAD_RUNTIME = 3600.0  # seconds: the case's one load outlives every round (stopped when the case ends)
-WARM = 3.0  # seconds between reaching the equal split and a run's first record, for both policies
+WARM = 2.0  # seconds between reaching the equal split and a run's first record, for both policies
 HOT_SHARE = 0.91  # the share of VM2's reads on its hot set (examples/membal/live/case1.toml)
 
 
@@ -48,7 +48,7 @@ class Scale:
 
 
 SCALES = {
-    "quick": Scale(rounds=3, calibrate=8.0, duration=10.0, interval=1.0),
+    "quick": Scale(rounds=3, calibrate=8.0, duration=8.0, interval=1.0),
     "paper": Scale(rounds=5, calibrate=40.0, duration=50.0, interval=2.0),
 }
 
