@@ -81,14 +81,16 @@ def test_load_profile_names_the_bad_field(tmp_path: Path) -> None:
 
 
 def _fio_doc(sides: dict[str, tuple[int, float, float, dict[int, int]]]) -> dict[str, object]:
-    job: dict[str, object] = {"jobname": "j", "error": 0}
+    """fio's JSON for one job, with the fields fio 3.x always writes (``fio.output.parse`` reads them)."""
+    job: dict[str, object] = {"jobname": "j", "error": 0, "usr_cpu": 1.0, "sys_cpu": 2.0}
     for d in ("read", "write"):
         ios, iops, mean, bins = sides.get(d, (0, 0.0, 0.0, {}))
         job[d] = {
             "total_ios": ios,
             "iops": iops,
             "bw_bytes": iops * 4096,
-            "lat_ns": {"mean": mean},
+            "runtime": 1000,
+            "lat_ns": {"min": 0, "max": 0, "mean": mean, "stddev": 0.0},
             "clat_ns": {
                 "mean": mean,
                 "percentile": {"99.000000": 0},
@@ -127,7 +129,7 @@ def test_percentile_from_bins_nearest_rank() -> None:
     [
         ("fio: engine rbd not loadable", "no JSON object"),
         ('{"jobs": []}', "no 'jobs' list"),
-        ('{"jobs": [{"jobname": "j", "read": {}}]}', "lacks read field"),
+        ('{"jobs": [{"jobname": "j", "read": {}}]}', "unexpected shape"),
         ('{"jobs": [{"jobname": "j", "error": 5}]}', "ended with error 5"),
         ('{"jobs": [ {"x": 1,, }]}', "not valid JSON"),
     ],

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import os
 import socket
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vmio.errors import FioError, InputError
+from vmio.errors import InputError
 from vmio.fio import output
+from vmio.fio import run as fiorun
 from vmio.fio.jobfile import seconds, section
 from vmio.store import Store
 from vmio.store import capacity as stored
@@ -155,15 +155,4 @@ def _run(
 
 
 def _fio(job: str, runner: Runner, *, timeout: float) -> output.FioOutput:
-    with tempfile.TemporaryDirectory(prefix="vmio-calibrate-") as tmp:
-        jobfile = Path(tmp) / "calibrate.fio"
-        jobfile.write_text(job)
-        done = runner.run(
-            ["fio", "--output-format=json", str(jobfile)], timeout=timeout, check=False, error=FioError
-        )
-    if done.returncode != 0:
-        text = done.stdout + done.stderr
-        raise FioError(
-            "fio failed on the calibration job", argv=done.argv, returncode=done.returncode, output=text
-        )
-    return output.parse(done.stdout)
+    return fiorun.run_job(job, timeout=timeout, runner=runner, what="the calibration job")

@@ -6,11 +6,10 @@ import os
 import platform
 import re
 import socket
-from functools import cache
 from pathlib import Path
 from typing import Any
 
-from vmio.errors import ToolError
+from vmio.fio import run as fiorun
 from vmio.system.process import Runner
 from vmio.version import vmio_version
 
@@ -30,16 +29,8 @@ def collect(proc_root: str | Path = "/proc", runner: Runner | None = None) -> di
     }
 
 
-@cache
-def _fio_version_cached(runner: Runner) -> str | None:
-    try:
-        return runner.run(["fio", "--version"], timeout=10).stdout.strip() or None
-    except ToolError:
-        return None
-
-
 def fio_version(runner: Runner) -> str | None:
-    return _fio_version_cached(runner)
+    return fiorun.version(runner)
 
 
 def _cpu_model(proc: Path) -> str | None:

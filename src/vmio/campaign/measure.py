@@ -197,11 +197,12 @@ def precondition(rig: Rig, workload: Workload, rundir: Path, runner: Runner) -> 
         files.append(fiorun.Endpoint(ep.server, path))
     started = time.monotonic()
     result = _run_fio(rig, files, PRECONDITION_TIMEOUT_S, runner, rundir, None)
-    ios = {job: sum(r.total_ios for r in result.results if r.job == job) for job in ("fill", "random")}
+    done = {job: bs * sum(r.total_ios for r in result.results if r.job == job)
+            for job, bs in jobfile.PRECONDITION_BS.items()}  # fmt: skip
     return {
         "size": size,
-        "fill_bytes": ios["fill"] * 128 * 1024,
-        "random_bytes": ios["random"] * 4096,
+        "fill_bytes": done["fill"],
+        "random_bytes": done["random"],
         "seconds": round(time.monotonic() - started, 3),
     }
 

@@ -11,7 +11,6 @@ holds no data (the same check as every host target).
 from __future__ import annotations
 
 import contextlib
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,9 +18,10 @@ from pathlib import Path
 from vmio.dstore.cluster import ClusterRef
 from vmio.dstore.rbdfio import RbdJob, pattern_options
 from vmio.dstore.variants import make_sized_pool, remove_variant
-from vmio.errors import FioError, InputError
+from vmio.errors import InputError
 from vmio.fio import jobfile
-from vmio.fio.totals import Totals, parse_totals
+from vmio.fio import run as fiorun
+from vmio.fio.totals import Totals, totals
 from vmio.system.process import Runner
 from vmio.system.safety import check_target_write, is_block_device
 from vmio.targets.host import prepare_file
@@ -115,11 +115,12 @@ def render_file_job(path: Path, size: int | None, job: RbdJob) -> str:
 
 
 def run_file_job(path: Path, size: int | None, job: RbdJob, *, runner: Runner | None = None) -> Totals:
-    """Run ``job`` on ``path`` with fio's libaio engine and parse its ``json+`` output."""
+    """Run ``job`` on ``path`` with fio's libaio engine; the totals of its ``json+`` output."""
     runner = runner or Runner()
-    with tempfile.TemporaryDirectory(prefix="vmio-fio-") as tmp:
-        job_path = Path(tmp) / "job.fio"
-        job_path.write_text(render_file_job(path, size, job))
-        argv = ["fio", "--output-format=json+", str(job_path)]
-        done = runner.run(argv, timeout=job.runtime_s + job.ramp_s + 60.0, error=FioError, cwd=tmp)
-    return parse_totals(done.stdout)
+    result = fiorun.run_job(
+        render_file_job(path, size, job),
+        timeout=job.runtime_s + job.ramp_s + 60.0,
+        runner=runner,
+        what=str(path),
+    )
+    return totals(result)

@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import subprocess
 import tempfile
 import threading
 import time
@@ -34,8 +33,9 @@ from vmio.dstore.cluster import ClusterRef, ceph, pg_summary
 from vmio.dstore.rbdfio import RbdJob, render_job
 from vmio.errors import ClusterError, FioError, InputError, VmioError
 from vmio.fio import output
-from vmio.fio.totals import Totals, parse_totals
-from vmio.system.process import Runner, Supervised
+from vmio.fio import run as fiorun
+from vmio.fio.totals import totals
+from vmio.system.process import Runner
 from vmio.units import format_size
 
 SAMPLE_EVERY_S = 1.0
@@ -195,26 +195,24 @@ def run_degraded(
         job = RbdJob(bs=bs, runtime_s=runtime_s, iodepth=iodepth, rwmixread=rwmixread, extra=extra)
         (Path(tmp) / "job.fio").write_text(render_job(ref, job))
         ceph(runner, ref.conf, "osd", "set", "noout")
-        fio_out = Path(tmp) / "fio.json"
-        with open(fio_out, "w") as out:
-            t0 = time.time()
-            fio = Supervised(
-                ["fio", "--output-format=json+", "job.fio"],
-                env=ref.env(),
-                cwd=tmp,
-                stdout=out.fileno(),
-                stderr=subprocess.STDOUT,
-            )
-            try:
-                _drive(run, runner, ref, layout, name, fio, t0, runtime_s + 90.0)
-            finally:
-                fio.stop()
-                if run.stopped_at_s is not None and run.started_at_s is None:
-                    daemons.start(runner, layout, "osd", str(outage.osd))  # never leave it stopped
-                    run.started_at_s = time.time() - t0
-                ceph(runner, ref.conf, "osd", "unset", "noout")
-        text = fio_out.read_text(errors="replace")
-        _read_fio(run, text, fio.popen.returncode)
+        limit_s = runtime_s + 90.0
+        t0 = time.time()
+        fio = fiorun.Background(
+            [fiorun.Endpoint(None, Path(tmp) / "job.fio")],
+            timeout=limit_s,
+            cwd=Path(tmp),
+            log=Path(tmp) / "fio.json",
+            env=ref.env(),
+        )
+        try:
+            _drive(run, runner, ref, layout, name, fio, t0, limit_s)
+        finally:
+            fio.stop()
+            if run.stopped_at_s is not None and run.started_at_s is None:
+                daemons.start(runner, layout, "osd", str(outage.osd))  # never leave it stopped
+                run.started_at_s = time.time() - t0
+            ceph(runner, ref.conf, "osd", "unset", "noout")
+        _read_fio(run, fio.text(), fio.returncode)
         run.seconds = per_second(Path(tmp), "deg", t0)
     _wait_clean(run, runner, ref, t0, time.monotonic() + clean_deadline_s)
     _wait_healthy(run, runner, ref, t0, time.monotonic() + HEALTH_SETTLE_S)
@@ -227,7 +225,7 @@ def _drive(
     ref: ClusterRef,
     layout: Any,
     name: str,
-    fio: Supervised,
+    fio: fiorun.Background,
     t0: float,
     limit_s: float,
 ) -> None:
@@ -236,10 +234,8 @@ def _drive(
     sampler = threading.Thread(target=_sample_loop, args=(run, runner, ref, t0, done), daemon=True)
     sampler.start()
     try:
-        while fio.popen.poll() is None:
+        while fio.running():
             t = time.time() - t0
-            if t > limit_s:
-                raise FioError(f"fio ran past {limit_s:g} s under an OSD failure and was stopped")
             if run.stopped_at_s is None and t >= run.outage.at_s:
                 run.stopped_at_s = round(t, 2)
                 run.stop_clean = daemons.stop_one(layout.run_dir, layout.conf, name)
@@ -248,6 +244,8 @@ def _drive(
                 daemons.start(runner, layout, "osd", str(run.outage.osd))
             else:
                 time.sleep(0.05)
+        if fio.timed_out:
+            raise FioError(f"fio ran past {limit_s:g} s under an OSD failure and was stopped")
         fio.finished()
     finally:
         done.set()
@@ -276,18 +274,18 @@ def _sample(runner: Runner, ref: ClusterRef, osd: int, t0: float) -> Sample:
 def _read_fio(run: DegradedRun, text: str, returncode: int | None) -> None:
     """Errors fio counted (``total_err``) or ended with, and the run's totals."""
     try:
-        doc, _ = output.extract_json(text)
+        result = output.parse(text, job_errors=True)
     except FioError:
         run.fio_error = returncode or -1
         return
-    jobs = doc.get("jobs") or []
-    run.io_errors = sum(int(j.get("total_err", 0) or 0) for j in jobs)
-    run.fio_error = next((int(j["error"]) for j in jobs if j.get("error")), 0) or (returncode or 0)
+    run.io_errors = result.io_errors
+    run.fio_error = result.job_error or (returncode or 0)
+    if result.job_error:
+        return
     try:
-        totals: Totals = parse_totals(text)
+        t = totals(result).total
     except FioError:
         return
-    t = totals.total
     run.totals = {
         "iops": t.iops,
         "mean_lat_ms": t.mean_lat_ms,

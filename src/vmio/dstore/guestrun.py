@@ -10,16 +10,14 @@ and the run records the accelerator so the reader can tell.
 from __future__ import annotations
 
 import contextlib
-import tempfile
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 from vmio.dstore.cluster import ClusterRef
 from vmio.dstore.rbdfio import RbdJob
 from vmio.fio import jobfile
 from vmio.fio import run as fiorun
-from vmio.fio.totals import Totals, parse_totals
+from vmio.fio.totals import Totals, totals
 from vmio.spec import QemuTarget, Workload
 from vmio.system.process import Runner
 from vmio.targets import Env, open_target
@@ -70,11 +68,7 @@ def guest_measure(
             )
             (ep,) = rig.endpoints(workload)
             text = jobfile.render(workload, bs=job.bs, offered_iops=None, load_processes=0, place=ep.place)
-            with tempfile.TemporaryDirectory(prefix="vmio-guest-fio-") as tmp:
-                path = Path(tmp) / "job.fio"
-                path.write_text(text)
-                timeout = job.runtime_s + job.ramp_s + FIO_GRACE_S
-                fiorun.run([fiorun.Endpoint(ep.server, path)], timeout=timeout, runner=runner, cwd=Path(tmp))
-                return parse_totals((Path(tmp) / "fio-output.txt").read_text())
+            timeout = job.runtime_s + job.ramp_s + FIO_GRACE_S
+            return totals(fiorun.run_job(text, timeout=timeout, runner=runner, server=ep.server))
 
         yield measure, facts

@@ -7,14 +7,13 @@ after a job file do not override it, so every option is written into the job fil
 from __future__ import annotations
 
 import json
-import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from vmio.dstore.cluster import ClusterRef
-from vmio.errors import FioError, InputError
+from vmio.errors import InputError
 from vmio.fio import jobfile
-from vmio.fio.totals import Totals, parse_totals
+from vmio.fio import run as fiorun
+from vmio.fio.totals import Totals, totals
 from vmio.system.cephclient import client_conf
 from vmio.system.process import Runner
 
@@ -72,15 +71,17 @@ def render_job(ref: ClusterRef, job: RbdJob) -> str:
 
 
 def run_rbd_job(ref: ClusterRef, job: RbdJob, *, runner: Runner | None = None) -> Totals:
-    """Run ``job`` against ``ref`` with fio's rbd engine and parse its ``json+`` output."""
+    """Run ``job`` against ``ref`` with fio's rbd engine; the totals of its ``json+`` output."""
     runner = runner or Runner()
-    with tempfile.TemporaryDirectory(prefix="vmio-fio-") as tmp, client_conf(ref.conf, ref.client) as conf:
-        path = Path(tmp) / "job.fio"
-        path.write_text(render_job(ref, job))
-        argv = ["fio", "--output-format=json+", str(path)]
-        timeout = job.runtime_s + job.ramp_s + 60.0
-        done = runner.run(argv, timeout=timeout, env={"CEPH_CONF": str(conf)}, error=FioError, cwd=tmp)
-    return parse_totals(done.stdout)
+    with client_conf(ref.conf, ref.client) as conf:
+        result = fiorun.run_job(
+            render_job(ref, job),
+            timeout=job.runtime_s + job.ramp_s + 60.0,
+            runner=runner,
+            env={"CEPH_CONF": str(conf)},
+            what=f"rbd:{ref.pool}/{ref.image}",
+        )
+    return totals(result)
 
 
 def blockdev_args(

@@ -122,6 +122,15 @@ def _origin(workload: Workload) -> str:
     return "\n".join(lines) + "\n"
 
 
+# the block size of each preconditioning job: a sequential fill, then random writes (what each wrote is
+# its I/Os times this)
+PRECONDITION_BS = {"fill": 128 << 10, "random": 4 << 10}
+
+
+def _k(size: int) -> str:
+    return f"{size >> 10}k"
+
+
 def precondition(place: Placement, size: int | None) -> str:
     """SNIA PTS-style preconditioning: one sequential fill, then random writes of twice the size."""
     glob: dict[str, str | int | float] = {"ioengine": "libaio", "direct": 1, "iodepth": 32, "randrepeat": 0}
@@ -132,8 +141,9 @@ def precondition(place: Placement, size: int | None) -> str:
     glob.update(place.engine_options)
     if place.cpus_allowed is not None:  # measured and load processes share these CPUs
         glob.update(cpus_allowed=place.cpus_allowed, cpus_allowed_policy="shared")
-    fill: dict[str, str | int | float] = {"rw": "write", "bs": "128k", "numjobs": 1}
-    rand: dict[str, str | int | float] = {"rw": "randwrite", "bs": "4k", "numjobs": 1, "stonewall": 1}
+    fill: dict[str, str | int | float] = {"rw": "write", "bs": _k(PRECONDITION_BS["fill"]), "numjobs": 1}
+    rand: dict[str, str | int | float] = {"rw": "randwrite", "bs": _k(PRECONDITION_BS["random"]), "numjobs": 1,
+                                          "stonewall": 1}  # fmt: skip
     rand["io_size"] = 2 * size if size is not None else "200%"
     return "".join(section(n, o) for n, o in (("global", glob), ("fill", fill), ("random", rand)))
 

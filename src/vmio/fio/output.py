@@ -48,6 +48,9 @@ class FioOutput:
     timestamp_ms: int | None = None  # wall clock when fio wrote its results (its I/O had ended)
     # per job with a steady-state criterion: host, job, attained, the job's runtime in ms (when it stopped)
     steady: list[tuple[str, str, bool, int]] = field(default_factory=list)
+    jobs: int = 0  # the jobs fio reported (its "All clients" aggregate aside), with or without I/O
+    io_errors: int = 0  # the I/O errors fio counted and went on past (``continue_on_error``: ``total_err``)
+    job_error: int = 0  # the first error a job ended with (only with ``parse(..., job_errors=True)``)
 
 
 def extract_json(text: str) -> tuple[dict[str, Any], str]:
@@ -86,26 +89,34 @@ def check_job(job: dict[str, Any], around: str = "") -> None:
         raise FioError(f"fio job {job.get('jobname')!r} ended with error {job['error']!r}", output=around)
 
 
-def parse(text: str) -> FioOutput:
-    """Parse fio's output; any surprise in its shape is a ``FioError``, never another exception."""
+def parse(text: str, *, job_errors: bool = False) -> FioOutput:
+    """Parse fio's output; any surprise in its shape is a ``FioError``, never another exception.
+
+    A job that ended with an error is a ``FioError`` too, unless ``job_errors``: then the first such error
+    is the result's ``job_error`` (a run that counts its failures, such as the degraded-store run)."""
     doc, around = extract_json(text)
     try:
-        return _parse_doc(doc, around)
+        return _parse_doc(doc, around, job_errors)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise FioError(f"fio's JSON has an unexpected shape: {exc!r}", output=text[-4000:]) from exc
 
 
-def _parse_doc(doc: dict[str, Any], around: str) -> FioOutput:
+def _parse_doc(doc: dict[str, Any], around: str, job_errors: bool = False) -> FioOutput:
     jobs = doc.get("client_stats") if "client_stats" in doc else doc["jobs"]
     if not isinstance(jobs, list):
         raise ValueError(f"jobs is {type(jobs).__name__}, not a list")
     results: list[JobResult] = []
     steady: list[tuple[str, str, bool, int]] = []
+    counted = io_errors = job_error = 0
     for job in jobs:
         if job["jobname"] == "All clients":
             continue
+        counted += 1
+        io_errors += int(job.get("total_err", 0) or 0)
         if int(job.get("error", 0)):
-            check_job(job, around)
+            if not job_errors:
+                check_job(job, around)
+            job_error = job_error or int(job["error"])
         host = f"{job['hostname']}:{job['port']}" if "hostname" in job else "local"
         results.extend(_direction(job, host, ddir) for ddir in DIRECTIONS if job[ddir]["total_ios"] > 0)
         ss = job.get("steadystate")
@@ -121,6 +132,9 @@ def _parse_doc(doc: dict[str, Any], around: str) -> FioOutput:
         around.strip(),
         int(stamp) if isinstance(stamp, int | float) else None,
         steady,
+        counted,
+        io_errors,
+        job_error,
     )
 
 

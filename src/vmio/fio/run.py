@@ -1,17 +1,36 @@
-"""Run fio for one point: locally, or as a client of one or more ``fio --server`` processes.
+"""Every fio vmio starts: locally, or as a client of one or more ``fio --server`` processes.
 
-All servers of a point start together and report together (fio's client/server protocol).
+This is the one place vmio launches fio (``tests/test_fio_launch.py`` holds every other module to it): the
+argument list, the job files checked against the engines vmio runs, the program run through
+``system.process`` with a timeout (it dies with vmio), its output parsed by ``output.parse`` (json+, the
+latency histograms kept). ``run`` waits for a point's fio, ``run_job`` writes one job file and runs it,
+``Background`` starts a fio that runs while the caller works (a degraded-store run, membal's loads),
+``serve`` starts a ``fio --server``, ``stdin_argv`` is the fio a guest's agent starts, and ``version``
+asks a fio binary its version. All servers of a point start together and report together (fio's
+client/server protocol).
 """
 
 from __future__ import annotations
 
+import subprocess
+import tempfile
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
-from vmio.errors import FioError
+from vmio.errors import FioError, ToolError, UnsafeTargetError
 from vmio.fio import output
-from vmio.system.process import Runner
+from vmio.spec.fields import ENGINES
+from vmio.system.process import Runner, Supervised
+
+FIO = "fio"
+OUTPUT_FORMAT = "--output-format=json+"  # json with the latency histograms' bins
+VERSION_TIMEOUT_S = 30.0
+# vmio's own sections that may use an engine a person's workload may not: the exec job that puts a
+# campaign's I/O log on a fio server (``iolog.put_section``)
+OWN_ENGINES = {"put-iolog": "exec"}
 
 
 @dataclass(frozen=True)
@@ -22,8 +41,30 @@ class Endpoint:
     job_file: Path
 
 
+def check_job(text: str, where: str = "the job file") -> None:
+    """Refuse a job file that names an ``ioengine`` vmio does not run (``spec.fields.ENGINES``: no
+    ``external:`` library, no ``exec`` program), before fio reads it: every job vmio starts passes here."""
+    name = ""
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("[") and line.endswith("]"):
+            name = line[1:-1]
+            continue
+        key, eq, value = line.partition("=")
+        if eq and key.strip() == "ioengine":
+            engine = value.strip()
+            if engine not in ENGINES and OWN_ENGINES.get(name) != engine:
+                raise UnsafeTargetError(
+                    f"{where}: section [{name}] asks fio for ioengine={engine}, which vmio does not run; "
+                    f"use one of {', '.join(ENGINES)}"
+                )
+
+
 def argv(endpoints: Sequence[Endpoint]) -> list[str]:
-    args = ["fio", "--output-format=json+"]
+    """fio's arguments for the endpoints' job files (each checked first, ``check_job``)."""
+    for ep in endpoints:
+        check_job(ep.job_file.read_text(), str(ep.job_file))
+    args = [FIO, OUTPUT_FORMAT]
     for ep in endpoints:
         if ep.server is None:
             if len(endpoints) != 1:
@@ -39,6 +80,11 @@ def where(endpoints: Sequence[Endpoint]) -> str:
     return ", ".join(ep.server or "local" for ep in endpoints)
 
 
+def stdin_argv() -> list[str]:
+    """fio reading its one job from stdin, as a guest's agent starts it (``libvirt.guest_fio``)."""
+    return [FIO, OUTPUT_FORMAT, "-"]
+
+
 def run(
     endpoints: Sequence[Endpoint],
     *,
@@ -47,10 +93,12 @@ def run(
     cwd: Path,
     env: Mapping[str, str] | None = None,
     read_pct: int | None = None,
+    what: str | None = None,
 ) -> output.FioOutput:
     """Run fio and parse its output; ``read_pct`` (the workload's read share) also checks that every
-    endpoint reported its measured job in each direction the workload does (else a ``FioError``)."""
-    at = where(endpoints)
+    endpoint reported its measured job in each direction the workload does (else a ``FioError``).
+    Errors name ``what`` ran (default: the endpoints, ``where``); the output is kept in ``cwd/fio-output.txt``."""
+    at = what or where(endpoints)
     try:
         done = runner.run(
             argv(endpoints), timeout=timeout, check=False, cwd=str(cwd), env=env, error=FioError
@@ -73,6 +121,111 @@ def run(
                 f"fio on {at} reported no {missing}; the point has no figures", output=text[-4000:]
             )
     return result
+
+
+def run_job(
+    text: str,
+    *,
+    timeout: float,
+    runner: Runner,
+    server: str | None = None,
+    env: Mapping[str, str] | None = None,
+    what: str | None = None,
+) -> output.FioOutput:
+    """Write ``text`` as a job file in a private folder of its own and ``run`` it (on this host, or on the
+    fio server ``host:port``); the folder is removed after."""
+    with tempfile.TemporaryDirectory(prefix="vmio-fio-") as tmp:
+        path = Path(tmp) / "job.fio"
+        path.write_text(text)
+        return run(
+            [Endpoint(server, path)], timeout=timeout, runner=runner, cwd=Path(tmp), env=env, what=what
+        )
+
+
+class Background:
+    """fio started without waiting for it: its output (stdout and stderr) into ``log``; it is killed after
+    ``timeout`` seconds (``timed_out``) or by ``stop``, and with vmio (``Supervised``)."""
+
+    def __init__(
+        self,
+        endpoints: Sequence[Endpoint],
+        *,
+        timeout: float,
+        cwd: Path,
+        log: Path,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.argv = argv(endpoints)
+        self.log = log
+        self.timed_out = False
+        self._lock = threading.Lock()
+        self._ended = False
+        with open(log, "wb") as out:  # the child keeps its own copy of the descriptor
+            try:
+                self.proc = Supervised(
+                    self.argv, env=env, cwd=str(cwd), stdout=out.fileno(), stderr=subprocess.STDOUT
+                )
+            except OSError as exc:
+                raise FioError(f"cannot start fio: {exc.strerror}", argv=self.argv) from exc
+        self._timer = threading.Timer(timeout, self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _expire(self) -> None:
+        with self._lock:
+            if not self._ended:
+                self.timed_out = True
+                self._ended = True
+                self.proc.stop()
+
+    def running(self) -> bool:
+        return self.proc.popen.poll() is None
+
+    @property
+    def returncode(self) -> int | None:
+        return self.proc.popen.returncode
+
+    def finished(self) -> None:
+        """fio has ended by itself (``running()`` said so): release it."""
+        self._end(stop=False)
+
+    def stop(self, wait: float = 15.0) -> None:
+        """Kill fio (if still running) and everything it started."""
+        self._end(stop=True, wait=wait)
+
+    def _end(self, *, stop: bool, wait: float = 15.0) -> None:
+        self._timer.cancel()
+        with self._lock:
+            if self._ended:
+                return
+            self._ended = True
+            if stop:
+                self.proc.stop(wait=wait)
+            else:
+                self.proc.finished()
+
+    def text(self) -> str:
+        """Everything fio printed so far."""
+        return self.log.read_text(errors="replace")
+
+
+def serve(host: str, port: int) -> Supervised:
+    """``fio --server`` on ``host:port``, its output left to vmio's; it dies with vmio (the caller stops it)."""
+    return Supervised([FIO, f"--server={host},{port}"], stdout=None, stderr=None)
+
+
+@cache
+def _version(runner: Runner, binary: str) -> str | None:
+    try:
+        return runner.run([binary, "--version"], timeout=VERSION_TIMEOUT_S).stdout.strip() or None
+    except ToolError:
+        return None
+
+
+def version(runner: Runner, binary: str = FIO) -> str | None:
+    """``fio --version`` of ``binary`` (a name on PATH or a path), asked once per runner; None when it cannot
+    say."""
+    return _version(runner, binary)
 
 
 OpLatency = tuple[str, str, int, int, str, int | None]  # host, job, t ms, latency ns, ddir, offset

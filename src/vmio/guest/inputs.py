@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vmio.errors import InputError, ToolError
+from vmio.fio import run as fiorun
 from vmio.system.process import Runner
 
 KERNEL_PACKAGE = "linux-image-cloud-amd64"
@@ -75,7 +76,10 @@ def fio_version(runner: Runner, fio: str = "fio") -> str:
     path = shutil.which(fio)
     if path is None:
         raise ToolError(f"{fio!r} is not installed; install the Debian package 'fio'")
-    return runner.run([path, "--version"], timeout=30).stdout.strip()
+    found = fiorun.version(runner, path)
+    if found is None:
+        raise ToolError(f"{path} --version did not say its version")
+    return found
 
 
 def apt_download(runner: Runner, package: str, dest: Path) -> Path:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from vmio.errors import FioError, ToolError, VmioError
 from vmio.fio import output
+from vmio.fio import run as fiorun
 from vmio.fio.output import FioOutput
 from vmio.libvirt import agent
 from vmio.libvirt.domxml import DiskShape, DomainShape
@@ -60,6 +61,8 @@ def run_together(jobs: Sequence[tuple[Domain, Path]], *, timeout: float, cwd: Pa
     """Run each job file in its domain's guest, all started at once; one ``FioOutput`` of them all, results
     named by domain, fio's end time on this host's clock. Every guest's raw output goes in its ``text``
     (and ``cwd/fio-output.txt``), headed by its domain and guest clock offset."""
+    for _, job_file in jobs:  # the engines vmio runs, as for every fio it starts (``fio.run``)
+        fiorun.check_job(job_file.read_text(), str(job_file))
     gate = threading.Barrier(len(jobs))  # every guest's folder made first, then every fio started
     runs = [_GuestFio(domain, job_file, cwd, gate) for domain, job_file in jobs]
     threads = [threading.Thread(target=r.run, args=(timeout,), daemon=True) for r in runs]
@@ -95,6 +98,7 @@ class _GuestFio:
         d = self.domain
         folder = self.folder
         job = self.job_file.read_text().replace(str(self.cwd), folder)
+        program, *args = fiorun.stdin_argv()
         head = f"# fio in domain {d.ref.name} on {d.ref.uri} (guest clock offset {d.clock_offset:+.3f} s)"
         try:
             try:
@@ -109,9 +113,7 @@ class _GuestFio:
                     raise ToolError(
                         f"domain {d.ref.name!r}: another domain of the target could not start fio"
                     ) from None
-                self.pid = agent.start(
-                    d.virsh, d.ref.name, "fio", ["--output-format=json+", "-"], input_text=job
-                )
+                self.pid = agent.start(d.virsh, d.ref.name, program, args, input_text=job)
                 done = agent.wait(d.virsh, d.ref.name, self.pid, timeout)
                 self._fetch_logs(folder)
             finally:
@@ -168,4 +170,6 @@ def _merge(results: list[FioOutput], text: str) -> FioOutput:
         text=text,
         timestamp_ms=max(stamps) if stamps else None,
         steady=[s for r in results for s in r.steady],
+        jobs=sum(r.jobs for r in results),
+        io_errors=sum(r.io_errors for r in results),
     )

@@ -35,10 +35,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vmio.errors import SpecError, ToolError
+from vmio.errors import SpecError
 from vmio.fio import jobfile
+from vmio.fio import run as fiorun
 from vmio.spec.tomlfile import load_toml
-from vmio.system.process import Supervised
 from vmio.units import parse_duration, parse_size
 
 RUN_KEYS = {"policy": "text", "memory": "size", "floor": "size", "interval": "duration",
@@ -53,6 +53,7 @@ VM_KEYS = {
     "hot_share": "fraction",
 }
 RW = ("randread", "read")
+STOP_GRACE_S = 60.0  # a load's fio is killed this long after its runtime if nobody stopped it
 
 
 @dataclass(frozen=True)
@@ -170,25 +171,24 @@ def job_text(load: Load, device: str, runtime: float) -> str:
 
 
 class LoadRun:
-    """One host fio client driving every loaded VM's job in the background; ``stop`` ends it."""
+    """One host fio client driving every loaded VM's job in the background; ``stop`` ends it (fio's own
+    limit is the run's ``runtime`` and a grace, ``STOP_GRACE_S``).
+
+    ``clients`` are (the VM's ``--client`` address ``host,port``, its load, the guest's device)."""
 
     def __init__(self, clients: list[tuple[str, Load, str]], runtime: float, workdir: Path) -> None:
-        args: list[str] = []
+        endpoints = []
         for i, (client, load, device) in enumerate(clients):
             job = workdir / f"load-{i}.fio"
             job.write_text(job_text(load, device, runtime))
-            args += [f"--client={client}", str(job)]
-        self.argv = ["fio", "--output-format=json", *args]
+            host, _, port = client.rpartition(",")
+            endpoints.append(fiorun.Endpoint(f"{host}:{port}", job))
         self.log = workdir / "load.log"
-        self.proc: Supervised | None = None
-        if clients:
-            with open(self.log, "wb") as log:  # the child keeps its own copy of the descriptor
-                try:
-                    self.proc = Supervised(
-                        self.argv, env={"LC_ALL": "C"}, stdout=log.fileno(), stderr=log.fileno()
-                    )
-                except OSError as exc:
-                    raise ToolError(f"cannot start fio: {exc.strerror}", argv=self.argv) from exc
+        self.proc: fiorun.Background | None = None
+        if endpoints:
+            self.proc = fiorun.Background(
+                endpoints, timeout=runtime + STOP_GRACE_S, cwd=workdir, log=self.log, env={"LC_ALL": "C"}
+            )
 
     def stop(self) -> None:
         """End the guests' jobs: the client is interrupted, so it tells the fio servers to end them (a killed

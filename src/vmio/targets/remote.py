@@ -10,12 +10,12 @@ import contextlib
 from collections.abc import Sequence
 
 from vmio.errors import ToolError, UnsafeTargetError
+from vmio.fio import run as fiorun
 from vmio.metrics.sampler import CpuProbe, Probe
 from vmio.spec import RemoteTarget, Workload
 from vmio.system.guard import PortGuard
 from vmio.system.paths import remote_normal
 from vmio.system.ports import free_port, wait_for_port
-from vmio.system.process import Supervised
 from vmio.targets import placement
 from vmio.targets.base import Endpoint, Env, Facts, Notes, nothing_to_watch
 
@@ -62,7 +62,7 @@ class LocalFioServer:
         self.guard = PortGuard()  # vmio's user only, as a VM's forwarded port
         self.guard.add(self.port)
         try:
-            self.proc = Supervised(["fio", f"--server=127.0.0.1,{self.port}"], stdout=None, stderr=None)
+            self.proc = fiorun.serve("127.0.0.1", self.port)
         except BaseException:
             self.guard.close()
             raise

@@ -1,0 +1,138 @@
+"""fio is launched in one package, ``vmio.fio`` (``fio.run``): campaigns, calibrate, every dstore run,
+membal's loads, the libvirt guests' fio and the version probes all go through it.
+
+``fio_launches`` reads every module of ``src/vmio`` outside ``vmio/fio`` (its syntax tree, not its text)
+for a fio started there: a launching call (``Supervised``, ``Popen``, ``run``, ``start``, ...) handed
+``"fio"`` or a list starting with it, an argument list starting with ``"fio"`` built for later, or fio's
+``--output-format`` option. A copy of the package with one such launch put back shows the check fails.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from vmio.errors import FioError, UnsafeTargetError
+from vmio.fio import run as fiorun
+from vmio.system.process import Runner
+
+ROOT = Path(__file__).resolve().parents[1]
+LAUNCHERS = {"Supervised", "Popen", "run", "call", "check_call", "check_output", "start", "spawn",
+             "create_subprocess_exec", "execvp", "execv", "system"}  # fmt: skip
+OPTIONS = ("--output-format",)
+
+
+def _is_fio(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value == "fio"
+
+
+def _fio_list(node: ast.AST) -> bool:
+    return isinstance(node, ast.List | ast.Tuple) and bool(node.elts) and _is_fio(node.elts[0])
+
+
+def fio_launches(src: Path) -> list[str]:
+    """Every place outside ``vmio/fio`` that starts fio or builds its command line, as ``path:line``."""
+    found = []
+    for path in sorted(src.rglob("*.py")):
+        rel = path.relative_to(src)
+        if rel.parts[:2] == ("vmio", "fio"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            hit = False
+            if isinstance(node, ast.Call):
+                name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+                args = [*node.args, *(k.value for k in node.keywords)]
+                hit = name in LAUNCHERS and any(_is_fio(a) or _fio_list(a) for a in args)
+            elif isinstance(node, ast.List | ast.Tuple):
+                hit = _fio_list(node) and len(node.elts) > 1
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                hit = node.value.startswith(OPTIONS)
+            if hit:
+                found.append(f"{rel}:{node.lineno}")  # type: ignore[attr-defined]
+    return sorted(set(found))
+
+
+def test_fio_is_launched_only_in_the_fio_package() -> None:
+    assert fio_launches(ROOT / "src") == []
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'P = lambda runner: runner.run(["fio", "--version"], timeout=5)',
+        'ARGV = ["fio", "job.fio"]',
+        'P = lambda agent, v: agent.start(v, "dom", "fio", ["-"])',
+        'P = lambda: Supervised(("fio", "--server=127.0.0.1,8765"))',
+        'FORMAT = "--output-format=json"',
+    ],
+)
+def test_a_launch_outside_the_package_is_found(tmp_path: Path, line: str) -> None:
+    src = tmp_path / "src"
+    shutil.copytree(ROOT / "src" / "vmio", src / "vmio", ignore=shutil.ignore_patterns("__pycache__"))
+    module = src / "vmio" / "dstore" / "rbdfio.py"
+    module.write_text(module.read_text() + "\n" + line + "\n")
+    found = fio_launches(src)
+    assert len(found) == 1 and found[0].startswith("vmio/dstore/rbdfio.py:"), found
+
+
+def test_a_job_naming_an_engine_vmio_does_not_run_is_refused_before_fio_starts(tmp_path: Path) -> None:
+    ran = tmp_path / "ran"
+    job = f"[global]\nioengine=exec\nprogram=/usr/bin/touch\narguments={ran}\n\n[x]\n"
+    with pytest.raises(UnsafeTargetError, match=r"section \[global\] asks fio for ioengine=exec"):
+        fiorun.run_job(job, timeout=30, runner=Runner())
+    with pytest.raises(UnsafeTargetError, match="ioengine=external:/tmp/x.so"):
+        fiorun.check_job("[a]\nioengine=libaio\n[b]\nioengine = external:/tmp/x.so\n")
+    assert not ran.exists()
+    # vmio's own exec job that puts an I/O log on a fio server is the one exception, by its section
+    fiorun.check_job("[global]\nioengine=null\n[put-iolog]\nioengine=exec\n[measure]\n")
+    with pytest.raises(UnsafeTargetError):
+        fiorun.check_job("[measure]\nioengine=exec\n")
+
+
+@pytest.mark.fio
+def test_run_job_keeps_the_histograms_fio_printed(fio: str) -> None:
+    job = "[x]\nioengine=null\nrw=randrw\nrwmixread=30\nsize=8m\nbs=4k\n"
+    result = fiorun.run_job(job, timeout=60, runner=Runner())
+    raw = subprocess.run(
+        ["fio", "--output-format=json+", "--name=x", "--ioengine=null", "--rw=randrw", "--size=8m", "--bs=4k"],
+        capture_output=True, text=True, timeout=60, check=True,
+    ).stdout  # fmt: skip
+    assert json.loads(raw[raw.index("{") :])["jobs"][0]["read"]["clat_ns"]["bins"]  # fio's json+ has bins
+    assert result.jobs == 1 and sum(r.total_ios for r in result.results) == 2048
+    for r in result.results:
+        assert r.bins and sum(r.bins.values()) == r.total_ios  # every I/O is in the histogram
+
+
+@pytest.mark.fio
+def test_a_failed_fio_names_what_ran(fio: str) -> None:
+    with pytest.raises(FioError, match="fio failed on the test job"):
+        fiorun.run_job("[x]\nioengine=null\nrw=nonsense\n", timeout=60, runner=Runner(), what="the test job")
+
+
+@pytest.mark.fio
+def test_version_is_fios_own(fio: str) -> None:
+    own = subprocess.run(["fio", "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
+    assert fiorun.version(Runner()) == own and own.startswith("fio-")
+    assert fiorun.version(Runner(), "/nonexistent/fio") is None
+
+
+@pytest.mark.fio
+def test_a_background_fio_is_killed_at_its_timeout(fio: str, tmp_path: Path) -> None:
+    job = tmp_path / "job.fio"
+    job.write_text("[x]\nioengine=null\nrw=read\nsize=1g\ntime_based=1\nruntime=120s\n")
+    started = time.monotonic()
+    bg = fiorun.Background([fiorun.Endpoint(None, job)], timeout=1.0, cwd=tmp_path, log=tmp_path / "log")
+    try:
+        while bg.running() and time.monotonic() - started < 60:
+            time.sleep(0.1)
+        assert not bg.running() and bg.timed_out
+        assert time.monotonic() - started < 60  # long before fio's own 120 s
+    finally:
+        bg.stop()
+    assert bg.returncode is not None and bg.returncode != 0
