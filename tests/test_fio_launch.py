@@ -46,7 +46,9 @@ def fio_launches(src: Path) -> list[str]:
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             hit = False
             if isinstance(node, ast.Call):
-                name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+                name = (
+                    node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+                )
                 args = [*node.args, *(k.value for k in node.keywords)]
                 hit = name in LAUNCHERS and any(_is_fio(a) or _fio_list(a) for a in args)
             elif isinstance(node, ast.List | ast.Tuple):

@@ -143,8 +143,9 @@ def run_job(
 
 
 class Background:
-    """fio started without waiting for it: its output (stdout and stderr) into ``log``; it is killed after
-    ``timeout`` seconds (``timed_out``) or by ``stop``, and with vmio (``Supervised``)."""
+    """fio started without waiting for it: its output (stdout and stderr) into ``log``; it is interrupted
+    after ``timeout`` seconds (``timed_out``; killed if it does not end), stopped by ``stop`` or
+    ``interrupt``, and killed with vmio (``Supervised``)."""
 
     def __init__(
         self,
@@ -176,7 +177,7 @@ class Background:
             if not self._ended:
                 self.timed_out = True
                 self._ended = True
-                self.proc.stop()
+                self.proc.interrupt()
 
     def running(self) -> bool:
         return self.proc.popen.poll() is None
@@ -187,20 +188,27 @@ class Background:
 
     def finished(self) -> None:
         """fio has ended by itself (``running()`` said so): release it."""
-        self._end(stop=False)
+        self._end("finished")
 
     def stop(self, wait: float = 15.0) -> None:
         """Kill fio (if still running) and everything it started."""
-        self._end(stop=True, wait=wait)
+        self._end("stop", wait)
 
-    def _end(self, *, stop: bool, wait: float = 15.0) -> None:
+    def interrupt(self, wait: float = 15.0) -> None:
+        """Stop fio its own way (SIGINT: a client tells its servers to end their jobs), killed after ``wait``
+        seconds if it has not ended (``Supervised.interrupt``)."""
+        self._end("interrupt", wait)
+
+    def _end(self, how: str, wait: float = 15.0) -> None:
         self._timer.cancel()
         with self._lock:
             if self._ended:
                 return
             self._ended = True
-            if stop:
+            if how == "stop":
                 self.proc.stop(wait=wait)
+            elif how == "interrupt":
+                self.proc.interrupt(wait=wait)
             else:
                 self.proc.finished()
 
