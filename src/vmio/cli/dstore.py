@@ -13,10 +13,11 @@ from typing import Any
 
 from vmio.cli import argtypes
 from vmio.cli.dstore_model import add_model_parser
+from vmio.cli.store_args import add_db, open_store
 from vmio.dstore import cluster
 from vmio.dstore.baseline import baseline_measure, parse_baseline
 from vmio.dstore.degraded import Outage, format_run, run_degraded
-from vmio.dstore.guestrun import guest_measure
+from vmio.dstore.guestrun import guest_measure, guest_target
 from vmio.dstore.profile import (
     DEFAULT_BS,
     Criteria,
@@ -29,8 +30,18 @@ from vmio.dstore.profile import (
     ratios,
     run_profile,
 )
+from vmio.dstore.stored import (
+    Configured,
+    FioTap,
+    ceph_versions,
+    check_name,
+    file_target,
+    rbd_target,
+    store_profile,
+)
 from vmio.dstore.variants import check_kind, make_variant, remove_variant
 from vmio.errors import InputError
+from vmio.store import Store
 from vmio.system import files, rbdimage
 from vmio.system.cephclient import CephClient, authenticate
 from vmio.system.output_paths import all_or_none
@@ -117,6 +128,10 @@ def _profile_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--plot-dir", type=argtypes.out_dir, help="write profile.png (and compare.png) here")
     p.add_argument("-o", "--output", type=argtypes.out_file, help="also write the JSON result to this file")
     p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--name", help="also store the profile as campaign NAME (new in the store) for show, export, report"
+    )
+    add_db(p)
 
 
 def _client(args: argparse.Namespace) -> CephClient:
@@ -208,12 +223,22 @@ def _profile(args: argparse.Namespace) -> int:
     for flag in ("--at", "--back-at"):
         if getattr(args, flag[2:].replace("-", "_")) != {"--at": "10s", "--back-at": "40s"}[flag]:
             raise InputError(f"{flag} {getattr(args, flag[2:].replace('-', '_'))!r} needs --fail-osd N")
-    runner = Runner()
-    with writable_target(args, runner) as ref:
-        return _profile_on(args, ref, runner)
+    if args.db is not None and args.name is None:
+        raise InputError(f"--db {args.db!r} names the store for --name; give --name NAME too")
+    if args.name is None:
+        runner = FioTap()
+        with writable_target(args, runner) as ref:
+            return _profile_on(args, ref, runner, None)
+    with open_store(args, write=True) as store:
+        check_name(store, args.name)
+        runner = FioTap()
+        with writable_target(args, runner) as ref:
+            return _profile_on(args, ref, runner, store)
 
 
-def _profile_on(args: argparse.Namespace, ref: cluster.ClusterRef, runner: Runner) -> int:
+def _profile_on(
+    args: argparse.Namespace, ref: cluster.ClusterRef, runner: FioTap, store: Store | None
+) -> int:
     bs_list = parse_bs_list(args.bs) if args.bs else list(DEFAULT_BS)
     runtime = _duration("--runtime", args.runtime or "10s")
     ramp = _duration("--ramp", args.ramp)
@@ -224,7 +249,12 @@ def _profile_on(args: argparse.Namespace, ref: cluster.ClusterRef, runner: Runne
     labels = check_kind(args.compare) if args.compare else None
     baseline = parse_baseline(args.baseline, ref) if args.baseline else None
 
-    def run(on: cluster.ClusterRef, label: str, measure: Any = None, watch: bool = True) -> Profile:
+    configs: list[Configured] = []
+
+    def run(
+        on: cluster.ClusterRef, label: str, name: str, measure: Any = None, watch: bool = True
+    ) -> Profile:
+        mark = len(runner.tapped)
         prof = run_profile(
             on,
             bs_list,
@@ -242,18 +272,21 @@ def _profile_on(args: argparse.Namespace, ref: cluster.ClusterRef, runner: Runne
         warning = degraded_warning(prof, label)
         if warning:
             print(warning, file=sys.stderr)
+        configs.append(Configured(rbd_target(name, on), prof, runner.tapped[mark:]))
         return prof
 
-    base = run(ref, labels[1] if labels else "as configured")
+    base = run(ref, labels[1] if labels else "as configured", "host-librbd")
     out: dict[str, Any] = base.to_json()
     sides: list[tuple[str, Profile, str]] = []  # (label, profile, ratio name) printed beside the base
     if baseline is not None:
         with baseline_measure(baseline, ref, runner) as (on, measure):
-            other_base = run(on, baseline.label, measure, watch=baseline.path is None)
+            other_base = run(on, baseline.label, f"host-librbd-size{baseline.replicas}", measure,
+                             watch=baseline.path is None)  # fmt: skip
         if baseline.path is not None:
             other_base.setup.update(
                 where="local file, libaio", path=str(baseline.path), pool=None, image=None
             )
+            configs[-1].target = file_target("host-file", baseline.path)
         out["baseline"] = {"label": baseline.label, "points": other_base.to_json()["points"],
                            "setup": other_base.setup}  # fmt: skip
         for point, ratio in zip(out["points"], ratios(base.points, other_base.points).values(), strict=True):
@@ -261,8 +294,9 @@ def _profile_on(args: argparse.Namespace, ref: cluster.ClusterRef, runner: Runne
         sides.append((baseline.label, other_base, "vs base"))
     if args.from_guest:
         with guest_measure(ref, runner, boot_timeout=boot_timeout) as (measure, facts):
-            guest = run(ref, "from guest", measure)
+            guest = run(ref, "from guest", "guest-rbd", measure)
         guest.setup.update(facts)
+        configs[-1].target = replace(guest_target(ref), name="guest-rbd")
         out["guest"] = {"label": "from guest", "points": guest.to_json()["points"], "setup": guest.setup}
         for point, ratio in zip(
             out["guest"]["points"], ratios(guest.points, base.points).values(), strict=True
@@ -272,7 +306,9 @@ def _profile_on(args: argparse.Namespace, ref: cluster.ClusterRef, runner: Runne
     if labels:
         variant = make_variant(runner, ref, args.compare)
         try:
-            other = run(variant, labels[0])
+            other = run(
+                variant, labels[0], f"host-librbd-{'size2' if args.compare == 'replicas' else 'striped'}"
+            )
         finally:
             remove_variant(runner, ref, variant)
         out["compare"] = {"kind": args.compare, "labels": list(labels), "other": other.to_json()}
@@ -291,6 +327,9 @@ def _profile_on(args: argparse.Namespace, ref: cluster.ClusterRef, runner: Runne
                 plotted.append(plot_compare(
                     other, base, labels, args.plot_dir / "compare.png", title=f"{labels[0]} vs {labels[1]}"
                 ))  # fmt: skip
+    if store is not None:
+        keys = store_profile(store, args.name, configs, ceph_versions(runner, ref))
+        print(f"stored as campaign {args.name!r} ({len(keys)} points) in {store.path}", file=sys.stderr)
     if args.output is not None:
         files.write_atomic(args.output, (json.dumps(out, indent=2) + "\n").encode())
     print(json.dumps(out, indent=2) if args.json else format_table(base))
@@ -313,6 +352,11 @@ def _degraded(args: argparse.Namespace) -> int:
             raise InputError(f"{flag} {value!r} cannot be combined with --fail-osd; run them separately")
     if args.from_guest:
         raise InputError("--from-guest cannot be combined with --fail-osd; run them separately")
+    if args.name is not None or args.db is not None:
+        raise InputError(
+            f"--name {args.name!r}: a run with --fail-osd is a time series, not stored as a campaign; "
+            "drop --name/--db (-o keeps its JSON)"
+        )
     ref = target(args)
     rbdimage.check_write(Runner(), ref.conf, ref.pool, ref.image, args.destroy_data, ref.auth())
     bs_list = parse_bs_list(args.bs) if args.bs else [4096]
