@@ -415,3 +415,33 @@ def test_a_profile_is_stored_with_fio_s_own_figures_and_reported(
         assert "ioengine=libaio" in run.job_file and f"filename={path}" in run.job_file
     assert main(["report", "local", "--db", str(db), "-o", str(tmp_path / "r.html")]) == 0
     assert "randrw" in (tmp_path / "r.html").read_text()
+    capsys.readouterr()
+    # its stored spec reads back as the campaign, so commands that need the spec (the model's fit) work
+    model = ["dstore", "model", "--calibrate", "local", "--db", str(db), "--target", "file", "--json"]
+    assert main(model) == 0
+    assert json.loads(capsys.readouterr().out)["fit"]["fit_bs"] == [4096, 65536]
+
+
+def test_the_cli_takes_every_default_from_the_settings() -> None:
+    """One place for the defaults: a profile asked with no option is ``ProfileSettings()``, and relocate's
+    requests with no option are the requests' own defaults."""
+    from vmio.cli import dstore as cli_dstore
+    from vmio.cli import relocate as cli_relocate
+    from vmio.cli.main import build_parser
+    from vmio.dstore.settings import ProfileSettings, UpSettings
+    from vmio.relocate.requests import EvaluateRequest, PlanRequest
+
+    parser = build_parser(["dstore"])
+    args = parser.parse_args(["dstore", "profile", "--dir", "d"])
+    assert cli_dstore._settings(args) == ProfileSettings()
+    up = parser.parse_args(["dstore", "up", "--dir", "d"])
+    assert (up.osds, cli_dstore._duration("--deadline", up.deadline)) == (
+        UpSettings.osds,
+        UpSettings.deadline_s,
+    )
+    parser = build_parser(["relocate"])
+    args = parser.parse_args(["relocate", "evaluate", "--synthetic", "ffsb"])
+    assert cli_relocate._request(EvaluateRequest, args) == EvaluateRequest(synthetic="ffsb")
+    args = parser.parse_args(["relocate", "plan", "t.csv", "-o", "plan.json"])
+    names = ("format", "extent", "coverage", "hot_bytes", "zone", "order")
+    assert PlanRequest(**{k: getattr(args, k) for k in names}) == PlanRequest()

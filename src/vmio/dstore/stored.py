@@ -1,9 +1,10 @@
 """A dstore profile stored as a campaign (``vmio dstore profile --name NAME``), so ``show``, ``export``,
-``report``, ``compare`` and ``dstore model --calibrate --campaign`` read it as they read any campaign.
+``report``, ``compare`` and ``dstore model --calibrate NAME`` read it as they read any campaign.
 
 Each configuration the command profiled (the pool as configured, a baseline, the view from a guest, a
 compared variant) is a target of the campaign, and the profile's mix its one workload: a campaign model
-like any other, so its canonical text defines the points. Each block size is one point with fio's own
+like any other, so its canonical text defines the points and its spec text (``spec.dump``) reads back as
+the campaign. Each block size is one point with fio's own
 per-job figures and latency histograms (fio's json+ output, kept by :class:`FioTap` as each run ends).
 Every point's host facts name what it ran on under ``dstore``: the Ceph version of the cluster and of this
 host's client, pool, image, replicas, OSDs, the mix, queue depth, durations, the configuration's label,
@@ -25,6 +26,7 @@ from vmio.dstore.cluster import ClusterRef, ceph
 from vmio.dstore.profile import Point, Profile
 from vmio.errors import FioError, InputError, ToolError
 from vmio.fio import output
+from vmio.spec.dump import dumps
 from vmio.spec.model import Campaign, HostTarget, RbdTarget, Target, Workload
 from vmio.spec.model import Point as SpecPoint
 from vmio.store import RunRecord, Store
@@ -149,7 +151,10 @@ def store_profile(
     bs_list = [p.bs for p in configs[0].profile.points]
     load = workload(configs[0].profile, bs_list)
     campaign = Campaign(name, 1, tuple(c.target for c in configs), (load,), SPEC_PATH)
-    store.ensure_campaign(name, SPEC_PATH, "", campaign.canonical())
+    text = dumps(
+        campaign, comment=f"stored by vmio dstore profile --name {name} (bitisle-dstore-2014's profile)"
+    )
+    store.ensure_campaign(name, SPEC_PATH, text, campaign.canonical())
     facts = host_facts.collect()
     keys = []
     try:
