@@ -428,7 +428,7 @@ def test_the_cli_takes_every_default_from_the_settings() -> None:
     from vmio.cli import dstore as cli_dstore
     from vmio.cli import relocate as cli_relocate
     from vmio.cli.main import build_parser
-    from vmio.dstore.settings import ProfileSettings, UpSettings
+    from vmio.dstore.settings import ModelSettings, ProfileSettings, UpSettings
     from vmio.relocate.requests import EvaluateRequest, PlanRequest
 
     parser = build_parser(["dstore"])
@@ -439,6 +439,9 @@ def test_the_cli_takes_every_default_from_the_settings() -> None:
         UpSettings.osds,
         UpSettings.deadline_s,
     )
+    model = parser.parse_args(["dstore", "model"])
+    names = ("base_network", "rtt", "base_write_path", "dev_op", "dev_bw")
+    assert {k: getattr(model, k) for k in names} == {k: getattr(ModelSettings(), k) for k in names}
     parser = build_parser(["relocate"])
     args = parser.parse_args(["relocate", "evaluate", "--synthetic", "ffsb"])
     assert cli_relocate._request(EvaluateRequest, args) == EvaluateRequest(synthetic="ffsb")

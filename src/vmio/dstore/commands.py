@@ -2,7 +2,8 @@
 
 ``profile`` runs bitisle-dstore-2014's profile on the pool as configured and, as asked, beside it a
 non-replicated baseline, the view from a guest and a second configuration, draws the figures and stores
-the whole as a campaign; ``degraded`` runs the time series through one OSD's outage.
+the whole as a campaign; ``degraded`` runs the time series through one OSD's outage; ``model`` fits the
+replicated-store model to a profile and asks it what-if questions.
 """
 
 from __future__ import annotations
@@ -14,10 +15,21 @@ from typing import Any
 
 from vmio.dstore import cluster
 from vmio.dstore.baseline import baseline_measure, parse_baseline
+from vmio.dstore.calibrate import Fit, fit_profile, parse_network, what_if
 from vmio.dstore.degraded import DegradedRun, Outage, run_degraded
 from vmio.dstore.guestrun import guest_measure, guest_target
-from vmio.dstore.profile import Point, Profile, degraded_warning, ratios, run_profile
-from vmio.dstore.settings import ProfileSettings, UpSettings
+from vmio.dstore.model import Prediction, StoreParams, predict
+from vmio.dstore.profile import (
+    DEFAULT_BS,
+    Criteria,
+    Point,
+    Profile,
+    degraded_warning,
+    load_profile,
+    ratios,
+    run_profile,
+)
+from vmio.dstore.settings import ModelSettings, ProfileSettings, UpSettings
 from vmio.dstore.stored import (
     Configured,
     FioTap,
@@ -34,7 +46,7 @@ from vmio.store import Store
 from vmio.system import rbdimage
 from vmio.system.output_paths import all_or_none
 from vmio.system.process import Runner
-from vmio.units import format_size
+from vmio.units import format_size, parse_duration, parse_size
 
 
 def up(root: Path, settings: UpSettings) -> cluster.ClusterRef:
@@ -226,3 +238,69 @@ def degraded(where: Where, settings: ProfileSettings) -> DegradedRun:
 
 def _bs_text(settings: ProfileSettings) -> str:
     return ",".join(format_size(b) for b in settings.bs_list())
+
+
+@dataclass(frozen=True)
+class ModelResult:
+    """``vmio dstore model``: the fitted (or given) model, its predictions per block size, the same with
+    the changes asked, and the criteria the verdicts use."""
+
+    fit: Fit
+    baseline: list[Prediction]
+    changed: list[Prediction]
+    changes: dict[str, object]
+    criteria: Criteria
+
+
+def model(settings: ModelSettings) -> ModelResult:
+    """Fit the replicated-store model to a profile (or take the parameters as given) and predict each block
+    size as it is and with the changes asked."""
+    prof = _calibration(settings) if settings.calibrate else None
+    fit = _fit(settings, prof)
+    if settings.bs is not None:
+        bs_list = list(settings.bs)
+    else:
+        bs_list = sorted({p.bs for p in prof.points} | set(DEFAULT_BS)) if prof else list(DEFAULT_BS)
+    baseline = predict(fit.params, bs_list, settings.iodepth or fit.outstanding, fit.read_frac)
+    net = parse_network(settings.network) if settings.network else None
+    changed = what_if(
+        fit, bs_list, replicas=settings.replicas, stripe=settings.stripe, net_bw=net,
+        write_path=settings.write_path, cache_share=settings.cache_share, outstanding=settings.iodepth,
+    )  # fmt: skip
+    return ModelResult(fit, baseline, changed, settings.changes(), Criteria())
+
+
+def _calibration(settings: ModelSettings) -> Profile:
+    """The profile to fit: a JSON file when one exists at that path, else a stored campaign."""
+    assert settings.calibrate is not None
+    path = Path(settings.calibrate)
+    if path.suffix == ".json" or path.is_file():
+        return load_profile(path)
+    from vmio.dstore.from_campaign import profile_from_campaign
+
+    if settings.db is None:
+        raise InputError(f"--calibrate {settings.calibrate!r} is not a file: name the store of that campaign")
+    with Store(settings.db, readonly=True) as store:
+        return profile_from_campaign(store, settings.calibrate, settings.target)
+
+
+def _fit(settings: ModelSettings, prof: Profile | None) -> Fit:
+    setup = prof.setup if prof else {}
+    devices = settings.devices or int(setup.get("osds", ModelSettings.DEVICES))
+    try:
+        base = StoreParams(
+            replicas=settings.base_replicas or int(setup.get("replicas", ModelSettings.REPLICAS)),
+            devices=devices,
+            hosts=settings.hosts or devices,
+            write_path=settings.base_write_path,
+            dev_op_s=parse_duration(settings.dev_op),
+            dev_bw=float(parse_size(settings.dev_bw)),
+            net_bw=parse_network(settings.base_network),
+            rtt_s=parse_duration(settings.rtt),
+        )
+    except ValueError as exc:
+        raise InputError(f"model parameters: {exc}") from exc
+    if prof is None:
+        defaults = ProfileSettings()
+        return Fit(base, settings.iodepth or defaults.iodepth, defaults.rwmixread / 100, [], 0.0)
+    return fit_profile(prof, base, list(settings.fit_bs) if settings.fit_bs else None)

@@ -1,4 +1,4 @@
-"""What ``vmio dstore up`` and ``vmio dstore profile`` are asked, with every default in one place (the CLI
+"""What ``vmio dstore up``, ``profile`` and ``model`` are asked, with every default in one place (the CLI
 reads its defaults from here): bitisle-dstore-2014's mix and depth, its block sizes, the durations."""
 
 from __future__ import annotations
@@ -64,3 +64,39 @@ class ProfileSettings:
         if self.runtime_s is not None:
             return self.runtime_s
         return self.outage_times()[1] + AFTER_BACK_S if self.fail_osd is not None else PROFILE_RUNTIME_S
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """``vmio dstore model``: the profile to fit (a JSON file or a stored campaign), the measured (base)
+    configuration, and what to change in it. Base values left None come from the profile fitted (its pool
+    size, its OSDs), else bitisle-dstore-2014's 3-way mirror on 3 devices; sizes and durations are text
+    as the user gave them."""
+
+    calibrate: str | None = None  # a profile JSON from `dstore profile --json`, or a stored campaign
+    db: str | None = None  # the store of a campaign to calibrate on
+    target: str | None = None  # the campaign's target to fit (None: every rbd target)
+    fit_bs: tuple[int, ...] | None = None  # fit at these block sizes only
+    bs: tuple[int, ...] | None = None  # predict at these (None: DEFAULT_BS and the profile's own)
+    base_replicas: int | None = None
+    devices: int | None = None
+    hosts: int | None = None  # None: one per device
+    base_network: str = "loopback"
+    rtt: str = "50us"
+    base_write_path: str = "primary"
+    dev_op: str = "0.2ms"  # device service time per op (without a profile to fit)
+    dev_bw: str = "500M"  # device bandwidth, bytes/s (without a profile to fit)
+    replicas: int | None = None  # what if: these are the changes asked
+    stripe: int | None = None
+    network: str | None = None
+    write_path: str | None = None
+    cache_share: float | None = None
+    iodepth: int | None = None  # None: the profile's, else ProfileSettings.iodepth
+
+    REPLICAS = 3  # bitisle-dstore-2014's 3-way mirror, when no profile says
+    DEVICES = 3
+
+    def changes(self) -> dict[str, object]:
+        """The what-if changes asked, by name."""
+        names = ("replicas", "stripe", "network", "write_path", "cache_share", "iodepth")
+        return {k: getattr(self, k) for k in names if getattr(self, k) is not None}
