@@ -137,6 +137,10 @@ def test_profile_three_sizes_with_verdicts_plots_and_compare(
             "striping",
             "-o",
             str(tmp_path / "p.json"),
+            "--name",
+            "striping",
+            "--db",
+            str(tmp_path / "vmio.db"),
         ]
     )
     assert code == 0
@@ -155,6 +159,17 @@ def test_profile_three_sizes_with_verdicts_plots_and_compare(
         assert points[2]["iops"] < points[0]["iops"]
     for name in ("profile.png", "compare.png"):
         assert (plots / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # stored (--name): both configurations are targets of the campaign, each point as the JSON has it
+    assert main(["show", "striping", "--db", str(tmp_path / "vmio.db"), "--json"]) == 0
+    rows = {(r["target"], r["bs"]): r for r in json.loads(capsys.readouterr().out)}
+    for target, profile in (("host-librbd", out), ("host-librbd-striped", out["compare"]["other"])):
+        for p in profile["points"]:
+            row = rows[(target, p["bs"])]
+            assert row["read_iops"] + row["write_iops"] == pytest.approx(p["iops"], rel=1e-6)
+            assert (
+                row["dstore"]["image"] == profile["setup"]["image"]
+                and row["dstore"]["config"] == (profile["setup"]["config"])
+            )
     # the striped variant image was removed again
     images = Runner().run(["rbd", "-c", str(live_cluster.conf), "ls", live_cluster.pool], timeout=60).stdout
     assert images.split() == [live_cluster.image]

@@ -133,13 +133,14 @@ def test_one_osd_down_and_back_keeps_serving(
 
 @pytest.mark.qemu
 def test_profile_from_a_guest_on_the_rbd_image(
-    live_cluster: cluster.ClusterRef, capsys: pytest.CaptureFixture[str]
+    live_cluster: cluster.ClusterRef, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     from qemu_support import MISSING as QEMU_MISSING
 
     if QEMU_MISSING:
         pytest.skip(f"needs {', '.join(QEMU_MISSING)}")
-    out = _profile(live_cluster, capsys, "--bs", "16k", "--from-guest")
+    db = tmp_path / "vmio.db"
+    out = _profile(live_cluster, capsys, "--bs", "16k", "--from-guest", "--name", "g", "--db", str(db))
     guest = out["guest"]
     assert guest["setup"]["accel"] in ("kvm", "tcg") and "rbd driver" in guest["setup"]["disk"]
     (host,), (inside,) = out["points"], guest["points"]
@@ -147,3 +148,14 @@ def test_profile_from_a_guest_on_the_rbd_image(
     assert inside["iops"] > 0 and inside["read_iops"] < inside["write_iops"]  # 30 % reads
     # the guest's fio kept 50 I/Os in flight on /dev/vda too
     assert 30 < inside["iops"] * inside["mean_lat_ms"] / 1e3 < 55
+    # stored (--name): the guest is a QEMU target of the campaign, with its accelerator and QEMU build
+    assert main(["show", "g", "--db", str(db), "--json"]) == 0
+    rows = {r["target"]: r for r in json.loads(capsys.readouterr().out)}
+    assert sorted(rows) == ["guest-rbd", "host-librbd"]
+    stored = rows["guest-rbd"]
+    assert (stored["target_kind"], stored["accel"]) == ("qemu", guest["setup"]["accel"])
+    assert (
+        stored["qemu_version"] == guest["setup"]["qemu_version"]
+        and stored["dstore"]["config"] == "from guest"
+    )
+    assert stored["read_iops"] + stored["write_iops"] == pytest.approx(inside["iops"], rel=1e-6)

@@ -203,6 +203,31 @@ def test_cli_profile_rejects_bad_bs_before_touching_a_cluster(
     assert "'1000' is not a positive multiple of 512" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        (["--name", "taken"], "--name 'taken': a campaign of that name is already stored in"),
+        (["--db", "x.db"], "--db 'x.db' names the store for --name; give --name NAME too"),
+        (["--name", "new", "--fail-osd", "1"], "a run with --fail-osd is a time series, not stored"),
+    ],
+)
+def test_cli_profile_name_is_checked_before_touching_a_cluster(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], needle: str
+) -> None:
+    from vmio.store import Store
+
+    db = tmp_path / "vmio.db"
+    with Store(str(db)) as store:
+        store.ensure_campaign("taken", "<spec>", "", "{}")
+    # no cluster in this folder: a refusal that reached it would name the missing state file instead
+    argv = ["dstore", "profile", "--dir", str(tmp_path / "none"), "--db", str(db), *extra]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1
+    with Store(str(db), readonly=True) as store:
+        assert store.campaigns() == ["taken"]
+
+
 def test_cli_up_refuses_a_folder_with_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "keep.txt").write_text("data")
     assert main(["dstore", "up", "--dir", str(tmp_path)]) == 2
@@ -348,3 +373,80 @@ def test_cli_new_profile_options_reject_bad_input(
     assert main(["dstore", "profile", "--dir", str(tmp_path), *extra]) == 2
     err = capsys.readouterr().err
     assert needle in err and "Traceback" not in err
+
+
+@pytest.mark.fio
+def test_a_profile_is_stored_with_fio_s_own_figures_and_reported(
+    scratch: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The storing half of ``dstore profile --name`` without a cluster: a profile on a local file (as a
+    ``file:`` baseline runs), stored as a campaign; ``show`` holds fio's own counts and percentiles."""
+    from vmio.dstore.baseline import run_file_job
+    from vmio.dstore.cluster import ClusterRef
+    from vmio.dstore.profile import run_profile
+    from vmio.dstore.stored import Configured, FioTap, file_target, store_profile
+    from vmio.store import Store
+    from vmio.targets.host import prepare_file
+
+    path, db, size = scratch / "f.img", tmp_path / "v.db", 32 << 20
+    prepare_file(path, size)
+    tap = FioTap()
+    prof = run_profile(
+        ClusterRef(tmp_path / "none.conf", "p", "i"), [4096, 65536], runtime_s=1.0, ramp_s=0.0, runner=tap,
+        iodepth=4, measure=lambda job: run_file_job(path, size, job, runner=tap), watch=False,
+    )  # fmt: skip
+    prof.setup.update(where="local file, libaio", path=str(path), pool=None, image=None, config="file")
+    with Store(str(db)) as store:
+        keys = store_profile(
+            store, "local", [Configured(file_target("file", path), prof, list(tap.tapped))], {}
+        )
+    assert keys == [
+        "file/randrw/bs=4k/offered=max/load=0/rep=1",
+        "file/randrw/bs=64k/offered=max/load=0/rep=1",
+    ]
+    assert main(["show", "local", "--db", str(db), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    for row, run, point in zip(rows, tap.tapped, prof.points, strict=True):
+        (job,) = json.loads(run.text)["jobs"]  # fio's own document for this point
+        for d in ("read", "write"):
+            assert row[f"{d}_ops"] == job[d]["total_ios"]
+            fio_p99 = job[d]["clat_ns"]["percentile"]["99.000000"]
+            assert row[f"{d}_lat_ns"]["p99"] == pytest.approx(fio_p99, rel=0.02)
+        assert row["dstore"]["verdict"] == point.verdict and row["dstore"]["path"] == str(path)
+        assert row["dstore"]["iodepth"] == row["iodepth"] == 4 and row["dstore"]["ceph_version"] is None
+        assert "ioengine=libaio" in run.job_file and f"filename={path}" in run.job_file
+    assert main(["report", "local", "--db", str(db), "-o", str(tmp_path / "r.html")]) == 0
+    assert "randrw" in (tmp_path / "r.html").read_text()
+    capsys.readouterr()
+    # its stored spec reads back as the campaign, so commands that need the spec (the model's fit) work
+    model = ["dstore", "model", "--calibrate", "local", "--db", str(db), "--target", "file", "--json"]
+    assert main(model) == 0
+    assert json.loads(capsys.readouterr().out)["fit"]["fit_bs"] == [4096, 65536]
+
+
+def test_the_cli_takes_every_default_from_the_settings() -> None:
+    """One place for the defaults: a profile asked with no option is ``ProfileSettings()``, and relocate's
+    requests with no option are the requests' own defaults."""
+    from vmio.cli import dstore as cli_dstore
+    from vmio.cli import relocate as cli_relocate
+    from vmio.cli.main import build_parser
+    from vmio.dstore.settings import ModelSettings, ProfileSettings, UpSettings
+    from vmio.relocate.requests import EvaluateRequest, PlanRequest
+
+    parser = build_parser(["dstore"])
+    args = parser.parse_args(["dstore", "profile", "--dir", "d"])
+    assert cli_dstore._settings(args) == ProfileSettings()
+    up = parser.parse_args(["dstore", "up", "--dir", "d"])
+    assert (up.osds, cli_dstore._duration("--deadline", up.deadline)) == (
+        UpSettings.osds,
+        UpSettings.deadline_s,
+    )
+    model = parser.parse_args(["dstore", "model"])
+    names = ("base_network", "rtt", "base_write_path", "dev_op", "dev_bw")
+    assert {k: getattr(model, k) for k in names} == {k: getattr(ModelSettings(), k) for k in names}
+    parser = build_parser(["relocate"])
+    args = parser.parse_args(["relocate", "evaluate", "--synthetic", "ffsb"])
+    assert cli_relocate._request(EvaluateRequest, args) == EvaluateRequest(synthetic="ffsb")
+    args = parser.parse_args(["relocate", "plan", "t.csv", "-o", "plan.json"])
+    names = ("format", "extent", "coverage", "hot_bytes", "zone", "order")
+    assert PlanRequest(**{k: getattr(args, k) for k in names}) == PlanRequest()

@@ -5,15 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 from vmio.cli import argtypes
-from vmio.dstore.calibrate import Fit, fit_profile, parse_network, what_if
-from vmio.dstore.model import WRITE_PATHS, Prediction, StoreParams, predict
-from vmio.dstore.profile import DEFAULT_BS, Criteria, Profile, load_profile, parse_bs_list, verdict
-from vmio.errors import InputError
-from vmio.units import format_size, parse_duration, parse_size
+from vmio.dstore import commands
+from vmio.dstore.calibrate import Fit
+from vmio.dstore.model import WRITE_PATHS, Prediction
+from vmio.dstore.profile import Criteria, parse_bs_list, verdict
+from vmio.dstore.settings import ModelSettings, ProfileSettings
+from vmio.units import format_size
 
 
 def add_model_parser(dsub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -30,17 +30,27 @@ def add_model_parser(dsub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument("--bs", help="predict at these block sizes (default: bitisle-dstore-2014's 4k..1m)")
     base = p.add_argument_group("the measured (base) configuration")
     base.add_argument(
-        "--base-replicas", type=argtypes.count(1, 64), help="default: the profile's pool size, else 3"
+        "--base-replicas",
+        type=argtypes.count(1, 64),
+        help=f"default: the profile's pool size, else {ModelSettings.REPLICAS}",
     )
     base.add_argument(
-        "--devices", type=argtypes.count(1, 100_000), help="OSDs/devices; default: the profile's OSDs, else 3"
+        "--devices",
+        type=argtypes.count(1, 100_000),
+        help=f"OSDs/devices; default: the profile's OSDs, else {ModelSettings.DEVICES}",
     )
     base.add_argument("--hosts", type=argtypes.count(1, 100_000), help="storage hosts; default: the devices")
-    base.add_argument("--base-network", default="loopback", help="link speed in bits, e.g. 10G")
-    base.add_argument("--rtt", default="50us", help="network round trip")
-    base.add_argument("--base-write-path", choices=WRITE_PATHS, default="primary")
-    base.add_argument("--dev-op", default="0.2ms", help="device service time per op (without --calibrate)")
-    base.add_argument("--dev-bw", default="500M", help="device bandwidth, bytes/s (without --calibrate)")
+    base.add_argument(
+        "--base-network", default=ModelSettings.base_network, help="link speed in bits, e.g. 10G"
+    )
+    base.add_argument("--rtt", default=ModelSettings.rtt, help="network round trip")
+    base.add_argument("--base-write-path", choices=WRITE_PATHS, default=ModelSettings.base_write_path)
+    base.add_argument(
+        "--dev-op", default=ModelSettings.dev_op, help="device service time per op (without --calibrate)"
+    )
+    base.add_argument(
+        "--dev-bw", default=ModelSettings.dev_bw, help="device bandwidth, bytes/s (without --calibrate)"
+    )
     what = p.add_argument_group("what if")
     what.add_argument("--replicas", type=argtypes.count(1, 64))
     what.add_argument("--stripe", type=argtypes.count(1, 1024), help="stripe width (pieces per I/O)")
@@ -50,80 +60,32 @@ def add_model_parser(dsub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--cache-share", type=argtypes.real(0, 1), help="fraction of writes absorbed by a write cache"
     )
     what.add_argument(
-        "--iodepth", type=argtypes.count(1, 65536), help="outstanding I/Os (default: the profile's, else 50)"
+        "--iodepth",
+        type=argtypes.count(1, 65536),
+        help=f"outstanding I/Os (default: the profile's, else {ProfileSettings.iodepth})",
     )
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_model)
 
 
 def _model(args: argparse.Namespace) -> int:
-    fit = _fit(args)
-    bs_list = parse_bs_list(args.bs) if args.bs else _default_bs(args)
-    criteria = Criteria()
-    baseline = predict(fit.params, bs_list, args.iodepth or fit.outstanding, fit.read_frac)
-    net = parse_network(args.network) if args.network else None
-    changed = what_if(
-        fit,
-        bs_list,
-        replicas=args.replicas,
-        stripe=args.stripe,
-        net_bw=net,
-        write_path=args.write_path,
-        cache_share=args.cache_share,
-        outstanding=args.iodepth,
-    )
-    changes = {
-        k: getattr(args, k)
-        for k in ("replicas", "stripe", "network", "write_path", "cache_share", "iodepth")
-        if getattr(args, k) is not None
-    }
-    if args.json:
-        print(json.dumps(_json(fit, baseline, changed, changes, criteria), indent=2))
-    else:
-        print(_table(fit, baseline, changed, changes, criteria))
-    return 0
-
-
-def _calibration(args: argparse.Namespace) -> Profile:
-    """The profile to fit: a JSON file when one exists at that path, else a stored campaign."""
-    path = Path(args.calibrate)
-    if path.suffix == ".json" or path.is_file():
-        return load_profile(path)
     from vmio.cli.store_args import default_db
-    from vmio.dstore.from_campaign import profile_from_campaign
-    from vmio.store import Store
 
-    with Store(args.db or default_db(), readonly=True) as store:
-        return profile_from_campaign(store, args.calibrate, args.target)
-
-
-def _fit(args: argparse.Namespace) -> Fit:
-    profile = _calibration(args) if args.calibrate else None
-    setup = profile.setup if profile else {}
-    devices = args.devices or int(setup.get("osds", 3))
-    try:
-        base = StoreParams(
-            replicas=args.base_replicas or int(setup.get("replicas", 3)),
-            devices=devices,
-            hosts=args.hosts or devices,
-            write_path=args.base_write_path,
-            dev_op_s=parse_duration(args.dev_op),
-            dev_bw=float(parse_size(args.dev_bw)),
-            net_bw=parse_network(args.base_network),
-            rtt_s=parse_duration(args.rtt),
-        )
-    except ValueError as exc:
-        raise InputError(f"model parameters: {exc}") from exc
-    if profile is None:
-        return Fit(base, args.iodepth or 50, 0.3, [], 0.0)
-    fit_bs = parse_bs_list(args.fit_bs) if args.fit_bs else None
-    return fit_profile(profile, base, fit_bs)
-
-
-def _default_bs(args: argparse.Namespace) -> list[int]:
-    if args.calibrate:
-        return sorted({p.bs for p in _calibration(args).points} | set(DEFAULT_BS))
-    return list(DEFAULT_BS)
+    result = commands.model(ModelSettings(
+        calibrate=args.calibrate, db=args.db or default_db(), target=args.target,
+        fit_bs=tuple(parse_bs_list(args.fit_bs)) if args.fit_bs else None,
+        bs=tuple(parse_bs_list(args.bs)) if args.bs else None,
+        base_replicas=args.base_replicas, devices=args.devices, hosts=args.hosts,
+        base_network=args.base_network, rtt=args.rtt, base_write_path=args.base_write_path,
+        dev_op=args.dev_op, dev_bw=args.dev_bw, replicas=args.replicas, stripe=args.stripe,
+        network=args.network, write_path=args.write_path, cache_share=args.cache_share, iodepth=args.iodepth,
+    ))  # fmt: skip
+    parts = (result.fit, result.baseline, result.changed, result.changes, result.criteria)
+    if args.json:
+        print(json.dumps(_json(*parts), indent=2))
+    else:
+        print(_table(*parts))
+    return 0
 
 
 def _row(p: Prediction, criteria: Criteria) -> dict[str, Any]:

@@ -13,11 +13,10 @@ from vmio.cli import argtypes
 from vmio.cli.argtypes import size
 from vmio.cli.mrc_args import sampling, sampling_options
 from vmio.errors import InputError
+from vmio.relocate.requests import DEPTH, POLICY, ApplyRequest, EvaluateRequest, PlanRequest
 from vmio.units import format_size
 
 if TYPE_CHECKING:
-    from vmio.mrc.points import CacheCurve
-
     Sub = argparse._SubParsersAction[argparse.ArgumentParser]
 
 
@@ -29,6 +28,11 @@ def _fraction(text: str) -> float:
     if not 0.0 < value <= 1.0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number in (0, 1]")
     return value
+
+
+def _size(n: int) -> str:
+    """A default size as the help text spells it (``1M``, ``100G``)."""
+    return format_size(n).upper()
 
 
 def register(sub: Sub) -> None:
@@ -72,14 +76,26 @@ def _trace_options(p: argparse.ArgumentParser, *, required: bool) -> None:
         p.add_argument("--run", metavar="CAMPAIGN[:POINT]",
                        help="instead of files: the VM traces vmio kept for a campaign (targets with trace = true)")  # fmt: skip
         p.add_argument("--db", default=None, help="the store whose traces --run reads (default ./vmio.db)")
-    p.add_argument("--format", default="auto", help="auto | blkparse | fio | qemu | cloudphysics | csv")
-    p.add_argument("--extent", type=argtypes.extent, default=1 << 20, help="extent size (default 1M)")
+    p.add_argument(
+        "--format", default=PlanRequest.format, help="auto | blkparse | fio | qemu | cloudphysics | csv"
+    )
+    p.add_argument(
+        "--extent",
+        type=argtypes.extent,
+        default=PlanRequest.extent,
+        help=f"extent size (default {_size(PlanRequest.extent)})",
+    )
 
 
 def _add_analyze(rsub: Sub) -> None:
     p = rsub.add_parser("analyze", help="heat per image: accesses per extent, hot set, plots")
     _trace_options(p, required=True)
-    p.add_argument("--coverage", type=_fraction, default=0.9, help="hot set covers this share of accesses")
+    p.add_argument(
+        "--coverage",
+        type=_fraction,
+        default=PlanRequest.coverage,
+        help="hot set covers this share of accesses",
+    )
     p.add_argument(
         "--plot-dir", type=argtypes.out_dir, help="write access-distribution and heat-over-time PNGs here"
     )
@@ -111,9 +127,14 @@ def _sizes(text: str) -> tuple[int, ...]:
 
 def _plan_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hot-bytes", type=size, help="hot budget per image (default: --coverage)")
-    p.add_argument("--coverage", type=_fraction, default=0.9, help="hot set covers this share of accesses")
-    p.add_argument("--zone", default="auto", help="auto | after | start | center | EXTENT_NUMBER")
-    p.add_argument("--order", default="coaccess", help="in-zone order: image | first | coaccess")
+    p.add_argument(
+        "--coverage",
+        type=_fraction,
+        default=PlanRequest.coverage,
+        help="hot set covers this share of accesses",
+    )
+    p.add_argument("--zone", default=PlanRequest.zone, help="auto | after | start | center | EXTENT_NUMBER")
+    p.add_argument("--order", default=PlanRequest.order, help="in-zone order: image | first | coaccess")
 
 
 def _add_plan(rsub: Sub) -> None:
@@ -135,57 +156,68 @@ def _add_evaluate(rsub: Sub) -> None:
     src.add_argument(
         "--synthetic", choices=["ffsb"], help="an FFSB-like stream as kogakuin-relocate-2011 describes"
     )
-    p.add_argument("--format", default="auto")
-    p.add_argument("--extent", type=argtypes.extent, default=1 << 20)
-    p.add_argument("--vms", type=argtypes.count(1, 64), default=2)
-    p.add_argument("--image-size", type=size, default=100 << 30, help="image size (default 100G)")
+    p.add_argument("--format", default=EvaluateRequest.format)
+    p.add_argument("--extent", type=argtypes.extent, default=EvaluateRequest.extent)
+    p.add_argument("--vms", type=argtypes.count(1, 64), default=EvaluateRequest.vms)
+    p.add_argument(
+        "--image-size",
+        type=size,
+        default=EvaluateRequest.image_size,
+        help=f"image size (default {_size(EvaluateRequest.image_size)})",
+    )
     p.add_argument(
         "--hot",
         type=size,
-        default=2 << 30,
-        help="hot bytes per image (default 2G as in kogakuin-relocate-2011)",
+        default=EvaluateRequest.hot,
+        help=f"hot bytes per image (default {_size(EvaluateRequest.hot)} as in kogakuin-relocate-2011)",
     )
     p.add_argument(
         "--ffsb-model",
-        default="calibrated",
+        default=EvaluateRequest.ffsb_model,
         help="calibrated (FFSB's own profile, fitted on kogakuin-relocate-2011's 2 VMs; default) | uniform (the first model)",
     )
     p.add_argument(
         "--hot-fraction",
         type=_fraction,
-        default=0.9,
+        default=EvaluateRequest.hot_fraction,
         help="uniform model: share of requests in the hot region",
     )
     p.add_argument(
         "--threads",
         type=argtypes.count(1, 256),
-        default=4,
-        help="calibrated model: FFSB threads per VM (default 4)",
+        default=EvaluateRequest.threads,
+        help=f"calibrated model: FFSB threads per VM (default {EvaluateRequest.threads})",
     )
     p.add_argument(
         "--cold-share",
         type=argtypes.real(0, 1),
-        default=None,
+        default=EvaluateRequest.cold_share,
         help="calibrated model: requests outside the file area (fitted)",
     )
     p.add_argument(
-        "--requests", type=argtypes.count(1, 10_000_000), default=50_000, help="synthetic requests per VM"
+        "--requests",
+        type=argtypes.count(1, 10_000_000),
+        default=EvaluateRequest.requests,
+        help="synthetic requests per VM",
     )
-    p.add_argument("--seed", type=argtypes.count(0, 2**63 - 1), default=0)
-    p.add_argument("--disk", default="7200", help="disk model: 7200 | hp97560")
+    p.add_argument("--seed", type=argtypes.count(0, 2**63 - 1), default=EvaluateRequest.seed)
+    p.add_argument("--disk", default=EvaluateRequest.disk, help="disk model: 7200 | hp97560")
     p.add_argument(
         "--policy",
         default=None,
-        help="fcfs | elevator | mq-deadline | bfq (the Linux schedulers as modelled; default fcfs)",
+        help=f"fcfs | elevator | mq-deadline | bfq (the Linux schedulers as modelled; default {POLICY})",
     )
     p.add_argument(
         "--depth",
         type=argtypes.count(1, 4096),
         default=None,
-        help="outstanding requests per VM (uniform model, traces) or per FFSB thread (calibrated); default 1",
+        help="outstanding requests per VM (uniform model, traces) or per FFSB thread (calibrated); "
+        f"default {DEPTH}",
     )
     p.add_argument("--open-loop", action="store_true", help="issue trace requests at their times instead")
-    p.add_argument("--zone", default="auto", help="auto | seed | median | after | start | center | EXTENT")
+    p.add_argument(
+        "--zone", default=EvaluateRequest.zone, help="auto | seed | median | after | start | center | EXTENT"
+    )
     p.add_argument(
         "--order",
         default=None,
@@ -242,44 +274,29 @@ def _read_traces(paths: list[Path] | list[str], fmt: str) -> Any:
 
 
 def _analyze(args: argparse.Namespace) -> int:
-    from vmio.relocate import heat
-    from vmio.relocate.commands import analyze_plots
+    from vmio.relocate.commands import analyze_request
 
-    trace = _traces_of(args)
-    summary = heat.summarize(trace, args.extent, args.coverage)
-    curves = _cache_curves(trace, args) if args.cache_curve else None
-    if args.plot_dir:
-        analyze_plots(trace, args.extent, args.plot_dir)
+    curves = sampling(args) if args.cache_curve else None
+    request = PlanRequest(format=args.format, extent=args.extent, coverage=args.coverage)
+    found = analyze_request(
+        _traces_of(args), request, curves=curves, cache=args.cache, plot_dir=args.plot_dir
+    )
     if args.json:
-        images = [h.as_dict() for h in summary]
-        if curves is not None:
-            for image, curve in zip(images, curves, strict=True):
-                image["cache_curve"] = curve.as_dict()
-        out = {
-            "requests": len(trace),
-            "extent_bytes": args.extent,
-            "coverage": args.coverage,
-            "time_unit": trace.time_unit,
-            "images": images,
-        }
-        print(json.dumps(out, indent=1))
+        print(json.dumps(found.to_json(), indent=1))
         return 0
     print(
-        f"{len(trace)} requests, extent {format_size(args.extent)}, "
+        f"{found.requests} requests, extent {format_size(args.extent)}, "
         f"hot = extents covering {args.coverage:.0%}"
     )
-    for h in summary:
+    for h in found.heat:
         print(
             f"{h.name}: {h.accesses} accesses on {h.extents_touched} extents; hot {h.hot_extents} extents "
             f"({format_size(h.hot_bytes)}) take {h.hot_share:.1%}"
         )
-    for h, curve in zip(summary, curves or [], strict=False):
+    for h, curve in zip(found.heat, found.curves or [], strict=False):
         points = ", ".join(f"{_mib(b)} {r:.3f}" for b, r in curve.points)
         print(f"{h.name}: LRU cache miss ratio ({curve.method}): {points}")
     return 0
-
-
-PAGE = 4096
 
 
 def _mib(n: int) -> str:
@@ -287,24 +304,14 @@ def _mib(n: int) -> str:
     return format_size(n) if n % (1 << 20) == 0 else f"{n / (1 << 20):.1f}M"
 
 
-def _cache_curves(trace: Any, args: argparse.Namespace) -> list[CacheCurve]:
-    """Per image, the miss-ratio curve of the pages its requests touch (exact, or SHARDS with
-    --sample-rate/--sample-size), read at the cache sizes asked for."""
-    from vmio.mrc.points import cache_curve
-    from vmio.relocate.heat import pages_of
-
-    how = sampling(args)
-    return [cache_curve(pages_of(trace, i, PAGE), PAGE, args.cache, how) for i in range(len(trace.images))]
-
-
 def _plan(args: argparse.Namespace) -> int:
-    from vmio.relocate.commands import layout_for, plan_from_trace
-    from vmio.relocate.plan_io import write_plan
+    from vmio.relocate.commands import plan_request
 
-    trace = _traces_of(args)
-    layout = layout_for(trace, args.image, args.extent, args.disk_size, args.hot_bytes)
-    plan = plan_from_trace(trace, layout, args.hot_bytes, args.coverage, args.zone, args.order)
-    write_plan(plan, args.output)
+    request = PlanRequest(
+        format=args.format, extent=args.extent, coverage=args.coverage, hot_bytes=args.hot_bytes,
+        zone=args.zone, order=args.order,
+    )  # fmt: skip
+    plan = plan_request(_traces_of(args), request, args.output, images=args.image, disk_bytes=args.disk_size)
     print(
         f"plan: {plan.zone_extents} hot extents into a zone at {format_size(plan.zone_start * args.extent)} "
         f"({plan.order} order), {len(plan.moves())} moves -> {args.output}"
@@ -313,7 +320,7 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from vmio.relocate.commands import EvaluateRequest, evaluate_request, evaluation_lines
+    from vmio.relocate.commands import evaluate_request, evaluation_lines
 
     result = evaluate_request(_request(EvaluateRequest, args))
     if args.json:
@@ -324,7 +331,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def _apply(args: argparse.Namespace) -> int:
-    from vmio.relocate.commands import ApplyRequest, apply_request
+    from vmio.relocate.commands import apply_request
 
     if not (args.to_image or args.dm_tables or args.pvmove):
         raise InputError("apply needs --to-image OUT (with --source DISK), --dm-tables DEVICE or --pvmove PV")

@@ -10,7 +10,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from vmio.relocate.commands import EvaluateRequest, evaluate_request
+from vmio.relocate.commands import evaluate_request
+from vmio.relocate.requests import EvaluateRequest
 
 SEED_GAINS = {2: 0.10, 3: 0.20}
 # The 3-VM prediction falls short of the seed's +20 % by about this much (median over seeds 0-9 with the

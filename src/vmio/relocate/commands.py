@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -15,54 +15,19 @@ from vmio.relocate import plots
 from vmio.relocate.disk import builtin_disk
 from vmio.relocate.evaluate import Evaluation, HotChoice, ReplaySetup, evaluate
 from vmio.relocate.ffsb import SEED_FIT, FfsbProfile, ffsb_layout, ffsb_profile_stream
-from vmio.relocate.heat import extent_counts, extents_of, heat_over_time
+from vmio.relocate.heat import ImageHeat, extent_counts, extents_of, heat_over_time, pages_of, summarize
 from vmio.relocate.layout import Layout
 from vmio.relocate.plan_io import plan_to_dict, read_plan, write_plan
 from vmio.relocate.planner import Plan, build_plan
+from vmio.relocate.requests import COVERAGE, DEPTH, POLICY, ApplyRequest, EvaluateRequest, PlanRequest
 from vmio.relocate.synthetic import FfsbSpec, ffsb_stream, hot_regions
 from vmio.system.output_paths import all_or_none
 from vmio.traces.trace import Trace, concat
 from vmio.units import format_size, parse_size
 
-
-@dataclass(frozen=True)
-class EvaluateRequest:
-    """What ``vmio relocate evaluate`` was asked: a synthetic workload or trace files, and the replay setup."""
-
-    synthetic: str | None = None
-    trace: tuple[Path, ...] = ()
-    ffsb_model: str = "calibrated"
-    format: str = "auto"
-    extent: int = 1 << 20
-    vms: int = 2
-    image_size: int = 100 << 30
-    hot: int = 2 << 30
-    hot_fraction: float = 0.9
-    threads: int = 4
-    cold_share: float | None = None
-    requests: int = 50_000
-    seed: int = 0
-    disk: str = "7200"
-    policy: str | None = None
-    depth: int | None = None
-    open_loop: bool = False
-    zone: str = "auto"
-    order: str | None = None
-    plot: Path | None = None
-    save_plan: Path | None = None
-
-
-@dataclass(frozen=True)
-class ApplyRequest:
-    """What ``vmio relocate apply`` was asked: a plan and where to apply it (or a rollback)."""
-
-    plan: Path | None = None
-    dm_tables: str | None = None
-    pvmove: str | None = None
-    to_image: Path | None = None
-    source: Path | None = None
-    rate: int | None = None
-    rollback: bool = False
+if TYPE_CHECKING:
+    from vmio.mrc.curve import Sampling
+    from vmio.mrc.points import CacheCurve
 
 
 def parse_images(specs: Sequence[str]) -> dict[str, int]:
@@ -126,9 +91,69 @@ def analyze_plots(trace: Trace, extent: int, out_dir: Path) -> list[Path]:
             grid, edges = heat_over_time(trace, i, extent, len(counts))
             safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
             paths.append(
-                plots.heat_over_time(grid, edges, out_dir / f"heat-{safe}.png", extent_bytes=extent, title=name)
+                plots.heat_over_time(
+                    grid, edges, out_dir / f"heat-{safe}.png", extent_bytes=extent, title=name
+                )
             )
     return paths
+
+
+PAGE = 4096  # the page a cache curve counts in
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """``vmio relocate analyze``: the heat of each image, its LRU cache curve when asked, the figures."""
+
+    requests: int
+    request: PlanRequest
+    time_unit: str | None
+    heat: list[ImageHeat]
+    curves: list[CacheCurve] | None
+    plots: list[Path]
+
+    def to_json(self) -> dict[str, Any]:
+        images = [h.as_dict() for h in self.heat]
+        for image, curve in zip(images, self.curves or [], strict=False):
+            image["cache_curve"] = curve.as_dict()
+        return {
+            "requests": self.requests,
+            "extent_bytes": self.request.extent,
+            "coverage": self.request.coverage,
+            "time_unit": self.time_unit,
+            "images": images,
+        }
+
+
+def analyze_request(
+    trace: Trace,
+    req: PlanRequest,
+    *,
+    curves: Sampling | None = None,
+    cache: Sequence[int] | None = None,
+    plot_dir: Path | None = None,
+) -> Analysis:
+    """Heat per image; with ``curves``, the miss-ratio curve of each image's pages (exact or sampled) at
+    the ``cache`` sizes; with ``plot_dir``, the access distribution and heat over time as PNGs."""
+    summary = summarize(trace, req.extent, req.coverage)
+    found = None
+    if curves is not None:
+        from vmio.mrc.points import cache_curve  # the curves' compiled kernels: only when asked
+
+        found = [cache_curve(pages_of(trace, i, PAGE), PAGE, cache, curves) for i in range(len(trace.images))]
+    plotted = analyze_plots(trace, req.extent, plot_dir) if plot_dir else []
+    return Analysis(len(trace), req, trace.time_unit, summary, found, plotted)
+
+
+def plan_request(
+    trace: Trace, req: PlanRequest, output: Path, *, images: Sequence[str] = (), disk_bytes: int | None = None
+) -> Plan:
+    """``vmio relocate plan``: the plan for ``trace`` on images laid out one after another, written to
+    ``output``."""
+    layout = layout_for(trace, images, req.extent, disk_bytes, req.hot_bytes)
+    plan = plan_from_trace(trace, layout, req.hot_bytes, req.coverage, req.zone, req.order)
+    write_plan(plan, output)
+    return plan
 
 
 SYNTHETIC_MODELS = ("calibrated", "uniform")
@@ -144,7 +169,7 @@ def _uniform(
         hot_bytes=args.hot,
         hot_fraction=args.hot_fraction,
         requests_per_vm=args.requests,
-        threads=args.depth or 1,
+        threads=args.depth or DEPTH,
     )
     spec.check()
     disk = builtin_disk(args.disk)
@@ -234,9 +259,9 @@ def evaluate_request(args: EvaluateRequest) -> dict[str, Any]:
         hot = HotChoice(budget_bytes=args.hot)
     else:
         profile, stream, layout, source = _from_traces(args)
-        hot = HotChoice(coverage=0.9)
+        hot = HotChoice(coverage=COVERAGE)
     disk = builtin_disk(args.disk)
-    setup = ReplaySetup(disk, None if args.open_loop else (args.depth or 1), args.policy or "fcfs")
+    setup = ReplaySetup(disk, None if args.open_loop else (args.depth or DEPTH), args.policy or POLICY)
     order = args.order or ("image" if source.get("model") == "calibrated" else "coaccess")
     ev = evaluate(layout, profile, stream, setup, hot, position=args.zone, order=order, streams=streams)
     if args.save_plan:

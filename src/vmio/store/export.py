@@ -101,7 +101,9 @@ def flat_points(store: Store, campaign: str) -> list[dict[str, Any]]:
     rows = []
     for row in point_rows(store, campaign):
         shown = row.to_json(facts=False)
-        flat = {k: v for k, v in shown.items() if k not in ("read_lat_ns", "write_lat_ns", "hosts")}
+        flat = {k: v for k, v in shown.items() if k not in ("read_lat_ns", "write_lat_ns", "hosts", "dstore")}
+        for key, value in (row.dstore or {}).items():  # a stored dstore profile's labels, one column each
+            flat[f"dstore_{key}"] = json.dumps(value) if isinstance(value, list | dict) else value
         flat["offered_iops"] = _offered(row)
         flat["hosts"] = " ".join(row.hosts)
         for ddir in ("read", "write"):
@@ -193,7 +195,8 @@ def export(store: Store, campaign: str, fmt: str, path: Path) -> list[Path]:
 def _csv(rows: list[dict[str, Any]]) -> bytes:
     buf = io.StringIO()
     if rows:
-        writer = csv.DictWriter(buf, fieldnames=[inert(k) for k in rows[0]], lineterminator="\n")
+        names = dict.fromkeys(k for row in rows for k in row)  # every row's columns (some only on some rows)
+        writer = csv.DictWriter(buf, fieldnames=[inert(k) for k in names], lineterminator="\n")
         writer.writeheader()
         writer.writerows({inert(k): inert(v) for k, v in row.items()} for row in rows)
     return buf.getvalue().encode()

@@ -88,6 +88,8 @@ class PointRow:
     arrivals: str | None = None
     # an imported point's figures fio recorded (its names: usr_cpu, sys_cpu, disk_util)
     fio_figures: Mapping[str, object] = field(default_factory=dict)
+    # a stored dstore profile's point: what it ran on (Ceph version, pool, replicas, ...) and its verdicts
+    dstore: Mapping[str, object] | None = None
 
     @property
     def done(self) -> bool:
@@ -151,6 +153,8 @@ class PointRow:
             if getattr(self, name) is not None:  # only where stored
                 out[name] = getattr(self, name)
         out.update(self.fio_figures)
+        if self.dstore is not None:  # only a stored dstore profile's points
+            out["dstore"] = dict(self.dstore)
         return out
 
 
@@ -244,6 +248,7 @@ def _row(
         **decoded,
         **sweep_fields(run),
         fio_figures=imported_fields(facts, results) if run["target_kind"] == "import" else {},
+        dstore=facts["dstore"] if isinstance(facts.get("dstore"), dict) else None,
     )
 
 

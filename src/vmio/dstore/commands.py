@@ -1,0 +1,306 @@
+"""What the ``vmio dstore`` sub-commands do, one function each, returning data (the CLI prints it).
+
+``profile`` runs bitisle-dstore-2014's profile on the pool as configured and, as asked, beside it a
+non-replicated baseline, the view from a guest and a second configuration, draws the figures and stores
+the whole as a campaign; ``degraded`` runs the time series through one OSD's outage; ``model`` fits the
+replicated-store model to a profile and asks it what-if questions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from vmio.dstore import cluster
+from vmio.dstore.baseline import baseline_measure, parse_baseline
+from vmio.dstore.calibrate import Fit, fit_profile, parse_network, what_if
+from vmio.dstore.degraded import DegradedRun, Outage, run_degraded
+from vmio.dstore.guestrun import guest_measure, guest_target
+from vmio.dstore.model import Prediction, StoreParams, predict
+from vmio.dstore.profile import (
+    DEFAULT_BS,
+    Criteria,
+    Point,
+    Profile,
+    degraded_warning,
+    load_profile,
+    ratios,
+    run_profile,
+)
+from vmio.dstore.settings import ModelSettings, ProfileSettings, UpSettings
+from vmio.dstore.stored import (
+    Configured,
+    FioTap,
+    ceph_versions,
+    check_name,
+    file_target,
+    rbd_target,
+    store_profile,
+)
+from vmio.dstore.variants import check_kind, make_variant, remove_variant
+from vmio.dstore.where import Where, target, writable_target
+from vmio.errors import InputError
+from vmio.store import Store
+from vmio.system import rbdimage
+from vmio.system.output_paths import all_or_none
+from vmio.system.process import Runner
+from vmio.units import format_size, parse_duration, parse_size
+
+
+def up(root: Path, settings: UpSettings) -> cluster.ClusterRef:
+    """``vmio dstore up``: a new cluster in ``root``."""
+    return cluster.up(root, osds=settings.osds, deadline_s=settings.deadline_s)
+
+
+def down(root: Path) -> list[str]:
+    """``vmio dstore down``: stop every daemon of the cluster in ``root`` and remove it; the daemons stopped."""
+    return cluster.down(root)
+
+
+def status(where: Where) -> tuple[dict[str, Any], bool]:
+    """``vmio dstore status``: the cluster's state, and whether every PG is active+clean and every OSD up."""
+    info = cluster.status(Runner(), target(where))
+    clean = info["pgs"] > 0 and info["pg_states"].get("active+clean", 0) == info["pgs"]
+    return info, clean and info["osds_up"] == info["osds"]
+
+
+@dataclass
+class ProfileResult:
+    """A profile and what ran beside it: the JSON the command writes (``out``), the profiles to print
+    beside the base (label, profile, ratio name), the compared configuration, figures and stored points."""
+
+    base: Profile
+    out: dict[str, Any]
+    sides: list[tuple[str, Profile, str]] = field(default_factory=list)
+    labels: tuple[str, str] | None = None
+    other: Profile | None = None
+    plots: list[Path] = field(default_factory=list)
+    stored: list[str] | None = None  # the point keys of the campaign it was stored as
+
+
+Progress = Callable[[Point], None]
+Warn = Callable[[str], None]
+
+
+def profile(
+    where: Where,
+    settings: ProfileSettings,
+    *,
+    store: Store | None = None,
+    on_point: Progress | None = None,
+    warn: Warn | None = None,
+) -> ProfileResult:
+    """``vmio dstore profile`` without ``--fail-osd``: every configuration asked, on the image of ``where``
+    (``settings.name`` also stores them in ``store`` as a campaign, its name checked before anything runs)."""
+    if settings.fail_osd is not None:
+        raise InputError("a run with --fail-osd is a time series: use degraded()")
+    for flag, value in (("--at", settings.at_s), ("--back-at", settings.back_at_s)):
+        if value is not None:
+            raise InputError(f"{flag} '{value:g}s' needs --fail-osd N")
+    if settings.name is not None:
+        if store is None:
+            raise InputError(f"--name {settings.name!r} needs a store to keep the profile in")
+        check_name(store, settings.name)
+    runner = FioTap()
+    with writable_target(where, runner, settings.destroy_data) as ref:
+        return _profile_on(ref, settings, runner, store, on_point, warn or (lambda _: None))
+
+
+def _profile_on(
+    ref: cluster.ClusterRef,
+    settings: ProfileSettings,
+    runner: FioTap,
+    store: Store | None,
+    on_point: Progress | None,
+    warn: Warn,
+) -> ProfileResult:
+    labels = check_kind(settings.compare) if settings.compare else None
+    baseline = parse_baseline(settings.baseline, ref) if settings.baseline else None
+    configs: list[Configured] = []
+
+    def run(
+        on: cluster.ClusterRef, label: str, name: str, measure: Any = None, watch: bool = True
+    ) -> Profile:
+        mark = len(runner.tapped)
+        prof = run_profile(
+            on,
+            settings.bs_list(),
+            runtime_s=settings.runtime(),
+            ramp_s=settings.ramp_s,
+            criteria=settings.criteria,
+            runner=runner,
+            iodepth=settings.iodepth,
+            rwmixread=settings.rwmixread,
+            on_point=on_point,
+            measure=measure,
+            watch=watch,
+        )
+        prof.setup["config"] = label
+        warning = degraded_warning(prof, label)
+        if warning:
+            warn(warning)
+        configs.append(Configured(rbd_target(name, on), prof, runner.tapped[mark:]))
+        return prof
+
+    base = run(ref, labels[1] if labels else "as configured", "host-librbd")
+    result = ProfileResult(base, base.to_json(), labels=labels)
+    out = result.out
+    if baseline is not None:
+        with baseline_measure(baseline, ref, runner) as (on, measure):
+            other_base = run(on, baseline.label, f"host-librbd-size{baseline.replicas}", measure,
+                             watch=baseline.path is None)  # fmt: skip
+        if baseline.path is not None:
+            other_base.setup.update(
+                where="local file, libaio", path=str(baseline.path), pool=None, image=None
+            )
+            configs[-1].target = file_target("host-file", baseline.path)
+        out["baseline"] = {"label": baseline.label, "points": other_base.to_json()["points"],
+                           "setup": other_base.setup}  # fmt: skip
+        for point, ratio in zip(out["points"], ratios(base.points, other_base.points).values(), strict=True):
+            point["vs_baseline"] = ratio
+        result.sides.append((baseline.label, other_base, "vs base"))
+    if settings.from_guest:
+        with guest_measure(ref, runner, boot_timeout=settings.boot_timeout_s) as (measure, facts):
+            guest = run(ref, "from guest", "guest-rbd", measure)
+        guest.setup.update(facts)
+        configs[-1].target = replace(guest_target(ref), name="guest-rbd")
+        out["guest"] = {"label": "from guest", "points": guest.to_json()["points"], "setup": guest.setup}
+        for point, ratio in zip(
+            out["guest"]["points"], ratios(guest.points, base.points).values(), strict=True
+        ):
+            point["vs_host"] = ratio
+        result.sides.append((f"from guest ({guest.setup.get('accel')})", guest, "guest/host"))
+    if labels and settings.compare:
+        variant = make_variant(runner, ref, settings.compare)
+        try:
+            suffix = "size2" if settings.compare == "replicas" else "striped"
+            result.other = run(variant, labels[0], f"host-librbd-{suffix}")
+        finally:
+            remove_variant(runner, ref, variant)
+        out["compare"] = {"kind": settings.compare, "labels": list(labels), "other": result.other.to_json()}
+    if settings.plot_dir is not None:
+        result.plots = _plots(result, settings.plot_dir)
+    if store is not None and settings.name is not None:
+        result.stored = store_profile(store, settings.name, configs, ceph_versions(runner, ref))
+    return result
+
+
+def _plots(result: ProfileResult, plot_dir: Path) -> list[Path]:
+    """profile.png, one figure per profile beside it (baseline.png, guest.png) and compare.png: every
+    figure, or none of them."""
+    from vmio.dstore.plots import plot_compare, plot_profile  # matplotlib: only when plotting
+
+    base, labels = result.base, result.labels
+    plotted: list[Path] = []
+    with all_or_none(plotted):
+        plotted.append(plot_profile(base, plot_dir / "profile.png"))
+        for label, prof, _ in result.sides:
+            name = "baseline.png" if prof.setup.get("config") != "from guest" else "guest.png"
+            plotted.append(plot_compare(
+                prof, base, (label, "replicated"), plot_dir / name, title=f"{label} vs replicated"
+            ))  # fmt: skip
+        if labels and result.other is not None:
+            plotted.append(plot_compare(
+                result.other, base, labels, plot_dir / "compare.png", title=f"{labels[0]} vs {labels[1]}"
+            ))  # fmt: skip
+    return plotted
+
+
+def degraded(where: Where, settings: ProfileSettings) -> DegradedRun:
+    """``vmio dstore profile --fail-osd N``: one block size as a time series through the OSD's outage."""
+    if settings.fail_osd is None:
+        raise InputError("degraded() needs --fail-osd N")
+    for flag, value in (("--baseline", settings.baseline), ("--compare", settings.compare)):
+        if value:
+            raise InputError(f"{flag} {value!r} cannot be combined with --fail-osd; run them separately")
+    if settings.from_guest:
+        raise InputError("--from-guest cannot be combined with --fail-osd; run them separately")
+    if settings.name is not None:
+        raise InputError(
+            f"--name {settings.name!r}: a run with --fail-osd is a time series, not stored as a campaign; "
+            "drop --name/--db (-o keeps its JSON)"
+        )
+    ref = target(where)
+    rbdimage.check_write(Runner(), ref.conf, ref.pool, ref.image, settings.destroy_data, ref.auth())
+    bs_list = settings.bs_list()
+    if len(bs_list) != 1:
+        raise InputError(f"--bs {_bs_text(settings)!r}: a run with --fail-osd takes one block size")
+    at, back = settings.outage_times()
+    runtime = settings.runtime()
+    outage = Outage(settings.fail_osd, at, back)
+    outage.check(ref, runtime)
+    return run_degraded(
+        ref, outage, bs=bs_list[0], runtime_s=runtime, iodepth=settings.iodepth, rwmixread=settings.rwmixread
+    )
+
+
+def _bs_text(settings: ProfileSettings) -> str:
+    return ",".join(format_size(b) for b in settings.bs_list())
+
+
+@dataclass(frozen=True)
+class ModelResult:
+    """``vmio dstore model``: the fitted (or given) model, its predictions per block size, the same with
+    the changes asked, and the criteria the verdicts use."""
+
+    fit: Fit
+    baseline: list[Prediction]
+    changed: list[Prediction]
+    changes: dict[str, object]
+    criteria: Criteria
+
+
+def model(settings: ModelSettings) -> ModelResult:
+    """Fit the replicated-store model to a profile (or take the parameters as given) and predict each block
+    size as it is and with the changes asked."""
+    prof = _calibration(settings) if settings.calibrate else None
+    fit = _fit(settings, prof)
+    if settings.bs is not None:
+        bs_list = list(settings.bs)
+    else:
+        bs_list = sorted({p.bs for p in prof.points} | set(DEFAULT_BS)) if prof else list(DEFAULT_BS)
+    baseline = predict(fit.params, bs_list, settings.iodepth or fit.outstanding, fit.read_frac)
+    net = parse_network(settings.network) if settings.network else None
+    changed = what_if(
+        fit, bs_list, replicas=settings.replicas, stripe=settings.stripe, net_bw=net,
+        write_path=settings.write_path, cache_share=settings.cache_share, outstanding=settings.iodepth,
+    )  # fmt: skip
+    return ModelResult(fit, baseline, changed, settings.changes(), Criteria())
+
+
+def _calibration(settings: ModelSettings) -> Profile:
+    """The profile to fit: a JSON file when one exists at that path, else a stored campaign."""
+    assert settings.calibrate is not None
+    path = Path(settings.calibrate)
+    if path.suffix == ".json" or path.is_file():
+        return load_profile(path)
+    from vmio.dstore.from_campaign import profile_from_campaign
+
+    if settings.db is None:
+        raise InputError(f"--calibrate {settings.calibrate!r} is not a file: name the store of that campaign")
+    with Store(settings.db, readonly=True) as store:
+        return profile_from_campaign(store, settings.calibrate, settings.target)
+
+
+def _fit(settings: ModelSettings, prof: Profile | None) -> Fit:
+    setup = prof.setup if prof else {}
+    devices = settings.devices or int(setup.get("osds", ModelSettings.DEVICES))
+    try:
+        base = StoreParams(
+            replicas=settings.base_replicas or int(setup.get("replicas", ModelSettings.REPLICAS)),
+            devices=devices,
+            hosts=settings.hosts or devices,
+            write_path=settings.base_write_path,
+            dev_op_s=parse_duration(settings.dev_op),
+            dev_bw=float(parse_size(settings.dev_bw)),
+            net_bw=parse_network(settings.base_network),
+            rtt_s=parse_duration(settings.rtt),
+        )
+    except ValueError as exc:
+        raise InputError(f"model parameters: {exc}") from exc
+    if prof is None:
+        defaults = ProfileSettings()
+        return Fit(base, settings.iodepth or defaults.iodepth, defaults.rwmixread / 100, [], 0.0)
+    return fit_profile(prof, base, list(settings.fit_bs) if settings.fit_bs else None)
