@@ -26,6 +26,7 @@ from vmio.dstore.cluster import ClusterRef, ceph
 from vmio.dstore.profile import Point, Profile
 from vmio.errors import FioError, InputError, ToolError
 from vmio.fio import output
+from vmio.fio import run as fiorun
 from vmio.spec.dump import dumps
 from vmio.spec.model import Campaign, HostTarget, RbdTarget, Target, Workload
 from vmio.spec.model import Point as SpecPoint
@@ -37,7 +38,7 @@ WORKLOAD = "randrw"  # the workload's name; its mix and depth are in its definit
 # what each point ran on, from its profile's setup (run_profile's, the baseline's file, the guest's VM)
 SETUP_KEYS = ("pool", "image", "replicas", "osds", "path", "disk", "accel", "accel_reason", "qemu_version",
               "rwmixread", "iodepth", "runtime_s", "ramp_s")  # fmt: skip
-FIO_ARG = "--output-format=json+"  # how vmio's fio runs ask for the histograms stored with each point
+FIO_ARG = fiorun.OUTPUT_FORMAT  # how vmio's fio runs ask for the histograms stored with each point
 
 
 @dataclass(frozen=True)
