@@ -25,15 +25,18 @@ from urllib.parse import quote
 from vmio.errors import InputError, StoreError
 from vmio.spec.model import Campaign
 from vmio.spec.stored import restore
-from vmio.store.failures import GuardedConnection, explain, missing, not_a_store
+from vmio.store.failures import GuardedConnection, GuardedCursor, explain, missing, not_a_store
 from vmio.store.integrity import check_store
 from vmio.store.records import JobResult, RunRecord
 from vmio.store.schema import MIGRATIONS, PCT_COLUMNS, SCHEMA_VERSION
+from vmio.store.summaries import decode_bins
+from vmio.store.summaries import write as write_summaries
 from vmio.system import files
 from vmio.units import format_size
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 DEFAULT_TIMEOUT_S = 30.0
+SUMMARIES_MIGRATION = 8  # the migration that added each point's stored summary: it fills them for older points
 
 
 def lock_timeout() -> float:
@@ -236,6 +239,8 @@ class Store:
                 for statement in sql.split(";"):
                     if statement.strip():
                         db.execute(statement)
+                if version == SUMMARIES_MIGRATION:
+                    write_summaries(db)
                 db.execute("INSERT INTO migrations VALUES (?, ?, ?)", (version, name, time.time()))
 
     @property
@@ -384,6 +389,7 @@ class Store:
                 "INSERT INTO hist_log VALUES (?, ?, ?, ?, ?, ?)",
                 [(run_id, h, j, t, d, json.dumps(sorted(b.items()))) for h, j, t, d, b in rec.hist_log],
             )
+            write_summaries(db, [run_id])  # from the rows just written, as the migration computes them
             return run_id
 
     def runs(self, campaign: str) -> list[sqlite3.Row]:
@@ -394,12 +400,24 @@ class Store:
             )
         )
 
+    def run_maps(self, campaign: str) -> list[dict[str, Any]]:
+        """``runs`` as plain dicts (a ``sqlite3.Row`` looks a name up column by column: ``show`` of 100k
+        points reads 50 names each)."""
+        cur = self.db.cursor(GuardedCursor)
+        cur.row_factory = None
+        cur.execute(
+            "SELECT run.* FROM run JOIN campaign c ON c.id = run.campaign_id WHERE c.name = ? ORDER BY run.id",
+            (campaign,),
+        )
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+
     def results(self, run_id: int) -> list[sqlite3.Row]:
         return list(self.db.execute("SELECT * FROM result WHERE run_id = ? ORDER BY id", (run_id,)))
 
     def histogram(self, result_id: int) -> dict[int, int]:
         row = self.db.execute("SELECT bins FROM histogram WHERE result_id = ?", (result_id,)).fetchone()
-        return {int(v): int(c) for v, c in json.loads(row[0])} if row else {}
+        return decode_bins(row[0], result_id, self.path) if row else {}
 
     # a whole campaign at once (one query each, not one per point: `show` of 100k points) ------------
 
@@ -410,7 +428,7 @@ class Store:
             "SELECT result.* FROM result JOIN run ON run.id = result.run_id JOIN campaign c ON c.id = run.campaign_id "
             "WHERE c.name = ? ORDER BY result.id",
             (campaign,),
-        ):
+        ).fetchall():
             out.setdefault(r["run_id"], []).append(r)
         return out
 
@@ -421,17 +439,20 @@ class Store:
             "JOIN run ON run.id = result.run_id JOIN campaign c ON c.id = run.campaign_id WHERE c.name = ?",
             (campaign,),
         )
-        return {r[0]: dict(json.loads(r[1])) for r in rows}  # stored as [[bucket, count], ...] of ints
+        return {r[0]: decode_bins(r[1], r[0], self.path) for r in rows}  # stored as [[bucket, count], ...]
 
     def campaign_metrics(self, campaign: str) -> dict[int, dict[tuple[str, str], float]]:
         """Every run's metrics (``run_metrics``), by run id."""
         out: dict[int, dict[tuple[str, str], float]] = {}
-        for r in self.db.execute(
+        for run_id, source, metric, value in self.db.execute(
             "SELECT m.run_id, m.source, m.metric, m.value FROM run_metric m JOIN run ON run.id = m.run_id "
             "JOIN campaign c ON c.id = run.campaign_id WHERE c.name = ? ORDER BY m.run_id, m.source, m.metric",
             (campaign,),
-        ):
-            out.setdefault(r[0], {})[(r[1], r[2])] = r[3]
+        ).fetchall():
+            mine = out.get(run_id)
+            if mine is None:
+                mine = out[run_id] = {}
+            mine[(source, metric)] = value
         return out
 
     def campaign_samples(self, campaign: str) -> dict[int, list[sqlite3.Row]]:

@@ -23,6 +23,7 @@ JSON_COLUMNS: dict[tuple[str, str], str] = {
     ("run", "steady_json"): "any",
     ("run", "precondition_json"): "any",
     ("run", "fio_job_json"): "any",
+    ("run", "hosts_json"): "array",
     ("histogram", "bins"): "pairs",
     ("hist_log", "bins"): "pairs",
     ("membal_run", "settings"): "any",
@@ -39,7 +40,7 @@ REQUIRED: dict[str, tuple[str, ...]] = {
 }
 
 
-def _damaged(path: str, why: str) -> StoreError:
+def damaged(path: str, why: str) -> StoreError:
     return StoreError(f"the store {path!r} is not one vmio can read: {why}; give --db the file `vmio run` wrote",
                       exit_code=2)  # fmt: skip
 
@@ -72,20 +73,20 @@ def check_store(db: sqlite3.Connection, path: str, version: int) -> None:
     have = _columns(db)
     foreign = sorted(set(have) - set(want))
     if foreign:
-        raise _damaged(path, f"it holds tables vmio does not make ({', '.join(foreign[:5])})")
+        raise damaged(path, f"it holds tables vmio does not make ({', '.join(foreign[:5])})")
     missing = sorted(set(want) - set(have))
     if missing:
-        raise _damaged(path, f"it lacks the tables {', '.join(missing[:5])} of schema version {version}")
+        raise damaged(path, f"it lacks the tables {', '.join(missing[:5])} of schema version {version}")
     for table, cols in want.items():
         present = {c for c, _t in have[table]}
         lost = [c for c, _t in cols if c not in present]
         if lost:
-            raise _damaged(path, f"table {table} lacks the columns {', '.join(lost[:5])}")
+            raise damaged(path, f"table {table} lacks the columns {', '.join(lost[:5])}")
         _check_numbers(db, path, table, [c for c, t in cols if t in ("INTEGER", "REAL")])
         for col in REQUIRED.get(table, ()):
             row = _one(db, f'SELECT rowid FROM "{table}" WHERE "{col}" IS NULL LIMIT 1')
             if row is not None:
-                raise _damaged(
+                raise damaged(
                     path, f"table {table}, row {row[0]}: {col} is empty (NULL); vmio always fills it"
                 )
         for col, _t in cols:
@@ -99,7 +100,7 @@ def _one(db: sqlite3.Connection, sql: str) -> tuple[object, ...] | None:
     return tuple(row) if row is not None else None
 
 
-def _shown(value: object) -> str:
+def shown(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
@@ -119,7 +120,7 @@ def _check_numbers(db: sqlite3.Connection, path: str, table: str, cols: list[str
         ).fetchone()
         v = value[0] if value else None
         if v is not None and (not isinstance(v, (int, float)) or isinstance(v, float) and abs(v) > MAX_FLOAT):
-            raise _damaged(path, f"table {table}, row {row[0]}: {col} = {_shown(v)} is not a finite number")
+            raise damaged(path, f"table {table}, row {row[0]}: {col} = {shown(v)} is not a finite number")
 
 
 _KIND_SQL = {
@@ -139,12 +140,12 @@ def _check_json(db: sqlite3.Connection, path: str, table: str, col: str, kind: s
     c = f'"{col}"'
     row = _one(db, f'SELECT rowid, {c} FROM "{table}" WHERE {c} IS NOT NULL AND json_valid({c}) = 0 LIMIT 1')
     if row is not None:
-        raise _damaged(path, f"table {table}, row {row[0]}: {col} = {_shown(row[1])} is not valid JSON")
+        raise damaged(path, f"table {table}, row {row[0]}: {col} = {shown(row[1])} is not valid JSON")
     cond = _KIND_SQL[kind].format(c=c)
     row = _one(db, f'SELECT rowid, {c} FROM "{table}" WHERE {c} IS NOT NULL AND ({cond}) LIMIT 1')
     if row is not None:
-        raise _damaged(
-            path, f"table {table}, row {row[0]}: {col} = {_shown(row[1])} is not {_KIND_WORDS[kind]}"
+        raise damaged(
+            path, f"table {table}, row {row[0]}: {col} = {shown(row[1])} is not {_KIND_WORDS[kind]}"
         )
     if (table, col) == ("campaign", "canonical"):
         for key in CANONICAL_LISTS:
@@ -153,6 +154,6 @@ def _check_json(db: sqlite3.Connection, path: str, table: str, col: str, kind: s
             row = _one(db, f"SELECT rowid, {c} FROM campaign WHERE json_type({c}, '$.{key}') IS NOT NULL "
                            f"AND ({cond}) LIMIT 1")  # fmt: skip
             if row is not None:
-                raise _damaged(
+                raise damaged(
                     path, f"table campaign, row {row[0]}: canonical.{key} is not a list of objects"
                 )

@@ -143,6 +143,37 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         ALTER TABLE campaign ADD COLUMN stops_json TEXT;
         """,
     ),
+    (
+        8,
+        "the figures of each point summed and merged over its measured jobs, stored when it is written",
+        """
+        ALTER TABLE run ADD COLUMN read_jobs INTEGER;
+        ALTER TABLE run ADD COLUMN read_iops REAL;
+        ALTER TABLE run ADD COLUMN read_bw REAL;
+        ALTER TABLE run ADD COLUMN read_ops INTEGER;
+        ALTER TABLE run ADD COLUMN read_lat_min REAL;
+        ALTER TABLE run ADD COLUMN read_lat_mean REAL;
+        ALTER TABLE run ADD COLUMN read_lat_max REAL;
+        ALTER TABLE run ADD COLUMN read_p50 REAL;
+        ALTER TABLE run ADD COLUMN read_p90 REAL;
+        ALTER TABLE run ADD COLUMN read_p99 REAL;
+        ALTER TABLE run ADD COLUMN read_p999 REAL;
+        ALTER TABLE run ADD COLUMN read_p9999 REAL;
+        ALTER TABLE run ADD COLUMN write_jobs INTEGER;
+        ALTER TABLE run ADD COLUMN write_iops REAL;
+        ALTER TABLE run ADD COLUMN write_bw REAL;
+        ALTER TABLE run ADD COLUMN write_ops INTEGER;
+        ALTER TABLE run ADD COLUMN write_lat_min REAL;
+        ALTER TABLE run ADD COLUMN write_lat_mean REAL;
+        ALTER TABLE run ADD COLUMN write_lat_max REAL;
+        ALTER TABLE run ADD COLUMN write_p50 REAL;
+        ALTER TABLE run ADD COLUMN write_p90 REAL;
+        ALTER TABLE run ADD COLUMN write_p99 REAL;
+        ALTER TABLE run ADD COLUMN write_p999 REAL;
+        ALTER TABLE run ADD COLUMN write_p9999 REAL;
+        ALTER TABLE run ADD COLUMN hosts_json TEXT;
+        """,
+    ),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 PCT_COLUMNS = {"p50": "p50", "p90": "p90", "p99": "p99", "p99.9": "p999", "p99.99": "p9999"}
