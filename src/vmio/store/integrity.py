@@ -1,6 +1,10 @@
 """Is an SQLite file a vmio store whose rows vmio can read? Checked when a store is opened to be read, before
 any command reads a row, so a damaged or foreign store is one sentence (exit 2), not a traceback later.
 
+The rows of the per-point detail tables (``DETAIL_TABLES``: results, histograms, samples, ...; a store of a
+year of nightly runs holds millions) are checked when a command first reads that table (``check_rows``),
+so ``vmio show`` of 100k points, which reads each point's stored summary, does not scan them all.
+
 The reference is the schema ``MIGRATIONS`` build up to the file's own version: the same tables and columns
 (none missing, none foreign); every INTEGER/REAL column holds numbers (finite) or NULL; every JSON column holds
 valid JSON of the kind vmio writes (an object, an array, a list of [value, count] pairs).
@@ -31,6 +35,8 @@ JSON_COLUMNS: dict[tuple[str, str], str] = {
     ("membal_decision", "inputs"): "any",
     ("device_capacity", "result"): "any",
 }
+# per-point detail: checked on a command's first read of the table, not at open
+DETAIL_TABLES = frozenset({"result", "histogram", "sample", "hist_log", "oplat"})
 # canonical's lists that reports read as lists of objects
 CANONICAL_LISTS = ("targets", "workloads")
 MAX_FLOAT = 1.7976931348623157e308
@@ -66,8 +72,9 @@ def _columns(db: sqlite3.Connection) -> dict[str, list[tuple[str, str]]]:
     }
 
 
-def check_store(db: sqlite3.Connection, path: str, version: int) -> None:
-    """Raise ``StoreError`` (exit 2) unless ``db`` has exactly the schema of ``version`` and readable rows."""
+def check_store(db: sqlite3.Connection, path: str, version: int, *, detail: bool = True) -> None:
+    """Raise ``StoreError`` (exit 2) unless ``db`` has exactly the schema of ``version`` and readable rows;
+    ``detail=False`` leaves the rows of ``DETAIL_TABLES`` to ``check_rows``."""
     want = reference_columns(version)
     want.setdefault("migrations", [("version", "INTEGER"), ("name", "TEXT"), ("applied", "REAL")])
     have = _columns(db)
@@ -82,17 +89,25 @@ def check_store(db: sqlite3.Connection, path: str, version: int) -> None:
         lost = [c for c, _t in cols if c not in present]
         if lost:
             raise damaged(path, f"table {table} lacks the columns {', '.join(lost[:5])}")
-        _check_numbers(db, path, table, [c for c, t in cols if t in ("INTEGER", "REAL")])
-        for col in REQUIRED.get(table, ()):
-            row = _one(db, f'SELECT rowid FROM "{table}" WHERE "{col}" IS NULL LIMIT 1')
-            if row is not None:
-                raise damaged(
-                    path, f"table {table}, row {row[0]}: {col} is empty (NULL); vmio always fills it"
-                )
-        for col, _t in cols:
-            kind = JSON_COLUMNS.get((table, col))
-            if kind:
-                _check_json(db, path, table, col, kind)
+        if detail or table not in DETAIL_TABLES:
+            _check_table(db, path, table, cols)
+
+
+def check_rows(db: sqlite3.Connection, path: str, version: int, table: str) -> None:
+    """``check_store``'s row checks of one table (whose columns ``check_store`` found)."""
+    _check_table(db, path, table, reference_columns(version)[table])
+
+
+def _check_table(db: sqlite3.Connection, path: str, table: str, cols: list[tuple[str, str]]) -> None:
+    _check_numbers(db, path, table, [c for c, t in cols if t in ("INTEGER", "REAL")])
+    for col in REQUIRED.get(table, ()):
+        row = _one(db, f'SELECT rowid FROM "{table}" WHERE "{col}" IS NULL LIMIT 1')
+        if row is not None:
+            raise damaged(path, f"table {table}, row {row[0]}: {col} is empty (NULL); vmio always fills it")
+    for col, _t in cols:
+        kind = JSON_COLUMNS.get((table, col))
+        if kind:
+            _check_json(db, path, table, col, kind)
 
 
 def _one(db: sqlite3.Connection, sql: str) -> tuple[object, ...] | None:

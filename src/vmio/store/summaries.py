@@ -144,10 +144,12 @@ def write(db: sqlite3.Connection, run_ids: Sequence[int] | None = None) -> None:
     }
     ids = list(run_ids) if run_ids is not None else [r[0] for r in _rows(db, "SELECT id FROM run", ())]
     sets = ", ".join(f"{c} = ?" for c in SUMMARY_COLUMNS)
-    db.executemany(
-        f"UPDATE run SET {sets} WHERE id = ?",
-        [(*summarize(by_run.get(i, []), hists).columns(), i) for i in ids],
-    )
+    try:
+        values = [(*summarize(by_run.get(i, []), hists).columns(), i) for i in ids]
+    except (TypeError, ValueError):  # a number vmio always fills is missing or not a number
+        raise damaged(path, "table result holds a row whose figures are not numbers; the points' sums "
+                            "cannot be computed") from None  # fmt: skip
+    db.executemany(f"UPDATE run SET {sets} WHERE id = ?", values)
 
 
 def _rows(db: sqlite3.Connection, sql: str, args: tuple[object, ...]) -> list[sqlite3.Row]:
