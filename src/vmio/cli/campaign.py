@@ -322,7 +322,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         rows = summary.point_rows(store, args.campaign)
         stops = store.stops(args.campaign) if args.campaign else []
     if args.json:
-        print(jsontext.dumps([row.to_json(facts=False) for row in rows]))
+        with summary.gc_paused():
+            text = jsontext.dumps([row.to_json(facts=False) for row in rows])
+        print(text)
         return 0
     console = terminal.console_for(sys.stdout)
     if console is not None and rows:

@@ -75,12 +75,44 @@ def _encode_dict(obj: dict[Any, Any], depth: int, inner: str) -> str:
     return "{\n" + inner + "".join(out) + "\n" + " " * depth + "}"
 
 
+def _encode_records(obj: list[Any] | tuple[Any, ...], depth: int) -> str:
+    """A list of non-empty dicts (``show --json``'s rows) in one call of the C encoder: each dict's items
+    one a line at ``depth + 2``, its non-empty containers as placeholders filled in after. The list's own
+    separators come out as ``},<newline and the dicts' indent>{``, which nothing else can print (a JSON
+    string holds no newline, a dict's item starts with its key's quote), and get the list's indent."""
+    nested: list[Any] = []
+    marked_rows = []
+    for row in obj:
+        keys = [k for k, v in row.items() if isinstance(v, _CONTAINERS) and v]
+        if keys:
+            marked = dict(row)
+            for key in keys:
+                marked[key] = _PLACEHOLDER
+                nested.append(row[key])
+            marked_rows.append(marked)
+        else:
+            marked_rows.append(row)
+    pad, inner = " " * (depth + 1), " " * (depth + 2)
+    text = "".join(_flat(depth + 2)(marked_rows, 0))[2:-2]  # without "[{" and "}]"
+    text = text.replace("},\n" + inner + "{", "\n" + pad + "},\n" + pad + "{\n" + inner)
+    pieces = text.split(_MARK)
+    if len(pieces) != len(nested) + 1:
+        raise _Slow  # a value that is the placeholder itself
+    out = ["[\n", pad, "{\n", inner, pieces[0]]
+    for value, piece in zip(nested, pieces[1:], strict=True):
+        out += (": ", _encode(value, depth + 2), piece)
+    out += ("\n", pad, "}\n", " " * depth, "]")
+    return "".join(out)
+
+
 def _encode(obj: object, depth: int) -> str:
     if not _nested(obj):
         return "".join(_flat(depth + 1)(obj, 0))
     inner = " " * (depth + 1)
     if isinstance(obj, dict):
         return _encode_dict(obj, depth, inner)
+    if all(type(v) is dict and v for v in obj):  # type: ignore[attr-defined]
+        return _encode_records(obj, depth)  # type: ignore[arg-type]
     parts: list[str] = []
     items: list[Any] = []
     for value in obj:  # type: ignore[attr-defined]
