@@ -123,9 +123,9 @@ def shown(value: object) -> str:
 def _check_numbers(db: sqlite3.Connection, path: str, table: str, cols: list[str]) -> None:
     if not cols:
         return
-    bad = " OR ".join(
-        f"(typeof(\"{c}\") NOT IN ('integer', 'real', 'null') OR abs(\"{c}\") > {MAX_FLOAT!r})" for c in cols
-    )
+    # a finite number or NULL; text and blobs sort above every number, infinities beyond MAX_FLOAT (4 times
+    # as fast as typeof() and abs(): 100k points' run rows)
+    bad = " OR ".join(f'NOT ("{c}" IS NULL OR "{c}" BETWEEN -{MAX_FLOAT!r} AND {MAX_FLOAT!r})' for c in cols)
     row = _one(db, f'SELECT rowid FROM "{table}" WHERE {bad} LIMIT 1')
     if row is None:
         return
