@@ -7,12 +7,14 @@ the merged histograms, never from averaging percentiles; the mean is weighted by
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import json
 import re
 import sqlite3
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, TypedDict
 
 from vmio.store import summaries
@@ -207,9 +209,9 @@ def _row(
     metrics: dict[tuple[str, str], float],
 ) -> PointRow:
     read, write = summary.read, summary.write
-    dev = f"dev:{run['device']}" if run["device"] else None
-    device = {name: metrics.get((dev, m)) if dev else None for m, name in DEVICE_FIELDS.items()}
-    cpu = {name: metrics.get(("cpu", m)) for m, name in CPU_FIELDS.items()}
+    get = metrics.get
+    device = {name: get(key) for key, name in _device_keys(run["device"])} if run["device"] else _NO_DEVICE
+    cpu = {name: get(key) for key, name in _CPU_KEYS}
     facts = json.loads(run["host_json"] or "{}")
     vm = run["target_kind"] in ("qemu", "libvirt")
     before = "q35" if run["qemu_version"] else None  # runs before machine types were all q35
@@ -275,6 +277,16 @@ def imported_fields(facts: Mapping[str, object], results: list[sqlite3.Row]) -> 
     if "fio_disk_util" in facts:
         out["disk_util"] = facts["fio_disk_util"]
     return out
+
+
+_CPU_KEYS = tuple((("cpu", m), name) for m, name in CPU_FIELDS.items())
+_NO_DEVICE: Mapping[str, float | None] = MappingProxyType(dict.fromkeys(DEVICE_FIELDS.values()))
+
+
+@functools.lru_cache(maxsize=64)
+def _device_keys(device: str) -> tuple[tuple[tuple[str, str], str], ...]:
+    """The metric keys of a device's figures (``dev:<device>``, metric) with their ``show --json`` names."""
+    return tuple(((f"dev:{device}", m), name) for m, name in DEVICE_FIELDS.items())
 
 
 def sweep_fields(run: summaries.RunRow) -> dict[str, Any]:
