@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from vmio.cli import main
+from vmio.errors import StoreError
 from vmio.fio.output import JobResult
 from vmio.store import RunRecord, Store
 from vmio.store import rows as summary
@@ -90,3 +91,21 @@ def test_emptied_summaries_read_as_the_stored_ones(tmp_path: Path, capsys: pytes
     assert rows[1]["write_lat_ns"]["p99"] == LAT["p99"]  # one job without bins: fio's figure
     with Store(db, readonly=True) as s:
         assert [r.read_ops for r in summary.point_rows(s, "c")] == [100, 0]
+
+
+def test_a_damaged_detail_row_is_found_by_the_command_that_reads_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """show reads the stored summaries and passes; report merges the histograms and stops with one sentence."""
+    db = tmp_path / "s.db"
+    with Store(db) as s:
+        s.ensure_campaign("c", "c.toml", "text", "{}")
+        s.record(point("p1", [job("h", "read", 100, {1000: 60, 3000: 40}, mean=1500.0)]))
+    with sqlite3.connect(db) as c:
+        c.execute("UPDATE histogram SET bins = '[[1]]'")
+    c.close()
+    assert main(["show", "c", "--json", "--db", str(db)]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["read_lat_ns"]["p50"] == 1000.0
+    bad = r"table histogram, row 1: bins = '\[\[1\]\]' is not a list of"
+    with Store(db, readonly=True) as s, pytest.raises(StoreError, match=bad):
+        s.campaign_histograms("c")
