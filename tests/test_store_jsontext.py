@@ -34,3 +34,16 @@ def test_a_show_row_and_keys_json_converts() -> None:
     row = {"point": "a/b", "read_lat_ns": {"min": 1.0, "p99.9": None}, "hosts": ["h"], "iothreads": [],
            "x": {"deep": [{"y": [1, {}]}, math.inf]}, "z": {}, 1: "int key", None: 2.5}  # fmt: skip
     assert jsontext.dumps([row, row]) == json.dumps([row, row], indent=1)
+
+
+rows = st.lists(
+    st.dictionaries(keys, scalars | st.dictionaries(keys, scalars, min_size=1) | st.lists(scalars), min_size=1),
+    min_size=1,
+    max_size=5,
+)  # show --json's shape: a list of dicts, some values dicts of scalars (latencies) or lists (hosts)
+
+
+@settings(max_examples=300, deadline=None)
+@given(rows)
+def test_rows_as_show_prints_them(doc: list[dict[str, object]]) -> None:
+    assert jsontext.dumps(doc) == json.dumps(doc, indent=1)
