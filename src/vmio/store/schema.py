@@ -1,7 +1,8 @@
 """The store's schema, as the list of migrations that build it; each is applied once and recorded.
 
 A change to the schema adds a migration at the end (never edits one) and a fixture of the schema it migrates
-from under ``tests/data/stores/``.
+from under ``tests/data/stores/``. New columns whose values Python computes from stored rows are filled in the
+migration's transaction by ``Store._apply`` (migration 8: each point's summary, ``summaries.write``).
 """
 
 from __future__ import annotations
