@@ -20,7 +20,7 @@ from vmio.errors import InputError
 from vmio.fio import jobfile
 from vmio.report.compare_text import columns
 from vmio.spec.sla import parse_sla
-from vmio.store import campaigns, export
+from vmio.store import campaigns, export, jsontext
 from vmio.store import rows as summary
 from vmio.targets import placement
 from vmio.traces import vm_runs
@@ -322,7 +322,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         rows = summary.point_rows(store, args.campaign)
         stops = store.stops(args.campaign) if args.campaign else []
     if args.json:
-        print(json.dumps([row.to_json(facts=False) for row in rows], indent=1))
+        with summary.gc_paused():
+            text = jsontext.dumps([row.to_json(facts=False) for row in rows])
+        print(text)
         return 0
     console = terminal.console_for(sys.stdout)
     if console is not None and rows:

@@ -25,15 +25,18 @@ from urllib.parse import quote
 from vmio.errors import InputError, StoreError
 from vmio.spec.model import Campaign
 from vmio.spec.stored import restore
-from vmio.store.failures import GuardedConnection, explain, missing, not_a_store
-from vmio.store.integrity import check_store
+from vmio.store.failures import GuardedConnection, GuardedCursor, explain, missing, not_a_store
+from vmio.store.integrity import DETAIL_TABLES, check_rows, check_store
 from vmio.store.records import JobResult, RunRecord
 from vmio.store.schema import MIGRATIONS, PCT_COLUMNS, SCHEMA_VERSION
+from vmio.store.summaries import decode_bins
+from vmio.store.summaries import write as write_summaries
 from vmio.system import files
 from vmio.units import format_size
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 DEFAULT_TIMEOUT_S = 30.0
+SUMMARIES_MIGRATION = 8  # the migration that added each point's stored summary: it fills them for older points
 
 
 def lock_timeout() -> float:
@@ -58,6 +61,7 @@ class Store:
         self.readonly = readonly
         self.timeout = lock_timeout() if timeout is None else timeout
         self._sides_before = _side_files(self.path) if readonly and self.path != ":memory:" else None
+        self._unchecked: set[str] = set()  # detail tables whose rows are checked on their first read
         try:
             self.db = self._connect()
         except sqlite3.Error as exc:
@@ -194,7 +198,10 @@ class Store:
             raise _newer(self.path, have)
         if have < 1:
             raise not_a_store(self.path, "its migrations table records no vmio schema version")
-        check_store(self.db, self.path, have)
+        # an older store is checked whole: the migration's summaries read its results and histograms
+        check_store(self.db, self.path, have, detail=have < SCHEMA_VERSION)
+        if have == SCHEMA_VERSION:
+            self._unchecked = set(DETAIL_TABLES)
         if have < SCHEMA_VERSION and self.path != ":memory:":
             # Read an older store through a migrated copy in memory; the file is never changed.
             copy = sqlite3.connect(":memory:", isolation_level=None, factory=GuardedConnection)
@@ -236,7 +243,19 @@ class Store:
                 for statement in sql.split(";"):
                     if statement.strip():
                         db.execute(statement)
+                if version == SUMMARIES_MIGRATION:
+                    write_summaries(db)
                 db.execute("INSERT INTO migrations VALUES (?, ?, ?)", (version, name, time.time()))
+
+    def _detail(self, *tables: str) -> None:
+        """Check the rows of detail tables before their first read (see ``integrity``)."""
+        for table in tables:
+            if table in self._unchecked:
+                try:
+                    check_rows(self.db, self.path, SCHEMA_VERSION, table)
+                except sqlite3.Error as exc:
+                    raise explain(exc, self.path) from None
+                self._unchecked.discard(table)
 
     @property
     def schema_version(self) -> int:
@@ -384,6 +403,7 @@ class Store:
                 "INSERT INTO hist_log VALUES (?, ?, ?, ?, ?, ?)",
                 [(run_id, h, j, t, d, json.dumps(sorted(b.items()))) for h, j, t, d, b in rec.hist_log],
             )
+            write_summaries(db, [run_id])  # from the rows just written, as the migration computes them
             return run_id
 
     def runs(self, campaign: str) -> list[sqlite3.Row]:
@@ -394,48 +414,70 @@ class Store:
             )
         )
 
+    def run_maps(self, campaign: str) -> list[dict[str, Any]]:
+        """``runs`` as plain dicts (a ``sqlite3.Row`` looks a name up column by column: ``show`` of 100k
+        points reads 50 names each), without the long texts (log, job file, QEMU command line)."""
+        skip = {"log", "job_file", "qemu_argv", "campaign_id"}
+        columns = [r[1] for r in self.db.execute("PRAGMA table_info(run)").fetchall() if r[1] not in skip]
+        cur = self.db.cursor(GuardedCursor)
+        cur.row_factory = None
+        cur.execute(
+            f"SELECT {', '.join(f'r.{c}' for c in columns)} FROM run r JOIN campaign c ON c.id = r.campaign_id "
+            "WHERE c.name = ? ORDER BY r.id",
+            (campaign,),
+        )
+        return [dict(zip(columns, r, strict=True)) for r in cur.fetchall()]
+
     def results(self, run_id: int) -> list[sqlite3.Row]:
+        self._detail("result")
         return list(self.db.execute("SELECT * FROM result WHERE run_id = ? ORDER BY id", (run_id,)))
 
     def histogram(self, result_id: int) -> dict[int, int]:
+        self._detail("histogram")
         row = self.db.execute("SELECT bins FROM histogram WHERE result_id = ?", (result_id,)).fetchone()
-        return {int(v): int(c) for v, c in json.loads(row[0])} if row else {}
+        return decode_bins(row[0], result_id, self.path) if row else {}
 
     # a whole campaign at once (one query each, not one per point: `show` of 100k points) ------------
 
     def campaign_results(self, campaign: str) -> dict[int, list[sqlite3.Row]]:
         """Every result of the campaign's runs, by run id, each run's in ``results``' order."""
+        self._detail("result")
         out: dict[int, list[sqlite3.Row]] = {}
         for r in self.db.execute(
             "SELECT result.* FROM result JOIN run ON run.id = result.run_id JOIN campaign c ON c.id = run.campaign_id "
             "WHERE c.name = ? ORDER BY result.id",
             (campaign,),
-        ):
+        ).fetchall():
             out.setdefault(r["run_id"], []).append(r)
         return out
 
     def campaign_histograms(self, campaign: str) -> dict[int, dict[int, int]]:
         """Every stored latency histogram of the campaign's results, by result id."""
+        self._detail("result", "histogram")
         rows = self.db.execute(
             "SELECT h.result_id, h.bins FROM histogram h JOIN result ON result.id = h.result_id "
             "JOIN run ON run.id = result.run_id JOIN campaign c ON c.id = run.campaign_id WHERE c.name = ?",
             (campaign,),
         )
-        return {r[0]: dict(json.loads(r[1])) for r in rows}  # stored as [[bucket, count], ...] of ints
+        return {r[0]: decode_bins(r[1], r[0], self.path) for r in rows}  # stored as [[bucket, count], ...]
 
     def campaign_metrics(self, campaign: str) -> dict[int, dict[tuple[str, str], float]]:
         """Every run's metrics (``run_metrics``), by run id."""
         out: dict[int, dict[tuple[str, str], float]] = {}
-        for r in self.db.execute(
+        for run_id, source, metric, value in self.db.execute(
             "SELECT m.run_id, m.source, m.metric, m.value FROM run_metric m JOIN run ON run.id = m.run_id "
             "JOIN campaign c ON c.id = run.campaign_id WHERE c.name = ? ORDER BY m.run_id, m.source, m.metric",
             (campaign,),
-        ):
-            out.setdefault(r[0], {})[(r[1], r[2])] = r[3]
+        ).fetchall():
+            mine = out.get(run_id)
+            if mine is None:
+                mine = out[run_id] = {}
+            mine[(source, metric)] = value
         return out
 
     def campaign_samples(self, campaign: str) -> dict[int, list[sqlite3.Row]]:
         """Every run's samples (``samples``), by run id."""
+        self._detail("sample")
         return self._by_run(
             "SELECT s.* FROM sample s JOIN run ON run.id = s.run_id JOIN campaign c ON c.id = run.campaign_id "
             "WHERE c.name = ? ORDER BY s.run_id, s.t, s.source, s.metric",
@@ -444,6 +486,7 @@ class Store:
 
     def campaign_oplat(self, campaign: str) -> dict[int, list[sqlite3.Row]]:
         """Every run's timed operations (``oplat``), by run id."""
+        self._detail("oplat")
         return self._by_run(
             "SELECT o.* FROM oplat o JOIN run ON run.id = o.run_id JOIN campaign c ON c.id = run.campaign_id "
             "WHERE c.name = ? ORDER BY o.run_id, o.seq",
@@ -452,6 +495,7 @@ class Store:
 
     def campaign_hist_log(self, campaign: str) -> dict[int, list[tuple[str, str, int, str, dict[int, int]]]]:
         """Every run's per-interval histograms (``hist_log``), by run id."""
+        self._detail("hist_log")
         out: dict[int, list[tuple[str, str, int, str, dict[int, int]]]] = {}
         for r in self.db.execute(
             "SELECT h.run_id, h.host, h.job, h.t_ms, h.ddir, h.bins FROM hist_log h JOIN run ON run.id = h.run_id "
@@ -476,10 +520,12 @@ class Store:
         return {(r[0], r[1]): r[2] for r in rows}
 
     def samples(self, run_id: int) -> list[sqlite3.Row]:
+        self._detail("sample")
         return list(self.db.execute("SELECT * FROM sample WHERE run_id = ? ORDER BY t", (run_id,)))
 
     def hist_log(self, run_id: int) -> list[tuple[str, str, int, str, dict[int, int]]]:
         """The run's per-interval latency histograms: (host, job, t ms, ddir, bins), by time."""
+        self._detail("hist_log")
         rows = self.db.execute(
             "SELECT host, job, t_ms, ddir, bins FROM hist_log WHERE run_id = ? ORDER BY t_ms, rowid",
             (run_id,),
@@ -487,6 +533,7 @@ class Store:
         return [(r[0], r[1], r[2], r[3], {int(v): int(c) for v, c in json.loads(r[4])}) for r in rows]
 
     def oplat(self, run_id: int) -> list[sqlite3.Row]:
+        self._detail("oplat")
         return list(self.db.execute("SELECT * FROM oplat WHERE run_id = ? ORDER BY seq", (run_id,)))
 
 

@@ -6,20 +6,22 @@ the merged histograms, never from averaging percentiles; the mean is weighted by
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import gc
 import json
 import re
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, TypedDict
 
-from vmio.stats import histogram
+from vmio.store import summaries
 from vmio.store.database import Store
 from vmio.store.records import FioJob, Precondition, Steady
-from vmio.store.schema import PCT_COLUMNS
 
 LAT_KEYS = ("min", "mean", "max", "p50", "p99", "p99.9")
-STORED_PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99)
 DEVICE_FIELDS = {"read_iops": "dev_read_iops", "write_iops": "dev_write_iops", "busy_pct": "dev_busy_pct",
                  "queue": "dev_queue", "await_ms": "dev_await_ms", "read_bw": "dev_read_bw",
                  "write_bw": "dev_write_bw"}  # fmt: skip
@@ -159,47 +161,61 @@ class PointRow:
 
 
 def point_rows(store: Store, campaign: str | None = None) -> list[PointRow]:
+    with gc_paused():  # 100k points are millions of small objects, none in a cycle
+        return _point_rows(store, campaign)
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cycle collector paused: it would walk every object read so far again and again."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _point_rows(store: Store, campaign: str | None) -> list[PointRow]:
     names = [campaign] if campaign else store.campaigns()
     if campaign:
         store.require(campaign)
     out = []
     for name in names:  # read per campaign in bulk: one query per table, not per point
-        results, hists, metrics = (
-            store.campaign_results(name),
-            store.campaign_histograms(name),
-            store.campaign_metrics(name),
-        )
+        runs, metrics = store.run_maps(name), store.campaign_metrics(name)
+        stored = {run["id"]: summaries.stored(run) for run in runs}
+        emptied = any(s is None for s in stored.values())  # a store whose summaries were emptied
+        # a point's own results only where its stored summary does not say all (imports: fio's CPU figures)
+        results = store.campaign_results(name) if emptied or any(r["target_kind"] == "import" for r in runs) else {}
+        hists = store.campaign_histograms(name) if emptied else {}
         out += [
-            _row(name, run, results.get(run["id"], []), hists, metrics.get(run["id"], {}))
-            for run in store.runs(name)
-        ]
+            _row(name, run, stored[run["id"]] or summaries.summarize(results.get(run["id"], []), hists),
+                 results.get(run["id"], []), metrics.get(run["id"], {}))
+            for run in runs
+        ]  # fmt: skip
     return out
 
 
 def point_row(store: Store, campaign: str, run: sqlite3.Row) -> PointRow:
     results = store.results(run["id"])
-    hists = {r["id"]: store.histogram(r["id"]) for r in results}
-    return _row(campaign, run, results, hists, store.run_metrics(run["id"]))
+    summary = summaries.stored(run)
+    if summary is None:
+        summary = summaries.summarize(results, {r["id"]: store.histogram(r["id"]) for r in results})
+    return _row(campaign, run, summary, results, store.run_metrics(run["id"]))
 
 
 def _row(
     campaign: str,
-    run: sqlite3.Row,
+    run: summaries.RunRow,
+    summary: summaries.Summary,
     every: list[sqlite3.Row],
-    hists: Mapping[int, Mapping[int, int]],
     metrics: dict[tuple[str, str], float],
 ) -> PointRow:
-    results = [r for r in every if r["role"] == "measure"]
-    per_ddir: dict[str, tuple[float, float, Latency | None, int]] = {}
-    for ddir in ("read", "write"):
-        mine = [r for r in results if r["ddir"] == ddir]
-        per_ddir[ddir] = (
-            sum(r["iops"] for r in mine),
-            sum(r["bw_bytes"] for r in mine),
-            _latency(hists, mine),
-            sum(r["total_ios"] for r in mine),
-        )
-    dev = f"dev:{run['device']}" if run["device"] else None
+    read, write = summary.read, summary.write
+    get = metrics.get
+    device = {name: get(key) for key, name in _device_keys(run["device"])} if run["device"] else _NO_DEVICE
+    cpu = {name: get(key) for key, name in _CPU_KEYS}
     facts = json.loads(run["host_json"] or "{}")
     vm = run["target_kind"] in ("qemu", "libvirt")
     before = "q35" if run["qemu_version"] else None  # runs before machine types were all q35
@@ -228,26 +244,26 @@ def _row(
         qemu_version=run["qemu_version"],
         device=run["device"],
         error=run["error"],
-        read_iops=per_ddir["read"][0],
-        read_bw=per_ddir["read"][1],
-        read_lat_ns=per_ddir["read"][2],
-        read_ops=per_ddir["read"][3],
-        write_iops=per_ddir["write"][0],
-        write_bw=per_ddir["write"][1],
-        write_lat_ns=per_ddir["write"][2],
-        write_ops=per_ddir["write"][3],
-        hosts=tuple(sorted({r["host"] for r in results})),
-        device_metrics={
-            name: metrics.get((dev, metric)) if dev else None for metric, name in DEVICE_FIELDS.items()
-        },
-        cpu={name: metrics.get(("cpu", metric)) for metric, name in CPU_FIELDS.items()},
+        read_iops=read.iops,
+        read_bw=read.bw,
+        read_lat_ns=read.lat_ns,
+        read_ops=read.ops,
+        write_iops=write.iops,
+        write_bw=write.bw,
+        write_lat_ns=write.lat_ns,
+        write_ops=write.ops,
+        hosts=summary.hosts,
+        device_metrics=device,
+        cpu=cpu,
         host_facts=facts,
         qemu_machine=facts.get("qemu_machine", before) if vm else None,
         qemu_cpu_pct=qemu_cpu_pct(metrics) if vm else None,
         guest_io_warnings=facts.get("guest_io_warnings"),  # None for host targets
         **decoded,
         **sweep_fields(run),
-        fio_figures=imported_fields(facts, results) if run["target_kind"] == "import" else {},
+        fio_figures=imported_fields(facts, [r for r in every if r["role"] == "measure"])
+        if run["target_kind"] == "import"
+        else {},
         dstore=facts["dstore"] if isinstance(facts.get("dstore"), dict) else None,
     )
 
@@ -268,15 +284,20 @@ def imported_fields(facts: Mapping[str, object], results: list[sqlite3.Row]) -> 
     return out
 
 
-def sweep_fields(run: sqlite3.Row) -> dict[str, Any]:
+_CPU_KEYS = tuple((("cpu", m), name) for m, name in CPU_FIELDS.items())
+_NO_DEVICE: Mapping[str, float | None] = MappingProxyType(dict.fromkeys(DEVICE_FIELDS.values()))
+
+
+@functools.lru_cache(maxsize=64)
+def _device_keys(device: str) -> tuple[tuple[tuple[str, str], str], ...]:
+    """The metric keys of a device's figures (``dev:<device>``, metric) with their ``show --json`` names."""
+    return tuple(((f"dev:{device}", m), name) for m, name in DEVICE_FIELDS.items())
+
+
+def sweep_fields(run: summaries.RunRow) -> dict[str, Any]:
     """A point's queue depth, job count, share of the max point and arrivals, for points stored with them
     (stores from before sweeps hold none, and their rows read as they always did)."""
-    names = run.keys()
-    return {
-        k: run[k]
-        for k in ("iodepth", "numjobs", "offered_pct", "arrivals")
-        if k in names and run[k] is not None
-    }
+    return {k: run[k] for k in ("iodepth", "numjobs", "offered_pct", "arrivals") if run[k] is not None}
 
 
 def build_label(qemu_version: str | None, qemu_machine: str | None) -> str | None:
@@ -290,46 +311,27 @@ def build_label(qemu_version: str | None, qemu_machine: str | None) -> str | Non
 def qemu_cpu_pct(metrics: dict[tuple[str, str], float]) -> QemuCpu | None:
     """CPU of the QEMU processes by thread class, % of one core summed over the target's VMs; I/O threads
     by index (iothread0, iothread1, ... each summed over the VMs)."""
-    mine = {(s, m): v for (s, m), v in metrics.items() if s.startswith("qemu:")}
-    if not mine:
+    totals: dict[str, float] = {}  # by metric, summed over the VMs (in the metrics' order)
+    for (source, metric), value in metrics.items():
+        if source.startswith("qemu:"):
+            totals[metric] = totals.get(metric, 0) + value
+    if not totals:
         return None
     iothreads: list[float] = []
-    for (_, metric), value in mine.items():
-        match = re.fullmatch(r"iothread(\d+)_pct", metric)
+    for metric, value in totals.items():
+        match = _IOTHREAD.fullmatch(metric)
         if match:
             k = int(match[1])
             iothreads += [0.0] * (k + 1 - len(iothreads))
             iothreads[k] += value
-    if not iothreads and any(m == "iothread_pct" for _, m in mine):
+    if not iothreads and "iothread_pct" in totals:
         # runs stored before I/O threads were told apart by index had one I/O thread per VM at most
-        iothreads = [sum(v for (_, m), v in mine.items() if m == "iothread_pct")]
-
-    def total(metric: str) -> float:
-        return round(sum(v for (_, m), v in mine.items() if m == metric), 2)
-
-    return {"vcpu": total("vcpu_pct"), "main_loop": total("main_pct"),
-            "iothreads": [round(v, 2) for v in iothreads], "other": total("other_pct")}  # fmt: skip
+        iothreads = [totals["iothread_pct"]]
+    return {"vcpu": round(totals.get("vcpu_pct", 0), 2), "main_loop": round(totals.get("main_pct", 0), 2),
+            "iothreads": [round(v, 2) for v in iothreads], "other": round(totals.get("other_pct", 0), 2)}  # fmt: skip
 
 
-def _latency(
-    hists: Mapping[int, Mapping[int, int]], results: list[sqlite3.Row]
-) -> dict[str, float | None] | None:
-    ops = sum(r["total_ios"] for r in results)
-    if not results or ops == 0:
-        return None
-    merged = histogram.merge(hists.get(r["id"], {}) for r in results)
-    out: dict[str, float | None] = {
-        "min": min(r["lat_min"] for r in results),
-        "mean": sum(r["lat_mean"] * r["total_ios"] for r in results) / ops,
-        "max": max(r["lat_max"] for r in results),
-    }
-    found = histogram.percentiles(merged, STORED_PERCENTILES)
-    for p in STORED_PERCENTILES:
-        value = found[p]
-        if value is None and len(results) == 1:  # no bins stored: fio's own figure is exact for one job
-            value = results[0][PCT_COLUMNS[f"p{p:g}"]]
-        out[f"p{p:g}"] = float(value) if value is not None else None
-    return out
+_IOTHREAD = re.compile(r"iothread(\d+)_pct")
 
 
 OPS_FIELDS = ("target", "workload", "bs", "rw", "load_processes", "vcpus", "vms", "idle_vms", "cache", "qemu_version",

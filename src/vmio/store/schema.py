@@ -1,7 +1,8 @@
 """The store's schema, as the list of migrations that build it; each is applied once and recorded.
 
 A change to the schema adds a migration at the end (never edits one) and a fixture of the schema it migrates
-from under ``tests/data/stores/``.
+from under ``tests/data/stores/``. New columns whose values Python computes from stored rows are filled in the
+migration's transaction by ``Store._apply`` (migration 8: each point's summary, ``summaries.write``).
 """
 
 from __future__ import annotations
@@ -141,6 +142,37 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         ALTER TABLE run ADD COLUMN offered_pct REAL;
         ALTER TABLE run ADD COLUMN arrivals TEXT;
         ALTER TABLE campaign ADD COLUMN stops_json TEXT;
+        """,
+    ),
+    (
+        8,
+        "the figures of each point summed and merged over its measured jobs, stored when it is written",
+        """
+        ALTER TABLE run ADD COLUMN read_jobs INTEGER;
+        ALTER TABLE run ADD COLUMN read_iops REAL;
+        ALTER TABLE run ADD COLUMN read_bw REAL;
+        ALTER TABLE run ADD COLUMN read_ops INTEGER;
+        ALTER TABLE run ADD COLUMN read_lat_min REAL;
+        ALTER TABLE run ADD COLUMN read_lat_mean REAL;
+        ALTER TABLE run ADD COLUMN read_lat_max REAL;
+        ALTER TABLE run ADD COLUMN read_p50 REAL;
+        ALTER TABLE run ADD COLUMN read_p90 REAL;
+        ALTER TABLE run ADD COLUMN read_p99 REAL;
+        ALTER TABLE run ADD COLUMN read_p999 REAL;
+        ALTER TABLE run ADD COLUMN read_p9999 REAL;
+        ALTER TABLE run ADD COLUMN write_jobs INTEGER;
+        ALTER TABLE run ADD COLUMN write_iops REAL;
+        ALTER TABLE run ADD COLUMN write_bw REAL;
+        ALTER TABLE run ADD COLUMN write_ops INTEGER;
+        ALTER TABLE run ADD COLUMN write_lat_min REAL;
+        ALTER TABLE run ADD COLUMN write_lat_mean REAL;
+        ALTER TABLE run ADD COLUMN write_lat_max REAL;
+        ALTER TABLE run ADD COLUMN write_p50 REAL;
+        ALTER TABLE run ADD COLUMN write_p90 REAL;
+        ALTER TABLE run ADD COLUMN write_p99 REAL;
+        ALTER TABLE run ADD COLUMN write_p999 REAL;
+        ALTER TABLE run ADD COLUMN write_p9999 REAL;
+        ALTER TABLE run ADD COLUMN hosts_json TEXT;
         """,
     ),
 ]
