@@ -13,7 +13,6 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from vmio.campaign import offsets, sweep
 from vmio.campaign.measure import measure_point, precondition
@@ -123,7 +122,7 @@ class Outcome:
     skipped: int = 0
     failures: list[str] = field(default_factory=list)
     stopped: list[str] = field(default_factory=list)  # points not run: their sweep passed its stop_at bound
-    stops: list[dict[str, Any]] = field(default_factory=list)  # where each such sweep stopped, and why
+    stops: list[dict[str, object]] = field(default_factory=list)  # where each such sweep stopped, and why
 
 
 def preflight(campaign: Campaign, options: Options) -> None:

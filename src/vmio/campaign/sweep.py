@@ -12,7 +12,6 @@ figures, so a re-run stops where the first run did.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from vmio.errors import VmioError
 from vmio.spec import Campaign, Point
@@ -31,7 +30,7 @@ class Sweeps:
         self.points = campaign.points()
         self.index = {p.key: i for i, p in enumerate(self.points)}
         self.next = 0
-        self.stops: dict[Sweep, dict[str, Any]] = {}
+        self.stops: dict[Sweep, dict[str, object]] = {}
         self.shares = {w.name for w in campaign.workloads if any(isinstance(o, str) for o in w.offered_iops)}
 
     def catch_up(self, point: Point) -> None:
@@ -62,11 +61,11 @@ class Sweeps:
         rate = max(1, round(achieved * point.offered_pct / 100))
         return dataclasses.replace(point, offered_iops=rate), None
 
-    def record(self) -> list[dict[str, Any]]:
+    def record(self) -> list[dict[str, object]]:
         """Store where each sweep stopped (the campaign's last run decides) and return it."""
         out = []
         for sweep, stop in self.stops.items():
-            at = self.index[stop["point"]]
+            at = self.index[str(stop["point"])]
             not_run = [p.key for p in self.points[at + 1 :] if p.sweep() == sweep]
             out.append({**stop, "not_run": not_run})
         self.store.set_stops(self.campaign.name, out)

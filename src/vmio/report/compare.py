@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from vmio.errors import InputError
 from vmio.report.data import CampaignData, Group, GroupKey, Row, along, iops, latency, offered_label
@@ -43,7 +42,7 @@ def point_label(key: GroupKey) -> str:
     return f"{target}/{workload}/bs={format_size(bs)}/offered={offered_label(offered)}/load={load}"
 
 
-def _key_dict(key: GroupKey) -> dict[str, Any]:
+def _key_dict(key: GroupKey) -> dict[str, object]:
     target, workload, bs, offered, load = key
     return {"target": target, "workload": workload, "bs": bs, "offered_iops": offered_label(offered),
             "load_processes": load}  # fmt: skip
@@ -58,7 +57,7 @@ class RatioRow:
     label: str = ""  # the target as shown: with its QEMU build when the campaign ran several
     build: str | None = None  # the target's QEMU build; None without VMs
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {
             **_key_dict(self.key), "qemu_build": self.build, "ddir": self.ddir,
             "ratio": {m: s.as_dict() if s else None for m, s in self.ratios.items()},
@@ -115,7 +114,7 @@ class Change:
         better = (d.diff > 0) == self.higher_is_better
         return f"{'higher' if d.diff > 0 else 'lower'} ({'better' if better else 'worse'})"
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         d = self.diff
         return {
             **_key_dict(self.key), "ddir": self.ddir, "metric": self.metric,
@@ -134,7 +133,7 @@ class BuildChange:
     before: str | None  # ``qemu 7.2.22 / q35``; None: no VMs (a host target)
     after: str | None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {"target": self.target, "before": self.before, "after": self.after}
 
 
@@ -144,8 +143,8 @@ class PairWarning:
 
     key: GroupKey
     parameter: str
-    before: Any
-    after: Any
+    before: object
+    after: object
 
     def text(self, a: str, b: str) -> str:
         return (
@@ -169,7 +168,7 @@ class BeforeAfter:
     def warnings(self) -> list[str]:
         return [w.text(self.before, self.after) for w in self.mismatches]
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {
             "before": self.before, "after": self.after, "ci_level": LEVEL, "pairs": self.pairs,
             "warnings": self.warnings,
@@ -201,10 +200,10 @@ def before_after(a: CampaignData, b: CampaignData) -> BeforeAfter:
     return BeforeAfter(a.name, b.name, changes, only_a, list(after), build_changes(a, b), pairs, mismatches)
 
 
-def pair_setup(data: CampaignData, g: Group) -> dict[str, Any]:
+def pair_setup(data: CampaignData, g: Group) -> dict[str, object]:
     """What a point ran with, beyond its pairing key: the workload's parameters, QEMU build, accelerator."""
     spec = data.workload_specs.get(g.key[1])
-    setup: dict[str, Any] = {p: getattr(spec, p, None) for p in PAIR_PARAMETERS}
+    setup: dict[str, object] = {p: getattr(spec, p, None) for p in PAIR_PARAMETERS}
     setup["qemu build"] = data.builds().get(g.target)
     setup["accel"] = " + ".join(sorted({str(r.accel) for r in g.rows if r.accel})) or None
     return setup
@@ -232,7 +231,7 @@ class Regression:
         )
         return f"{point_label(c.key)} {c.ddir} {c.metric}: {d.before:.6g} -> {d.after:.6g} ({rel}), {why}"
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {**self.change.as_dict(), "significance": self.significant}
 
 

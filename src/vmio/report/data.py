@@ -93,7 +93,7 @@ class CampaignData:
     hist_log: dict[str, list[tuple[int, str, Histogram]]] = field(default_factory=dict)
     sla: Sla | None = None  # the spec's [campaign] sla
     workload_specs: dict[str, Workload] = field(default_factory=dict)  # each workload's spec, by name
-    stops: list[dict[str, Any]] = field(default_factory=list)  # where sweeps stopped at stop_at, and why
+    stops: list[dict[str, object]] = field(default_factory=list)  # where sweeps stopped at stop_at, and why
     _builds: dict[str, str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def done(self) -> list[Row]:

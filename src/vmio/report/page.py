@@ -386,14 +386,24 @@ def _sweeps(report: Report) -> str:
             said = _sweep_said(spec)
             if said:
                 items.append(f"<li>{e(prefix + name)}: {e('; '.join(said))}</li>")
-        stops += [f'<li data-point="{e(str(s["point"]))}">{e(prefix)}sweep {e(str(s["sweep"]))} stopped at '
-                  f"{e(str(s['point']))}: {e(str(s['why']))}; not run: {e(', '.join(s['not_run']) or 'none')}</li>"
-                  for s in d.stops]  # fmt: skip
+        stops += [_stop_item(s, prefix) for s in d.stops]
     if not items and not stops:
         return ""
     out = '<section id="sweeps"><h2>How were the sweeps run, and where did they stop?</h2>'
     out += f"<ul>{''.join(items)}</ul>" if items else ""
     return out + (f'<ul class="stops">{"".join(stops)}</ul>' if stops else "") + "</section>"
+
+
+def _stop_item(stop: Mapping[str, object], prefix: str) -> str:
+    """One stopped sweep of ``#sweeps``: where it stopped, why, and the points it did not run."""
+    e = html.escape
+    not_run = stop["not_run"]
+    skipped = ", ".join(str(k) for k in not_run) if isinstance(not_run, list) else ""
+    point = e(str(stop["point"]))
+    return (
+        f'<li data-point="{point}">{e(prefix)}sweep {e(str(stop["sweep"]))} stopped at '
+        f"{point}: {e(str(stop['why']))}; not run: {e(skipped or 'none')}</li>"
+    )
 
 
 def _failures(data: CampaignData) -> str:

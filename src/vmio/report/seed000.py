@@ -25,7 +25,6 @@ QEMU builds of "N fio/vm"). The measured figure of a target is the highest IOPS 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from vmio.published import SEED_BARE, SEED_BY_KEY, SEED_CONFIGS, SeedConfig
 from vmio.report.compare_text import columns
@@ -81,7 +80,7 @@ class SeedRow:
     read: Measured
     write: Measured
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         c = self.config
         return {
             "configuration": c.term, "figure": c.figure, "target": self.target, "setup": self.setup,

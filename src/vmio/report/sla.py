@@ -11,7 +11,6 @@ Percentiles pool the repetitions' histograms (exact to fio's buckets); the mean 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from vmio.report.data import CampaignData, Group, Offered, iops, offered_label
 from vmio.spec.sla import Sla
@@ -36,7 +35,7 @@ class Knee:
     above: Offered | None  # the first offered load over it (None: never crossed)
     has_below: bool = True
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {
             "target": self.target, "workload": self.workload, "bs": self.bs,
             "load_processes": self.load_processes, "dir": self.ddir, "metric": self.sla.metric,
@@ -110,14 +109,13 @@ def format_text(rows: list[Knee], campaign: str, sla: Sla) -> str:
     head = ("target", "workload", "bs", "load", "dir", f"IOPS at {sla.metric}<={sla.bound_ms:g}ms", "between")
     lines = [head]
     for k in rows:
-        d = k.as_dict()
         iops_text = "-" if k.iops is None else f"{k.iops:.0f}"
         if not k.crossed:
             where = f"never crossed (up to offered {offered_label(k.below)})" if k.has_below else "-"
         elif not k.has_below:
             where = f"over the bound from offered {offered_label(k.above)}"
         else:
-            where = f"offered {d['between'][0]} .. {d['between'][1]}"
+            where = f"offered {_offered(k.below)} .. {_offered(k.above)}"
         lines.append(
             (k.target, k.workload, format_size(k.bs), str(k.load_processes), k.ddir, iops_text, where)
         )

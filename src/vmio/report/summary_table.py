@@ -7,7 +7,6 @@ IOPS here are read + write. A rate counts as achieved when the median over repet
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from vmio.report.data import CampaignData, Group, Row, families, iops, offered_order, tcg_note
 from vmio.stats.spread import Spread, ratio
@@ -47,7 +46,7 @@ class SummaryRow:
     def knee(self) -> int | None:
         return next((r.offered for r in self.rates if not r.ok), None)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {
             "workload": self.workload, "bs": self.bs, "load_processes": self.load_processes,
             "target": self.target, "qemu_build": self.build, "baseline": self.is_baseline,

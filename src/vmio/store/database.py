@@ -16,7 +16,7 @@ import os
 import sqlite3
 import stat
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -355,7 +355,7 @@ class Store:
                 (seed, json.dumps(list(offsets)), name),
             )
 
-    def stops(self, name: str) -> list[dict[str, Any]]:
+    def stops(self, name: str) -> list[dict[str, object]]:
         """Where campaign ``name``'s sweeps stopped at their ``stop_at`` bound, and why (its last run)."""
         row = self.db.execute("SELECT * FROM campaign WHERE name = ?", (name,)).fetchone()
         columns = row.keys() if row is not None else []  # a sqlite3.Row's `in` looks at its values
@@ -363,7 +363,7 @@ class Store:
             return []
         return list(json.loads(row["stops_json"]))
 
-    def set_stops(self, name: str, stops: Sequence[dict[str, Any]]) -> None:
+    def set_stops(self, name: str, stops: Sequence[Mapping[str, object]]) -> None:
         with self.transaction() as db:
             db.execute("UPDATE campaign SET stops_json = ? WHERE name = ?",
                        (json.dumps(list(stops), sort_keys=True) if stops else None, name))  # fmt: skip
