@@ -52,7 +52,8 @@ def measure_point(
         iodepth=workload.iodepth, offered_pct=point.offered_pct,
         arrivals=workload.arrivals if point.offered_iops is not None else None,
     )  # fmt: skip
-    rec.fio_version = rec.host.get("fio_version")
+    fio_version = rec.host.get("fio_version")
+    rec.fio_version = fio_version if isinstance(fio_version, str) else None
     if workload.fio_file is not None:
         rec.fio_job = {"file": workload.fio_file, "section": workload.name.rpartition(":")[2],
                        "replaced": list(workload.fio_replaced)}  # fmt: skip

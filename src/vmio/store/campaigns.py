@@ -6,7 +6,7 @@ import dataclasses
 import json
 import re
 import time
-from typing import Any
+from collections.abc import Mapping
 
 from vmio.spec import Campaign, loads_spec
 from vmio.store.database import Store
@@ -26,7 +26,7 @@ def stored_campaign(store: Store, name: str) -> Campaign:
     return dataclasses.replace(loads_spec(row["spec_text"], row["spec_path"] or name, stored=True), name=name)
 
 
-def campaign_rows(store: Store) -> list[dict[str, Any]]:
+def campaign_rows(store: Store) -> list[dict[str, object]]:
     """Every campaign, oldest first: name, created, targets, workloads, points done/failed, accelerators."""
     counts: dict[int, dict[str, int]] = {}
     accels: dict[int, set[str]] = {}
@@ -38,7 +38,7 @@ def campaign_rows(store: Store) -> list[dict[str, Any]]:
         targets, workloads = ran.setdefault(r[0], ([], []))
         _add(targets, r[3])
         _add(workloads, r[4])
-    rows = []
+    rows: list[dict[str, object]] = []
     for c in store.db.execute("SELECT id, name, created, canonical, spec_path FROM campaign ORDER BY id"):
         defined = _defined(c["canonical"])
         targets, workloads = ran.get(c["id"], ([], []))
@@ -64,7 +64,8 @@ def _add(items: list[str], value: str) -> None:
         items.append(value)
 
 
-def _defined(canonical: str | None) -> dict[str, list[dict[str, Any]]]:
+def _defined(canonical: str | None) -> dict[str, list[Mapping[str, object]]]:
+    """The stored spec's targets and workloads as its JSON holds them (each an object with a name)."""
     try:
         body = json.loads(canonical or "{}")
     except ValueError:

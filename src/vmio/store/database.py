@@ -414,7 +414,7 @@ class Store:
             )
         )
 
-    def run_maps(self, campaign: str) -> list[dict[str, Any]]:
+    def run_maps(self, campaign: str) -> list[Mapping[str, Any]]:
         """``runs`` as plain dicts (a ``sqlite3.Row`` looks a name up column by column: ``show`` of 100k
         points reads 50 names each), without the long texts (log, job file, QEMU command line)."""
         skip = {"log", "job_file", "qemu_argv", "campaign_id"}

@@ -13,7 +13,7 @@ import io
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from vmio.errors import InputError
 from vmio.store.database import Store
@@ -39,15 +39,28 @@ LABELS = ("campaign", "target", "workload", "bs", "offered_iops", "load_processe
           "qemu_version", "host")  # fmt: skip
 
 
-def samples(store: Store, campaign: str) -> list[dict[str, Any]]:
+TableRow = dict[str, object]  # one row of an exported table: column → a JSON, CSV or Parquet value
+
+
+class PkbSample(TypedDict):
+    """One sample in PerfKitBenchmarker's shape (``--format ndjson``; ``prometheus`` reads the same)."""
+
+    metric: str
+    value: float
+    unit: str
+    labels: dict[str, object]
+    timestamp: float
+
+
+def samples(store: Store, campaign: str) -> list[PkbSample]:
     """PKB's sample shape, one per done point and metric with a value: metric, value, unit, labels
     (an object), timestamp (the point's end, seconds since the epoch)."""
     ended = {r["point_key"]: r["ended"] for r in store.runs(campaign)}
-    out = []
+    out: list[PkbSample] = []
     for row in point_rows(store, campaign):
         if not row.done:
             continue
-        labels = {
+        labels: dict[str, object] = {
             "campaign": row.campaign, "target": row.target, "workload": row.workload, "bs": row.bs,
             "offered_iops": _offered(row), "load_processes": row.load_processes,
             "repetition": row.repetition, "accel": row.accel, "qemu_version": row.qemu_version,
@@ -62,13 +75,13 @@ def samples(store: Store, campaign: str) -> list[dict[str, Any]]:
     return out
 
 
-def ndjson(rows: list[dict[str, Any]]) -> bytes:
+def ndjson(rows: list[PkbSample]) -> bytes:
     return "".join(json.dumps(r, sort_keys=False) + "\n" for r in rows).encode()
 
 
-def prometheus(rows: list[dict[str, Any]]) -> bytes:
+def prometheus(rows: list[PkbSample]) -> bytes:
     """A node-exporter textfile: ``vmio_<metric>_<unit>`` gauges, one series per point, the same labels."""
-    by_metric: dict[str, list[dict[str, Any]]] = {}
+    by_metric: dict[str, list[PkbSample]] = {}
     for r in rows:
         by_metric.setdefault(r["metric"], []).append(r)
     lines = []
@@ -97,7 +110,7 @@ def _prom_escape(value: object) -> str:
     return text.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
-def flat_points(store: Store, campaign: str) -> list[dict[str, Any]]:
+def flat_points(store: Store, campaign: str) -> list[TableRow]:
     rows = []
     for row in point_rows(store, campaign):
         shown = row.to_json(facts=False)
@@ -118,7 +131,7 @@ def _offered(row: PointRow) -> str:
     return "max" if row.offered_iops is None else str(row.offered_iops)
 
 
-def series(store: Store, campaign: str) -> list[dict[str, Any]]:
+def series(store: Store, campaign: str) -> list[TableRow]:
     every = store.campaign_samples(campaign)
     return [
         {
@@ -133,7 +146,7 @@ def series(store: Store, campaign: str) -> list[dict[str, Any]]:
     ]
 
 
-def operations(store: Store, campaign: str) -> list[dict[str, Any]]:
+def operations(store: Store, campaign: str) -> list[TableRow]:
     every = store.campaign_oplat(campaign)
     return [
         {"point": run["point_key"], "host": o["host"], "job": o["job"], "seq": o["seq"], "t_ms": o["t_ms"],
@@ -192,7 +205,7 @@ def export(store: Store, campaign: str, fmt: str, path: Path) -> list[Path]:
     return written
 
 
-def _csv(rows: list[dict[str, Any]]) -> bytes:
+def _csv(rows: list[TableRow]) -> bytes:
     buf = io.StringIO()
     if rows:
         names = dict.fromkeys(k for row in rows for k in row)  # every row's columns (some only on some rows)
@@ -206,7 +219,7 @@ def _csv(rows: list[dict[str, Any]]) -> bytes:
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
-def inert(value: Any) -> Any:
+def inert(value: object) -> object:
     """A CSV cell a spreadsheet will not run: text starting with ``= + - @``, a tab or a CR gets a leading
     ``'`` (which spreadsheets show as a text marker); numbers (int, float) are written as they are."""
     if isinstance(value, str) and value.startswith(FORMULA_STARTS):
@@ -214,7 +227,7 @@ def inert(value: Any) -> Any:
     return value
 
 
-def _parquet(rows: list[dict[str, Any]]) -> bytes:
+def _parquet(rows: list[TableRow]) -> bytes:
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq

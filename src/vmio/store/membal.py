@@ -23,7 +23,7 @@ class DecisionRow:
     step: int
     t: float
     vm: str
-    inputs: dict[str, Any]
+    inputs: Mapping[str, object]  # the signals the policy read, as stored (JSON)
     old_target: int
     new_target: int
     actual: int | None
