@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -113,7 +113,7 @@ def _key(rec: RunRecord, rep: int) -> str:
     return f"{rec.target}/{rec.workload}/bs={format_size(rec.bs)}{qd}/offered={offered}/load=0/rep={rep}"
 
 
-def _bs(options: dict[str, Any], results: Sequence[output.JobResult]) -> int:
+def _bs(options: Mapping[str, object], results: Sequence[output.JobResult]) -> int:
     """The job's block size: its ``bs`` option, else fio's bytes over operations (its mean request)."""
     text = str(options.get("bs", "")).split(",")[0]
     try:
@@ -129,7 +129,7 @@ def _mean_request(results: Sequence[output.JobResult]) -> int:
     return round(moved / ios) if ios and seconds else 0
 
 
-def _dict(value: object) -> dict[str, Any]:
+def _dict(value: object) -> dict[str, object]:
     return dict(value) if isinstance(value, dict) else {}
 
 
@@ -140,7 +140,7 @@ def _int(value: object) -> int | None:
         return None
 
 
-def _of(disk: dict[str, Any], hosts: list[str]) -> bool:
+def _of(disk: output.DiskUtil, hosts: list[str]) -> bool:
     """A ``disk_util`` entry of one of these hosts (client/server output names each entry's host)."""
     if "hostname" not in disk:
         return True
