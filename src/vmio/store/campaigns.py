@@ -43,16 +43,18 @@ def campaign_rows(store: Store) -> list[dict[str, object]]:
         defined = _defined(c["canonical"])
         targets, workloads = ran.get(c["id"], ([], []))
         done = counts.get(c["id"], {})
-        rows.append({
-            "name": c["name"],
-            "created": _iso(c["created"]),
-            "spec": c["spec_path"],
-            "targets": [t["name"] for t in defined.get("targets", [])] or targets,
-            "workloads": [w["name"] for w in defined.get("workloads", [])] or workloads,
-            "points_done": done.get("done", 0),
-            "points_failed": done.get("failed", 0),
-            "accel": sorted(accels.get(c["id"], ())),
-        })  # fmt: skip
+        rows.append(
+            {
+                "name": c["name"],
+                "created": _iso(c["created"]),
+                "spec": c["spec_path"],
+                "targets": [t["name"] for t in defined.get("targets", [])] or targets,
+                "workloads": [w["name"] for w in defined.get("workloads", [])] or workloads,
+                "points_done": done.get("done", 0),
+                "points_failed": done.get("failed", 0),
+                "accel": sorted(accels.get(c["id"], ())),
+            }
+        )
         stops = store.stops(c["name"])
         if stops:  # only campaigns whose sweeps stopped at their stop_at bound
             rows[-1]["stops"] = stops
@@ -72,8 +74,11 @@ def _defined(canonical: str | None) -> dict[str, list[Mapping[str, object]]]:
         return {}
     if not isinstance(body, dict):
         return {}
-    return {k: [x for x in v if isinstance(x, dict) and "name" in x] for k, v in body.items()
-            if k in ("targets", "workloads") and isinstance(v, list)}  # fmt: skip
+    return {
+        k: [x for x in v if isinstance(x, dict) and "name" in x]
+        for k, v in body.items()
+        if k in ("targets", "workloads") and isinstance(v, list)
+    }
 
 
 def _iso(created: float | None) -> str | None:

@@ -171,8 +171,10 @@ class Store:
             try:
                 fd = files.open_lock(lock_path)
             except OSError as exc:
-                raise StoreError(f"cannot create the run lock {lock_path!r} beside the store: {exc.strerror}; "
-                                 "use a --db in a writable folder") from None  # fmt: skip
+                raise StoreError(
+                    f"cannot create the run lock {lock_path!r} beside the store: {exc.strerror}; "
+                    "use a --db in a writable folder"
+                ) from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -299,9 +301,11 @@ class Store:
         return int(row["id"])
 
     def _holds_done(self, campaign_id: int) -> bool:
-        return bool(self.db.execute(
-            "SELECT 1 FROM run WHERE campaign_id = ? AND status = 'done' LIMIT 1", (campaign_id,)
-        ).fetchone())  # fmt: skip
+        return bool(
+            self.db.execute(
+                "SELECT 1 FROM run WHERE campaign_id = ? AND status = 'done' LIMIT 1", (campaign_id,)
+            ).fetchone()
+        )
 
     def remove_campaign(self, name: str) -> int:
         """Delete campaign ``name`` and every point it holds; the number of points deleted."""
@@ -317,8 +321,11 @@ class Store:
         """Give campaign ``old`` the name ``new`` (which no stored campaign has)."""
         row = self.require(old)
         if self.campaign(new) is not None:
-            raise StoreError(f"cannot rename {old!r} to {new!r}: a campaign {new!r} is already stored in "
-                             f"{self.path}; remove it first (vmio rm {new}) or pick another name", exit_code=2)  # fmt: skip
+            raise StoreError(
+                f"cannot rename {old!r} to {new!r}: a campaign {new!r} is already stored in "
+                f"{self.path}; remove it first (vmio rm {new}) or pick another name",
+                exit_code=2,
+            )
         with self.transaction() as db:
             db.execute("UPDATE campaign SET name = ? WHERE id = ?", (new, row["id"]))
 
@@ -365,8 +372,10 @@ class Store:
 
     def set_stops(self, name: str, stops: Sequence[Mapping[str, object]]) -> None:
         with self.transaction() as db:
-            db.execute("UPDATE campaign SET stops_json = ? WHERE name = ?",
-                       (json.dumps(list(stops), sort_keys=True) if stops else None, name))  # fmt: skip
+            db.execute(
+                "UPDATE campaign SET stops_json = ? WHERE name = ?",
+                (json.dumps(list(stops), sort_keys=True) if stops else None, name),
+            )
 
     def done_keys(self, name: str) -> set[str]:
         rows = self.db.execute(
@@ -546,19 +555,24 @@ def _check_file(path: str, readonly: bool) -> None:
         if readonly:
             raise missing(path)
         if not p.parent.is_dir():
-            raise StoreError(f"cannot create the store {path!r}: the folder {str(p.parent)!r} does not exist; "
-                             "create it or give another --db", exit_code=2)  # fmt: skip
+            raise StoreError(
+                f"cannot create the store {path!r}: the folder {str(p.parent)!r} does not exist; "
+                "create it or give another --db",
+                exit_code=2,
+            )
         return
     mode = os.stat(p).st_mode
     if not stat.S_ISREG(mode):
-        raise StoreError(f"the store {path!r} is not a regular file; give --db the file `vmio run` wrote",
-                         exit_code=2)  # fmt: skip
+        raise StoreError(
+            f"the store {path!r} is not a regular file; give --db the file `vmio run` wrote", exit_code=2
+        )
     try:
         with open(p, "rb") as f:
             head = f.read(len(SQLITE_MAGIC))
     except OSError as exc:
-        raise StoreError(f"cannot read the store {path!r}: {exc.strerror}; check its permissions",
-                         exit_code=2) from None  # fmt: skip
+        raise StoreError(
+            f"cannot read the store {path!r}: {exc.strerror}; check its permissions", exit_code=2
+        ) from None
     if head and head != SQLITE_MAGIC:
         raise not_a_store(path, "not an SQLite file")
     if not head and readonly:
@@ -568,8 +582,9 @@ def _check_file(path: str, readonly: bool) -> None:
 def _open_readonly(path: str, timeout: float) -> GuardedConnection:
     """Open without ever writing: ``mode=ro``; on a read-only filesystem (no -shm can be made) ``immutable``."""
     uri = "file:" + quote(str(Path(path).resolve()))
-    db = sqlite3.connect(uri + "?mode=ro", uri=True, timeout=timeout, isolation_level=None,
-                         factory=GuardedConnection)  # fmt: skip
+    db = sqlite3.connect(
+        uri + "?mode=ro", uri=True, timeout=timeout, isolation_level=None, factory=GuardedConnection
+    )
     try:
         sqlite3.Connection.execute(db, "SELECT COUNT(*) FROM sqlite_master").fetchone()  # unguarded probe
         return db
@@ -593,8 +608,11 @@ def _on_readonly_fs(path: str) -> bool:
 
 
 def _newer(path: str, have: int) -> StoreError:
-    return StoreError(f"the store {path!r} has schema version {have}, newer than this vmio's {SCHEMA_VERSION}; "
-                      "upgrade vmio to read it", exit_code=2)  # fmt: skip
+    return StoreError(
+        f"the store {path!r} has schema version {have}, newer than this vmio's {SCHEMA_VERSION}; "
+        "upgrade vmio to read it",
+        exit_code=2,
+    )
 
 
 def _insert_run(db: sqlite3.Connection, cid: int, rec: RunRecord) -> int:

@@ -61,17 +61,30 @@ def samples(store: Store, campaign: str) -> list[PkbSample]:
         if not row.done:
             continue
         labels: dict[str, object] = {
-            "campaign": row.campaign, "target": row.target, "workload": row.workload, "bs": row.bs,
-            "offered_iops": _offered(row), "load_processes": row.load_processes,
-            "repetition": row.repetition, "accel": row.accel, "qemu_version": row.qemu_version,
+            "campaign": row.campaign,
+            "target": row.target,
+            "workload": row.workload,
+            "bs": row.bs,
+            "offered_iops": _offered(row),
+            "load_processes": row.load_processes,
+            "repetition": row.repetition,
+            "accel": row.accel,
+            "qemu_version": row.qemu_version,
             "host": row.host_facts.get("hostname"),
-        }  # fmt: skip
+        }
         for metric, unit, read in SAMPLE_METRICS:
             value = read(row)
             if value is None or (metric.endswith(("_iops", "_bw")) and not row.ops(metric.split("_")[0])):
                 continue
-            out.append({"metric": metric, "value": float(value), "unit": unit, "labels": labels,
-                        "timestamp": ended[row.point]})  # fmt: skip
+            out.append(
+                {
+                    "metric": metric,
+                    "value": float(value),
+                    "unit": unit,
+                    "labels": labels,
+                    "timestamp": ended[row.point],
+                }
+            )
     return out
 
 
@@ -149,16 +162,31 @@ def series(store: Store, campaign: str) -> list[TableRow]:
 def operations(store: Store, campaign: str) -> list[TableRow]:
     every = store.campaign_oplat(campaign)
     return [
-        {"point": run["point_key"], "host": o["host"], "job": o["job"], "seq": o["seq"], "t_ms": o["t_ms"],
-         "lat_ns": o["lat_ns"], "ddir": o["ddir"], "offset": o["offset"]}
+        {
+            "point": run["point_key"],
+            "host": o["host"],
+            "job": o["job"],
+            "seq": o["seq"],
+            "t_ms": o["t_ms"],
+            "lat_ns": o["lat_ns"],
+            "ddir": o["ddir"],
+            "offset": o["offset"],
+        }
         for run in store.runs(campaign)
         for o in every.get(run["id"], [])
-    ]  # fmt: skip
+    ]
 
 
 SINGLE_FILE = ("json", "ndjson", "prometheus")  # one document; csv and parquet write side files
-SUFFIXES = {".csv": "csv", ".json": "json", ".parquet": "parquet", ".pq": "parquet", ".ndjson": "ndjson",
-            ".jsonl": "ndjson", ".prom": "prometheus"}  # fmt: skip
+SUFFIXES = {
+    ".csv": "csv",
+    ".json": "json",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".ndjson": "ndjson",
+    ".jsonl": "ndjson",
+    ".prom": "prometheus",
+}
 
 
 def format_for(path: str) -> str:
@@ -166,8 +194,10 @@ def format_for(path: str) -> str:
     fmt = SUFFIXES.get(Path(path).suffix.lower())
     if fmt is None:
         known = ", ".join(f"{suffix} ({name})" for suffix, name in SUFFIXES.items())
-        raise InputError(f"cannot tell the export format from {path!r}; give --format {{{','.join(FORMATS)}}}, "
-                         f"or an output named with one of {known}")  # fmt: skip
+        raise InputError(
+            f"cannot tell the export format from {path!r}; give --format {{{','.join(FORMATS)}}}, "
+            f"or an output named with one of {known}"
+        )
     return fmt
 
 
@@ -175,8 +205,10 @@ def document(store: Store, campaign: str, fmt: str) -> bytes:
     """The whole export in one document, for the formats that are one (``SINGLE_FILE``)."""
     store.require(campaign)
     if fmt not in SINGLE_FILE:
-        raise InputError(f"--format {fmt} writes side files (.series, .oplat) beside its output, so it cannot go "
-                         f"to stdout; give -o FILE, or use one of {', '.join(SINGLE_FILE)} with -o -")  # fmt: skip
+        raise InputError(
+            f"--format {fmt} writes side files (.series, .oplat) beside its output, so it cannot go "
+            f"to stdout; give -o FILE, or use one of {', '.join(SINGLE_FILE)} with -o -"
+        )
     if fmt in ("ndjson", "prometheus"):
         rows = samples(store, campaign)
         return ndjson(rows) if fmt == "ndjson" else prometheus(rows)

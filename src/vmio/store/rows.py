@@ -22,11 +22,23 @@ from vmio.store.database import Store
 from vmio.store.records import FioJob, Precondition, Steady
 
 LAT_KEYS = ("min", "mean", "max", "p50", "p99", "p99.9")
-DEVICE_FIELDS = {"read_iops": "dev_read_iops", "write_iops": "dev_write_iops", "busy_pct": "dev_busy_pct",
-                 "queue": "dev_queue", "await_ms": "dev_await_ms", "read_bw": "dev_read_bw",
-                 "write_bw": "dev_write_bw"}  # fmt: skip
-CPU_FIELDS = {"usr_pct": "cpu_usr_pct", "sys_pct": "cpu_sys_pct", "iowait_pct": "cpu_iowait_pct",
-              "steal_pct": "cpu_steal_pct", "idle_pct": "cpu_idle_pct", "guest_pct": "cpu_guest_pct"}  # fmt: skip
+DEVICE_FIELDS = {
+    "read_iops": "dev_read_iops",
+    "write_iops": "dev_write_iops",
+    "busy_pct": "dev_busy_pct",
+    "queue": "dev_queue",
+    "await_ms": "dev_await_ms",
+    "read_bw": "dev_read_bw",
+    "write_bw": "dev_write_bw",
+}
+CPU_FIELDS = {
+    "usr_pct": "cpu_usr_pct",
+    "sys_pct": "cpu_sys_pct",
+    "iowait_pct": "cpu_iowait_pct",
+    "steal_pct": "cpu_steal_pct",
+    "idle_pct": "cpu_idle_pct",
+    "guest_pct": "cpu_guest_pct",
+}
 
 
 Latency = Mapping[str, float | None]  # min, mean, max, p50, p90, p99, p99.9, p99.99 in ns
@@ -190,10 +202,15 @@ def _point_rows(store: Store, campaign: str | None) -> list[PointRow]:
         results = store.campaign_results(name) if emptied or any(r["target_kind"] == "import" for r in runs) else {}
         hists = store.campaign_histograms(name) if emptied else {}
         out += [
-            _row(name, run, stored[run["id"]] or summaries.summarize(results.get(run["id"], []), hists),
-                 results.get(run["id"], []), metrics.get(run["id"], {}))
+            _row(
+                name,
+                run,
+                stored[run["id"]] or summaries.summarize(results.get(run["id"], []), hists),
+                results.get(run["id"], []),
+                metrics.get(run["id"], {}),
+            )
             for run in runs
-        ]  # fmt: skip
+        ]
     return out
 
 
@@ -345,8 +362,12 @@ def qemu_cpu_pct(metrics: dict[tuple[str, str], float]) -> QemuCpu | None:
     if not iothreads and "iothread_pct" in totals:
         # runs stored before I/O threads were told apart by index had one I/O thread per VM at most
         iothreads = [totals["iothread_pct"]]
-    return {"vcpu": round(totals.get("vcpu_pct", 0), 2), "main_loop": round(totals.get("main_pct", 0), 2),
-            "iothreads": [round(v, 2) for v in iothreads], "other": round(totals.get("other_pct", 0), 2)}  # fmt: skip
+    return {
+        "vcpu": round(totals.get("vcpu_pct", 0), 2),
+        "main_loop": round(totals.get("main_pct", 0), 2),
+        "iothreads": [round(v, 2) for v in iothreads],
+        "other": round(totals.get("other_pct", 0), 2),
+    }
 
 
 _IOTHREAD = re.compile(r"iothread(\d+)_pct")
@@ -402,7 +423,11 @@ def _ops_head(run: sqlite3.Row, target: Mapping[str, Any], rw: str) -> OpsRow:
     facts = json.loads(run["host_json"] or "{}")
     idle = int(target.get("idle_vms", 0)) if vm else None
     return {
-        "target": run["target"], "workload": run["workload"], "bs": run["bs"], "rw": rw, "load_processes": run["load_processes"],
+        "target": run["target"],
+        "workload": run["workload"],
+        "bs": run["bs"],
+        "rw": rw,
+        "load_processes": run["load_processes"],
         "vcpus": target.get("vcpus") if vm else None,
         "vms": int(target.get("vms", 1)) + (idle or 0) if vm else None,  # running: measured and idle
         "idle_vms": idle,
@@ -410,4 +435,4 @@ def _ops_head(run: sqlite3.Row, target: Mapping[str, Any], rw: str) -> OpsRow:
         "qemu_version": run["qemu_version"] if vm else None,
         "machine": facts.get("qemu_machine", target.get("machine", "q35")) if vm else None,
         "accel": run["accel"] if vm else None,
-    }  # fmt: skip
+    }
