@@ -44,8 +44,13 @@ def point_label(key: GroupKey) -> str:
 
 def _key_dict(key: GroupKey) -> dict[str, object]:
     target, workload, bs, offered, load = key
-    return {"target": target, "workload": workload, "bs": bs, "offered_iops": offered_label(offered),
-            "load_processes": load}  # fmt: skip
+    return {
+        "target": target,
+        "workload": workload,
+        "bs": bs,
+        "offered_iops": offered_label(offered),
+        "load_processes": load,
+    }
 
 
 @dataclass
@@ -59,10 +64,12 @@ class RatioRow:
 
     def as_dict(self) -> dict[str, object]:
         return {
-            **_key_dict(self.key), "qemu_build": self.build, "ddir": self.ddir,
+            **_key_dict(self.key),
+            "qemu_build": self.build,
+            "ddir": self.ddir,
             "ratio": {m: s.as_dict() if s else None for m, s in self.ratios.items()},
             "value": {m: s.as_dict() if s else None for m, s in self.values.items()},
-        }  # fmt: skip
+        }
 
 
 def against_baseline(data: CampaignData, baseline: str) -> list[RatioRow]:
@@ -117,11 +124,21 @@ class Change:
     def as_dict(self) -> dict[str, object]:
         d = self.diff
         return {
-            **_key_dict(self.key), "ddir": self.ddir, "metric": self.metric,
-            "before_mean": d.before, "after_mean": d.after, "n_before": d.n_before, "n_after": d.n_after,
-            "diff": d.diff, "rel": d.rel, "ci_level": LEVEL, "ci_low": d.lo, "ci_high": d.hi,
-            "significant": d.significant, "verdict": self.verdict,
-        }  # fmt: skip
+            **_key_dict(self.key),
+            "ddir": self.ddir,
+            "metric": self.metric,
+            "before_mean": d.before,
+            "after_mean": d.after,
+            "n_before": d.n_before,
+            "n_after": d.n_after,
+            "diff": d.diff,
+            "rel": d.rel,
+            "ci_level": LEVEL,
+            "ci_low": d.lo,
+            "ci_high": d.hi,
+            "significant": d.significant,
+            "verdict": self.verdict,
+        }
 
 
 @dataclass(frozen=True)
@@ -170,13 +187,16 @@ class BeforeAfter:
 
     def as_dict(self) -> dict[str, object]:
         return {
-            "before": self.before, "after": self.after, "ci_level": LEVEL, "pairs": self.pairs,
+            "before": self.before,
+            "after": self.after,
+            "ci_level": LEVEL,
+            "pairs": self.pairs,
             "warnings": self.warnings,
             "build_changes": [b.as_dict() for b in self.builds],
             "changes": [c.as_dict() for c in self.changes],
             "only_before": [point_label(k) for k in self.only_before],
             "only_after": [point_label(k) for k in self.only_after],
-        }  # fmt: skip
+        }
 
 
 def before_after(a: CampaignData, b: CampaignData) -> BeforeAfter:

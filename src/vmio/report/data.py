@@ -154,8 +154,10 @@ class CampaignData:
 
 
 TCG_MARK = "[TCG]"
-TCG_NOTE = (f"{TCG_MARK}: the VMs ran under TCG (QEMU emulating the CPU, no KVM): their ratios to bare metal "
-            "measure the emulator, not a KVM host\n")  # fmt: skip
+TCG_NOTE = (
+    f"{TCG_MARK}: the VMs ran under TCG (QEMU emulating the CPU, no KVM): their ratios to bare metal "
+    "measure the emulator, not a KVM host\n"
+)
 
 
 def tcg_note(labels: Iterable[str]) -> str:
@@ -178,10 +180,10 @@ def load(store: Store, campaign: str) -> CampaignData:
     logs = {k: _per_second(log) for k, r in runs.items() if (log := every_log.get(r["id"]))}
     specs = {w.name: w for w in spec.workloads}
     rows, workloads = swept_labels(point_rows(store, campaign), [w.name for w in spec.workloads], specs)
+    targets, stops = {t.name: t for t in spec.targets}, store.stops(campaign)
     return CampaignData(
-        campaign, rows, runs, {t.name: t for t in spec.targets}, workloads, samples, oplat, hists, logs,
-        spec.sla, specs, store.stops(campaign),
-    )  # fmt: skip
+        campaign, rows, runs, targets, workloads, samples, oplat, hists, logs, spec.sla, specs, stops
+    )
 
 
 def swept_labels(

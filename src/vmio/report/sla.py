@@ -37,12 +37,20 @@ class Knee:
 
     def as_dict(self) -> dict[str, object]:
         return {
-            "target": self.target, "workload": self.workload, "bs": self.bs,
-            "load_processes": self.load_processes, "dir": self.ddir, "metric": self.sla.metric,
-            "bound_ms": self.sla.bound_ms, "iops": self.iops, "crossed": self.crossed,
-            "between": [_offered(self.below) if self.has_below else None,
-                        _offered(self.above) if self.crossed else None],
-        }  # fmt: skip
+            "target": self.target,
+            "workload": self.workload,
+            "bs": self.bs,
+            "load_processes": self.load_processes,
+            "dir": self.ddir,
+            "metric": self.sla.metric,
+            "bound_ms": self.sla.bound_ms,
+            "iops": self.iops,
+            "crossed": self.crossed,
+            "between": [
+                _offered(self.below) if self.has_below else None,
+                _offered(self.above) if self.crossed else None,
+            ],
+        }
 
 
 def _offered(o: Offered) -> int | str:
@@ -90,8 +98,8 @@ def knee(
     over = next((i for i, p in enumerate(points) if p[2] > sla.bound_ms), None)
     if over is None:
         best = max(within, key=lambda p: p[1]) if within else None
-        return Knee(t, w, bs, load, ddir, sla, best[1] if best else None, False,
-                    points[-1][0] if points else None, None, bool(points))  # fmt: skip
+        at_bound, below = best[1] if best else None, points[-1][0] if points else None
+        return Knee(t, w, bs, load, ddir, sla, at_bound, False, below, None, bool(points))
     if over == 0:
         return Knee(t, w, bs, load, ddir, sla, None, True, None, points[0][0], has_below=False)
     (o0, x0, y0), (o1, x1, y1) = points[over - 1], points[over]
@@ -121,7 +129,9 @@ def format_text(rows: list[Knee], campaign: str, sla: Sla) -> str:
         )
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     return title + "".join(
-        "  ".join(c.rjust(wd) if i == 5 else c.ljust(wd) for i, (c, wd) in enumerate(zip(line, widths, strict=True)))
-        .rstrip() + "\n"
+        "  ".join(
+            c.rjust(wd) if i == 5 else c.ljust(wd) for i, (c, wd) in enumerate(zip(line, widths, strict=True))
+        ).rstrip()
+        + "\n"
         for line in lines
-    )  # fmt: skip
+    )
