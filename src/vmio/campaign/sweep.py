@@ -56,8 +56,10 @@ class Sweeps:
         row = self._row(point.max_key())
         achieved = None if row is None else achieved_iops(row)
         if not achieved:
-            return point, VmioError(f"{point.key}: offered {point.offered_label} is a share of the achieved IOPS "
-                                    f"of {point.max_key()}, which has none (it failed)")  # fmt: skip
+            return point, VmioError(
+                f"{point.key}: offered {point.offered_label} is a share of the achieved IOPS "
+                f"of {point.max_key()}, which has none (it failed)"
+            )
         rate = max(1, round(achieved * point.offered_pct / 100))
         return dataclasses.replace(point, offered_iops=rate), None
 
@@ -85,10 +87,13 @@ class Sweeps:
         target, name, bs, jobs, loads, rep = point.sweep()
         label = f"{target}/{name}/bs={format_size(bs)}" + (f"/jobs={jobs}" if jobs is not None else "")
         self.stops[point.sweep()] = {
-            "sweep": f"{label}/load={loads}/rep={rep}", "point": point.key, "metric": bound.metric,
-            "value_ms": round(value, 4), "bound_ms": bound.bound_ms,
+            "sweep": f"{label}/load={loads}/rep={rep}",
+            "point": point.key,
+            "metric": bound.metric,
+            "value_ms": round(value, 4),
+            "bound_ms": bound.bound_ms,
             "why": f"{bound.metric} {value:.3g} ms > {bound.bound_ms:g} ms (stop_at)",
-        }  # fmt: skip
+        }
 
     def _row(self, key: str) -> PointRow | None:
         """The stored point ``key`` if it is done."""
