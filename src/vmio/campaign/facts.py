@@ -7,14 +7,14 @@ import platform
 import re
 import socket
 from pathlib import Path
-from typing import Any
 
 from vmio.fio import run as fiorun
 from vmio.system.process import Runner
 from vmio.version import vmio_version
 
 
-def collect(proc_root: str | Path = "/proc", runner: Runner | None = None) -> dict[str, Any]:
+def collect(proc_root: str | Path = "/proc", runner: Runner | None = None) -> dict[str, object]:
+    """The host's facts, stored as JSON with each run (``run.host_json``)."""
     proc = Path(proc_root)
     return {
         "hostname": socket.gethostname(),

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +34,10 @@ def import_files(store: Store, paths: Sequence[Path], campaign: str, target: str
     ``InputError`` naming it, before anything is stored."""
     row = store.campaign(campaign)
     if row is not None and row["spec_path"] != IMPORTED:
-        raise InputError(f"campaign {campaign!r} was run by vmio from {row['spec_path']}; import into "
-                         "another campaign name (vmio ls lists the stored ones)")  # fmt: skip
+        raise InputError(
+            f"campaign {campaign!r} was run by vmio from {row['spec_path']}; import into "
+            "another campaign name (vmio ls lists the stored ones)"
+        )
     parsed = [(path, *_read(path)) for path in paths]
     store.ensure_campaign(campaign, IMPORTED, "", CANONICAL)
     done = store.done_keys(campaign)
@@ -66,8 +68,10 @@ def _read(path: Path) -> tuple[output.FioOutput, dict[str, Any]]:
         doc, _ = output.extract_json(text)
         result = output.parse(text)
     except FioError as exc:
-        raise InputError(f"{path}: {str(exc).splitlines()[0]}; vmio import takes fio's "
-                         "--output-format=json or json+ output") from None  # fmt: skip
+        raise InputError(
+            f"{path}: {str(exc).splitlines()[0]}; vmio import takes fio's "
+            "--output-format=json or json+ output"
+        ) from None
     if not result.results:
         raise InputError(f"{path}: fio's output holds no job that did I/O")
     return result, doc
@@ -78,8 +82,11 @@ def records(
 ) -> list[RunRecord]:
     """One record per job name of one fio output (repetition and key set by the caller)."""
     jobs: list[Any] = doc.get("client_stats") or doc.get("jobs") or []
-    options = {str(j["jobname"]): {**_dict(doc.get("global options")), **_dict(j.get("job options"))}
-               for j in jobs if j.get("jobname") != "All clients"}  # fmt: skip
+    options = {
+        str(j["jobname"]): {**_dict(doc.get("global options")), **_dict(j.get("job options"))}
+        for j in jobs
+        if j.get("jobname") != "All clients"
+    }
     stamp = doc.get("timestamp")
     ended = float(stamp) if isinstance(stamp, int | float) else time.time()
     out = []
@@ -88,12 +95,23 @@ def records(
         opts = options.get(name, {})
         hosts = sorted({r.host for r in mine})
         rec = RunRecord(
-            campaign=campaign, point_key="", target=target, target_kind="import", workload=name,
-            bs=_bs(opts, mine), offered_iops=None, load_processes=0, repetition=1, status="done",
-            started=ended - max(r.runtime_ms for r in mine) / 1000, ended=ended,
-            fio_version=result.version or None, results=mine,
-            iodepth=_int(opts.get("iodepth")), numjobs=_int(opts.get("numjobs")),
-        )  # fmt: skip
+            campaign=campaign,
+            point_key="",
+            target=target,
+            target_kind="import",
+            workload=name,
+            bs=_bs(opts, mine),
+            offered_iops=None,
+            load_processes=0,
+            repetition=1,
+            status="done",
+            started=ended - max(r.runtime_ms for r in mine) / 1000,
+            ended=ended,
+            fio_version=result.version or None,
+            results=mine,
+            iodepth=_int(opts.get("iodepth")),
+            numjobs=_int(opts.get("numjobs")),
+        )
         rec.host = {"imported_from": str(path.resolve()), "fio_job_options": opts, "fio_hosts": hosts}
         disks = [d for d in result.disk_util if _of(d, hosts)]
         if disks:
@@ -113,7 +131,7 @@ def _key(rec: RunRecord, rep: int) -> str:
     return f"{rec.target}/{rec.workload}/bs={format_size(rec.bs)}{qd}/offered={offered}/load=0/rep={rep}"
 
 
-def _bs(options: dict[str, Any], results: Sequence[output.JobResult]) -> int:
+def _bs(options: Mapping[str, object], results: Sequence[output.JobResult]) -> int:
     """The job's block size: its ``bs`` option, else fio's bytes over operations (its mean request)."""
     text = str(options.get("bs", "")).split(",")[0]
     try:
@@ -129,7 +147,7 @@ def _mean_request(results: Sequence[output.JobResult]) -> int:
     return round(moved / ios) if ios and seconds else 0
 
 
-def _dict(value: object) -> dict[str, Any]:
+def _dict(value: object) -> dict[str, object]:
     return dict(value) if isinstance(value, dict) else {}
 
 
@@ -140,7 +158,7 @@ def _int(value: object) -> int | None:
         return None
 
 
-def _of(disk: dict[str, Any], hosts: list[str]) -> bool:
+def _of(disk: output.DiskUtil, hosts: list[str]) -> bool:
     """A ``disk_util`` entry of one of these hosts (client/server output names each entry's host)."""
     if "hostname" not in disk:
         return True

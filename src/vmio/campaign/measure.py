@@ -45,17 +45,32 @@ def measure_point(
     workload = swept_workload(campaign.workload(point.workload), point)
     target = campaign.target(point.target)
     rec = RunRecord(
-        campaign=campaign.name, point_key=point.key, target=target.name, target_kind=target.kind,
-        workload=workload.name, bs=point.bs, offered_iops=point.offered_iops,
-        load_processes=point.load_processes, repetition=point.repetition, status="done",
-        started=time.time(), ended=0.0, host=facts.collect(proc_root, runner), precondition=preconditioned,
-        iodepth=workload.iodepth, offered_pct=point.offered_pct,
+        campaign=campaign.name,
+        point_key=point.key,
+        target=target.name,
+        target_kind=target.kind,
+        workload=workload.name,
+        bs=point.bs,
+        offered_iops=point.offered_iops,
+        load_processes=point.load_processes,
+        repetition=point.repetition,
+        status="done",
+        started=time.time(),
+        ended=0.0,
+        host=facts.collect(proc_root, runner),
+        precondition=preconditioned,
+        iodepth=workload.iodepth,
+        offered_pct=point.offered_pct,
         arrivals=workload.arrivals if point.offered_iops is not None else None,
-    )  # fmt: skip
-    rec.fio_version = rec.host.get("fio_version")
+    )
+    fio_version = rec.host.get("fio_version")
+    rec.fio_version = fio_version if isinstance(fio_version, str) else None
     if workload.fio_file is not None:
-        rec.fio_job = {"file": workload.fio_file, "section": workload.name.rpartition(":")[2],
-                       "replaced": list(workload.fio_replaced)}  # fmt: skip
+        rec.fio_job = {
+            "file": workload.fio_file,
+            "section": workload.name.rpartition(":")[2],
+            "replaced": list(workload.fio_replaced),
+        }
     try:
         if isinstance(rig, VmioError):
             raise rig
@@ -98,9 +113,8 @@ def _measure(
     live: Callable[[Sampler], None] | None = None,
 ) -> None:
     found = rig.facts()
-    rec.device, rec.accel, rec.qemu_version, rec.qemu_argv = (
-        found.device, found.accel, found.qemu_version, found.qemu_argv,
-    )  # fmt: skip
+    rec.device, rec.accel = found.device, found.accel
+    rec.qemu_version, rec.qemu_argv = found.qemu_version, found.qemu_argv
     rec.host.update(found.host)
     endpoints = rig.endpoints(workload)
     files, texts = [], []
@@ -117,8 +131,13 @@ def _measure(
             place = dataclasses.replace(place, iolog=str(rundir / f"ops-{i}.iolog"))
         elif replay is not None:  # a fio server reads its log where it runs: an exec job puts it there
             place = dataclasses.replace(place, iolog=iolog.guest_path(i), iolog_text=replay)
-        text = jobfile.render(workload, bs=point.bs, offered_iops=point.offered_iops,
-                              load_processes=point.load_processes, place=place)  # fmt: skip
+        text = jobfile.render(
+            workload,
+            bs=point.bs,
+            offered_iops=point.offered_iops,
+            load_processes=point.load_processes,
+            place=place,
+        )
         path = rundir / f"job{i}.fio"
         path.write_text(text)
         files.append(fiorun.Endpoint(ep.server, path))
@@ -197,8 +216,10 @@ def precondition(rig: Rig, workload: Workload, rundir: Path, runner: Runner) -> 
         files.append(fiorun.Endpoint(ep.server, path))
     started = time.monotonic()
     result = _run_fio(rig, files, PRECONDITION_TIMEOUT_S, runner, rundir, None)
-    done = {job: bs * sum(r.total_ios for r in result.results if r.job == job)
-            for job, bs in jobfile.PRECONDITION_BS.items()}  # fmt: skip
+    done = {
+        job: bs * sum(r.total_ios for r in result.results if r.job == job)
+        for job, bs in jobfile.PRECONDITION_BS.items()
+    }
     return {
         "size": size,
         "fill_bytes": done["fill"],

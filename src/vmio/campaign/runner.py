@@ -13,7 +13,6 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from vmio.campaign import offsets, sweep
 from vmio.campaign.measure import measure_point, precondition
@@ -123,7 +122,7 @@ class Outcome:
     skipped: int = 0
     failures: list[str] = field(default_factory=list)
     stopped: list[str] = field(default_factory=list)  # points not run: their sweep passed its stop_at bound
-    stops: list[dict[str, Any]] = field(default_factory=list)  # where each such sweep stopped, and why
+    stops: list[dict[str, object]] = field(default_factory=list)  # where each such sweep stopped, and why
 
 
 def preflight(campaign: Campaign, options: Options) -> None:
@@ -155,9 +154,11 @@ def preflight(campaign: Campaign, options: Options) -> None:
         if isinstance(target, QemuTarget) and target.bus == "block" and not target.loop:
             plain = [b for b in target.backing if not is_block_device(b)]
             if plain:
-                raise InputError(f"target {target.name!r}: bus = 'block' needs a host block device; backing "
-                                 f"{plain[0]!r} is not one (add loop = true to attach a file as one, or use "
-                                 "virtio-blk)")  # fmt: skip
+                raise InputError(
+                    f"target {target.name!r}: bus = 'block' needs a host block device; backing "
+                    f"{plain[0]!r} is not one (add loop = true to attach a file as one, or use "
+                    "virtio-blk)"
+                )
         paths = [target.path] if isinstance(target, HostTarget) else list(getattr(target, "backing", ()))
         for path in paths:
             if writes and not path.startswith("rbd:"):
@@ -223,17 +224,25 @@ def _run(
                 def tick(live: Live, i: int = i, key: str = point.key, rest: float = rest) -> None:
                     left = live.left_s()
                     eta = None if left is None else left + rest
-                    report(Progress(outcome.skipped + i, len(points), key, "running", eta, live.iops(), left,
-                                    tick=True))  # fmt: skip
+                    at = outcome.skipped + i
+                    report(Progress(at, len(points), key, "running", eta, live.iops(), left, tick=True))
 
                 def keep(sampler: Sampler, live: Live = live) -> None:
                     live.sampler = sampler
 
                 with ticking(live, options.tick_s, tick):
-                    rec = measure_point(campaign, point, why_not or current.ready(), rundir,
-                                        interval=options.interval, runner=options.runner,
-                                        proc_root=options.proc_root, preconditioned=conditioned,
-                                        offsets=ops_offsets, live=keep)  # fmt: skip
+                    rec = measure_point(
+                        campaign,
+                        point,
+                        why_not or current.ready(),
+                        rundir,
+                        interval=options.interval,
+                        runner=options.runner,
+                        proc_root=options.proc_root,
+                        preconditioned=conditioned,
+                        offsets=ops_offsets,
+                        live=keep,
+                    )
                 store.record(rec)
                 sweeps.measured(point)
                 if rec.status == "done":

@@ -12,7 +12,6 @@ figures, so a re-run stops where the first run did.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from vmio.errors import VmioError
 from vmio.spec import Campaign, Point
@@ -31,7 +30,7 @@ class Sweeps:
         self.points = campaign.points()
         self.index = {p.key: i for i, p in enumerate(self.points)}
         self.next = 0
-        self.stops: dict[Sweep, dict[str, Any]] = {}
+        self.stops: dict[Sweep, dict[str, object]] = {}
         self.shares = {w.name for w in campaign.workloads if any(isinstance(o, str) for o in w.offered_iops)}
 
     def catch_up(self, point: Point) -> None:
@@ -57,16 +56,18 @@ class Sweeps:
         row = self._row(point.max_key())
         achieved = None if row is None else achieved_iops(row)
         if not achieved:
-            return point, VmioError(f"{point.key}: offered {point.offered_label} is a share of the achieved IOPS "
-                                    f"of {point.max_key()}, which has none (it failed)")  # fmt: skip
+            return point, VmioError(
+                f"{point.key}: offered {point.offered_label} is a share of the achieved IOPS "
+                f"of {point.max_key()}, which has none (it failed)"
+            )
         rate = max(1, round(achieved * point.offered_pct / 100))
         return dataclasses.replace(point, offered_iops=rate), None
 
-    def record(self) -> list[dict[str, Any]]:
+    def record(self) -> list[dict[str, object]]:
         """Store where each sweep stopped (the campaign's last run decides) and return it."""
         out = []
         for sweep, stop in self.stops.items():
-            at = self.index[stop["point"]]
+            at = self.index[str(stop["point"])]
             not_run = [p.key for p in self.points[at + 1 :] if p.sweep() == sweep]
             out.append({**stop, "not_run": not_run})
         self.store.set_stops(self.campaign.name, out)
@@ -86,10 +87,13 @@ class Sweeps:
         target, name, bs, jobs, loads, rep = point.sweep()
         label = f"{target}/{name}/bs={format_size(bs)}" + (f"/jobs={jobs}" if jobs is not None else "")
         self.stops[point.sweep()] = {
-            "sweep": f"{label}/load={loads}/rep={rep}", "point": point.key, "metric": bound.metric,
-            "value_ms": round(value, 4), "bound_ms": bound.bound_ms,
+            "sweep": f"{label}/load={loads}/rep={rep}",
+            "point": point.key,
+            "metric": bound.metric,
+            "value_ms": round(value, 4),
+            "bound_ms": bound.bound_ms,
             "why": f"{bound.metric} {value:.3g} ms > {bound.bound_ms:g} ms (stop_at)",
-        }  # fmt: skip
+        }
 
     def _row(self, key: str) -> PointRow | None:
         """The stored point ``key`` if it is done."""

@@ -142,8 +142,12 @@ def precondition(place: Placement, size: int | None) -> str:
     if place.cpus_allowed is not None:  # measured and load processes share these CPUs
         glob.update(cpus_allowed=place.cpus_allowed, cpus_allowed_policy="shared")
     fill: dict[str, str | int | float] = {"rw": "write", "bs": _k(PRECONDITION_BS["fill"]), "numjobs": 1}
-    rand: dict[str, str | int | float] = {"rw": "randwrite", "bs": _k(PRECONDITION_BS["random"]), "numjobs": 1,
-                                          "stonewall": 1}  # fmt: skip
+    rand: dict[str, str | int | float] = {
+        "rw": "randwrite",
+        "bs": _k(PRECONDITION_BS["random"]),
+        "numjobs": 1,
+        "stonewall": 1,
+    }
     rand["io_size"] = 2 * size if size is not None else "200%"
     return "".join(section(n, o) for n, o in (("global", glob), ("fill", fill), ("random", rand)))
 

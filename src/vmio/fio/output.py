@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from vmio.errors import FioError
 from vmio.stats import histogram
@@ -39,11 +39,28 @@ class JobResult:
         return "load" if self.job.startswith("load") else "measure"
 
 
+class DiskUtil(TypedDict, total=False):
+    """One entry of fio's ``disk_util``: a disk's counters over the run as fio names them (``hostname``
+    and ``port`` in client/server output; ``aggr_*`` on a device built on others)."""
+
+    name: str
+    util: float
+    read_ios: int
+    write_ios: int
+    read_merges: int
+    write_merges: int
+    read_ticks: int
+    write_ticks: int
+    in_queue: int
+    hostname: str
+    port: int
+
+
 @dataclass
 class FioOutput:
     version: str
     results: list[JobResult]
-    disk_util: list[dict[str, Any]]
+    disk_util: list[DiskUtil]
     text: str  # everything printed around the JSON, kept for the run's log
     timestamp_ms: int | None = None  # wall clock when fio wrote its results (its I/O had ended)
     # per job with a steady-state criterion: host, job, attained, the job's runtime in ms (when it stopped)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from vmio.errors import InputError
 from vmio.report.data import CampaignData, Group, GroupKey, Row, along, iops, latency, offered_label
@@ -43,10 +42,15 @@ def point_label(key: GroupKey) -> str:
     return f"{target}/{workload}/bs={format_size(bs)}/offered={offered_label(offered)}/load={load}"
 
 
-def _key_dict(key: GroupKey) -> dict[str, Any]:
+def _key_dict(key: GroupKey) -> dict[str, object]:
     target, workload, bs, offered, load = key
-    return {"target": target, "workload": workload, "bs": bs, "offered_iops": offered_label(offered),
-            "load_processes": load}  # fmt: skip
+    return {
+        "target": target,
+        "workload": workload,
+        "bs": bs,
+        "offered_iops": offered_label(offered),
+        "load_processes": load,
+    }
 
 
 @dataclass
@@ -58,12 +62,14 @@ class RatioRow:
     label: str = ""  # the target as shown: with its QEMU build when the campaign ran several
     build: str | None = None  # the target's QEMU build; None without VMs
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {
-            **_key_dict(self.key), "qemu_build": self.build, "ddir": self.ddir,
+            **_key_dict(self.key),
+            "qemu_build": self.build,
+            "ddir": self.ddir,
             "ratio": {m: s.as_dict() if s else None for m, s in self.ratios.items()},
             "value": {m: s.as_dict() if s else None for m, s in self.values.items()},
-        }  # fmt: skip
+        }
 
 
 def against_baseline(data: CampaignData, baseline: str) -> list[RatioRow]:
@@ -115,14 +121,24 @@ class Change:
         better = (d.diff > 0) == self.higher_is_better
         return f"{'higher' if d.diff > 0 else 'lower'} ({'better' if better else 'worse'})"
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         d = self.diff
         return {
-            **_key_dict(self.key), "ddir": self.ddir, "metric": self.metric,
-            "before_mean": d.before, "after_mean": d.after, "n_before": d.n_before, "n_after": d.n_after,
-            "diff": d.diff, "rel": d.rel, "ci_level": LEVEL, "ci_low": d.lo, "ci_high": d.hi,
-            "significant": d.significant, "verdict": self.verdict,
-        }  # fmt: skip
+            **_key_dict(self.key),
+            "ddir": self.ddir,
+            "metric": self.metric,
+            "before_mean": d.before,
+            "after_mean": d.after,
+            "n_before": d.n_before,
+            "n_after": d.n_after,
+            "diff": d.diff,
+            "rel": d.rel,
+            "ci_level": LEVEL,
+            "ci_low": d.lo,
+            "ci_high": d.hi,
+            "significant": d.significant,
+            "verdict": self.verdict,
+        }
 
 
 @dataclass(frozen=True)
@@ -134,7 +150,7 @@ class BuildChange:
     before: str | None  # ``qemu 7.2.22 / q35``; None: no VMs (a host target)
     after: str | None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {"target": self.target, "before": self.before, "after": self.after}
 
 
@@ -144,8 +160,8 @@ class PairWarning:
 
     key: GroupKey
     parameter: str
-    before: Any
-    after: Any
+    before: object
+    after: object
 
     def text(self, a: str, b: str) -> str:
         return (
@@ -169,15 +185,18 @@ class BeforeAfter:
     def warnings(self) -> list[str]:
         return [w.text(self.before, self.after) for w in self.mismatches]
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {
-            "before": self.before, "after": self.after, "ci_level": LEVEL, "pairs": self.pairs,
+            "before": self.before,
+            "after": self.after,
+            "ci_level": LEVEL,
+            "pairs": self.pairs,
             "warnings": self.warnings,
             "build_changes": [b.as_dict() for b in self.builds],
             "changes": [c.as_dict() for c in self.changes],
             "only_before": [point_label(k) for k in self.only_before],
             "only_after": [point_label(k) for k in self.only_after],
-        }  # fmt: skip
+        }
 
 
 def before_after(a: CampaignData, b: CampaignData) -> BeforeAfter:
@@ -201,10 +220,10 @@ def before_after(a: CampaignData, b: CampaignData) -> BeforeAfter:
     return BeforeAfter(a.name, b.name, changes, only_a, list(after), build_changes(a, b), pairs, mismatches)
 
 
-def pair_setup(data: CampaignData, g: Group) -> dict[str, Any]:
+def pair_setup(data: CampaignData, g: Group) -> dict[str, object]:
     """What a point ran with, beyond its pairing key: the workload's parameters, QEMU build, accelerator."""
     spec = data.workload_specs.get(g.key[1])
-    setup: dict[str, Any] = {p: getattr(spec, p, None) for p in PAIR_PARAMETERS}
+    setup: dict[str, object] = {p: getattr(spec, p, None) for p in PAIR_PARAMETERS}
     setup["qemu build"] = data.builds().get(g.target)
     setup["accel"] = " + ".join(sorted({str(r.accel) for r in g.rows if r.accel})) or None
     return setup
@@ -232,7 +251,7 @@ class Regression:
         )
         return f"{point_label(c.key)} {c.ddir} {c.metric}: {d.before:.6g} -> {d.after:.6g} ({rel}), {why}"
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {**self.change.as_dict(), "significance": self.significant}
 
 

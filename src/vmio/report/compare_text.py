@@ -13,10 +13,13 @@ from vmio.units import format_size
 def columns(lines: Sequence[Sequence[str]], right: frozenset[int] = frozenset()) -> str:
     widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
     return "".join(
-        "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(line, widths, strict=True)))
-        .rstrip() + "\n"
+        "  ".join(
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(line, widths, strict=True))
+        ).rstrip()
+        + "\n"
         for line in lines
-    )  # fmt: skip
+    )
 
 
 def ratio_cell(s: Spread | None) -> str:

@@ -93,7 +93,7 @@ class CampaignData:
     hist_log: dict[str, list[tuple[int, str, Histogram]]] = field(default_factory=dict)
     sla: Sla | None = None  # the spec's [campaign] sla
     workload_specs: dict[str, Workload] = field(default_factory=dict)  # each workload's spec, by name
-    stops: list[dict[str, Any]] = field(default_factory=list)  # where sweeps stopped at stop_at, and why
+    stops: list[dict[str, object]] = field(default_factory=list)  # where sweeps stopped at stop_at, and why
     _builds: dict[str, str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def done(self) -> list[Row]:
@@ -154,8 +154,10 @@ class CampaignData:
 
 
 TCG_MARK = "[TCG]"
-TCG_NOTE = (f"{TCG_MARK}: the VMs ran under TCG (QEMU emulating the CPU, no KVM): their ratios to bare metal "
-            "measure the emulator, not a KVM host\n")  # fmt: skip
+TCG_NOTE = (
+    f"{TCG_MARK}: the VMs ran under TCG (QEMU emulating the CPU, no KVM): their ratios to bare metal "
+    "measure the emulator, not a KVM host\n"
+)
 
 
 def tcg_note(labels: Iterable[str]) -> str:
@@ -178,10 +180,10 @@ def load(store: Store, campaign: str) -> CampaignData:
     logs = {k: _per_second(log) for k, r in runs.items() if (log := every_log.get(r["id"]))}
     specs = {w.name: w for w in spec.workloads}
     rows, workloads = swept_labels(point_rows(store, campaign), [w.name for w in spec.workloads], specs)
+    targets, stops = {t.name: t for t in spec.targets}, store.stops(campaign)
     return CampaignData(
-        campaign, rows, runs, {t.name: t for t in spec.targets}, workloads, samples, oplat, hists, logs,
-        spec.sla, specs, store.stops(campaign),
-    )  # fmt: skip
+        campaign, rows, runs, targets, workloads, samples, oplat, hists, logs, spec.sla, specs, stops
+    )
 
 
 def swept_labels(

@@ -110,8 +110,10 @@ def build_many(datas: list[CampaignData], baseline: str | None = None) -> Report
     if len(datas) == 1:
         return build(datas[0], baseline)
     if baseline is not None and baseline not in datas[0].target_names():
-        raise InputError(f"--baseline {baseline!r} is not a target of the reference campaign {datas[0].name!r}; "
-                         f"targets: {', '.join(datas[0].target_names())}")  # fmt: skip
+        raise InputError(
+            f"--baseline {baseline!r} is not a target of the reference campaign {datas[0].name!r}; "
+            f"targets: {', '.join(datas[0].target_names())}"
+        )
     merged = side_by_side.merge(datas)
     report = build(merged, side_by_side.reference_target(datas, baseline))
     report.campaigns = datas
@@ -220,13 +222,27 @@ def _steady_precondition(data: CampaignData) -> str:
     if not rows:
         return ""
     e = html.escape
-    head = ("point", "status", "steady criterion", "reached", "at s", "jobs", "preconditioned size",
-            "sequential fill written", "random writes written", "precondition s")  # fmt: skip
-    out = [f'<section id="steady-state"><h2>{e(STEADY_TITLE)}</h2>',
-           "<p>Steady state: fio's steadystate criterion over the measured jobs (the workload's runtime is the "
-           "maximum); preconditioning (SNIA PTS): a sequential fill, then random writes of twice the size, once "
-           "before the target's first point.</p>",
-           '<table class="steady"><tr>', *(f"<th>{e(h)}</th>" for h in head), "</tr>"]  # fmt: skip
+    head = (
+        "point",
+        "status",
+        "steady criterion",
+        "reached",
+        "at s",
+        "jobs",
+        "preconditioned size",
+        "sequential fill written",
+        "random writes written",
+        "precondition s",
+    )
+    out = [
+        f'<section id="steady-state"><h2>{e(STEADY_TITLE)}</h2>',
+        "<p>Steady state: fio's steadystate criterion over the measured jobs (the workload's runtime is the "
+        "maximum); preconditioning (SNIA PTS): a sequential fill, then random writes of twice the size, once "
+        "before the target's first point.</p>",
+        '<table class="steady"><tr>',
+        *(f"<th>{e(h)}</th>" for h in head),
+        "</tr>",
+    ]
     for r in rows:
         steady: Mapping[str, object] = r.steady or {}
         pre: Mapping[str, object] = r.precondition or {}
@@ -271,18 +287,26 @@ def _bytes(value: object) -> str | None:
 
 
 def _summary_table(report: Report) -> str:
-    head: tuple[str, ...] = ("workload", "bs", "load", "target", "IOPS at max [min-max]", f"vs {report.baseline}", "knee",
-            "offered rates (achieved IOPS)")  # fmt: skip
+    head: tuple[str, ...] = (
+        "workload",
+        "bs",
+        "load",
+        "target",
+        "IOPS at max [min-max]",
+        f"vs {report.baseline}",
+        "knee",
+        "offered rates (achieved IOPS)",
+    )
     bound = report.data.sla
     if bound:
         head += (f"IOPS at {bound.metric} <= {bound.bound_ms:g} ms",)
     out = ['<table class="summary"><tr>', *(f"<th>{html.escape(h)}</th>" for h in head), "</tr>"]
     for r in report.summary:
         rates = ", ".join(
-            f"{x.offered} <span class=\"{'yes' if x.ok else 'no'}\">{'yes' if x.ok else 'no'}</span> "
+            f'{x.offered} <span class="{"yes" if x.ok else "no"}">{"yes" if x.ok else "no"}</span> '
             f"({x.achieved.median:.0f})"
             for x in r.rates
-        ) or html.escape(rates_text(r))  # fmt: skip
+        ) or html.escape(rates_text(r))
         cells = (r.workload, format_size(r.bs), str(r.load_processes), r.label or r.target, spread_text(r.saturation, 0),
                  ratio_text(r), knee_text(r))  # fmt: skip
         extra = f'<td class="sla">{html.escape(_knee_cell(report, r))}</td>' if bound else ""
@@ -306,16 +330,40 @@ def _seed_table(report: Report) -> str:
         f"<p>Each of the paper's configurations (hitachi-nvme-2016, docs/references.md: {e(seed000.SEED_SETUP)}) beside the targets of this campaign "
         "that have its shape; ratios are IOPS over Bare's at the top of each 4 KiB random sweep (here: the "
         "highest median over the offered loads). The paper's N is 16; here N is the fio processes column."
-        + (f" <strong>{e(seed000.TCG_NOTE)}</strong>" if tcg else "") + "</p>"
-    )  # fmt: skip
-    head = ("hitachi-nvme-2016 configuration", "paper figure", "target", "accelerator · build", "fio processes",
-            "read vs Bare: paper (KVM)", "read vs Bare: here", "write vs Bare: paper (KVM)", "write vs Bare: here")  # fmt: skip
-    out = ['<h3 id="hitachi-nvme-2016"><a id="seed-000"></a>hitachi-nvme-2016 as it ran, beside this campaign</h3>', note, '<table class="seed000"><tr>',
-           *(f"<th>{e(h)}</th>" for h in head), "</tr>"]  # fmt: skip
+        + (f" <strong>{e(seed000.TCG_NOTE)}</strong>" if tcg else "")
+        + "</p>"
+    )
+    head = (
+        "hitachi-nvme-2016 configuration",
+        "paper figure",
+        "target",
+        "accelerator · build",
+        "fio processes",
+        "read vs Bare: paper (KVM)",
+        "read vs Bare: here",
+        "write vs Bare: paper (KVM)",
+        "write vs Bare: here",
+    )
+    out = [
+        '<h3 id="hitachi-nvme-2016"><a id="seed-000"></a>hitachi-nvme-2016 as it ran, beside this campaign</h3>',
+        note,
+        '<table class="seed000"><tr>',
+        *(f"<th>{e(h)}</th>" for h in head),
+        "</tr>",
+    ]
     for r in found:
         c = r.config
-        cells = (c.term, c.figure, r.target, r.setup, str(r.fio), seed_cell(c.read_ratio, c.read_iops, c.approx),
-                 here_cell(r.read), seed_cell(c.write_ratio, c.write_iops, c.approx), here_cell(r.write))  # fmt: skip
+        cells = (
+            c.term,
+            c.figure,
+            r.target,
+            r.setup,
+            str(r.fio),
+            seed_cell(c.read_ratio, c.read_iops, c.approx),
+            here_cell(r.read),
+            seed_cell(c.write_ratio, c.write_iops, c.approx),
+            here_cell(r.write),
+        )
         out.append("<tr>" + "".join(f"<td>{e(x)}</td>" for x in cells) + "</tr>")
     out.append("</table>")
     return "".join(out)
@@ -337,8 +385,11 @@ def here_cell(m: seed000.Measured) -> str:
 
 def _knee_cell(report: Report, r: SummaryRow) -> str:
     """The summary row's SLA knee per direction: IOPS, "(never crossed)" or "-" when over from the start."""
-    mine = [k for k in report.knees
-            if (k.target, k.workload, k.bs, k.load_processes) == (r.target, r.workload, r.bs, r.load_processes)]  # fmt: skip
+    mine = [
+        k
+        for k in report.knees
+        if (k.target, k.workload, k.bs, k.load_processes) == (r.target, r.workload, r.bs, r.load_processes)
+    ]
     cells = []
     for k in mine:
         value = "-" if k.iops is None else f"{k.iops:.0f}"
@@ -386,14 +437,24 @@ def _sweeps(report: Report) -> str:
             said = _sweep_said(spec)
             if said:
                 items.append(f"<li>{e(prefix + name)}: {e('; '.join(said))}</li>")
-        stops += [f'<li data-point="{e(str(s["point"]))}">{e(prefix)}sweep {e(str(s["sweep"]))} stopped at '
-                  f"{e(str(s['point']))}: {e(str(s['why']))}; not run: {e(', '.join(s['not_run']) or 'none')}</li>"
-                  for s in d.stops]  # fmt: skip
+        stops += [_stop_item(s, prefix) for s in d.stops]
     if not items and not stops:
         return ""
     out = '<section id="sweeps"><h2>How were the sweeps run, and where did they stop?</h2>'
     out += f"<ul>{''.join(items)}</ul>" if items else ""
     return out + (f'<ul class="stops">{"".join(stops)}</ul>' if stops else "") + "</section>"
+
+
+def _stop_item(stop: Mapping[str, object], prefix: str) -> str:
+    """One stopped sweep of ``#sweeps``: where it stopped, why, and the points it did not run."""
+    e = html.escape
+    not_run = stop["not_run"]
+    skipped = ", ".join(str(k) for k in not_run) if isinstance(not_run, list) else ""
+    point = e(str(stop["point"]))
+    return (
+        f'<li data-point="{point}">{e(prefix)}sweep {e(str(stop["sweep"]))} stopped at '
+        f"{point}: {e(str(stop['why']))}; not run: {e(skipped or 'none')}</li>"
+    )
 
 
 def _failures(data: CampaignData) -> str:

@@ -96,8 +96,16 @@ def _panel(plot: Plot, ax: Axes, data: CampaignData, sets: list[OpSet], baseline
         pos = [loads.index(s.group.key[4]) - 0.4 + width * (j + 0.5) for s in mine]
         c = color(names, target, baseline)
         label = f"{target} (baseline)" if target == baseline else target
-        box = ax.boxplot([s.ops_us for s in mine], positions=pos, widths=width * 0.8, whis=(5, 95), showfliers=False,
-                         patch_artist=True, manage_ticks=False)  # fmt: skip
+        ops = [s.ops_us for s in mine]
+        box = ax.boxplot(
+            ops,
+            positions=pos,
+            widths=width * 0.8,
+            whis=(5, 95),
+            showfliers=False,
+            patch_artist=True,
+            manage_ticks=False,
+        )
         for patch in box["boxes"]:
             patch.set(facecolor=c, alpha=0.35, edgecolor=c)
         for median in box["medians"]:
@@ -116,8 +124,10 @@ def _panel(plot: Plot, ax: Axes, data: CampaignData, sets: list[OpSet], baseline
 
 def _marks(plot: Plot, ax: Axes, pos: list[float], sets: list[OpSet], c: str, label: str) -> None:
     means = [statistics.median(s.rep_means_us) for s in sets]
-    err = [[m - min(s.rep_means_us) for m, s in zip(means, sets, strict=True)],
-           [max(s.rep_means_us) - m for m, s in zip(means, sets, strict=True)]]  # fmt: skip
+    err = [
+        [m - min(s.rep_means_us) for m, s in zip(means, sets, strict=True)],
+        [max(s.rep_means_us) - m for m, s in zip(means, sets, strict=True)],
+    ]
     avg = ax.errorbar(pos, means, yerr=err, fmt="D", ms=4, color=c, capsize=2)
     (low,) = ax.plot(pos, [min(s.ops_us) for s in sets], "v", ms=4, color=c)
     (high,) = ax.plot(pos, [max(s.ops_us) for s in sets], "^", ms=4, color=c)
@@ -160,8 +170,10 @@ def _series_figure(
     all_loads = sorted({n for lines in panels.values() for n in lines})
     with style():
         fig = new_figure(rows, cols, width=4.2, height=2.8)
-        title = (f"Latency of each operation in turn: {workload} · bs {format_size(bs)} · offered "
-                 f"{olabel(offered)}")  # fmt: skip
+        title = (
+            f"Latency of each operation in turn: {workload} · bs {format_size(bs)} · offered "
+            f"{olabel(offered)}"
+        )
         plot = Plot(f"opseries-{i}", title, labels(data, targets), fig)
         axes = fig.subplots(rows, cols, squeeze=False, sharey=True)
         for k, target in enumerate(targets):
@@ -169,9 +181,9 @@ def _series_figure(
             for loads, lats in sorted(panels[target].items()):
                 label = f"{target} · {loads} load"
                 xs = [float(n) for n in range(1, len(lats) + 1)]
-                (line,) = ax.plot(xs, lats, lw=1, marker=".", ms=3,
-                                  color=PALETTE[all_loads.index(loads) % len(PALETTE)],
-                                  label=f"{loads} load process{'es' if loads != 1 else ''}")  # fmt: skip
+                colour = PALETTE[all_loads.index(loads) % len(PALETTE)]
+                name = f"{loads} load process{'es' if loads != 1 else ''}"
+                (line,) = ax.plot(xs, lats, lw=1, marker=".", ms=3, color=colour, label=name)
                 plot.tag(line, label)
                 plot.keep(label, xs, lats)
             ax.set_title(
@@ -198,5 +210,9 @@ def _env(data: CampaignData, target: str) -> str:
     if not isinstance(spec, QemuTarget):
         return "host"
     idle, vms = spec.idle_vms, spec.vms
-    return (f"{spec.vcpus} vCPU · {vms + idle} VM{'s' if vms + idle != 1 else ''}"
-            + (f" ({idle} idle)" if idle else "") + f" · cache {spec.cache} · " + spec.machine)  # fmt: skip
+    return (
+        f"{spec.vcpus} vCPU · {vms + idle} VM{'s' if vms + idle != 1 else ''}"
+        + (f" ({idle} idle)" if idle else "")
+        + f" · cache {spec.cache} · "
+        + spec.machine
+    )

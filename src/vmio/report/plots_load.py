@@ -35,9 +35,16 @@ def series_label(target: str, baseline: str | None) -> str:
 
 
 def curve(
-    plot: Plot, ax: Axes, axis: list[Offered], groups: list[Group], value: Callable[[Row], float | None],
-    label: str, colour: str, linestyle: str = "-", bold: bool = False,
-) -> None:  # fmt: skip
+    plot: Plot,
+    ax: Axes,
+    axis: list[Offered],
+    groups: list[Group],
+    value: Callable[[Row], float | None],
+    label: str,
+    colour: str,
+    linestyle: str = "-",
+    bold: bool = False,
+) -> None:
     """Median over repetitions at each offered load, bars from min to max."""
     points = [(axis.index(g.offered), s) for g in groups if (s := g.spread(value)) is not None]
     if not points:
@@ -45,8 +52,10 @@ def curve(
     xs = [x for x, _ in points]
     med = [s.median for _, s in points]
     err = [[s.median - s.lo for _, s in points], [s.hi - s.median for _, s in points]]
-    bars = ax.errorbar(xs, med, yerr=err, marker="o", ms=4, capsize=3, color=colour, ls=linestyle,
-                       lw=2.2 if bold else 1.4, label=label)  # fmt: skip
+    width = 2.2 if bold else 1.4
+    bars = ax.errorbar(
+        xs, med, yerr=err, marker="o", ms=4, capsize=3, color=colour, ls=linestyle, lw=width, label=label
+    )
     plot.tag(bars.lines[0], label)
     plot.keep(label, [float(x) for x in xs], med)  # the medians the page states beside the SVG
 
@@ -66,12 +75,16 @@ def iops_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
         axis = offered_axis(g for gs in by_target.values() for g in gs)
         with style():
             fig = new_figure(1, len(ddirs))
-            plot = Plot(f"iops-{i}", f"Achieved IOPS against offered load: {family_title(family)}",
-                        labels(data, by_target), fig)  # fmt: skip
+            plot = Plot(
+                f"iops-{i}",
+                f"Achieved IOPS against offered load: {family_title(family)}",
+                labels(data, by_target),
+                fig,
+            )
             for ax, ddir in zip(fig.subplots(1, len(ddirs), squeeze=False)[0], ddirs, strict=True):
                 for target, groups in by_target.items():
-                    curve(plot, ax, axis, groups, along(iops, ddir), series_label(target, baseline),
-                          color(names, target, baseline), bold=target == baseline)  # fmt: skip
+                    label, c = series_label(target, baseline), color(names, target, baseline)
+                    curve(plot, ax, axis, groups, along(iops, ddir), label, c, bold=target == baseline)
                 _offered_line(plot, ax, axis, len(ddirs) == 1)
                 offered_ticks(ax, axis)
                 ax.set_ylabel(f"achieved {ddir} IOPS")
@@ -95,8 +108,8 @@ def _y_scale(ax: Axes) -> None:
 def _offered_line(plot: Plot, ax: Axes, axis: list[Offered], single_direction: bool) -> None:
     numeric = [(x, o) for x, o in enumerate(axis) if o is not None]
     if single_direction and numeric:
-        (line,) = ax.plot([x for x, _ in numeric], [o for _, o in numeric], ls=":", color="#888888",
-                          marker="x", label="offered")  # fmt: skip
+        xs, ys = [x for x, _ in numeric], [o for _, o in numeric]
+        (line,) = ax.plot(xs, ys, ls=":", color="#888888", marker="x", label="offered")
         plot.tag(line, "offered")
 
 
@@ -107,13 +120,17 @@ def busy_cpu_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
         axis = offered_axis(g for gs in by_target.values() for g in gs)
         with style():
             fig = new_figure(1, 2)
-            plot = Plot(f"busy-cpu-{i}", f"Device busy % and host CPU against offered load: {family_title(family)}",
-                        labels(data, by_target), fig)  # fmt: skip
+            plot = Plot(
+                f"busy-cpu-{i}",
+                f"Device busy % and host CPU against offered load: {family_title(family)}",
+                labels(data, by_target),
+                fig,
+            )
             busy, cpu = fig.subplots(1, 2)
             for target, groups in by_target.items():
                 c, bold = color(names, target, baseline), target == baseline
-                curve(plot, busy, axis, groups, lambda r: r.metric("dev_busy_pct"), series_label(target, baseline), c,
-                      bold=bold)  # fmt: skip
+                label = series_label(target, baseline)
+                curve(plot, busy, axis, groups, lambda r: r.metric("dev_busy_pct"), label, c, bold=bold)
                 curve(
                     plot, cpu, axis, groups, lambda r: r.metric("cpu_usr_pct"), f"{target} %usr", c, bold=bold
                 )

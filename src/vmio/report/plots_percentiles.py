@@ -55,8 +55,9 @@ def distribution_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
         ddirs = _ddirs(data, family)
         with style():
             fig = new_figure(1, len(axis))
-            plot = Plot(f"latdist-{i}", f"Latency distribution: {family_title(family)}",
-                        labels(data, by_target), fig)  # fmt: skip
+            plot = Plot(
+                f"latdist-{i}", f"Latency distribution: {family_title(family)}", labels(data, by_target), fig
+            )
             panels = fig.subplots(1, len(axis), squeeze=False, sharey=True)[0]
             for ax, offered in zip(panels, axis, strict=True):
                 for target, groups in by_target.items():
@@ -65,9 +66,9 @@ def distribution_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
                             hist = pooled(data, g, ddir)
                             if hist:
                                 label = _line_label(target, baseline, ddir, ddirs)
-                                _curve(plot, ax, hist, label, f"offered {olabel(offered)}",
-                                       color(names, target, baseline), "--" if ddir == "write" else "-",
-                                       target == baseline)  # fmt: skip
+                                panel, c = f"offered {olabel(offered)}", color(names, target, baseline)
+                                ls = "--" if ddir == "write" else "-"
+                                _curve(plot, ax, hist, label, panel, c, ls, target == baseline)
                 _percentile_axis(ax)
                 ax.set_title(f"offered {olabel(offered)} IOPS")
                 legend(ax, 7)
@@ -79,13 +80,16 @@ def distribution_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
     return plots
 
 
-def _curve(plot: Plot, ax: Axes, hist: Histogram, label: str, panel: str, colour: str, ls: str,
-           bold: bool) -> None:  # fmt: skip
+def _curve(
+    plot: Plot, ax: Axes, hist: Histogram, label: str, panel: str, colour: str, ls: str, bold: bool
+) -> None:
     values = histogram.percentiles(hist, LEVELS)
     xs = [p for p in LEVELS if values[p] is not None]
     ys = [float(values[p] or 0) / 1e3 for p in xs]
-    (line,) = ax.plot([nines(p) for p in xs], ys, marker="o", ms=3, color=colour, ls=ls, lw=2.0 if bold else 1.3,
-                      label=label)  # fmt: skip
+    width = 2.0 if bold else 1.3
+    (line,) = ax.plot(
+        [nines(p) for p in xs], ys, marker="o", ms=3, color=colour, ls=ls, lw=width, label=label
+    )
     plot.tag(line, f"{label} {panel}")
     plot.keep(f"{label} {panel}", xs, ys)
 
@@ -110,12 +114,16 @@ def knee_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
         ddirs = _ddirs(data, family)
         with style():
             fig = new_figure(1, len(ddirs))
-            plot = Plot(f"latiops-{i}", f"Latency against achieved IOPS: {family_title(family)}",
-                        labels(data, by_target), fig)  # fmt: skip
+            plot = Plot(
+                f"latiops-{i}",
+                f"Latency against achieved IOPS: {family_title(family)}",
+                labels(data, by_target),
+                fig,
+            )
             for ax, ddir in zip(fig.subplots(1, len(ddirs), squeeze=False)[0], ddirs, strict=True):
                 for target, groups in by_target.items():
-                    _knee_lines(plot, ax, data, groups, ddir, series_label(target, baseline),
-                                color(names, target, baseline))  # fmt: skip
+                    label, c = series_label(target, baseline), color(names, target, baseline)
+                    _knee_lines(plot, ax, data, groups, ddir, label, c)
                 ax.set_xlabel(f"achieved {ddir} IOPS (median over repetitions)")
                 ax.set_ylabel(f"{ddir} latency (µs)")
                 ax.set_title(f"{ddir}s: p99 solid (circles), p50 dashed (squares)")
@@ -128,8 +136,9 @@ def knee_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
     return plots
 
 
-def _knee_lines(plot: Plot, ax: Axes, data: CampaignData, groups: list[Group], ddir: str, label: str,
-                colour: str) -> None:  # fmt: skip
+def _knee_lines(
+    plot: Plot, ax: Axes, data: CampaignData, groups: list[Group], ddir: str, label: str, colour: str
+) -> None:
     for name, p, ls in KNEE:
         xs, ys = [], []
         for g in groups:
@@ -161,8 +170,12 @@ def over_time_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
         ddirs = _ddirs(data, family)
         with style():
             fig = new_figure(1, len(logged))
-            plot = Plot(f"lattime-{i}", f"Latency percentiles each second: {family_title(family)}",
-                        labels(data, by_target), fig)  # fmt: skip
+            plot = Plot(
+                f"lattime-{i}",
+                f"Latency percentiles each second: {family_title(family)}",
+                labels(data, by_target),
+                fig,
+            )
             panels = fig.subplots(1, len(logged), squeeze=False, sharey=True)[0]
             for ax, offered in zip(panels, logged, strict=True):
                 for target, groups in by_target.items():
@@ -198,8 +211,15 @@ def _log(data: CampaignData, group: Group) -> list[tuple[int, str, Histogram]]:
     return next((log for r in group.rows if (log := data.hist_log.get(r.point))), [])
 
 
-def _time_lines(plot: Plot, ax: Axes, log: list[tuple[int, str, Histogram]], ddir: str, label: str,
-                panel: str, colour: str) -> None:  # fmt: skip
+def _time_lines(
+    plot: Plot,
+    ax: Axes,
+    log: list[tuple[int, str, Histogram]],
+    ddir: str,
+    label: str,
+    panel: str,
+    colour: str,
+) -> None:
     seconds = [(t / 1000, bins) for t, d, bins in log if d == ddir and bins]
     for name, p, ls in OVER_TIME:
         xs = [t for t, _ in seconds]

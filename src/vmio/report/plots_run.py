@@ -19,8 +19,12 @@ TIME_PANELS = (
     ("await", ("await_ms",), "device await (ms)"),
     ("busy", ("busy_pct",), "device busy %"),
 )
-QEMU_CLASSES = (("vcpu_pct", "vCPU threads"), ("iothread_pct", "I/O threads"), ("main_pct", "main loop"),
-                ("other_pct", "other threads"))  # fmt: skip
+QEMU_CLASSES = (
+    ("vcpu_pct", "vCPU threads"),
+    ("iothread_pct", "I/O threads"),
+    ("main_pct", "main loop"),
+    ("other_pct", "other threads"),
+)
 
 
 def representative(groups: list[Group]) -> Group | None:
@@ -39,8 +43,11 @@ def series(samples: list[sqlite3.Row], source: str, metric: str) -> tuple[list[f
 def over_time_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
     plots = []
     for i, workload in enumerate(data.workloads()):
-        picks = [(t, g) for t in data.target_names()
-                 if (g := representative([g for g in data.groups() if g.key[:2] == (t, workload)]))]  # fmt: skip
+        picks = [
+            (t, g)
+            for t in data.target_names()
+            if (g := representative([g for g in data.groups() if g.key[:2] == (t, workload)]))
+        ]
         picks = [(t, g) for t, g in picks if any(data.samples.get(r.point) for r in g.rows)]
         if picks:
             plots.append(_time_figure(data, i, workload, picks, baseline))
@@ -64,8 +71,11 @@ def _time_figure(
                     _rep_lines(
                         plot, ax, data, row, metrics, PALETTE[rep_i % len(PALETTE)], f"{target} {name}"
                     )
-                ax.set_title(f"{series_label(target, baseline)}: bs {format_size(bs)}, offered {olabel(offered)}, "
-                             f"load {load}", fontsize=7)  # fmt: skip
+                ax.set_title(
+                    f"{series_label(target, baseline)}: bs {format_size(bs)}, offered {olabel(offered)}, "
+                    f"load {load}",
+                    fontsize=7,
+                )
                 ax.set_ylabel(ylabel)
                 ax.set_xlabel("time in run (s)")
                 ax.set_ylim(bottom=0)
@@ -99,8 +109,9 @@ def _shade_unmeasured(plot: Plot, ax: object, row: Row, name: str) -> None:
         return
     label = "start-up and ramp (not averaged)"
     first = label not in ax.get_legend_handles_labels()[1]  # type: ignore[attr-defined]
-    span = ax.axvspan(0, window[0], color="#999999", alpha=0.15, lw=0,  # type: ignore[attr-defined]
-                      label=label if first else None)  # fmt: skip
+    span = ax.axvspan(  # type: ignore[attr-defined]
+        0, window[0], color="#999999", alpha=0.15, lw=0, label=label if first else None
+    )
     span.set_gid(f"{plot.id}--ramp-{slug(name)}-rep-{row.repetition}")  # not a data series
 
 
@@ -126,13 +137,22 @@ def qemu_thread_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
     return plots
 
 
-def _qemu_figure(data: CampaignData, i: int, family: tuple[str, int, int], vm: dict[str, list[Group]],
-                 means: dict[str, dict[str, float]]) -> Plot:  # fmt: skip
+def _qemu_figure(
+    data: CampaignData,
+    i: int,
+    family: tuple[str, int, int],
+    vm: dict[str, list[Group]],
+    means: dict[str, dict[str, float]],
+) -> Plot:
     axis = offered_axis(g for gs in vm.values() for g in gs)
     with style():
         fig = new_figure(1, len(vm))
-        plot = Plot(f"qemu-{i}", f"CPU per QEMU thread class (% of one core): {family_title(family)}",
-                    labels(data, vm), fig)  # fmt: skip
+        plot = Plot(
+            f"qemu-{i}",
+            f"CPU per QEMU thread class (% of one core): {family_title(family)}",
+            labels(data, vm),
+            fig,
+        )
         for ax, (target, groups) in zip(fig.subplots(1, len(vm), squeeze=False)[0], vm.items(), strict=True):
             for j, (metric, name) in enumerate(QEMU_CLASSES):
                 curve(plot, ax, axis, groups, _thread_value(means, metric), f"{target} {name}", PALETTE[j])

@@ -25,7 +25,6 @@ QEMU builds of "N fio/vm"). The measured figure of a target is the highest IOPS 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from vmio.published import SEED_BARE, SEED_BY_KEY, SEED_CONFIGS, SeedConfig
 from vmio.report.compare_text import columns
@@ -81,16 +80,28 @@ class SeedRow:
     read: Measured
     write: Measured
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         c = self.config
         return {
-            "configuration": c.term, "figure": c.figure, "target": self.target, "setup": self.setup,
+            "configuration": c.term,
+            "figure": c.figure,
+            "target": self.target,
+            "setup": self.setup,
             "fio_processes": self.fio,
-            "seed": {"read_ratio": c.read_ratio, "write_ratio": c.write_ratio, "read_iops": c.read_iops,
-                     "write_iops": c.write_iops, "setup": SEED_SETUP},
-            "measured": {"read_iops": self.read.iops, "read_ratio": self.read.ratio,
-                         "write_iops": self.write.iops, "write_ratio": self.write.ratio},
-        }  # fmt: skip
+            "seed": {
+                "read_ratio": c.read_ratio,
+                "write_ratio": c.write_ratio,
+                "read_iops": c.read_iops,
+                "write_iops": c.write_iops,
+                "setup": SEED_SETUP,
+            },
+            "measured": {
+                "read_iops": self.read.iops,
+                "read_ratio": self.read.ratio,
+                "write_iops": self.write.iops,
+                "write_ratio": self.write.ratio,
+            },
+        }
 
 
 def bare_target(data: CampaignData, baseline: str | None) -> str | None:
@@ -121,16 +132,19 @@ def _row(data: CampaignData, target: str, config: SeedConfig, base: dict[str, fl
         value, over = best_iops(data, target, ddir), base[ddir]
         ratio = value / over if value is not None and over else None
         measured[ddir] = Measured(value, ratio)
-    return SeedRow(config, target, setup_of(data, target), fio_processes(data, target), measured["read"],
-                   measured["write"])  # fmt: skip
+    setup, fio = setup_of(data, target), fio_processes(data, target)
+    return SeedRow(config, target, setup, fio, measured["read"], measured["write"])
 
 
 def sweep(data: CampaignData, target: str, ddir: str) -> list[Group]:
     """The target's 4 KiB random-``ddir`` groups without load processes: the seed's sweep."""
     rw = "randread" if ddir == "read" else "randwrite"
     names = {w for w in data.workloads() if _rw(data, w) == rw}
-    return [g for g in data.groups() if g.target == target and g.key[1] in names and g.key[2] == 4096
-            and g.key[4] == 0 and g.rows]  # fmt: skip
+    return [
+        g
+        for g in data.groups()
+        if g.target == target and g.key[1] in names and g.key[2] == 4096 and g.key[4] == 0 and g.rows
+    ]
 
 
 def best_iops(data: CampaignData, target: str, ddir: str) -> float | None:
@@ -171,8 +185,16 @@ def format_text(found: list[SeedRow]) -> str:
     """The terminal version: each configuration's ratio to Bare, the seed's (KVM) and the measured one."""
     if not found:
         return ""
-    head = ("hitachi-nvme-2016 configuration", "target", "accelerator · build", "fio", "read: paper", "here", "write: paper",
-            "here")  # fmt: skip
+    head = (
+        "hitachi-nvme-2016 configuration",
+        "target",
+        "accelerator · build",
+        "fio",
+        "read: paper",
+        "here",
+        "write: paper",
+        "here",
+    )
     lines = [head]
     for r in found:
         c = r.config

@@ -11,24 +11,25 @@ from __future__ import annotations
 
 import dataclasses
 import html
-from typing import Any
+import sqlite3
 
 from vmio.report.compare import before_after
 from vmio.report.compare_text import before_after_parts
 from vmio.report.data import CampaignData, Row
 from vmio.spec.model import Target, Workload
+from vmio.stats.histogram import Histogram
 
 
 def merge(datas: list[CampaignData]) -> CampaignData:
     """One ``CampaignData`` holding every campaign's points, targets and points named ``CAMPAIGN:...``."""
     rows: list[Row] = []
     order: list[str] = []
-    runs: dict[str, Any] = {}
+    runs: dict[str, sqlite3.Row] = {}
     targets: dict[str, Target] = {}
-    samples: dict[str, Any] = {}
-    oplat: dict[str, Any] = {}
-    hists: dict[str, Any] = {}
-    logs: dict[str, Any] = {}
+    samples: dict[str, list[sqlite3.Row]] = {}
+    oplat: dict[str, list[sqlite3.Row]] = {}
+    hists: dict[str, dict[str, Histogram]] = {}
+    logs: dict[str, list[tuple[int, str, Histogram]]] = {}
     specs: dict[str, Workload] = {}
     for d in datas:
 

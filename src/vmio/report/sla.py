@@ -11,7 +11,6 @@ Percentiles pool the repetitions' histograms (exact to fio's buckets); the mean 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from vmio.report.data import CampaignData, Group, Offered, iops, offered_label
 from vmio.spec.sla import Sla
@@ -36,14 +35,22 @@ class Knee:
     above: Offered | None  # the first offered load over it (None: never crossed)
     has_below: bool = True
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {
-            "target": self.target, "workload": self.workload, "bs": self.bs,
-            "load_processes": self.load_processes, "dir": self.ddir, "metric": self.sla.metric,
-            "bound_ms": self.sla.bound_ms, "iops": self.iops, "crossed": self.crossed,
-            "between": [_offered(self.below) if self.has_below else None,
-                        _offered(self.above) if self.crossed else None],
-        }  # fmt: skip
+            "target": self.target,
+            "workload": self.workload,
+            "bs": self.bs,
+            "load_processes": self.load_processes,
+            "dir": self.ddir,
+            "metric": self.sla.metric,
+            "bound_ms": self.sla.bound_ms,
+            "iops": self.iops,
+            "crossed": self.crossed,
+            "between": [
+                _offered(self.below) if self.has_below else None,
+                _offered(self.above) if self.crossed else None,
+            ],
+        }
 
 
 def _offered(o: Offered) -> int | str:
@@ -91,8 +98,8 @@ def knee(
     over = next((i for i, p in enumerate(points) if p[2] > sla.bound_ms), None)
     if over is None:
         best = max(within, key=lambda p: p[1]) if within else None
-        return Knee(t, w, bs, load, ddir, sla, best[1] if best else None, False,
-                    points[-1][0] if points else None, None, bool(points))  # fmt: skip
+        at_bound, below = best[1] if best else None, points[-1][0] if points else None
+        return Knee(t, w, bs, load, ddir, sla, at_bound, False, below, None, bool(points))
     if over == 0:
         return Knee(t, w, bs, load, ddir, sla, None, True, None, points[0][0], has_below=False)
     (o0, x0, y0), (o1, x1, y1) = points[over - 1], points[over]
@@ -110,20 +117,21 @@ def format_text(rows: list[Knee], campaign: str, sla: Sla) -> str:
     head = ("target", "workload", "bs", "load", "dir", f"IOPS at {sla.metric}<={sla.bound_ms:g}ms", "between")
     lines = [head]
     for k in rows:
-        d = k.as_dict()
         iops_text = "-" if k.iops is None else f"{k.iops:.0f}"
         if not k.crossed:
             where = f"never crossed (up to offered {offered_label(k.below)})" if k.has_below else "-"
         elif not k.has_below:
             where = f"over the bound from offered {offered_label(k.above)}"
         else:
-            where = f"offered {d['between'][0]} .. {d['between'][1]}"
+            where = f"offered {_offered(k.below)} .. {_offered(k.above)}"
         lines.append(
             (k.target, k.workload, format_size(k.bs), str(k.load_processes), k.ddir, iops_text, where)
         )
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     return title + "".join(
-        "  ".join(c.rjust(wd) if i == 5 else c.ljust(wd) for i, (c, wd) in enumerate(zip(line, widths, strict=True)))
-        .rstrip() + "\n"
+        "  ".join(
+            c.rjust(wd) if i == 5 else c.ljust(wd) for i, (c, wd) in enumerate(zip(line, widths, strict=True))
+        ).rstrip()
+        + "\n"
         for line in lines
-    )  # fmt: skip
+    )

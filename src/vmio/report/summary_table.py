@@ -7,7 +7,6 @@ IOPS here are read + write. A rate counts as achieved when the median over repet
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from vmio.report.data import CampaignData, Group, Row, families, iops, offered_order, tcg_note
 from vmio.stats.spread import Spread, ratio
@@ -47,15 +46,21 @@ class SummaryRow:
     def knee(self) -> int | None:
         return next((r.offered for r in self.rates if not r.ok), None)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {
-            "workload": self.workload, "bs": self.bs, "load_processes": self.load_processes,
-            "target": self.target, "qemu_build": self.build, "baseline": self.is_baseline,
+            "workload": self.workload,
+            "bs": self.bs,
+            "load_processes": self.load_processes,
+            "target": self.target,
+            "qemu_build": self.build,
+            "baseline": self.is_baseline,
             "saturation_iops": self.saturation.as_dict() if self.saturation else None,
             "ratio_to_baseline": self.vs_baseline.as_dict() if self.vs_baseline else None,
             "knee": self.knee,
-            "rates": [{"offered": r.offered, "achieved": r.achieved.as_dict(), "ok": r.ok} for r in self.rates],
-        }  # fmt: skip
+            "rates": [
+                {"offered": r.offered, "achieved": r.achieved.as_dict(), "ok": r.ok} for r in self.rates
+            ],
+        }
 
 
 def summarize(data: CampaignData, baseline: str) -> list[SummaryRow]:
@@ -66,8 +71,10 @@ def summarize(data: CampaignData, baseline: str) -> list[SummaryRow]:
         for target, groups in targets.items():
             sat = _saturation(groups)
             rel = ratio(sat, base) if sat and base else None
-            out.append(SummaryRow(*family, target, target == baseline, sat, rel, _rates(groups),
-                                  data.target_label(target), builds.get(target)))  # fmt: skip
+            label, build = data.target_label(target), builds.get(target)
+            out.append(
+                SummaryRow(*family, target, target == baseline, sat, rel, _rates(groups), label, build)
+            )
     return out
 
 

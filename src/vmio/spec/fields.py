@@ -22,7 +22,7 @@ class Fields:
         self.label = table if table in ("campaign", "scenario") else f"{table}[{index}]"
         if not isinstance(data, dict):
             raise loc.error(table, index, None, f"{table} must be a table, not {data!r}")
-        self.data: dict[str, Any] = dict(data)
+        self.data: dict[str, object] = dict(data)
         self.taken: set[str] = set()
 
     def error(self, key: str | None, message: str) -> SpecError:

@@ -174,8 +174,15 @@ STEADY_OPTIONS = frozenset(
     ["ss", "steadystate", "ss_dur", "steadystate_duration", "ss_ramp", "steadystate_ramp_time"]
 )
 
-RW_NAMES = {"read": "read", "write": "write", "randread": "randread", "randwrite": "randwrite",
-            "randrw": "randrw", "rw": "rw", "readwrite": "rw"}  # fmt: skip
+RW_NAMES = {
+    "read": "read",
+    "write": "write",
+    "randread": "randread",
+    "randwrite": "randwrite",
+    "randrw": "randrw",
+    "rw": "rw",
+    "readwrite": "rw",
+}
 _SECTION = re.compile(r"^\[([^\]]+)\]\s*$")
 
 

@@ -6,7 +6,7 @@ import dataclasses
 import json
 import re
 import time
-from typing import Any
+from collections.abc import Mapping
 
 from vmio.spec import Campaign, loads_spec
 from vmio.store.database import Store
@@ -26,7 +26,7 @@ def stored_campaign(store: Store, name: str) -> Campaign:
     return dataclasses.replace(loads_spec(row["spec_text"], row["spec_path"] or name, stored=True), name=name)
 
 
-def campaign_rows(store: Store) -> list[dict[str, Any]]:
+def campaign_rows(store: Store) -> list[dict[str, object]]:
     """Every campaign, oldest first: name, created, targets, workloads, points done/failed, accelerators."""
     counts: dict[int, dict[str, int]] = {}
     accels: dict[int, set[str]] = {}
@@ -38,21 +38,23 @@ def campaign_rows(store: Store) -> list[dict[str, Any]]:
         targets, workloads = ran.setdefault(r[0], ([], []))
         _add(targets, r[3])
         _add(workloads, r[4])
-    rows = []
+    rows: list[dict[str, object]] = []
     for c in store.db.execute("SELECT id, name, created, canonical, spec_path FROM campaign ORDER BY id"):
         defined = _defined(c["canonical"])
         targets, workloads = ran.get(c["id"], ([], []))
         done = counts.get(c["id"], {})
-        rows.append({
-            "name": c["name"],
-            "created": _iso(c["created"]),
-            "spec": c["spec_path"],
-            "targets": [t["name"] for t in defined.get("targets", [])] or targets,
-            "workloads": [w["name"] for w in defined.get("workloads", [])] or workloads,
-            "points_done": done.get("done", 0),
-            "points_failed": done.get("failed", 0),
-            "accel": sorted(accels.get(c["id"], ())),
-        })  # fmt: skip
+        rows.append(
+            {
+                "name": c["name"],
+                "created": _iso(c["created"]),
+                "spec": c["spec_path"],
+                "targets": [t["name"] for t in defined.get("targets", [])] or targets,
+                "workloads": [w["name"] for w in defined.get("workloads", [])] or workloads,
+                "points_done": done.get("done", 0),
+                "points_failed": done.get("failed", 0),
+                "accel": sorted(accels.get(c["id"], ())),
+            }
+        )
         stops = store.stops(c["name"])
         if stops:  # only campaigns whose sweeps stopped at their stop_at bound
             rows[-1]["stops"] = stops
@@ -64,15 +66,19 @@ def _add(items: list[str], value: str) -> None:
         items.append(value)
 
 
-def _defined(canonical: str | None) -> dict[str, list[dict[str, Any]]]:
+def _defined(canonical: str | None) -> dict[str, list[Mapping[str, object]]]:
+    """The stored spec's targets and workloads as its JSON holds them (each an object with a name)."""
     try:
         body = json.loads(canonical or "{}")
     except ValueError:
         return {}
     if not isinstance(body, dict):
         return {}
-    return {k: [x for x in v if isinstance(x, dict) and "name" in x] for k, v in body.items()
-            if k in ("targets", "workloads") and isinstance(v, list)}  # fmt: skip
+    return {
+        k: [x for x in v if isinstance(x, dict) and "name" in x]
+        for k, v in body.items()
+        if k in ("targets", "workloads") and isinstance(v, list)
+    }
 
 
 def _iso(created: float | None) -> str | None:

@@ -22,9 +22,17 @@ def save(
     with store.transaction() as db:
         db.execute(
             "INSERT OR REPLACE INTO device_capacity VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (host, device_id, path, device, time.time(), json.dumps(dict(result)),
-             result.get("capacity_read_iops"), result.get("capacity_write_iops")),
-        )  # fmt: skip
+            (
+                host,
+                device_id,
+                path,
+                device,
+                time.time(),
+                json.dumps(dict(result)),
+                result.get("capacity_read_iops"),
+                result.get("capacity_write_iops"),
+            ),
+        )
 
 
 def lookup(store: Store, host: str, device_id: str) -> sqlite3.Row | None:

@@ -16,7 +16,7 @@ import os
 import sqlite3
 import stat
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -171,8 +171,10 @@ class Store:
             try:
                 fd = files.open_lock(lock_path)
             except OSError as exc:
-                raise StoreError(f"cannot create the run lock {lock_path!r} beside the store: {exc.strerror}; "
-                                 "use a --db in a writable folder") from None  # fmt: skip
+                raise StoreError(
+                    f"cannot create the run lock {lock_path!r} beside the store: {exc.strerror}; "
+                    "use a --db in a writable folder"
+                ) from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -299,9 +301,11 @@ class Store:
         return int(row["id"])
 
     def _holds_done(self, campaign_id: int) -> bool:
-        return bool(self.db.execute(
-            "SELECT 1 FROM run WHERE campaign_id = ? AND status = 'done' LIMIT 1", (campaign_id,)
-        ).fetchone())  # fmt: skip
+        return bool(
+            self.db.execute(
+                "SELECT 1 FROM run WHERE campaign_id = ? AND status = 'done' LIMIT 1", (campaign_id,)
+            ).fetchone()
+        )
 
     def remove_campaign(self, name: str) -> int:
         """Delete campaign ``name`` and every point it holds; the number of points deleted."""
@@ -317,8 +321,11 @@ class Store:
         """Give campaign ``old`` the name ``new`` (which no stored campaign has)."""
         row = self.require(old)
         if self.campaign(new) is not None:
-            raise StoreError(f"cannot rename {old!r} to {new!r}: a campaign {new!r} is already stored in "
-                             f"{self.path}; remove it first (vmio rm {new}) or pick another name", exit_code=2)  # fmt: skip
+            raise StoreError(
+                f"cannot rename {old!r} to {new!r}: a campaign {new!r} is already stored in "
+                f"{self.path}; remove it first (vmio rm {new}) or pick another name",
+                exit_code=2,
+            )
         with self.transaction() as db:
             db.execute("UPDATE campaign SET name = ? WHERE id = ?", (new, row["id"]))
 
@@ -355,7 +362,7 @@ class Store:
                 (seed, json.dumps(list(offsets)), name),
             )
 
-    def stops(self, name: str) -> list[dict[str, Any]]:
+    def stops(self, name: str) -> list[dict[str, object]]:
         """Where campaign ``name``'s sweeps stopped at their ``stop_at`` bound, and why (its last run)."""
         row = self.db.execute("SELECT * FROM campaign WHERE name = ?", (name,)).fetchone()
         columns = row.keys() if row is not None else []  # a sqlite3.Row's `in` looks at its values
@@ -363,10 +370,12 @@ class Store:
             return []
         return list(json.loads(row["stops_json"]))
 
-    def set_stops(self, name: str, stops: Sequence[dict[str, Any]]) -> None:
+    def set_stops(self, name: str, stops: Sequence[Mapping[str, object]]) -> None:
         with self.transaction() as db:
-            db.execute("UPDATE campaign SET stops_json = ? WHERE name = ?",
-                       (json.dumps(list(stops), sort_keys=True) if stops else None, name))  # fmt: skip
+            db.execute(
+                "UPDATE campaign SET stops_json = ? WHERE name = ?",
+                (json.dumps(list(stops), sort_keys=True) if stops else None, name),
+            )
 
     def done_keys(self, name: str) -> set[str]:
         rows = self.db.execute(
@@ -414,7 +423,7 @@ class Store:
             )
         )
 
-    def run_maps(self, campaign: str) -> list[dict[str, Any]]:
+    def run_maps(self, campaign: str) -> list[Mapping[str, Any]]:
         """``runs`` as plain dicts (a ``sqlite3.Row`` looks a name up column by column: ``show`` of 100k
         points reads 50 names each), without the long texts (log, job file, QEMU command line)."""
         skip = {"log", "job_file", "qemu_argv", "campaign_id"}
@@ -546,19 +555,24 @@ def _check_file(path: str, readonly: bool) -> None:
         if readonly:
             raise missing(path)
         if not p.parent.is_dir():
-            raise StoreError(f"cannot create the store {path!r}: the folder {str(p.parent)!r} does not exist; "
-                             "create it or give another --db", exit_code=2)  # fmt: skip
+            raise StoreError(
+                f"cannot create the store {path!r}: the folder {str(p.parent)!r} does not exist; "
+                "create it or give another --db",
+                exit_code=2,
+            )
         return
     mode = os.stat(p).st_mode
     if not stat.S_ISREG(mode):
-        raise StoreError(f"the store {path!r} is not a regular file; give --db the file `vmio run` wrote",
-                         exit_code=2)  # fmt: skip
+        raise StoreError(
+            f"the store {path!r} is not a regular file; give --db the file `vmio run` wrote", exit_code=2
+        )
     try:
         with open(p, "rb") as f:
             head = f.read(len(SQLITE_MAGIC))
     except OSError as exc:
-        raise StoreError(f"cannot read the store {path!r}: {exc.strerror}; check its permissions",
-                         exit_code=2) from None  # fmt: skip
+        raise StoreError(
+            f"cannot read the store {path!r}: {exc.strerror}; check its permissions", exit_code=2
+        ) from None
     if head and head != SQLITE_MAGIC:
         raise not_a_store(path, "not an SQLite file")
     if not head and readonly:
@@ -568,8 +582,9 @@ def _check_file(path: str, readonly: bool) -> None:
 def _open_readonly(path: str, timeout: float) -> GuardedConnection:
     """Open without ever writing: ``mode=ro``; on a read-only filesystem (no -shm can be made) ``immutable``."""
     uri = "file:" + quote(str(Path(path).resolve()))
-    db = sqlite3.connect(uri + "?mode=ro", uri=True, timeout=timeout, isolation_level=None,
-                         factory=GuardedConnection)  # fmt: skip
+    db = sqlite3.connect(
+        uri + "?mode=ro", uri=True, timeout=timeout, isolation_level=None, factory=GuardedConnection
+    )
     try:
         sqlite3.Connection.execute(db, "SELECT COUNT(*) FROM sqlite_master").fetchone()  # unguarded probe
         return db
@@ -593,8 +608,11 @@ def _on_readonly_fs(path: str) -> bool:
 
 
 def _newer(path: str, have: int) -> StoreError:
-    return StoreError(f"the store {path!r} has schema version {have}, newer than this vmio's {SCHEMA_VERSION}; "
-                      "upgrade vmio to read it", exit_code=2)  # fmt: skip
+    return StoreError(
+        f"the store {path!r} has schema version {have}, newer than this vmio's {SCHEMA_VERSION}; "
+        "upgrade vmio to read it",
+        exit_code=2,
+    )
 
 
 def _insert_run(db: sqlite3.Connection, cid: int, rec: RunRecord) -> int:

@@ -13,7 +13,7 @@ import io
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from vmio.errors import InputError
 from vmio.store.database import Store
@@ -39,36 +39,62 @@ LABELS = ("campaign", "target", "workload", "bs", "offered_iops", "load_processe
           "qemu_version", "host")  # fmt: skip
 
 
-def samples(store: Store, campaign: str) -> list[dict[str, Any]]:
+TableRow = dict[str, object]  # one row of an exported table: column → a JSON, CSV or Parquet value
+
+
+class PkbSample(TypedDict):
+    """One sample in PerfKitBenchmarker's shape (``--format ndjson``; ``prometheus`` reads the same)."""
+
+    metric: str
+    value: float
+    unit: str
+    labels: dict[str, object]
+    timestamp: float
+
+
+def samples(store: Store, campaign: str) -> list[PkbSample]:
     """PKB's sample shape, one per done point and metric with a value: metric, value, unit, labels
     (an object), timestamp (the point's end, seconds since the epoch)."""
     ended = {r["point_key"]: r["ended"] for r in store.runs(campaign)}
-    out = []
+    out: list[PkbSample] = []
     for row in point_rows(store, campaign):
         if not row.done:
             continue
-        labels = {
-            "campaign": row.campaign, "target": row.target, "workload": row.workload, "bs": row.bs,
-            "offered_iops": _offered(row), "load_processes": row.load_processes,
-            "repetition": row.repetition, "accel": row.accel, "qemu_version": row.qemu_version,
+        labels: dict[str, object] = {
+            "campaign": row.campaign,
+            "target": row.target,
+            "workload": row.workload,
+            "bs": row.bs,
+            "offered_iops": _offered(row),
+            "load_processes": row.load_processes,
+            "repetition": row.repetition,
+            "accel": row.accel,
+            "qemu_version": row.qemu_version,
             "host": row.host_facts.get("hostname"),
-        }  # fmt: skip
+        }
         for metric, unit, read in SAMPLE_METRICS:
             value = read(row)
             if value is None or (metric.endswith(("_iops", "_bw")) and not row.ops(metric.split("_")[0])):
                 continue
-            out.append({"metric": metric, "value": float(value), "unit": unit, "labels": labels,
-                        "timestamp": ended[row.point]})  # fmt: skip
+            out.append(
+                {
+                    "metric": metric,
+                    "value": float(value),
+                    "unit": unit,
+                    "labels": labels,
+                    "timestamp": ended[row.point],
+                }
+            )
     return out
 
 
-def ndjson(rows: list[dict[str, Any]]) -> bytes:
+def ndjson(rows: list[PkbSample]) -> bytes:
     return "".join(json.dumps(r, sort_keys=False) + "\n" for r in rows).encode()
 
 
-def prometheus(rows: list[dict[str, Any]]) -> bytes:
+def prometheus(rows: list[PkbSample]) -> bytes:
     """A node-exporter textfile: ``vmio_<metric>_<unit>`` gauges, one series per point, the same labels."""
-    by_metric: dict[str, list[dict[str, Any]]] = {}
+    by_metric: dict[str, list[PkbSample]] = {}
     for r in rows:
         by_metric.setdefault(r["metric"], []).append(r)
     lines = []
@@ -97,7 +123,7 @@ def _prom_escape(value: object) -> str:
     return text.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
-def flat_points(store: Store, campaign: str) -> list[dict[str, Any]]:
+def flat_points(store: Store, campaign: str) -> list[TableRow]:
     rows = []
     for row in point_rows(store, campaign):
         shown = row.to_json(facts=False)
@@ -118,7 +144,7 @@ def _offered(row: PointRow) -> str:
     return "max" if row.offered_iops is None else str(row.offered_iops)
 
 
-def series(store: Store, campaign: str) -> list[dict[str, Any]]:
+def series(store: Store, campaign: str) -> list[TableRow]:
     every = store.campaign_samples(campaign)
     return [
         {
@@ -133,19 +159,34 @@ def series(store: Store, campaign: str) -> list[dict[str, Any]]:
     ]
 
 
-def operations(store: Store, campaign: str) -> list[dict[str, Any]]:
+def operations(store: Store, campaign: str) -> list[TableRow]:
     every = store.campaign_oplat(campaign)
     return [
-        {"point": run["point_key"], "host": o["host"], "job": o["job"], "seq": o["seq"], "t_ms": o["t_ms"],
-         "lat_ns": o["lat_ns"], "ddir": o["ddir"], "offset": o["offset"]}
+        {
+            "point": run["point_key"],
+            "host": o["host"],
+            "job": o["job"],
+            "seq": o["seq"],
+            "t_ms": o["t_ms"],
+            "lat_ns": o["lat_ns"],
+            "ddir": o["ddir"],
+            "offset": o["offset"],
+        }
         for run in store.runs(campaign)
         for o in every.get(run["id"], [])
-    ]  # fmt: skip
+    ]
 
 
 SINGLE_FILE = ("json", "ndjson", "prometheus")  # one document; csv and parquet write side files
-SUFFIXES = {".csv": "csv", ".json": "json", ".parquet": "parquet", ".pq": "parquet", ".ndjson": "ndjson",
-            ".jsonl": "ndjson", ".prom": "prometheus"}  # fmt: skip
+SUFFIXES = {
+    ".csv": "csv",
+    ".json": "json",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".ndjson": "ndjson",
+    ".jsonl": "ndjson",
+    ".prom": "prometheus",
+}
 
 
 def format_for(path: str) -> str:
@@ -153,8 +194,10 @@ def format_for(path: str) -> str:
     fmt = SUFFIXES.get(Path(path).suffix.lower())
     if fmt is None:
         known = ", ".join(f"{suffix} ({name})" for suffix, name in SUFFIXES.items())
-        raise InputError(f"cannot tell the export format from {path!r}; give --format {{{','.join(FORMATS)}}}, "
-                         f"or an output named with one of {known}")  # fmt: skip
+        raise InputError(
+            f"cannot tell the export format from {path!r}; give --format {{{','.join(FORMATS)}}}, "
+            f"or an output named with one of {known}"
+        )
     return fmt
 
 
@@ -162,8 +205,10 @@ def document(store: Store, campaign: str, fmt: str) -> bytes:
     """The whole export in one document, for the formats that are one (``SINGLE_FILE``)."""
     store.require(campaign)
     if fmt not in SINGLE_FILE:
-        raise InputError(f"--format {fmt} writes side files (.series, .oplat) beside its output, so it cannot go "
-                         f"to stdout; give -o FILE, or use one of {', '.join(SINGLE_FILE)} with -o -")  # fmt: skip
+        raise InputError(
+            f"--format {fmt} writes side files (.series, .oplat) beside its output, so it cannot go "
+            f"to stdout; give -o FILE, or use one of {', '.join(SINGLE_FILE)} with -o -"
+        )
     if fmt in ("ndjson", "prometheus"):
         rows = samples(store, campaign)
         return ndjson(rows) if fmt == "ndjson" else prometheus(rows)
@@ -192,7 +237,7 @@ def export(store: Store, campaign: str, fmt: str, path: Path) -> list[Path]:
     return written
 
 
-def _csv(rows: list[dict[str, Any]]) -> bytes:
+def _csv(rows: list[TableRow]) -> bytes:
     buf = io.StringIO()
     if rows:
         names = dict.fromkeys(k for row in rows for k in row)  # every row's columns (some only on some rows)
@@ -206,7 +251,7 @@ def _csv(rows: list[dict[str, Any]]) -> bytes:
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
-def inert(value: Any) -> Any:
+def inert(value: object) -> object:
     """A CSV cell a spreadsheet will not run: text starting with ``= + - @``, a tab or a CR gets a leading
     ``'`` (which spreadsheets show as a text marker); numbers (int, float) are written as they are."""
     if isinstance(value, str) and value.startswith(FORMULA_STARTS):
@@ -214,7 +259,7 @@ def inert(value: Any) -> Any:
     return value
 
 
-def _parquet(rows: list[dict[str, Any]]) -> bytes:
+def _parquet(rows: list[TableRow]) -> bytes:
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq

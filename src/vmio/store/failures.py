@@ -42,19 +42,26 @@ def explain(exc: sqlite3.Error, path: str, doing: str = "use") -> StoreError:
             "(points recorded before this one are kept)"
         )
     if "unable to open" in text:
-        return StoreError(f"cannot {doing} the store {path!r}: SQLite cannot open it or its -wal/-shm files "
-                          "beside it; check the folder exists and is writable", exit_code=2)  # fmt: skip
+        return StoreError(
+            f"cannot {doing} the store {path!r}: SQLite cannot open it or its -wal/-shm files "
+            "beside it; check the folder exists and is writable",
+            exit_code=2,
+        )
     return StoreError(f"cannot {doing} the store {path!r}: {exc}")
 
 
 def missing(path: str) -> StoreError:
-    return StoreError(f"there is no store at {path!r}; `vmio run SPEC --db {path}` makes one, or give the "
-                      "--db of an existing store", exit_code=2)  # fmt: skip
+    return StoreError(
+        f"there is no store at {path!r}; `vmio run SPEC --db {path}` makes one, or give the "
+        "--db of an existing store",
+        exit_code=2,
+    )
 
 
 def not_a_store(path: str, why: str) -> StoreError:
-    return StoreError(f"{path!r} is not a vmio store ({why}); give --db the file `vmio run` wrote",
-                      exit_code=2)  # fmt: skip
+    return StoreError(
+        f"{path!r} is not a vmio store ({why}); give --db the file `vmio run` wrote", exit_code=2
+    )
 
 
 def _readonly(path: str) -> bool:

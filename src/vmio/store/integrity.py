@@ -47,8 +47,10 @@ REQUIRED: dict[str, tuple[str, ...]] = {
 
 
 def damaged(path: str, why: str) -> StoreError:
-    return StoreError(f"the store {path!r} is not one vmio can read: {why}; give --db the file `vmio run` wrote",
-                      exit_code=2)  # fmt: skip
+    return StoreError(
+        f"the store {path!r} is not one vmio can read: {why}; give --db the file `vmio run` wrote",
+        exit_code=2,
+    )
 
 
 def reference_columns(version: int) -> dict[str, list[tuple[str, str]]]:
@@ -64,8 +66,12 @@ def reference_columns(version: int) -> dict[str, list[tuple[str, str]]]:
 
 
 def _columns(db: sqlite3.Connection) -> dict[str, list[tuple[str, str]]]:
-    tables = [r[0] for r in sqlite3.Connection.execute(
-        db, "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]  # fmt: skip
+    tables = [
+        r[0]
+        for r in sqlite3.Connection.execute(
+            db, "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+        )
+    ]
     return {
         t: [(r[1], str(r[2]).upper()) for r in sqlite3.Connection.execute(db, f'PRAGMA table_info("{t}")')]
         for t in tables
@@ -164,10 +170,15 @@ def _check_json(db: sqlite3.Connection, path: str, table: str, col: str, kind: s
         )
     if (table, col) == ("campaign", "canonical"):
         for key in CANONICAL_LISTS:
-            cond = (f"json_type({c}, '$.{key}') NOT IN ('array') OR EXISTS (SELECT 1 FROM json_each({c}, "
-                    f"'$.{key}') AS e WHERE e.type <> 'object')")  # fmt: skip
-            row = _one(db, f"SELECT rowid, {c} FROM campaign WHERE json_type({c}, '$.{key}') IS NOT NULL "
-                           f"AND ({cond}) LIMIT 1")  # fmt: skip
+            cond = (
+                f"json_type({c}, '$.{key}') NOT IN ('array') OR EXISTS (SELECT 1 FROM json_each({c}, "
+                f"'$.{key}') AS e WHERE e.type <> 'object')"
+            )
+            row = _one(
+                db,
+                f"SELECT rowid, {c} FROM campaign WHERE json_type({c}, '$.{key}') IS NOT NULL "
+                f"AND ({cond}) LIMIT 1",
+            )
             if row is not None:
                 raise damaged(
                     path, f"table campaign, row {row[0]}: canonical.{key} is not a list of objects"

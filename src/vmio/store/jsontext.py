@@ -52,7 +52,7 @@ def _nested(value: object) -> bool:
     return isinstance(value, _CONTAINERS) and len(value) > 0
 
 
-def _scalars(items: dict[str, Any] | list[Any], depth: int) -> str:
+def _scalars(items: dict[str, object] | list[object], depth: int) -> str:
     """The items of a dict or list of scalars, one a line at ``depth``, without its brackets."""
     return "".join(_flat(depth)(items, 0))[1:-1]
 

@@ -23,7 +23,7 @@ class DecisionRow:
     step: int
     t: float
     vm: str
-    inputs: dict[str, Any]
+    inputs: Mapping[str, object]  # the signals the policy read, as stored (JSON)
     old_target: int
     new_target: int
     actual: int | None
@@ -32,19 +32,28 @@ class DecisionRow:
 
 
 def start_run(
-    store: Store, policy: str, settings: Mapping[str, Any], *, accel: str | None = None,
-    qemu_version: str | None = None, qemu_argv: Sequence[Sequence[str]] | None = None,
-) -> int:  # fmt: skip
+    store: Store,
+    policy: str,
+    settings: Mapping[str, Any],
+    *,
+    accel: str | None = None,
+    qemu_version: str | None = None,
+    qemu_argv: Sequence[Sequence[str]] | None = None,
+) -> int:
     """A new run in state 'running'; its id."""
     with store.transaction() as db:
         cur = db.execute(
             "INSERT INTO membal_run (started, policy, settings, accel, qemu_version, qemu_argv, status) "
             "VALUES (?, ?, ?, ?, ?, ?, 'running')",
             (
-                time.time(), policy, json.dumps(settings, sort_keys=True), accel, qemu_version,
+                time.time(),
+                policy,
+                json.dumps(settings, sort_keys=True),
+                accel,
+                qemu_version,
                 json.dumps([list(a) for a in qemu_argv]) if qemu_argv is not None else None,
             ),
-        )  # fmt: skip
+        )
         return int(cur.lastrowid or 0)
 
 
@@ -56,12 +65,20 @@ def add_decisions(store: Store, run_id: int, rows: Sequence[DecisionRow]) -> Non
             "policy, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (
-                    run_id, r.t, r.step, r.vm, json.dumps(r.inputs, sort_keys=True), r.old_target,
-                    r.new_target, r.actual, r.policy, r.reason,
+                    run_id,
+                    r.t,
+                    r.step,
+                    r.vm,
+                    json.dumps(r.inputs, sort_keys=True),
+                    r.old_target,
+                    r.new_target,
+                    r.actual,
+                    r.policy,
+                    r.reason,
                 )
                 for r in rows
             ],
-        )  # fmt: skip
+        )
 
 
 def finish_run(
@@ -86,8 +103,15 @@ def decisions(store: Store, run_id: int) -> list[DecisionRow]:
     ).fetchall()
     return [
         DecisionRow(
-            r["step"], r["t"], r["vm"], json.loads(r["inputs"]), r["old_target"], r["new_target"],
-            r["actual"], r["policy"], r["reason"],
+            r["step"],
+            r["t"],
+            r["vm"],
+            json.loads(r["inputs"]),
+            r["old_target"],
+            r["new_target"],
+            r["actual"],
+            r["policy"],
+            r["reason"],
         )
         for r in rows
-    ]  # fmt: skip
+    ]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypedDict
+from typing import Protocol, TypedDict
 
 OpLat = tuple[str, str, int, int, str] | tuple[str, str, int, int, str, int | None]
 Sample = tuple[float, str, str, float]  # (t since the sampler started, source, metric, value)
@@ -84,7 +84,7 @@ class RunRecord:
     status: str
     started: float
     ended: float
-    host: dict[str, Any] = field(default_factory=dict)  # the host's facts and what the rig noticed
+    host: dict[str, object] = field(default_factory=dict)  # the host's facts and what the rig noticed
     accel: str | None = None
     fio_version: str | None = None
     qemu_version: str | None = None
@@ -112,7 +112,7 @@ class RunRecord:
     offered_pct: float | None = None  # offered_iops as a share of the max point's achieved IOPS
     arrivals: str | None = None  # how an offered rate's I/Os were spaced: "uniform" or "poisson"
 
-    def host_json(self) -> dict[str, Any]:
+    def host_json(self) -> dict[str, object]:
         """The host facts with the run's own data, as the store keeps them (``run.host_json``)."""
         window = list(self.measured_window) if self.measured_window is not None else None
         run = {"ops_seed": self.ops_seed, "samples_t0": self.samples_t0, "measured_window": window}

@@ -22,11 +22,23 @@ from vmio.store.database import Store
 from vmio.store.records import FioJob, Precondition, Steady
 
 LAT_KEYS = ("min", "mean", "max", "p50", "p99", "p99.9")
-DEVICE_FIELDS = {"read_iops": "dev_read_iops", "write_iops": "dev_write_iops", "busy_pct": "dev_busy_pct",
-                 "queue": "dev_queue", "await_ms": "dev_await_ms", "read_bw": "dev_read_bw",
-                 "write_bw": "dev_write_bw"}  # fmt: skip
-CPU_FIELDS = {"usr_pct": "cpu_usr_pct", "sys_pct": "cpu_sys_pct", "iowait_pct": "cpu_iowait_pct",
-              "steal_pct": "cpu_steal_pct", "idle_pct": "cpu_idle_pct", "guest_pct": "cpu_guest_pct"}  # fmt: skip
+DEVICE_FIELDS = {
+    "read_iops": "dev_read_iops",
+    "write_iops": "dev_write_iops",
+    "busy_pct": "dev_busy_pct",
+    "queue": "dev_queue",
+    "await_ms": "dev_await_ms",
+    "read_bw": "dev_read_bw",
+    "write_bw": "dev_write_bw",
+}
+CPU_FIELDS = {
+    "usr_pct": "cpu_usr_pct",
+    "sys_pct": "cpu_sys_pct",
+    "iowait_pct": "cpu_iowait_pct",
+    "steal_pct": "cpu_steal_pct",
+    "idle_pct": "cpu_idle_pct",
+    "guest_pct": "cpu_guest_pct",
+}
 
 
 Latency = Mapping[str, float | None]  # min, mean, max, p50, p90, p99, p99.9, p99.99 in ns
@@ -113,10 +125,10 @@ class PointRow:
         """A device or CPU figure by its ``show --json`` name (``dev_busy_pct``, ``cpu_iowait_pct``)."""
         return self.device_metrics.get(name, self.cpu.get(name))
 
-    def to_json(self, facts: bool = True) -> dict[str, Any]:
+    def to_json(self, facts: bool = True) -> dict[str, object]:
         """The row as ``vmio show --json`` prints it (the contract: same keys, same order, "max" for an
         unthrottled point); ``facts=False`` leaves out ``host_facts``."""
-        out: dict[str, Any] = {
+        out: dict[str, object] = {
             "campaign": self.campaign,
             "point": self.point,
             "target": self.target,
@@ -190,10 +202,15 @@ def _point_rows(store: Store, campaign: str | None) -> list[PointRow]:
         results = store.campaign_results(name) if emptied or any(r["target_kind"] == "import" for r in runs) else {}
         hists = store.campaign_histograms(name) if emptied else {}
         out += [
-            _row(name, run, stored[run["id"]] or summaries.summarize(results.get(run["id"], []), hists),
-                 results.get(run["id"], []), metrics.get(run["id"], {}))
+            _row(
+                name,
+                run,
+                stored[run["id"]] or summaries.summarize(results.get(run["id"], []), hists),
+                results.get(run["id"], []),
+                metrics.get(run["id"], {}),
+            )
             for run in runs
-        ]  # fmt: skip
+        ]
     return out
 
 
@@ -268,13 +285,13 @@ def _row(
     )
 
 
-def imported_fields(facts: Mapping[str, object], results: list[sqlite3.Row]) -> dict[str, Any]:
+def imported_fields(facts: Mapping[str, object], results: list[sqlite3.Row]) -> dict[str, object]:
     """An imported point's figures fio recorded that vmio's samplers would have: the measured jobs' CPU
     (fio's ``usr_cpu``, ``sys_cpu``, % of one CPU, summed) and fio's ``disk_util`` as fio wrote it."""
     jobs: dict[tuple[str, str], list[sqlite3.Row]] = {}
     for r in results:  # a job's CPU is on each of its directions' rows: count it once per clone
         jobs.setdefault((r["host"], r["job"]), []).append(r)
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for name in ("usr_cpu", "sys_cpu"):
         values = [(r[name], len({x["ddir"] for x in rs})) for rs in jobs.values() for r in rs]
         if values and all(v is not None for v, _ in values):
@@ -294,10 +311,28 @@ def _device_keys(device: str) -> tuple[tuple[tuple[str, str], str], ...]:
     return tuple(((f"dev:{device}", m), name) for m, name in DEVICE_FIELDS.items())
 
 
-def sweep_fields(run: summaries.RunRow) -> dict[str, Any]:
+class SweepFields(TypedDict, total=False):
+    """A point's sweep parameters, only those stored (``PointRow``'s fields of the same names)."""
+
+    iodepth: int
+    numjobs: int
+    offered_pct: float
+    arrivals: str
+
+
+def sweep_fields(run: summaries.RunRow) -> SweepFields:
     """A point's queue depth, job count, share of the max point and arrivals, for points stored with them
     (stores from before sweeps hold none, and their rows read as they always did)."""
-    return {k: run[k] for k in ("iodepth", "numjobs", "offered_pct", "arrivals") if run[k] is not None}
+    out: SweepFields = {}
+    if (iodepth := run["iodepth"]) is not None:
+        out["iodepth"] = iodepth
+    if (numjobs := run["numjobs"]) is not None:
+        out["numjobs"] = numjobs
+    if (offered_pct := run["offered_pct"]) is not None:
+        out["offered_pct"] = offered_pct
+    if (arrivals := run["arrivals"]) is not None:
+        out["arrivals"] = arrivals
+    return out
 
 
 def build_label(qemu_version: str | None, qemu_machine: str | None) -> str | None:
@@ -327,18 +362,25 @@ def qemu_cpu_pct(metrics: dict[tuple[str, str], float]) -> QemuCpu | None:
     if not iothreads and "iothread_pct" in totals:
         # runs stored before I/O threads were told apart by index had one I/O thread per VM at most
         iothreads = [totals["iothread_pct"]]
-    return {"vcpu": round(totals.get("vcpu_pct", 0), 2), "main_loop": round(totals.get("main_pct", 0), 2),
-            "iothreads": [round(v, 2) for v in iothreads], "other": round(totals.get("other_pct", 0), 2)}  # fmt: skip
+    return {
+        "vcpu": round(totals.get("vcpu_pct", 0), 2),
+        "main_loop": round(totals.get("main_pct", 0), 2),
+        "iothreads": [round(v, 2) for v in iothreads],
+        "other": round(totals.get("other_pct", 0), 2),
+    }
 
 
 _IOTHREAD = re.compile(r"iothread(\d+)_pct")
 
 
+# one row of ``vmio show CAMPAIGN --ops``, by OPS_FIELDS; each value a str, int, float or None (Any while
+# cli's format_ops and reproduce's ops page each name their own value type)
+OpsRow = dict[str, Any]
 OPS_FIELDS = ("target", "workload", "bs", "rw", "load_processes", "vcpus", "vms", "idle_vms", "cache", "qemu_version",
               "machine", "accel", "ops", "min_ms", "avg_ms", "max_ms")  # fmt: skip
 
 
-def ops_rows(store: Store, campaign: str) -> list[dict[str, Any]]:
+def ops_rows(store: Store, campaign: str) -> list[OpsRow]:
     """Seed 004's Figs. 2-4/8 as rows: per target × workload (as defined: its name stands for every
     parameter, so two workloads that share ``rw`` stay two rows) × bs × load processes, the timed
     operations of every measured process (all repetitions) with their min/avg/max latency in ms. The
@@ -350,7 +392,7 @@ def ops_rows(store: Store, campaign: str) -> list[dict[str, Any]]:
     targets = {t["name"]: t for t in spec.get("targets", [])}
     workloads = {w["name"]: w for w in spec.get("workloads", [])}
     order, named = list(targets), list(workloads)
-    groups: dict[tuple[str, str, int, int], dict[str, Any]] = {}
+    groups: dict[tuple[str, str, int, int], tuple[OpsRow, list[int]]] = {}  # head, latencies
     for run in store.runs(campaign):
         if run["status"] != "done":
             continue
@@ -361,28 +403,31 @@ def ops_rows(store: Store, campaign: str) -> list[dict[str, Any]]:
         key = (run["target"], run["workload"], run["bs"], run["load_processes"])
         group = groups.get(key)
         if group is None:
-            group = groups[key] = _ops_head(run, targets.get(run["target"], {}), rw)
-        group["_lat"] += lats
+            group = groups[key] = (_ops_head(run, targets.get(run["target"], {}), rw), [])
+        group[1].extend(lats)
 
     def rank(names: list[str], name: str) -> int:
         return names.index(name) if name in names else len(names)
 
     out = []
     for key in sorted(groups, key=lambda k: (rank(order, k[0]), rank(named, k[1]), k[1], *k[2:])):
-        group = groups[key]
-        lats = group.pop("_lat")
-        group.update(ops=len(lats), min_ms=round(min(lats) / 1e6, 4),
-                     avg_ms=round(sum(lats) / len(lats) / 1e6, 4), max_ms=round(max(lats) / 1e6, 4))  # fmt: skip
-        out.append({name: group[name] for name in OPS_FIELDS})
+        head, lats = groups[key]
+        figures = {"min_ms": min(lats), "avg_ms": sum(lats) / len(lats), "max_ms": max(lats)}
+        shown = {**head, "ops": len(lats), **{k: round(ns / 1e6, 4) for k, ns in figures.items()}}
+        out.append({name: shown[name] for name in OPS_FIELDS})
     return out
 
 
-def _ops_head(run: sqlite3.Row, target: dict[str, Any], rw: str) -> dict[str, Any]:
+def _ops_head(run: sqlite3.Row, target: Mapping[str, Any], rw: str) -> OpsRow:
     vm = run["target_kind"] in ("qemu", "libvirt")
     facts = json.loads(run["host_json"] or "{}")
     idle = int(target.get("idle_vms", 0)) if vm else None
     return {
-        "target": run["target"], "workload": run["workload"], "bs": run["bs"], "rw": rw, "load_processes": run["load_processes"],
+        "target": run["target"],
+        "workload": run["workload"],
+        "bs": run["bs"],
+        "rw": rw,
+        "load_processes": run["load_processes"],
         "vcpus": target.get("vcpus") if vm else None,
         "vms": int(target.get("vms", 1)) + (idle or 0) if vm else None,  # running: measured and idle
         "idle_vms": idle,
@@ -390,5 +435,4 @@ def _ops_head(run: sqlite3.Row, target: dict[str, Any], rw: str) -> dict[str, An
         "qemu_version": run["qemu_version"] if vm else None,
         "machine": facts.get("qemu_machine", target.get("machine", "q35")) if vm else None,
         "accel": run["accel"] if vm else None,
-        "_lat": [],
-    }  # fmt: skip
+    }

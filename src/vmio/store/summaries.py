@@ -94,8 +94,10 @@ def _latency(hists: Mapping[int, Mapping[int, int]], results: list[sqlite3.Row])
     return out
 
 
-_STORED = {d: (f"{d}_jobs", f"{d}_iops", f"{d}_bw", f"{d}_ops", *(f"{d}_{c}" for c in LAT_COLUMNS))
-           for d in ("read", "write")}  # fmt: skip
+_STORED = {
+    d: (f"{d}_jobs", f"{d}_iops", f"{d}_bw", f"{d}_ops", *(f"{d}_{c}" for c in LAT_COLUMNS))
+    for d in ("read", "write")
+}
 
 
 def direction(row: RunRow, ddir: str) -> Direction:
@@ -126,8 +128,10 @@ def decode_bins(text: str, result_id: int, path: str) -> dict[int, int]:
     try:
         return {int(v): int(c) for v, c in json.loads(text)}
     except (ValueError, TypeError):
-        raise damaged(path, f"table histogram, row {result_id}: bins = {shown(text)} is not a list of "
-                            "[value, count] pairs") from None  # fmt: skip
+        raise damaged(
+            path,
+            f"table histogram, row {result_id}: bins = {shown(text)} is not a list of [value, count] pairs",
+        ) from None
 
 
 def write(db: sqlite3.Connection, run_ids: Sequence[int] | None = None) -> None:
@@ -137,18 +141,17 @@ def write(db: sqlite3.Connection, run_ids: Sequence[int] | None = None) -> None:
     for r in _rows(db, f"SELECT * FROM result {where} ORDER BY id", args):
         by_run.setdefault(r["run_id"], []).append(r)
     path = str(getattr(db, "store_path", "?"))
-    hists = {
-        r[0]: decode_bins(r[1], r[0], path)
-        for r in _rows(db, f"SELECT h.result_id, h.bins FROM histogram h JOIN result ON result.id = h.result_id "
-                           f"{where}", args)  # fmt: skip
-    }
+    bins_sql = f"SELECT h.result_id, h.bins FROM histogram h JOIN result ON result.id = h.result_id {where}"
+    hists = {r[0]: decode_bins(r[1], r[0], path) for r in _rows(db, bins_sql, args)}
     ids = list(run_ids) if run_ids is not None else [r[0] for r in _rows(db, "SELECT id FROM run", ())]
     sets = ", ".join(f"{c} = ?" for c in SUMMARY_COLUMNS)
     try:
         values = [(*summarize(by_run.get(i, []), hists).columns(), i) for i in ids]
     except (TypeError, ValueError):  # a number vmio always fills is missing or not a number
-        raise damaged(path, "table result holds a row whose figures are not numbers; the points' sums "
-                            "cannot be computed") from None  # fmt: skip
+        raise damaged(
+            path,
+            "table result holds a row whose figures are not numbers; the points' sums cannot be computed",
+        ) from None
     db.executemany(f"UPDATE run SET {sets} WHERE id = ?", values)
 
 
