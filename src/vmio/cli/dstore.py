@@ -189,8 +189,10 @@ def _profile(args: argparse.Namespace) -> int:
     else:
         with open_store(args, write=True) as store:
             result = commands.profile(_where(args), settings, store=store, on_point=_progress, warn=_warn)
-            print(f"stored as campaign {settings.name!r} ({len(result.stored or [])} points) in {store.path}",
-                  file=sys.stderr)  # fmt: skip
+            print(
+                f"stored as campaign {settings.name!r} ({len(result.stored or [])} points) in {store.path}",
+                file=sys.stderr,
+            )
     _write_json(args, result.out)
     _print_profile(result, args.json)
     return 0
@@ -212,11 +214,15 @@ def _print_profile(result: commands.ProfileResult, as_json: bool) -> None:
     for label, prof, ratio_name in result.sides:
         print(f"\n{label}:\n{format_table(prof)}")
         if ratio_name == "vs base":
-            print(f"\nreplicated vs {label} (IOPS ratio):\n"
-                  f"{format_side_by_side(base, prof, ('replicated', label), ratio_name)}")  # fmt: skip
+            print(
+                f"\nreplicated vs {label} (IOPS ratio):\n"
+                f"{format_side_by_side(base, prof, ('replicated', label), ratio_name)}"
+            )
         else:
-            print(f"\n{label} vs host librbd (IOPS ratio):\n"
-                  f"{format_side_by_side(prof, base, (label, 'host librbd'), ratio_name)}")  # fmt: skip
+            print(
+                f"\n{label} vs host librbd (IOPS ratio):\n"
+                f"{format_side_by_side(prof, base, (label, 'host librbd'), ratio_name)}"
+            )
 
 
 def _warn(text: str) -> None:

@@ -71,15 +71,29 @@ def add_model_parser(dsub: argparse._SubParsersAction[argparse.ArgumentParser]) 
 def _model(args: argparse.Namespace) -> int:
     from vmio.cli.store_args import default_db
 
-    result = commands.model(ModelSettings(
-        calibrate=args.calibrate, db=args.db or default_db(), target=args.target,
-        fit_bs=tuple(parse_bs_list(args.fit_bs)) if args.fit_bs else None,
-        bs=tuple(parse_bs_list(args.bs)) if args.bs else None,
-        base_replicas=args.base_replicas, devices=args.devices, hosts=args.hosts,
-        base_network=args.base_network, rtt=args.rtt, base_write_path=args.base_write_path,
-        dev_op=args.dev_op, dev_bw=args.dev_bw, replicas=args.replicas, stripe=args.stripe,
-        network=args.network, write_path=args.write_path, cache_share=args.cache_share, iodepth=args.iodepth,
-    ))  # fmt: skip
+    result = commands.model(
+        ModelSettings(
+            calibrate=args.calibrate,
+            db=args.db or default_db(),
+            target=args.target,
+            fit_bs=tuple(parse_bs_list(args.fit_bs)) if args.fit_bs else None,
+            bs=tuple(parse_bs_list(args.bs)) if args.bs else None,
+            base_replicas=args.base_replicas,
+            devices=args.devices,
+            hosts=args.hosts,
+            base_network=args.base_network,
+            rtt=args.rtt,
+            base_write_path=args.base_write_path,
+            dev_op=args.dev_op,
+            dev_bw=args.dev_bw,
+            replicas=args.replicas,
+            stripe=args.stripe,
+            network=args.network,
+            write_path=args.write_path,
+            cache_share=args.cache_share,
+            iodepth=args.iodepth,
+        )
+    )
     parts = (result.fit, result.baseline, result.changed, result.changes, result.criteria)
     if args.json:
         print(json.dumps(_json(*parts), indent=2))

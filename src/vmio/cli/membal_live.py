@@ -21,9 +21,17 @@ from vmio.store import Store
 from vmio.units import format_size
 
 _DEFAULTS: dict[str, Any] = {
-    "vms": 2, "memory": 512 << 20, "floor": 256 << 20, "policy": "refault", "interval": 2.0,
-    "duration": 60.0, "max_step": 64 << 20, "min_move": 8 << 20, "budget": 0, "psi_threshold": 0.01,
-}  # fmt: skip
+    "vms": 2,
+    "memory": 512 << 20,
+    "floor": 256 << 20,
+    "policy": "refault",
+    "interval": 2.0,
+    "duration": 60.0,
+    "max_step": 64 << 20,
+    "min_move": 8 << 20,
+    "budget": 0,
+    "psi_threshold": 0.01,
+}
 
 
 def _sizes(value: str) -> list[int]:
@@ -105,11 +113,20 @@ def settings_from(args: argparse.Namespace) -> LiveSettings:
             raise InputError(f"--param {item!r} is not KEY=VALUE, e.g. hysteresis=0.2")
         params[key.strip()] = value.strip()
     return LiveSettings(
-        vms=n, memory=values["memory"], floors=floors, policy=values["policy"], interval=values["interval"],
-        duration=values["duration"], max_step=values["max_step"], min_move=values["min_move"],
-        budget=values["budget"], psi_threshold=values["psi_threshold"], loads=loads, accel=args.accel,
+        vms=n,
+        memory=values["memory"],
+        floors=floors,
+        policy=values["policy"],
+        interval=values["interval"],
+        duration=values["duration"],
+        max_step=values["max_step"],
+        min_move=values["min_move"],
+        budget=values["budget"],
+        psi_threshold=values["psi_threshold"],
+        loads=loads,
+        accel=args.accel,
         params=policy_params(values["policy"], params),
-    )  # fmt: skip
+    )
 
 
 def _floors(floor: int | list[int], per_vm: tuple[int | None, ...], n: int) -> tuple[int, ...]:
@@ -223,17 +240,31 @@ def _ratio(value: float | None) -> str:
 def outcome_json(settings: LiveSettings, out: LiveOutcome) -> dict[str, Any]:
     steps = [
         {
-            "step": st.index, "t": st.t,
+            "step": st.index,
+            "t": st.t,
             "vms": [
-                {"vm": v.vm, "old": v.move.old, "new": v.move.new, "proposed": v.move.proposed,
-                 "actual": v.actual, "reason": v.move.reason, "signals": v.signals.to_json()}
+                {
+                    "vm": v.vm,
+                    "old": v.move.old,
+                    "new": v.move.new,
+                    "proposed": v.move.proposed,
+                    "actual": v.actual,
+                    "reason": v.move.reason,
+                    "signals": v.signals.to_json(),
+                }
                 for v in st.vms
             ],
         }
         for st in out.steps
-    ]  # fmt: skip
-    return {"run_id": out.run_id, "accel": out.accel, "settings": settings.to_json(), "steps": steps,
-            "summary": out.summary, "hit_ratio": out.hit_ratio}  # fmt: skip
+    ]
+    return {
+        "run_id": out.run_id,
+        "accel": out.accel,
+        "settings": settings.to_json(),
+        "steps": steps,
+        "summary": out.summary,
+        "hit_ratio": out.hit_ratio,
+    }
 
 
 def _compared(args: argparse.Namespace) -> list[str]:

@@ -31,7 +31,7 @@ class Result:
                 "failed": out.failed,
                 "skipped": out.skipped,
                 "failures": out.failures,
-            },  # fmt: skip
+            },
             "compare": None if self.comparison is None else self.comparison.as_dict(),
         }
 

@@ -127,8 +127,11 @@ def _keyring(runner: Runner, layout: ClusterLayout) -> None:
     )
     layout.keyring.touch(mode=0o600, exist_ok=False)
     for name, caps in entities:
-        runner.run(["ceph-authtool", keyring, "--gen-key", "-n", name, *caps], timeout=CMD_TIMEOUT,
-                   error=ClusterError)  # fmt: skip
+        runner.run(
+            ["ceph-authtool", keyring, "--gen-key", "-n", name, *caps],
+            timeout=CMD_TIMEOUT,
+            error=ClusterError,
+        )
     layout.keyring.chmod(0o600)
 
 

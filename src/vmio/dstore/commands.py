@@ -149,15 +149,23 @@ def _profile_on(
     out = result.out
     if baseline is not None:
         with baseline_measure(baseline, ref, runner) as (on, measure):
-            other_base = run(on, baseline.label, f"host-librbd-size{baseline.replicas}", measure,
-                             watch=baseline.path is None)  # fmt: skip
+            other_base = run(
+                on,
+                baseline.label,
+                f"host-librbd-size{baseline.replicas}",
+                measure,
+                watch=baseline.path is None,
+            )
         if baseline.path is not None:
             other_base.setup.update(
                 where="local file, libaio", path=str(baseline.path), pool=None, image=None
             )
             configs[-1].target = file_target("host-file", baseline.path)
-        out["baseline"] = {"label": baseline.label, "points": other_base.to_json()["points"],
-                           "setup": other_base.setup}  # fmt: skip
+        out["baseline"] = {
+            "label": baseline.label,
+            "points": other_base.to_json()["points"],
+            "setup": other_base.setup,
+        }
         for point, ratio in zip(out["points"], ratios(base.points, other_base.points).values(), strict=True):
             point["vs_baseline"] = ratio
         result.sides.append((baseline.label, other_base, "vs base"))
@@ -198,13 +206,17 @@ def _plots(result: ProfileResult, plot_dir: Path) -> list[Path]:
         plotted.append(plot_profile(base, plot_dir / "profile.png"))
         for label, prof, _ in result.sides:
             name = "baseline.png" if prof.setup.get("config") != "from guest" else "guest.png"
-            plotted.append(plot_compare(
-                prof, base, (label, "replicated"), plot_dir / name, title=f"{label} vs replicated"
-            ))  # fmt: skip
+            plotted.append(
+                plot_compare(
+                    prof, base, (label, "replicated"), plot_dir / name, title=f"{label} vs replicated"
+                )
+            )
         if labels and result.other is not None:
-            plotted.append(plot_compare(
-                result.other, base, labels, plot_dir / "compare.png", title=f"{labels[0]} vs {labels[1]}"
-            ))  # fmt: skip
+            plotted.append(
+                plot_compare(
+                    result.other, base, labels, plot_dir / "compare.png", title=f"{labels[0]} vs {labels[1]}"
+                )
+            )
     return plotted
 
 
@@ -264,9 +276,15 @@ def model(settings: ModelSettings) -> ModelResult:
     baseline = predict(fit.params, bs_list, settings.iodepth or fit.outstanding, fit.read_frac)
     net = parse_network(settings.network) if settings.network else None
     changed = what_if(
-        fit, bs_list, replicas=settings.replicas, stripe=settings.stripe, net_bw=net,
-        write_path=settings.write_path, cache_share=settings.cache_share, outstanding=settings.iodepth,
-    )  # fmt: skip
+        fit,
+        bs_list,
+        replicas=settings.replicas,
+        stripe=settings.stripe,
+        net_bw=net,
+        write_path=settings.write_path,
+        cache_share=settings.cache_share,
+        outstanding=settings.iodepth,
+    )
     return ModelResult(fit, baseline, changed, settings.changes(), Criteria())
 
 

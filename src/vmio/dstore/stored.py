@@ -36,8 +36,21 @@ from vmio.system.process import Completed, Runner
 SPEC_PATH = "<vmio dstore profile>"  # the spec path of a stored profile (it has no spec file)
 WORKLOAD = "randrw"  # the workload's name; its mix and depth are in its definition and every point's facts
 # what each point ran on, from its profile's setup (run_profile's, the baseline's file, the guest's VM)
-SETUP_KEYS = ("pool", "image", "replicas", "osds", "path", "disk", "accel", "accel_reason", "qemu_version",
-              "rwmixread", "iodepth", "runtime_s", "ramp_s")  # fmt: skip
+SETUP_KEYS = (
+    "pool",
+    "image",
+    "replicas",
+    "osds",
+    "path",
+    "disk",
+    "accel",
+    "accel_reason",
+    "qemu_version",
+    "rwmixread",
+    "iodepth",
+    "runtime_s",
+    "ramp_s",
+)
 FIO_ARG = fiorun.OUTPUT_FORMAT  # how vmio's fio runs ask for the histograms stored with each point
 
 
@@ -71,8 +84,16 @@ class FioTap(Runner):
         leaves_daemon: bool = False,
     ) -> Completed:
         started = time.time()
-        done = super().run(argv, timeout=timeout, check=check, env=env, cwd=cwd, input_text=input_text,
-                           error=error, leaves_daemon=leaves_daemon)  # fmt: skip
+        done = super().run(
+            argv,
+            timeout=timeout,
+            check=check,
+            env=env,
+            cwd=cwd,
+            input_text=input_text,
+            error=error,
+            leaves_daemon=leaves_daemon,
+        )
         args = [str(a) for a in argv]
         if args and Path(args[0]).name == "fio" and FIO_ARG in args and done.returncode == 0:
             self.tapped.append(Tapped(done.stdout, _job_files(args, cwd), started, time.time()))
@@ -122,9 +143,15 @@ def workload(profile: Profile, bs_list: Sequence[int]) -> Workload:
     """The profile's mix as a campaign workload: random, ``rwmixread`` % reads, direct, one job."""
     s = profile.setup
     return Workload(
-        name=WORKLOAD, rw="randrw", bs=tuple(bs_list), rwmixread=int(s["rwmixread"]), iodepth=int(s["iodepth"]),
-        ioengine="rbd", runtime=float(s["runtime_s"]), ramp=float(s["ramp_s"]),
-    )  # fmt: skip
+        name=WORKLOAD,
+        rw="randrw",
+        bs=tuple(bs_list),
+        rwmixread=int(s["rwmixread"]),
+        iodepth=int(s["iodepth"]),
+        ioengine="rbd",
+        runtime=float(s["runtime_s"]),
+        ramp=float(s["ramp_s"]),
+    )
 
 
 def ceph_versions(runner: Runner, ref: ClusterRef) -> dict[str, Any]:
@@ -161,8 +188,10 @@ def store_profile(
     try:
         for config in configs:
             if len(config.runs) != len(config.profile.points):
-                raise FioError(f"profile {config.target.name!r}: {len(config.runs)} fio runs were seen for "
-                               f"{len(config.profile.points)} points; nothing is stored")  # fmt: skip
+                raise FioError(
+                    f"profile {config.target.name!r}: {len(config.runs)} fio runs were seen for "
+                    f"{len(config.profile.points)} points; nothing is stored"
+                )
             for point, run in zip(config.profile.points, config.runs, strict=True):
                 rec = _record(campaign, load, config, point, run, facts, versions)
                 store.record(rec)
@@ -203,10 +232,25 @@ def _record(
         "watch_note": point.watch_note,
     }
     rec = RunRecord(
-        campaign=campaign.name, point_key=key, target=config.target.name, target_kind=config.target.kind,
-        workload=load.name, bs=point.bs, offered_iops=None, load_processes=0, repetition=1, status="done",
-        started=run.started, ended=run.ended, host={**facts, "dstore": ran_on}, accel=setup.get("accel"),
-        fio_version=parsed.version or None, qemu_version=setup.get("qemu_version"), job_file=run.job_file,
-        results=[r for r in parsed.results if r.role == "measure"], iodepth=load.iodepth, numjobs=load.numjobs,
-    )  # fmt: skip
+        campaign=campaign.name,
+        point_key=key,
+        target=config.target.name,
+        target_kind=config.target.kind,
+        workload=load.name,
+        bs=point.bs,
+        offered_iops=None,
+        load_processes=0,
+        repetition=1,
+        status="done",
+        started=run.started,
+        ended=run.ended,
+        host={**facts, "dstore": ran_on},
+        accel=setup.get("accel"),
+        fio_version=parsed.version or None,
+        qemu_version=setup.get("qemu_version"),
+        job_file=run.job_file,
+        results=[r for r in parsed.results if r.role == "measure"],
+        iodepth=load.iodepth,
+        numjobs=load.numjobs,
+    )
     return rec
