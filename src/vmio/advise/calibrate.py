@@ -16,7 +16,6 @@ import socket
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from vmio.errors import InputError
 from vmio.fio import output
@@ -47,7 +46,7 @@ class Calibration:
     read_bw: dict[str, float]
     write_bw: dict[str, float] | None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "path": self.path,
             "device": self.device,

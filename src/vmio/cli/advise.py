@@ -166,27 +166,30 @@ def run_calibrate(args: argparse.Namespace) -> int:
             store=store,
             progress=_calibrate_progress(runtime),
         )
-    doc = result.to_dict()
     if args.json:
-        print(json.dumps(doc, indent=2))
+        print(json.dumps(result.to_dict(), indent=2))
         return 0
     print(f"{result.path} on {result.device or 'an unknown device'} ({result.device_id}), host {result.host}")
     if result.why_no_writes:
         print(f"reads only: {result.why_no_writes}")
-    for name, cell in (
-        ("read_iops", lambda v: f"{v:,.0f} IOPS"),
-        ("write_iops", lambda v: f"{v:,.0f} IOPS"),
-        ("read_bw_by_qd", human_rate),
-        ("write_bw_by_qd", human_rate),
+    for name, by_qd, cell in (
+        ("read_iops", result.read_iops, _iops),
+        ("write_iops", result.write_iops, _iops),
+        ("read_bw_by_qd", result.read_bw, human_rate),
+        ("write_bw_by_qd", result.write_bw, human_rate),
     ):
-        if doc[name]:
-            print(f"  {name}: " + ", ".join(f"qd{qd} {cell(v)}" for qd, v in doc[name].items()))
-    cap_w = doc["capacity_write_iops"]
+        if by_qd:
+            print(f"  {name}: " + ", ".join(f"qd{qd} {cell(v)}" for qd, v in by_qd.items()))
+    cap_w = max(result.write_iops.values()) if result.write_iops else None
     writes = "not measured" if cap_w is None else f"{cap_w:,.0f}"
     print(
-        f"capacity: {doc['capacity_read_iops']:,.0f} read IOPS, {writes} write IOPS (stored in {store.path})"
+        f"capacity: {max(result.read_iops.values()):,.0f} read IOPS, {writes} write IOPS (stored in {store.path})"
     )
     return 0
+
+
+def _iops(value: float) -> str:
+    return f"{value:,.0f} IOPS"
 
 
 def _calibrate_progress(runtime: float) -> Callable[[int, int, str], None]:

@@ -6,7 +6,6 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from vmio.advise.live_sample import LiveVm, Seams, diagnose_live, others_qemus
 from vmio.advise.text import format_diagnosis
@@ -48,7 +47,7 @@ def run_live(args: argparse.Namespace) -> int:
     return 0 if vms else 1
 
 
-def vm_dict(vm: LiveVm) -> dict[str, Any]:
+def vm_dict(vm: LiveVm) -> dict[str, object]:
     cmd, facts = vm.proc.cmd, vm.facts
     return {
         "pid": vm.proc.pid,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from vmio.cli import argtypes
 from vmio.cli.dstore_model import add_model_parser
@@ -165,13 +165,13 @@ def _down(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    info, healthy = commands.status(_where(args))
+    info = commands.status(_where(args))
     if args.json:
-        print(json.dumps(info, indent=2))
+        print(json.dumps(info.to_json(), indent=2))
     else:
-        for key, value in info.items():
+        for key, value in info.to_json().items():
             print(f"{key:>10}: {value}")
-    return 0 if healthy else 1
+    return 0 if info.healthy else 1
 
 
 def _profile(args: argparse.Namespace) -> int:
@@ -198,7 +198,7 @@ def _profile(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_json(args: argparse.Namespace, out: dict[str, Any]) -> None:
+def _write_json(args: argparse.Namespace, out: Mapping[str, object]) -> None:
     if args.output is not None:
         files.write_atomic(args.output, (json.dumps(out, indent=2) + "\n").encode())
 

@@ -13,7 +13,7 @@ from typing import Any
 from vmio.cli import argtypes
 from vmio.cli.argtypes import duration, size
 from vmio.errors import InputError
-from vmio.membal.compare import Comparison, compare
+from vmio.membal.compare import Comparison, Side, SideVm, compare
 from vmio.membal.live import LIVE_POLICIES, Step, policy_params
 from vmio.membal.liverun import LiveOutcome, LiveSettings, describe, run_live
 from vmio.membal.livework import Load, load_config
@@ -237,7 +237,7 @@ def _ratio(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-def outcome_json(settings: LiveSettings, out: LiveOutcome) -> dict[str, Any]:
+def outcome_json(settings: LiveSettings, out: LiveOutcome) -> dict[str, object]:
     steps = [
         {
             "step": st.index,
@@ -327,7 +327,7 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _mem(side: dict[str, Any]) -> str:
+def _mem(side: SideVm) -> str:
     move = side["move"]
     sign = "+" if move > 0 else ("-" if move < 0 else "±")
     return f"{format_size(side['initial'])}->{format_size(side['final'])} ({sign}{format_size(abs(move))})"
@@ -345,7 +345,7 @@ def render_comparison(c: Comparison) -> str:
         head,
     ]
 
-    def side(kind: str, p: str) -> Any:
+    def side(kind: str, p: str) -> Side:
         return (c.live if kind == "live" else c.sim)[p]
 
     for name in c.names:

@@ -59,11 +59,9 @@ def down(root: Path) -> list[str]:
     return cluster.down(root)
 
 
-def status(where: Where) -> tuple[dict[str, Any], bool]:
-    """``vmio dstore status``: the cluster's state, and whether every PG is active+clean and every OSD up."""
-    info = cluster.status(Runner(), target(where))
-    clean = info["pgs"] > 0 and info["pg_states"].get("active+clean", 0) == info["pgs"]
-    return info, clean and info["osds_up"] == info["osds"]
+def status(where: Where) -> cluster.ClusterStatus:
+    """``vmio dstore status``: the cluster's state (``healthy``: every PG active+clean, every OSD up)."""
+    return cluster.status(Runner(), target(where))
 
 
 @dataclass

@@ -19,7 +19,6 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 from vmio.campaign import facts as host_facts
 from vmio.dstore.cluster import ClusterRef, ceph
@@ -154,24 +153,33 @@ def workload(profile: Profile, bs_list: Sequence[int]) -> Workload:
     )
 
 
-def ceph_versions(runner: Runner, ref: ClusterRef) -> dict[str, Any]:
+@dataclass(frozen=True)
+class CephVersions:
+    """The Ceph versions a profile ran with; None where unknown."""
+
+    cluster: str | list[str] | None = None  # the daemons' version, or each of theirs when they differ
+    client: str | None = None  # this host's ``ceph --version`` (the librbd fio and QEMU load)
+
+
+def ceph_versions(runner: Runner, ref: ClusterRef) -> CephVersions:
     """The Ceph versions a profile ran with: the cluster's daemons (``ceph versions``) and this host's
     client (``ceph --version``, the librbd fio and QEMU load); None where the cluster would not say."""
-    found: dict[str, Any] = {"cluster": None, "client": None}
+    cluster: str | list[str] | None = None
     try:
         overall = json.loads(ceph(runner, ref.conf, "versions", "--format", "json", auth=ref.auth()))[
             "overall"
         ]
-        found["cluster"] = sorted(overall)[0] if len(overall) == 1 else sorted(overall)
+        cluster = sorted(overall)[0] if len(overall) == 1 else sorted(overall)
     except (ToolError, ValueError, KeyError, TypeError):
         pass  # a client without the mon's read capability: the version stays unknown, never guessed
+    client = None
     with contextlib.suppress(ToolError):
-        found["client"] = runner.run(["ceph", "--version"], timeout=30).stdout.strip() or None
-    return found
+        client = runner.run(["ceph", "--version"], timeout=30).stdout.strip() or None
+    return CephVersions(cluster, client)
 
 
 def store_profile(
-    store: Store, name: str, configs: Sequence[Configured], versions: Mapping[str, Any]
+    store: Store, name: str, configs: Sequence[Configured], versions: CephVersions
 ) -> list[str]:
     """Store ``configs`` as campaign ``name`` (refused if stored meanwhile): one point per configuration
     and block size, each in one transaction; the point keys in order. A failure removes what was stored."""
@@ -208,8 +216,8 @@ def _record(
     config: Configured,
     point: Point,
     run: Tapped,
-    facts: dict[str, Any],
-    versions: Mapping[str, Any],
+    facts: Mapping[str, object],
+    versions: CephVersions,
 ) -> RunRecord:
     parsed = output.parse(run.text)
     setup = config.profile.setup
@@ -217,8 +225,8 @@ def _record(
     ran_on = {
         "config": setup.get("config"),
         "where": setup.get("where", "host librbd (fio rbd engine)"),
-        "ceph_version": versions.get("cluster"),
-        "ceph_client_version": versions.get("client"),
+        "ceph_version": versions.cluster,
+        "ceph_client_version": versions.client,
         **{k: setup.get(k) for k in SETUP_KEYS},  # the same keys on every point (None: not of this one)
         "rw": load.rw,
         "criteria": asdict(config.profile.criteria),
