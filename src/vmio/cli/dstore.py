@@ -193,7 +193,7 @@ def _profile(args: argparse.Namespace) -> int:
                 f"stored as campaign {settings.name!r} ({len(result.stored or [])} points) in {store.path}",
                 file=sys.stderr,
             )
-    _write_json(args, result.out)
+    _write_json(args, result.to_json())
     _print_profile(result, args.json)
     return 0
 
@@ -206,7 +206,7 @@ def _write_json(args: argparse.Namespace, out: Mapping[str, object]) -> None:
 def _print_profile(result: commands.ProfileResult, as_json: bool) -> None:
     base, labels = result.base, result.labels
     if as_json:
-        print(json.dumps(result.out, indent=2))
+        print(json.dumps(result.to_json(), indent=2))
         return
     print(format_table(base))
     if labels and result.other is not None:
