@@ -384,7 +384,7 @@ def test_a_profile_is_stored_with_fio_s_own_figures_and_reported(
     from vmio.dstore.baseline import run_file_job
     from vmio.dstore.cluster import ClusterRef
     from vmio.dstore.profile import run_profile
-    from vmio.dstore.stored import Configured, FioTap, file_target, store_profile
+    from vmio.dstore.stored import CephVersions, Configured, FioTap, file_target, store_profile
     from vmio.store import Store
     from vmio.targets.host import prepare_file
 
@@ -398,7 +398,7 @@ def test_a_profile_is_stored_with_fio_s_own_figures_and_reported(
     prof.setup.update(where="local file, libaio", path=str(path), pool=None, image=None, config="file")
     with Store(str(db)) as store:
         keys = store_profile(
-            store, "local", [Configured(file_target("file", path), prof, list(tap.tapped))], {}
+            store, "local", [Configured(file_target("file", path), prof, list(tap.tapped))], CephVersions()
         )
     assert keys == [
         "file/randrw/bs=4k/offered=max/load=0/rep=1",

@@ -37,13 +37,13 @@ def test_three_vms_predicted_within_the_documented_distance_of_twenty_percent(
 
 def test_zone_follows_the_seeds_figures_unless_cold_accesses_pull_it_away() -> None:
     r = evaluate_request(seed_args(2, 0, 4000))
-    zone = r["plan"]["zone"]
-    assert zone["placement"] == "seed-figure"
-    assert 240e9 <= zone["start_bytes"] <= 255e9  # Figs. 5 and 7: near 250 GB
+    plan = r.evaluation.plan
+    assert plan.placement == "seed-figure"
+    assert 240e9 <= plan.zone_start * plan.layout.extent_bytes <= 255e9  # Figs. 5 and 7: near 250 GB
     assert any(line.startswith("zone placement: seed-figure") for line in evaluation_lines(r))
-    far = evaluate_request(seed_args(2, 0, 8000, cold_share=0.8))["plan"]["zone"]
-    assert far["placement"] == "access-median"
-    assert far["start_bytes"] < 200e9  # among the images, not beyond them
+    far = evaluate_request(seed_args(2, 0, 8000, cold_share=0.8)).evaluation.plan
+    assert far.placement == "access-median"
+    assert far.zone_start * far.layout.extent_bytes < 200e9  # among the images, not beyond them
 
 
 CLOUDPHYSICS = CLOUDPHYSICS_SAMPLE

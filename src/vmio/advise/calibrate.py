@@ -16,7 +16,6 @@ import socket
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from vmio.errors import InputError
 from vmio.fio import output
@@ -47,7 +46,7 @@ class Calibration:
     read_bw: dict[str, float]
     write_bw: dict[str, float] | None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "path": self.path,
             "device": self.device,
@@ -104,11 +103,17 @@ def calibrate(
         if r.iops > 0 or r.bw_bytes > 0:
             by.setdefault(key, {})[qd] = round(r.bw_bytes if kind.endswith("1m") else r.iops, 1)
     result = Calibration(
-        path=path, device=device, device_id=stable_id(device) if device else f"path:{os.path.realpath(path)}",
-        host=host_name(), writes=why is None, why_no_writes=why,
-        read_iops=_ordered(by.get(("rand4k", "read"), {})), write_iops=_maybe(by.get(("rand4k", "write"))),
-        read_bw=_ordered(by.get(("seq1m", "read"), {})), write_bw=_maybe(by.get(("seq1m", "write"))),
-    )  # fmt: skip
+        path=path,
+        device=device,
+        device_id=stable_id(device) if device else f"path:{os.path.realpath(path)}",
+        host=host_name(),
+        writes=why is None,
+        why_no_writes=why,
+        read_iops=_ordered(by.get(("rand4k", "read"), {})),
+        write_iops=_maybe(by.get(("rand4k", "write"))),
+        read_bw=_ordered(by.get(("seq1m", "read"), {})),
+        write_bw=_maybe(by.get(("seq1m", "write"))),
+    )
     if not result.read_iops:
         raise InputError(f"fio measured no reads on {path!r}")
     if store is not None:
@@ -132,8 +137,16 @@ def _run(
     runner: Runner,
     progress: Callable[[int, int, str], None] | None = None,
 ) -> list[output.JobResult]:
-    glob: dict[str, str | int | float] = {"filename": path, "ioengine": "libaio", "direct": 1, "time_based": 1, "runtime": seconds(runtime),
-            "norandommap": 1, "randrepeat": 0, "group_reporting": 1}  # fmt: skip
+    glob: dict[str, str | int | float] = {
+        "filename": path,
+        "ioengine": "libaio",
+        "direct": 1,
+        "time_based": 1,
+        "runtime": seconds(runtime),
+        "norandommap": 1,
+        "randrepeat": 0,
+        "group_reporting": 1,
+    }
     if not is_block_device(path):
         glob["size"] = os.path.getsize(path)
     kinds = [("rand4k", "randread", "4k"), ("seq1m", "read", "1M")]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Mapping
 from typing import Any
 
 from vmio.advise.evidence import Device, Evidence, Host, Measured, Vm, Workload
@@ -177,7 +178,7 @@ def _busiest(metrics: dict[tuple[str, str], float], metric: str) -> float | None
     return max(found, default=None)
 
 
-def _load_avg(facts: dict[str, Any]) -> float | None:
+def _load_avg(facts: Mapping[str, object]) -> float | None:
     load = facts.get("loadavg")
     return float(load[0]) if isinstance(load, list) and load else None
 

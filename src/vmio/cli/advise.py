@@ -37,10 +37,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         adv.add_argument(flag, choices=("yes", "no"), default="no", help=f"{text} (default no)")
     adv.add_argument("--bus", default=",".join(ADVISE_BUSES), help="allowed buses, comma-separated")
     adv.add_argument("--json", action="store_true", help="print JSON")
-    adv.add_argument("--device", metavar="PATH", default=None,
-                     help="the VM disk's file or block device, written into the QEMU arguments and libvirt XML")  # fmt: skip
-    adv.add_argument("--db", default=None,
-                     help="the store whose campaigns give this host's VM/bare ratios (default ./vmio.db, or $VMIO_DB)")  # fmt: skip
+    adv.add_argument(
+        "--device",
+        metavar="PATH",
+        default=None,
+        help="the VM disk's file or block device, written into the QEMU arguments and libvirt XML",
+    )
+    adv.add_argument(
+        "--db",
+        default=None,
+        help="the store whose campaigns give this host's VM/bare ratios (default ./vmio.db, or $VMIO_DB)",
+    )
     adv.add_argument("--qemu", default=QEMU, help=argparse.SUPPRESS)
     adv.add_argument("--sysfs", type=Path, default=Path("/sys"), help=argparse.SUPPRESS)
     adv.add_argument("--proc", type=Path, default=Path("/proc"), help=argparse.SUPPRESS)
@@ -59,9 +66,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     add_db(diag)
     for side in ("read", "write"):
-        diag.add_argument(f"--capacity-{side}-iops", type=argtypes.count(1, 10**9), metavar="N", default=None,
-                          help=f"the device's {side} capacity in IOPS, as you know it (default: vmio calibrate's, "
-                          "else unknown)")  # fmt: skip
+        diag.add_argument(
+            f"--capacity-{side}-iops",
+            type=argtypes.count(1, 10**9),
+            metavar="N",
+            default=None,
+            help=f"the device's {side} capacity in IOPS, as you know it (default: vmio calibrate's, "
+            "else unknown)",
+        )
     diag.add_argument("--evidence", type=Path, metavar="FILE", help="an evidence JSON file")
     diag.add_argument("--explain", action="store_true", help="print the decision tree and thresholds")
     diag.add_argument("--json", action="store_true", help="print JSON")
@@ -90,8 +102,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_db(cal)
     cal.add_argument("--json", action="store_true", help="print JSON")
     cal.add_argument("--runtime", default="2s", help="time per queue depth and pattern (default 2s)")
-    cal.add_argument("--destroy-data", action="append", default=[], metavar="PATH",
-                     help="allow writes to PATH (a device, or a file vmio did not create) though it holds data")  # fmt: skip
+    cal.add_argument(
+        "--destroy-data",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="allow writes to PATH (a device, or a file vmio did not create) though it holds data",
+    )
     cal.set_defaults(handler=run_calibrate)
 
     tune = sub.add_parser("tune", help="apply the top diagnosed action to a campaign's VM targets and re-run")
@@ -141,29 +158,38 @@ def run_calibrate(args: argparse.Namespace) -> int:
             raise InputError(f"--size {args.size!r} must be above zero, such as '1G'")
     runtime = argtypes.positive_duration("--runtime", args.runtime)
     with open_store(args, write=True) as store:
-        result = calibrate(args.path, size=size, runtime=runtime, destroy=args.destroy_data, store=store,
-                           progress=_calibrate_progress(runtime))  # fmt: skip
-    doc = result.to_dict()
+        result = calibrate(
+            args.path,
+            size=size,
+            runtime=runtime,
+            destroy=args.destroy_data,
+            store=store,
+            progress=_calibrate_progress(runtime),
+        )
     if args.json:
-        print(json.dumps(doc, indent=2))
+        print(json.dumps(result.to_dict(), indent=2))
         return 0
     print(f"{result.path} on {result.device or 'an unknown device'} ({result.device_id}), host {result.host}")
     if result.why_no_writes:
         print(f"reads only: {result.why_no_writes}")
-    for name, cell in (
-        ("read_iops", lambda v: f"{v:,.0f} IOPS"),
-        ("write_iops", lambda v: f"{v:,.0f} IOPS"),
-        ("read_bw_by_qd", human_rate),
-        ("write_bw_by_qd", human_rate),
+    for name, by_qd, cell in (
+        ("read_iops", result.read_iops, _iops),
+        ("write_iops", result.write_iops, _iops),
+        ("read_bw_by_qd", result.read_bw, human_rate),
+        ("write_bw_by_qd", result.write_bw, human_rate),
     ):
-        if doc[name]:
-            print(f"  {name}: " + ", ".join(f"qd{qd} {cell(v)}" for qd, v in doc[name].items()))
-    cap_w = doc["capacity_write_iops"]
+        if by_qd:
+            print(f"  {name}: " + ", ".join(f"qd{qd} {cell(v)}" for qd, v in by_qd.items()))
+    cap_w = max(result.write_iops.values()) if result.write_iops else None
     writes = "not measured" if cap_w is None else f"{cap_w:,.0f}"
     print(
-        f"capacity: {doc['capacity_read_iops']:,.0f} read IOPS, {writes} write IOPS (stored in {store.path})"
+        f"capacity: {max(result.read_iops.values()):,.0f} read IOPS, {writes} write IOPS (stored in {store.path})"
     )
     return 0
+
+
+def _iops(value: float) -> str:
+    return f"{value:,.0f} IOPS"
 
 
 def _calibrate_progress(runtime: float) -> Callable[[int, int, str], None]:
@@ -227,9 +253,15 @@ def run_diagnose(args: argparse.Namespace) -> int:
     evidence = load_evidence(args.evidence)
     if args.capacity_read_iops is not None or args.capacity_write_iops is not None:
         source = "declared with --capacity-read-iops/--capacity-write-iops"
-        devices = tuple(replace(d, capacity_read_iops=args.capacity_read_iops,
-                                capacity_write_iops=args.capacity_write_iops, capacity_source=source)
-                        for d in evidence.devices)  # fmt: skip
+        devices = tuple(
+            replace(
+                d,
+                capacity_read_iops=args.capacity_read_iops,
+                capacity_write_iops=args.capacity_write_iops,
+                capacity_source=source,
+            )
+            for d in evidence.devices
+        )
         evidence = replace(evidence, devices=devices)
     diagnosis = diagnose(evidence)
     if args.json:
@@ -258,8 +290,11 @@ def _diagnose_campaign(args: argparse.Namespace) -> int:
     verdicts = {key: diagnose(ev) for key, ev in found}
     several = len({b for b in builds.values() if b}) > 1
     if args.json:
-        print(json.dumps({key: {**d.to_dict(), "qemu_build": builds[key]} for key, d in verdicts.items()},
-                         indent=2))  # fmt: skip
+        print(
+            json.dumps(
+                {key: {**d.to_dict(), "qemu_build": builds[key]} for key, d in verdicts.items()}, indent=2
+            )
+        )
         return 0
     for key, d in verdicts.items():
         # the build beside each point when the campaign ran several: the verdict may differ with the build
@@ -278,8 +313,14 @@ def run_tune(args: argparse.Namespace) -> int:
 
     options = runner.Options(boot_timeout=argtypes.positive_duration("--boot-timeout", args.boot_timeout))
     with open_store(args, write=True) as store:
-        plan = tune.plan(store, args.campaign, caps=probe_caps, backing=args.backing, tuned_name=args.name,
-                         only=args.target)  # fmt: skip
+        plan = tune.plan(
+            store,
+            args.campaign,
+            caps=probe_caps,
+            backing=args.backing,
+            tuned_name=args.name,
+            only=args.target,
+        )
         if not args.json:
             sys.stdout.write(format_plan(plan))
             sys.stdout.flush()

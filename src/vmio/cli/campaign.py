@@ -39,15 +39,25 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="with a fio job file: the file or block device it runs on (a one-target campaign)",
     )
     p.add_argument("--size", help="with --target: the size of a target file to create (e.g. 1G)")
-    p.add_argument("--runtime", help="with --target: each job section's runtime (default: the section's "
-                   "own runtime=, else 10s)")  # fmt: skip
-    p.add_argument("--name", help="the campaign's name (default: the spec's [campaign] name, or the job "
-                   "file's name without its suffix)")  # fmt: skip
+    p.add_argument(
+        "--runtime",
+        help="with --target: each job section's runtime (default: the section's own runtime=, else 10s)",
+    )
+    p.add_argument(
+        "--name",
+        help="the campaign's name (default: the spec's [campaign] name, or the job "
+        "file's name without its suffix)",
+    )
     p.add_argument("--dry-run", action="store_true", help="print the points and their fio job files")
     p.add_argument("--force", action="store_true", help="redo points already done")
-    p.add_argument("--destroy-data", action="append", default=[], metavar="PATH",
-                   help="allow writes to PATH though it holds data: a device or a file vmio did not create, "
-                        "rbd:POOL/IMAGE (an RBD image) or DOMAIN:DISK (a libvirt domain's disk); repeatable")  # fmt: skip
+    p.add_argument(
+        "--destroy-data",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="allow writes to PATH though it holds data: a device or a file vmio did not create, "
+        "rbd:POOL/IMAGE (an RBD image) or DOMAIN:DISK (a libvirt domain's disk); repeatable",
+    )
     p.add_argument(
         "--interval",
         type=argtypes.duration,
@@ -67,12 +77,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("campaign", nargs="?")
     add_db(p)
     p.add_argument("--json", action="store_true")
-    p.add_argument("--sla", metavar="METRIC=BOUND",
-                   help="the highest IOPS within a latency bound per target and workload, e.g. p99=2ms "
-                   "(metric p50, p99, p99.9 or mean)")  # fmt: skip
-    p.add_argument("--ops", action="store_true",
-                   help="the timed operations (ops workloads) per target, bs, rw and load processes: count and "
-                   "min/avg/max latency in ms (okayama-hypervisors-2020's Figs. 2-4, 8)")  # fmt: skip
+    p.add_argument(
+        "--sla",
+        metavar="METRIC=BOUND",
+        help="the highest IOPS within a latency bound per target and workload, e.g. p99=2ms "
+        "(metric p50, p99, p99.9 or mean)",
+    )
+    p.add_argument(
+        "--ops",
+        action="store_true",
+        help="the timed operations (ops workloads) per target, bs, rw and load processes: count and "
+        "min/avg/max latency in ms (okayama-hypervisors-2020's Figs. 2-4, 8)",
+    )
     p.set_defaults(handler=cmd_show)
 
     p = sub.add_parser("ls", help="list stored campaigns: one line each (targets, workloads, points)")
@@ -94,8 +110,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "import", help="store fio JSON or json+ output from runs made without vmio as a campaign"
     )
-    p.add_argument("files", nargs="+", metavar="FILE", help="fio --output-format=json or json+ output (local "
-                   "or client/server); each job name becomes a point")  # fmt: skip
+    p.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="fio --output-format=json or json+ output (local "
+        "or client/server); each job name becomes a point",
+    )
     p.add_argument(
         "--campaign", required=True, help="the campaign to store them in (new, or an imported one)"
     )
@@ -106,12 +127,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("export", help="export a campaign's points and metric series")
     p.add_argument("campaign")
     add_db(p)
-    p.add_argument("--format", choices=export.FORMATS,
-                   help="csv, json, parquet, ndjson or prometheus (default: from the output's suffix, e.g. "
-                   ".csv, .json, .parquet, .ndjson, .prom)")  # fmt: skip
-    p.add_argument("-o", "--output", type=argtypes.out_file, required=True,
-                   help="output file (csv and parquet write their series and operations beside it); '-' writes "
-                   "json, ndjson or prometheus to stdout")  # fmt: skip
+    p.add_argument(
+        "--format",
+        choices=export.FORMATS,
+        help="csv, json, parquet, ndjson or prometheus (default: from the output's suffix, e.g. "
+        ".csv, .json, .parquet, .ndjson, .prom)",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        type=argtypes.out_file,
+        required=True,
+        help="output file (csv and parquet write their series and operations beside it); '-' writes "
+        "json, ndjson or prometheus to stdout",
+    )
     p.set_defaults(handler=cmd_export)
 
 
@@ -122,8 +151,14 @@ def fio_campaign_text(
     job_file: str, target: str, size: str | None, runtime: str | None = None, name: str | None = None
 ) -> str:
     """The spec of ``vmio run JOBFILE --target PATH``: one host target, one workload per job section."""
-    lines = ["[campaign]", f"name = {json.dumps(name or Path(job_file).stem)}", "",
-             "[[target]]", 'name = "target"', f"path = {json.dumps(target)}"]  # fmt: skip
+    lines = [
+        "[campaign]",
+        f"name = {json.dumps(name or Path(job_file).stem)}",
+        "",
+        "[[target]]",
+        'name = "target"',
+        f"path = {json.dumps(target)}",
+    ]
     if size is not None:
         lines.append(f"size = {json.dumps(size)}")
     lines += ["", "[[workload]]", f"fio = {json.dumps(str(Path(job_file).resolve()))}"]
@@ -186,21 +221,31 @@ def print_dry_run(camp: spec.Campaign, out: TextIO) -> None:
     out.write(f"campaign {camp.name!r}: {len(points)} points\n")
     for w in camp.workloads:
         if w.stop_at is not None:
-            out.write(f"workload {w.name!r}: each sweep (target, bs, jobs, load, rep) stops at its first point "
-                      f"beyond {w.stop_at.metric} = {w.stop_at.bound_ms:g} ms; its later points are not run\n")  # fmt: skip
+            out.write(
+                f"workload {w.name!r}: each sweep (target, bs, jobs, load, rep) stops at its first point "
+                f"beyond {w.stop_at.metric} = {w.stop_at.bound_ms:g} ms; its later points are not run\n"
+            )
     for point in points:
         workload = swept_workload(camp.workload(point.workload), point)
         target = camp.target(point.target)
         place = dataclasses.replace(
             swept_place(placement.endpoints(target, workload)[0].place, point),
-            lat_log_prefix="ops-0", hist_log_prefix="hist-0",
-        )  # fmt: skip
-        text = jobfile.render(workload, bs=point.bs, offered_iops=point.offered_iops,
-                              load_processes=point.load_processes, place=place)  # fmt: skip
+            lat_log_prefix="ops-0",
+            hist_log_prefix="hist-0",
+        )
+        text = jobfile.render(
+            workload,
+            bs=point.bs,
+            offered_iops=point.offered_iops,
+            load_processes=point.load_processes,
+            place=place,
+        )
         if point.offered_pct is not None:
             poisson = ", rate_process=poisson" if workload.arrivals == "poisson" else ""
-            text += (f"; rate_iops = {point.offered_pct:g}% of the achieved IOPS of {point.max_key()} "
-                     f"(run first), split over the jobs{poisson}\n")  # fmt: skip
+            text += (
+                f"; rate_iops = {point.offered_pct:g}% of the achieved IOPS of {point.max_key()} "
+                f"(run first), split over the jobs{poisson}\n"
+            )
         disk = f"; cache {target.cache}, aio {target.aio}" if isinstance(target, spec.QemuTarget) else ""
         out.write(f"\n## {point.key}  ({target.kind}; {placement.where(target)}{disk})\n{text}")
         if camp.seed is not None and workload.ops:
@@ -285,10 +330,17 @@ def format_campaigns(rows: list[dict[str, object]]) -> str:
         return ",".join(items) if len(items) <= 3 else f"{','.join(items[:2])},+{len(items) - 2} more"
 
     lines = [("campaign", "created", "targets", "workloads", "done", "failed", "accel")] + [
-        (str(r["name"]), str(r["created"] or "-"), names(r["targets"]), names(r["workloads"]),
-         str(r["points_done"]), str(r["points_failed"]), names(r["accel"]) or "-")
+        (
+            str(r["name"]),
+            str(r["created"] or "-"),
+            names(r["targets"]),
+            names(r["workloads"]),
+            str(r["points_done"]),
+            str(r["points_failed"]),
+            names(r["accel"]) or "-",
+        )
         for r in rows
-    ]  # fmt: skip
+    ]
     return columns(lines, right=frozenset({4, 5}))
 
 
@@ -425,19 +477,22 @@ def show_lines(rows: list[summary.PointRow]) -> list[tuple[str, ...]]:
     lines: list[tuple[str, ...]] = [head]
     for r in rows:
         lat = r.read_lat_ns or r.write_lat_ns
-        lines.append((
-            f"{r.campaign}:{r.point}",
-            r.status,
-            r.accel or "-",
-            f"{_num(r.read_iops)}/{_num(r.write_iops)}",
-            f"{_mb(r.read_bw)}/{_mb(r.write_bw)}",
-            _ms(lat, "p50"),
-            _ms(lat, "p99"),
-            _num(r.metric("dev_busy_pct"), 1),
-            _num(r.metric("cpu_usr_pct"), 1),
-            _num(r.metric("cpu_sys_pct"), 1),
-        ) + ((_steady(r.steady),) if steady else ())
-          + ((_offered(r),) if shares else ()))  # fmt: skip
+        lines.append(
+            (
+                f"{r.campaign}:{r.point}",
+                r.status,
+                r.accel or "-",
+                f"{_num(r.read_iops)}/{_num(r.write_iops)}",
+                f"{_mb(r.read_bw)}/{_mb(r.write_bw)}",
+                _ms(lat, "p50"),
+                _ms(lat, "p99"),
+                _num(r.metric("dev_busy_pct"), 1),
+                _num(r.metric("cpu_usr_pct"), 1),
+                _num(r.metric("cpu_sys_pct"), 1),
+            )
+            + ((_steady(r.steady),) if steady else ())
+            + ((_offered(r),) if shares else ())
+        )
     return lines
 
 

@@ -6,7 +6,6 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from vmio.advise.live_sample import LiveVm, Seams, diagnose_live, others_qemus
 from vmio.advise.text import format_diagnosis
@@ -25,8 +24,11 @@ def run_live(args: argparse.Namespace) -> int:
     seams = Seams(proc_root=args.proc, sys_root=Path("/sys"))
     vms = diagnose_live(span, seams, pids=args.pid or (), jobs_per_vm=args.jobs_per_vm)
     for other in others_qemus(find_qemus(args.proc), seams) if not args.pid else ():
-        print(f"skipped QEMU pid {other.pid} (uid {other.uids[0]}): not run by root, you or "
-              f"{LIBVIRT_QEMU_USER}; name it with --pid {other.pid} to diagnose it", file=sys.stderr)  # fmt: skip
+        print(
+            f"skipped QEMU pid {other.pid} (uid {other.uids[0]}): not run by root, you or "
+            f"{LIBVIRT_QEMU_USER}; name it with --pid {other.pid} to diagnose it",
+            file=sys.stderr,
+        )
     if args.dump_evidence is not None and vms:
         doc = {
             f"{vm.proc.pid}/{d.disk.device_id or d.disk.drive}": d.evidence.to_dict()
@@ -45,18 +47,31 @@ def run_live(args: argparse.Namespace) -> int:
     return 0 if vms else 1
 
 
-def vm_dict(vm: LiveVm) -> dict[str, Any]:
+def vm_dict(vm: LiveVm) -> dict[str, object]:
     cmd, facts = vm.proc.cmd, vm.facts
     return {
-        "pid": vm.proc.pid, "name": cmd.name, "accel": cmd.accel, "qemu_version": vm.version,
+        "pid": vm.proc.pid,
+        "name": cmd.name,
+        "accel": cmd.accel,
+        "qemu_version": vm.version,
         "qmp": {"socket": cmd.qmp, "via": facts.via, "reachable": facts.reachable, "error": facts.error},
         "source": "qmp" if facts.reachable else "command line",
         "iothreads": {name: facts.iothread_tids.get(name) for name in facts.iothread_tids or cmd.iothreads},
-        "disks": [{"id": d.disk.device_id, "node": d.disk.drive, "bus": d.disk.bus, "path": d.disk.path,
-                   "iothread": d.disk.iothread, "host_device": d.host_device, "evidence": d.evidence.to_dict(),
-                   "diagnosis": d.diagnosis.to_dict()} for d in vm.disks],
+        "disks": [
+            {
+                "id": d.disk.device_id,
+                "node": d.disk.drive,
+                "bus": d.disk.bus,
+                "path": d.disk.path,
+                "iothread": d.disk.iothread,
+                "host_device": d.host_device,
+                "evidence": d.evidence.to_dict(),
+                "diagnosis": d.diagnosis.to_dict(),
+            }
+            for d in vm.disks
+        ],
         "notes": vm.notes,
-    }  # fmt: skip
+    }
 
 
 def format_vm(vm: LiveVm) -> str:

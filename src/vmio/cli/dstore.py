@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from vmio.cli import argtypes
 from vmio.cli.dstore_model import add_model_parser
@@ -165,13 +165,13 @@ def _down(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    info, healthy = commands.status(_where(args))
+    info = commands.status(_where(args))
     if args.json:
-        print(json.dumps(info, indent=2))
+        print(json.dumps(info.to_json(), indent=2))
     else:
-        for key, value in info.items():
+        for key, value in info.to_json().items():
             print(f"{key:>10}: {value}")
-    return 0 if healthy else 1
+    return 0 if info.healthy else 1
 
 
 def _profile(args: argparse.Namespace) -> int:
@@ -189,14 +189,16 @@ def _profile(args: argparse.Namespace) -> int:
     else:
         with open_store(args, write=True) as store:
             result = commands.profile(_where(args), settings, store=store, on_point=_progress, warn=_warn)
-            print(f"stored as campaign {settings.name!r} ({len(result.stored or [])} points) in {store.path}",
-                  file=sys.stderr)  # fmt: skip
-    _write_json(args, result.out)
+            print(
+                f"stored as campaign {settings.name!r} ({len(result.stored or [])} points) in {store.path}",
+                file=sys.stderr,
+            )
+    _write_json(args, result.to_json())
     _print_profile(result, args.json)
     return 0
 
 
-def _write_json(args: argparse.Namespace, out: dict[str, Any]) -> None:
+def _write_json(args: argparse.Namespace, out: Mapping[str, object]) -> None:
     if args.output is not None:
         files.write_atomic(args.output, (json.dumps(out, indent=2) + "\n").encode())
 
@@ -204,7 +206,7 @@ def _write_json(args: argparse.Namespace, out: dict[str, Any]) -> None:
 def _print_profile(result: commands.ProfileResult, as_json: bool) -> None:
     base, labels = result.base, result.labels
     if as_json:
-        print(json.dumps(result.out, indent=2))
+        print(json.dumps(result.to_json(), indent=2))
         return
     print(format_table(base))
     if labels and result.other is not None:
@@ -212,11 +214,15 @@ def _print_profile(result: commands.ProfileResult, as_json: bool) -> None:
     for label, prof, ratio_name in result.sides:
         print(f"\n{label}:\n{format_table(prof)}")
         if ratio_name == "vs base":
-            print(f"\nreplicated vs {label} (IOPS ratio):\n"
-                  f"{format_side_by_side(base, prof, ('replicated', label), ratio_name)}")  # fmt: skip
+            print(
+                f"\nreplicated vs {label} (IOPS ratio):\n"
+                f"{format_side_by_side(base, prof, ('replicated', label), ratio_name)}"
+            )
         else:
-            print(f"\n{label} vs host librbd (IOPS ratio):\n"
-                  f"{format_side_by_side(prof, base, (label, 'host librbd'), ratio_name)}")  # fmt: skip
+            print(
+                f"\n{label} vs host librbd (IOPS ratio):\n"
+                f"{format_side_by_side(prof, base, (label, 'host librbd'), ratio_name)}"
+            )
 
 
 def _warn(text: str) -> None:

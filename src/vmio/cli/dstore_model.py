@@ -5,11 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import asdict
-from typing import Any
 
 from vmio.cli import argtypes
 from vmio.dstore import commands
-from vmio.dstore.calibrate import Fit
 from vmio.dstore.model import WRITE_PATHS, Prediction
 from vmio.dstore.profile import Criteria, parse_bs_list, verdict
 from vmio.dstore.settings import ModelSettings, ProfileSettings
@@ -71,30 +69,43 @@ def add_model_parser(dsub: argparse._SubParsersAction[argparse.ArgumentParser]) 
 def _model(args: argparse.Namespace) -> int:
     from vmio.cli.store_args import default_db
 
-    result = commands.model(ModelSettings(
-        calibrate=args.calibrate, db=args.db or default_db(), target=args.target,
-        fit_bs=tuple(parse_bs_list(args.fit_bs)) if args.fit_bs else None,
-        bs=tuple(parse_bs_list(args.bs)) if args.bs else None,
-        base_replicas=args.base_replicas, devices=args.devices, hosts=args.hosts,
-        base_network=args.base_network, rtt=args.rtt, base_write_path=args.base_write_path,
-        dev_op=args.dev_op, dev_bw=args.dev_bw, replicas=args.replicas, stripe=args.stripe,
-        network=args.network, write_path=args.write_path, cache_share=args.cache_share, iodepth=args.iodepth,
-    ))  # fmt: skip
-    parts = (result.fit, result.baseline, result.changed, result.changes, result.criteria)
+    result = commands.model(
+        ModelSettings(
+            calibrate=args.calibrate,
+            db=args.db or default_db(),
+            target=args.target,
+            fit_bs=tuple(parse_bs_list(args.fit_bs)) if args.fit_bs else None,
+            bs=tuple(parse_bs_list(args.bs)) if args.bs else None,
+            base_replicas=args.base_replicas,
+            devices=args.devices,
+            hosts=args.hosts,
+            base_network=args.base_network,
+            rtt=args.rtt,
+            base_write_path=args.base_write_path,
+            dev_op=args.dev_op,
+            dev_bw=args.dev_bw,
+            replicas=args.replicas,
+            stripe=args.stripe,
+            network=args.network,
+            write_path=args.write_path,
+            cache_share=args.cache_share,
+            iodepth=args.iodepth,
+        )
+    )
     if args.json:
-        print(json.dumps(_json(*parts), indent=2))
+        print(json.dumps(_json(result), indent=2))
     else:
-        print(_table(*parts))
+        print(_table(result))
     return 0
 
 
-def _row(p: Prediction, criteria: Criteria) -> dict[str, Any]:
+def _row(p: Prediction, criteria: Criteria) -> dict[str, object]:
     return {**asdict(p), "verdict": verdict(p.mean_lat_ms, p.iops, criteria)}
 
 
-def _json(
-    fit: Fit, base: list[Prediction], changed: list[Prediction], changes: dict[str, Any], criteria: Criteria
-) -> dict[str, Any]:
+def _json(result: commands.ModelResult) -> dict[str, object]:
+    """``dstore model --json``: the fit, the predictions before and after the changes, the criteria."""
+    fit, criteria = result.fit, result.criteria
     return {
         "fit": {
             "params": asdict(fit.params),
@@ -103,15 +114,14 @@ def _json(
             "outstanding": fit.outstanding,
             "read_frac": fit.read_frac,
         },
-        "baseline": [_row(p, criteria) for p in base],
-        "what_if": {"changes": changes, "points": [_row(p, criteria) for p in changed]},
+        "baseline": [_row(p, criteria) for p in result.baseline],
+        "what_if": {"changes": result.changes, "points": [_row(p, criteria) for p in result.changed]},
         "criteria": asdict(criteria),
     }
 
 
-def _table(
-    fit: Fit, base: list[Prediction], changed: list[Prediction], changes: dict[str, Any], criteria: Criteria
-) -> str:
+def _table(result: commands.ModelResult) -> str:
+    fit, criteria, changes = result.fit, result.criteria, result.changes
     p = fit.params
     lines = [
         f"model: {p.replicas} replicas, {p.devices} devices, {p.write_path} writes, "
@@ -124,7 +134,7 @@ def _table(
     ]
     what = ", ".join(f"{k}={v}" for k, v in changes.items()) or "no change"
     lines.append(f"{'bs':>6} {'IOPS':>8} {'mean ms':>8} {'p99 ms':>8} {'verdict':>10} | what if {what}")
-    for b, c in zip(base, changed, strict=True):
+    for b, c in zip(result.baseline, result.changed, strict=True):
         lines.append(
             f"{format_size(b.bs):>6} {b.iops:8.0f} {b.mean_lat_ms:8.2f} {b.p99_lat_ms:8.2f} "
             f"{verdict(b.mean_lat_ms, b.iops, criteria):>10} | {c.iops:8.0f} "

@@ -28,18 +28,29 @@ def register(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     define.add_argument(
         "--disk", metavar="DEV", help="which of DOMAIN's disks to copy (default: its only data disk)"
     )
-    define.add_argument("--backing", required=True,
-                        help="the canary's disk: a block device, or a new file vmio creates (--size)")  # fmt: skip
+    define.add_argument(
+        "--backing",
+        required=True,
+        help="the canary's disk: a block device, or a new file vmio creates (--size)",
+    )
     define.add_argument("--size", type=argtypes.size, help="size of a backing file vmio creates (default 1G)")
     define.add_argument("--bus", choices=canary.BUSES)
     define.add_argument("--iothreads", type=argtypes.count(0, 64), help="the domain's iothreads (0 = none)")
     define.add_argument("--cache", choices=canary.CACHES)
     define.add_argument("--aio", choices=canary.AIOS)
     define.add_argument("--queues", type=argtypes.count(1, 64))
-    define.add_argument("--accel", choices=("auto", "kvm", "tcg"), default="auto",
-                        help="domain type kvm or qemu (TCG); auto: vmio's probe boot decides")  # fmt: skip
-    define.add_argument("--boot-timeout", type=functools.partial(argtypes.positive_duration, "--boot-timeout"),
-                        default=180.0, help="how long the guest agent has to answer (default 3m)")  # fmt: skip
+    define.add_argument(
+        "--accel",
+        choices=("auto", "kvm", "tcg"),
+        default="auto",
+        help="domain type kvm or qemu (TCG); auto: vmio's probe boot decides",
+    )
+    define.add_argument(
+        "--boot-timeout",
+        type=functools.partial(argtypes.positive_duration, "--boot-timeout"),
+        default=180.0,
+        help="how long the guest agent has to answer (default 3m)",
+    )
     define.add_argument("--memory", type=argtypes.size, default=384 << 20, help="guest memory (default 384M)")
     define.add_argument("--json", action="store_true", help="print the canary as one JSON object")
     define.set_defaults(handler=_define)
@@ -76,16 +87,27 @@ def _define(args: argparse.Namespace) -> int:
     built = image.build()
     domain_type = _domain_type(args.accel, built, virsh)
     made = canary.define(
-        virsh, args.name, args.backing, shape, domain_type=domain_type, size=args.size, like=args.like, memory=args.memory,
-        kernel=built.kernel, base_initrd=built.initrd, boot_timeout=args.boot_timeout,
-    )  # fmt: skip
+        virsh,
+        args.name,
+        args.backing,
+        shape,
+        domain_type=domain_type,
+        size=args.size,
+        like=args.like,
+        memory=args.memory,
+        kernel=built.kernel,
+        base_initrd=built.initrd,
+        boot_timeout=args.boot_timeout,
+    )
     if args.json:
         print(json.dumps(made.to_json(), indent=2))
         return 0
     s = made.shape
-    print(f"canary {made.name} on {made.uri}: domain type {made.domain_type}, {s.bus}, cache={s.cache}, "
-          f"io={s.aio}, iothreads={s.iothreads}, queues={s.queues or '-'}"
-          + (f" (like {made.like})" if made.like else ""))  # fmt: skip
+    print(
+        f"canary {made.name} on {made.uri}: domain type {made.domain_type}, {s.bus}, cache={s.cache}, "
+        f"io={s.aio}, iothreads={s.iothreads}, queues={s.queues or '-'}"
+        + (f" (like {made.like})" if made.like else "")
+    )
     print(f"files: {made.folder}; disk: {made.backing}" + (" (made by vmio)" if made.made_backing else ""))
     return 0
 

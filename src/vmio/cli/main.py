@@ -134,8 +134,10 @@ def signals_unwind() -> Iterator[None]:
     def interrupt(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
-    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, terminate),
-                signal.SIGINT: signal.signal(signal.SIGINT, interrupt)}  # fmt: skip
+    previous = {
+        signal.SIGTERM: signal.signal(signal.SIGTERM, terminate),
+        signal.SIGINT: signal.signal(signal.SIGINT, interrupt),
+    }
     try:
         yield
     finally:

@@ -13,7 +13,7 @@ from typing import Any
 from vmio.cli import argtypes
 from vmio.cli.argtypes import duration, size
 from vmio.errors import InputError
-from vmio.membal.compare import Comparison, compare
+from vmio.membal.compare import Comparison, Side, SideVm, compare
 from vmio.membal.live import LIVE_POLICIES, Step, policy_params
 from vmio.membal.liverun import LiveOutcome, LiveSettings, describe, run_live
 from vmio.membal.livework import Load, load_config
@@ -21,9 +21,17 @@ from vmio.store import Store
 from vmio.units import format_size
 
 _DEFAULTS: dict[str, Any] = {
-    "vms": 2, "memory": 512 << 20, "floor": 256 << 20, "policy": "refault", "interval": 2.0,
-    "duration": 60.0, "max_step": 64 << 20, "min_move": 8 << 20, "budget": 0, "psi_threshold": 0.01,
-}  # fmt: skip
+    "vms": 2,
+    "memory": 512 << 20,
+    "floor": 256 << 20,
+    "policy": "refault",
+    "interval": 2.0,
+    "duration": 60.0,
+    "max_step": 64 << 20,
+    "min_move": 8 << 20,
+    "budget": 0,
+    "psi_threshold": 0.01,
+}
 
 
 def _sizes(value: str) -> list[int]:
@@ -105,11 +113,20 @@ def settings_from(args: argparse.Namespace) -> LiveSettings:
             raise InputError(f"--param {item!r} is not KEY=VALUE, e.g. hysteresis=0.2")
         params[key.strip()] = value.strip()
     return LiveSettings(
-        vms=n, memory=values["memory"], floors=floors, policy=values["policy"], interval=values["interval"],
-        duration=values["duration"], max_step=values["max_step"], min_move=values["min_move"],
-        budget=values["budget"], psi_threshold=values["psi_threshold"], loads=loads, accel=args.accel,
+        vms=n,
+        memory=values["memory"],
+        floors=floors,
+        policy=values["policy"],
+        interval=values["interval"],
+        duration=values["duration"],
+        max_step=values["max_step"],
+        min_move=values["min_move"],
+        budget=values["budget"],
+        psi_threshold=values["psi_threshold"],
+        loads=loads,
+        accel=args.accel,
         params=policy_params(values["policy"], params),
-    )  # fmt: skip
+    )
 
 
 def _floors(floor: int | list[int], per_vm: tuple[int | None, ...], n: int) -> tuple[int, ...]:
@@ -220,20 +237,34 @@ def _ratio(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-def outcome_json(settings: LiveSettings, out: LiveOutcome) -> dict[str, Any]:
+def outcome_json(settings: LiveSettings, out: LiveOutcome) -> dict[str, object]:
     steps = [
         {
-            "step": st.index, "t": st.t,
+            "step": st.index,
+            "t": st.t,
             "vms": [
-                {"vm": v.vm, "old": v.move.old, "new": v.move.new, "proposed": v.move.proposed,
-                 "actual": v.actual, "reason": v.move.reason, "signals": v.signals.to_json()}
+                {
+                    "vm": v.vm,
+                    "old": v.move.old,
+                    "new": v.move.new,
+                    "proposed": v.move.proposed,
+                    "actual": v.actual,
+                    "reason": v.move.reason,
+                    "signals": v.signals.to_json(),
+                }
                 for v in st.vms
             ],
         }
         for st in out.steps
-    ]  # fmt: skip
-    return {"run_id": out.run_id, "accel": out.accel, "settings": settings.to_json(), "steps": steps,
-            "summary": out.summary, "hit_ratio": out.hit_ratio}  # fmt: skip
+    ]
+    return {
+        "run_id": out.run_id,
+        "accel": out.accel,
+        "settings": settings.to_json(),
+        "steps": steps,
+        "summary": out.summary,
+        "hit_ratio": out.hit_ratio,
+    }
 
 
 def _compared(args: argparse.Namespace) -> list[str]:
@@ -296,7 +327,7 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _mem(side: dict[str, Any]) -> str:
+def _mem(side: SideVm) -> str:
     move = side["move"]
     sign = "+" if move > 0 else ("-" if move < 0 else "±")
     return f"{format_size(side['initial'])}->{format_size(side['final'])} ({sign}{format_size(abs(move))})"
@@ -314,7 +345,7 @@ def render_comparison(c: Comparison) -> str:
         head,
     ]
 
-    def side(kind: str, p: str) -> Any:
+    def side(kind: str, p: str) -> Side:
         return (c.live if kind == "live" else c.sim)[p]
 
     for name in c.names:

@@ -31,8 +31,14 @@ def _entries() -> list[dict[str, object]]:
     out: list[dict[str, object]] = []
     for build in builds.available():
         caps = probe_caps(build.path, env=build.env, data_dirs=build.data_dirs, source=build.source)
-        out.append({"version": build.version, "path": build.path, "source": build.source,
-                    "capabilities": caps.as_dict()})  # fmt: skip
+        out.append(
+            {
+                "version": build.version,
+                "path": build.path,
+                "source": build.source,
+                "capabilities": caps.as_dict(),
+            }
+        )
     return out
 
 

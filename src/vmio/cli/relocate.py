@@ -73,8 +73,11 @@ def _capture(args: argparse.Namespace) -> int:
 def _trace_options(p: argparse.ArgumentParser, *, required: bool) -> None:
     p.add_argument("traces", nargs="*", metavar="TRACE", help="trace files")
     if required:
-        p.add_argument("--run", metavar="CAMPAIGN[:POINT]",
-                       help="instead of files: the VM traces vmio kept for a campaign (targets with trace = true)")  # fmt: skip
+        p.add_argument(
+            "--run",
+            metavar="CAMPAIGN[:POINT]",
+            help="instead of files: the VM traces vmio kept for a campaign (targets with trace = true)",
+        )
         p.add_argument("--db", default=None, help="the store whose traces --run reads (default ./vmio.db)")
     p.add_argument(
         "--format", default=PlanRequest.format, help="auto | blkparse | fio | qemu | cloudphysics | csv"
@@ -308,9 +311,13 @@ def _plan(args: argparse.Namespace) -> int:
     from vmio.relocate.commands import plan_request
 
     request = PlanRequest(
-        format=args.format, extent=args.extent, coverage=args.coverage, hot_bytes=args.hot_bytes,
-        zone=args.zone, order=args.order,
-    )  # fmt: skip
+        format=args.format,
+        extent=args.extent,
+        coverage=args.coverage,
+        hot_bytes=args.hot_bytes,
+        zone=args.zone,
+        order=args.order,
+    )
     plan = plan_request(_traces_of(args), request, args.output, images=args.image, disk_bytes=args.disk_size)
     print(
         f"plan: {plan.zone_extents} hot extents into a zone at {format_size(plan.zone_start * args.extent)} "
@@ -324,7 +331,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     result = evaluate_request(_request(EvaluateRequest, args))
     if args.json:
-        print(json.dumps(result, indent=1))
+        print(json.dumps(result.to_json(), indent=1))
     else:
         print("\n".join(evaluation_lines(result)))
     return 0

@@ -16,8 +16,12 @@ from vmio.report import summary_table as saturation
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``report`` and ``compare`` to ``sub``."""
     p = sub.add_parser("report", help="an HTML report with plots, and the summary table")
-    p.add_argument("campaigns", nargs="+", metavar="CAMPAIGN",
-                   help="the campaign; several: side by side on one page, the first as the reference")  # fmt: skip
+    p.add_argument(
+        "campaigns",
+        nargs="+",
+        metavar="CAMPAIGN",
+        help="the campaign; several: side by side on one page, the first as the reference",
+    )
     p.add_argument(
         "-o",
         "--output",
@@ -34,9 +38,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("campaigns", nargs="+", metavar="CAMPAIGN", help="one campaign with --baseline, or two")
     p.add_argument("--baseline", help="the baseline target (with one campaign)")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.add_argument("--fail-on-regression", metavar="PCT", default=None,
-                   help="with two campaigns: exit 1 when a paired figure worsens by more than PCT percent "
-                   "(IOPS or bandwidth lower, p50/p99 higher; significant by Welch with >= 2 repetitions a side)")  # fmt: skip
+    p.add_argument(
+        "--fail-on-regression",
+        metavar="PCT",
+        default=None,
+        help="with two campaigns: exit 1 when a paired figure worsens by more than PCT percent "
+        "(IOPS or bandwidth lower, p50/p99 higher; significant by Welch with >= 2 repetitions a side)",
+    )
     add_db(p)
     p.set_defaults(handler=cmd_compare)
 
@@ -51,13 +59,17 @@ def cmd_report(args: argparse.Namespace) -> int:
         datas = [data.load(store, name) for name in names]
     loaded = datas[0] if len(datas) == 1 else side_by_side.merge(datas)
     if args.output is None and len(datas) > 1:
-        raise InputError(f"several campaigns ({', '.join(names)}) go side by side on a page: give -o PAGE.html "
-                         "(the text comparison of two is `vmio compare A B`)")  # fmt: skip
+        raise InputError(
+            f"several campaigns ({', '.join(names)}) go side by side on a page: give -o PAGE.html "
+            "(the text comparison of two is `vmio compare A B`)"
+        )
     if args.output is None:
         base = args.baseline or page.default_baseline(loaded)
         if base is not None and base not in loaded.target_names():
-            raise InputError(f"--baseline {base!r} is not a target of campaign {loaded.name!r}; "
-                             f"targets: {', '.join(loaded.target_names())}")  # fmt: skip
+            raise InputError(
+                f"--baseline {base!r} is not a target of campaign {loaded.name!r}; "
+                f"targets: {', '.join(loaded.target_names())}"
+            )
         rows = saturation.summarize(loaded, base) if base else []
         _print_summary(
             rows, loaded.name, base, args.json, seed000.rows(loaded, seed000.bare_target(loaded, base))
@@ -87,8 +99,12 @@ def _print_summary(
 ) -> None:
     """The summary table, then seed 000's configurations beside the campaign's when it has them."""
     if as_json:
-        doc = {"campaign": campaign, "baseline": baseline, "rows": [r.as_dict() for r in rows],
-               "seed000": [r.as_dict() for r in seed]}  # fmt: skip
+        doc = {
+            "campaign": campaign,
+            "baseline": baseline,
+            "rows": [r.as_dict() for r in rows],
+            "seed000": [r.as_dict() for r in seed],
+        }
         print(json.dumps(doc, indent=1))
     else:
         print(saturation.format_text(rows, campaign, baseline or "-"), end="")
@@ -116,14 +132,23 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if len(loaded) == 1:
         rows = compare.against_baseline(loaded[0], args.baseline)
         if args.json:
-            print(json.dumps({"campaign": names[0], "baseline": args.baseline, "rows": [r.as_dict() for r in rows]},
-                             indent=1))  # fmt: skip
+            print(
+                json.dumps(
+                    {"campaign": names[0], "baseline": args.baseline, "rows": [r.as_dict() for r in rows]},
+                    indent=1,
+                )
+            )
         else:
             console = terminal.console_for(sys.stdout)
             if console is not None:
                 title, lines, tail = compare_text.baseline_parts(rows, names[0], args.baseline)
-                terminal.print_table(console, lines, title=title, tail=tail,
-                                     right=frozenset(range(6, len(lines[0]) if lines else 0)))  # fmt: skip
+                terminal.print_table(
+                    console,
+                    lines,
+                    title=title,
+                    tail=tail,
+                    right=frozenset(range(6, len(lines[0]) if lines else 0)),
+                )
             else:
                 print(compare_text.format_baseline(rows, names[0], args.baseline), end="")
         return 0

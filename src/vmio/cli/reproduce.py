@@ -24,27 +24,47 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("paper", nargs="?", metavar="ID", help="the paper's id (see --list)")
     p.add_argument("--list", action="store_true", help="list the papers vmio implements")
-    p.add_argument("--scale", choices=SCALES, default="quick",
-                   help="quick: a few minutes on 2 cores; paper: the paper's sizes where this host allows")  # fmt: skip
+    p.add_argument(
+        "--scale",
+        choices=SCALES,
+        default="quick",
+        help="quick: a few minutes on 2 cores; paper: the paper's sizes where this host allows",
+    )
     p.add_argument(
         "-o", "--output", metavar="DIR", type=Path, help="write DIR/index.html and DIR/result.json"
     )
     p.add_argument("--json", action="store_true", help="print the result (or the list) as JSON")
     p.add_argument("--force", action="store_true", help="write into DIR even if it is not empty")
     add_db(p)
-    p.add_argument("--disk-dir", type=Path, default=files.scratch_home(),
-                   help="where the disk files of a paper's campaigns go, on a disk filesystem (default /var/lib/vmio for root, else ~/.local/state/vmio)")  # fmt: skip
-    p.add_argument("--boot-timeout", type=argtypes.duration, default="300s",
-                   help="how long a guest may take to come up (default 300s)")  # fmt: skip
-    p.add_argument("--conf", type=Path, default=None,
-                   help="bitisle-dstore-2014: an existing Ceph cluster's ceph.conf (default: vmio starts a "
-                   "throwaway cluster and removes it after); vmio makes and removes its own images in --pool")  # fmt: skip
+    p.add_argument(
+        "--disk-dir",
+        type=Path,
+        default=files.scratch_home(),
+        help="where the disk files of a paper's campaigns go, on a disk filesystem (default /var/lib/vmio for root, else ~/.local/state/vmio)",
+    )
+    p.add_argument(
+        "--boot-timeout",
+        type=argtypes.duration,
+        default="300s",
+        help="how long a guest may take to come up (default 300s)",
+    )
+    p.add_argument(
+        "--conf",
+        type=Path,
+        default=None,
+        help="bitisle-dstore-2014: an existing Ceph cluster's ceph.conf (default: vmio starts a "
+        "throwaway cluster and removes it after); vmio makes and removes its own images in --pool",
+    )
     p.add_argument(
         "--pool", default="vmio", help="the pool of --conf's cluster for vmio's images (default vmio)"
     )
-    p.add_argument("--no-live", dest="live", action="store_false",
-                   help="hitachi-membal-2014: the simulated cases only (by default case 1 also runs live "
-                   "where QEMU runs)")  # fmt: skip
+    p.add_argument(
+        "--no-live",
+        dest="live",
+        action="store_false",
+        help="hitachi-membal-2014: the simulated cases only (by default case 1 also runs live "
+        "where QEMU runs)",
+    )
     p.set_defaults(handler=_reproduce)
 
 

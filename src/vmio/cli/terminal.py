@@ -67,8 +67,18 @@ class RichBar:
         )
         self.started = False
 
-    def update(self, done: int, total: int, point: str, status: str, eta_s: float | None,
-               iops: float | None, left_s: float | None = None, *, live: bool = False) -> None:  # fmt: skip
+    def update(
+        self,
+        done: int,
+        total: int,
+        point: str,
+        status: str,
+        eta_s: float | None,
+        iops: float | None,
+        left_s: float | None = None,
+        *,
+        live: bool = False,
+    ) -> None:
         if not self.started:
             self.progress.start()
             self.started = True

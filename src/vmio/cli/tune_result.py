@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from vmio.advise.tune import Plan
 from vmio.campaign import Outcome
@@ -18,7 +17,7 @@ class Result:
     comparison: compare.BeforeAfter | None = None
     failures: list[str] = field(default_factory=list)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         out = self.outcome
         return {
             "campaign": self.plan.campaign,
@@ -31,7 +30,7 @@ class Result:
                 "failed": out.failed,
                 "skipped": out.skipped,
                 "failures": out.failures,
-            },  # fmt: skip
+            },
             "compare": None if self.comparison is None else self.comparison.as_dict(),
         }
 

@@ -127,8 +127,11 @@ def _keyring(runner: Runner, layout: ClusterLayout) -> None:
     )
     layout.keyring.touch(mode=0o600, exist_ok=False)
     for name, caps in entities:
-        runner.run(["ceph-authtool", keyring, "--gen-key", "-n", name, *caps], timeout=CMD_TIMEOUT,
-                   error=ClusterError)  # fmt: skip
+        runner.run(
+            ["ceph-authtool", keyring, "--gen-key", "-n", name, *caps],
+            timeout=CMD_TIMEOUT,
+            error=ClusterError,
+        )
     layout.keyring.chmod(0o600)
 
 
@@ -289,7 +292,39 @@ def _write_state(root: Path, ref: ClusterRef, layout: ClusterLayout) -> None:
     (root / STATE_FILE).write_text(json.dumps(data, indent=2) + "\n")
 
 
-def status(runner: Runner, ref: ClusterRef) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ClusterStatus:
+    """``vmio dstore status``: what ``ceph status``, ``pg stat`` and the pool say (None where they do not);
+    ``dir`` and ``daemons`` only for a cluster vmio started."""
+
+    conf: str
+    pool: str
+    image: str
+    health: str
+    health_checks: list[str]
+    osds: int | None
+    osds_up: int | None
+    osds_in: int | None
+    pgs: int
+    pg_states: dict[str, int]
+    pool_size: int | None
+    dir: str | None = None
+    daemons: dict[str, int] | None = None  # daemon name -> PID
+
+    @property
+    def healthy(self) -> bool:
+        """Every PG active+clean and every OSD up."""
+        clean = self.pgs > 0 and self.pg_states.get("active+clean", 0) == self.pgs
+        return clean and self.osds_up == self.osds
+
+    def to_json(self) -> dict[str, object]:
+        out = asdict(self)
+        if self.dir is None:
+            del out["dir"], out["daemons"]
+        return out
+
+
+def status(runner: Runner, ref: ClusterRef) -> ClusterStatus:
     """Health, OSDs up/in, PG states, pool size and the live daemons (for clusters vmio owns)."""
     auth = ref.auth()
     raw = json.loads(ceph(runner, ref.conf, "status", "--format", "json", auth=auth))
@@ -307,20 +342,18 @@ def status(runner: Runner, ref: ClusterRef) -> dict[str, Any]:
     size = json.loads(
         ceph(runner, ref.conf, "osd", "pool", "get", ref.pool, "size", "--format", "json", auth=auth)
     )
-    out: dict[str, Any] = {
-        "conf": str(ref.conf),
-        "pool": ref.pool,
-        "image": ref.image,
-        "health": raw.get("health", {}).get("status", "unknown"),
-        "health_checks": sorted(raw.get("health", {}).get("checks", {})),
-        "osds": osdmap.get("num_osds"),
-        "osds_up": osdmap.get("num_up_osds"),
-        "osds_in": osdmap.get("num_in_osds"),
-        "pgs": total,
-        "pg_states": states,
-        "pool_size": size.get("size"),
-    }
-    if ref.root is not None:
-        out["dir"] = str(ref.root)
-        out["daemons"] = daemons.running(ref.root / "run", ref.conf)
-    return out
+    return ClusterStatus(
+        conf=str(ref.conf),
+        pool=ref.pool,
+        image=ref.image,
+        health=raw.get("health", {}).get("status", "unknown"),
+        health_checks=sorted(raw.get("health", {}).get("checks", {})),
+        osds=osdmap.get("num_osds"),
+        osds_up=osdmap.get("num_up_osds"),
+        osds_in=osdmap.get("num_in_osds"),
+        pgs=total,
+        pg_states=states,
+        pool_size=size.get("size"),
+        dir=None if ref.root is None else str(ref.root),
+        daemons=None if ref.root is None else daemons.running(ref.root / "run", ref.conf),
+    )

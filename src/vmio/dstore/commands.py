@@ -9,7 +9,7 @@ replicated-store model to a profile and asks it what-if questions.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -59,25 +59,56 @@ def down(root: Path) -> list[str]:
     return cluster.down(root)
 
 
-def status(where: Where) -> tuple[dict[str, Any], bool]:
-    """``vmio dstore status``: the cluster's state, and whether every PG is active+clean and every OSD up."""
-    info = cluster.status(Runner(), target(where))
-    clean = info["pgs"] > 0 and info["pg_states"].get("active+clean", 0) == info["pgs"]
-    return info, clean and info["osds_up"] == info["osds"]
+def status(where: Where) -> cluster.ClusterStatus:
+    """``vmio dstore status``: the cluster's state (``healthy``: every PG active+clean, every OSD up)."""
+    return cluster.status(Runner(), target(where))
 
 
 @dataclass
 class ProfileResult:
-    """A profile and what ran beside it: the JSON the command writes (``out``), the profiles to print
-    beside the base (label, profile, ratio name), the compared configuration, figures and stored points."""
+    """A profile and what ran beside it: the profiles to print beside the base (label, profile, ratio
+    name), the baseline and the guest's, the compared configuration, figures and stored points; ``to_json``
+    is the document the command writes."""
 
     base: Profile
-    out: dict[str, Any]
     sides: list[tuple[str, Profile, str]] = field(default_factory=list)
     labels: tuple[str, str] | None = None
     other: Profile | None = None
+    compare: str | None = None  # --compare's kind (replicas or stripe), with ``other``
+    baseline: tuple[str, Profile] | None = None  # --baseline's label and profile
+    guest: Profile | None = None  # --from-guest's profile
     plots: list[Path] = field(default_factory=list)
     stored: list[str] | None = None  # the point keys of the campaign it was stored as
+
+    def to_json(self) -> dict[str, object]:
+        base = self.base
+        points = [asdict(p) for p in base.points]
+        out = base.to_json()
+        if self.baseline is not None:
+            label, prof = self.baseline
+            for point, ratio in zip(points, ratios(base.points, prof.points).values(), strict=True):
+                point["vs_baseline"] = ratio
+            out["baseline"] = {
+                "label": label,
+                "points": [asdict(p) for p in prof.points],
+                "setup": prof.setup,
+            }
+        out["points"] = points
+        if self.guest is not None:
+            guest = self.guest
+            vs_host = ratios(guest.points, base.points).values()
+            out["guest"] = {
+                "label": "from guest",
+                "points": [{**asdict(p), "vs_host": r} for p, r in zip(guest.points, vs_host, strict=True)],
+                "setup": guest.setup,
+            }
+        if self.labels and self.other is not None:
+            out["compare"] = {
+                "kind": self.compare,
+                "labels": list(self.labels),
+                "other": self.other.to_json(),
+            }
+        return out
 
 
 Progress = Callable[[Point], None]
@@ -145,32 +176,29 @@ def _profile_on(
         return prof
 
     base = run(ref, labels[1] if labels else "as configured", "host-librbd")
-    result = ProfileResult(base, base.to_json(), labels=labels)
-    out = result.out
+    result = ProfileResult(base, labels=labels)
     if baseline is not None:
         with baseline_measure(baseline, ref, runner) as (on, measure):
-            other_base = run(on, baseline.label, f"host-librbd-size{baseline.replicas}", measure,
-                             watch=baseline.path is None)  # fmt: skip
+            other_base = run(
+                on,
+                baseline.label,
+                f"host-librbd-size{baseline.replicas}",
+                measure,
+                watch=baseline.path is None,
+            )
         if baseline.path is not None:
             other_base.setup.update(
                 where="local file, libaio", path=str(baseline.path), pool=None, image=None
             )
             configs[-1].target = file_target("host-file", baseline.path)
-        out["baseline"] = {"label": baseline.label, "points": other_base.to_json()["points"],
-                           "setup": other_base.setup}  # fmt: skip
-        for point, ratio in zip(out["points"], ratios(base.points, other_base.points).values(), strict=True):
-            point["vs_baseline"] = ratio
+        result.baseline = (baseline.label, other_base)
         result.sides.append((baseline.label, other_base, "vs base"))
     if settings.from_guest:
         with guest_measure(ref, runner, boot_timeout=settings.boot_timeout_s) as (measure, facts):
             guest = run(ref, "from guest", "guest-rbd", measure)
         guest.setup.update(facts)
         configs[-1].target = replace(guest_target(ref), name="guest-rbd")
-        out["guest"] = {"label": "from guest", "points": guest.to_json()["points"], "setup": guest.setup}
-        for point, ratio in zip(
-            out["guest"]["points"], ratios(guest.points, base.points).values(), strict=True
-        ):
-            point["vs_host"] = ratio
+        result.guest = guest
         result.sides.append((f"from guest ({guest.setup.get('accel')})", guest, "guest/host"))
     if labels and settings.compare:
         variant = make_variant(runner, ref, settings.compare)
@@ -179,7 +207,7 @@ def _profile_on(
             result.other = run(variant, labels[0], f"host-librbd-{suffix}")
         finally:
             remove_variant(runner, ref, variant)
-        out["compare"] = {"kind": settings.compare, "labels": list(labels), "other": result.other.to_json()}
+        result.compare = settings.compare
     if settings.plot_dir is not None:
         result.plots = _plots(result, settings.plot_dir)
     if store is not None and settings.name is not None:
@@ -198,13 +226,17 @@ def _plots(result: ProfileResult, plot_dir: Path) -> list[Path]:
         plotted.append(plot_profile(base, plot_dir / "profile.png"))
         for label, prof, _ in result.sides:
             name = "baseline.png" if prof.setup.get("config") != "from guest" else "guest.png"
-            plotted.append(plot_compare(
-                prof, base, (label, "replicated"), plot_dir / name, title=f"{label} vs replicated"
-            ))  # fmt: skip
+            plotted.append(
+                plot_compare(
+                    prof, base, (label, "replicated"), plot_dir / name, title=f"{label} vs replicated"
+                )
+            )
         if labels and result.other is not None:
-            plotted.append(plot_compare(
-                result.other, base, labels, plot_dir / "compare.png", title=f"{labels[0]} vs {labels[1]}"
-            ))  # fmt: skip
+            plotted.append(
+                plot_compare(
+                    result.other, base, labels, plot_dir / "compare.png", title=f"{labels[0]} vs {labels[1]}"
+                )
+            )
     return plotted
 
 
@@ -264,9 +296,15 @@ def model(settings: ModelSettings) -> ModelResult:
     baseline = predict(fit.params, bs_list, settings.iodepth or fit.outstanding, fit.read_frac)
     net = parse_network(settings.network) if settings.network else None
     changed = what_if(
-        fit, bs_list, replicas=settings.replicas, stripe=settings.stripe, net_bw=net,
-        write_path=settings.write_path, cache_share=settings.cache_share, outstanding=settings.iodepth,
-    )  # fmt: skip
+        fit,
+        bs_list,
+        replicas=settings.replicas,
+        stripe=settings.stripe,
+        net_bw=net,
+        write_path=settings.write_path,
+        cache_share=settings.cache_share,
+        outstanding=settings.iodepth,
+    )
     return ModelResult(fit, baseline, changed, settings.changes(), Criteria())
 
 

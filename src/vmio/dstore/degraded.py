@@ -135,7 +135,7 @@ class DegradedRun:
         inside = [s.iops for s in self.seconds if window[0] <= s.t_s <= window[1] + 1.0]
         return sum(inside) / len(inside) if inside else None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         window = self.down_window()
         return {
             "osd": self.outage.osd,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from typing import Any
 
 from vmio.dstore.profile import Criteria, Point, Profile, verdict
 from vmio.errors import InputError
@@ -41,8 +40,11 @@ def profile_from_campaign(store: Store, campaign: str, target: str | None = None
     for bs, runs in sorted(per_bs.items()):
         iops, mean, p99 = (statistics.median(x[i] for x in runs) for i in range(3))
         points.append(Point(bs, iops, iops * bs / 1e6, mean, p99, verdict(mean, iops, criteria)))
-    setup: dict[str, Any] = {"campaign": campaign, "rwmixread": statistics.median(read_share),
-                             "iodepth": max(depth)}  # fmt: skip
+    setup: dict[str, object] = {
+        "campaign": campaign,
+        "rwmixread": statistics.median(read_share),
+        "iodepth": max(depth),
+    }
     return Profile(points, criteria, setup)
 
 

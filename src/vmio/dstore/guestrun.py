@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TypedDict
 
 from vmio.dstore.cluster import ClusterRef
 from vmio.dstore.rbdfio import RbdJob
@@ -38,16 +38,26 @@ def guest_target(ref: ClusterRef, *, memory: int = 512 << 20, accel: str = "auto
     )
 
 
+class GuestFacts(TypedDict):
+    """What a guest profile ran on, merged into its profile's setup."""
+
+    where: str
+    disk: str
+    accel: str | None
+    accel_reason: object
+    qemu_version: str | None
+
+
 @contextlib.contextmanager
 def guest_measure(
     ref: ClusterRef, runner: Runner, *, boot_timeout: float = 180.0, accel: str = "auto"
-) -> Iterator[tuple[Callable[[RbdJob], Totals], dict[str, Any]]]:
+) -> Iterator[tuple[Callable[[RbdJob], Totals], GuestFacts]]:
     """Boot the VM for as long as the block lasts; give the function measuring one job inside it and
     the facts of the VM (accelerator, QEMU version, its disk's driver)."""
     target = guest_target(ref, accel=accel)
     with open_target(target, Env(runner=runner, boot_timeout=boot_timeout)) as rig:
         found = rig.facts()
-        facts: dict[str, Any] = {
+        facts: GuestFacts = {
             "where": "guest",
             "disk": f"QEMU rbd driver, {ref.pool}/{ref.image}",
             "accel": found.accel,

@@ -87,7 +87,7 @@ class Profile:
     criteria: Criteria
     setup: dict[str, Any] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "points": [asdict(p) for p in self.points],
             "criteria": asdict(self.criteria),

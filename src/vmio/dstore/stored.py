@@ -19,7 +19,6 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 from vmio.campaign import facts as host_facts
 from vmio.dstore.cluster import ClusterRef, ceph
@@ -36,8 +35,21 @@ from vmio.system.process import Completed, Runner
 SPEC_PATH = "<vmio dstore profile>"  # the spec path of a stored profile (it has no spec file)
 WORKLOAD = "randrw"  # the workload's name; its mix and depth are in its definition and every point's facts
 # what each point ran on, from its profile's setup (run_profile's, the baseline's file, the guest's VM)
-SETUP_KEYS = ("pool", "image", "replicas", "osds", "path", "disk", "accel", "accel_reason", "qemu_version",
-              "rwmixread", "iodepth", "runtime_s", "ramp_s")  # fmt: skip
+SETUP_KEYS = (
+    "pool",
+    "image",
+    "replicas",
+    "osds",
+    "path",
+    "disk",
+    "accel",
+    "accel_reason",
+    "qemu_version",
+    "rwmixread",
+    "iodepth",
+    "runtime_s",
+    "ramp_s",
+)
 FIO_ARG = fiorun.OUTPUT_FORMAT  # how vmio's fio runs ask for the histograms stored with each point
 
 
@@ -71,8 +83,16 @@ class FioTap(Runner):
         leaves_daemon: bool = False,
     ) -> Completed:
         started = time.time()
-        done = super().run(argv, timeout=timeout, check=check, env=env, cwd=cwd, input_text=input_text,
-                           error=error, leaves_daemon=leaves_daemon)  # fmt: skip
+        done = super().run(
+            argv,
+            timeout=timeout,
+            check=check,
+            env=env,
+            cwd=cwd,
+            input_text=input_text,
+            error=error,
+            leaves_daemon=leaves_daemon,
+        )
         args = [str(a) for a in argv]
         if args and Path(args[0]).name == "fio" and FIO_ARG in args and done.returncode == 0:
             self.tapped.append(Tapped(done.stdout, _job_files(args, cwd), started, time.time()))
@@ -122,29 +142,44 @@ def workload(profile: Profile, bs_list: Sequence[int]) -> Workload:
     """The profile's mix as a campaign workload: random, ``rwmixread`` % reads, direct, one job."""
     s = profile.setup
     return Workload(
-        name=WORKLOAD, rw="randrw", bs=tuple(bs_list), rwmixread=int(s["rwmixread"]), iodepth=int(s["iodepth"]),
-        ioengine="rbd", runtime=float(s["runtime_s"]), ramp=float(s["ramp_s"]),
-    )  # fmt: skip
+        name=WORKLOAD,
+        rw="randrw",
+        bs=tuple(bs_list),
+        rwmixread=int(s["rwmixread"]),
+        iodepth=int(s["iodepth"]),
+        ioengine="rbd",
+        runtime=float(s["runtime_s"]),
+        ramp=float(s["ramp_s"]),
+    )
 
 
-def ceph_versions(runner: Runner, ref: ClusterRef) -> dict[str, Any]:
+@dataclass(frozen=True)
+class CephVersions:
+    """The Ceph versions a profile ran with; None where unknown."""
+
+    cluster: str | list[str] | None = None  # the daemons' version, or each of theirs when they differ
+    client: str | None = None  # this host's ``ceph --version`` (the librbd fio and QEMU load)
+
+
+def ceph_versions(runner: Runner, ref: ClusterRef) -> CephVersions:
     """The Ceph versions a profile ran with: the cluster's daemons (``ceph versions``) and this host's
     client (``ceph --version``, the librbd fio and QEMU load); None where the cluster would not say."""
-    found: dict[str, Any] = {"cluster": None, "client": None}
+    cluster: str | list[str] | None = None
     try:
         overall = json.loads(ceph(runner, ref.conf, "versions", "--format", "json", auth=ref.auth()))[
             "overall"
         ]
-        found["cluster"] = sorted(overall)[0] if len(overall) == 1 else sorted(overall)
+        cluster = sorted(overall)[0] if len(overall) == 1 else sorted(overall)
     except (ToolError, ValueError, KeyError, TypeError):
         pass  # a client without the mon's read capability: the version stays unknown, never guessed
+    client = None
     with contextlib.suppress(ToolError):
-        found["client"] = runner.run(["ceph", "--version"], timeout=30).stdout.strip() or None
-    return found
+        client = runner.run(["ceph", "--version"], timeout=30).stdout.strip() or None
+    return CephVersions(cluster, client)
 
 
 def store_profile(
-    store: Store, name: str, configs: Sequence[Configured], versions: Mapping[str, Any]
+    store: Store, name: str, configs: Sequence[Configured], versions: CephVersions
 ) -> list[str]:
     """Store ``configs`` as campaign ``name`` (refused if stored meanwhile): one point per configuration
     and block size, each in one transaction; the point keys in order. A failure removes what was stored."""
@@ -161,8 +196,10 @@ def store_profile(
     try:
         for config in configs:
             if len(config.runs) != len(config.profile.points):
-                raise FioError(f"profile {config.target.name!r}: {len(config.runs)} fio runs were seen for "
-                               f"{len(config.profile.points)} points; nothing is stored")  # fmt: skip
+                raise FioError(
+                    f"profile {config.target.name!r}: {len(config.runs)} fio runs were seen for "
+                    f"{len(config.profile.points)} points; nothing is stored"
+                )
             for point, run in zip(config.profile.points, config.runs, strict=True):
                 rec = _record(campaign, load, config, point, run, facts, versions)
                 store.record(rec)
@@ -179,8 +216,8 @@ def _record(
     config: Configured,
     point: Point,
     run: Tapped,
-    facts: dict[str, Any],
-    versions: Mapping[str, Any],
+    facts: Mapping[str, object],
+    versions: CephVersions,
 ) -> RunRecord:
     parsed = output.parse(run.text)
     setup = config.profile.setup
@@ -188,8 +225,8 @@ def _record(
     ran_on = {
         "config": setup.get("config"),
         "where": setup.get("where", "host librbd (fio rbd engine)"),
-        "ceph_version": versions.get("cluster"),
-        "ceph_client_version": versions.get("client"),
+        "ceph_version": versions.cluster,
+        "ceph_client_version": versions.client,
         **{k: setup.get(k) for k in SETUP_KEYS},  # the same keys on every point (None: not of this one)
         "rw": load.rw,
         "criteria": asdict(config.profile.criteria),
@@ -203,10 +240,25 @@ def _record(
         "watch_note": point.watch_note,
     }
     rec = RunRecord(
-        campaign=campaign.name, point_key=key, target=config.target.name, target_kind=config.target.kind,
-        workload=load.name, bs=point.bs, offered_iops=None, load_processes=0, repetition=1, status="done",
-        started=run.started, ended=run.ended, host={**facts, "dstore": ran_on}, accel=setup.get("accel"),
-        fio_version=parsed.version or None, qemu_version=setup.get("qemu_version"), job_file=run.job_file,
-        results=[r for r in parsed.results if r.role == "measure"], iodepth=load.iodepth, numjobs=load.numjobs,
-    )  # fmt: skip
+        campaign=campaign.name,
+        point_key=key,
+        target=config.target.name,
+        target_kind=config.target.kind,
+        workload=load.name,
+        bs=point.bs,
+        offered_iops=None,
+        load_processes=0,
+        repetition=1,
+        status="done",
+        started=run.started,
+        ended=run.ended,
+        host={**facts, "dstore": ran_on},
+        accel=setup.get("accel"),
+        fio_version=parsed.version or None,
+        qemu_version=setup.get("qemu_version"),
+        job_file=run.job_file,
+        results=[r for r in parsed.results if r.role == "measure"],
+        iodepth=load.iodepth,
+        numjobs=load.numjobs,
+    )
     return rec

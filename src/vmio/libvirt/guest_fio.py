@@ -121,18 +121,19 @@ class _GuestFio:
                     agent.run(d.virsh, d.ref.name, "rm", ["-rf", folder], timeout=30)
             self.log = f"{head}\n{done.out}" + (f"\n{done.err}" if done.err.strip() else "")
             if done.exitcode != 0:
-                raise FioError(f"fio failed in domain {d.ref.name!r} (exit {done.exitcode}, signal {done.signal})",
-                               output=self.log)  # fmt: skip
+                raise FioError(
+                    f"fio failed in domain {d.ref.name!r} (exit {done.exitcode}, signal {done.signal})",
+                    output=self.log,
+                )
             parsed = output.parse(done.out)
             self.result = dataclasses.replace(
                 parsed,
                 results=[dataclasses.replace(r, host=d.server) for r in parsed.results],
                 steady=[(d.server, *s[1:]) for s in parsed.steady],
                 timestamp_ms=(
-                    None if parsed.timestamp_ms is None
-                    else int(parsed.timestamp_ms - d.clock_offset * 1000)
+                    None if parsed.timestamp_ms is None else int(parsed.timestamp_ms - d.clock_offset * 1000)
                 ),
-            )  # fmt: skip
+            )
         except VmioError as exc:
             self.log = self.log or f"{head}\n{exc}"
             self.error = exc

@@ -81,9 +81,14 @@ class Virsh:
         if arguments:
             request["arguments"] = arguments
         done = self.run(
-            "qemu-agent-command", name, "--timeout", str(max(1, int(timeout))), json.dumps(request),
-            timeout=timeout + 30, check=False,
-        )  # fmt: skip
+            "qemu-agent-command",
+            name,
+            "--timeout",
+            str(max(1, int(timeout))),
+            json.dumps(request),
+            timeout=timeout + 30,
+            check=False,
+        )
         if done.returncode != 0:
             said = (done.stderr.strip() or done.stdout.strip()).splitlines()
             raise ToolError(

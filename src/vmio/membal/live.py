@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from vmio.errors import InputError, ToolError
 from vmio.membal.balloon import Guest
@@ -268,7 +268,7 @@ class LiveController:
         return round(hits / reads, 4) if reads else None
 
 
-def decision_inputs(v: VmStep) -> dict[str, Any]:
+def decision_inputs(v: VmStep) -> dict[str, object]:
     """What the decision was made from: the guest's signals, the balloon, the policy's proposal."""
     obs = v.signals.observation()
     return {

@@ -12,7 +12,6 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 from vmio.errors import InputError
 from vmio.guest import GuestImage, build
@@ -76,7 +75,7 @@ class LiveSettings:
             deflate=self.deflate or self.max_step,
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         out = asdict(self)
         out["rules"] = asdict(self.rules())
         return out

@@ -41,9 +41,19 @@ from vmio.fio import run as fiorun
 from vmio.spec.tomlfile import load_toml
 from vmio.units import parse_duration, parse_size
 
-RUN_KEYS = {"policy": "text", "memory": "size", "floor": "size", "interval": "duration",
-            "duration": "duration", "max_step": "size", "budget": "size", "min_move": "size",
-            "vms": "count", "psi_threshold": "fraction", "sim": "text"}  # fmt: skip
+RUN_KEYS = {
+    "policy": "text",
+    "memory": "size",
+    "floor": "size",
+    "interval": "duration",
+    "duration": "duration",
+    "max_step": "size",
+    "budget": "size",
+    "min_move": "size",
+    "vms": "count",
+    "psi_threshold": "fraction",
+    "sim": "text",
+}
 VM_KEYS = {
     "load": "size",
     "rw": "text",
@@ -157,9 +167,17 @@ def job_text(load: Load, device: str, runtime: float) -> str:
     turns the guest's readahead off for the job: with readahead on (``fadvise_hint=0``) the same reads
     fetched 12 % more pages than the distinct blocks they read, counted as misses."""
     options: dict[str, str | int | float] = {
-        "filename": device, "rw": load.rw, "bs": load.bs, "size": load.size, "direct": 0, "invalidate": 0,
-        "ioengine": "psync", "runtime": max(1, int(runtime)), "time_based": 1, "randrepeat": 0,
-    }  # fmt: skip
+        "filename": device,
+        "rw": load.rw,
+        "bs": load.bs,
+        "size": load.size,
+        "direct": 0,
+        "invalidate": 0,
+        "ioengine": "psync",
+        "runtime": max(1, int(runtime)),
+        "time_based": 1,
+        "randrepeat": 0,
+    }
     if load.rw == "randread":
         options["norandommap"] = 1
         options["fadvise_hint"] = 1

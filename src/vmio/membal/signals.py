@@ -22,7 +22,6 @@ programs) is its ``overhead``, added back when an allocation is turned into a ba
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
 
 from vmio.membal.observation import VmObservation
 from vmio.qemu.agent import AgentRecord
@@ -87,7 +86,7 @@ class GuestSignals:
         """Bytes of the balloon target the page cache cannot use (kernel, shmem, programs)."""
         return max(0, target - self.free - self.file)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return asdict(self)
 
 

@@ -14,8 +14,13 @@ from pathlib import Path
 from typing import Any
 
 QMP_CONTROL = "control"
-DISK_DEVICES = {"virtio-blk-pci": "virtio-blk", "virtio-blk-device": "virtio-blk", "scsi-hd": "virtio-scsi",
-                "scsi-block": "virtio-scsi", "nvme": "nvme"}  # fmt: skip
+DISK_DEVICES = {
+    "virtio-blk-pci": "virtio-blk",
+    "virtio-blk-device": "virtio-blk",
+    "scsi-hd": "virtio-scsi",
+    "scsi-block": "virtio-scsi",
+    "nvme": "nvme",
+}
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
@@ -17,7 +17,7 @@ from vmio.relocate.evaluate import Evaluation, HotChoice, ReplaySetup, evaluate
 from vmio.relocate.ffsb import SEED_FIT, FfsbProfile, ffsb_layout, ffsb_profile_stream
 from vmio.relocate.heat import ImageHeat, extent_counts, extents_of, heat_over_time, pages_of, summarize
 from vmio.relocate.layout import Layout
-from vmio.relocate.plan_io import plan_to_dict, read_plan, write_plan
+from vmio.relocate.plan_io import plan_to_dict, plan_zone, read_plan, write_plan
 from vmio.relocate.planner import Plan, build_plan
 from vmio.relocate.requests import COVERAGE, DEPTH, POLICY, ApplyRequest, EvaluateRequest, PlanRequest
 from vmio.relocate.synthetic import FfsbSpec, ffsb_stream, hot_regions
@@ -112,7 +112,7 @@ class Analysis:
     curves: list[CacheCurve] | None
     plots: list[Path]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         images = [h.as_dict() for h in self.heat]
         for image, curve in zip(images, self.curves or [], strict=False):
             image["cache_curve"] = curve.as_dict()
@@ -157,11 +157,50 @@ def plan_request(
 
 
 SYNTHETIC_MODELS = ("calibrated", "uniform")
+Source = Mapping[str, object]  # the ``source`` object of ``evaluate --json``: what was replayed, as JSON
+
+
+@dataclass(frozen=True)
+class EvaluationReport:
+    """``vmio relocate evaluate``: the evaluation, what was replayed (``source``) and how (``setup``)."""
+
+    evaluation: Evaluation
+    source: Source
+    setup: ReplaySetup
+
+    @property
+    def calibrated(self) -> bool:
+        """Replayed from the calibrated FFSB model (its depth is per benchmark thread)."""
+        return self.source.get("model") == "calibrated"
+
+    def zone(self) -> dict[str, object]:
+        """The plan's zone as ``evaluate --json`` gives it."""
+        return plan_zone(self.evaluation.plan)
+
+    def to_json(self) -> dict[str, object]:
+        ev, setup = self.evaluation, self.setup
+        return {
+            "before": ev.before,
+            "after": ev.after,
+            "gain": ev.gain,
+            "order": ev.plan.order,
+            "order_gains": ev.order_gains,
+            "order_adds": ev.order_gains[ev.plan.order] - ev.order_gains["image"],
+            "plan": plan_to_dict(ev.plan),
+            "disk": {"model": setup.disk.name, "note": setup.disk.note},
+            "replay": {
+                "depth_per_image": setup.depth,
+                "depth_per": "thread" if self.calibrated else "image",
+                "policy": setup.policy,
+                "queue": setup.queue,
+            },
+            "source": dict(self.source),
+        }
 
 
 def _uniform(
     args: EvaluateRequest, rng: np.random.Generator
-) -> tuple[Trace, Trace, Layout, dict[str, Any], None]:
+) -> tuple[Trace, Trace, Layout, Source, None]:
     """The first FFSB-like model: 4 KiB requests, ``--hot-fraction`` in one hot region, ``--depth`` threads."""
     spec = FfsbSpec(
         vms=args.vms,
@@ -195,7 +234,7 @@ def _uniform(
 
 def _calibrated(
     args: EvaluateRequest, rng: np.random.Generator
-) -> tuple[Trace, Trace, Layout, dict[str, Any], NDArray[np.int64]]:
+) -> tuple[Trace, Trace, Layout, Source, NDArray[np.int64]]:
     """FFSB's profile_everything per VM (``vmio.relocate.ffsb``), ``cold_share`` fitted on seed 003's 2 VMs."""
     prof = FfsbProfile(
         vms=args.vms,
@@ -231,7 +270,7 @@ def _calibrated(
     return profile.trace, stream.trace, layout, source, stream.thread
 
 
-def _from_traces(args: EvaluateRequest) -> tuple[Trace, Trace, Layout, dict[str, Any]]:
+def _from_traces(args: EvaluateRequest) -> tuple[Trace, Trace, Layout, Source]:
     from vmio.traces.readers import read_trace
 
     trace = concat([read_trace(p, args.format) for p in args.trace])
@@ -248,7 +287,7 @@ def _from_traces(args: EvaluateRequest) -> tuple[Trace, Trace, Layout, dict[str,
     return trace, trace, layout, source
 
 
-def evaluate_request(args: EvaluateRequest) -> dict[str, Any]:
+def evaluate_request(args: EvaluateRequest) -> EvaluationReport:
     rng = np.random.default_rng(args.seed)
     streams = None
     if args.synthetic and args.ffsb_model not in SYNTHETIC_MODELS:
@@ -276,50 +315,30 @@ def evaluate_request(args: EvaluateRequest) -> dict[str, Any]:
             disk_bytes=disk.capacity_bytes,
             title=f"{len(layout.names)} images, gain {ev.gain:+.1%}",
         )
-    return _result(ev, source, setup)
+    return EvaluationReport(ev, source, setup)
 
 
-def _result(ev: Evaluation, source: dict[str, Any], setup: ReplaySetup) -> dict[str, Any]:
-    return {
-        "before": ev.before,
-        "after": ev.after,
-        "gain": ev.gain,
-        "order": ev.plan.order,
-        "order_gains": ev.order_gains,
-        "order_adds": ev.order_gains[ev.plan.order] - ev.order_gains["image"],
-        "plan": plan_to_dict(ev.plan),
-        "disk": {"model": setup.disk.name, "note": setup.disk.note},
-        "replay": {
-            "depth_per_image": setup.depth,
-            "depth_per": "thread" if source.get("model") == "calibrated" else "image",
-            "policy": setup.policy,
-            "queue": setup.queue,
-        },
-        "source": source,
-    }
-
-
-def evaluation_lines(r: dict[str, Any]) -> list[str]:
-    b, a = r["before"], r["after"]
-    zone = r["plan"]["zone"]
-    src = r["source"]
+def evaluation_lines(r: EvaluationReport) -> list[str]:
+    ev, setup, src = r.evaluation, r.setup, r.source
+    b, a, plan = ev.before, ev.after, ev.plan
+    lay = plan.layout
     model = f"ffsb {src['model']} model, " if "model" in src else ""
-    if src.get("model") == "calibrated":
+    if r.calibrated:
         model += f"{src['threads_per_vm']} FFSB threads/VM, cold share {src['cold_share']:.3f}, "
+    depth_per = "thread" if r.calibrated else "image"
     lines = [
-        f"{model}disk {r['disk']['model']}, {r['replay']['policy']}, "
-        f"depth {r['replay']['depth_per_image']} per {r['replay']['depth_per']}",
+        f"{model}disk {setup.disk.name}, {setup.policy}, depth {setup.depth} per {depth_per}",
         f"before: {b['throughput_iops']:.1f} IOPS, mean response {b['mean_response_ms']:.2f} ms, "
         f"p99 {b['p99_response_ms']:.2f} ms, mean seek {b['mean_seek_cylinders']:.0f} cylinders",
         f"after:  {a['throughput_iops']:.1f} IOPS, mean response {a['mean_response_ms']:.2f} ms, "
         f"p99 {a['p99_response_ms']:.2f} ms, mean seek {a['mean_seek_cylinders']:.0f} cylinders",
-        f"gain: {r['gain']:+.1%} (zone of {format_size(zone['bytes'])} "
-        f"at {format_size(zone['start_bytes'])}, "
-        f"{zone['position']} position, {r['order']} order)",
+        f"gain: {ev.gain:+.1%} (zone of {format_size(plan.zone_extents * lay.extent_bytes)} "
+        f"at {format_size(plan.zone_start * lay.extent_bytes)}, "
+        f"{plan.position} position, {plan.order} order)",
         "in-zone order: "
-        + ", ".join(f"{k} {v:+.1%}" for k, v in r["order_gains"].items())
-        + f"; {r['order']} adds {r['order_adds']:+.1%} over image order",
-        f"zone placement: {zone['placement']} ({zone['placement_reason']})",
+        + ", ".join(f"{k} {v:+.1%}" for k, v in ev.order_gains.items())
+        + f"; {plan.order} adds {ev.order_gains[plan.order] - ev.order_gains['image']:+.1%} over image order",
+        f"zone placement: {plan.placement} ({plan.placement_reason})",
     ]
     return lines
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,22 +20,28 @@ FORMAT = "vmio-relocation-plan"
 VERSION = 1
 
 
-def plan_to_dict(plan: Plan) -> dict[str, Any]:
-    lay = plan.layout
+def plan_zone(plan: Plan) -> dict[str, object]:
+    """The ``zone`` object of a plan file."""
+    e = plan.layout.extent_bytes
+    return {
+        "start_extent": plan.zone_start,
+        "extents": plan.zone_extents,
+        "start_bytes": plan.zone_start * e,
+        "bytes": plan.zone_extents * e,
+        "position": plan.position,
+        "order": plan.order,
+        "placement": plan.placement,
+        "placement_reason": plan.placement_reason,
+    }
+
+
+def plan_to_dict(plan: Plan) -> dict[str, object]:
+    """A plan file's JSON document."""
     return {
         "format": FORMAT,
         "version": VERSION,
-        **lay.as_dict(),
-        "zone": {
-            "start_extent": plan.zone_start,
-            "extents": plan.zone_extents,
-            "start_bytes": plan.zone_start * lay.extent_bytes,
-            "bytes": plan.zone_extents * lay.extent_bytes,
-            "position": plan.position,
-            "order": plan.order,
-            "placement": plan.placement,
-            "placement_reason": plan.placement_reason,
-        },
+        **plan.layout.as_dict(),
+        "zone": plan_zone(plan),
         "moves": [list(m) for m in plan.moves()],
     }
 
@@ -57,7 +64,7 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _layout(data: dict[str, Any]) -> Layout:
+def _layout(data: Mapping[str, object]) -> Layout:
     """The layout of a plan, every field checked: the extent a positive multiple of 512 bytes, the disk a
     whole number of extents, at least one image, each image inside the disk and apart from the others."""
     e = _int(data["extent_bytes"], "extent_bytes", 1)
@@ -84,7 +91,7 @@ def _layout(data: dict[str, Any]) -> Layout:
     return Layout(tuple(names), tuple(sizes), tuple(bases), e, disk)
 
 
-def _mapping(data: dict[str, Any], lay: Layout) -> tuple[np.ndarray, ...]:
+def _mapping(data: Mapping[str, object], lay: Layout) -> tuple[np.ndarray, ...]:
     """The mapping after the plan's moves; each move names an existing image and extent, once."""
     mapping = [b + np.arange(n, dtype=np.int64) for b, n in zip(lay.base, lay.nextents, strict=True)]
     moves = data["moves"]

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from vmio.relocate.calibration import seed_args
 from vmio.relocate.commands import evaluate_request
 from vmio.relocate.ffsb import SEED_FIT
+from vmio.relocate.planner import Plan
 from vmio.reproduce.result import Details, Fitted, Measured, TableRow
 
 
@@ -64,13 +65,13 @@ def run(scale: str) -> tuple[dict[str, Measured], Details, list[Fitted]]:
             for policy in POLICIES
             for s in seeds
         }
-        at_paper = [float(evaluate_request(seed_args(vms, s, requests, zone="seed"))["gain"]) for s in seeds]
+        at_paper = [float(evaluate_request(seed_args(vms, s, requests, zone="seed")).evaluation.gain) for s in seeds]
         seek = {
-            p: statistics.median(float(runs[(p, s)]["before"]["mean_seek_cylinders"]) for s in seeds)
+            p: statistics.median(float(runs[(p, s)].evaluation.before["mean_seek_cylinders"]) for s in seeds)
             for p in POLICIES
         }
         for policy in POLICIES:
-            values = [float(runs[(policy, s)]["gain"]) for s in seeds]
+            values = [float(runs[(policy, s)].evaluation.gain) for s in seeds]
             rows.append(
                 {
                     "vms": vms,
@@ -86,9 +87,9 @@ def run(scale: str) -> tuple[dict[str, Measured], Details, list[Fitted]]:
                 why=_gain_why(policy, vms, seek, statistics.median(at_paper)),
                 note=_fit_note(policy, vms),
             )
-        fcfs = [runs[("fcfs", s)] for s in seeds]  # as ``vmio relocate evaluate --json`` gives them
-        at = [(r["plan"]["zone"]["start_bytes"] + r["plan"]["zone"]["bytes"] / 2) / GB for r in fcfs]
-        zone = _zone(vms, at, [float(r["gain"]) for r in fcfs], at_paper)
+        fcfs = [runs[("fcfs", s)].evaluation for s in seeds]
+        at = [_zone_middle(ev.plan) / GB for ev in fcfs]
+        zone = _zone(vms, at, [float(ev.gain) for ev in fcfs], at_paper)
         zones.append(zone.row())
         measured[f"hot-zone-{vms}vm"] = Measured.median_of(zone.at_gb, why=_zone_why(zone))
     fitted: list[Fitted] = [
@@ -102,6 +103,12 @@ def run(scale: str) -> tuple[dict[str, Measured], Details, list[Fitted]]:
         }
     ]
     return measured, {"gains": rows, "zones": zones, "seeds": list(seeds), "requests": requests}, fitted
+
+
+def _zone_middle(plan: Plan) -> float:
+    """The middle of the plan's hot zone, in bytes from the start of the disk."""
+    e = plan.layout.extent_bytes
+    return plan.zone_start * e + plan.zone_extents * e / 2
 
 
 def _fit_note(policy: str, vms: int) -> str | None:

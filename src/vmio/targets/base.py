@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from vmio.fio import run as fiorun
 from vmio.fio.jobfile import Placement
@@ -50,14 +50,14 @@ class Facts:
     accel: str | None = None
     qemu_version: str | None = None
     qemu_argv: list[list[str]] | None = None
-    host: dict[str, Any] = field(default_factory=dict)  # merged into the run's host facts
+    host: dict[str, object] = field(default_factory=dict)  # merged into the run's host facts
 
 
 @dataclass
 class Notes:
     """What a rig noticed during one point: facts for the run's host record and lines for its log."""
 
-    host: dict[str, Any] = field(default_factory=dict)
+    host: dict[str, object] = field(default_factory=dict)
     log: str = ""
 
 
