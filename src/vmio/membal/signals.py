@@ -117,9 +117,13 @@ def cache_reads(before: AgentRecord, after: AgentRecord) -> tuple[int, int]:
     """(hits, misses) in pages of the workload's reads between two records. Totals over the workload's
     processes include reaped children (the kernel adds them to their parent's counters), so a job that
     ended between the records still counts; a total that went back (a workload tree gone) counts as 0."""
-    chars = max(0, after.read_chars - before.read_chars)
-    fetched = max(0, after.read_bytes - before.read_bytes)
-    return max(0, chars - fetched) // PAGE, fetched // PAGE
+    return ReadCounter().count(before, after)  # one interval alone: no dip carried in or out
+
+
+def file_pages(meminfo: dict[str, int]) -> int:
+    """The page cache's file pages (bytes): ``Active(file) + Inactive(file)`` (the initramfs's shmem is not
+    among them)."""
+    return meminfo.get("Active(file)", 0) + meminfo.get("Inactive(file)", 0)
 
 
 @dataclass
@@ -153,13 +157,13 @@ def signals(
     """The guest's memory at ``after`` and its activity since ``before`` (the workload's reads through
     ``reads`` when given, which carries a dip over to the next interval)."""
     mem = after.meminfo
-    hits, misses = cache_reads(before, after) if reads is None else reads.count(before, after)
+    hits, misses = (reads or ReadCounter()).count(before, after)
     return GuestSignals(
         seconds=round(after.uptime - before.uptime, 3),
         total=mem.get("MemTotal", 0),
         free=mem.get("MemFree", 0),
         available=mem.get("MemAvailable", 0),
-        file=mem.get("Active(file)", 0) + mem.get("Inactive(file)", 0),
+        file=file_pages(mem),
         refaults=_delta(before, after, ("workingset_refault_file",)),
         activations=_delta(before, after, ("workingset_activate_file",)),
         read_pages=_delta(before, after, ("pgpgin",)) * 1024 // PAGE,

@@ -27,6 +27,7 @@ from vmio.membal.balloon import BalloonedVM
 from vmio.membal.live import LiveController
 from vmio.membal.liverun import LiveSettings, vm_configs
 from vmio.membal.livework import Load, LoadRun
+from vmio.membal.signals import file_pages
 from vmio.qemu import VM, AccelProber, Fleet, QemuCaps, probe_caps
 from vmio.reproduce.result import Details, Measured, Spread, TableRow
 from vmio.store import Store
@@ -186,7 +187,7 @@ def page_cache(guest: BalloonedVM, count: int = 3, timeout: float = 60.0) -> int
         if time.monotonic() > deadline:
             raise ToolError(f"{guest.name}: no agent record within {timeout:g} s")
         m = [r.meminfo for r in guest.records()]
-        seen += [r.get("Active(file)", 0) + r.get("Inactive(file)", 0) + r.get("MemFree", 0) for r in m]
+        seen += [file_pages(r) + r.get("MemFree", 0) for r in m]
         time.sleep(0.2)
     return int(statistics.median(seen))
 
