@@ -49,11 +49,14 @@ def test_progress_bar_on_a_terminal_and_plain_lines_elsewhere() -> None:
         show = ProgressPrinter(stream)
         show(Progress(1, 4, "bare/rr/bs=4096/offered=max/load=0/rep=1", "running", 75.0))
         show(Progress(2, 4, "bare/rr/bs=4096/offered=max/load=0/rep=1", "done", None))
+        show(Progress(3, 4, "vm/rr/bs=4096/offered=max/load=0/rep=1", "failed", None, error="fio timed out"))
         show.close()
     shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", tty.getvalue())  # rich draws the bar on a terminal
+    assert "failed vm/rr/bs=4096/offered=max/load=0/rep=1: fio timed out" in shown
     assert "2/4" in shown and "bare/rr/bs=4096/offered=max/load=0/rep=1" in shown and "ETA 0:01:15" in shown
     assert tty.getvalue() != plain.getvalue()
     assert plain.getvalue() == (
         "[1/4] running bare/rr/bs=4096/offered=max/load=0/rep=1 ETA 0:01:15\n"
         "[2/4] done bare/rr/bs=4096/offered=max/load=0/rep=1\n"
+        "[3/4] failed vm/rr/bs=4096/offered=max/load=0/rep=1: fio timed out\n"
     )

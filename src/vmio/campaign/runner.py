@@ -63,6 +63,7 @@ class Progress:
         None  # running: the seconds the point still has (runtime + ramp), counting down
     )
     tick: bool = False  # a refresh while a point runs (sent every ``Options.tick_s``), not a new point
+    error: str | None = None  # failed: the first line of what kept the point from being measured
 
 
 class Live:
@@ -254,7 +255,8 @@ def _run(
                         current.stack.close()  # a failed point may leave its VMs broken: start afresh
                         current = None
                 iops = sum(r.iops for r in rec.results if r.role == "measure") if rec.results else None
-                report(Progress(outcome.skipped + i + 1, len(points), point.key, rec.status, None, iops))
+                done = outcome.skipped + i + 1
+                report(Progress(done, len(points), point.key, rec.status, None, iops, error=rec.error))
         finally:
             if current is not None:
                 current.stack.close()

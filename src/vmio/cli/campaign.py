@@ -267,6 +267,8 @@ class ProgressPrinter:
 
     def __call__(self, p: runner.Progress) -> None:
         if self.bar is not None:
+            if p.status == "failed" and self.console is not None:  # above the bar, where it stays
+                self.console.print(f"failed {p.point}: {p.error or 'no reason recorded'}", markup=False)
             self.bar.update(p.done, p.total, p.point, p.status, p.eta_s, p.iops, p.point_left_s, live=p.tick)
             return
         if p.tick:
@@ -277,7 +279,8 @@ class ProgressPrinter:
         eta = f" ETA {_hms(p.eta_s)}" if p.eta_s is not None else ""
         if p.status != "running":
             done = f" ({p.iops:,.0f} IOPS)" if p.iops is not None else ""
-            self.stream.write(f"[{p.done}/{p.total}] {p.status} {p.point}{done}\n")
+            why = f": {p.error}" if p.error else ""
+            self.stream.write(f"[{p.done}/{p.total}] {p.status} {p.point}{done}{why}\n")
         elif p.tick:
             left = f" {_hms(p.point_left_s)} left in the point" if p.point_left_s is not None else ""
             iops = f", device {p.iops:,.0f} IOPS" if p.iops is not None else ""
