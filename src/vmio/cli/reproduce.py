@@ -127,3 +127,8 @@ def _print_claims(result: dict[str, object]) -> None:
         print(f"  {c['id']}: paper {c['paper_value']:g} {c['unit']}, vmio {measured}: {agrees}")
         if c["why"]:
             print(f"      why: {c['why']}")
+    for kind, heading in (("retried", "measured on a second try"), ("failures", "failed")):
+        items = result.get(kind)
+        assert isinstance(items, list)
+        for item in items:
+            print(f"  {heading}: {item}")

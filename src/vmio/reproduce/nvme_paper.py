@@ -17,7 +17,7 @@ from pathlib import Path
 from vmio.campaign import runner
 from vmio.published import SEED_BY_KEY
 from vmio.reproduce.result import Details, Measured, Spread, TableRow
-from vmio.spec import loads_spec
+from vmio.reproduce.retry import Tries, run_campaign
 from vmio.spec.fields import host_cores
 from vmio.store import Store
 from vmio.store.rows import PointRow, point_rows
@@ -103,26 +103,23 @@ def run(
     s: Setting,
     store: Store,
     progress: Callable[[runner.Progress], None] | None = None,
-) -> tuple[dict[str, Measured], Details, list[str], str | None]:
-    """Run both campaigns; the claims' measurements, the page's tables, the failures and the accelerator."""
-    failures: list[str] = []
+) -> tuple[dict[str, Measured], Details, Tries, str | None]:
+    """Run both campaigns; the claims' measurements, the page's tables, the points' tries and the
+    accelerator."""
+    tries = Tries()
     options = runner.Options(workdir=s.workdir, boot_timeout=s.boot_timeout)
-    text = spec_main(s)
-    outcome = runner.run(loads_spec(text, f"<{s.campaign}>"), text, store, options, progress)
-    failures += [str(f) for f in outcome.failures]
+    run_campaign(spec_main(s), f"<{s.campaign}>", store, options, progress, tries)
     rows = point_rows(store, s.campaign)
     best = peaks(rows)
     bare = {rw: best.get(("bare", rw), (0.0, []))[0] for rw in ("randread", "randwrite")}
-    text = spec_fig6(s, bare)
-    outcome = runner.run(loads_spec(text, f"<{s.campaign}-fig6>"), text, store, options, progress)
-    failures += [str(f) for f in outcome.failures]
+    run_campaign(spec_fig6(s, bare), f"<{s.campaign}-fig6>", store, options, progress, tries)
     sweep = with_fio_cpu(store, f"{s.campaign}-fig6", point_rows(store, f"{s.campaign}-fig6"))
     accels = {r.accel for r in rows if r.accel}
     accel = "tcg" if "tcg" in accels else (accels.pop() if accels else None)
     measured = measure(best)
     measured.update(fig6(sweep, bare))
     details: Details = {"configurations": table(best), "fig6": fig6_table(sweep)}
-    return measured, details, failures, accel
+    return measured, details, tries, accel
 
 
 @dataclass(frozen=True)

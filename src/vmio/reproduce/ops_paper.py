@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from vmio.campaign import runner
 from vmio.reproduce.result import Details, Measured, Spread
-from vmio.spec import loads_spec
+from vmio.reproduce.retry import Tries, run_campaign
 from vmio.store import Store
 from vmio.store import rows as summary
 
@@ -128,16 +128,14 @@ def run(
     store: Store,
     trace_root: Path | None,
     progress: Callable[[runner.Progress], None] | None = None,
-) -> tuple[dict[str, Measured], Details, list[str], str | None]:
-    """Run both campaigns; the claims' measurements, the page's table, the failures and the accelerator."""
-    failures: list[str] = []
+) -> tuple[dict[str, Measured], Details, Tries, str | None]:
+    """Run both campaigns; the claims' measurements, the page's table, the points' tries and the accelerator."""
+    tries = Tries()
     shown = []  # the ops table as ``vmio show --ops`` gives it: the page's table
+    options = runner.Options(workdir=s.workdir, boot_timeout=s.boot_timeout, trace_root=trace_root)
     for text in (spec_main(s), spec_fig6(s)):
-        camp = loads_spec(text, f"<{s.campaign}>")
-        options = runner.Options(workdir=s.workdir, boot_timeout=s.boot_timeout, trace_root=trace_root)
-        outcome = runner.run(camp, text, store, options, progress)
-        failures += [str(f) for f in outcome.failures]
-        shown.extend(summary.ops_rows(store, camp.name))
+        name = run_campaign(text, f"<{s.campaign}>", store, options, progress, tries)
+        shown.extend(summary.ops_rows(store, name))
     cases = [Case.of(r) for r in shown]
     fast = cached_ops(store, f"{s.campaign}-fig6")
     series = {load: op_series(store, s.campaign, "bare-1cpu", "randread", load) for load in (0, 4)}
@@ -147,7 +145,7 @@ def run(
     slow = fig5_slow(series)
     if slow is not None:
         measured["fig5-slow-ops-grow"] = slow
-    return measured, {"ops": shown}, failures, accel
+    return measured, {"ops": shown}, tries, accel
 
 
 def op_series(store: Store, campaign: str, target: str, workload: str, load: int) -> list[int]:

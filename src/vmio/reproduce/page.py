@@ -46,6 +46,10 @@ def render(rep: Reproduction) -> str:
         parts.append("<h2 id='failures'>Failures</h2><ul>")
         parts += [f"<li>{_e(f)}</li>" for f in rep.failures]
         parts.append("</ul>")
+    if rep.retried:
+        parts.append("<h2 id='retried'>Points measured on a second try</h2><ul>")
+        parts += [f"<li>{_e(f)} (first try)</li>" for f in rep.retried]
+        parts.append("</ul>")
     parts.append("</body></html>\n")
     return "\n".join(parts)
 

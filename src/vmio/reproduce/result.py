@@ -85,6 +85,7 @@ class Reproduction:
     campaigns: list[str] = field(default_factory=list)
     fitted: list[Fitted] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+    retried: list[str] = field(default_factory=list)  # failed once, measured on a second try: the first error
     details: Details = field(default_factory=dict)
 
     def claim_rows(self) -> list[ClaimRow]:
@@ -101,6 +102,7 @@ class Reproduction:
             "campaigns": self.campaigns,
             "fitted": self.fitted,
             "failures": self.failures,
+            "retried": self.retried,
             "claims": self.claim_rows(),
         }
 

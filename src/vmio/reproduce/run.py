@@ -106,7 +106,8 @@ def _run_nvme(req: Request, rep: Reproduction, progress: Callable[[Progress], No
     with tempfile.TemporaryDirectory(prefix="reproduce-", dir=req.disk_dir) as disks:
         setting = nvme_paper.Setting(req.scale, Path(disks), name, req.boot_timeout)
         with Store(req.db) as store:
-            rep.measured, rep.details, rep.failures, rep.accel = nvme_paper.run(setting, store, progress)
+            rep.measured, rep.details, tries, rep.accel = nvme_paper.run(setting, store, progress)
+    rep.failures, rep.retried = tries.failures, tries.retried
     rep.campaigns = [name, f"{name}-fig6"]
 
 
@@ -145,9 +146,10 @@ def _run_ops(req: Request, rep: Reproduction, progress: Callable[[Progress], Non
     with tempfile.TemporaryDirectory(prefix="reproduce-", dir=req.disk_dir) as disks:
         setting = ops_paper.Setting(req.scale, Path(disks), name, req.boot_timeout)
         with Store(req.db) as store:
-            rep.measured, rep.details, rep.failures, rep.accel = ops_paper.run(
+            rep.measured, rep.details, tries, rep.accel = ops_paper.run(
                 setting, store, req.trace_root, progress
             )
+    rep.failures, rep.retried = tries.failures, tries.retried
     rep.campaigns = [name, f"{name}-fig6"]
 
 
