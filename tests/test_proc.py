@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -12,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from vmio.errors import ToolError
+from vmio.errors import FioError, ToolError
+from vmio.fio import run as fiorun
 from vmio.system.process import Runner, Supervised
 
 from conftest import need
@@ -142,6 +144,43 @@ def test_an_interrupted_fio_client_ends_its_servers_job(tmp_path: Path, how: str
         while time.monotonic() < end and server_jobs(server.pid, port):
             time.sleep(0.2)
         assert (server_jobs(server.pid, port) == []) is (how == "interrupt")
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+        for pid in server_jobs(server.pid, port):
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.fio
+def test_a_fio_client_past_its_time_ends_its_servers_job(tmp_path: Path) -> None:
+    """A point's fio client that outlives its time limit is interrupted before it is killed, so the job it
+    started on a server ends with it instead of running on into the next point."""
+    need("fio")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    server = subprocess.Popen(["fio", f"--server=ip:127.0.0.1,{port}"], cwd=tmp_path,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    job = tmp_path / "long.fio"
+    job.write_text(f"[j]\nioengine=psync\nrw=randread\nbs=4k\nsize=4M\nfilename={tmp_path}/f.img\n"
+                   "runtime=120\ntime_based=1\n")  # fmt: skip
+    try:
+        for _ in range(100):  # until the server listens
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.1)
+        endpoint = fiorun.Endpoint(f"ip:127.0.0.1:{port}", job)
+        with pytest.raises(FioError, match="did not finish within 8 s") as caught:
+            fiorun.run([endpoint], timeout=8.0, runner=Runner(), cwd=tmp_path)
+        # the interrupted client printed the job's figures: it ran, and was ended by the interrupt
+        text = caught.value.output
+        doc = json.loads(text[text.index("{") : text.rindex("}") + 1])
+        assert doc["client_stats"][0]["read"]["io_bytes"] > 1 << 20
+        end = time.monotonic() + 30
+        while time.monotonic() < end and server_jobs(server.pid, port):
+            time.sleep(0.2)
+        assert server_jobs(server.pid, port) == []
     finally:
         server.terminate()
         server.wait(timeout=20)

@@ -81,6 +81,7 @@ class FioTap(Runner):
         input_text: str | None = None,
         error: type[ToolError] = ToolError,
         leaves_daemon: bool = False,
+        interrupt: float = 0.0,
     ) -> Completed:
         started = time.time()
         done = super().run(
@@ -92,6 +93,7 @@ class FioTap(Runner):
             input_text=input_text,
             error=error,
             leaves_daemon=leaves_daemon,
+            interrupt=interrupt,
         )
         args = [str(a) for a in argv]
         if args and Path(args[0]).name == "fio" and FIO_ARG in args and done.returncode == 0:

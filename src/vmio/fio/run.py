@@ -26,6 +26,7 @@ from vmio.spec.fields import ENGINES
 from vmio.system.process import Runner, Supervised
 
 FIO = "fio"
+INTERRUPT_S = 20.0  # a client past its time: SIGINT, so its servers end their jobs, then this long to end
 OUTPUT_FORMAT = "--output-format=json+"  # json with the latency histograms' bins
 VERSION_TIMEOUT_S = 30.0
 # vmio's own sections that may use an engine a person's workload may not: the exec job that puts a
@@ -101,7 +102,13 @@ def run(
     at = what or where(endpoints)
     try:
         done = runner.run(
-            argv(endpoints), timeout=timeout, check=False, cwd=str(cwd), env=env, error=FioError
+            argv(endpoints),
+            timeout=timeout,
+            check=False,
+            cwd=str(cwd),
+            env=env,
+            error=FioError,
+            interrupt=INTERRUPT_S if any(ep.server for ep in endpoints) else 0.0,
         )
     except FioError as exc:
         (cwd / "fio-output.txt").write_text(exc.output)

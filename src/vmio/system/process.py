@@ -119,11 +119,14 @@ class Runner:
         input_text: str | None = None,
         error: type[ToolError] = ToolError,
         leaves_daemon: bool = False,
+        interrupt: float = 0.0,
     ) -> Completed:
         """Run ``argv``; raise ``error`` on timeout or (with ``check``) on a non-zero exit.
 
         ``leaves_daemon``: the program's job is to start a daemon that outlives it (``ceph-mon`` forks
         and exits), so its descendants are not killed when it returns; the caller owns the daemon.
+        ``interrupt``: past its time the program is first asked to stop (SIGINT) and given these seconds
+        before it is killed (a fio client so stopped tells its servers to end their jobs).
         """
         argv = [str(a) for a in argv]
         stdin = subprocess.PIPE if input_text is not None else subprocess.DEVNULL
@@ -134,8 +137,7 @@ class Runner:
         try:
             out, err = proc.popen.communicate(input_text, timeout=timeout)
         except subprocess.TimeoutExpired as exc:
-            proc.stop()
-            out, err = proc.popen.communicate()
+            out, err = _end(proc, interrupt)
             raise error(
                 f"{argv[0]} did not finish within {timeout:g} s and was killed",
                 argv=argv,
@@ -151,6 +153,20 @@ class Runner:
         if check and code != 0:
             raise error(f"{argv[0]} failed", argv=argv, returncode=code, output=out + err)
         return Completed(argv, code, out, err)
+
+
+def _end(proc: Supervised, interrupt: float) -> tuple[str, str]:
+    """Stop a program past its time (SIGINT and ``interrupt`` seconds first, if any); what it wrote."""
+    if interrupt > 0 and proc.supervised and proc.popen.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.popen.pid, signal.SIGINT)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            out, err = proc.popen.communicate(timeout=interrupt)
+            proc.stop()
+            return out or "", err or ""
+    proc.stop()
+    out, err = proc.popen.communicate()
+    return out or "", err or ""
 
 
 def alive(pid: int) -> bool:
