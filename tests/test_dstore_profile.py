@@ -415,6 +415,9 @@ def test_a_profile_is_stored_with_fio_s_own_figures_and_reported(
         assert row["dstore"]["verdict"] == point.verdict and row["dstore"]["path"] == str(path)
         assert row["dstore"]["iodepth"] == row["iodepth"] == 4 and row["dstore"]["ceph_version"] is None
         assert "ioengine=libaio" in run.job_file and f"filename={path}" in run.job_file
+    with Store(str(db)) as store:  # the stored spec names the engine the file's runs used (rbd targets
+        (load,) = store.spec("local").workloads  # get theirs from their placement, never from the workload)
+    assert load.ioengine == "libaio" and load.rwmixread == 30 and load.iodepth == 4
     assert main(["report", "local", "--db", str(db), "-o", str(tmp_path / "r.html")]) == 0
     assert "randrw" in (tmp_path / "r.html").read_text()
     capsys.readouterr()

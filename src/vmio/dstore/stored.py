@@ -141,7 +141,8 @@ def check_name(store: Store, name: str) -> None:
 
 
 def workload(profile: Profile, bs_list: Sequence[int]) -> Workload:
-    """The profile's mix as a campaign workload: random, ``rwmixread`` % reads, direct, one job."""
+    """The profile's mix as a campaign workload: random, ``rwmixread`` % reads, direct, one job, through
+    libaio (a file's or a guest's disk); an RBD target's placement gives its points fio's rbd engine."""
     s = profile.setup
     return Workload(
         name=WORKLOAD,
@@ -149,7 +150,6 @@ def workload(profile: Profile, bs_list: Sequence[int]) -> Workload:
         bs=tuple(bs_list),
         rwmixread=int(s["rwmixread"]),
         iodepth=int(s["iodepth"]),
-        ioengine="rbd",
         runtime=float(s["runtime_s"]),
         ramp=float(s["ramp_s"]),
     )
