@@ -103,7 +103,11 @@ def lay_out(fig: Figure) -> None:
 
 def style() -> contextlib.AbstractContextManager[None]:
     """The rc settings figures are built under (fonts resolve when artists are made)."""
-    return mpl.rc_context({"font.family": "DejaVu Sans", "font.size": 8, "axes.titlesize": 9})
+    # axes titles sit just above their axes (none has tick labels on top): placed automatically, matplotlib
+    # measured every y axis again for each title, a fifth of the drawing time
+    return mpl.rc_context(
+        {"font.family": "DejaVu Sans", "font.size": 8, "axes.titlesize": 9, "axes.titley": 1.0}
+    )
 
 
 def to_svg(plot: Plot) -> str:
