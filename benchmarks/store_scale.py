@@ -197,7 +197,7 @@ def demo_report(work: Path, repeat: int, before: Path | None) -> None:
     demo = work / "demo.db"
     fill_demo(demo)
     argv = ["report", "demo", "-o", str(work / "demo.html"), "--db", str(demo)]
-    codes = {"before": before, "after": Path(vmio.__file__).parents[1]} if before else {"": None}
+    codes = {"before": before, "after": Path(vmio.__file__).parents[1]} if before else {"report": None}
     print(f"report of the demo (42 points, {demo.stat().st_size / 1e6:.1f} MB store), target <= 3 s:")
     took: dict[str, list[tuple[float, float]]] = {name: [] for name in codes}
     for i in range(repeat):
