@@ -4,13 +4,16 @@ Fills one store per size (default 1k, 10k and 100k points: a year of nightly run
 the store's own API (``Store.record``: a run, its measured jobs' results with latency histograms, the
 run's metrics and a capped number of samples per point), then times each command through ``vmio.cli.main``
 and prints seconds, and seconds per point, at each size. ``report`` runs up to ``--report-max`` points
-(default 1000: its plots are per group). It also times ``report`` of the demo's 42 points
-(``tests/data/stores/demo000.db``).
+(default 1000: its plots are per group). It also times ``report`` of the demo's 42 points: a store of
+``examples/demo.toml`` filled through the same API as heavy as the one ``make demo`` writes (per point: two
+jobs' results with ~340-bin latency histograms, ~170 samples over 7 s, 6 per-second histograms of ~280
+bins, ~25 run metrics; the real demo store is 2.6 MB).
 
 Targets: cost grows linearly with the points; ``show --json`` of 100k points <= 5 s; ``report`` of the
 demo's 42 points <= 3 s.
 
 Usage: python benchmarks/store_scale.py [--sizes 1000,10000,100000] [--report-max 1000] [--dir /var/tmp]
+       [--demo-repeat 3] [--before OTHER_CHECKOUT/src]   (``--sizes ''``: the demo's report only)
 """
 
 from __future__ import annotations
@@ -19,20 +22,26 @@ import argparse
 import contextlib
 import functools
 import io
+import os
 import random
+import resource
 import shutil
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import vmio
 from vmio.cli import main
 from vmio.spec import loads_spec
+from vmio.spec.model import Campaign, Point, QemuTarget
 from vmio.store import RunRecord, Store
 
-DEMO = Path(__file__).resolve().parents[1] / "tests" / "data" / "stores" / "demo000.db"
+DEMO_SPEC = Path(__file__).resolve().parents[1] / "examples" / "demo.toml"
 SAMPLES_PER_POINT = 20  # capped: a real point keeps ~100-600, the cost per row is the same
 BLOCK_SIZES = ("4k", "16k", "64k", "256k", "1m")
 OFFERED = (500, 1000, 2000, 4000, 8000, 16000, 32000, 64000, 128000)  # and "max": 10 rates
@@ -121,6 +130,106 @@ def fill(path: Path, points: int, seed: int = 1) -> tuple[float, float]:
     return time.perf_counter() - started, time.process_time() - cpu
 
 
+DEMO_SOURCES = {
+    "cpu": ("usr_pct", "sys_pct", "iowait_pct", "idle_pct", "steal_pct", "guest_pct"),
+    "dev:vda": ("read_iops", "write_iops", "read_bw", "write_bw", "await_ms", "busy_pct", "queue", "wait_ms_per_s"),
+    "qemu": ("vcpu_pct", "vcpu_max_pct", "iothread_pct", "iothread_max_pct", "main_pct", "main_max_pct",
+             "other_pct", "other_max_pct"),
+}  # fmt: skip
+
+
+def latency_bins(rng: random.Random, n: int, median_ns: float) -> dict[int, int]:
+    """``n`` occupied buckets of a latency histogram in fio's shape (64 buckets per power of two, ns)."""
+    bins: dict[int, int] = {}
+    while len(bins) < n:
+        ns = int(rng.lognormvariate(0, 0.6) * median_ns)
+        bucket = ns >> max(0, ns.bit_length() - 7) << max(0, ns.bit_length() - 7)
+        bins[bucket] = bins.get(bucket, 0) + rng.randrange(1, 40)
+    return bins
+
+
+def demo_record(rng: random.Random, campaign: Campaign, p: Point) -> RunRecord:
+    """One point of the demo as ``make demo`` stores it (the counts read from a real demo store)."""
+    target = campaign.target(p.target)
+    vms = target.vms if isinstance(target, QemuTarget) else 0
+    ddir = "read" if "read" in p.workload else "write"
+    hosts = [f"127.0.0.1:{34000 + i}" for i in range(vms)] or ["local"]
+    jobs = [(hosts[j % len(hosts)], f"measure.{j // len(hosts) + 1}") for j in range(2)]  # 2 fio jobs
+    results = [
+        replace(result(rng, ddir, p.bs, job), host=h, bins=latency_bins(rng, 340, 80_000)) for h, job in jobs
+    ]
+    sources = [("cpu", DEMO_SOURCES["cpu"]), ("dev:vda", DEMO_SOURCES["dev:vda"])]
+    sources += [(f"qemu:vmio-{v}", DEMO_SOURCES["qemu"]) for v in range(vms)]
+    samples = [
+        (t + 0.003 * t, src, m, rng.uniform(0, 100)) for t in range(1, 8) for src, ms in sources for m in ms
+    ]
+    hist_log = [
+        (h, job, t * 1000 + 4, ddir, latency_bins(rng, 280, 80_000)) for h, job in jobs for t in (1, 2, 3)
+    ]
+    return RunRecord(
+        campaign="demo", point_key=p.key, target=p.target, target_kind=target.kind, workload=p.workload,
+        bs=p.bs, offered_iops=p.offered_iops, load_processes=p.load_processes, repetition=p.repetition,
+        status="done", started=0.0, ended=8.0,
+        host={"hostname": "bench", "kernel": "6.1", "cpu_model": "AMD EPYC", "cores": 2},
+        accel="tcg" if vms else None, fio_version="fio-3.33",
+        qemu_version=("7.2.22" if target.qemu is None else "10.0.2") if isinstance(target, QemuTarget) else None,
+        device="vda", results=results, samples=samples, hist_log=hist_log,
+        metrics={(src, m): rng.uniform(0, 100) for src, ms in sources for m in ms[:3]},
+        samples_t0=1.7e9, measured_window=(2.7, 6.7),
+    )  # fmt: skip
+
+
+def fill_demo(path: Path, seed: int = 1) -> None:
+    """The demo's campaign (``examples/demo.toml``, 42 points) in a store as heavy as a real one."""
+    text = DEMO_SPEC.read_text()
+    campaign = loads_spec(text, str(DEMO_SPEC))
+    rng = random.Random(seed)
+    with Store(path) as store:
+        store.ensure_campaign("demo", str(DEMO_SPEC), text, campaign.canonical())
+        for p in campaign.points():
+            store.record(demo_record(rng, campaign, p))
+
+
+def demo_report(work: Path, repeat: int, before: Path | None) -> None:
+    """Time ``vmio report`` of the demo-like store as a user runs it (a fresh process: start-up and imports
+    count) ``repeat`` times; with ``before`` (another checkout's ``src``) each time that code's report too,
+    run by turns so both see the same machine."""
+    demo = work / "demo.db"
+    fill_demo(demo)
+    argv = ["report", "demo", "-o", str(work / "demo.html"), "--db", str(demo)]
+    codes = {"before": before, "after": Path(vmio.__file__).parents[1]} if before else {"report": None}
+    print(f"report of the demo (42 points, {demo.stat().st_size / 1e6:.1f} MB store), target <= 3 s:")
+    took: dict[str, list[tuple[float, float]]] = {name: [] for name in codes}
+    for i in range(repeat):
+        for name, src in codes.items():
+            took[name].append(wall_cpu := timed_process(argv, src))
+            print(f"  {name} run {i + 1}: {wall_cpu[0]:.2f} s wall, {wall_cpu[1]:.2f} s CPU", flush=True)
+    for name, runs in took.items():
+        wall, cpu = statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs)
+        print(f"  {name} median of {len(runs)}: {wall:.2f} s wall, {cpu:.2f} s CPU")
+
+
+def timed_process(argv: list[str], src: Path | None) -> tuple[float, float]:
+    """(wall, CPU) seconds of ``python -m vmio ARGV`` in a child process, its own ``src`` first on the path
+    (None: this one's); a failure stops the benchmark."""
+    env = {**os.environ, "PYTHONPATH": str(src)} if src else None
+    cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "vmio", *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    wall = time.perf_counter() - started
+    end = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        sys.exit(f"store_scale: vmio {' '.join(argv)} exited {done.returncode}: {done.stderr[-500:]}")
+    return wall, end.ru_utime + end.ru_stime - cpu.ru_utime - cpu.ru_stime
+
+
 def timed(argv: list[str]) -> tuple[float, float]:
     """(wall, CPU) seconds ``vmio ARGV`` took in this process, its output thrown away; a failure stops the
     benchmark. CPU seconds are the fairer figure on a shared machine."""
@@ -156,15 +265,17 @@ def main_(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", default="1000,10000,100000", help="points per store, comma-separated")
     ap.add_argument("--report-max", type=int, default=1000, help="time report only up to this many points")
     ap.add_argument("--dir", default="/var/tmp", help="where the stores are built (a real disk)")
+    ap.add_argument("--demo-repeat", type=int, default=3, help="times report of the demo runs")
+    ap.add_argument(
+        "--before", type=Path, help="another checkout's src: time its report of the demo too, by turns"
+    )
     args = ap.parse_args(argv)
-    sizes = [int(s) for s in args.sizes.split(",")]
+    sizes = [int(s) for s in args.sizes.split(",") if s]
     work = Path(tempfile.mkdtemp(prefix="vmio-scale-", dir=args.dir))
     try:
-        if DEMO.exists():
-            demo = work / "demo.db"
-            shutil.copy(DEMO, demo)
-            wall, cpu = timed(["report", "demo", "-o", str(work / "demo.html"), "--db", str(demo)])
-            print(f"report of the demo (42 points): {wall:.2f} s wall, {cpu:.2f} s CPU (target <= 3 s)")
+        demo_report(work, args.demo_repeat, args.before)
+        if not sizes:
+            return 0
         print(f"{'points':>8}  {'command':<15} {'wall s':>8} {'CPU s':>8}  {'CPU ms/point':>12}")
         for n in sizes:
             db = work / f"s{n}.db"

@@ -2,6 +2,9 @@
 
 Figures are built on ``matplotlib.figure.Figure`` directly (no pyplot, no global figure registry).
 Each series line carries a ``gid`` (``<plot id>--<series slug>``) so it can be found in the SVG.
+
+Figures carry no layout engine: ``to_svg`` and ``to_png`` run constrained layout once and then draw once
+(with an engine attached, ``savefig`` draws twice, a layout pass and the real one).
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ import matplotlib as mpl
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.layout_engine import ConstrainedLayoutEngine
+from matplotlib.legend import Legend
 from matplotlib.ticker import FuncFormatter, LogLocator
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
@@ -52,7 +57,7 @@ class Plot:
 
 
 def new_figure(rows: int, cols: int, width: float = 4.6, height: float = 3.2) -> Figure:
-    return Figure(figsize=(max(width * cols, 6.4), height * rows + 0.8), layout="constrained")
+    return Figure(figsize=(max(width * cols, 6.4), height * rows + 0.8))
 
 
 def color(targets: list[str], target: str, baseline: str | None) -> str:
@@ -76,7 +81,13 @@ def log_scale(ax: Axes) -> None:
 def legend(ax: Axes, size: int = 7) -> None:
     """A legend when the panel has labelled series (an empty one warns)."""
     if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=size, handlelength=3.5)  # long enough to show a line's dashes
+        inside(ax.legend(fontsize=size, handlelength=3.5))  # long enough to show a line's dashes
+
+
+def inside(legend: Legend) -> None:
+    """A legend the axes hold (placed "best", inside them) leaves the layout alone: constrained layout
+    need not place it (finding its best place was a tenth of the layout's time)."""
+    legend.set_in_layout(False)
 
 
 def finish(fig: Figure, title: str, caption: str) -> None:
@@ -85,9 +96,18 @@ def finish(fig: Figure, title: str, caption: str) -> None:
     fig.supxlabel(textwrap.fill(caption, int(fig.get_figwidth() * 17)), fontsize=7, color="#444444")
 
 
+def lay_out(fig: Figure) -> None:
+    """Constrained layout, once, for the figure as it will be drawn (title shown or not)."""
+    ConstrainedLayoutEngine().execute(fig)
+
+
 def style() -> contextlib.AbstractContextManager[None]:
     """The rc settings figures are built under (fonts resolve when artists are made)."""
-    return mpl.rc_context({"font.family": "DejaVu Sans", "font.size": 8, "axes.titlesize": 9})
+    # axes titles sit just above their axes (none has tick labels on top): placed automatically, matplotlib
+    # measured every y axis again for each title, a fifth of the drawing time
+    return mpl.rc_context(
+        {"font.family": "DejaVu Sans", "font.size": 8, "axes.titlesize": 9, "axes.titley": 1.0}
+    )
 
 
 def to_svg(plot: Plot) -> str:
@@ -99,6 +119,7 @@ def to_svg(plot: Plot) -> str:
         title.set_visible(False)
     # text stays text; every plotted vertex stays in the path (no simplification), so the SVG holds the data
     try:
+        lay_out(plot.figure)
         with mpl.rc_context({"svg.fonttype": "none", "svg.hashsalt": plot.id, "path.simplify": False}):
             plot.figure.savefig(buf, format="svg", metadata={"Date": None})
     finally:
@@ -110,6 +131,7 @@ def to_svg(plot: Plot) -> str:
 
 def to_png(plot: Plot, dpi: int = 100) -> bytes:
     buf = io.BytesIO()
+    lay_out(plot.figure)
     with mpl.rc_context():
         plot.figure.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
     return buf.getvalue()
