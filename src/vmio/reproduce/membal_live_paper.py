@@ -49,7 +49,7 @@ class Scale:
 
 
 SCALES = {
-    "quick": Scale(rounds=3, calibrate=8.0, duration=12.0, interval=1.0),
+    "quick": Scale(rounds=3, calibrate=8.0, duration=16.0, interval=1.0),
     "paper": Scale(rounds=5, calibrate=40.0, duration=50.0, interval=2.0),
 }
 
