@@ -11,6 +11,11 @@ Targets: cost grows linearly with the points; ``show --json`` of 100k points <= 
 demo's 42 points <= 3 s.
 
 Usage: python benchmarks/store_scale.py [--sizes 1000,10000,100000] [--report-max 1000] [--dir /var/tmp]
+[--keep DIR] [--repeat N]
+
+``--keep DIR`` keeps the filled stores in DIR (``s<points>.db``) and reuses them on the next run, so the
+commands can be timed again without filling 100k points each time. ``--repeat N`` times each command N
+times and prints each figure as the median with the range.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import functools
 import io
 import random
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -151,31 +157,43 @@ def commands(
     return out
 
 
+def figures(took: list[tuple[float, float]], points: int) -> str:
+    """Median wall and CPU seconds of the repetitions, the CPU range, and CPU ms per point."""
+    wall, cpu = statistics.median(w for w, _ in took), statistics.median(c for _, c in took)
+    spread = f"{min(c for _, c in took):.2f}-{max(c for _, c in took):.2f}"
+    return f"{wall:8.2f} {cpu:8.2f} {spread:>13}  {cpu / points * 1e3:12.3f}"
+
+
 def main_(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--sizes", default="1000,10000,100000", help="points per store, comma-separated")
     ap.add_argument("--report-max", type=int, default=1000, help="time report only up to this many points")
     ap.add_argument("--dir", default="/var/tmp", help="where the stores are built (a real disk)")
+    ap.add_argument("--keep", type=Path, help="keep the filled stores in this folder and reuse them")
+    ap.add_argument("--repeat", type=int, default=1, help="times each command is timed (median and range)")
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     work = Path(tempfile.mkdtemp(prefix="vmio-scale-", dir=args.dir))
+    if args.keep:
+        args.keep.mkdir(parents=True, exist_ok=True)
     try:
         if DEMO.exists():
             demo = work / "demo.db"
             shutil.copy(DEMO, demo)
             wall, cpu = timed(["report", "demo", "-o", str(work / "demo.html"), "--db", str(demo)])
             print(f"report of the demo (42 points): {wall:.2f} s wall, {cpu:.2f} s CPU (target <= 3 s)")
-        print(f"{'points':>8}  {'command':<15} {'wall s':>8} {'CPU s':>8}  {'CPU ms/point':>12}")
+        print(
+            f"{'points':>8}  {'command':<15} {'wall s':>8} {'CPU s':>8} {'CPU range':>13}  {'CPU ms/point':>12}"
+        )
         for n in sizes:
-            db = work / f"s{n}.db"
-            steps: list[tuple[str, Callable[[], tuple[float, float]]]] = [
-                ("fill (record)", functools.partial(fill, db, n)),
-                *commands(db, work, n, args.report_max).items(),
-            ]
-            for name, run in steps:
-                wall, cpu = run()
-                print(f"{n:>8}  {name:<15} {wall:8.2f} {cpu:8.2f}  {cpu / n * 1e3:12.3f}", flush=True)
-            db.unlink()
+            db = (args.keep or work) / f"s{n}.db"
+            steps = [(name, run, args.repeat) for name, run in commands(db, work, n, args.report_max).items()]
+            if not db.exists():
+                steps.insert(0, ("fill (record)", functools.partial(fill, db, n), 1))
+            for name, run, times in steps:
+                print(f"{n:>8}  {name:<15} {figures([run() for _ in range(times)], n)}", flush=True)
+            if not args.keep:
+                db.unlink()
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -27,6 +27,7 @@ from vmio.spec.model import Campaign
 from vmio.spec.stored import restore
 from vmio.store.failures import GuardedConnection, GuardedCursor, explain, missing, not_a_store
 from vmio.store.integrity import DETAIL_TABLES, check_rows, check_store
+from vmio.store.point_metrics import write as write_point_metrics
 from vmio.store.records import JobResult, RunRecord
 from vmio.store.schema import MIGRATIONS, PCT_COLUMNS, SCHEMA_VERSION
 from vmio.store.summaries import decode_bins
@@ -36,7 +37,10 @@ from vmio.units import format_size
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 DEFAULT_TIMEOUT_S = 30.0
-SUMMARIES_MIGRATION = 8  # the migration that added each point's stored summary: it fills them for older points
+# the migrations that added each point's stored summary (8) and its device, CPU and QEMU figures (9) fill
+# them for older points
+SUMMARIES_MIGRATION = 8
+METRICS_MIGRATION = 9
 
 
 def lock_timeout() -> float:
@@ -192,7 +196,9 @@ class Store:
                 os.ftruncate(fd, 0)
                 return fd
             os.close(fd)  # the holder before us removed this file as we opened it: lock the new one
-        raise StoreError(f"the run lock {lock_path!r} kept changing under vmio; is another program removing it?")
+        raise StoreError(
+            f"the run lock {lock_path!r} kept changing under vmio; is another program removing it?"
+        )
 
     def _check_readable(self) -> None:
         have = self._stored_version()
@@ -247,6 +253,8 @@ class Store:
                         db.execute(statement)
                 if version == SUMMARIES_MIGRATION:
                     write_summaries(db)
+                if version == METRICS_MIGRATION:
+                    write_point_metrics(db)
                 db.execute("INSERT INTO migrations VALUES (?, ?, ?)", (version, name, time.time()))
 
     def _detail(self, *tables: str) -> None:
@@ -412,7 +420,8 @@ class Store:
                 "INSERT INTO hist_log VALUES (?, ?, ?, ?, ?, ?)",
                 [(run_id, h, j, t, d, json.dumps(sorted(b.items()))) for h, j, t, d, b in rec.hist_log],
             )
-            write_summaries(db, [run_id])  # from the rows just written, as the migration computes them
+            write_summaries(db, [run_id])  # from the rows just written, as the migrations compute them
+            write_point_metrics(db, [run_id])
             return run_id
 
     def runs(self, campaign: str) -> list[sqlite3.Row]:
