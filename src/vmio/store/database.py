@@ -527,9 +527,24 @@ class Store:
 
     def _by_run(self, sql: str, campaign: str) -> dict[int, list[sqlite3.Row]]:
         out: dict[int, list[sqlite3.Row]] = {}
-        for r in self.db.execute(sql, (campaign,)):
+        for r in self.db.execute(sql, (campaign,)).fetchall():  # in one call, not a row at a time
             out.setdefault(r["run_id"], []).append(r)
         return out
+
+    def campaign_table(
+        self, table: str, columns: Sequence[str], order: str, campaign: str
+    ) -> list[tuple[Any, ...]]:
+        """A detail table's rows of the campaign's runs as plain tuples: each run's point key, then ``columns``,
+        by run and then ``order`` (``export`` of a million samples)."""
+        self._detail(table)
+        cur = self.db.cursor(GuardedCursor)
+        cur.row_factory = None
+        cur.execute(
+            f"SELECT r.point_key, {', '.join(f't.{c}' for c in columns)} FROM {table} t JOIN run r ON r.id = t.run_id "
+            f"JOIN campaign c ON c.id = r.campaign_id WHERE c.name = ? ORDER BY r.id, {order}",
+            (campaign,),
+        )
+        return cur.fetchall()
 
     def run_metrics(self, run_id: int) -> dict[tuple[str, str], float]:
         rows = self.db.execute(

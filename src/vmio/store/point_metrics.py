@@ -71,12 +71,13 @@ def figures(metrics: Metrics, device: str | None) -> Figures:
 
 def stored(row: Mapping[str, Any] | sqlite3.Row) -> Figures | None:
     """The figures stored with a ``run`` row; None when it holds none (a store whose columns were emptied)."""
-    if row["qemu_cpu_json"] is None:
+    qemu = row["qemu_cpu_json"]
+    if qemu is None:
         return None
     return Figures(
         {name: row[name] for name in DEVICE_FIELDS.values()},
         {name: row[name] for name in CPU_FIELDS.values()},
-        json.loads(row["qemu_cpu_json"]),
+        None if qemu == "null" else json.loads(qemu),  # "null": no QEMU process (most points), not decoded
     )
 
 
