@@ -432,9 +432,10 @@ class Store:
             )
         )
 
-    def run_maps(self, campaign: str) -> list[Mapping[str, Any]]:
+    def run_maps(self, campaign: str, size: int = 2000) -> Iterator[list[Mapping[str, Any]]]:
         """``runs`` as plain dicts (a ``sqlite3.Row`` looks a name up column by column: ``show`` of 100k
-        points reads 50 names each), without the long texts (log, job file, QEMU command line)."""
+        points reads 50 names each), without the long texts (log, job file, QEMU command line), ``size``
+        at a time (so 100k points' dicts are never all held at once)."""
         skip = {"log", "job_file", "qemu_argv", "campaign_id"}
         columns = [r[1] for r in self.db.execute("PRAGMA table_info(run)").fetchall() if r[1] not in skip]
         cur = self.db.cursor(GuardedCursor)
@@ -444,7 +445,8 @@ class Store:
             "WHERE c.name = ? ORDER BY r.id",
             (campaign,),
         )
-        return [dict(zip(columns, r, strict=True)) for r in cur.fetchall()]
+        while chunk := cur.fetchmany(size):
+            yield [dict(zip(columns, r, strict=True)) for r in chunk]
 
     def results(self, run_id: int) -> list[sqlite3.Row]:
         self._detail("result")

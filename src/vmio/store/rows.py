@@ -7,6 +7,7 @@ the merged histograms, never from averaging percentiles; the mean is weighted by
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import json
 import sqlite3
@@ -164,28 +165,43 @@ def _point_rows(store: Store, campaign: str | None) -> list[PointRow]:
     if campaign:
         store.require(campaign)
     out = []
-    for name in names:  # read per campaign in bulk: one query per table, not per point
-        runs = store.run_maps(name)
-        stored = {run["id"]: summaries.stored(run) for run in runs}
-        figures = {run["id"]: point_metrics.stored(run) for run in runs}
-        emptied = any(s is None for s in stored.values())  # a store whose summaries were emptied
-        # a point's own results only where its stored summary does not say all (imports: fio's CPU figures)
-        results = (
-            store.campaign_results(name) if emptied or any(r["target_kind"] == "import" for r in runs) else {}
-        )
-        hists = store.campaign_histograms(name) if emptied else {}
-        metrics = store.campaign_metrics(name) if any(f is None for f in figures.values()) else {}
-        out += [
-            _row(
-                name,
-                run,
-                stored[run["id"]] or summaries.summarize(results.get(run["id"], []), hists),
-                figures[run["id"]] or point_metrics.figures(metrics.get(run["id"], {}), run["device"]),
-                results.get(run["id"], []),
-            )
-            for run in runs
-        ]
+    for name in names:
+        detail = _Detail(store, name)
+        for runs in store.run_maps(name):
+            out += [_stored_row(name, run, detail) for run in runs]
     return out
+
+
+@dataclass
+class _Detail:
+    """A campaign's detail rows, each table read in bulk on first need: one query, not one per point."""
+
+    store: Store
+    campaign: str
+
+    @functools.cached_property
+    def results(self) -> dict[int, list[sqlite3.Row]]:
+        return self.store.campaign_results(self.campaign)
+
+    @functools.cached_property
+    def hists(self) -> dict[int, dict[int, int]]:
+        return self.store.campaign_histograms(self.campaign)
+
+    @functools.cached_property
+    def metrics(self) -> dict[int, dict[tuple[str, str], float]]:
+        return self.store.campaign_metrics(self.campaign)
+
+
+def _stored_row(campaign: str, run: summaries.RunRow, detail: _Detail) -> PointRow:
+    """A point from its stored summary and figures; from its results, histograms and metrics where the store
+    holds none (a store whose columns were emptied), and an import's results for fio's CPU figures."""
+    summary, figures = summaries.stored(run), point_metrics.stored(run)
+    results = detail.results.get(run["id"], []) if summary is None or run["target_kind"] == "import" else []
+    if summary is None:
+        summary = summaries.summarize(results, detail.hists)
+    if figures is None:
+        figures = point_metrics.figures(detail.metrics.get(run["id"], {}), run["device"])
+    return _row(campaign, run, summary, figures, results)
 
 
 def point_row(store: Store, campaign: str, run: sqlite3.Row) -> PointRow:
