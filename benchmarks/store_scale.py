@@ -15,7 +15,9 @@ Usage: python benchmarks/store_scale.py [--sizes 1000,10000,100000] [--report-ma
 
 ``--keep DIR`` keeps the filled stores in DIR (``s<points>.db``) and reuses them on the next run, so the
 commands can be timed again without filling 100k points each time. ``--repeat N`` times each command N
-times and prints each figure as the median with the range.
+times and prints each figure as the median with the range. Before/after: run the benchmark with the older
+tree's ``src`` first on PYTHONPATH, then the newer one's, each with its own ``--keep`` folder (copy the
+first's stores: a newer vmio migrates them, which an older one then refuses to read).
 """
 
 from __future__ import annotations
