@@ -13,7 +13,14 @@ Targets: cost grows linearly with the points; ``show --json`` of 100k points <= 
 demo's 42 points <= 3 s.
 
 Usage: python benchmarks/store_scale.py [--sizes 1000,10000,100000] [--report-max 1000] [--dir /var/tmp]
-       [--demo-repeat 3] [--before OTHER_CHECKOUT/src]   (``--sizes ''``: the demo's report only)
+       [--demo-repeat 3] [--before OTHER_CHECKOUT/src] [--keep DIR] [--repeat N]
+       (``--sizes ''``: the demo's report only)
+
+``--keep DIR`` keeps the filled stores in DIR (``s<points>.db``) and reuses them on the next run, so the
+commands can be timed again without filling 100k points each time. ``--repeat N`` times each command N
+times and prints each figure as the median with the range. Before/after: run the benchmark with the older
+tree's ``src`` first on PYTHONPATH, then the newer one's, each with its own ``--keep`` folder (copy the
+first's stores: a newer vmio migrates them, which an older one then refuses to read).
 """
 
 from __future__ import annotations
@@ -260,6 +267,13 @@ def commands(
     return out
 
 
+def figures(took: list[tuple[float, float]], points: int) -> str:
+    """Median wall and CPU seconds of the repetitions, the CPU range, and CPU ms per point."""
+    wall, cpu = statistics.median(w for w, _ in took), statistics.median(c for _, c in took)
+    spread = f"{min(c for _, c in took):.2f}-{max(c for _, c in took):.2f}"
+    return f"{wall:8.2f} {cpu:8.2f} {spread:>13}  {cpu / points * 1e3:12.3f}"
+
+
 def main_(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--sizes", default="1000,10000,100000", help="points per store, comma-separated")
@@ -269,24 +283,29 @@ def main_(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--before", type=Path, help="another checkout's src: time its report of the demo too, by turns"
     )
+    ap.add_argument("--keep", type=Path, help="keep the filled stores in this folder and reuse them")
+    ap.add_argument("--repeat", type=int, default=1, help="times each command is timed (median and range)")
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s]
     work = Path(tempfile.mkdtemp(prefix="vmio-scale-", dir=args.dir))
+    if args.keep:
+        args.keep.mkdir(parents=True, exist_ok=True)
     try:
         demo_report(work, args.demo_repeat, args.before)
         if not sizes:
             return 0
-        print(f"{'points':>8}  {'command':<15} {'wall s':>8} {'CPU s':>8}  {'CPU ms/point':>12}")
+        print(
+            f"{'points':>8}  {'command':<15} {'wall s':>8} {'CPU s':>8} {'CPU range':>13}  {'CPU ms/point':>12}"
+        )
         for n in sizes:
-            db = work / f"s{n}.db"
-            steps: list[tuple[str, Callable[[], tuple[float, float]]]] = [
-                ("fill (record)", functools.partial(fill, db, n)),
-                *commands(db, work, n, args.report_max).items(),
-            ]
-            for name, run in steps:
-                wall, cpu = run()
-                print(f"{n:>8}  {name:<15} {wall:8.2f} {cpu:8.2f}  {cpu / n * 1e3:12.3f}", flush=True)
-            db.unlink()
+            db = (args.keep or work) / f"s{n}.db"
+            steps = [(name, run, args.repeat) for name, run in commands(db, work, n, args.report_max).items()]
+            if not db.exists():
+                steps.insert(0, ("fill (record)", functools.partial(fill, db, n), 1))
+            for name, run, times in steps:
+                print(f"{n:>8}  {name:<15} {figures([run() for _ in range(times)], n)}", flush=True)
+            if not args.keep:
+                db.unlink()
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -27,6 +27,7 @@ from vmio.spec.model import Campaign
 from vmio.spec.stored import restore
 from vmio.store.failures import GuardedConnection, GuardedCursor, explain, missing, not_a_store
 from vmio.store.integrity import DETAIL_TABLES, check_rows, check_store
+from vmio.store.point_metrics import write as write_point_metrics
 from vmio.store.records import JobResult, RunRecord
 from vmio.store.schema import MIGRATIONS, PCT_COLUMNS, SCHEMA_VERSION
 from vmio.store.summaries import decode_bins
@@ -36,7 +37,10 @@ from vmio.units import format_size
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 DEFAULT_TIMEOUT_S = 30.0
-SUMMARIES_MIGRATION = 8  # the migration that added each point's stored summary: it fills them for older points
+# the migrations that added each point's stored summary (8) and its device, CPU and QEMU figures (9) fill
+# them for older points
+SUMMARIES_MIGRATION = 8
+METRICS_MIGRATION = 9
 
 
 def lock_timeout() -> float:
@@ -192,7 +196,9 @@ class Store:
                 os.ftruncate(fd, 0)
                 return fd
             os.close(fd)  # the holder before us removed this file as we opened it: lock the new one
-        raise StoreError(f"the run lock {lock_path!r} kept changing under vmio; is another program removing it?")
+        raise StoreError(
+            f"the run lock {lock_path!r} kept changing under vmio; is another program removing it?"
+        )
 
     def _check_readable(self) -> None:
         have = self._stored_version()
@@ -247,6 +253,8 @@ class Store:
                         db.execute(statement)
                 if version == SUMMARIES_MIGRATION:
                     write_summaries(db)
+                if version == METRICS_MIGRATION:
+                    write_point_metrics(db)
                 db.execute("INSERT INTO migrations VALUES (?, ?, ?)", (version, name, time.time()))
 
     def _detail(self, *tables: str) -> None:
@@ -412,7 +420,8 @@ class Store:
                 "INSERT INTO hist_log VALUES (?, ?, ?, ?, ?, ?)",
                 [(run_id, h, j, t, d, json.dumps(sorted(b.items()))) for h, j, t, d, b in rec.hist_log],
             )
-            write_summaries(db, [run_id])  # from the rows just written, as the migration computes them
+            write_summaries(db, [run_id])  # from the rows just written, as the migrations compute them
+            write_point_metrics(db, [run_id])
             return run_id
 
     def runs(self, campaign: str) -> list[sqlite3.Row]:
@@ -423,9 +432,10 @@ class Store:
             )
         )
 
-    def run_maps(self, campaign: str) -> list[Mapping[str, Any]]:
+    def run_maps(self, campaign: str, size: int = 2000) -> Iterator[list[Mapping[str, Any]]]:
         """``runs`` as plain dicts (a ``sqlite3.Row`` looks a name up column by column: ``show`` of 100k
-        points reads 50 names each), without the long texts (log, job file, QEMU command line)."""
+        points reads 50 names each), without the long texts (log, job file, QEMU command line), ``size``
+        at a time (so 100k points' dicts are never all held at once)."""
         skip = {"log", "job_file", "qemu_argv", "campaign_id"}
         columns = [r[1] for r in self.db.execute("PRAGMA table_info(run)").fetchall() if r[1] not in skip]
         cur = self.db.cursor(GuardedCursor)
@@ -435,7 +445,8 @@ class Store:
             "WHERE c.name = ? ORDER BY r.id",
             (campaign,),
         )
-        return [dict(zip(columns, r, strict=True)) for r in cur.fetchall()]
+        while chunk := cur.fetchmany(size):
+            yield [dict(zip(columns, r, strict=True)) for r in chunk]
 
     def results(self, run_id: int) -> list[sqlite3.Row]:
         self._detail("result")
@@ -518,9 +529,24 @@ class Store:
 
     def _by_run(self, sql: str, campaign: str) -> dict[int, list[sqlite3.Row]]:
         out: dict[int, list[sqlite3.Row]] = {}
-        for r in self.db.execute(sql, (campaign,)):
+        for r in self.db.execute(sql, (campaign,)).fetchall():  # in one call, not a row at a time
             out.setdefault(r["run_id"], []).append(r)
         return out
+
+    def campaign_table(
+        self, table: str, columns: Sequence[str], order: str, campaign: str
+    ) -> list[tuple[Any, ...]]:
+        """A detail table's rows of the campaign's runs as plain tuples: each run's point key, then ``columns``,
+        by run and then ``order`` (``export`` of a million samples)."""
+        self._detail(table)
+        cur = self.db.cursor(GuardedCursor)
+        cur.row_factory = None
+        cur.execute(
+            f"SELECT r.point_key, {', '.join(f't.{c}' for c in columns)} FROM {table} t JOIN run r ON r.id = t.run_id "
+            f"JOIN campaign c ON c.id = r.campaign_id WHERE c.name = ? ORDER BY r.id, {order}",
+            (campaign,),
+        )
+        return cur.fetchall()
 
     def run_metrics(self, run_id: int) -> dict[tuple[str, str], float]:
         rows = self.db.execute(

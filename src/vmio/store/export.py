@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -144,37 +145,18 @@ def _offered(row: PointRow) -> str:
     return "max" if row.offered_iops is None else str(row.offered_iops)
 
 
+SERIES_COLUMNS = ("point", "t", "source", "metric", "value")
+OPLAT_COLUMNS = ("point", "host", "job", "seq", "t_ms", "lat_ns", "ddir", "offset")
+
+
 def series(store: Store, campaign: str) -> list[TableRow]:
-    every = store.campaign_samples(campaign)
-    return [
-        {
-            "point": run["point_key"],
-            "t": s["t"],
-            "source": s["source"],
-            "metric": s["metric"],
-            "value": s["value"],
-        }
-        for run in store.runs(campaign)
-        for s in every.get(run["id"], [])
-    ]
+    rows = store.campaign_table("sample", SERIES_COLUMNS[1:], "t.t, t.source, t.metric", campaign)
+    return [dict(zip(SERIES_COLUMNS, r, strict=True)) for r in rows]
 
 
 def operations(store: Store, campaign: str) -> list[TableRow]:
-    every = store.campaign_oplat(campaign)
-    return [
-        {
-            "point": run["point_key"],
-            "host": o["host"],
-            "job": o["job"],
-            "seq": o["seq"],
-            "t_ms": o["t_ms"],
-            "lat_ns": o["lat_ns"],
-            "ddir": o["ddir"],
-            "offset": o["offset"],
-        }
-        for run in store.runs(campaign)
-        for o in every.get(run["id"], [])
-    ]
+    rows = store.campaign_table("oplat", OPLAT_COLUMNS[1:], "t.seq", campaign)
+    return [dict(zip(OPLAT_COLUMNS, r, strict=True)) for r in rows]
 
 
 SINGLE_FILE = ("json", "ndjson", "prometheus")  # one document; csv and parquet write side files
@@ -240,10 +222,12 @@ def export(store: Store, campaign: str, fmt: str, path: Path) -> list[Path]:
 def _csv(rows: list[TableRow]) -> bytes:
     buf = io.StringIO()
     if rows:
-        names = dict.fromkeys(k for row in rows for k in row)  # every row's columns (some only on some rows)
-        writer = csv.DictWriter(buf, fieldnames=[inert(k) for k in names], lineterminator="\n")
-        writer.writeheader()
-        writer.writerows({inert(k): inert(v) for k, v in row.items()} for row in rows)
+        # every row's columns (some only on some rows)
+        names = list(dict.fromkeys(itertools.chain.from_iterable(rows)))
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow([inert(k) for k in names])
+        blank = [""] * len(names)  # a column a row does not have
+        writer.writerows([inert(v) for v in map(row.get, names, blank)] for row in rows)
     return buf.getvalue().encode()
 
 

@@ -28,6 +28,7 @@ JSON_COLUMNS: dict[tuple[str, str], str] = {
     ("run", "precondition_json"): "any",
     ("run", "fio_job_json"): "any",
     ("run", "hosts_json"): "array",
+    ("run", "qemu_cpu_json"): "any",
     ("histogram", "bins"): "pairs",
     ("hist_log", "bins"): "pairs",
     ("membal_run", "settings"): "any",
@@ -180,6 +181,4 @@ def _check_json(db: sqlite3.Connection, path: str, table: str, col: str, kind: s
                 f"AND ({cond}) LIMIT 1",
             )
             if row is not None:
-                raise damaged(
-                    path, f"table campaign, row {row[0]}: canonical.{key} is not a list of objects"
-                )
+                raise damaged(path, f"table campaign, row {row[0]}: canonical.{key} is not a list of objects")

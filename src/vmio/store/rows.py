@@ -10,47 +10,18 @@ import contextlib
 import functools
 import gc
 import json
-import re
 import sqlite3
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any, TypedDict
 
-from vmio.store import summaries
+from vmio.store import point_metrics, summaries
 from vmio.store.database import Store
+from vmio.store.point_metrics import QemuCpu
 from vmio.store.records import FioJob, Precondition, Steady
 
 LAT_KEYS = ("min", "mean", "max", "p50", "p99", "p99.9")
-DEVICE_FIELDS = {
-    "read_iops": "dev_read_iops",
-    "write_iops": "dev_write_iops",
-    "busy_pct": "dev_busy_pct",
-    "queue": "dev_queue",
-    "await_ms": "dev_await_ms",
-    "read_bw": "dev_read_bw",
-    "write_bw": "dev_write_bw",
-}
-CPU_FIELDS = {
-    "usr_pct": "cpu_usr_pct",
-    "sys_pct": "cpu_sys_pct",
-    "iowait_pct": "cpu_iowait_pct",
-    "steal_pct": "cpu_steal_pct",
-    "idle_pct": "cpu_idle_pct",
-    "guest_pct": "cpu_guest_pct",
-}
-
-
 Latency = Mapping[str, float | None]  # min, mean, max, p50, p90, p99, p99.9, p99.99 in ns
-
-
-class QemuCpu(TypedDict):
-    """CPU of a target's QEMU processes by thread class, % of one core summed over its VMs."""
-
-    vcpu: float
-    main_loop: float
-    iothreads: list[float]
-    other: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,24 +165,43 @@ def _point_rows(store: Store, campaign: str | None) -> list[PointRow]:
     if campaign:
         store.require(campaign)
     out = []
-    for name in names:  # read per campaign in bulk: one query per table, not per point
-        runs, metrics = store.run_maps(name), store.campaign_metrics(name)
-        stored = {run["id"]: summaries.stored(run) for run in runs}
-        emptied = any(s is None for s in stored.values())  # a store whose summaries were emptied
-        # a point's own results only where its stored summary does not say all (imports: fio's CPU figures)
-        results = store.campaign_results(name) if emptied or any(r["target_kind"] == "import" for r in runs) else {}
-        hists = store.campaign_histograms(name) if emptied else {}
-        out += [
-            _row(
-                name,
-                run,
-                stored[run["id"]] or summaries.summarize(results.get(run["id"], []), hists),
-                results.get(run["id"], []),
-                metrics.get(run["id"], {}),
-            )
-            for run in runs
-        ]
+    for name in names:
+        detail = _Detail(store, name)
+        for runs in store.run_maps(name):
+            out += [_stored_row(name, run, detail) for run in runs]
     return out
+
+
+@dataclass
+class _Detail:
+    """A campaign's detail rows, each table read in bulk on first need: one query, not one per point."""
+
+    store: Store
+    campaign: str
+
+    @functools.cached_property
+    def results(self) -> dict[int, list[sqlite3.Row]]:
+        return self.store.campaign_results(self.campaign)
+
+    @functools.cached_property
+    def hists(self) -> dict[int, dict[int, int]]:
+        return self.store.campaign_histograms(self.campaign)
+
+    @functools.cached_property
+    def metrics(self) -> dict[int, dict[tuple[str, str], float]]:
+        return self.store.campaign_metrics(self.campaign)
+
+
+def _stored_row(campaign: str, run: summaries.RunRow, detail: _Detail) -> PointRow:
+    """A point from its stored summary and figures; from its results, histograms and metrics where the store
+    holds none (a store whose columns were emptied), and an import's results for fio's CPU figures."""
+    summary, figures = summaries.stored(run), point_metrics.stored(run)
+    results = detail.results.get(run["id"], []) if summary is None or run["target_kind"] == "import" else []
+    if summary is None:
+        summary = summaries.summarize(results, detail.hists)
+    if figures is None:
+        figures = point_metrics.figures(detail.metrics.get(run["id"], {}), run["device"])
+    return _row(campaign, run, summary, figures, results)
 
 
 def point_row(store: Store, campaign: str, run: sqlite3.Row) -> PointRow:
@@ -219,20 +209,18 @@ def point_row(store: Store, campaign: str, run: sqlite3.Row) -> PointRow:
     summary = summaries.stored(run)
     if summary is None:
         summary = summaries.summarize(results, {r["id"]: store.histogram(r["id"]) for r in results})
-    return _row(campaign, run, summary, results, store.run_metrics(run["id"]))
+    figures = point_metrics.stored(run) or point_metrics.figures(store.run_metrics(run["id"]), run["device"])
+    return _row(campaign, run, summary, figures, results)
 
 
 def _row(
     campaign: str,
     run: summaries.RunRow,
     summary: summaries.Summary,
+    figures: point_metrics.Figures,
     every: list[sqlite3.Row],
-    metrics: dict[tuple[str, str], float],
 ) -> PointRow:
     read, write = summary.read, summary.write
-    get = metrics.get
-    device = {name: get(key) for key, name in _device_keys(run["device"])} if run["device"] else _NO_DEVICE
-    cpu = {name: get(key) for key, name in _CPU_KEYS}
     facts = json.loads(run["host_json"] or "{}")
     vm = run["target_kind"] in ("qemu", "libvirt")
     before = "q35" if run["qemu_version"] else None  # runs before machine types were all q35
@@ -270,11 +258,11 @@ def _row(
         write_lat_ns=write.lat_ns,
         write_ops=write.ops,
         hosts=summary.hosts,
-        device_metrics=device,
-        cpu=cpu,
+        device_metrics=figures.device,
+        cpu=figures.cpu,
         host_facts=facts,
         qemu_machine=facts.get("qemu_machine", before) if vm else None,
-        qemu_cpu_pct=qemu_cpu_pct(metrics) if vm else None,
+        qemu_cpu_pct=figures.qemu_cpu_pct if vm else None,
         guest_io_warnings=facts.get("guest_io_warnings"),  # None for host targets
         **decoded,
         **sweep_fields(run),
@@ -299,16 +287,6 @@ def imported_fields(facts: Mapping[str, object], results: list[sqlite3.Row]) -> 
     if "fio_disk_util" in facts:
         out["disk_util"] = facts["fio_disk_util"]
     return out
-
-
-_CPU_KEYS = tuple((("cpu", m), name) for m, name in CPU_FIELDS.items())
-_NO_DEVICE: Mapping[str, float | None] = MappingProxyType(dict.fromkeys(DEVICE_FIELDS.values()))
-
-
-@functools.lru_cache(maxsize=64)
-def _device_keys(device: str) -> tuple[tuple[tuple[str, str], str], ...]:
-    """The metric keys of a device's figures (``dev:<device>``, metric) with their ``show --json`` names."""
-    return tuple(((f"dev:{device}", m), name) for m, name in DEVICE_FIELDS.items())
 
 
 class SweepFields(TypedDict, total=False):
@@ -341,36 +319,6 @@ def build_label(qemu_version: str | None, qemu_machine: str | None) -> str | Non
     if not qemu_version:
         return None
     return f"qemu {qemu_version} / {qemu_machine or 'q35'}"
-
-
-def qemu_cpu_pct(metrics: dict[tuple[str, str], float]) -> QemuCpu | None:
-    """CPU of the QEMU processes by thread class, % of one core summed over the target's VMs; I/O threads
-    by index (iothread0, iothread1, ... each summed over the VMs)."""
-    totals: dict[str, float] = {}  # by metric, summed over the VMs (in the metrics' order)
-    for (source, metric), value in metrics.items():
-        if source.startswith("qemu:"):
-            totals[metric] = totals.get(metric, 0) + value
-    if not totals:
-        return None
-    iothreads: list[float] = []
-    for metric, value in totals.items():
-        match = _IOTHREAD.fullmatch(metric)
-        if match:
-            k = int(match[1])
-            iothreads += [0.0] * (k + 1 - len(iothreads))
-            iothreads[k] += value
-    if not iothreads and "iothread_pct" in totals:
-        # runs stored before I/O threads were told apart by index had one I/O thread per VM at most
-        iothreads = [totals["iothread_pct"]]
-    return {
-        "vcpu": round(totals.get("vcpu_pct", 0), 2),
-        "main_loop": round(totals.get("main_pct", 0), 2),
-        "iothreads": [round(v, 2) for v in iothreads],
-        "other": round(totals.get("other_pct", 0), 2),
-    }
-
-
-_IOTHREAD = re.compile(r"iothread(\d+)_pct")
 
 
 # one row of ``vmio show CAMPAIGN --ops``, by OPS_FIELDS; each value a str, int, float or None (Any while

@@ -2,7 +2,8 @@
 
 A change to the schema adds a migration at the end (never edits one) and a fixture of the schema it migrates
 from under ``tests/data/stores/``. New columns whose values Python computes from stored rows are filled in the
-migration's transaction by ``Store._apply`` (migration 8: each point's summary, ``summaries.write``).
+migration's transaction by ``Store._apply`` (migration 8: each point's summary, ``summaries.write``; migration 9:
+its device, CPU and QEMU figures, ``point_metrics.write``).
 """
 
 from __future__ import annotations
@@ -173,6 +174,26 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         ALTER TABLE run ADD COLUMN write_p999 REAL;
         ALTER TABLE run ADD COLUMN write_p9999 REAL;
         ALTER TABLE run ADD COLUMN hosts_json TEXT;
+        """,
+    ),
+    (
+        9,
+        "the device, CPU and QEMU-process figures of each point, stored when it is written",
+        """
+        ALTER TABLE run ADD COLUMN dev_read_iops REAL;
+        ALTER TABLE run ADD COLUMN dev_write_iops REAL;
+        ALTER TABLE run ADD COLUMN dev_busy_pct REAL;
+        ALTER TABLE run ADD COLUMN dev_queue REAL;
+        ALTER TABLE run ADD COLUMN dev_await_ms REAL;
+        ALTER TABLE run ADD COLUMN dev_read_bw REAL;
+        ALTER TABLE run ADD COLUMN dev_write_bw REAL;
+        ALTER TABLE run ADD COLUMN cpu_usr_pct REAL;
+        ALTER TABLE run ADD COLUMN cpu_sys_pct REAL;
+        ALTER TABLE run ADD COLUMN cpu_iowait_pct REAL;
+        ALTER TABLE run ADD COLUMN cpu_steal_pct REAL;
+        ALTER TABLE run ADD COLUMN cpu_idle_pct REAL;
+        ALTER TABLE run ADD COLUMN cpu_guest_pct REAL;
+        ALTER TABLE run ADD COLUMN qemu_cpu_json TEXT;
         """,
     ),
 ]
