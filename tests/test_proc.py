@@ -9,6 +9,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -112,77 +114,85 @@ def job_reads(pids: list[int]) -> int:
     return total
 
 
+@dataclass(frozen=True)
+class FioServer:
+    """A fio server on 127.0.0.1 and a long job file (120 s of 4k random reads) for its clients."""
+
+    process: subprocess.Popen[bytes]
+    port: int
+    job: Path
+
+    def jobs(self) -> list[int]:
+        return server_jobs(self.process.pid, self.port)
+
+
+@pytest.fixture
+def fio_server(tmp_path: Path) -> Iterator[FioServer]:
+    need("fio")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    process = subprocess.Popen(["fio", f"--server=ip:127.0.0.1,{port}"], cwd=tmp_path,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    job = tmp_path / "long.fio"
+    job.write_text(f"[j]\nioengine=psync\nrw=randread\nbs=4k\nsize=4M\nfilename={tmp_path}/f.img\n"
+                   "runtime=120\ntime_based=1\n")  # fmt: skip
+    server = FioServer(process, port, job)
+    try:
+        yield server
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+        for pid in server.jobs():
+            os.kill(pid, signal.SIGKILL)
+
+
+def gone_within(server: FioServer, seconds: float) -> bool:
+    """True once the server has no job left (waiting up to ``seconds``)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and server.jobs():
+        time.sleep(0.2)
+    return server.jobs() == []
+
+
 @pytest.mark.fio
 @pytest.mark.parametrize("how", ["interrupt", "stop"])
-def test_an_interrupted_fio_client_ends_its_servers_job(tmp_path: Path, how: str) -> None:
+def test_an_interrupted_fio_client_ends_its_servers_job(
+    fio_server: FioServer, tmp_path: Path, how: str
+) -> None:
     """A fio client interrupted through the supervisor tells its server to end the job, which then stops
     within seconds; a killed client (``stop``) leaves the server's job running until its runtime ends,
     which is why loads of guests are interrupted."""
-    need("fio")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
-    server = subprocess.Popen(["fio", f"--server=ip:127.0.0.1,{port}"], cwd=tmp_path,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    job = tmp_path / "long.fio"
-    job.write_text(f"[j]\nioengine=psync\nrw=randread\nbs=4k\nsize=4M\nfilename={tmp_path}/f.img\n"
-                   "runtime=120\ntime_based=1\n")  # fmt: skip
-    try:
-        client = None
-        for _ in range(100):  # until the server listens and has forked the job
-            if client is None or client.popen.poll() is not None:
-                if client is not None:
-                    client.stop()  # it did not reach the server yet
-                client = Supervised(["fio", f"--client=ip:127.0.0.1,{port}", str(job)], cwd=str(tmp_path),
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-            if job_reads(server_jobs(server.pid, port)) > 1 << 20:  # the job runs (not only set up)
-                break
-            time.sleep(0.2)
-        assert client is not None and job_reads(server_jobs(server.pid, port)) > 1 << 20, "no job ran"
-        getattr(client, how)(wait=20.0)
-        end = time.monotonic() + (30 if how == "interrupt" else 5)  # killed: still running 5 s on
-        while time.monotonic() < end and server_jobs(server.pid, port):
-            time.sleep(0.2)
-        assert (server_jobs(server.pid, port) == []) is (how == "interrupt")
-    finally:
-        server.terminate()
-        server.wait(timeout=20)
-        for pid in server_jobs(server.pid, port):
-            os.kill(pid, signal.SIGKILL)
+    client = None
+    for _ in range(100):  # until the server listens and has forked the job
+        if client is None or client.popen.poll() is not None:
+            if client is not None:
+                client.stop()  # it did not reach the server yet
+            client = Supervised(["fio", f"--client=ip:127.0.0.1,{fio_server.port}", str(fio_server.job)],
+                                cwd=str(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        if job_reads(fio_server.jobs()) > 1 << 20:  # the job runs (not only set up)
+            break
+        time.sleep(0.2)
+    assert client is not None and job_reads(fio_server.jobs()) > 1 << 20, "no job ran"
+    getattr(client, how)(wait=20.0)
+    # killed: still running 5 s on
+    assert gone_within(fio_server, 30 if how == "interrupt" else 5) is (how == "interrupt")
 
 
 @pytest.mark.fio
-def test_a_fio_client_past_its_time_ends_its_servers_job(tmp_path: Path) -> None:
+def test_a_fio_client_past_its_time_ends_its_servers_job(fio_server: FioServer, tmp_path: Path) -> None:
     """A point's fio client that outlives its time limit is interrupted before it is killed, so the job it
     started on a server ends with it instead of running on into the next point."""
-    need("fio")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
-    server = subprocess.Popen(["fio", f"--server=ip:127.0.0.1,{port}"], cwd=tmp_path,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    job = tmp_path / "long.fio"
-    job.write_text(f"[j]\nioengine=psync\nrw=randread\nbs=4k\nsize=4M\nfilename={tmp_path}/f.img\n"
-                   "runtime=120\ntime_based=1\n")  # fmt: skip
-    try:
-        for _ in range(100):  # until the server listens
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.1)
-        endpoint = fiorun.Endpoint(f"ip:127.0.0.1:{port}", job)
-        with pytest.raises(FioError, match="did not finish within 8 s") as caught:
-            fiorun.run([endpoint], timeout=8.0, runner=Runner(), cwd=tmp_path)
-        # the interrupted client printed the job's figures: it ran, and was ended by the interrupt
-        text = caught.value.output
-        doc = json.loads(text[text.index("{") : text.rindex("}") + 1])
-        assert doc["client_stats"][0]["read"]["io_bytes"] > 1 << 20
-        end = time.monotonic() + 30
-        while time.monotonic() < end and server_jobs(server.pid, port):
-            time.sleep(0.2)
-        assert server_jobs(server.pid, port) == []
-    finally:
-        server.terminate()
-        server.wait(timeout=20)
-        for pid in server_jobs(server.pid, port):
-            os.kill(pid, signal.SIGKILL)
+    for _ in range(100):  # until the server listens
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", fio_server.port)) == 0:
+                break
+        time.sleep(0.1)
+    endpoint = fiorun.Endpoint(f"ip:127.0.0.1:{fio_server.port}", fio_server.job)
+    with pytest.raises(FioError, match="did not finish within 8 s") as caught:
+        fiorun.run([endpoint], timeout=8.0, runner=Runner(), cwd=tmp_path)
+    # the interrupted client printed the job's figures: it ran, and was ended by the interrupt
+    text = caught.value.output
+    doc = json.loads(text[text.index("{") : text.rindex("}") + 1])
+    assert doc["client_stats"][0]["read"]["io_bytes"] > 1 << 20
+    assert gone_within(fio_server, 30)

@@ -19,6 +19,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from vmio.campaign import facts as host_facts
 from vmio.dstore.cluster import ClusterRef, ceph
@@ -70,34 +71,15 @@ class FioTap(Runner):
     def __init__(self) -> None:
         self.tapped: list[Tapped] = []
 
-    def run(
-        self,
-        argv: Sequence[str],
-        *,
-        timeout: float,
-        check: bool = True,
-        env: Mapping[str, str] | None = None,
-        cwd: str | None = None,
-        input_text: str | None = None,
-        error: type[ToolError] = ToolError,
-        leaves_daemon: bool = False,
-        interrupt: float = 0.0,
-    ) -> Completed:
+    def run(self, argv: Sequence[str], *, timeout: float, **options: Any) -> Completed:
+        """``Runner.run`` (the same options), keeping what a fio json+ run printed."""
         started = time.time()
-        done = super().run(
-            argv,
-            timeout=timeout,
-            check=check,
-            env=env,
-            cwd=cwd,
-            input_text=input_text,
-            error=error,
-            leaves_daemon=leaves_daemon,
-            interrupt=interrupt,
-        )
+        done = super().run(argv, timeout=timeout, **options)
         args = [str(a) for a in argv]
         if args and Path(args[0]).name == "fio" and FIO_ARG in args and done.returncode == 0:
-            self.tapped.append(Tapped(done.stdout, _job_files(args, cwd), started, time.time()))
+            self.tapped.append(
+                Tapped(done.stdout, _job_files(args, options.get("cwd")), started, time.time())
+            )
         return done
 
 
