@@ -131,13 +131,7 @@ def _measure(
             place = dataclasses.replace(place, iolog=str(rundir / f"ops-{i}.iolog"))
         elif replay is not None:  # a fio server reads its log where it runs: an exec job puts it there
             place = dataclasses.replace(place, iolog=iolog.guest_path(i), iolog_text=replay)
-        text = jobfile.render(
-            workload,
-            bs=point.bs,
-            offered_iops=point.offered_iops,
-            load_processes=point.load_processes,
-            place=place,
-        )
+        text = point_job(workload, point, place)
         path = rundir / f"job{i}.fio"
         path.write_text(text)
         files.append(fiorun.Endpoint(ep.server, path))
@@ -175,6 +169,17 @@ def _measure(
     rec.host.update(notes.host)
     if notes.log:
         rec.log = (rec.log or "") + notes.log
+
+
+def point_job(workload: Workload, point: Point, place: jobfile.Placement) -> str:
+    """The fio job file one process of ``point`` runs at ``place`` (what ``run --dry-run`` shows, too)."""
+    return jobfile.render(
+        workload,
+        bs=point.bs,
+        offered_iops=point.offered_iops,
+        load_processes=point.load_processes,
+        place=place,
+    )
 
 
 def swept_workload(workload: Workload, point: Point) -> Workload:

@@ -13,11 +13,10 @@ from typing import Any, TextIO
 
 from vmio import spec
 from vmio.campaign import imported, runner
-from vmio.campaign.measure import swept_place, swept_workload
+from vmio.campaign.measure import point_job, swept_place, swept_workload
 from vmio.cli import argtypes, terminal
 from vmio.cli.store_args import add_db, default_db, open_store
 from vmio.errors import InputError
-from vmio.fio import jobfile
 from vmio.report.compare_text import columns
 from vmio.spec.sla import parse_sla
 from vmio.store import campaigns, export, jsontext
@@ -233,13 +232,7 @@ def print_dry_run(camp: spec.Campaign, out: TextIO) -> None:
             lat_log_prefix="ops-0",
             hist_log_prefix="hist-0",
         )
-        text = jobfile.render(
-            workload,
-            bs=point.bs,
-            offered_iops=point.offered_iops,
-            load_processes=point.load_processes,
-            place=place,
-        )
+        text = point_job(workload, point, place)
         if point.offered_pct is not None:
             poisson = ", rate_process=poisson" if workload.arrivals == "poisson" else ""
             text += (

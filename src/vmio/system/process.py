@@ -85,15 +85,19 @@ class Supervised:
             os.killpg(self.popen.pid, signal.SIGKILL)
             self.popen.wait()
 
-    def interrupt(self, wait: float = 15.0) -> None:
-        """Ask the program to stop (SIGINT, passed on by the supervisor), wait ``wait`` seconds for it to
-        end, then :meth:`stop` it. A fio client stopped so tells its servers to end their jobs."""
+    def interrupt(self, wait: float = 15.0) -> tuple[str, str]:
+        """Ask the program to stop (SIGINT, passed on by the supervisor), give it ``wait`` seconds to end, then
+        :meth:`stop` it; what it wrote to its pipes ("" where it has none). A fio client stopped so tells its
+        servers to end their jobs."""
+        done: tuple[str | None, str | None] | None = None
         if self.supervised and self.popen.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.popen.pid, signal.SIGINT)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.popen.wait(timeout=wait)
+            with contextlib.suppress(subprocess.TimeoutExpired):  # read while it ends: a full pipe blocks it
+                done = self.popen.communicate(timeout=wait)
         self.stop(wait)
+        out, err = done if done is not None else self.popen.communicate()
+        return out or "", err or ""
 
     def _release(self) -> None:
         if self._control >= 0:
@@ -137,7 +141,7 @@ class Runner:
         try:
             out, err = proc.popen.communicate(input_text, timeout=timeout)
         except subprocess.TimeoutExpired as exc:
-            out, err = _end(proc, interrupt)
+            out, err = proc.interrupt(interrupt) if interrupt > 0 else _killed(proc)
             raise error(
                 f"{argv[0]} did not finish within {timeout:g} s and was killed",
                 argv=argv,
@@ -155,15 +159,8 @@ class Runner:
         return Completed(argv, code, out, err)
 
 
-def _end(proc: Supervised, interrupt: float) -> tuple[str, str]:
-    """Stop a program past its time (SIGINT and ``interrupt`` seconds first, if any); what it wrote."""
-    if interrupt > 0 and proc.supervised and proc.popen.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(proc.popen.pid, signal.SIGINT)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            out, err = proc.popen.communicate(timeout=interrupt)
-            proc.stop()
-            return out or "", err or ""
+def _killed(proc: Supervised) -> tuple[str, str]:
+    """Kill a program past its time; what it wrote."""
     proc.stop()
     out, err = proc.popen.communicate()
     return out or "", err or ""
