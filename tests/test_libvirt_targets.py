@@ -209,26 +209,32 @@ def test_a_canary_like_a_domain_is_measured_and_leaves_nothing(
 @pytest.mark.slow
 def test_two_domains_start_together(libvirtd: str, files: Path, tmp_path: Path) -> None:
     """Two canaries (virtio-blk with an iothread, virtio-scsi) in one target: both guests' fio report, and
-    their start times (fio's own timestamps, taken to this host's clock) lie within a second."""
+    their measured windows (fio's own timestamps, taken to this host's clock) overlap for at least half the
+    runtime. Started one after the other they would not overlap at all; how close together they start
+    depends on how busy the host is (each start is a ``virsh`` call answered by a guest agent), so the test
+    asks for overlap, not a fixed number of seconds."""
     _tools()
     names = [f"{TAG}-a", f"{TAG}-b"]
     try:
         _define(names[0], files / "a.img", "--iothreads", "1")
         _define(names[1], files / "b.img", "--bus", "virtio-scsi", "--cache", "writeback", "--aio", "threads")
         db = tmp_path / "v.db"
-        spec = _spec(tmp_path / "s.toml", names, rw="randwrite", runtime="2s")
+        spec = _spec(tmp_path / "s.toml", names, rw="randwrite", runtime="4s")
         assert main(["run", str(spec), "--db", str(db)]) == 0  # writes: the canaries' disks are vmio's
         (run,) = _runs(db)
         assert run["status"] == "done", run["error"]
         docs = _guest_docs(run["log"])
         assert sorted(docs) == sorted(names)
-        starts = []
+        windows = []
         for doc, offset in docs.values():
             (job,) = [j for j in doc["jobs"] if j["jobname"] == "measure"]
             assert job["write"]["iops"] > 0
-            # fio's end stamp less its ramp and runtime is its start, on the guest's clock; less the offset
-            starts.append(doc["timestamp_ms"] / 1000 - (job["job_runtime"] / 1000 + 1) - offset)
-        assert abs(starts[0] - starts[1]) < 1.0, starts
+            # fio's end stamp less its runtime is where its measured window began, on the guest's clock;
+            # less the guest's clock offset, on this host's
+            end = doc["timestamp_ms"] / 1000 - offset
+            windows.append((end - job["job_runtime"] / 1000, end))
+        overlap = min(e for _, e in windows) - max(s for s, _ in windows)
+        assert overlap >= 2.0, windows  # half of the 4 s runtime; one after the other: below 0
         stored = {r["name"]: r for r in json.loads(run["host_json"])["libvirt_domains"]}
         assert (
             stored[names[1]]["disk"]["bus"] == "virtio-scsi"
