@@ -82,9 +82,7 @@ def vm_iops(spec: Path, db: Path, *, guarded: bool) -> float:
         guard.PortGuard.add = add  # type: ignore[method-assign]
     with Store(db) as store:
         row = point_rows(store, "overhead")[0]
-    print(
-        f"      ({'guarded' if guarded else 'unguarded'}: accel {row.accel}, QEMU {row.qemu_version})"
-    )
+    print(f"      ({'guarded' if guarded else 'unguarded'}: accel {row.accel}, QEMU {row.qemu_version})")
     return float(row.read_iops)
 
 

@@ -154,7 +154,8 @@ def test_profile_three_sizes_with_verdicts_plots_and_compare(
             assert p["iops"] > 0 and p["mean_lat_ms"] > 0 and p["p99_lat_ms"] >= p["mean_lat_ms"] * 0.5
             assert p["verdict"] == verdict(p["mean_lat_ms"], p["iops"], criteria)
             # Little's law: 50 outstanding I/Os = IOPS x mean latency, within fio's bookkeeping
-            assert 35 < p["iops"] * p["mean_lat_ms"] / 1e3 < 70  # Little's law; the ends of a short run weigh more on a busy host (55, 66 seen at load 9)
+            # the ends of a short run weigh more on a busy host (55, 66 seen at load 9)
+            assert 35 < p["iops"] * p["mean_lat_ms"] / 1e3 < 70
         assert points[2]["mb_s"] > points[0]["mb_s"]  # big blocks move more bytes, fewer I/Os
         assert points[2]["iops"] < points[0]["iops"]
     for name in ("profile.png", "compare.png"):

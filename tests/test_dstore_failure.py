@@ -151,7 +151,8 @@ def test_profile_from_a_guest_on_the_rbd_image(
     assert inside["vs_host"] == pytest.approx(inside["iops"] / host["iops"])
     assert inside["iops"] > 0 and inside["read_iops"] < inside["write_iops"]  # 30 % reads
     # the guest's fio kept 50 I/Os in flight on /dev/vda too
-    assert 30 < inside["iops"] * inside["mean_lat_ms"] / 1e3 < 70  # Little's law (see test_baseline_one_copy_on_the_same_osds)
+    # Little's law (see test_baseline_one_copy_on_the_same_osds)
+    assert 30 < inside["iops"] * inside["mean_lat_ms"] / 1e3 < 70
     # stored (--name): the guest is a QEMU target of the campaign, with its accelerator and QEMU build
     assert main(["show", "g", "--db", str(db), "--json"]) == 0
     rows = {r["target"]: r for r in json.loads(capsys.readouterr().out)}

@@ -117,8 +117,9 @@ def test_a_dip_that_never_returns_is_dropped() -> None:
     gone = record(1.0, (1, 0, 0))
     assert counter.count(record(0.0, (2, 100 * PAGE, 100 * PAGE)), gone) == (0, 0)
     assert counter.count(gone, record(2.0, (1, 10 * PAGE, 10 * PAGE))) == (0, 0)  # paying the dip back
-    assert counter.count(record(2.0, (1, 10 * PAGE, 10 * PAGE)), record(3.0, (1, 20 * PAGE, 20 * PAGE))) == (0, 0)
-    assert counter.count(record(3.0, (1, 20 * PAGE, 20 * PAGE)), record(4.0, (1, 30 * PAGE, 30 * PAGE))) == (0, 10)
+    ten, twenty, thirty = (record(t, (1, n * PAGE, n * PAGE)) for t, n in ((2.0, 10), (3.0, 20), (4.0, 30)))
+    assert counter.count(ten, twenty) == (0, 0)
+    assert counter.count(twenty, thirty) == (0, 10)
 
 
 def test_the_agent_reads_processes_parents_first() -> None:

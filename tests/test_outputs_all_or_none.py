@@ -19,15 +19,19 @@ def db(tmp_path: Path) -> Path:
     return path
 
 
+def report(db: Path, page: Path, pngs: Path) -> int:
+    return main(["report", "base", "-o", str(page), "--png-dir", str(pngs), "--db", str(db)])
+
+
 def test_report_pngs_are_all_or_none(db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     first = tmp_path / "first"
-    assert main(["report", "base", "-o", str(first / "r.html"), "--png-dir", str(first / "png"), "--db", str(db)]) == 0
+    assert report(db, first / "r.html", first / "png") == 0
     pngs = sorted(p.name for p in (first / "png").iterdir())
     assert len(pngs) >= 3
     out = tmp_path / "second"
     (out / "png" / pngs[-1]).mkdir(parents=True)  # the last figure cannot be written: a folder is in the way
     capsys.readouterr()
-    code = main(["report", "base", "-o", str(out / "r.html"), "--png-dir", str(out / "png"), "--db", str(db)])
+    code = report(db, out / "r.html", out / "png")
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and pngs[-1] in err and "Traceback" not in err
     # nothing of this command's output is left: not the page, not the figures written before the failure
@@ -38,12 +42,12 @@ def test_a_link_planted_among_the_figures_is_replaced_not_followed(db: Path, tmp
     victim = tmp_path / "victim"
     victim.write_bytes(b"data vmio must not touch\n")
     first = tmp_path / "first"
-    assert main(["report", "base", "-o", str(first / "r.html"), "--png-dir", str(first / "png"), "--db", str(db)]) == 0
+    assert report(db, first / "r.html", first / "png") == 0
     name = sorted(p.name for p in (first / "png").iterdir())[0]
     out = tmp_path / "png"
     out.mkdir()
     (out / name).symlink_to(victim)
-    assert main(["report", "base", "-o", str(tmp_path / "r.html"), "--png-dir", str(out), "--db", str(db)]) == 0
+    assert report(db, tmp_path / "r.html", out) == 0
     assert victim.read_bytes() == b"data vmio must not touch\n"
     assert not (out / name).is_symlink() and (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

@@ -96,7 +96,8 @@ def test_show_during_a_writer_sees_its_points_and_leaves_its_files(
     writer = Store(db)  # as a running `vmio run` holds it: open, WAL, a committed change not yet checkpointed
     try:
         with writer.transaction() as w:
-            w.execute("UPDATE result SET iops = 1234.0 WHERE id = 1")  # and the point's stored sum, as record does
+            # and the point's stored sum, as record does
+            w.execute("UPDATE result SET iops = 1234.0 WHERE id = 1")
             w.execute("UPDATE run SET read_iops = 1234.0 WHERE id = (SELECT run_id FROM result WHERE id = 1)")
         assert Path(f"{db}-wal").stat().st_size > 0
         capsys.readouterr()
@@ -104,7 +105,8 @@ def test_show_during_a_writer_sees_its_points_and_leaves_its_files(
         assert "1234/0" in capsys.readouterr().out
         assert Path(f"{db}-wal").exists() and Path(f"{db}-shm").exists()  # the writer's, left alone
         with writer.transaction() as w:  # and the writer goes on writing
-            w.execute("UPDATE result SET iops = 4321.0 WHERE id = 1")  # and the point's stored sum, as record does
+            # and the point's stored sum, as record does
+            w.execute("UPDATE result SET iops = 4321.0 WHERE id = 1")
             w.execute("UPDATE run SET read_iops = 4321.0 WHERE id = (SELECT run_id FROM result WHERE id = 1)")
     finally:
         writer.close()

@@ -729,7 +729,8 @@ def test_a_guarded_fio_server_refuses_other_users_and_the_guard_can_fail(
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("machine", "build"),
-    [("q35", None), ("pc", None), ("microvm", "10.0")],  # every machine type, both builds (7.2 is the system's)
+    # every machine type, both builds (7.2 is the system's)
+    [("q35", None), ("pc", None), ("microvm", "10.0")],
 )
 def test_nobody_cannot_use_a_campaign_guests_fio_server(
     open_scratch: Path, tmp_path: Path, machine: str, build: str | None

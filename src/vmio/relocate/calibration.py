@@ -64,7 +64,9 @@ class Spread:
 
 def gains(vms: int, seeds: Sequence[int], requests: int, **over: object) -> Spread:
     """The throughput gain of the plan for each seed."""
-    return Spread(tuple(float(evaluate_request(seed_args(vms, s, requests, **over)).evaluation.gain) for s in seeds))
+    return Spread(
+        tuple(float(evaluate_request(seed_args(vms, s, requests, **over)).evaluation.gain) for s in seeds)
+    )
 
 
 def fit_cold_share(

@@ -198,9 +198,7 @@ class EvaluationReport:
         }
 
 
-def _uniform(
-    args: EvaluateRequest, rng: np.random.Generator
-) -> tuple[Trace, Trace, Layout, Source, None]:
+def _uniform(args: EvaluateRequest, rng: np.random.Generator) -> tuple[Trace, Trace, Layout, Source, None]:
     """The first FFSB-like model: 4 KiB requests, ``--hot-fraction`` in one hot region, ``--depth`` threads."""
     spec = FfsbSpec(
         vms=args.vms,

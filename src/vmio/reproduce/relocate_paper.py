@@ -65,7 +65,9 @@ def run(scale: str) -> tuple[dict[str, Measured], Details, list[Fitted]]:
             for policy in POLICIES
             for s in seeds
         }
-        at_paper = [float(evaluate_request(seed_args(vms, s, requests, zone="seed")).evaluation.gain) for s in seeds]
+        at_paper = [
+            float(evaluate_request(seed_args(vms, s, requests, zone="seed")).evaluation.gain) for s in seeds
+        ]
         seek = {
             p: statistics.median(float(runs[(p, s)].evaluation.before["mean_seek_cylinders"]) for s in seeds)
             for p in POLICIES
