@@ -438,6 +438,14 @@ class Store:
         at a time (so 100k points' dicts are never all held at once)."""
         skip = {"log", "job_file", "qemu_argv", "campaign_id"}
         columns = [r[1] for r in self.db.execute("PRAGMA table_info(run)").fetchall() if r[1] not in skip]
+        for chunk in self.run_tuples(campaign, columns, size):
+            yield [dict(zip(columns, r, strict=True)) for r in chunk]
+
+    def run_tuples(
+        self, campaign: str, columns: Sequence[str], size: int = 2000
+    ) -> Iterator[list[tuple[Any, ...]]]:
+        """The campaign's runs in ``runs``' order as tuples of ``columns`` (``run`` columns), ``size`` at a
+        time."""
         cur = self.db.cursor(GuardedCursor)
         cur.row_factory = None
         cur.execute(
@@ -446,7 +454,7 @@ class Store:
             (campaign,),
         )
         while chunk := cur.fetchmany(size):
-            yield [dict(zip(columns, r, strict=True)) for r in chunk]
+            yield chunk
 
     def results(self, run_id: int) -> list[sqlite3.Row]:
         self._detail("result")
