@@ -133,3 +133,26 @@ def test_show_json_prints_it(tmp_path: Path, capsys: pytest.CaptureFixture[str])
         "iothreads": [],
         "other": 0,
     }
+
+
+@pytest.mark.parametrize(
+    "others", [0, 1, 12]
+)  # runs of another campaign between: read by id span or by index
+def test_points_in_the_order_they_were_stored(others: int) -> None:
+    with Store(":memory:") as store:
+        for name in ("a", "b"):
+            store.ensure_campaign(name, "c.toml", "text", "{}")
+        keys = ["z", "a", "m", "b"]
+        for key in keys:
+            store.record(RunRecord(campaign="a", point_key=key, target="t", target_kind="host", workload="w",
+                                   bs=4096, offered_iops=None, load_processes=0, repetition=1, status="done",
+                                   started=1.0, ended=2.0))  # fmt: skip
+            for i in range(others):
+                store.record(RunRecord(campaign="b", point_key=f"{key}{i}", target="t", target_kind="host",
+                                       workload="w", bs=4096, offered_iops=None, load_processes=0, repetition=1,
+                                       status="done", started=1.0, ended=2.0))  # fmt: skip
+        assert [p["point"] for p in json.loads(show_json.text(store, "a"))] == keys
+        assert [p["point"] for p in json.loads(show_json.text(store, "b"))] == [
+            r["point_key"] for r in store.runs("b")
+        ]
+        assert show_json.text(store, "a") == reference(store, "a")

@@ -368,8 +368,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         return 0
     if args.json:
         with open_store(args) as store:
-            text = show_json.text(store, args.campaign)
-        print(text)
+            pieces = show_json.pieces(store, args.campaign)
+        sys.stdout.writelines(pieces)
+        print()
         return 0
     with open_store(args) as store:
         rows = summary.point_rows(store, args.campaign)

@@ -445,14 +445,27 @@ class Store:
         self, campaign: str, columns: Sequence[str], size: int = 2000
     ) -> Iterator[list[tuple[Any, ...]]]:
         """The campaign's runs in ``runs``' order as tuples of ``columns`` (``run`` columns), ``size`` at a
-        time."""
+        time.
+
+        A campaign's runs are mostly written one after another: when they fill at least a quarter of the
+        span of their ids, that span is read in id order (SQLite would otherwise read them through the
+        campaign's index and sort every row it selects: 0.4 s of 100k points); else through the index."""
+        cid, lo, hi, count = self.db.execute(
+            "SELECT c.id, MIN(r.id), MAX(r.id), COUNT(r.id) FROM campaign c JOIN run r ON r.campaign_id = c.id "
+            "WHERE c.name = ?",
+            (campaign,),
+        ).fetchone()
+        if not count:
+            return
+        select = f"SELECT {', '.join(f'r.{c}' for c in columns)} FROM run r"
         cur = self.db.cursor(GuardedCursor)
         cur.row_factory = None
-        cur.execute(
-            f"SELECT {', '.join(f'r.{c}' for c in columns)} FROM run r JOIN campaign c ON c.id = r.campaign_id "
-            "WHERE c.name = ? ORDER BY r.id",
-            (campaign,),
-        )
+        if count * 4 >= hi - lo + 1:  # "+": not through the campaign's index
+            cur.execute(
+                f"{select} WHERE r.id BETWEEN ? AND ? AND +r.campaign_id = ? ORDER BY r.id", (lo, hi, cid)
+            )
+        else:
+            cur.execute(f"{select} WHERE r.campaign_id = ? ORDER BY r.id", (cid,))
         while chunk := cur.fetchmany(size):
             yield chunk
 

@@ -43,6 +43,7 @@ _SCALARS = (str, int, float, bool, type(None))
 _SLOT = "\x00vmio: a value\x00"
 _OPAQUE = {"\x00vmio: a nested value\x00": _SLOT}  # a whole nested value in one slot
 _make = getattr(_encoder, "c_make_encoder", None)
+CHUNK = 500  # points a time: their values are freed and their memory reused (2000: twice the page faults)
 
 
 class _Generic(Exception):
@@ -55,17 +56,28 @@ def _refuse(_value: object) -> object:
 
 def text(store: Store, campaign: str | None) -> str:
     """``jsontext.dumps([row.to_json(facts=False) for row in rows.point_rows(store, campaign)])``."""
+    return "".join(pieces(store, campaign))
+
+
+def pieces(store: Store, campaign: str | None) -> list[str]:
+    """``text`` in pieces (so 100k points' text is not copied once more to be printed)."""
     with rows.gc_paused():  # 100k points are millions of small objects, none in a cycle
         names = [campaign] if campaign else store.campaigns()
         if campaign:
             store.require(campaign)
         if _make is None:
-            return _generic(store, names)
+            return [_generic(store, names)]
         try:
             chunks = [chunk for name in names for chunk in _campaign(store, name)]
         except _Generic:
-            return _generic(store, names)
-    return "[\n" + ",\n".join(chunks) + "\n]" if chunks else "[]"
+            return [_generic(store, names)]
+    if not chunks:
+        return ["[]"]
+    out = ["[\n"]
+    for chunk in chunks:
+        out += (chunk, ",\n")
+    out[-1] = "\n]"
+    return out
 
 
 def _generic(store: Store, names: list[str]) -> str:
@@ -78,7 +90,7 @@ def _campaign(store: Store, name: str) -> Iterator[str]:
     """The campaign's points, each chunk's as one text (the rows' texts joined by ``,\\n``)."""
     detail = rows.Detail(store, name)
     facts: dict[str, dict[str, Any]] = {}
-    for chunk in store.run_tuples(name, COLUMNS):
+    for chunk in store.run_tuples(name, COLUMNS, CHUNK):
         values: list[object] = []
         nested: dict[int, str] = {}  # index in values -> the text of a value the template takes whole
         templates = [_point(name, r, values, nested, facts, detail) for r in chunk]
