@@ -82,6 +82,11 @@ ODD_QEMU = ['{"vcpu": 1, "main_loop": 2.5, "iothreads": [], "other": 0}', '{"oth
             '{"vcpu": 1, "main_loop": 2, "iothreads": [[1]], "other": 0}', '[["vcpu", 3]]', "null"]  # fmt: skip
 
 
+# host facts as another JSON writer could have put them: keys written with escapes, spaces, nothing
+ODD_FACTS = ['{"guest\\u005fio_warnings": 3, "qemu\\u005fmachine": "pc"}', '{ "dstore" : {"pool": "p"} }', "",
+             '{"hostname": "\\"qemu_machine\\""}', '{"guest_io_warnings":2}']  # fmt: skip
+
+
 def reference(store: Store, campaign: str | None) -> str:
     return json.dumps([row.to_json(facts=False) for row in rows.point_rows(store, campaign)], indent=1)
 
@@ -104,6 +109,9 @@ def test_the_same_text_as_the_rows_json_dumps_prints(data: st.DataObject) -> Non
             if data.draw(st.integers(0, 4)) == 0:
                 odd = data.draw(st.sampled_from(ODD_QEMU))
                 store.db.execute("UPDATE run SET qemu_cpu_json = ? WHERE id = ?", (odd, run_id))
+            if data.draw(st.integers(0, 4)) == 0:
+                odd = data.draw(st.sampled_from(ODD_FACTS))
+                store.db.execute("UPDATE run SET host_json = ? WHERE id = ?", (odd, run_id))
         for campaign in ("a", "b%s", None):
             assert show_json.text(store, campaign) == reference(store, campaign)
 
