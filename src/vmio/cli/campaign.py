@@ -19,7 +19,7 @@ from vmio.cli.store_args import add_db, default_db, open_store
 from vmio.errors import InputError
 from vmio.report.compare_text import columns
 from vmio.spec.sla import parse_sla
-from vmio.store import campaigns, export, jsontext
+from vmio.store import campaigns, export, show_json
 from vmio.store import rows as summary
 from vmio.targets import placement
 from vmio.traces import vm_runs
@@ -366,14 +366,15 @@ def cmd_show(args: argparse.Namespace) -> int:
         with open_store(args) as store:
             print(format_campaigns(campaigns.campaign_rows(store)), end="")
         return 0
+    if args.json:
+        with open_store(args) as store:
+            pieces = show_json.pieces(store, args.campaign)
+        sys.stdout.writelines(pieces)
+        print()
+        return 0
     with open_store(args) as store:
         rows = summary.point_rows(store, args.campaign)
         stops = store.stops(args.campaign) if args.campaign else []
-    if args.json:
-        with summary.gc_paused():
-            text = jsontext.dumps([row.to_json(facts=False) for row in rows])
-        print(text)
-        return 0
     console = terminal.console_for(sys.stdout)
     if console is not None and rows:
         print_show_table(rows, console)

@@ -438,15 +438,36 @@ class Store:
         at a time (so 100k points' dicts are never all held at once)."""
         skip = {"log", "job_file", "qemu_argv", "campaign_id"}
         columns = [r[1] for r in self.db.execute("PRAGMA table_info(run)").fetchall() if r[1] not in skip]
+        for chunk in self.run_tuples(campaign, columns, size):
+            yield [dict(zip(columns, r, strict=True)) for r in chunk]
+
+    def run_tuples(
+        self, campaign: str, columns: Sequence[str], size: int = 2000
+    ) -> Iterator[list[tuple[Any, ...]]]:
+        """The campaign's runs in ``runs``' order as tuples of ``columns`` (``run`` columns), ``size`` at a
+        time.
+
+        A campaign's runs are mostly written one after another: when they fill at least a quarter of the
+        span of their ids, that span is read in id order (SQLite would otherwise read them through the
+        campaign's index and sort every row it selects: 0.4 s of 100k points); else through the index."""
+        cid, lo, hi, count = self.db.execute(
+            "SELECT c.id, MIN(r.id), MAX(r.id), COUNT(r.id) FROM campaign c JOIN run r ON r.campaign_id = c.id "
+            "WHERE c.name = ?",
+            (campaign,),
+        ).fetchone()
+        if not count:
+            return
+        select = f"SELECT {', '.join(f'r.{c}' for c in columns)} FROM run r"
         cur = self.db.cursor(GuardedCursor)
         cur.row_factory = None
-        cur.execute(
-            f"SELECT {', '.join(f'r.{c}' for c in columns)} FROM run r JOIN campaign c ON c.id = r.campaign_id "
-            "WHERE c.name = ? ORDER BY r.id",
-            (campaign,),
-        )
+        if count * 4 >= hi - lo + 1:  # "+": not through the campaign's index
+            cur.execute(
+                f"{select} WHERE r.id BETWEEN ? AND ? AND +r.campaign_id = ? ORDER BY r.id", (lo, hi, cid)
+            )
+        else:
+            cur.execute(f"{select} WHERE r.campaign_id = ? ORDER BY r.id", (cid,))
         while chunk := cur.fetchmany(size):
-            yield [dict(zip(columns, r, strict=True)) for r in chunk]
+            yield chunk
 
     def results(self, run_id: int) -> list[sqlite3.Row]:
         self._detail("result")

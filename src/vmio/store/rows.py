@@ -166,14 +166,14 @@ def _point_rows(store: Store, campaign: str | None) -> list[PointRow]:
         store.require(campaign)
     out = []
     for name in names:
-        detail = _Detail(store, name)
+        detail = Detail(store, name)
         for runs in store.run_maps(name):
-            out += [_stored_row(name, run, detail) for run in runs]
+            out += [stored_row(name, run, detail) for run in runs]
     return out
 
 
 @dataclass
-class _Detail:
+class Detail:
     """A campaign's detail rows, each table read in bulk on first need: one query, not one per point."""
 
     store: Store
@@ -192,7 +192,7 @@ class _Detail:
         return self.store.campaign_metrics(self.campaign)
 
 
-def _stored_row(campaign: str, run: summaries.RunRow, detail: _Detail) -> PointRow:
+def stored_row(campaign: str, run: summaries.RunRow, detail: Detail) -> PointRow:
     """A point from its stored summary and figures; from its results, histograms and metrics where the store
     holds none (a store whose columns were emptied), and an import's results for fio's CPU figures."""
     summary, figures = summaries.stored(run), point_metrics.stored(run)

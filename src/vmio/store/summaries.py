@@ -114,11 +114,11 @@ def stored(row: RunRow) -> Summary | None:
     """The summary stored with a ``run`` row; None when it holds none (a store whose columns were emptied)."""
     if row["read_jobs"] is None or row["write_jobs"] is None or row["hosts_json"] is None:
         return None
-    return Summary(direction(row, "read"), direction(row, "write"), _hosts(row["hosts_json"]))
+    return Summary(direction(row, "read"), direction(row, "write"), hosts(row["hosts_json"]))
 
 
 @functools.lru_cache(maxsize=256)
-def _hosts(text: str) -> tuple[str, ...]:
+def hosts(text: str) -> tuple[str, ...]:
     """A decoded hosts list (a campaign names a few hosts, in 100k points)."""
     return tuple(json.loads(text))
 
