@@ -38,6 +38,7 @@ _HOSTS, _FACTS, _QEMU, _STEADY, _PRECONDITION, _FIO_JOB, _IODEPTH, _NUMJOBS, _OF
     COLUMNS.index(c) for c in TAIL)  # fmt: skip
 _KIND, _QEMU_VERSION = HEAD.index("target_kind"), HEAD.index("qemu_version")
 _OFFERED = HEAD.index("offered_iops")
+_MEAN, _OPS, _JOBS = (DIRECTION.index(c) for c in ("lat_mean", "ops", "jobs"))  # within a direction
 QEMU_KEYS = ("vcpu", "main_loop", "iothreads", "other")
 _SCALARS = (str, int, float, bool, type(None))
 _SLOT = "\x00vmio: a value\x00"
@@ -107,7 +108,9 @@ def _fill(template: str, values: list[object], nested: dict[int, str]) -> str:
 
 @functools.cache
 def _flat() -> Any:
-    """The C encoder for a flat list: its values one a line (JSON scalars, anything else refused)."""
+    """The C encoder for a flat list: its values one a line (JSON scalars, anything else refused). It is
+    CPython's own (``json.encoder.c_make_encoder``, which ``json.dumps`` uses); where it is missing ``pieces``
+    prints through ``PointRow.to_json``."""
     return _make(None, _refuse, _encoder.encode_basestring_ascii, None, ": ", "\n", False, False, True)  # type: ignore[misc]
 
 
@@ -163,19 +166,19 @@ def _facts(text: str | None) -> dict[str, Any]:
 def _summed(r: Sequence[Any]) -> bool:
     """Whether a point's summary and figures are stored and it is not an import (whose fio figures are read
     from its results)."""
-    jobs = r[_READ + 11] is not None and r[_WRITE + 11] is not None
+    jobs = r[_READ + _JOBS] is not None and r[_WRITE + _JOBS] is not None
     return jobs and r[_HOSTS] is not None and r[_QEMU] is not None and r[_KIND] != "import"
 
 
 def _direction(r: Sequence[Any], at: int, values: list[object]) -> bool:
     """One direction's values as ``summaries.direction`` gives them; whether its latency is a dict."""
-    if not int(r[at + 11]):  # no job measured it: the sums of nothing
+    if not int(r[at + _JOBS]):  # no job measured it: the sums of nothing
         values += (0, 0, 0)
         return False
-    if r[at + 3] is None:  # the mean: no latency stored
-        values += (r[at], r[at + 1], r[at + 10])
+    if r[at + _MEAN] is None:  # no latency stored
+        values += (r[at], r[at + 1], r[at + _OPS])  # IOPS, bandwidth, operations
         return False
-    values.extend(r[at : at + 11])
+    values.extend(r[at : at + _JOBS])
     return True
 
 
