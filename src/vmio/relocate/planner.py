@@ -185,8 +185,8 @@ def _choose_position(
     """(placement, position, reason): the seed's figure unless the cold accesses make it cost too much."""
     nhot = len(hot_pairs)
     seed_at = max(0, min(int(layout.disk_extents * SEED_ZONE_FRACTION), layout.disk_extents - nhot))
-    share = f"{SEED_ZONE_FRACTION:.0%} of the disk"
-    seed_why = f"kogakuin-relocate-2011 Figs. 5 and 7 put the zone near 250 GB of 1 TB ({share})"
+    of_disk = f"{SEED_ZONE_FRACTION:.0%} of the disk"
+    seed_why = f"kogakuin-relocate-2011 Figs. 5 and 7 put the zone near 250 GB of 1 TB ({of_disk})"
     cold = _cold_extents(layout, hot_pairs, trace)
     total = len(trace) if trace is not None else 0
     if not len(cold):
