@@ -3,8 +3,8 @@
 Figures are built on ``matplotlib.figure.Figure`` directly (no pyplot, no global figure registry).
 Each series line carries a ``gid`` (``<plot id>--<series slug>``) so it can be found in the SVG.
 
-Figures carry no layout engine: ``to_svg`` and ``to_png`` run constrained layout once and then draw once
-(with an engine attached, ``savefig`` draws twice, a layout pass and the real one).
+Figures carry no layout engine: ``to_svg`` and ``to_png`` place the panels with margins measured from the
+figure's text (``report.layout``) and then draw once.
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ import matplotlib as mpl
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.layout_engine import ConstrainedLayoutEngine
 from matplotlib.legend import Legend
 from matplotlib.ticker import FuncFormatter, LogLocator
+
+from vmio.report.layout import lay_out
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
 BASELINE_COLOR = "#000000"
@@ -85,8 +86,7 @@ def legend(ax: Axes, size: int = 7) -> None:
 
 
 def inside(legend: Legend) -> None:
-    """A legend the axes hold (placed "best", inside them) leaves the layout alone: constrained layout
-    need not place it (finding its best place was a tenth of the layout's time)."""
+    """A legend the axes hold (placed "best", inside them) leaves the layout alone."""
     legend.set_in_layout(False)
 
 
@@ -94,11 +94,6 @@ def finish(fig: Figure, title: str, caption: str) -> None:
     """Title on top, the labels line (accelerator, versions, spread) at the bottom, both inside the layout."""
     fig.suptitle(textwrap.fill(title, int(fig.get_figwidth() * 12)), fontsize=10)
     fig.supxlabel(textwrap.fill(caption, int(fig.get_figwidth() * 17)), fontsize=7, color="#444444")
-
-
-def lay_out(fig: Figure) -> None:
-    """Constrained layout, once, for the figure as it will be drawn (title shown or not)."""
-    ConstrainedLayoutEngine().execute(fig)
 
 
 def style() -> contextlib.AbstractContextManager[None]:
@@ -119,7 +114,7 @@ def to_svg(plot: Plot) -> str:
         title.set_visible(False)
     # text stays text; every plotted vertex stays in the path (no simplification), so the SVG holds the data
     try:
-        lay_out(plot.figure)
+        lay_out(plot.figure, title_shown=False)
         with mpl.rc_context({"svg.fonttype": "none", "svg.hashsalt": plot.id, "path.simplify": False}):
             plot.figure.savefig(buf, format="svg", metadata={"Date": None})
     finally:
@@ -131,7 +126,7 @@ def to_svg(plot: Plot) -> str:
 
 def to_png(plot: Plot, dpi: int = 100) -> bytes:
     buf = io.BytesIO()
-    lay_out(plot.figure)
+    lay_out(plot.figure, title_shown=True)
     with mpl.rc_context():
         plot.figure.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
     return buf.getvalue()
