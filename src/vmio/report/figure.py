@@ -85,6 +85,17 @@ def legend(ax: Axes, size: int = 7) -> None:
         inside(ax.legend(fontsize=size, handlelength=3.5))  # long enough to show a line's dashes
 
 
+def column_legend(axes: list[Axes], size: int = 7) -> None:
+    """One legend for panels whose series look alike (a repetition the same colour in each): every label
+    of theirs once, in the first panel."""
+    handles: dict[str, Artist] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, handle)
+    if handles:
+        inside(axes[0].legend(list(handles.values()), list(handles), fontsize=size, handlelength=3.5))
+
+
 def inside(legend: Legend) -> None:
     """A legend the axes hold (placed "best", inside them) leaves the layout alone."""
     legend.set_in_layout(False)

@@ -69,7 +69,9 @@ def _down(
 ) -> tuple[float, float, float, float]:
     """Inches below the panels (with the caption), above them (with the title when shown), between two,
     and a panel's height; the caption and title move to the figure's edges."""
-    below = max(_below(ax) for ax in panels)
+    last = [ax for ax in panels if ax.get_subplotspec().is_last_row()]  # type: ignore[union-attr]
+    below = max(_below(ax) for ax in last)
+    between = max((_below(ax) for ax in panels if ax not in last), default=0.0)  # shared x: no labels
     above = max(_above(ax) for ax in panels)
     caption: Text | None = getattr(fig, "_supxlabel", None)  # matplotlib keeps the supxlabel Text here
     title: Text | None = getattr(fig, "_suptitle", None)
@@ -79,8 +81,8 @@ def _down(
         caption.set_y(GAP / height)  # its foot (matplotlib: 1 % of the height above the figure's)
     if title:
         title.set_y(1 - GAP / height)  # its head
-    panel = (height - foot - below - head - above - (rows - 1) * (below + above)) / rows
-    return foot + below, head + above, below + above, panel
+    panel = (height - foot - below - head - above - (rows - 1) * (between + above)) / rows
+    return foot + below, head + above, between + above, panel
 
 
 def _fit(title: Text, room: float) -> None:
@@ -110,7 +112,8 @@ def _left(ax: Axes) -> float:
 def _below(ax: Axes) -> float:
     """Room below a panel: its x tick labels (their tallest), ticks and x label."""
     label = ax.xaxis.label
-    lines = max((t.count("\n") + 1 for t in _tick_labels(ax.xaxis)), default=0)
+    shown = ax.xaxis.get_tick_params(which="major").get("labelbottom", True)  # hidden on a shared x axis
+    lines = max((t.count("\n") + 1 for t in _tick_labels(ax.xaxis) if shown), default=0)
     room = lines * LINE * _tick_font(ax.xaxis).get_size_in_points() * PT + TICK
     if label.get_text():
         room += text_height(label) + ax.xaxis.labelpad * PT
