@@ -7,12 +7,13 @@ import statistics
 from collections import defaultdict
 from collections.abc import Callable
 
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.ticker import MaxNLocator
 
 from vmio.report.data import CampaignData, Group, Row, families, labels, offered_axis, offered_order
 from vmio.report.data import offered_label as olabel
-from vmio.report.figure import PALETTE, Plot, column_legend, finish, legend, new_figure, slug, style
+from vmio.report.figure import PALETTE, Plot, column_legend, finish, inside, new_figure, slug, style
 from vmio.report.plots_load import curve, family_title, offered_ticks, series_label
 from vmio.spec.model import QemuTarget
 from vmio.units import format_size
@@ -168,16 +169,29 @@ def _qemu_figure(
             labels(data, vm),
             fig,
         )
-        for ax, (target, groups) in zip(fig.subplots(1, len(vm), squeeze=False)[0], vm.items(), strict=True):
+        panels = fig.subplots(1, len(vm), squeeze=False)[0]
+        for ax, (target, groups) in zip(panels, vm.items(), strict=True):
             for j, (metric, name) in enumerate(QEMU_CLASSES):
                 curve(plot, ax, axis, groups, _thread_value(means, metric), f"{target} {name}", PALETTE[j])
             offered_ticks(ax, axis)
             ax.set_title(f"{target} ({target_facts(data, target)})")
             ax.set_ylabel("CPU % of one core (sum over VMs)")
             ax.set_ylim(bottom=0)
-            legend(ax, 7)
+        _class_legend(list(panels), list(vm))
         finish(fig, plot.title, plot.caption)
     return plot
+
+
+def _class_legend(panels: list[Axes], targets: list[str]) -> None:
+    """One legend, in the first panel: a thread class is the same colour in every panel (each panel's
+    title names its target)."""
+    shown: dict[str, Artist] = {}
+    for ax, target in zip(panels, targets, strict=True):
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            shown.setdefault(label.removeprefix(f"{target} "), handle)
+    order = [name for _, name in QEMU_CLASSES if name in shown]
+    if order:
+        inside(panels[0].legend([shown[n] for n in order], order, fontsize=7, handlelength=3.5))
 
 
 def _thread_value(means: dict[str, dict[str, float]], metric: str) -> Callable[[Row], float | None]:
