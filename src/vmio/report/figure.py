@@ -85,7 +85,7 @@ def legend(ax: Axes, size: int = 7) -> None:
         inside(ax.legend(fontsize=size, handlelength=3.5))  # long enough to show a line's dashes
 
 
-def column_legend(axes: list[Axes], size: int = 7) -> None:
+def shared_legend(axes: list[Axes], size: int = 7) -> None:
     """One legend for panels whose series look alike (a repetition the same colour in each): every label
     of theirs once, in the first panel."""
     handles: dict[str, Artist] = {}

@@ -13,7 +13,7 @@ from matplotlib.ticker import MaxNLocator
 
 from vmio.report.data import CampaignData, Group, Row, families, labels, offered_axis, offered_order
 from vmio.report.data import offered_label as olabel
-from vmio.report.figure import PALETTE, Plot, column_legend, finish, inside, new_figure, slug, style
+from vmio.report.figure import PALETTE, Plot, finish, inside, new_figure, shared_legend, slug, style
 from vmio.report.plots_load import curve, family_title, offered_ticks, series_label
 from vmio.spec.model import QemuTarget
 from vmio.units import format_size
@@ -80,7 +80,7 @@ def _time_figure(
         for ax in axes[-1]:
             ax.set_xlabel("time in run (s)")
         for column in axes.T:
-            column_legend(list(column), 6)
+            shared_legend(list(column), 6)
         plot.caption += " · one line per repetition; the device is the host block device under the target"
         finish(fig, plot.title, plot.caption)
     return plot
