@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -10,7 +11,7 @@ from matplotlib.backends.backend_agg import RendererAgg
 from matplotlib.figure import Figure
 from matplotlib.transforms import Bbox
 
-from vmio.report import data, page
+from vmio.report import data, drawing, page
 from vmio.report.figure import Plot, finish, legend, log_scale, new_figure, style, to_png, to_svg
 from vmio.store import Store
 
@@ -126,3 +127,31 @@ def overlaps(fig: Figure, title_shown: bool) -> list[str]:
             f"panels {i} and {j} overlap" for j, b in enumerate(panels[i + 1 :], i + 1) if a.overlaps(b)
         ]
     return wrong
+
+
+def test_two_processes_draw_the_same_svgs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The forked child's share comes back whole and equal to drawing every figure here; a child that fails
+    (its drawing raises) leaves its share to this process, and is reaped."""
+    assert len(os.sched_getaffinity(0)) >= 2, "this machine has one CPU: svgs() would not fork"
+    build = lambda: page.build(data.load(Store(STORES / "v2-campaign.db", readonly=True), "base")).plots  # noqa: E731
+    alone = {p.id: to_svg(p) for p in build()}
+    plots = build()
+    mine, theirs = drawing.halves(plots)
+    assert mine and theirs and len(alone) == len(plots) >= 6
+    sent: list[dict[str, str] | None] = []
+    collect = drawing._collect
+    monkeypatch.setattr(drawing, "_collect", lambda pid, pipe: sent.append(collect(pid, pipe)) or sent[-1])
+    assert drawing.svgs(plots) == alone
+    assert sent == [{p.id: alone[p.id] for p in theirs}]  # the child drew its share
+    parent = os.getpid()
+
+    def fails_in_the_child(plot: Plot) -> str:
+        if os.getpid() != parent:
+            raise RuntimeError("drawing failed")
+        return to_svg(plot)
+
+    monkeypatch.setattr(drawing, "to_svg", fails_in_the_child)
+    assert drawing.svgs(build()) == alone
+    assert sent[1:] == [None]
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)  # no child left behind
