@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -155,3 +156,17 @@ def test_two_processes_draw_the_same_svgs(monkeypatch: pytest.MonkeyPatch) -> No
     assert sent[1:] == [None]
     with pytest.raises(ChildProcessError):
         os.waitpid(-1, os.WNOHANG)  # no child left behind
+
+
+def test_a_process_with_threads_draws_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Forking beside another thread could leave a lock it holds held in the child: no fork then."""
+    plots = page.build(data.load(Store(STORES / "v2-campaign.db", readonly=True), "base")).plots
+    monkeypatch.setattr(drawing, "_fork", lambda _: pytest.fail("forked beside a thread"))
+    stop = threading.Event()
+    waiter = threading.Thread(target=stop.wait)
+    waiter.start()
+    try:
+        assert set(drawing.svgs(plots)) == {p.id for p in plots}
+    finally:
+        stop.set()
+        waiter.join()

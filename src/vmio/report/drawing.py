@@ -15,6 +15,7 @@ import json
 import os
 import select
 import signal
+import threading
 import time
 
 from vmio.report.figure import Plot, to_svg
@@ -25,8 +26,9 @@ FIXED_COST = 4  # a figure's drawing cost beside one unit per panel (title, capt
 
 
 def svgs(plots: list[Plot]) -> dict[str, str]:
-    """Each plot's SVG by plot id."""
-    if len(plots) < 2 or len(os.sched_getaffinity(0)) < 2:
+    """Each plot's SVG by plot id (forked only from a single-threaded process: a lock another thread holds
+    would stay held in the child)."""
+    if len(plots) < 2 or len(os.sched_getaffinity(0)) < 2 or threading.active_count() > 1:
         return {p.id: to_svg(p) for p in plots}
     mine, theirs = halves(plots)
     child, pipe = _fork(theirs)
