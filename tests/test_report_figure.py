@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -170,3 +171,24 @@ def test_a_process_with_threads_draws_alone(monkeypatch: pytest.MonkeyPatch) -> 
     finally:
         stop.set()
         waiter.join()
+
+
+def test_a_report_built_and_drawn_by_two_processes_is_the_same_page(monkeypatch: pytest.MonkeyPatch) -> None:
+    """build(drawn=True): a child builds and draws the figures within runs and sends back what the page
+    needs; the page is the same text as one process makes (but for its time stamp), and when the child
+    fails this process builds its sections too."""
+    campaign = data.load(Store(STORES / "v2-campaign.db", readonly=True), "base")
+    stamp = re.compile(r"made by vmio on [^<]*")
+    alone = stamp.sub("", page.render(page.build(campaign)))
+    report = page.build(campaign, drawn=True)
+    forked = [p for s in report.sections if s.id in page.FORKED for p in s.plots]
+    assert {p.id for p in forked} == {"time-0", "time-1", "qemu-0", "qemu-1"}
+    assert all(p.figure is None and p.svg for p in forked)  # built and drawn by the child
+    assert all(p.figure is not None for p in report.plots if p not in forked)
+    assert stamp.sub("", page.render(report)) == alone
+    with pytest.raises(ValueError, match="drawn by another process"):
+        to_png(forked[0])
+    monkeypatch.setattr(drawing, "_collect", lambda pid, pipe: None)  # the child failed
+    report = page.build(campaign, drawn=True)
+    assert all(p.figure is not None for p in report.plots)
+    assert stamp.sub("", page.render(report)) == alone

@@ -1,10 +1,12 @@
-"""A report's figures drawn as SVG, in two processes when this one may run on two CPUs.
+"""A report's figures built and drawn as SVG, in two processes when this one may run on two CPUs.
 
-Drawing is most of a report's time and each figure is drawn alone, so a forked child (it inherits the built
-figures) draws about half of them while this process draws the rest, and sends its SVGs back through a
-pipe. The SVGs are the same text either way (ids are salted with the plot's id, not with the process). The
-child dies with vmio (a parent-death SIGKILL) and is given ``TIMEOUT`` seconds; if it fails or runs out of
-time, this process draws its share too.
+Building and drawing figures is most of a report's time and each figure is drawn alone. ``built`` forks a
+child that builds and draws some sections' figures and sends back what the page needs of them (SVG, ids,
+plotted values) while this process builds and draws the rest; ``svgs`` (for figures already built, as when
+PNGs are written too) has a forked child, which inherits them, draw about half. The SVGs are the same text
+either way (ids are salted with the plot's id, not with the process). The child dies with vmio (a
+parent-death SIGKILL) and is given ``TIMEOUT`` seconds; if it fails or runs out of time, this process does
+its share too.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import select
 import signal
 import threading
 import time
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from vmio.report.figure import Plot, to_svg
 
@@ -25,15 +29,49 @@ TIMEOUT = 300.0  # seconds the child may take: a report of 1000 points draws in 
 FIXED_COST = 4  # a figure's drawing cost beside one unit per panel (title, caption, page layout)
 
 
-def svgs(plots: list[Plot]) -> dict[str, str]:
-    """Each plot's SVG by plot id (forked only from a single-threaded process: a lock another thread holds
-    would stay held in the child)."""
-    if len(plots) < 2 or len(os.sched_getaffinity(0)) < 2 or threading.active_count() > 1:
-        return {p.id: to_svg(p) for p in plots}
-    mine, theirs = halves(plots)
-    child, pipe = _fork(theirs)
+def may_fork() -> bool:
+    """Two CPUs for this process, and a single thread (a lock another thread holds would stay held in
+    the child)."""
+    return len(os.sched_getaffinity(0)) >= 2 and threading.active_count() == 1
+
+
+def built(makers: Sequence[Callable[[], list[Plot]]], theirs: set[int]) -> list[list[Plot]]:
+    """Each maker's plots, drawn: the makers at ``theirs`` run in a forked child (their plots come back
+    without figures), the others here."""
+    if not theirs or not may_fork():
+        return [_drawn(make()) for make in makers]
+    child, pipe = _fork(lambda: {str(i): [_sent(p) for p in _drawn(makers[i]())] for i in theirs})
     try:
-        drawn = {p.id: to_svg(p) for p in mine}
+        out = {i: _drawn(make()) for i, make in enumerate(makers) if i not in theirs}
+        sent = _collect(child, pipe)
+    finally:
+        _end(child, pipe)
+    for i in theirs:
+        out[i] = [Plot(figure=None, **p) for p in sent[str(i)]] if sent else _drawn(makers[i]())
+    return [out[i] for i in range(len(makers))]
+
+
+def _drawn(plots: list[Plot]) -> list[Plot]:
+    for p in plots:
+        p.svg = to_svg(p)
+    return plots
+
+
+def _sent(plot: Plot) -> dict[str, Any]:
+    """What the page needs of a plot drawn here (JSON)."""
+    return {k: getattr(plot, k) for k in ("id", "title", "caption", "series", "values", "svg")}
+
+
+def svgs(plots: list[Plot]) -> dict[str, str]:
+    """Each plot's SVG by plot id."""
+    drawn = {p.id: p.svg for p in plots if p.svg is not None}
+    left = [p for p in plots if p.svg is None]
+    if len(left) < 2 or not may_fork():
+        return drawn | {p.id: to_svg(p) for p in left}
+    mine, theirs = halves(left)
+    child, pipe = _fork(lambda: {p.id: to_svg(p) for p in theirs})
+    try:
+        drawn |= {p.id: to_svg(p) for p in mine}
         sent = _collect(child, pipe)
     finally:
         _end(child, pipe)
@@ -52,11 +90,11 @@ def halves(plots: list[Plot]) -> tuple[list[Plot], list[Plot]]:
 
 
 def cost(plot: Plot) -> int:
-    return FIXED_COST + len(plot.figure.axes)
+    return FIXED_COST + (len(plot.figure.axes) if plot.figure else 0)
 
 
-def _fork(plots: list[Plot]) -> tuple[int, int]:
-    """Start the child drawing ``plots``; return its pid and the pipe's reading end."""
+def _fork(work: Callable[[], Any]) -> tuple[int, int]:
+    """Start a child doing ``work`` (its result JSON); return its pid and the pipe's reading end."""
     prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up here: the child loads nothing
     parent = os.getpid()
     read, write = os.pipe()
@@ -69,14 +107,14 @@ def _fork(plots: list[Plot]) -> tuple[int, int]:
         os.close(read)
         if prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0 and os.getppid() == parent:
             with os.fdopen(write, "wb") as out:
-                out.write(json.dumps({p.id: to_svg(p) for p in plots}).encode())
+                out.write(json.dumps(work()).encode())
             code = 0
     finally:
         os._exit(code)
 
 
-def _collect(pid: int, pipe: int) -> dict[str, str] | None:
-    """The child's SVGs, or None when it failed or took more than ``TIMEOUT`` seconds."""
+def _collect(pid: int, pipe: int) -> Any:
+    """What the child's work returned, or None when it failed or took more than ``TIMEOUT`` seconds."""
     chunks: list[bytes] = []
     deadline = time.monotonic() + TIMEOUT
     while (left := deadline - time.monotonic()) > 0 and select.select([pipe], [], [], left)[0]:

@@ -37,9 +37,10 @@ class Plot:
     id: str
     title: str
     caption: str
-    figure: Figure
+    figure: Figure | None  # None: drawn by another process, which sent ``svg`` (report.drawing)
     series: list[str] = field(default_factory=list)  # the labels of the plotted series
     values: dict[str, list[list[float]]] = field(default_factory=dict)  # series id → plotted [x, y] pairs
+    svg: str | None = None  # the SVG once drawn
 
     def tag(self, artist: Artist | list[Artist] | tuple[Artist, ...], label: str) -> None:
         """Name a series' artists in the SVG and remember the label."""
@@ -118,16 +119,19 @@ def style() -> contextlib.AbstractContextManager[None]:
 
 def to_svg(plot: Plot) -> str:
     """The figure as an ``<svg>`` element (no XML prolog), ids salted with the plot id."""
+    if plot.svg is not None:
+        return plot.svg
+    fig = _figure(plot)
     buf = io.StringIO()
     # The page gives the title once, as the figure's caption; the picture's own (kept for PNGs) is hidden.
-    title = getattr(plot.figure, "_suptitle", None)  # matplotlib keeps the suptitle Text here
+    title = getattr(fig, "_suptitle", None)  # matplotlib keeps the suptitle Text here
     if title is not None:
         title.set_visible(False)
     # text stays text; every plotted vertex stays in the path (no simplification), so the SVG holds the data
     try:
-        lay_out(plot.figure, title_shown=False)
+        lay_out(fig, title_shown=False)
         with mpl.rc_context({"svg.fonttype": "none", "svg.hashsalt": plot.id, "path.simplify": False}):
-            plot.figure.savefig(buf, format="svg", metadata={"Date": None})
+            fig.savefig(buf, format="svg", metadata={"Date": None})
     finally:
         if title is not None:
             title.set_visible(True)
@@ -136,8 +140,15 @@ def to_svg(plot: Plot) -> str:
 
 
 def to_png(plot: Plot, dpi: int = 100) -> bytes:
+    fig = _figure(plot)
     buf = io.BytesIO()
-    lay_out(plot.figure, title_shown=True)
+    lay_out(fig, title_shown=True)
     with mpl.rc_context():
-        plot.figure.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
+        fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
     return buf.getvalue()
+
+
+def _figure(plot: Plot) -> Figure:
+    if plot.figure is None:  # a programming error: PNGs are never asked of plots drawn elsewhere
+        raise ValueError(f"plot {plot.id} was drawn by another process: its figure is not here")
+    return plot.figure

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import time
@@ -51,6 +52,8 @@ SECTIONS: tuple[tuple[str, str, Callable[[CampaignData, str | None], list[Plot]]
     ("over-time", "Do IOPS, busy % and CPU hold steady within a run?", plots_run.over_time_plots),
     ("qemu-threads", "Which QEMU threads use the CPU?", plots_run.qemu_thread_plots),
 )  # fmt: skip
+# with build(drawn=True): the sections a second process builds and draws (about half the work)
+FORKED = ("over-time", "qemu-threads")
 CSS = """
 body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 1400px; color: #222; padding: 0 1em; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; border-bottom: 1px solid #ccc; margin-top: 2em; }
@@ -98,7 +101,9 @@ def default_baseline(data: CampaignData) -> str | None:
     return first[0] if first else None
 
 
-def build(data: CampaignData, baseline: str | None = None) -> Report:
+def build(data: CampaignData, baseline: str | None = None, drawn: bool = False) -> Report:
+    """The report's sections and tables; with ``drawn``, its figures drawn too (in two processes when two
+    CPUs are free: then only their SVGs are kept, and no PNG can be made of them)."""
     if baseline is not None and baseline not in data.target_names():
         known = ", ".join(data.target_names())
         raise InputError(
@@ -106,25 +111,32 @@ def build(data: CampaignData, baseline: str | None = None) -> Report:
         )
     base = baseline or default_baseline(data)
     summary = summarize(data, base) if base else []
-    sections = [
-        Section(sid, title, [p for p in make(data, base) if p.series]) for sid, title, make in SECTIONS
-    ]
+    makers = [functools.partial(_plots, make, data, base) for _, _, make in SECTIONS]
+    theirs = {i for i, (sid, _, _) in enumerate(SECTIONS) if sid in FORKED} if drawn else set()
+    built = drawing.built(makers, theirs) if drawn else [make() for make in makers]
+    sections = [Section(sid, title, plots) for (sid, title, _), plots in zip(SECTIONS, built, strict=True)]
     knees = sla.knees(data, data.sla) if data.sla else []
     seed = seed000.rows(data, seed000.bare_target(data, base))
     return Report(data, base, summary, [s for s in sections if s.plots], knees, seed)
 
 
-def build_many(datas: list[CampaignData], baseline: str | None = None) -> Report:
+def _plots(
+    make: Callable[[CampaignData, str | None], list[Plot]], data: CampaignData, base: str | None
+) -> list[Plot]:
+    return [p for p in make(data, base) if p.series]
+
+
+def build_many(datas: list[CampaignData], baseline: str | None = None, drawn: bool = False) -> Report:
     """Several campaigns side by side, the first as the reference (``baseline``: one of its targets)."""
     if len(datas) == 1:
-        return build(datas[0], baseline)
+        return build(datas[0], baseline, drawn)
     if baseline is not None and baseline not in datas[0].target_names():
         raise InputError(
             f"--baseline {baseline!r} is not a target of the reference campaign {datas[0].name!r}; "
             f"targets: {', '.join(datas[0].target_names())}"
         )
     merged = side_by_side.merge(datas)
-    report = build(merged, side_by_side.reference_target(datas, baseline))
+    report = build(merged, side_by_side.reference_target(datas, baseline), drawn)
     report.campaigns = datas
     report.seed = []  # seed 000's table compares one campaign's targets with the paper's
     return report
@@ -207,7 +219,9 @@ def _facts(data: CampaignData) -> str:
     keep = ("hostname", "kernel", "cpu_model", "cores", "memory_bytes", "fio_version", "vmio_version")
     shown = {
         **facts,
-        "memory_bytes": human_bytes(m) if isinstance(m := facts.get("memory_bytes"), int | float) and m else None,
+        "memory_bytes": human_bytes(m)
+        if isinstance(m := facts.get("memory_bytes"), int | float) and m
+        else None,
     }
     cells = "".join(
         f"<tr><th>{html.escape(k.removesuffix('_bytes'))}</th><td>{html.escape(str(shown.get(k)))}</td></tr>"
@@ -424,7 +438,9 @@ def _guest_warnings(data: CampaignData) -> str:
 
 def _sweep_said(spec: Workload) -> list[str]:
     """What a workload's spec says of its sweeps: queue depths, job counts, shares, arrivals, stop_at."""
-    said = [f"{k} = {list(v)}" for k, v in (("iodepth", spec.iodepth_sweep), ("numjobs", spec.numjobs_sweep)) if v]
+    said = [
+        f"{k} = {list(v)}" for k, v in (("iodepth", spec.iodepth_sweep), ("numjobs", spec.numjobs_sweep)) if v
+    ]
     if any(isinstance(o, str) for o in spec.offered_iops):
         loads = ["max" if o is None else o for o in spec.offered_iops]
         said.append(f"offered_iops = {loads} (shares of the max point's achieved IOPS)")
