@@ -13,14 +13,14 @@ Targets: cost grows linearly with the points; ``show --json`` of 100k points <= 
 demo's 42 points <= 3 s.
 
 ``report`` of the demo as last measured (2 cores shared with other work, ``--demo-repeat 3 --before``
-main's ``src``, medians): 6.6 s wall and CPU before figures were laid out from their own text
+main's ``src``, medians): 7.0 s wall and CPU before figures were laid out from their own text
 (``report.layout``, no constrained layout), the 21-panel device-over-time figures got one time axis, fewer
-ticks and a legend per column, repeated legends became one, and two processes drew (``report.drawing``);
-after: 3.7 s wall, 4.4 s CPU (the real demo store: 6.0-6.3 s before, 3.1-3.5 s wall and 4.3-4.8 s CPU
-after). With both cores taken by other work the two processes still save ~0.7 s wall (5.3-5.7 s against
-6.1-6.5 s drawn by one). Of the ~4.4 s CPU: ~0.7 s starting Python and importing matplotlib, ~0.8 s
-building the 14 figures (74 panels), ~2.2 s drawing them (a third of it matplotlib building ticks), the
-rest reading the store and writing the page.
+ticks and a legend per column, repeated legends became one, and a second process built and drew about half
+of the figures (``report.drawing``); after: 2.6 s wall, 3.9 s CPU (the real demo store: 6.3-6.7 s before,
+2.5-2.9 s wall and 4.0-4.5 s CPU after). With both cores taken by two busy loops: 10.7-11.4 s before,
+5.4-6.0 s after. Of the ~4 s CPU: ~0.7 s starting Python and importing matplotlib, ~0.8 s building the 14
+figures (74 panels), ~2 s drawing them (a third of it matplotlib building ticks), the rest reading the
+store, the second process' copy-on-write pages and writing the page.
 
 Usage: python benchmarks/store_scale.py [--sizes 1000,10000,100000] [--report-max 1000] [--dir /var/tmp]
        [--demo-repeat 3] [--before OTHER_CHECKOUT/src] [--keep DIR] [--repeat N]
