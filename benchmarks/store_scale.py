@@ -21,6 +21,16 @@ stores' host facts are 80 bytes; with a real point's (a VM point's 1.4 kB, with 
 demo`` stores them) written into the 100k store, ``vmio show --json`` in a fresh process takes 3.3-3.5 s
 CPU after, 10.2-11.3 s before (``/usr/bin/time``, two runs each, by turns).
 
+``report`` of the demo as last measured (2 cores shared with other work, ``--demo-repeat 3 --before``
+main's ``src``, medians): 7.0 s wall and CPU before figures were laid out from their own text
+(``report.layout``, no constrained layout), the 21-panel device-over-time figures got one time axis, fewer
+ticks and a legend per column, repeated legends became one, and a second process built and drew about half
+of the figures (``report.drawing``); after: 2.6 s wall, 3.9 s CPU (the real demo store: 6.3-6.7 s before,
+2.5-2.9 s wall and 4.0-4.5 s CPU after). With both cores taken by two busy loops: 10.7-11.4 s before,
+5.4-6.0 s after. Of the ~4 s CPU: ~0.7 s starting Python and importing matplotlib, ~0.8 s building the 14
+figures (74 panels), ~2 s drawing them (a third of it matplotlib building ticks), the rest reading the
+store, the second process' copy-on-write pages and writing the page.
+
 Usage: python benchmarks/store_scale.py [--sizes 1000,10000,100000] [--report-max 1000] [--dir /var/tmp]
        [--demo-repeat 3] [--before OTHER_CHECKOUT/src] [--keep DIR] [--repeat N] [--only 'show --json']
        (``--sizes ''``: the demo's report only)

@@ -75,7 +75,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             rows, loaded.name, base, args.json, seed000.rows(loaded, seed000.bare_target(loaded, base))
         )
         return 0
-    report = page.build_many(datas, args.baseline)
+    report = page.build_many(datas, args.baseline, drawn=args.png_dir is None)  # PNGs need the figures
     try:
         written = page.write(report, args.output, args.png_dir)
     except OSError as exc:

@@ -3,8 +3,8 @@
 Figures are built on ``matplotlib.figure.Figure`` directly (no pyplot, no global figure registry).
 Each series line carries a ``gid`` (``<plot id>--<series slug>``) so it can be found in the SVG.
 
-Figures carry no layout engine: ``to_svg`` and ``to_png`` run constrained layout once and then draw once
-(with an engine attached, ``savefig`` draws twice, a layout pass and the real one).
+Figures carry no layout engine: ``to_svg`` and ``to_png`` place the panels with margins measured from the
+figure's text (``report.layout``) and then draw once.
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ import matplotlib as mpl
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.layout_engine import ConstrainedLayoutEngine
 from matplotlib.legend import Legend
 from matplotlib.ticker import FuncFormatter, LogLocator
+
+from vmio.report.layout import lay_out
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
 BASELINE_COLOR = "#000000"
@@ -36,9 +37,10 @@ class Plot:
     id: str
     title: str
     caption: str
-    figure: Figure
+    figure: Figure | None  # None: drawn by another process, which sent ``svg`` (report.drawing)
     series: list[str] = field(default_factory=list)  # the labels of the plotted series
     values: dict[str, list[list[float]]] = field(default_factory=dict)  # series id → plotted [x, y] pairs
+    svg: str | None = None  # the SVG once drawn
 
     def tag(self, artist: Artist | list[Artist] | tuple[Artist, ...], label: str) -> None:
         """Name a series' artists in the SVG and remember the label."""
@@ -84,9 +86,19 @@ def legend(ax: Axes, size: int = 7) -> None:
         inside(ax.legend(fontsize=size, handlelength=3.5))  # long enough to show a line's dashes
 
 
+def shared_legend(axes: list[Axes], size: int = 7) -> None:
+    """One legend for panels whose series look alike (a repetition the same colour in each): every label
+    of theirs once, in the first panel."""
+    handles: dict[str, Artist] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, handle)
+    if handles:
+        inside(axes[0].legend(list(handles.values()), list(handles), fontsize=size, handlelength=3.5))
+
+
 def inside(legend: Legend) -> None:
-    """A legend the axes hold (placed "best", inside them) leaves the layout alone: constrained layout
-    need not place it (finding its best place was a tenth of the layout's time)."""
+    """A legend the axes hold (placed "best", inside them) leaves the layout alone."""
     legend.set_in_layout(False)
 
 
@@ -94,11 +106,6 @@ def finish(fig: Figure, title: str, caption: str) -> None:
     """Title on top, the labels line (accelerator, versions, spread) at the bottom, both inside the layout."""
     fig.suptitle(textwrap.fill(title, int(fig.get_figwidth() * 12)), fontsize=10)
     fig.supxlabel(textwrap.fill(caption, int(fig.get_figwidth() * 17)), fontsize=7, color="#444444")
-
-
-def lay_out(fig: Figure) -> None:
-    """Constrained layout, once, for the figure as it will be drawn (title shown or not)."""
-    ConstrainedLayoutEngine().execute(fig)
 
 
 def style() -> contextlib.AbstractContextManager[None]:
@@ -112,16 +119,19 @@ def style() -> contextlib.AbstractContextManager[None]:
 
 def to_svg(plot: Plot) -> str:
     """The figure as an ``<svg>`` element (no XML prolog), ids salted with the plot id."""
+    if plot.svg is not None:
+        return plot.svg
+    fig = _figure(plot)
     buf = io.StringIO()
     # The page gives the title once, as the figure's caption; the picture's own (kept for PNGs) is hidden.
-    title = getattr(plot.figure, "_suptitle", None)  # matplotlib keeps the suptitle Text here
+    title = getattr(fig, "_suptitle", None)  # matplotlib keeps the suptitle Text here
     if title is not None:
         title.set_visible(False)
     # text stays text; every plotted vertex stays in the path (no simplification), so the SVG holds the data
     try:
-        lay_out(plot.figure)
+        lay_out(fig, title_shown=False)
         with mpl.rc_context({"svg.fonttype": "none", "svg.hashsalt": plot.id, "path.simplify": False}):
-            plot.figure.savefig(buf, format="svg", metadata={"Date": None})
+            fig.savefig(buf, format="svg", metadata={"Date": None})
     finally:
         if title is not None:
             title.set_visible(True)
@@ -130,8 +140,15 @@ def to_svg(plot: Plot) -> str:
 
 
 def to_png(plot: Plot, dpi: int = 100) -> bytes:
+    fig = _figure(plot)
     buf = io.BytesIO()
-    lay_out(plot.figure)
+    lay_out(fig, title_shown=True)
     with mpl.rc_context():
-        plot.figure.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
+        fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
     return buf.getvalue()
+
+
+def _figure(plot: Plot) -> Figure:
+    if plot.figure is None:  # a programming error: PNGs are never asked of plots drawn elsewhere
+        raise ValueError(f"plot {plot.id} was drawn by another process: its figure is not here")
+    return plot.figure

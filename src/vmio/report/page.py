@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import time
@@ -10,9 +11,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vmio.errors import InputError
-from vmio.report import plots_latency, plots_load, plots_percentiles, plots_run, seed000, side_by_side, sla
+from vmio.report import (
+    drawing,
+    plots_latency,
+    plots_load,
+    plots_percentiles,
+    plots_run,
+    seed000,
+    side_by_side,
+    sla,
+)
 from vmio.report.data import CampaignData, Row, tcg_note
-from vmio.report.figure import Plot, to_png, to_svg
+from vmio.report.figure import Plot, to_png
 from vmio.report.summary_table import (
     ACHIEVED,
     SummaryRow,
@@ -42,6 +52,8 @@ SECTIONS: tuple[tuple[str, str, Callable[[CampaignData, str | None], list[Plot]]
     ("over-time", "Do IOPS, busy % and CPU hold steady within a run?", plots_run.over_time_plots),
     ("qemu-threads", "Which QEMU threads use the CPU?", plots_run.qemu_thread_plots),
 )  # fmt: skip
+# with build(drawn=True): the sections a second process builds and draws (about half the work)
+FORKED = ("over-time", "qemu-threads")
 CSS = """
 body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 1400px; color: #222; padding: 0 1em; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; border-bottom: 1px solid #ccc; margin-top: 2em; }
@@ -89,7 +101,9 @@ def default_baseline(data: CampaignData) -> str | None:
     return first[0] if first else None
 
 
-def build(data: CampaignData, baseline: str | None = None) -> Report:
+def build(data: CampaignData, baseline: str | None = None, drawn: bool = False) -> Report:
+    """The report's sections and tables; with ``drawn``, its figures drawn too (in two processes when two
+    CPUs are free: then only their SVGs are kept, and no PNG can be made of them)."""
     if baseline is not None and baseline not in data.target_names():
         known = ", ".join(data.target_names())
         raise InputError(
@@ -97,25 +111,32 @@ def build(data: CampaignData, baseline: str | None = None) -> Report:
         )
     base = baseline or default_baseline(data)
     summary = summarize(data, base) if base else []
-    sections = [
-        Section(sid, title, [p for p in make(data, base) if p.series]) for sid, title, make in SECTIONS
-    ]
+    makers = [functools.partial(_plots, make, data, base) for _, _, make in SECTIONS]
+    theirs = {i for i, (sid, _, _) in enumerate(SECTIONS) if sid in FORKED} if drawn else set()
+    built = drawing.built(makers, theirs) if drawn else [make() for make in makers]
+    sections = [Section(sid, title, plots) for (sid, title, _), plots in zip(SECTIONS, built, strict=True)]
     knees = sla.knees(data, data.sla) if data.sla else []
     seed = seed000.rows(data, seed000.bare_target(data, base))
     return Report(data, base, summary, [s for s in sections if s.plots], knees, seed)
 
 
-def build_many(datas: list[CampaignData], baseline: str | None = None) -> Report:
+def _plots(
+    make: Callable[[CampaignData, str | None], list[Plot]], data: CampaignData, base: str | None
+) -> list[Plot]:
+    return [p for p in make(data, base) if p.series]
+
+
+def build_many(datas: list[CampaignData], baseline: str | None = None, drawn: bool = False) -> Report:
     """Several campaigns side by side, the first as the reference (``baseline``: one of its targets)."""
     if len(datas) == 1:
-        return build(datas[0], baseline)
+        return build(datas[0], baseline, drawn)
     if baseline is not None and baseline not in datas[0].target_names():
         raise InputError(
             f"--baseline {baseline!r} is not a target of the reference campaign {datas[0].name!r}; "
             f"targets: {', '.join(datas[0].target_names())}"
         )
     merged = side_by_side.merge(datas)
-    report = build(merged, side_by_side.reference_target(datas, baseline))
+    report = build(merged, side_by_side.reference_target(datas, baseline), drawn)
     report.campaigns = datas
     report.seed = []  # seed 000's table compares one campaign's targets with the paper's
     return report
@@ -140,6 +161,7 @@ def atomic_write(path: Path, data: bytes) -> Path:
 def render(report: Report) -> str:
     data = report.data
     e = html.escape
+    svgs = drawing.svgs(report.plots)  # drawing is most of the time: two processes when two CPUs are free
     parts = [
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
         f"<title>vmio report: {e(data.name)}</title><style>{CSS}</style></head><body>",
@@ -160,7 +182,7 @@ def render(report: Report) -> str:
     ]
     for sec in report.sections:
         parts.append(f'<section id="{e(sec.id)}"><h2>{e(sec.title)}</h2>')
-        parts.extend(_figure(p) for p in sec.plots)
+        parts.extend(_figure(p, svgs[p.id]) for p in sec.plots)
         parts.append("</section>")
     parts.append(
         f'<p class="labels">made by vmio on {time.strftime("%Y-%m-%d %H:%M:%S %Z")}</p></body></html>\n'
@@ -465,11 +487,11 @@ def _failures(data: CampaignData) -> str:
     return f'<h2>Failed points</h2><ul class="failed">{items}</ul>'
 
 
-def _figure(plot: Plot) -> str:
+def _figure(plot: Plot, svg: str) -> str:
     e = html.escape
     series = e(json.dumps(plot.series_ids()))
     values = e(json.dumps(plot.values, separators=(",", ":")))
     return (
         f'<figure class="plot" id="{e(plot.id)}" data-series="{series}" data-values="{values}">'
-        f"<figcaption>{e(plot.title)}</figcaption>\n{to_svg(plot)}</figure>"
+        f"<figcaption>{e(plot.title)}</figcaption>\n{svg}</figure>"
     )

@@ -14,7 +14,7 @@ from matplotlib.ticker import FixedLocator, NullLocator
 
 from vmio.report.data import CampaignData, Family, Group, families, iops, labels, offered_axis
 from vmio.report.data import offered_label as olabel
-from vmio.report.figure import Plot, color, finish, legend, log_scale, new_figure, style
+from vmio.report.figure import Plot, color, finish, legend, log_scale, new_figure, shared_legend, style
 from vmio.report.plots_load import family_title, series_label
 from vmio.stats import histogram
 from vmio.stats.histogram import Histogram
@@ -71,7 +71,7 @@ def distribution_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
                                 _curve(plot, ax, hist, label, panel, c, ls, target == baseline)
                 _percentile_axis(ax)
                 ax.set_title(f"offered {olabel(offered)} IOPS")
-                legend(ax, 7)
+            shared_legend(list(panels), 7)  # a target's line looks the same in every panel
             panels[0].set_ylabel("latency (µs)")
             plot.caption += " · completion+submission latency per percentile from the merged json+ histograms"
             plot.caption += " of every job and repetition (fio's buckets)"
@@ -194,7 +194,7 @@ def over_time_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
                 ax.set_xlabel("time in the run (s)")
                 log_scale(ax)
                 ax.grid(alpha=0.3, which="both")
-                legend(ax, 6)
+            shared_legend(list(panels), 6)  # a target's line looks the same in every panel
             panels[0].set_ylabel("completion latency (µs)")
             plot.caption += (
                 " · first done repetition; each second's clat histogram (fio write_hist_log, all jobs"

@@ -7,9 +7,13 @@ import statistics
 from collections import defaultdict
 from collections.abc import Callable
 
+from matplotlib.artist import Artist
+from matplotlib.axes import Axes
+from matplotlib.ticker import MaxNLocator
+
 from vmio.report.data import CampaignData, Group, Row, families, labels, offered_axis, offered_order
 from vmio.report.data import offered_label as olabel
-from vmio.report.figure import PALETTE, Plot, finish, legend, new_figure, slug, style
+from vmio.report.figure import PALETTE, Plot, finish, inside, new_figure, shared_legend, slug, style
 from vmio.report.plots_load import curve, family_title, offered_ticks, series_label
 from vmio.spec.model import QemuTarget
 from vmio.units import format_size
@@ -57,33 +61,45 @@ def over_time_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
 def _time_figure(
     data: CampaignData, i: int, workload: str, picks: list[tuple[str, Group]], baseline: str | None
 ) -> Plot:
+    """A row of panels per target, a column per device figure; one time axis (labelled at the foot) and one
+    legend per column (in its top panel: repetitions and the shading look the same in every row)."""
     with style():
         fig = new_figure(len(picks), len(TIME_PANELS), width=3.8, height=2.4)
         title = (
             f"Device IOPS, await and busy % over time within a run (from /proc/diskstats samples): {workload}"
         )
         plot = Plot(f"time-{i}", title, labels(data, [t for t, _ in picks]), fig)
-        axes = fig.subplots(len(picks), len(TIME_PANELS), squeeze=False)
+        axes = fig.subplots(len(picks), len(TIME_PANELS), squeeze=False, sharex=True)
         for row_axes, (target, g) in zip(axes, picks, strict=True):
-            _, _, bs, offered, load = g.key
             for ax, (name, metrics, ylabel) in zip(row_axes, TIME_PANELS, strict=True):
                 for rep_i, row in enumerate(sorted(g.rows, key=lambda r: r.repetition)):
                     _rep_lines(
                         plot, ax, data, row, metrics, PALETTE[rep_i % len(PALETTE)], f"{target} {name}"
                     )
-                ax.set_title(
-                    f"{series_label(target, baseline)}: bs {format_size(bs)}, offered {olabel(offered)}, "
-                    f"load {load}",
-                    fontsize=7,
-                )
-                ax.set_ylabel(ylabel)
-                ax.set_xlabel("time in run (s)")
-                ax.set_ylim(bottom=0)
-                ax.grid(alpha=0.3)
-                legend(ax, 6)
+                _time_panel(ax, _panel_title(target, g, baseline), ylabel)
+        for ax in axes[-1]:
+            ax.set_xlabel("time in run (s)")
+        for column in axes.T:
+            shared_legend(list(column), 6)
         plot.caption += " · one line per repetition; the device is the host block device under the target"
         finish(fig, plot.title, plot.caption)
     return plot
+
+
+def _panel_title(target: str, g: Group, baseline: str | None) -> str:
+    _, _, bs, offered, load = g.key
+    return f"{series_label(target, baseline)}: bs {format_size(bs)}, offered {olabel(offered)}, load {load}"
+
+
+def _time_panel(ax: Axes, title: str, ylabel: str) -> None:
+    """A panel's title, y label and axes: four or five ticks a side (these panels are small, and the ticks
+    of 42 panels were a third of the report's drawing)."""
+    ax.set_title(title, fontsize=7)
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=4, integer=True))
+    ax.yaxis.set_major_locator(MaxNLocator(nbins=4))
 
 
 def _rep_lines(
@@ -153,16 +169,29 @@ def _qemu_figure(
             labels(data, vm),
             fig,
         )
-        for ax, (target, groups) in zip(fig.subplots(1, len(vm), squeeze=False)[0], vm.items(), strict=True):
+        panels = fig.subplots(1, len(vm), squeeze=False)[0]
+        for ax, (target, groups) in zip(panels, vm.items(), strict=True):
             for j, (metric, name) in enumerate(QEMU_CLASSES):
                 curve(plot, ax, axis, groups, _thread_value(means, metric), f"{target} {name}", PALETTE[j])
             offered_ticks(ax, axis)
             ax.set_title(f"{target} ({target_facts(data, target)})")
             ax.set_ylabel("CPU % of one core (sum over VMs)")
             ax.set_ylim(bottom=0)
-            legend(ax, 7)
+        _class_legend(list(panels), list(vm))
         finish(fig, plot.title, plot.caption)
     return plot
+
+
+def _class_legend(panels: list[Axes], targets: list[str]) -> None:
+    """One legend, in the first panel: a thread class is the same colour in every panel (each panel's
+    title names its target)."""
+    shown: dict[str, Artist] = {}
+    for ax, target in zip(panels, targets, strict=True):
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            shown.setdefault(label.removeprefix(f"{target} "), handle)
+    order = [name for _, name in QEMU_CLASSES if name in shown]
+    if order:
+        inside(panels[0].legend([shown[n] for n in order], order, fontsize=7, handlelength=3.5))
 
 
 def _thread_value(means: dict[str, dict[str, float]], metric: str) -> Callable[[Row], float | None]:

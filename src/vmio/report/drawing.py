@@ -1,0 +1,135 @@
+"""A report's figures built and drawn as SVG, in two processes when this one may run on two CPUs.
+
+Building and drawing figures is most of a report's time and each figure is drawn alone. ``built`` forks a
+child that builds and draws some sections' figures and sends back what the page needs of them (SVG, ids,
+plotted values) while this process builds and draws the rest; ``svgs`` (for figures already built, as when
+PNGs are written too) has a forked child, which inherits them, draw about half. The SVGs are the same text
+either way (ids are salted with the plot's id, not with the process). The child dies with vmio (a
+parent-death SIGKILL) and is given ``TIMEOUT`` seconds; if it fails or runs out of time, this process does
+its share too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import select
+import signal
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from vmio.report.figure import Plot, to_svg
+
+PR_SET_PDEATHSIG = 1
+TIMEOUT = 300.0  # seconds the child may take: a report of 1000 points draws in well under a minute
+FIXED_COST = 4  # a figure's drawing cost beside one unit per panel (title, caption, page layout)
+
+
+def may_fork() -> bool:
+    """Two CPUs for this process, and a single thread (a lock another thread holds would stay held in
+    the child)."""
+    return len(os.sched_getaffinity(0)) >= 2 and threading.active_count() == 1
+
+
+def built(makers: Sequence[Callable[[], list[Plot]]], theirs: set[int]) -> list[list[Plot]]:
+    """Each maker's plots, drawn: the makers at ``theirs`` run in a forked child (their plots come back
+    without figures), the others here."""
+    if not theirs or not may_fork():
+        return [_drawn(make()) for make in makers]
+    child, pipe = _fork(lambda: {str(i): [_sent(p) for p in _drawn(makers[i]())] for i in theirs})
+    try:
+        out = {i: _drawn(make()) for i, make in enumerate(makers) if i not in theirs}
+        sent = _collect(child, pipe)
+    finally:
+        _end(child, pipe)
+    for i in theirs:
+        out[i] = [Plot(figure=None, **p) for p in sent[str(i)]] if sent else _drawn(makers[i]())
+    return [out[i] for i in range(len(makers))]
+
+
+def _drawn(plots: list[Plot]) -> list[Plot]:
+    for p in plots:
+        p.svg = to_svg(p)
+    return plots
+
+
+def _sent(plot: Plot) -> dict[str, Any]:
+    """What the page needs of a plot drawn here (JSON)."""
+    return {k: getattr(plot, k) for k in ("id", "title", "caption", "series", "values", "svg")}
+
+
+def svgs(plots: list[Plot]) -> dict[str, str]:
+    """Each plot's SVG by plot id."""
+    drawn = {p.id: p.svg for p in plots if p.svg is not None}
+    left = [p for p in plots if p.svg is None]
+    if len(left) < 2 or not may_fork():
+        return drawn | {p.id: to_svg(p) for p in left}
+    mine, theirs = halves(left)
+    child, pipe = _fork(lambda: {p.id: to_svg(p) for p in theirs})
+    try:
+        drawn |= {p.id: to_svg(p) for p in mine}
+        sent = _collect(child, pipe)
+    finally:
+        _end(child, pipe)
+    return drawn | (sent if sent is not None else {p.id: to_svg(p) for p in theirs})
+
+
+def halves(plots: list[Plot]) -> tuple[list[Plot], list[Plot]]:
+    """Two shares of about equal drawing cost (the costliest first, each to the lighter share)."""
+    shares: tuple[list[Plot], list[Plot]] = ([], [])
+    loads = [0, 0]
+    for plot in sorted(plots, key=cost, reverse=True):
+        lighter = loads.index(min(loads))
+        shares[lighter].append(plot)
+        loads[lighter] += cost(plot)
+    return shares
+
+
+def cost(plot: Plot) -> int:
+    return FIXED_COST + (len(plot.figure.axes) if plot.figure else 0)
+
+
+def _fork(work: Callable[[], Any]) -> tuple[int, int]:
+    """Start a child doing ``work`` (its result JSON); return its pid and the pipe's reading end."""
+    prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up here: the child loads nothing
+    parent = os.getpid()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid:
+        os.close(write)
+        return pid, read
+    code = 1
+    try:  # the child: never returns, never runs the parent's exit handlers or flushes its buffers
+        os.close(read)
+        if prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0 and os.getppid() == parent:
+            with os.fdopen(write, "wb") as out:
+                out.write(json.dumps(work()).encode())
+            code = 0
+    finally:
+        os._exit(code)
+
+
+def _collect(pid: int, pipe: int) -> Any:
+    """What the child's work returned, or None when it failed or took more than ``TIMEOUT`` seconds."""
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + TIMEOUT
+    while (left := deadline - time.monotonic()) > 0 and select.select([pipe], [], [], left)[0]:
+        chunk = os.read(pipe, 1 << 20)
+        if not chunk:
+            _, status = os.waitpid(pid, 0)
+            return json.loads(b"".join(chunks)) if os.waitstatus_to_exitcode(status) == 0 else None
+        chunks.append(chunk)
+    return None
+
+
+def _end(pid: int, pipe: int) -> None:
+    """Close the pipe and make sure the child is gone (killed if it still runs) and reaped."""
+    os.close(pipe)
+    with contextlib.suppress(ChildProcessError):
+        if os.waitpid(pid, os.WNOHANG) == (0, 0):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
