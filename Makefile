@@ -27,7 +27,8 @@ test: system venv qemu-builds
 	$(BIN)/python -m pytest -q
 
 lint: venv
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks scripts
+	$(BIN)/ruff format --check src tests benchmarks scripts
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 

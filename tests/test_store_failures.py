@@ -216,11 +216,10 @@ def test_a_damaged_page_is_one_sentence_for_every_command(
     damage(db, table)
     before = digest(db)
     (tmp_path / "out").mkdir()
-    commands = [
-        *READERS,
-        # export reads the samples; its points' figures are the summaries stored in the run table
-        *([["export", "fixture", "--format", "csv", "-o", str(tmp_path / "out" / "x.csv")]] if table != "result" else []),
-    ]
+    commands = list(READERS)
+    # export reads the samples; its points' figures are the summaries stored in the run table
+    if table != "result":
+        commands.append(["export", "fixture", "--format", "csv", "-o", str(tmp_path / "out" / "x.csv")])
     for argv in commands:
         code, err = run_cli([*argv, "--db", str(db)], capsys)
         if table == "sample" and argv[0] == "show":

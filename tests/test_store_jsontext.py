@@ -19,7 +19,9 @@ scalars = (
 keys = st.text() | st.sampled_from(["\x00vmio: a nested value\x00", "a"])
 documents = st.recursive(
     scalars,
-    lambda inner: st.lists(inner, max_size=5) | st.tuples(inner, inner) | st.dictionaries(keys, inner, max_size=6),
+    lambda inner: (
+        st.lists(inner, max_size=5) | st.tuples(inner, inner) | st.dictionaries(keys, inner, max_size=6)
+    ),
     max_leaves=40,
 )
 
@@ -37,7 +39,9 @@ def test_a_show_row_and_keys_json_converts() -> None:
 
 
 rows = st.lists(
-    st.dictionaries(keys, scalars | st.dictionaries(keys, scalars, min_size=1) | st.lists(scalars), min_size=1),
+    st.dictionaries(
+        keys, scalars | st.dictionaries(keys, scalars, min_size=1) | st.lists(scalars), min_size=1
+    ),
     min_size=1,
     max_size=5,
 )  # show --json's shape: a list of dicts, some values dicts of scalars (latencies) or lists (hosts)

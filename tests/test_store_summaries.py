@@ -23,7 +23,9 @@ LAT = {"min": 1000.0, "mean": 2000.0, "max": 9000.0, "stddev": 5.0, "p50": 2.0, 
        "p99.9": 3.0, "p99.99": 3.0}  # fmt: skip
 
 
-def job(host: str, ddir: str, total: int, bins: dict[int, int], mean: float, name: str = "measure") -> JobResult:
+def job(
+    host: str, ddir: str, total: int, bins: dict[int, int], mean: float, name: str = "measure"
+) -> JobResult:
     return JobResult(host=host, job=name, ddir=ddir, iops=total / 10, bw_bytes=total * 409.6,
                      total_ios=total, runtime_ms=10_000, lat_ns={**LAT, "mean": mean}, usr_cpu=1.0, sys_cpu=2.0,
                      bins=bins)  # fmt: skip
@@ -73,7 +75,9 @@ def test_a_recorded_point_stores_its_merged_figures(tmp_path: Path) -> None:
         assert json.loads(row["hosts_json"]) == ["h1", "h2"]
 
 
-def test_emptied_summaries_read_as_the_stored_ones(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_emptied_summaries_read_as_the_stored_ones(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     db = tmp_path / "s.db"
     with Store(db) as s:
         s.ensure_campaign("c", "c.toml", "text", "{}")

@@ -205,7 +205,9 @@ def swept_labels(
         label = f"{base} {' '.join(swept)}"
         if base in specs and label not in specs:
             specs[label] = dataclasses.replace(
-                specs[base], iodepth=row.iodepth or specs[base].iodepth, numjobs=row.numjobs or specs[base].numjobs
+                specs[base],
+                iodepth=row.iodepth or specs[base].iodepth,
+                numjobs=row.numjobs or specs[base].numjobs,
             )
         if label not in labels.setdefault(base, []):
             labels[base].append(label)

@@ -217,9 +217,10 @@ def _facts(data: CampaignData) -> str:
     rows = data.done() or data.rows
     facts = rows[0].host_facts if rows else {}
     keep = ("hostname", "kernel", "cpu_model", "cores", "memory_bytes", "fio_version", "vmio_version")
+    memory = facts.get("memory_bytes")
     shown = {
         **facts,
-        "memory_bytes": human_bytes(m) if isinstance(m := facts.get("memory_bytes"), int | float) and m else None,
+        "memory_bytes": human_bytes(memory) if isinstance(memory, int | float) and memory else None,
     }
     cells = "".join(
         f"<tr><th>{html.escape(k.removesuffix('_bytes'))}</th><td>{html.escape(str(shown.get(k)))}</td></tr>"
@@ -436,7 +437,8 @@ def _guest_warnings(data: CampaignData) -> str:
 
 def _sweep_said(spec: Workload) -> list[str]:
     """What a workload's spec says of its sweeps: queue depths, job counts, shares, arrivals, stop_at."""
-    said = [f"{k} = {list(v)}" for k, v in (("iodepth", spec.iodepth_sweep), ("numjobs", spec.numjobs_sweep)) if v]
+    sweeps = (("iodepth", spec.iodepth_sweep), ("numjobs", spec.numjobs_sweep))
+    said = [f"{k} = {list(v)}" for k, v in sweeps if v]
     if any(isinstance(o, str) for o in spec.offered_iops):
         loads = ["max" if o is None else o for o in spec.offered_iops]
         said.append(f"offered_iops = {loads} (shares of the max point's achieved IOPS)")

@@ -75,7 +75,9 @@ def _direction(mine: list[sqlite3.Row], hists: Mapping[int, Mapping[int, int]]) 
     )
 
 
-def _latency(hists: Mapping[int, Mapping[int, int]], results: list[sqlite3.Row]) -> dict[str, float | None] | None:
+def _latency(
+    hists: Mapping[int, Mapping[int, int]], results: list[sqlite3.Row]
+) -> dict[str, float | None] | None:
     ops = sum(r["total_ios"] for r in results)
     if not results or ops == 0:
         return None
@@ -136,7 +138,10 @@ def decode_bins(text: str, result_id: int, path: str) -> dict[int, int]:
 
 def write(db: sqlite3.Connection, run_ids: Sequence[int] | None = None) -> None:
     """Compute and store the summary of runs ``run_ids`` (None: every run) from their stored results."""
-    where, args = ("", ()) if run_ids is None else (f"WHERE run_id IN ({','.join('?' * len(run_ids))})", tuple(run_ids))
+    where = ""
+    args: tuple[int, ...] = ()
+    if run_ids is not None:
+        where, args = f"WHERE run_id IN ({','.join('?' * len(run_ids))})", tuple(run_ids)
     by_run: dict[int, list[sqlite3.Row]] = {}
     for r in _rows(db, f"SELECT * FROM result {where} ORDER BY id", args):
         by_run.setdefault(r["run_id"], []).append(r)
