@@ -20,7 +20,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from vmio.report.figure import Plot, to_svg
 
@@ -57,9 +57,27 @@ def _drawn(plots: list[Plot]) -> list[Plot]:
     return plots
 
 
-def _sent(plot: Plot) -> dict[str, Any]:
+class SentPlot(TypedDict):
+    """What the page needs of a plot another process drew."""
+
+    id: str
+    title: str
+    caption: str
+    series: list[str]
+    values: dict[str, list[list[float]]]
+    svg: str | None
+
+
+def _sent(plot: Plot) -> SentPlot:
     """What the page needs of a plot drawn here (JSON)."""
-    return {k: getattr(plot, k) for k in ("id", "title", "caption", "series", "values", "svg")}
+    return SentPlot(
+        id=plot.id,
+        title=plot.title,
+        caption=plot.caption,
+        series=plot.series,
+        values=plot.values,
+        svg=plot.svg,
+    )
 
 
 def svgs(plots: list[Plot]) -> dict[str, str]:
