@@ -15,10 +15,11 @@ from __future__ import annotations
 import subprocess
 import tempfile
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import TypeVar
 
 from vmio.errors import FioError, ToolError, UnsafeTargetError
 from vmio.fio import output
@@ -29,6 +30,7 @@ FIO = "fio"
 INTERRUPT_S = 20.0  # a client past its time: SIGINT, so its servers end their jobs, then this long to end
 OUTPUT_FORMAT = "--output-format=json+"  # json with the latency histograms' bins
 VERSION_TIMEOUT_S = 30.0
+T = TypeVar("T")
 # vmio's own sections that may use an engine a person's workload may not: the exec job that puts a
 # campaign's I/O log on a fio server (``iolog.put_section``)
 OWN_ENGINES = {"put-iolog": "exec"}
@@ -235,6 +237,21 @@ def _version(runner: Runner, binary: str) -> str | None:
         return runner.run([binary, "--version"], timeout=VERSION_TIMEOUT_S).stdout.strip() or None
     except ToolError:
         return None
+
+
+def loads(runner: Runner, binary: str, env: Mapping[str, str]) -> bool:
+    """Whether ``binary`` (a fio) starts with ``env`` (a library path of stand-ins): its loader satisfied,
+    ``fio --version`` exits 0."""
+    done = runner.run([binary, "--version"], timeout=VERSION_TIMEOUT_S, env=env, check=False)
+    return done.returncode == 0
+
+
+def start_via(start: Callable[[str, list[str], str], T], job: str, where: str) -> T:
+    """fio started by another program's hands (a libvirt guest's agent): ``start(program, args, job)``
+    with fio reading ``job`` on stdin (``stdin_argv``), the job checked first like every job vmio runs."""
+    check_job(job, where)
+    program, *args = stdin_argv()
+    return start(program, args, job)
 
 
 def version(runner: Runner, binary: str = FIO) -> str | None:
