@@ -379,45 +379,71 @@ def test_cli_new_profile_options_reject_bad_input(
 def test_a_profile_is_stored_with_fio_s_own_figures_and_reported(
     scratch: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The storing half of ``dstore profile --name`` without a cluster: a profile on a local file (as a
-    ``file:`` baseline runs), stored as a campaign; ``show`` holds fio's own counts and percentiles."""
-    from vmio.dstore.baseline import run_file_job
+    """A profile's configuration is a campaign target run by ``campaign.runner`` (here a local file, as a
+    ``file:`` baseline runs, so no cluster is needed): its points are stored with their ``dstore`` facts
+    and verdicts, ``show`` holds fio's own counts and percentiles, and the profile read back from the store
+    is fio's own figures judged."""
+    from vmio.campaign.runner import Options
+    from vmio.campaign.runner import run as run_campaign
     from vmio.dstore.cluster import ClusterRef
-    from vmio.dstore.profile import run_profile
-    from vmio.dstore.stored import CephVersions, Configured, FioTap, file_target, store_profile
+    from vmio.dstore.stored import (
+        CephVersions,
+        Config,
+        Labeller,
+        campaign_of,
+        file_target,
+        read_profiles,
+        setup,
+        workload,
+    )
+    from vmio.spec.dump import dumps
     from vmio.store import Store
     from vmio.targets.host import prepare_file
 
-    path, db, size = scratch / "f.img", tmp_path / "v.db", 32 << 20
-    prepare_file(path, size)
-    tap = FioTap()
-    prof = run_profile(
-        ClusterRef(tmp_path / "none.conf", "p", "i"), [4096, 65536], runtime_s=1.0, ramp_s=0.0, runner=tap,
-        iodepth=4, measure=lambda job: run_file_job(path, size, job, runner=tap), watch=False,
-    )  # fmt: skip
-    prof.setup.update(where="local file, libaio", path=str(path), pool=None, image=None, config="file")
+    path, db = scratch / "f.img", tmp_path / "v.db"
+    prepare_file(path, 32 << 20)
+    load = workload([4096, 65536], 30, 4, 1.0, 0.0)
+    facts = setup(ClusterRef(tmp_path / "none.conf", "p", "i"), load, "file", where="local file, libaio",
+                  path=str(path)) | {"pool": None, "image": None}  # fmt: skip
+    config = Config(file_target("file", path), "file", "baseline", facts, None)
+    campaign = campaign_of("local", [config], load)
+    labeller = Labeller({"file": config}, Criteria(), CephVersions(), Runner())
     with Store(str(db)) as store:
-        keys = store_profile(
-            store, "local", [Configured(file_target("file", path), prof, list(tap.tapped))], CephVersions()
-        )
-    assert keys == [
+        options = Options(workdir=tmp_path / "work", around_point=labeller.around)
+        outcome = run_campaign(campaign, dumps(campaign), store, options)
+        assert (outcome.done, outcome.failed) == (2, 0)
+        (read,) = read_profiles(store, "local")
+    # fio's own output of each point, as fio.run keeps it in the point's folder
+    logs = {
+        p.bs: (tmp_path / "work" / p.key.replace("/", "_") / "fio-output.txt").read_text()
+        for p in campaign.points()
+    }
+    assert [p.key for p in campaign.points()] == [
         "file/randrw/bs=4k/offered=max/load=0/rep=1",
         "file/randrw/bs=64k/offered=max/load=0/rep=1",
     ]
     assert main(["show", "local", "--db", str(db), "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    for row, run, point in zip(rows, tap.tapped, prof.points, strict=True):
-        (job,) = json.loads(run.text)["jobs"]  # fio's own document for this point
+    for row, point in zip(rows, read.profile.points, strict=True):
+        text = logs[row["bs"]]
+        (job,) = json.loads(text[text.index("{") :])["jobs"]  # fio's own document for this point
+        ios = {d: job[d]["total_ios"] for d in ("read", "write")}
         for d in ("read", "write"):
-            assert row[f"{d}_ops"] == job[d]["total_ios"]
+            assert row[f"{d}_ops"] == ios[d]
             fio_p99 = job[d]["clat_ns"]["percentile"]["99.000000"]
             assert row[f"{d}_lat_ns"]["p99"] == pytest.approx(fio_p99, rel=0.02)
+        # the profile read back is fio's own figures: IOPS, the mean weighted by operations, judged
+        assert point.iops == pytest.approx(job["read"]["iops"] + job["write"]["iops"], rel=1e-6)
+        mean_ns = sum(job[d]["lat_ns"]["mean"] * ios[d] for d in ios) / sum(ios.values())
+        assert point.mean_lat_ms == pytest.approx(mean_ns / 1e6, rel=1e-6)
+        assert point.verdict == verdict(mean_ns / 1e6, point.iops, Criteria())
         assert row["dstore"]["verdict"] == point.verdict and row["dstore"]["path"] == str(path)
         assert row["dstore"]["iodepth"] == row["iodepth"] == 4 and row["dstore"]["ceph_version"] is None
-        assert "ioengine=libaio" in run.job_file and f"filename={path}" in run.job_file
+        assert row["dstore"]["osds_down"] is None  # a local file: no cluster map to watch
+    assert read.role == "baseline" and read.profile.setup["where"] == "local file, libaio"
     with Store(str(db)) as store:  # the stored spec names the engine the file's runs used (rbd targets
-        (load,) = store.spec("local").workloads  # get theirs from their placement, never from the workload)
-    assert load.ioengine == "libaio" and load.rwmixread == 30 and load.iodepth == 4
+        (stored_load,) = store.spec("local").workloads  # get theirs from their placement)
+    assert stored_load.ioengine == "libaio" and stored_load.rwmixread == 30 and stored_load.iodepth == 4
     assert main(["report", "local", "--db", str(db), "-o", str(tmp_path / "r.html")]) == 0
     assert "randrw" in (tmp_path / "r.html").read_text()
     capsys.readouterr()

@@ -1,4 +1,4 @@
-"""``vmio dstore``: up | down | status | profile | model."""
+"""``vmio dstore``: up | down | status | profile | show | model."""
 
 from __future__ import annotations
 
@@ -48,6 +48,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _target_args(p)
     _profile_args(p)
     p.set_defaults(handler=_profile)
+    p = dsub.add_parser("show", help="a stored profile (dstore profile --name) as dstore profile printed it")
+    p.add_argument("name", metavar="NAME", help="the campaign the profile is stored as")
+    p.add_argument("--json", action="store_true")
+    add_db(p)
+    p.set_defaults(handler=_show)
     add_model_parser(dsub)
 
 
@@ -194,6 +199,13 @@ def _profile(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
     _write_json(args, result.to_json())
+    _print_profile(result, args.json)
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        result = commands.stored(store, args.name)
     _print_profile(result, args.json)
     return 0
 
