@@ -21,21 +21,12 @@ import pytest
 
 from vmio.cli import main
 
+from conftest import DSTORE_GOLDEN_JSON, json_shape
+
 DATA = Path(__file__).parent / "data"
 FIXTURE = DATA / "stores" / "dstore-profile-v9.db"
-GOLDEN_JSON = DATA / "dstore" / "profile-before-43.json"
+GOLDEN_JSON = DSTORE_GOLDEN_JSON
 GOLDEN_TEXT = DATA / "dstore" / "profile-before-43.txt"
-
-
-def shape(value: object) -> object:
-    """The document with every figure replaced by its kind: keys (in order), list lengths, nulls kept."""
-    if isinstance(value, dict):
-        return {k: shape(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [shape(v) for v in value]
-    if isinstance(value, bool) or value is None:
-        return value if value is None else "bool"
-    return "number" if isinstance(value, int | float) else type(value).__name__
 
 
 def masked(text: str) -> list[str]:
@@ -56,7 +47,7 @@ def test_an_old_profile_reads_back_as_it_was_printed(
     golden = json.loads(GOLDEN_JSON.read_text())
     assert main(["dstore", "show", "old-profile", "--db", str(old_store), "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
-    assert shape(shown) == shape(golden)  # the same keys, in the same order, the same lists
+    assert json_shape(shown) == json_shape(golden)  # the same keys, in the same order, the same lists
     # from the same stored points, the same figures and verdicts as the old vmio computed from fio's output
     assert _close(shown, golden)
     assert main(["dstore", "show", "old-profile", "--db", str(old_store)]) == 0

@@ -184,7 +184,11 @@ def _profile(args: argparse.Namespace) -> int:
         raise InputError(f"--db {args.db!r} names the store for --name; give --name NAME too")
     settings = _settings(args)
     if settings.fail_osd is not None:
-        run = commands.degraded(_where(args), settings)
+        if settings.name is None:
+            run = commands.degraded(_where(args), settings)
+        else:
+            with open_store(args, write=True) as store:
+                run = commands.degraded(_where(args), settings, store=store)
         out = {"degraded": run.to_json()}
         _write_json(args, out)
         print(json.dumps(out, indent=2) if args.json else format_run(run))

@@ -20,7 +20,7 @@ from vmio.campaign.runner import run as run_campaign
 from vmio.dstore import cluster
 from vmio.dstore.baseline import parse_baseline, prepare_file_baseline
 from vmio.dstore.calibrate import Fit, fit_profile, parse_network, what_if
-from vmio.dstore.degraded import DegradedRun, Outage, run_degraded
+from vmio.dstore.degraded import DegradedRun, Outage, OutageWatch, stored_run
 from vmio.dstore.guestrun import guest_target
 from vmio.dstore.model import Prediction, StoreParams, predict
 from vmio.dstore.profile import DEFAULT_BS, Criteria, Point, Profile, degraded_warning, load_profile, ratios
@@ -49,7 +49,7 @@ from vmio.dstore.variants import (
     variant_ref,
 )
 from vmio.dstore.where import Where, target, writable_target
-from vmio.errors import FioError, InputError
+from vmio.errors import ClusterError, FioError, InputError
 from vmio.spec.dump import dumps
 from vmio.spec.model import HostTarget, Workload
 from vmio.store import Store
@@ -320,8 +320,9 @@ def _plots(result: ProfileResult, plot_dir: Path) -> list[Path]:
     return plotted
 
 
-def degraded(where: Where, settings: ProfileSettings) -> DegradedRun:
-    """``vmio dstore profile --fail-osd N``: one block size as a time series through the OSD's outage."""
+def degraded(where: Where, settings: ProfileSettings, *, store: Store | None = None) -> DegradedRun:
+    """``vmio dstore profile --fail-osd N``: one block size as a time series through the OSD's outage, a
+    campaign of one point (``settings.name`` keeps it in ``store``: its series, samples and outage)."""
     if settings.fail_osd is None:
         raise InputError("degraded() needs --fail-osd N")
     for flag, value in (("--baseline", settings.baseline), ("--compare", settings.compare)):
@@ -330,22 +331,57 @@ def degraded(where: Where, settings: ProfileSettings) -> DegradedRun:
     if settings.from_guest:
         raise InputError("--from-guest cannot be combined with --fail-osd; run them separately")
     if settings.name is not None:
-        raise InputError(
-            f"--name {settings.name!r}: a run with --fail-osd is a time series, not stored as a campaign; "
-            "drop --name/--db (-o keeps its JSON)"
-        )
-    ref = target(where)
-    rbdimage.check_write(Runner(), ref.conf, ref.pool, ref.image, settings.destroy_data, ref.auth())
+        if store is None:
+            raise InputError(f"--name {settings.name!r} needs a store to keep the run in")
+        check_name(store, settings.name)
+        if store.campaign(settings.name) is not None:
+            raise InputError(
+                f"--name {settings.name!r}: a campaign of that name is already stored in {store.path}; an "
+                "outage is not resumed (it would not be the same outage): give the run a new name"
+            )
     bs_list = settings.bs_list()
     if len(bs_list) != 1:
         raise InputError(f"--bs {_bs_text(settings)!r}: a run with --fail-osd takes one block size")
+    runner = Runner()
+    ref = target(where, runner)
+    rbdimage.check_write(runner, ref.conf, ref.pool, ref.image, settings.destroy_data, ref.auth())
     at, back = settings.outage_times()
     runtime = settings.runtime()
     outage = Outage(settings.fail_osd, at, back)
     outage.check(ref, runtime)
-    return run_degraded(
-        ref, outage, bs=bs_list[0], runtime_s=runtime, iodepth=settings.iodepth, rwmixread=settings.rwmixread
+    with contextlib.ExitStack() as stack:
+        if store is None or settings.name is None:
+            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="vmio-dstore-"))
+            store = stack.enter_context(Store(str(Path(folder) / "degraded.db")))
+        return _degraded_on(ref, outage, settings, runner, store)
+
+
+def _degraded_on(
+    ref: cluster.ClusterRef, outage: Outage, settings: ProfileSettings, runner: Runner, store: Store
+) -> DegradedRun:
+    bs, runtime = settings.bs_list()[0], settings.runtime()
+    load = workload([bs], settings.rwmixread, settings.iodepth, runtime, 0.0)
+    label = f"osd.{outage.osd} stopped at {outage.at_s:g} s, started at {outage.back_at_s:g} s"
+    config = Config(rbd_target("host-librbd", ref), label, "degraded", setup(ref, load, label), ref)
+    campaign = campaign_of(settings.name or "dstore-degraded", [config], load)
+    labels = Labeller({}, settings.criteria, ceph_versions(runner, ref), runner).facts(config)
+    watch = OutageWatch(
+        ref,
+        DegradedRun(outage, bs, runtime, settings.iodepth, settings.rwmixread, ref.replicas),
+        runner,
+        labels,
     )
+    options = Options(destroy_data=settings.destroy_data, runner=runner, around_point=watch.around)
+    run_campaign(
+        campaign,
+        dumps(campaign, comment=f"stored by vmio dstore profile --fail-osd {outage.osd}"),
+        store,
+        options,
+    )
+    (row,) = store.runs(campaign.name)
+    if watch.unclean is not None:
+        raise ClusterError(watch.unclean)
+    return stored_run(store, row, outage, ref.replicas)
 
 
 def _bs_text(settings: ProfileSettings) -> str:

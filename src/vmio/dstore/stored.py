@@ -186,6 +186,19 @@ class Labeller:
         with watch_point(self.runner, config.watch.conf, config.watch.auth()) as seen:
             yield lambda rec: self.label(rec, config, seen)
 
+    def facts(self, config: Config, ran: Mapping[str, object] | None = None) -> dict[str, object]:
+        """What every point of ``config`` ran on (``ran``: its setup as the run found it)."""
+        ran = config.setup if ran is None else ran
+        return {
+            "config": config.label,
+            "where": ran.get("where", HOST_LIBRBD),
+            "ceph_version": self.versions.cluster,
+            "ceph_client_version": self.versions.client,
+            **{k: ran.get(k) for k in SETUP_KEYS},  # the same keys on every point (None: not of this one)
+            "rw": "randrw",
+            "criteria": asdict(self.criteria),
+        }
+
     def label(self, rec: RunRecord, config: Config, seen: Seen | None) -> None:
         ran = dict(config.setup)
         if config.role == "guest":  # the VM's facts, as the run found them
@@ -201,13 +214,7 @@ class Labeller:
             p = make_point(rec.bs, figures(of_results(rec.results), rec.point_key), self.criteria)
             judged = {k: getattr(p, k) for k in judged}
         rec.host["dstore"] = {
-            "config": config.label,
-            "where": ran.get("where", HOST_LIBRBD),
-            "ceph_version": self.versions.cluster,
-            "ceph_client_version": self.versions.client,
-            **{k: ran.get(k) for k in SETUP_KEYS},  # the same keys on every point (None: not of this one)
-            "rw": "randrw",
-            "criteria": asdict(self.criteria),
+            **self.facts(config, ran),
             **judged,
             "osds_down": sorted(seen.down) if seen else None,
             "osdmap_epochs": (seen.epochs or None) if seen else None,
