@@ -114,7 +114,9 @@ def _profile_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", type=argtypes.out_file, help="also write the JSON result to this file")
     p.add_argument("--json", action="store_true")
     p.add_argument(
-        "--name", help="also store the profile as campaign NAME (new in the store) for show, export, report"
+        "--name",
+        help="also keep the profile as campaign NAME for show, export, report (the same profile stored under "
+        "NAME is resumed)",
     )
     add_db(p)
 
