@@ -163,3 +163,27 @@ def test_lat_log() -> None:
 @given(st.integers(min_value=0, max_value=1 << 40))
 def test_bucket_index_is_monotonic(v: int) -> None:
     assert histogram.bucket_index(v) <= histogram.bucket_index(v + 1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.sampled_from(["clat", "clat_ns"]),
+    st.dictionaries(
+        st.sampled_from(["FIO_IO_U_PLAT_BITS", "0", "130", "99999999", "-1", "1e3"]),
+        st.integers(min_value=-(10**30), max_value=10**30) | st.floats(allow_nan=False),
+        max_size=4,
+    ),
+    st.sampled_from(["io_bytes", "io_kbytes", "bw_bytes", "total_ios", "iops", "runtime"]),
+    st.integers(min_value=-(10**400), max_value=10**400) | st.floats(allow_nan=False),
+)
+def test_old_fio_shapes_with_garbage_are_fio_error_and_nothing_else(
+    clat: str, bins: dict[str, object], key: str, value: object
+) -> None:
+    """The paths only old fio output takes (µs fields, bins by bucket index, io_bytes in KiB, no bw_bytes)
+    fed garbage: a ``FioError`` or a result, never another exception, and fast."""
+    lat = {"min": 1, "max": 2, "mean": 1.5, "stddev": 0.1}
+    d = {"io_bytes": 4, "iops": 1.0, "runtime": 1000, "total_ios": 1, key: value,
+         clat: {**lat, "bins": bins}, clat.replace("clat", "lat"): lat}  # fmt: skip
+    doc = {"fio version": "fio-2.18", "jobs": [{"jobname": "j", "usr_cpu": 0, "sys_cpu": 0, "read": d}]}
+    with contextlib.suppress(FioError):
+        output.parse(json.dumps(doc))

@@ -114,7 +114,7 @@ def parse(text: str, *, job_errors: bool = False) -> FioOutput:
     doc, around = extract_json(text)
     try:
         return _parse_doc(doc, around, job_errors)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
         raise FioError(f"fio's JSON has an unexpected shape: {exc!r}", output=text[-4000:]) from exc
 
 
@@ -239,9 +239,13 @@ def _bins(bins: dict[str, Any], scale: int) -> histogram.Histogram:
     if "FIO_IO_U_PLAT_BITS" not in bins:
         return {value * scale: count for value, count in histogram.from_json(bins).items()}
     bits = int(bins["FIO_IO_U_PLAT_BITS"])
+    if not 1 <= bits <= 16:  # fio has always used 6
+        raise ValueError(f"FIO_IO_U_PLAT_BITS is {bits}, not a bucket layout fio writes")
     counts = {k: v for k, v in bins.items() if not k.startswith("FIO_IO_U_PLAT_")}
     out: histogram.Histogram = {}
     for index, count in histogram.from_json(counts).items():
+        if index >= (64 << bits):  # fio 2.x had 19 groups of 2**bits buckets
+            raise ValueError(f"bucket index {index} is beyond fio's histogram")
         value = plat_idx_to_val(index, bits) * scale
         out[value] = out.get(value, 0) + count
     return out
