@@ -187,3 +187,15 @@ def test_old_fio_shapes_with_garbage_are_fio_error_and_nothing_else(
     doc = {"fio version": "fio-2.18", "jobs": [{"jobname": "j", "usr_cpu": 0, "sys_cpu": 0, "read": d}]}
     with contextlib.suppress(FioError):
         output.parse(json.dumps(doc))
+
+
+def test_a_direction_fio_left_out_is_no_result_and_the_0_00_fillers_are_no_percentile() -> None:
+    """fio before 3.4 filled the percentile map to 20 entries with a repeated ``"0.00": 0``; a job may
+    leave a direction out. Neither becomes a figure."""
+    pct = '{"50.000000" : 2, "99.000000" : 3, "0.00" : 0, "0.00" : 0}'
+    read = ('{"iops": 10.0, "bw_bytes": 40960, "total_ios": 20, "runtime": 2000, "lat_ns": {"min": 1, "mean": 2, '
+            '"max": 3, "stddev": 1}, "clat_ns": {"percentile": ' + pct + "}}")  # fmt: skip
+    text = '{"jobs": [{"jobname": "j", "usr_cpu": 1, "sys_cpu": 2, "read": ' + read + "}]}"
+    (res,) = output.parse(text).results
+    assert res.ddir == "read" and (res.lat_ns["p50"], res.lat_ns["p99"]) == (2.0, 3.0)
+    assert res.lat_ns["p90"] is None  # not in the map: absent, not the filler's 0
