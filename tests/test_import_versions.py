@@ -188,3 +188,17 @@ def test_a_folder_without_fio_output_and_unified_rw_reporting_are_refused(
     mixed.write_text(json.dumps(doc))
     code, _, err = cli(["import", str(mixed), "--campaign", "c", "--db", str(db)], capsys)
     assert code == 2 and "unified_rw_reporting" in err and len(err.strip().splitlines()) == 1
+
+
+def test_one_folder_of_every_version_is_one_campaign(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The whole fixture folder (json and json+ files of six fio versions) imports as one campaign, each
+    point with the fio that wrote its file."""
+    rows = imported(VERSIONS, tmp_path / "v.db", capsys)
+    files = [p for p in VERSIONS.rglob("*") if p.suffix in (".json", ".jsonplus")]
+    by_file = {json.loads(p.read_text()[p.read_text().index("{") :])["fio version"] for p in files}
+    assert {r["fio_version"] for r in rows.values()} == by_file == {
+        "fio-2.1.10", "fio-2.2.10", "fio-2.18", "fio-2.21", "fio-3.1", "fio-3.33"
+    }  # fmt: skip
+    assert len(rows) == len(files) == 16  # one job name per file here

@@ -63,11 +63,11 @@ def import_files(store: Store, paths: Sequence[Path], campaign: str, target: str
     return keys
 
 
-FOLDER_SUFFIXES = (".json",)  # fio's --output of a folder's runs (bench-fio writes <rw>-<qd>-<jobs>.json)
+FOLDER_SUFFIXES = (".json", ".jsonplus", ".json+")  # fio --output files (bench-fio: <rw>-<qd>-<jobs>.json)
 
 
 def expand(path: Path) -> list[Path]:
-    """``path`` itself, or for a folder the fio output files under it (``*.json`` at any depth, in name
+    """``path`` itself, or for a folder the fio output files under it (``*.json``, ``*.jsonplus``, ``*.json+`` at any depth, in name
     order; links to folders are not followed)."""
     if not path.is_dir():
         return [path]
@@ -77,7 +77,7 @@ def expand(path: Path) -> list[Path]:
         found += [Path(root) / n for n in sorted(names) if n.endswith(FOLDER_SUFFIXES)]
     if not found:
         raise InputError(
-            f"{path}: the folder holds no fio output (*.json files at any depth, such as bench-fio's "
+            f"{path}: the folder holds no fio output (*.json, *.jsonplus or *.json+ files at any depth, such as bench-fio's "
             "<rw>-<iodepth>-<numjobs>.json)"
         )
     return found

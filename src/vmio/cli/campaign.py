@@ -114,7 +114,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         nargs="+",
         metavar="FILE",
         help="fio --output-format=json or json+ output (local or client/server, any fio from 2.0.10), or a "
-        "folder of them such as bench-fio's (every *.json under it); each job name becomes a point",
+        "folder of them such as bench-fio's (every *.json, *.jsonplus, *.json+ under it); each job name becomes a point",
     )
     p.add_argument(
         "--campaign", required=True, help="the campaign to store them in (new, or an imported one)"
