@@ -52,6 +52,11 @@ REFUSED: dict[str, str] = {
             "zonemode", "zonesize", "zonerange", "zoneskip", "zonecapacity", "max_open_zones",
             "job_max_open_zones", "zone_reset_threshold", "zone_reset_frequency", "read_beyond_wp",
             "ignore_zone_limits",
+            # NVMe protection information and FUA (passthrough), SCSI generic write modes
+            "apptag", "apptag_mask", "pi_act", "pi_chk", "md_per_io_size", "readfua", "writefua", "write_mode",
+            "num_range",
+            # e4defrag, libblkio, GPU, RADOS, MTD engines
+            "donorname", "inplace", "libblkio_driver", "libblkio_path", "gpu_dev_id", "conf", "skip_bad",
             # the CPU-burning engine
             "cpuload", "cpuchunks", "cpumode", "exit_on_io_done",
         ],
@@ -74,6 +79,7 @@ REFUSED: dict[str, str] = {
         ],
         HOST,
     ),
+    "threads": UNCLASSED,  # an option of fio's tiobench profile (--profile=tiobench), not of a job
 }  # fmt: skip
 
 # ioengine values vmio does not run, by the class of their reason (others: ENGINE)

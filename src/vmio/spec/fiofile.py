@@ -57,6 +57,11 @@ TUNING = frozenset(
         "uncached",
         "hipri_percentage",
         "busy_poll",
+        "exit_what",
+        "log_offset",
+        "numa_cpu_nodes",
+        "numa_mem_policy",
+        "mem",
     ]
 )
 
@@ -127,6 +132,16 @@ KEPT = TUNING | frozenset(
         "prio",
         "prioclass",
         "verify",
+        "verify_pattern",
+        "verify_interval",
+        "verify_offset",
+        "verify_async",
+        "verify_backlog_batch",
+        "atomic",
+        "dedupe_mode",
+        "dedupe_global",
+        "dedupe_working_set_percentage",
+        "wait_for",
         "verify_fatal",
         "do_verify",
         "verify_backlog",
@@ -184,6 +199,7 @@ REPLACED = frozenset(
         "percentile_list",
         "rate",
         "rate_iops",
+        "fill_device",
         "pool",
         "rbdname",
         "clientname",
@@ -207,7 +223,7 @@ MAPPED = frozenset(
     ]
 )
 # Meaningless for one section run on its own (vmio runs the sections one after another).
-ORDERING = frozenset(["stonewall", "wait_for_previous", "new_group"])
+ORDERING = frozenset(["stonewall", "wait_for_previous", "new_group", "wait_for"])
 STEADY_OPTIONS = frozenset(
     ["ss", "steadystate", "ss_dur", "steadystate_duration", "ss_ramp", "steadystate_ramp_time"]
 )
