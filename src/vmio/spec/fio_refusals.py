@@ -69,6 +69,7 @@ REFUSED: dict[str, str] = {
             "filename_format", "unique_filename", "opendir", "stat_type", "read_iolog", "write_iolog",
             "iolog", "replay_no_stall", "replay_redirect", "replay_align", "replay_scale",
             "replay_time_scale", "replay_skip", "verify_state_save", "verify_state_load", "verify_dump",
+            "mem",  # mem=mmaphuge:FILE and mmapshared back the buffers with a file fio creates
         ],
         FILE_OPERATION,
     ),

@@ -61,7 +61,6 @@ TUNING = frozenset(
         "log_offset",
         "numa_cpu_nodes",
         "numa_mem_policy",
-        "mem",
     ]
 )
 
@@ -132,7 +131,6 @@ KEPT = TUNING | frozenset(
         "prio",
         "prioclass",
         "verify",
-        "verify_pattern",
         "verify_interval",
         "verify_offset",
         "verify_async",
