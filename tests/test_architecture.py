@@ -204,6 +204,9 @@ STARTS_ALLOWED = {
     "guest image is built (no program it starts lives on)",
     "vmio/guest/pvh.py:decompress": "the kernel payload's decompressor as a bytes filter, with a timeout, while "
     "the guest image is built",
+    "vmio/spec/fio_refusals.py:fio_knows": "`fio --cmdhelp=KEY` (prints an option's help, runs no job), 20 s "
+    "timeout, once per key: spec sits below vmio.fio and system.process's callers (tests/test_fio_launch.py "
+    "lists it too)",
     "vmio/report/drawing.py:_fork": "a fork of vmio itself (no program executed) drawing half a report's "
     "figures on the second CPU; the parent reads its pipe with a deadline and kills and reaps it",
 }

@@ -75,6 +75,13 @@ class _Names:
         return False
 
     def _follow(self, node: ast.AST) -> None:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):  # a parameter whose default is fio
+            args = node.args
+            positional = [*args.posonlyargs, *args.args]
+            pairs = [*zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True),
+                     *((a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d)]  # fmt: skip
+            self.held |= {a.arg for a, d in pairs if d is not None and self.holds(d)}
+            return
         if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None and self.holds(node.value):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
@@ -118,8 +125,17 @@ def fio_launches(src: Path) -> list[str]:
     return sorted(set(found))
 
 
+# fio started outside vmio.fio, with the reason it may be
+ALLOWED = {
+    "vmio/spec/fio_refusals.py": "`fio --cmdhelp=KEY` asks the installed fio whether it knows an option "
+    "name (no job runs); spec sits below vmio.fio in the layers, so it cannot call fio.run",
+}
+
+
 def test_fio_is_launched_only_in_the_fio_package() -> None:
-    assert fio_launches(ROOT / "src") == []
+    found = fio_launches(ROOT / "src")
+    assert [f for f in found if f.rpartition(":")[0] not in ALLOWED] == []
+    assert {f.rpartition(":")[0] for f in found} == set(ALLOWED)  # the list holds no stale entry
 
 
 @pytest.mark.parametrize(
@@ -134,6 +150,7 @@ def test_fio_is_launched_only_in_the_fio_package() -> None:
         'def probe(runner, binary):\n    return runner.run([str(binary), "--version"], timeout=5)\n'
         'def planted(runner):\n    found = shutil.which("fio")\n    return probe(runner, Path(found))',
         'FIO = "/usr/bin/fio"\nP = lambda runner: runner.run([FIO, "-"], timeout=5)',
+        'def planted(key, binary="fio"):\n    return subprocess.run([shutil.which(binary), key], timeout=5)',
         "def planted(agent, job):\n    program, *args = fiorun.stdin_argv()\n"
         '    return agent.start("dom", program, args, input_text=job)',
     ],
@@ -143,7 +160,7 @@ def test_a_launch_outside_the_package_is_found(tmp_path: Path, line: str) -> Non
     shutil.copytree(ROOT / "src" / "vmio", src / "vmio", ignore=shutil.ignore_patterns("__pycache__"))
     module = src / "vmio" / "dstore" / "rbdfio.py"
     module.write_text(module.read_text() + "\n" + line + "\n")
-    found = fio_launches(src)
+    found = [f for f in fio_launches(src) if f.rpartition(":")[0] not in ALLOWED]
     assert len(found) == 1 and found[0].startswith("vmio/dstore/rbdfio.py:"), found
 
 
