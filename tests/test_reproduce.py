@@ -406,7 +406,8 @@ def test_dstore_paper_quick_on_the_suites_cluster(
     (name,) = result["campaigns"]
     with Store(str(db), readonly=True) as store:
         runs = store.runs(name)
-    assert {r["target"] for r in runs} == {"plain", "striped"} and {r["repetition"] for r in runs} == {1, 2, 3}
+    assert {r["target"] for r in runs} == {"plain", "striped"}
+    assert {r["repetition"] for r in runs} == {1, 2, 3}
     assert all(r["status"] == "done" for r in runs) and len(runs) == 2 * 3 * len({r["bs"] for r in runs})
     assert rbd_images(live_cluster) == images_before  # vmio's own images, made and removed
     # Fig. 1's mix and 50 outstanding, as fio itself reports them (IOPS x mean latency = Little's law)
