@@ -279,7 +279,7 @@ def test_every_program_starts_under_the_supervisor_or_says_why_not() -> None:
     ],
 )
 def test_a_program_started_elsewhere_is_found(tmp_path: Path, code: str) -> None:
-    src = tmp_path / "src"
-    shutil.copytree(ROOT / "src" / "vmio", src / "vmio", ignore=shutil.ignore_patterns("__pycache__"))
+    src = tmp_path / "src"  # the check reads module by module: the package beside one planted module
+    (src / "vmio" / "dstore").mkdir(parents=True)
     (src / "vmio" / "dstore" / "planted.py").write_text(code)
-    assert sorted(set(process_starts(src)) - set(STARTS_ALLOWED)) == ["vmio/dstore/planted.py:f"]
+    assert process_starts(src) == ["vmio/dstore/planted.py:f"]

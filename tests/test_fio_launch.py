@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ast
 import json
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -156,11 +155,11 @@ def test_fio_is_launched_only_in_the_fio_package() -> None:
     ],
 )
 def test_a_launch_outside_the_package_is_found(tmp_path: Path, line: str) -> None:
-    src = tmp_path / "src"
-    shutil.copytree(ROOT / "src" / "vmio", src / "vmio", ignore=shutil.ignore_patterns("__pycache__"))
+    src = tmp_path / "src"  # the check reads module by module: one module with the launch put back
     module = src / "vmio" / "dstore" / "rbdfio.py"
-    module.write_text(module.read_text() + "\n" + line + "\n")
-    found = [f for f in fio_launches(src) if f.rpartition(":")[0] not in ALLOWED]
+    module.parent.mkdir(parents=True)
+    module.write_text((ROOT / "src" / "vmio" / "dstore" / "rbdfio.py").read_text() + "\n" + line + "\n")
+    found = fio_launches(src)
     assert len(found) == 1 and found[0].startswith("vmio/dstore/rbdfio.py:"), found
 
 
