@@ -17,6 +17,7 @@ from vmio.campaign.measure import point_job, swept_place, swept_workload
 from vmio.cli import argtypes, terminal
 from vmio.cli.store_args import add_db, default_db, open_store
 from vmio.errors import InputError
+from vmio.fio import options as fio_options
 from vmio.report.compare_text import columns
 from vmio.spec.sla import parse_sla
 from vmio.store import campaigns, export, show_json
@@ -175,12 +176,13 @@ def load_run_spec(args: argparse.Namespace) -> tuple[spec.Campaign, str]:
                 f"{args.spec} is a fio job file; say where it runs: vmio run {args.spec} --target PATH"
             )
         text = fio_campaign_text(args.spec, args.target, args.size, args.runtime, args.name)
-        return spec.loads_spec(text, f"<vmio run {args.spec} --target {args.target}>"), text
+        shown = f"<vmio run {args.spec} --target {args.target}>"
+        return spec.loads_spec(text, shown, fio_names=fio_options.names), text
     if args.target or args.size or args.runtime:
         raise InputError(
             f"--target, --size and --runtime go with a fio job file (.fio), not the spec {args.spec}"
         )
-    camp = spec.load_spec(args.spec)
+    camp = spec.load_spec(args.spec, fio_names=fio_options.names)
     if args.name:
         camp = dataclasses.replace(camp, name=spec.campaign_name(args.name, "--name"))
     return camp, Path(args.spec).read_text(encoding="utf-8")
