@@ -117,7 +117,7 @@ def _measure(
     rec.qemu_version, rec.qemu_argv = found.qemu_version, found.qemu_argv
     rec.host.update(found.host)
     endpoints = rig.endpoints(workload)
-    files, texts = [], []
+    files, texts, puts = [], [], []
     for i, ep in enumerate(endpoints):
         rec.numjobs = swept_place(ep.place, point).numjobs
         place = dataclasses.replace(
@@ -129,8 +129,12 @@ def _measure(
         if replay is not None and ep.server is None:  # fio runs here: the log is a file beside the job
             (rundir / f"ops-{i}.iolog").write_text(replay)
             place = dataclasses.replace(place, iolog=str(rundir / f"ops-{i}.iolog"))
-        elif replay is not None:  # a fio server reads its log where it runs: an exec job puts it there
-            place = dataclasses.replace(place, iolog=iolog.guest_path(i), iolog_text=replay)
+        elif replay is not None:  # a fio server reads its log where it runs: a fio job of its own puts it
+            log = iolog.private_path(i)  # in a folder new and private for this run (fio makes it 0700)
+            put = rundir / f"put-iolog-{i}.fio"
+            put.write_text(iolog.put_job(replay, log))
+            puts.append(fiorun.Endpoint(ep.server, put))
+            place = dataclasses.replace(place, iolog=log)
         text = point_job(workload, point, place)
         path = rundir / f"job{i}.fio"
         path.write_text(text)
@@ -139,6 +143,8 @@ def _measure(
     rec.job_file = "\n".join(texts)
     timeout = (jobfile.OPS_TIME_LIMIT_S if workload.ops else workload.runtime) + workload.ramp + FIO_GRACE_S
     notes = None
+    if puts:  # before the measured run, which only reads (fio's --readonly)
+        fiorun.run(puts, timeout=PUT_TIMEOUT_S, runner=runner, cwd=rundir, env=rig.fio_env, what=PUT_WHAT)
     try:
         with rig.watch(rec.campaign, rec.point_key) as notes:
             sampler = Sampler(rig.probes, interval)
@@ -169,6 +175,10 @@ def _measure(
     rec.host.update(notes.host)
     if notes.log:
         rec.log = (rec.log or "") + notes.log
+
+
+PUT_TIMEOUT_S = 120.0
+PUT_WHAT = "the fio job putting the seeded I/O logs on the fio servers"
 
 
 def point_job(workload: Workload, point: Point, place: jobfile.Placement) -> str:
