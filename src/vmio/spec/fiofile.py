@@ -156,15 +156,14 @@ REPLACED = frozenset(
     ]
 )
 
-# Mapped onto the workload's own fields rather than copied verbatim.
+# Mapped onto the workload's own fields rather than copied verbatim (by fio's own names: an alias such as
+# ``readwrite`` is read as the option it names, ``rw``).
 MAPPED = frozenset(
     [
         "rw",
-        "readwrite",
         "rwmixread",
         "rwmixwrite",
         "bs",
-        "blocksize",
         "iodepth",
         "numjobs",
         "direct",
