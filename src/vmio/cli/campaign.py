@@ -54,7 +54,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=[],
         metavar="PATH",
         help="allow writes to PATH though it holds data: a device or a file vmio did not create, "
-        "rbd:POOL/IMAGE (an RBD image) or DOMAIN:DISK (a libvirt domain's disk); repeatable",
+        "rbd:POOL/IMAGE (an RBD image), DOMAIN:DISK (a libvirt domain's disk), or any path a remote "
+        "target writes, exactly as its spec writes it; repeatable",
     )
     p.add_argument(
         "--interval",
