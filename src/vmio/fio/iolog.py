@@ -5,7 +5,8 @@ point replays them through ``read_iolog`` (fio's version 2 I/O log), ``replay_re
 file to the endpoint's own device or file. fio reads an I/O log where it runs: for a fio server (a VM's
 guest, a remote host) a fio job of its own (``put_job``), run before the measured one, writes the log there
 with fio's own writes into a folder fio makes new and private for the run (``private_path``): no shell line,
-no fixed name in a shared folder. The measured job then only reads, under fio's ``--readonly``.
+no fixed name in a shared folder. The measured job then only reads, under fio's ``--readonly``, and a last
+read-only job removes the log (``drop_job``).
 """
 
 from __future__ import annotations
@@ -48,11 +49,15 @@ def render(offsets: list[int], ddirs: list[str], bs: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+# this vmio's folder on every fio server's host: 128 random bits, so no other user can create it (or plant
+# a file or link in its place) first; fio creates it, 0700, with the first log it puts there
+RUN_FOLDER = f"{SERVER_DIR}/vmio-{secrets.token_hex(16)}"
+
+
 def private_path(index: int) -> str:
-    """Where endpoint ``index``'s log goes on a fio server's host: in a folder of its own, new for the run,
-    its name 128 random bits below ``/tmp`` (no other user can guess it to plant a file or link first); fio
-    creates it, 0700 (``put_job``)."""
-    return f"{SERVER_DIR}/vmio-{secrets.token_hex(16)}/ops-{index}.iolog"
+    """Where endpoint ``index``'s log of one point goes on a fio server's host: a new name in this vmio's own
+    folder (``RUN_FOLDER``), made by fio 0700 (``put_job``) and emptied after each point (``drop_job``)."""
+    return f"{RUN_FOLDER}/ops-{index}-{secrets.token_hex(8)}.iolog"
 
 
 def put_job(text: str, path: str) -> str:
@@ -69,6 +74,14 @@ def put_job(text: str, path: str) -> str:
         job.update(buffer_pattern=f"0x{chunk.hex()}", file_append=int(k > 0), stonewall=1)
         out.append(section(f"put-{k // CHUNK}", job))
     return "".join(out)
+
+
+def drop_job(path: str, size: int) -> str:
+    """A fio job file that removes the log at ``path`` (``size`` bytes) after the point: fio reads it once
+    and unlinks it (``unlink=1``), a read-only job like the measured one."""
+    job: dict[str, str | int | float] = {"ioengine": "psync", "rw": "read", "filename": path}
+    job.update(bs=size, size=size, unlink=1)
+    return section("drop-iolog", job)
 
 
 def section(name: str, options: Mapping[str, str | int | float]) -> str:
