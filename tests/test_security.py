@@ -480,7 +480,7 @@ def test_an_external_ioengine_in_a_job_file_is_refused(
     job.write_text("[w]\nrw=randread\nioengine=external:/tmp/evil.so\n")
     code = main(["run", str(job), "--target", "/var/lib/vmio/x.img", "--size", "1M", "--dry-run"])
     err = capsys.readouterr().err
-    assert code == 2 and f"{job}:3: ioengine=external:/tmp/evil.so" in err and "not one vmio runs" in err, err
+    assert code == 2 and f"{job}:3: ioengine=external:/tmp/evil.so" in err and "vmio does not run" in err, err
 
 
 # CSV cells a spreadsheet would run
