@@ -45,19 +45,23 @@ def check_job(text: str, where: str = "the job file") -> None:
     """Refuse a job file that names an ``ioengine`` vmio does not run (``spec.fields.ENGINES``: no
     ``external:`` library, no ``exec`` program) or a program to run (``exec_prerun``, ``exec_postrun``),
     before fio reads it: every job vmio starts passes here."""
+    names = options.names()  # by fio's own names: an alias of one of these is refused as well
     name = ""
     for line in text.splitlines():
         line = line.strip()
+        if not line or line[0] in "#;":
+            continue
         if line.startswith("[") and line.endswith("]"):
             name = line[1:-1]
             continue
         key, eq, value = line.partition("=")
-        if key.strip() in PROGRAMS:
+        option = names.canonical(key.strip())
+        if option in PROGRAMS:
             raise UnsafeTargetError(
                 f"{where}: section [{name}] asks fio to run a program ({key.strip()}); vmio runs no program "
                 "from a job"
             )
-        if eq and key.strip() == "ioengine":
+        if eq and option == "ioengine":
             engine = value.strip()
             if engine not in ENGINES:
                 raise UnsafeTargetError(
