@@ -224,9 +224,10 @@ def _profile_on(
             f"{outcome.failed} of the profile's points failed ({outcome.failures[0]})"
             + (kept if settings.name else ""),
         )
-    result = _result(read_profiles(store, campaign.name, settings.criteria), settings.compare)
-    for label, prof in [(c.label, c.profile) for c in read_profiles(store, campaign.name, settings.criteria)]:
-        warning = degraded_warning(prof, label)
+    stored_configs = read_profiles(store, campaign.name, settings.criteria)
+    result = _result(stored_configs, settings.compare)
+    for config in stored_configs:
+        warning = degraded_warning(config.profile, config.label)
         if warning:
             warn(warning)
     if settings.plot_dir is not None:
