@@ -22,6 +22,7 @@ from vmio.errors import InputError
 from vmio.guest import inputs, kmod, pvh, stubs
 from vmio.guest.cpio import CpioWriter
 from vmio.guest.kmod import read_module, resolve_modules
+from vmio.system.files import check_trusted
 from vmio.system.process import Runner
 
 # Bump when the image layout changes (2: uncompressed initramfs; 3: fio's engine libraries stubbed,
@@ -106,7 +107,11 @@ def _stubbing(lean: bool) -> bool:
 
 
 def load(path: Path) -> GuestImage:
-    """The image whose manifest is in ``path``."""
+    """The image whose manifest is in ``path``; its files boot as root's VM, so no other user may have been
+    able to change them or their folders (``files.check_trusted``, exit 3)."""
+    for part in (path, path / "manifest.json", path / "vmlinuz", path / "vmlinux", path / "initramfs.img"):
+        if part == path or part.exists():
+            check_trusted(part, "the cached guest image", verb="boot")
     data = json.loads((path / "manifest.json").read_text())
     return GuestImage(
         path=path,
