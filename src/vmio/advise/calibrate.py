@@ -90,7 +90,13 @@ def calibrate(
             raise InputError(f"calibrate PATH {path!r}: directory {str(target.parent)!r} does not exist")
         prepare_file(target, size or DEFAULT_SIZE)
     why: str | None = None
-    reasons = [] if named(path, destroy) else data_on_device(path, runner) if block else data_in_file(path)
+    reasons = (
+        []
+        if named(path, destroy)
+        else data_on_device(path, runner, destroy=destroy)
+        if block
+        else data_in_file(path)
+    )
     if reasons:
         why = f"{path} holds data ({'; '.join(reasons)}); pass --destroy-data {path} to measure writes"
     chain = device_chain(path)
