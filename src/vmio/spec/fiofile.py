@@ -14,13 +14,15 @@ another, and says so for sections fio would have run side by side.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from vmio.errors import InputError, SpecError
+from vmio.errors import InputError, SpecError, VmioError
 from vmio.spec.fields import ENGINES, MAX_BLOCK
 from vmio.system.input_file import read_text
+from vmio.system.process import Runner
 from vmio.units import parse_duration, parse_size
 
 # Kept from the file, as written (the pattern of the I/O).
@@ -258,11 +260,14 @@ def read_sections(path: Path, shown: str) -> list[Section]:
                 current = list(glob)
                 sections.append((name, lineno, current))
             continue
-        if line.startswith("include ") or "$" in line:
-            unsupported.append(f"{shown}:{lineno}: {line!r} (includes and $variables are not expanded)")
+        if line.startswith("include ") or "$" in line:  # named, not quoted: it may not be a job file
+            unsupported.append(f"{shown}:{lineno}: an include or a $variable (vmio expands neither)")
             continue
         if current is None:
-            raise SpecError(f"{shown}:{lineno}: {line!r} comes before any [section]")
+            raise SpecError(
+                f"{shown}:{lineno}: a line before any [section]; this is not a fio job file "
+                "(vmio does not show the text of a file that is not the input it claims to be)"
+            )
         key, sep, value = line.partition("=")
         current.append(Option(key.strip(), value.strip() if sep else None, lineno))
     if unsupported:
@@ -282,6 +287,8 @@ def patterns(path: Path, shown: str) -> list[Pattern]:
         raise SpecError(f"{shown}:{line}: job section [{dup}] appears twice; vmio names workloads by section")
     problems: list[str] = []
     out = []
+    for sec in sections:
+        check_known(sec, shown)
     for i, sec in enumerate(sections):
         for opt in sec.options:
             if opt.key not in KEPT and opt.key not in REPLACED:
@@ -298,6 +305,35 @@ def patterns(path: Path, shown: str) -> list[Pattern]:
             "runtime, logs and rate itself; the rest must be an I/O pattern it can measure)"
         )
     return out
+
+
+def check_known(sec: Section, shown: str) -> None:
+    """A ``SpecError`` naming the file and line, never its text, when a line of ``sec`` is no option the
+    installed fio knows (``fio_knows``): the file is not a fio job file (root may have been handed
+    ``/etc/shadow`` or a Ceph keyring), so no line of it may reach an error message. A file whose every
+    option fio knows is a job file: its options vmio cannot honour are then shown as ``key=value``."""
+    engine = sec.get("ioengine")
+    engine = engine if engine in ENGINES else "psync"
+    for opt in sec.options:
+        if opt.key not in KEPT and opt.key not in REPLACED and not fio_knows(opt.key, engine):
+            raise SpecError(
+                f"{shown}:{opt.line}: not an option fio knows, so this is not a fio job file (vmio does not "
+                "show the text of a file that is not the input it claims to be)"
+            )
+
+
+@functools.cache
+def fio_knows(key: str, engine: str = "psync") -> bool:
+    """True when the installed fio takes ``key`` as an option (its aliases and ``engine``'s options
+    included): ``fio --parse-only`` of a job holding the bare key does not call it a bad option. False when
+    fio cannot be run (then nothing is quoted)."""
+    job = f"[vmio-probe]\nioengine={engine}\n{key}\n"
+    try:
+        done = Runner().run(["fio", "--parse-only", "-"], timeout=30, check=False, input_text=job)
+    except VmioError:
+        return False
+    said = done.stdout + done.stderr
+    return f"Bad option <{key}>" not in said and "Bad option" not in said.split("\n", 1)[0]
 
 
 def _beside(sections: list[Section], i: int) -> list[str]:

@@ -92,7 +92,11 @@ class HostRig:
         self.probes.append(CpuProbe(env.proc_root))
 
     def endpoints(self, workload: Workload) -> list[Endpoint]:
-        return placement.endpoints(self.target, workload, size=self.size)
+        eps = placement.endpoints(self.target, workload, size=self.size)
+        opened = str(self.opened["path"])
+        return [
+            dataclasses.replace(ep, place=dataclasses.replace(ep.place, opened_from=opened)) for ep in eps
+        ]
 
     def facts(self) -> Facts:
         host = loop_facts([self.loop] if self.loop else [])
