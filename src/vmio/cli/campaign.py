@@ -296,8 +296,9 @@ def cmd_import(args: argparse.Namespace) -> int:
     target = spec.campaign_name(args.target, "--target")
     if "/" in target:
         raise InputError(f"--target {target!r}: a target label has no '/' (it is part of each point's key)")
+    recs = imported.read_files([Path(f) for f in args.files], name, target)  # refused: no store is made
     with open_store(args, write=True) as store:
-        keys = imported.import_files(store, [Path(f) for f in args.files], name, target)
+        keys = imported.store_points(store, recs, name)
         print(
             f"campaign {name!r}: {len(keys)} point(s) imported from {len(args.files)} file(s); store {store.path}"
         )
