@@ -29,6 +29,7 @@ from typing import Any, BinaryIO, Protocol
 from vmio.errors import UnsafeTargetError
 from vmio.system import grants
 from vmio.system.output_paths import write_failed
+from vmio.system.paths import resolved
 
 MARK = "user.vmio.scratch"
 MARK_VALUE = b"vmio"
@@ -85,7 +86,7 @@ def check_place(path: str | os.PathLike[str], *, new: bool = False, verb: str = 
     ``new``: vmio is about to create ``path`` itself, exclusively (a sticky parent is then fine).
     ``verb``: what vmio would do with ``path``, for the message (``write``, ``run``, ``read``)."""
     written = Path(os.path.abspath(path))
-    real = Path(os.path.realpath(path))
+    real = Path(resolved(path))
     for chain in (_chain(written), _chain(real)):
         for folder, child in zip(chain, chain[1:], strict=False):
             _check_folder(path, folder, child, last=child == chain[-1], new=new, verb=verb)
@@ -124,7 +125,7 @@ def check_trusted(path: str | os.PathLike[str], what: str, verb: str = "run") ->
     it (and what it resolves to) belongs to root or the invoking user, no other user may write it, and no
     folder up to ``/`` is another user's (``check_place``)."""
     check_place(path, verb=verb)
-    for name in dict.fromkeys([str(path), os.path.realpath(path)]):
+    for name in dict.fromkeys([str(path), resolved(path)]):
         try:
             st = os.stat(name) if name != str(path) else os.lstat(name)
         except OSError:

@@ -39,7 +39,7 @@ def kernel_name(device: str | Path, sys_root: str | Path = "/sys") -> str:
             return link.resolve().name
     except OSError:
         pass
-    return Path(os.path.realpath(device)).name
+    return Path(resolved(device)).name
 
 
 def data_on_device(
@@ -54,7 +54,7 @@ def data_on_device(
     looks at the whole disk); a loop device also by its backing file, under the same rules as that file
     named directly; a device-mapper or md device also by each of its members (``/sys/block/X/slaves``).
     Empty when it looks blank. ``destroy``: members or backing files the user offered up."""
-    real = Path(os.path.realpath(device))
+    real = Path(resolved(device))
     name = kernel_name(device, sys_root)
     dev_root = real.parent if not is_block_device(device) else Path("/dev")
     return _device_reasons(name, dev_root, runner, Path(sys_root), Path(proc_root), destroy, held_by=None)
