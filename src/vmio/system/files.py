@@ -2,9 +2,12 @@
 controls, and the files vmio makes to write into carry a mark.
 
 - :func:`check_place` refuses a path below a folder, at any level, that another unprivileged user owns or
-  can write (group or others), unless that folder is sticky and what sits in it is ours (root's or the
+  can write (mode bits, POSIX ACLs, group members: ``grants.other_writers``), unless that folder is sticky and what sits in it is ours (root's or the
   invoking user's) or the file vmio is about to create there. It checks both the path as written and what
   it resolves to, so a symlink planted on the way is caught where it lies.
+- :func:`check_trusted` refuses a file vmio executes or hands to a program (a QEMU binary, a ``ceph.conf``,
+  a keyring, a guest kernel) unless it and every folder above it are such that no other user could have
+  changed them.
 - :func:`write_atomic` writes a whole file: a ``mkstemp`` temporary beside it (``O_EXCL``, 0600 then the
   final mode), fsync, ``rename`` over the name. A rename replaces a planted link, never its target.
 - :func:`create_exclusive` makes a new file (``O_EXCL | O_NOFOLLOW``), :func:`open_lock` a lock file

@@ -4,7 +4,9 @@
 data (a partition table, a filesystem or RAID signature, a mount, a swap area, a holder such as device-mapper
 or md), and a regular file vmio did not create (it lacks ``files.MARK``), are refused unless named. Paths are
 compared as they resolve (``paths.resolved``); the folders above them must be the user's own
-(``files.check_place``)."""
+(``files.check_place``). A device is judged by what it is (``data_on_device``: a loop device also by its
+backing file, a device-mapper or md device by its members, a partition with its disk), and a started target is
+held open (``hold``) so that fio and QEMU open the very object that was judged."""
 
 from __future__ import annotations
 
