@@ -160,6 +160,22 @@ def no_check(*args: object, **kwargs: object) -> None:
     return None
 
 
+@contextlib.contextmanager
+def by_name(path: str) -> Iterator[safety.Held]:
+    """``safety.hold`` switched off: the target handed on by its name, as before part 3."""
+
+    class ByName(safety.Held):
+        @property
+        def here(self) -> str:
+            return self.path
+
+        @property
+        def fio_path(self) -> str:
+            return self.path
+
+    yield ByName(-1, path)
+
+
 # -- Part 1: paths ------------------------------------------------------------------------------------------
 # Attack 1: a ':' in a target path
 
@@ -172,6 +188,9 @@ def test_a_colon_in_a_host_path_names_one_file(
     before = fs_state(ext4)
     if rule == "off":
         monkeypatch.setattr(jobfile, "fio_name", lambda path: path)
+        # fio gets the held target's descriptor (part 3), which has no ':'; by name, as calibrate, remote
+        # targets and the dry run still hand paths to fio, the escape is what keeps the device safe
+        monkeypatch.setattr(host_module, "hold", by_name)
     path = f"{scratch}/c.img:{ext4}"
     spec = hostile(pub, "c.toml", host_spec(tmp_path, path).read_text())
     code = main(["run", str(spec), "--db", str(tmp_path / "c.db")])
@@ -1257,7 +1276,7 @@ def test_the_target_fio_opens_is_the_one_vmio_checked(
     assert (
         main(["run", str(host_spec(tmp_path, str(target), name="make")), "--db", str(tmp_path / "m.db")]) == 0
     )
-    points = 50 if rule == "on" else 10
+    points = 50 if rule == "on" else 3
     spec = host_spec(tmp_path, str(target), name="race", extra='ioengine = "psync"\n').read_text()
     spec = spec.replace('runtime = "1s"', 'runtime = "50ms"\nramp = "0s"')
     (tmp_path / "race.toml").write_text(spec.replace("[[target]]", f"repetitions = {points}\n[[target]]"))
