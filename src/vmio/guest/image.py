@@ -22,7 +22,7 @@ from vmio.errors import InputError
 from vmio.guest import inputs, kmod, pvh, stubs
 from vmio.guest.cpio import CpioWriter
 from vmio.guest.kmod import read_module, resolve_modules
-from vmio.system.files import check_trusted
+from vmio.system.files import check_place, check_trusted
 from vmio.system.process import Runner
 
 # Bump when the image layout changes (2: uncompressed initramfs; 3: fio's engine libraries stubbed,
@@ -155,6 +155,7 @@ def build(
     final = (root or cache_root()) / vers.key()
     if (final / "manifest.json").is_file() and not force:
         return load(final)
+    check_place(final, new=True)  # the cache's folders (wherever XDG_CACHE_HOME puts it) are the user's own
     final.parent.mkdir(parents=True, exist_ok=True)
     with open(final.parent / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one builder at a time; a waiting one then finds the image
