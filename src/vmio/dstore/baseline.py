@@ -23,7 +23,7 @@ from vmio.fio import jobfile
 from vmio.fio import run as fiorun
 from vmio.fio.totals import Totals, totals
 from vmio.system.process import Runner
-from vmio.system.safety import check_target_write, is_block_device
+from vmio.system.safety import check_target_write, hold, is_block_device
 from vmio.targets.host import prepare_file
 
 DEFAULT_FILE_BYTES = 1 << 30
@@ -83,7 +83,9 @@ def baseline_measure(
     path = base.path
     assert path is not None
     size = _prepare(path, runner)
-    yield ref, lambda job: run_file_job(path, size, job, runner=runner)
+    with hold(str(path)) as held:  # judged as opened, and fio opens this same object
+        check_target_write(str(path), (), runner, opened=held.here)
+        yield ref, lambda job: run_file_job(Path(held.fio_path), size, job, runner=runner)
 
 
 def _prepare(path: Path, runner: Runner) -> int | None:
