@@ -14,19 +14,59 @@ another, and says so for sections fio would have run side by side.
 
 from __future__ import annotations
 
-import functools
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from vmio.errors import InputError, SpecError, VmioError
+from vmio.errors import InputError, SpecError
+from vmio.spec import fio_refusals
 from vmio.spec.fields import ENGINES, MAX_BLOCK
 from vmio.system.input_file import read_text
-from vmio.system.process import Runner
 from vmio.units import parse_duration, parse_size
 
+# Options that only tune or bound a block workload (flow control, stop rules, error handling, what a log
+# line carries, the options of the engines vmio runs): run as given, as the pattern is.
+TUNING = frozenset(
+    [
+        "flow",
+        "flow_id",
+        "flow_sleep",
+        "flow_watermark",
+        "exitall",
+        "exitall_on_error",
+        "continue_on_error",
+        "ignore_error",
+        "error_dump",
+        "log_prio",
+        "latency_target",
+        "latency_window",
+        "latency_percentile",
+        "latency_run",
+        "max_latency",
+        "rate_min",
+        "rate_iops_min",
+        "fadvise_hint",
+        "cmdprio_percentage",
+        "cmdprio_class",
+        "cmdprio",
+        "cmdprio_bssplit",
+        "sqthread_poll_cpu",
+        "userspace_reap",
+        "force_async",
+        "nonvectored",
+        "uncached",
+        "hipri_percentage",
+        "busy_poll",
+        "exit_what",
+        "log_offset",
+        "numa_cpu_nodes",
+        "numa_mem_policy",
+    ]
+)
+
 # Kept from the file, as written (the pattern of the I/O).
-KEPT = frozenset(
+KEPT = TUNING | frozenset(
     [
         "rw",
         "readwrite",
@@ -92,6 +132,15 @@ KEPT = frozenset(
         "prio",
         "prioclass",
         "verify",
+        "verify_interval",
+        "verify_offset",
+        "verify_async",
+        "verify_backlog_batch",
+        "atomic",
+        "dedupe_mode",
+        "dedupe_global",
+        "dedupe_working_set_percentage",
+        "wait_for",
         "verify_fatal",
         "do_verify",
         "verify_backlog",
@@ -149,8 +198,10 @@ REPLACED = frozenset(
         "percentile_list",
         "rate",
         "rate_iops",
-        "rate_min",
-        "rate_iops_min",
+        "fill_device",
+        "pool",
+        "rbdname",
+        "clientname",
     ]
 )
 
@@ -171,7 +222,7 @@ MAPPED = frozenset(
     ]
 )
 # Meaningless for one section run on its own (vmio runs the sections one after another).
-ORDERING = frozenset(["stonewall", "wait_for_previous", "new_group"])
+ORDERING = frozenset(["stonewall", "wait_for_previous", "new_group", "wait_for"])
 STEADY_OPTIONS = frozenset(
     ["ss", "steadystate", "ss_dur", "steadystate_duration", "ss_ramp", "steadystate_ramp_time"]
 )
@@ -248,7 +299,7 @@ def read_sections(path: Path, shown: str) -> list[Section]:
     current: list[Option] | None = None
     unsupported: list[str] = []
     for lineno, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
+        line = fio_line(raw)
         if not line or line[0] in "#;":
             continue
         head = _SECTION.match(line)
@@ -277,6 +328,17 @@ def read_sections(path: Path, shown: str) -> list[Section]:
     return [Section(name, line, tuple(options)) for name, line, options in sections]
 
 
+_BLANK_END = "".join(map(chr, range(33))) + "\x7f"  # fio trims blanks and control characters
+
+
+def fio_line(raw: str) -> str:
+    """A job file line as fio reads it (its ``strip_blank_end``): cut at the first ``;`` and then the first
+    ``#`` wherever they stand, so ``numjobs=4<TAB>; 4 threads`` is ``numjobs=4``; blanks trimmed."""
+    for mark in ";#":
+        raw = raw.split(mark, 1)[0]
+    return raw.strip().rstrip(_BLANK_END)
+
+
 def patterns(path: Path, shown: str) -> list[Pattern]:
     """One ``Pattern`` per job section; every option vmio cannot honour is named in one ``SpecError``."""
     sections = read_sections(path, shown)
@@ -287,13 +349,11 @@ def patterns(path: Path, shown: str) -> list[Pattern]:
         raise SpecError(f"{shown}:{line}: job section [{dup}] appears twice; vmio names workloads by section")
     problems: list[str] = []
     out = []
-    for sec in sections:
-        check_known(sec, shown)
     for i, sec in enumerate(sections):
         for opt in sec.options:
             if opt.key not in KEPT and opt.key not in REPLACED:
                 own = f" (in [{sec.name}])" if opt.line > sec.line else " (in [global])"
-                problems.append(f"{shown}:{opt.line}: {opt.text()}{own}")
+                problems.append(f"{shown}:{opt.line}: {_shown(opt)}{own}: {fio_refusals.reason(opt.key)}")
         try:
             out.append(_pattern(sec, shown, beside=_beside(sections, i)))
         except ValueError as exc:
@@ -302,38 +362,28 @@ def patterns(path: Path, shown: str) -> list[Pattern]:
         unique = list(dict.fromkeys(problems))  # a [global] option shows once, not per section
         raise SpecError(
             "vmio cannot honour these fio options: " + "; ".join(unique) + " (vmio sets filename, size, "
-            "runtime, logs and rate itself; the rest must be an I/O pattern it can measure)"
+            "runtime, logs and rate itself; the rest must be an I/O pattern it can measure: "
+            "docs/fio-files.md lists each option's class)"
         )
     return out
 
 
-def check_known(sec: Section, shown: str) -> None:
-    """A ``SpecError`` naming the file and line, never its text, when a line of ``sec`` is no option the
-    installed fio knows (``fio_knows``): the file is not a fio job file (root may have been handed
-    ``/etc/shadow`` or a Ceph keyring), so no line of it may reach an error message. A file whose every
-    option fio knows is a job file: its options vmio cannot honour are then shown as ``key=value``."""
-    engine = sec.get("ioengine")
-    engine = engine if engine in ENGINES else "psync"
-    for opt in sec.options:
-        if opt.key not in KEPT and opt.key not in REPLACED and not fio_knows(opt.key, engine):
-            raise SpecError(
-                f"{shown}:{opt.line}: not an option fio knows, so this is not a fio job file (vmio does not "
-                "show the text of a file that is not the input it claims to be)"
-            )
+def quotable(key: str) -> bool:
+    """Whether an option of a job file may be shown with its value in an error: only when the installed fio
+    reads it as an option (``fio_refusals.fio_knows``). A file with lines fio does not know may not be a job
+    file at all (root may have been handed ``/etc/shadow`` or a Ceph keyring): its values are never shown."""
+    return shutil.which("fio") is not None and fio_refusals.fio_knows(key)
 
 
-@functools.cache
-def fio_knows(key: str, engine: str = "psync") -> bool:
-    """True when the installed fio takes ``key`` as an option (its aliases and ``engine``'s options
-    included): ``fio --parse-only`` of a job holding the bare key does not call it a bad option. False when
-    fio cannot be run (then nothing is quoted)."""
-    job = f"[vmio-probe]\nioengine={engine}\n{key}\n"
-    try:
-        done = Runner().run(["fio", "--parse-only", "-"], timeout=30, check=False, input_text=job)
-    except VmioError:
-        return False
-    said = done.stdout + done.stderr
-    return f"Bad option <{key}>" not in said and "Bad option" not in said.split("\n", 1)[0]
+def _shown(opt: Option) -> str:
+    """``key=value`` of an option fio knows; of one it does not, the name alone when it looks like an
+    option name, else nothing of the line (docs/security.md, part 3)."""
+    if quotable(opt.key):
+        return opt.text()
+    return opt.key if _OPTION_NAME.fullmatch(opt.key) else "a line fio does not read as an option"
+
+
+_OPTION_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
 
 def _beside(sections: list[Section], i: int) -> list[str]:
@@ -367,8 +417,8 @@ def _pattern(sec: Section, shown: str, beside: list[str]) -> Pattern:
     engine = sec.get("ioengine") or "psync"
     if engine not in ENGINES:
         raise ValueError(
-            f"{where('ioengine')}: ioengine={engine} (in [{sec.name}]) is not one vmio runs; "
-            f"use one of {', '.join(ENGINES)}"
+            f"{where('ioengine')}: ioengine={engine} (in [{sec.name}]): {fio_refusals.engine_reason(engine)}; "
+            f"vmio runs {', '.join(ENGINES)}"
         )
     mix = 50
     if sec.get("rwmixread") is not None:
