@@ -125,6 +125,36 @@ def check_record(rec: RunRecord, where: str) -> None:
             raise InputError(f"{where}: {source} {metric} = {value!r} is not finite; nothing was imported")
 
 
+FOLDER_SUFFIXES = (".json", ".jsonplus", ".json+")  # fio --output files (bench-fio: <rw>-<qd>-<jobs>.json)
+
+
+def expand(path: Path) -> list[Path]:
+    """``path`` itself, or for a folder the fio output files under it (``*.json``, ``*.jsonplus``, ``*.json+`` at any depth, in name
+    order; links to folders are not followed)."""
+    if not path.is_dir():
+        return [path]
+    found = []
+    for root, dirs, names in os.walk(path):
+        dirs.sort()
+        found += [Path(root) / n for n in sorted(names) if n.endswith(FOLDER_SUFFIXES)]
+    if not found:
+        raise InputError(
+            f"{path}: the folder holds no fio output (*.json, *.jsonplus or *.json+ files at any depth, such as bench-fio's "
+            "<rw>-<iodepth>-<numjobs>.json)"
+        )
+    return found
+
+
+# bench-fio's output file name: <rw>-<iodepth>-<numjobs>.json (its folder <rw><rwmixread> for a mix)
+BENCH_FIO_NAME = re.compile(r"(?P<rw>[a-z]+)-(?P<iodepth>[0-9]+)-(?P<numjobs>[0-9]+)\.json")
+
+
+def from_layout(path: Path) -> dict[str, object]:
+    """What bench-fio's file name says of the run (``rw``, ``iodepth``, ``numjobs``); empty for others."""
+    m = BENCH_FIO_NAME.fullmatch(path.name)
+    return {k: v for k, v in m.groupdict().items()} if m else {}
+
+
 def _read(path: Path) -> tuple[output.FioOutput, dict[str, Any]]:
     if not path.is_file():
         raise InputError(
