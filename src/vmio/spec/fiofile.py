@@ -369,10 +369,11 @@ def patterns(path: Path, shown: str) -> list[Pattern]:
 
 
 def quotable(key: str) -> bool:
-    """Whether an option of a job file may be shown with its value in an error: only when the installed fio
-    reads it as an option (``fio_refusals.fio_knows``). A file with lines fio does not know may not be a job
-    file at all (root may have been handed ``/etc/shadow`` or a Ceph keyring): its values are never shown."""
-    return shutil.which("fio") is not None and fio_refusals.fio_knows(key)
+    """Whether an option of a job file may be shown with its value in an error: only when it is one of fio's
+    options, by vmio's table of them (``fio_refusals.REFUSED``) or the installed fio (``fio_knows``). A file
+    with lines fio does not know may not be a job file at all (root may have been handed ``/etc/shadow`` or
+    a Ceph keyring): their values are never shown."""
+    return key in fio_refusals.REFUSED or (shutil.which("fio") is not None and fio_refusals.fio_knows(key))
 
 
 def _shown(opt: Option) -> str:
