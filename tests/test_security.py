@@ -43,6 +43,7 @@ from vmio.fio import jobfile
 from vmio.guest import image as guest_image
 from vmio.guest.image import READY_MARKER
 from vmio.qemu import builds
+from vmio.qemu import caps as qemu_caps
 from vmio.qemu.running import Monitor, QemuProcess
 from vmio.spec import fields, fiofile
 from vmio.store import Store, export, integrity
@@ -1191,8 +1192,9 @@ def test_a_qemu_build_cache_another_user_controls_is_not_run(
     manifest = {"version": "10.0.0", "path": str(binary), "data_dirs": [], "env": {}}
     hostile(root / "10.0.0", "build.json", json.dumps(manifest))
     monkeypatch.setenv(variable, str(pub))
-    if rule == "off":
+    if rule == "off":  # both places: the cache's manifests and binaries, and the probe that runs them
         monkeypatch.setattr(builds, "check_trusted", no_check)
+        monkeypatch.setattr(qemu_caps, "check_trusted", no_check)
     code = main(["qemu", "list", "--json"])
     err = capsys.readouterr().err
     if rule == "on":
