@@ -83,6 +83,11 @@ def _disk_of(name: str, sys_root: Path) -> str:
     return link.resolve().parent.name if link.exists() else name
 
 
+def disk_of(name: str, sys_root: str | Path = "/sys") -> str:
+    """The disk a partition ``name`` is on (``vda1`` → ``vda``); a disk gives itself."""
+    return _disk_of(name, Path(sys_root))
+
+
 def is_rotational(name: str, sys_root: str | Path = "/sys") -> bool | None:
     flag = Path(sys_root) / "block" / _disk_of(name, Path(sys_root)) / "queue" / "rotational"
     return flag.read_text().strip() == "1" if flag.exists() else None

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vmio.errors import InputError, UnsafeTargetError
-from vmio.system.blockdev import uses
+from vmio.system.blockdev import disk_of, uses
 from vmio.system.files import check_place, is_marked
 from vmio.system.paths import resolved
 from vmio.system.process import Runner
@@ -58,8 +58,13 @@ def data_on_device(
     Empty when it looks blank. ``destroy``: members or backing files the user offered up."""
     real = Path(resolved(device))
     name = kernel_name(device, sys_root)
-    dev_root = real.parent if not is_block_device(device) else Path("/dev")
-    return _device_reasons(name, dev_root, runner, Path(sys_root), Path(proc_root), destroy, held_by=None)
+    block = is_block_device(device)
+    dev_root = real.parent if not block else Path("/dev")
+    reasons = _device_reasons(name, dev_root, runner, Path(sys_root), Path(proc_root), destroy, held_by=None)
+    disk = disk_of(name, sys_root)
+    if block and not (dev_root / disk).exists():  # a node made elsewhere (mknod) of a disk /dev lacks
+        reasons.append(f"its disk has no node /dev/{disk} for blkid to probe, so it may hold data")
+    return reasons
 
 
 def _device_reasons(
