@@ -673,8 +673,10 @@ def listening(pids: list[int]) -> tuple[set[int], set[str]]:
 
 
 def qemu_disks(argv: list[str]) -> list[Path]:
+    """The disk files a QEMU command line names, as they resolve (vmio hands QEMU its descriptor of each
+    backing, ``/proc/PID/fd/N``: docs/security.md, part 3)."""
     return [
-        Path(part[len("filename=") :])
+        Path(os.path.realpath(part[len("filename=") :]))
         for arg in argv
         for part in arg.split(",")
         if part.startswith("filename=") and Path(part[len("filename=") :]).is_file()
