@@ -166,7 +166,7 @@ def no_check(*args: object, **kwargs: object) -> None:
 
 @contextlib.contextmanager
 def by_name(path: str) -> Iterator[safety.Held]:
-    """``safety.hold`` switched off: the target handed on by its name, as before part 3."""
+    """``safety.hold`` switched off: the target handed on by its name, as before part 4."""
 
     class ByName(safety.Held):
         @property
@@ -192,7 +192,7 @@ def test_a_colon_in_a_host_path_names_one_file(
     before = fs_state(ext4)
     if rule == "off":
         monkeypatch.setattr(jobfile, "fio_name", lambda path: path)
-        # fio gets the held target's descriptor (part 3), which has no ':'; by name, as calibrate, remote
+        # fio gets the held target's descriptor (part 4), which has no ':'; by name, as calibrate, remote
         # targets and the dry run still hand paths to fio, the escape is what keeps the device safe
         monkeypatch.setattr(host_module, "hold", by_name)
     path = f"{scratch}/c.img:{ext4}"
@@ -894,7 +894,7 @@ def listening(pids: list[int]) -> tuple[set[int], set[str]]:
 
 def qemu_disks(argv: list[str]) -> list[Path]:
     """The disk files a QEMU command line names, as they resolve (vmio hands QEMU its descriptor of each
-    backing, ``/proc/PID/fd/N``: docs/security.md, part 3)."""
+    backing, ``/proc/PID/fd/N``: docs/security.md, part 4)."""
     return [
         Path(os.path.realpath(part[len("filename=") :]))
         for arg in argv
@@ -1221,8 +1221,8 @@ def test_diagnose_live_contacts_no_qemu_of_another_user_unless_named(
     assert pid in asked
 
 
-# -- Part 3: by effect (issue 37) ---------------------------------------------------------------------------
-# What vmio opens, executes and stores is what it checked. docs/security.md, "Part 3", lists each rule.
+# -- Part 4: what vmio opens, executes and stores (issue 37) ------------------------------------------------
+# What vmio opens, executes and stores is what it checked. docs/security.md, "Part 4", lists each rule.
 
 
 def data_file(path: Path, size: int = 4 << 20) -> Path:

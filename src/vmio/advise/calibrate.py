@@ -89,7 +89,7 @@ def calibrate(
         if not target.parent.is_dir():
             raise InputError(f"calibrate PATH {path!r}: directory {str(target.parent)!r} does not exist")
         prepare_file(target, size or DEFAULT_SIZE)
-    with hold(path) as held:  # judged as opened; fio opens this same object (docs/security.md, part 3)
+    with hold(path) as held:  # judged as opened; fio opens this same object (docs/security.md, part 4)
         why = _why_no_writes(path, held.here, block, destroy, runner)
         chain = device_chain(held.here)
         device = reported_device(held.here, chain)

@@ -491,7 +491,7 @@ def quotable(key: str) -> bool:
 
 def _shown(opt: Option) -> str:
     """``key=value`` of an option fio knows; of one it does not, the name alone when it looks like an
-    option name, else nothing of the line (docs/security.md, part 3)."""
+    option name, else nothing of the line (docs/security.md, part 4)."""
     if opt.option != opt.key or quotable(opt.key):  # an alias fio's names resolved is an option fio knows
         return opt.text()
     return opt.key if _OPTION_NAME.fullmatch(opt.key) else "a line fio does not read as an option"
