@@ -7,6 +7,7 @@ nothing in the store and is simply run again.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import tempfile
 import threading
 import time
@@ -312,7 +313,9 @@ def _open(campaign: Campaign, point: Point, options: Options) -> Opened:
     """Start the point's target (for VMs: boot them); a failure is kept for the point to record."""
     stack = contextlib.ExitStack()
     try:
-        rig = stack.enter_context(open_target(campaign.target(point.target), options.target_env()))
+        writes = any(w.writes for w in campaign.workloads)
+        env = dataclasses.replace(options.target_env(), writes=writes)
+        rig = stack.enter_context(open_target(campaign.target(point.target), env))
     except (UnsafeTargetError, InputError):
         stack.close()
         raise

@@ -317,8 +317,9 @@ def cmd_import(args: argparse.Namespace) -> int:
     if "/" in target:
         raise InputError(f"--target {target!r}: a target label has no '/' (it is part of each point's key)")
     files = [f for given in args.files for f in imported.expand(Path(given))]
+    recs = imported.read_files(files, name, target)  # refused: no store is made
     with open_store(args, write=True) as store:
-        keys = imported.import_files(store, files, name, target)
+        keys = imported.store_points(store, recs, name)
         print(
             f"campaign {name!r}: {len(keys)} point(s) imported from {len(files)} file(s); store {store.path}"
         )
