@@ -21,9 +21,9 @@ from typing import Any
 from vmio.errors import FioError, InputError
 from vmio.fio import output
 from vmio.store import RunRecord, Store
+from vmio.store.imported_spec import IMPORTED
 from vmio.units import format_size, parse_size
 
-IMPORTED = "<vmio import>"  # the spec path of an imported campaign (it has no spec)
 CANONICAL = json.dumps({"imported": "fio json"})
 MAX_FILE_BYTES = 256 << 20
 

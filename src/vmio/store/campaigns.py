@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 import time
 from collections.abc import Mapping
 
-from vmio.spec import Campaign, loads_spec
+from vmio.spec import Campaign
 from vmio.store.database import Store
 from vmio.units import format_size
 
@@ -21,9 +20,12 @@ def normal_key(key: str) -> str:
 
 def stored_campaign(store: Store, name: str) -> Campaign:
     """Campaign ``name`` as its stored spec defines it, under its stored name (which ``vmio run --name`` or
-    ``vmio rename`` may have set apart from the name in the spec's text)."""
-    row = store.require(name)
-    return dataclasses.replace(loads_spec(row["spec_text"], row["spec_path"] or name, stored=True), name=name)
+    ``vmio rename`` may have set apart from the name in the spec's text).
+
+    Restored from the store alone (``Store.spec``: its canonical targets and workloads), as the report reads
+    it: a campaign with no spec text of vmio's own (an imported one, whose points came from fio's JSON) or
+    one whose fio job file has moved since is a campaign like any other."""
+    return store.spec(name)
 
 
 def campaign_rows(store: Store) -> list[dict[str, object]]:

@@ -26,6 +26,7 @@ from vmio.errors import InputError, StoreError
 from vmio.spec.model import Campaign
 from vmio.spec.stored import restore
 from vmio.store.failures import GuardedConnection, GuardedCursor, explain, missing, not_a_store
+from vmio.store.imported_spec import IMPORTED, imported_campaign
 from vmio.store.integrity import DETAIL_TABLES, check_rows, check_store
 from vmio.store.point_metrics import write as write_point_metrics
 from vmio.store.records import JobResult, RunRecord
@@ -348,6 +349,8 @@ class Store:
         """Campaign ``name``'s spec as its model, restored from what was stored (no file outside the store
         is read); a stored spec that no longer reads is one error naming the campaign."""
         row = self.require(name)
+        if row["spec_path"] == IMPORTED:  # fio's JSON, imported: the model is what fio recorded per point
+            return imported_campaign(name, [dict(r) for r in self.runs(name)])
         try:
             return restore(name, row["spec_text"], row["canonical"], row["spec_path"] or name)
         except (InputError, ValueError, TypeError) as exc:
