@@ -68,7 +68,8 @@ def _within(seconds: int, func: Callable[[list[str]], int], argv: list[str]) -> 
 
 def _special_files(folder: Path, case: dict[str, Any]) -> Path:
     """{special}/fifo and fifo.fio (named pipes), {special}/store.db (the fixture store in WAL mode, changed by the case's
-    ``store_sql``), {special}/folder, {special}/file: inputs that cannot live in the repository."""
+    ``store_sql``), {special}/folder, {special}/file, {special}/other.db (SQLite of another program),
+    {special}/truncated.db (the store's first third): inputs that cannot live in the repository."""
     folder.mkdir()
     os.mkfifo(folder / "fifo")
     os.mkfifo(folder / "fifo.fio")
@@ -82,4 +83,8 @@ def _special_files(folder: Path, case: dict[str, Any]) -> Path:
             db.executescript(case["store_sql"])
         db.commit()
     assert not (folder / "store.db-wal").exists()
+    with contextlib.closing(sqlite3.connect(folder / "other.db")) as db:  # a SQLite file of another program
+        db.executescript("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('mine');")
+    whole = (folder / "store.db").read_bytes()  # a store cut short (a copy that stopped midway)
+    (folder / "truncated.db").write_bytes(whole[: len(whole) // 3])
     return folder

@@ -18,39 +18,58 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from vmio.campaign import import_checks
 from vmio.errors import FioError, InputError
 from vmio.fio import output
+from vmio.spec.fields import MAX_BLOCK
 from vmio.store import RunRecord, Store
 from vmio.store.imported_spec import IMPORTED
-from vmio.units import format_size, parse_size
+from vmio.units import fio_size, format_size
 
 CANONICAL = json.dumps({"imported": "fio json"})
 MAX_FILE_BYTES = 256 << 20
 
 
-def import_files(store: Store, paths: Sequence[Path], campaign: str, target: str) -> list[str]:
-    """Store the jobs of each fio output file as points of ``campaign`` (created if new; an existing
-    campaign must be an imported one); the keys stored, in order. A file that is not fio's JSON is an
-    ``InputError`` naming it, before anything is stored."""
+def read_files(paths: Sequence[Path], campaign: str, target: str) -> list[RunRecord]:
+    """The points of each fio output file (repetitions set when stored), every file parsed and its figures
+    checked before any store is opened: a file that is not fio's JSON, or holds a figure out of its range,
+    is an ``InputError`` naming it, and nothing is created."""
+    recs: list[RunRecord] = []
+    for path in paths:
+        recs += records(*_read(path), campaign, target, path)
+    return recs
+
+
+def import_files(store: Store, recs: Sequence[RunRecord], campaign: str) -> list[str]:
+    """Store the points ``read_files`` made as points of ``campaign`` (created if new; an existing campaign
+    must be an imported one); the keys stored, in order. A campaign this call created is removed again when
+    a point cannot be stored."""
     row = store.campaign(campaign)
     if row is not None and row["spec_path"] != IMPORTED:
         raise InputError(
             f"campaign {campaign!r} was run by vmio from {row['spec_path']}; import into "
             "another campaign name (vmio ls lists the stored ones)"
         )
-    parsed = [(path, *_read(path)) for path in paths]
     store.ensure_campaign(campaign, IMPORTED, "", CANONICAL)
+    try:
+        return _store_points(store, recs, campaign)
+    except BaseException:
+        if row is None:
+            store.remove_campaign(campaign)
+        raise
+
+
+def _store_points(store: Store, recs: Sequence[RunRecord], campaign: str) -> list[str]:
     done = store.done_keys(campaign)
     keys = []
-    for path, result, doc in parsed:
-        for rec in records(result, doc, campaign, target, path):
-            rep = 1
-            while _key(rec, rep) in done:
-                rep += 1
-            rec.repetition, rec.point_key = rep, _key(rec, rep)
-            store.record(rec)
-            done.add(rec.point_key)
-            keys.append(rec.point_key)
+    for rec in recs:
+        rep = 1
+        while _key(rec, rep) in done:
+            rep += 1
+        rec.repetition, rec.point_key = rep, _key(rec, rep)
+        store.record(rec)
+        done.add(rec.point_key)
+        keys.append(rec.point_key)
     return keys
 
 
@@ -66,6 +85,7 @@ def _read(path: Path) -> tuple[output.FioOutput, dict[str, Any]]:
     text = path.read_text(encoding="utf-8", errors="replace")
     try:
         doc, _ = output.extract_json(text)
+        import_checks.check_document(doc, path)
         result = output.parse(text)
     except FioError as exc:
         raise InputError(
@@ -100,7 +120,7 @@ def records(
             target=target,
             target_kind="import",
             workload=name,
-            bs=_bs(opts, mine),
+            bs=_bs(opts, mine, path),
             offered_iops=None,
             load_processes=0,
             repetition=1,
@@ -131,13 +151,17 @@ def _key(rec: RunRecord, rep: int) -> str:
     return f"{rec.target}/{rec.workload}/bs={format_size(rec.bs)}{qd}/offered={offered}/load=0/rep={rep}"
 
 
-def _bs(options: Mapping[str, object], results: Sequence[output.JobResult]) -> int:
+def _bs(options: Mapping[str, object], results: Sequence[output.JobResult], path: Path) -> int:
     """The job's block size: its ``bs`` option, else fio's bytes over operations (its mean request)."""
     text = str(options.get("bs", "")).split(",")[0]
-    try:
-        return parse_size(text) if text else _mean_request(results)
-    except ValueError:
-        return _mean_request(results)
+    bs = fio_size(text) if text else _mean_request(results)
+    if bs is None:
+        return _mean_request(results)  # a form vmio does not read (a range, a split): fio's mean request
+    if not 0 < bs <= MAX_BLOCK:
+        raise InputError(
+            f"{path}: job option bs = {text!r} is not a block fio moves; fio's blocks are 512 to 1G"
+        )
+    return bs
 
 
 def _mean_request(results: Sequence[output.JobResult]) -> int:

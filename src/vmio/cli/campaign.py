@@ -14,8 +14,8 @@ from typing import Any, TextIO
 from vmio import spec
 from vmio.campaign import imported, runner
 from vmio.campaign.measure import point_job, swept_place, swept_workload
-from vmio.cli import argtypes, terminal
-from vmio.cli.store_args import add_db, default_db, open_store
+from vmio.cli import argtypes, run_checks, terminal
+from vmio.cli.store_args import add_db, default_db, open_store, writing_store
 from vmio.errors import InputError
 from vmio.report.compare_text import columns
 from vmio.spec.sla import parse_sla
@@ -174,6 +174,7 @@ def load_run_spec(args: argparse.Namespace) -> tuple[spec.Campaign, str]:
             raise InputError(
                 f"{args.spec} is a fio job file; say where it runs: vmio run {args.spec} --target PATH"
             )
+        run_checks.check_job_flags(args)
         text = fio_campaign_text(args.spec, args.target, args.size, args.runtime, args.name)
         return spec.loads_spec(text, f"<vmio run {args.spec} --target {args.target}>"), text
     if args.target or args.size or args.runtime:
@@ -193,6 +194,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.dry_run:
         print_dry_run(camp, sys.stdout)
         return 0
+    job_file = Path(args.spec).suffix in FIO_SUFFIXES
+    if job_file:
+        run_checks.check_job_target(args)
+    run_checks.check_rerun(args, camp, args.db or default_db(), job_file)
     options = runner.Options(
         force=args.force,
         destroy_data=tuple(args.destroy_data),
@@ -202,7 +207,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         trace_root=beside_store(args.db or default_db()),
     )
     bar = ProgressPrinter(sys.stderr)
-    with open_store(args, write=True) as store:
+    with writing_store(args) as store:
         outcome = runner.run(camp, text, store, options, bar)
         bar.close()
         print(
@@ -296,8 +301,9 @@ def cmd_import(args: argparse.Namespace) -> int:
     target = spec.campaign_name(args.target, "--target")
     if "/" in target:
         raise InputError(f"--target {target!r}: a target label has no '/' (it is part of each point's key)")
-    with open_store(args, write=True) as store:
-        keys = imported.import_files(store, [Path(f) for f in args.files], name, target)
+    recs = imported.read_files([Path(f) for f in args.files], name, target)  # before any store is opened
+    with writing_store(args) as store:
+        keys = imported.import_files(store, recs, name)
         print(
             f"campaign {name!r}: {len(keys)} point(s) imported from {len(args.files)} file(s); store {store.path}"
         )

@@ -127,8 +127,21 @@ class Store:
                 db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
             finally:
                 db.close()
-        except sqlite3.Error:
-            pass  # not ours to write (permissions, a lock): SQLite's side files stay as SQLite left them
+        except sqlite3.Error as exc:
+            # not ours to write (permissions, a lock): SQLite's side files stay as SQLite left them; a store
+            # too damaged to read through leaves its own (empty) ones, removed here
+            if "malformed" in str(exc) or "not a database" in str(exc):
+                self._remove_empty_sides(_side_files(self.path) - before)
+
+    def _remove_empty_sides(self, made: set[str]) -> None:
+        """Side files this open made that SQLite could not remove (a damaged store it cannot read through):
+        removed when the WAL holds no frame, so they carry nothing and no other connection uses them."""
+        wal = self.path + "-wal"
+        if not made or (os.path.lexists(wal) and os.path.getsize(wal) > 0):
+            return
+        for side in made:
+            with contextlib.suppress(OSError):
+                os.unlink(side)
 
     def __enter__(self) -> Store:
         return self
