@@ -142,6 +142,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
         loaded = [data.load(store, n) for n in names]
     if len(loaded) == 1:
         rows = compare.against_baseline(loaded[0], args.baseline)
+        if not rows:
+            others = [t for t in loaded[0].target_names() if t != args.baseline]
+            raise InputError(
+                f"campaign {names[0]!r}: no target shares a done point with the baseline {args.baseline!r} "
+                + (f"(its other targets: {', '.join(others)})" if others else "(it has no other target)")
+                + "; compare a second campaign instead: vmio compare "
+                + f"{names[0]} OTHER_CAMPAIGN"
+            )
         if args.json:
             print(
                 json.dumps(

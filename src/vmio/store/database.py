@@ -342,6 +342,8 @@ class Store:
     def rename_campaign(self, old: str, new: str) -> None:
         """Give campaign ``old`` the name ``new`` (which no stored campaign has)."""
         row = self.require(old)
+        if new == old:
+            raise StoreError(f"cannot rename {old!r} to {new!r}: that is its name already", exit_code=2)
         if self.campaign(new) is not None:
             raise StoreError(
                 f"cannot rename {old!r} to {new!r}: a campaign {new!r} is already stored in "
