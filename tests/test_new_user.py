@@ -1,0 +1,139 @@
+"""What a new user tripped on (issue 38), with real fio: every store-reading command over a store that mixes a
+run campaign, an imported one, a dstore profile and a reproduction's campaign; the refused re-run and the
+missing target said in the command line's syntax before any progress line; the small points of the walk."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from vmio.cli import main
+
+from conftest import need
+
+JOB = "[global]\nioengine=psync\nbs=4k\nruntime=1\ntime_based=1\n[rr]\nrw=randread\n"
+
+
+def cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store holding a run campaign (a job file on a host file), an imported fio JSON (two jobs of one
+    run), a dstore profile on a local file and a reproduction's campaign (run through its retry wrapper)."""
+    need("fio")
+    from vmio.campaign import runner
+    from vmio.dstore.baseline import run_file_job
+    from vmio.dstore.cluster import ClusterRef
+    from vmio.dstore.profile import run_profile
+    from vmio.dstore.stored import CephVersions, Configured, FioTap, file_target, store_profile
+    from vmio.reproduce.retry import Tries, run_campaign
+    from vmio.store import Store
+    from vmio.targets.host import prepare_file
+
+    root = Path(tmp_path_factory.mktemp("mixed"))
+    db = root / "vmio.db"
+    (root / "quick.fio").write_text(JOB)
+    assert (
+        main(
+            ["run", str(root / "quick.fio"), "--target", str(root / "t.img"), "--size", "8M", "--db", str(db)]
+        )
+        == 0
+    )
+    doc = subprocess.run(
+        ["fio", "--output-format=json", f"--filename={root / 'f.img'}", "--size=8M", "--bs=4k", "--runtime=1",
+         "--time_based", "--ioengine=psync", "--name=a", "--rw=randread", "--name=b", "--rw=randwrite"],
+        capture_output=True, text=True, timeout=60, check=True,
+    ).stdout  # fmt: skip
+    (root / "fio.json").write_text(doc)
+    assert main(["import", str(root / "fio.json"), "--campaign", "imp", "--db", str(db)]) == 0
+    path, size = root / "d.img", 8 << 20
+    prepare_file(path, size)
+    tap = FioTap()
+    prof = run_profile(
+        ClusterRef(root / "none.conf", "p", "i"), [4096], runtime_s=1.0, ramp_s=0.0, runner=tap, iodepth=2,
+        measure=lambda job: run_file_job(path, size, job, runner=tap), watch=False,
+    )  # fmt: skip
+    prof.setup.update(where="local file, psync", path=str(path), pool=None, image=None, config="file")
+    spec = (
+        f'[campaign]\nname = "repro"\n[[target]]\nname = "bare"\npath = "{root / "r.img"}"\nsize = "8M"\n'
+        '[[workload]]\nname = "rr"\nrw = "randread"\nruntime = "1s"\nioengine = "psync"\n'
+    )
+    with Store(str(db)) as store:
+        store_profile(
+            store, "dstore", [Configured(file_target("file", path), prof, list(tap.tapped))], CephVersions()
+        )
+        run_campaign(spec, "<nvme-paper>", store, runner.Options(), None, Tries())
+    return db
+
+
+COMMANDS = [
+    ["show"], ["ls"], ["show", "{c}"], ["show", "{c}", "--json"], ["diagnose", "{c}"], ["diagnose", "{c}", "--json"],
+    ["tune", "{c}"], ["advise"], ["export", "{c}", "-o", "{out}/e.csv"], ["export", "{c}", "-o", "{out}/e.prom"],
+    ["report", "{c}", "-o", "{out}/r.html"], ["compare", "{c}", "{c}"],
+]  # fmt: skip
+
+
+@pytest.mark.fio
+@pytest.mark.parametrize("campaign", ["quick", "imp", "dstore", "repro"])
+def test_every_store_reading_command_works_on_a_mixed_store(
+    mixed: Path, campaign: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 38 item 1: advise, diagnose and tune failed on any store holding an imported campaign."""
+    for argv in COMMANDS:
+        args = [a.format(c=campaign, out=tmp_path) for a in argv]
+        code, out, err = cli([*args, "--db", str(mixed)], capsys)
+        assert "Traceback" not in err, (args, err)
+        if args[0] == "tune" and code == 2:  # tune changes VM targets only: one sentence saying so
+            assert "tune changes VM targets only" in err and len(err.strip().splitlines()) == 1
+            continue
+        assert code == 0, (args, err)
+        assert "error" not in err, (args, err)
+    assert sorted(p.name for p in mixed.parent.iterdir() if p.name.startswith("vmio.db")) == ["vmio.db"]
+
+
+@pytest.mark.fio
+def test_a_refused_rerun_names_what_changed_in_flags_before_any_progress(
+    scratch: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 38 item 5: the re-run without --size was refused without naming what changed, and a missing
+    target's hint read ``size = "1G"`` after ``[0/1] running`` was printed."""
+    need("fio")
+    job, db, target = tmp_path / "quick.fio", str(tmp_path / "v.db"), str(scratch / "t.img")
+    job.write_text(JOB)
+    assert cli(["run", str(job), "--target", target, "--size", "8M", "--db", db], capsys)[0] == 0
+    code, out, err = cli(["run", str(job), "--target", target, "--runtime", "2s", "--db", db], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "running" not in err
+    assert "--runtime was 10s, now 2s" in err or "--size was 8m, now not given" in err
+    assert "--name NEW" in err and "size = " not in err
+    code, out, err = cli(
+        ["run", str(job), "--target", str(scratch / "none.img"), "--db", str(tmp_path / "n.db")], capsys
+    )
+    assert (
+        code == 2 and err.startswith("vmio: error: --target") and "--size 1G" in err and "running" not in err
+    )
+    assert not (tmp_path / "n.db").exists()
+
+
+@pytest.mark.fio
+def test_small_points_of_the_walk(mixed: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 38 item 8: rename to the same name, compare on a one-target campaign, advise on a missing store
+    (default or --db alike), diagnose --explain in the project's names."""
+    code, _, err = cli(["rename", "quick", "quick", "--db", str(mixed)], capsys)
+    assert code == 2 and "that is its name already" in err and "vmio rm" not in err
+    code, _, err = cli(["compare", "quick", "--baseline", "target", "--db", str(mixed)], capsys)
+    assert code == 2 and "vmio compare quick OTHER_CAMPAIGN" in err
+    code, _, named = cli(["advise", "--db", str(tmp_path / "missing.db")], capsys)
+    assert code == 0 and "no store at" in named
+    assert not (tmp_path / "missing.db").exists()
+    code, text, _ = cli(["diagnose", "--explain"], capsys)
+    assert code == 0 and "seed 000" not in text and "hitachi-nvme-2016" in text
+    assert all(ord(c) < 0x3000 for c in text), "an untranslated term"
+    code, out, _ = cli(["show", "imp", "--json", "--db", str(mixed)], capsys)
+    assert [p["workload"] for p in json.loads(out)] == ["a", "b"]
