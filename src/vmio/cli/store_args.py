@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import sqlite3
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-from vmio.store import Store
+if TYPE_CHECKING:
+    from vmio.store import Store
 
 SIDE_FILES = ("-wal", "-shm", "-journal", ".run-lock")
 
@@ -23,6 +24,8 @@ def add_db(parser: argparse.ArgumentParser) -> None:
 
 def open_store(args: argparse.Namespace, *, write: bool = False) -> Store:
     """The store of ``--db``; commands that only read it open it read-only (never creating or changing it)."""
+    from vmio.store import Store  # SQLite and the spec model: when a command runs, not for its --help
+
     return Store(args.db or default_db(), readonly=not write)
 
 
@@ -31,6 +34,8 @@ def writing_store(args: argparse.Namespace) -> Iterator[Store]:
     """The store of ``--db`` opened to write; a store this command created is removed again when the command
     fails before it stored a point (a failed ``vmio import`` or ``vmio run`` leaves no empty store behind)."""
     path = args.db or default_db()
+    from vmio.store import Store
+
     created = path != ":memory:" and not os.path.lexists(path)
     try:
         with Store(path) as store:
@@ -44,6 +49,8 @@ def writing_store(args: argparse.Namespace) -> Iterator[Store]:
 
 
 def _holds_no_point(path: str) -> bool:
+    import sqlite3
+
     try:
         with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
             return int(db.execute("SELECT COUNT(*) FROM run").fetchone()[0]) == 0
