@@ -4,8 +4,9 @@ Each job name of a file becomes one point, with every clone of it (``numjobs``) 
 client/server run (``--client``) as its jobs, as vmio's own multi-host points are. The figures are fio's
 own: IOPS, bandwidth, latency min/mean/max/stddev and percentiles per job and direction, the latency
 histogram for json+ output (so percentiles merge across jobs and hosts as vmio's do), each job's CPU
-(fio's ``usr_cpu``, ``sys_cpu``) and ``disk_util`` (kept under that name in the point's host facts; its
-``util`` is the point's device busy %). What fio did not record stays absent, never zero: no samples, no
+(fio's ``usr_cpu``, ``sys_cpu``) and ``disk_util``: fio measures it over the whole run, so it belongs to the
+file (``vmio ls --json`` lists it once per imported file); a point has it, and its ``util`` as the point's
+device busy %, only when its file held that one job. What fio did not record stays absent, never zero: no samples, no
 host CPU, no percentiles a plain-JSON output left out. A file imported again, or another run of the same
 job, adds a repetition.
 """
@@ -110,7 +111,8 @@ def records(
     stamp = doc.get("timestamp")
     ended = float(stamp) if isinstance(stamp, int | float) else time.time()
     out = []
-    for name in dict.fromkeys(r.job for r in result.results):
+    names = list(dict.fromkeys(r.job for r in result.results))
+    for name in names:
         mine = [r for r in result.results if r.job == name]
         opts = options.get(name, {})
         hosts = sorted({r.host for r in mine})
@@ -135,9 +137,14 @@ def records(
         rec.host = {"imported_from": str(path.resolve()), "fio_job_options": opts, "fio_hosts": hosts}
         disks = [d for d in result.disk_util if _of(d, hosts)]
         if disks:
-            rec.host["fio_disk_util"] = disks  # fio's own names and figures
-            rec.device = str(disks[0]["name"])
-            rec.metrics[(f"dev:{rec.device}", "busy_pct")] = float(disks[0]["util"])
+            # fio's disk_util is the whole run's: it is the file's, and one point's busy % only when the file
+            # holds that one job (two jobs of one run do not each keep the disk 50 % busy)
+            rec.host["fio_disk_util_of_file"] = disks  # fio's own names and figures
+            rec.host["fio_file_jobs"] = names
+            if len(names) == 1:
+                rec.host["fio_disk_util"] = disks
+                rec.device = str(disks[0]["name"])
+                rec.metrics[(f"dev:{rec.device}", "busy_pct")] = float(disks[0]["util"])
         rate = _int(opts.get("rate_iops"))
         if rate is not None:  # fio's rate_iops is per job: the point's offered load is their total
             rec.offered_iops = rate * len({(r.host, r.job) for r in mine}) * (_int(opts.get("numjobs")) or 1)
