@@ -72,9 +72,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(handler=cmd_run)
 
     p = sub.add_parser("show", help="show stored campaigns and their points")
-    p.add_argument("campaign", nargs="?")
+    p.add_argument(
+        "campaign",
+        nargs="?",
+        help="a campaign's name (without it: the list of campaigns; with --json, every point)",
+    )
     add_db(p)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print every point as JSON (show --json's fields)")
     p.add_argument(
         "--sla",
         metavar="METRIC=BOUND",
@@ -95,13 +99,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(handler=cmd_ls)
 
     p = sub.add_parser("rm", help="remove a stored campaign and all of its points")
-    p.add_argument("campaign")
+    p.add_argument("campaign", help="the campaign to remove")
     add_db(p)
     p.set_defaults(handler=cmd_rm)
 
     p = sub.add_parser("rename", help="rename a stored campaign")
-    p.add_argument("old", metavar="OLD")
-    p.add_argument("new", metavar="NEW")
+    p.add_argument("old", metavar="OLD", help="the campaign's stored name")
+    p.add_argument("new", metavar="NEW", help="its new name (unique in the store)")
     add_db(p)
     p.set_defaults(handler=cmd_rename)
 
@@ -123,7 +127,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(handler=cmd_import)
 
     p = sub.add_parser("export", help="export a campaign's points and metric series")
-    p.add_argument("campaign")
+    p.add_argument("campaign", help="the campaign to export")
     add_db(p)
     p.add_argument(
         "--format",
