@@ -137,3 +137,32 @@ def test_small_points_of_the_walk(mixed: Path, tmp_path: Path, capsys: pytest.Ca
     assert all(ord(c) < 0x3000 for c in text), "an untranslated term"
     code, out, _ = cli(["show", "imp", "--json", "--db", str(mixed)], capsys)
     assert [p["workload"] for p in json.loads(out)] == ["a", "b"]
+
+
+@pytest.mark.fio
+def test_a_run_says_what_it_changed_in_the_job_file_before_its_first_point(
+    scratch: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 38 item 6: sections run one at a time and ``offset=100G`` dropped were said only by --dry-run."""
+    need("fio")
+    job = tmp_path / "two.fio"
+    job.write_text(
+        "[global]\nioengine=psync\nbs=4k\noffset=100G\nruntime=1\n[a]\nrw=randread\n[b]\nrw=randread\n"
+    )
+    argv = [
+        "run",
+        str(job),
+        "--target",
+        str(scratch / "t.img"),
+        "--size",
+        "8M",
+        "--db",
+        str(tmp_path / "v.db"),
+    ]
+    code, _, err = cli(argv, capsys)
+    assert code == 0
+    lines = err.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("[0/2]"))
+    said = lines[:first]
+    assert any(f"replaced offset=100G ({job}:4) in two.fio:a, two.fio:b" in line for line in said), said
+    assert any("two.fio:a ran alone" in line and "runs beside b" in line for line in said), said

@@ -217,6 +217,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         boot_timeout=args.boot_timeout,
         trace_root=beside_store(args.db or default_db()),
     )
+    sys.stderr.write(job_file_changes(camp))
     bar = ProgressPrinter(sys.stderr)
     with writing_store(args) as store:
         outcome = runner.run(camp, text, store, options, bar)
@@ -229,6 +230,22 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"  failed: {failure}")
         print(format_stops(outcome.stops), end="")
     return 1 if outcome.failed else 0
+
+
+def job_file_changes(camp: spec.Campaign) -> str:
+    """What vmio changed in the user's fio job files, one line each, said before the first point runs (not
+    only by --dry-run): the options it replaced (with file:line) and sections it runs one at a time."""
+    where: dict[str, list[str]] = {}  # a change → the workloads (job sections) it was made in
+    for w in camp.workloads:
+        for change in w.fio_replaced:
+            where.setdefault(change, []).append(w.name)
+    lines = []
+    for change, names in where.items():
+        if change.startswith("ran alone"):  # each section's own: which others it ran beside in the file
+            lines.append(f"vmio: {names[0]} {change}\n")
+        else:
+            lines.append(f"vmio: replaced {change} in {', '.join(names)}\n")
+    return "".join(lines)
 
 
 def print_dry_run(camp: spec.Campaign, out: TextIO) -> None:
