@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from vmio.store.rows import OTHER_WORK_LOAD
+
 
 @dataclass(frozen=True)
 class Threshold:
@@ -40,7 +42,7 @@ THREAD_SATURATED_PCT = Threshold(
     "without measuring it",
 )
 OTHER_WORK_CORES = Threshold(
-    0.5,
+    OTHER_WORK_LOAD,
     "cores busy beyond the run's own processes",
     "vmio: host-wide %usr/%sys count every process; when other work keeps more than half a core busy "
     "beside fio (or QEMU), the host-wide split says more about that work than about the I/O",

@@ -439,6 +439,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         print_show_table(rows, console)
     else:
         print(format_table(rows), end="")
+    note = summary.shared_host_note(rows)
+    if note:
+        print(f"note: {note}")
     print(format_stops(stops), end="")
     return 0
 
