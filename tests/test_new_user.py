@@ -166,3 +166,56 @@ def test_a_run_says_what_it_changed_in_the_job_file_before_its_first_point(
     said = lines[:first]
     assert any(f"replaced offset=100G ({job}:4) in two.fio:a, two.fio:b" in line for line in said), said
     assert any("two.fio:a ran alone" in line and "runs beside b" in line for line in said), said
+
+
+def _fio_json(scratch: Path, out: Path, rate: int) -> Path:
+    argv = ["fio", "--output-format=json+", f"--filename={scratch / 'g.img'}", "--size=8M", "--bs=4k",
+            "--runtime=1", "--time_based", "--ioengine=psync", "--name=rr", "--rw=randread", f"--rate={rate * 4}k"]  # fmt: skip
+    out.write_text(subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True).stdout)
+    return out
+
+
+@pytest.mark.fio
+def test_the_gate_says_inconclusive_in_the_tables_units(
+    scratch: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 38 item 4: with two repetitions a side a 41 % IOPS drop was "no significant change" and the gate
+    said "no regression", printing p99 as 2.93274e+06 under a table in us. fio's own runs, rate-limited (by
+    bytes, so the points pair: a rate_iops is the point's offered load),
+    imported as repetitions: before 800 and 800 IOPS, after 780 and 160 (a drop of about 40 %, too spread to
+    tell at 10 %), then after 400 and 400 (a drop the whole interval shows)."""
+    need("fio")
+    db = str(tmp_path / "v.db")
+    for name, rates in (("before", (800, 800)), ("after", (780, 160)), ("steady", (400, 400))):
+        files = [str(_fio_json(scratch, tmp_path / f"{name}{i}.json", r)) for i, r in enumerate(rates)]
+        for f in files:
+            assert cli(["import", f, "--campaign", name, "--db", db], capsys)[0] == 0
+    code, out, _ = cli(["compare", "before", "after", "--fail-on-regression", "10", "--db", db], capsys)
+    assert code == 0 and "--fail-on-regression 10 %: inconclusive" in out and "no regression" not in out
+    assert "inconclusive: fio/rr/bs=4k/offered=max/load=0 read IOPS" in out
+    assert "e+0" not in out  # every figure in its table's unit, none raw
+    assert cli(["compare", "before", "after", "--fail-on-regression", "10", "--fail-on-inconclusive",
+                "--db", db], capsys)[0] == 1  # fmt: skip
+    code, out, _ = cli(
+        ["compare", "before", "after", "--fail-on-regression", "10", "--json", "--db", db], capsys
+    )
+    gate = json.loads(out)["fail_on_regression"]
+    assert gate["verdict"] == "inconclusive" and gate["regressions"] == []
+    assert {r["metric"] for r in gate["inconclusive"]} >= {"IOPS"}
+    code, out, _ = cli(["compare", "before", "steady", "--fail-on-regression", "10", "--db", db], capsys)
+    assert code == 1 and "regression: fio/rr/bs=4k/offered=max/load=0 read IOPS" in out
+
+
+@pytest.mark.fio
+def test_host_cpu_only_when_fios_own_sys_is_high(mixed: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 38 item 3: ``host-cpu`` was named for a bare randwrite at fio's own 1.5 % usr, 9.6 % sys."""
+    for campaign in ("quick", "imp", "repro"):
+        code, out, _ = cli(["diagnose", campaign, "--json", "--db", str(mixed)], capsys)
+        assert code == 0
+        for verdict in json.loads(out).values():  # point key → its diagnosis
+            cited = {c["figure"]: c["value"] for s in verdict["steps"] for c in s["evidence"]}
+            sys_pct = cited.get("measured.fio_sys_pct", cited.get("measured.cpu_sys_pct"))
+            if verdict["limit"] == "host-cpu":
+                assert sys_pct is not None and sys_pct >= 50, (campaign, cited)
+            elif sys_pct is not None and sys_pct < 50:
+                assert verdict["limit"] != "host-cpu"
