@@ -3,7 +3,8 @@
 fio writes counts, times and rates that are never negative and fit its own 64-bit counters, percentiles
 keyed by a share in (0, 100], and a device busy % from 0 to 100. A file with a figure outside its range was
 not written by fio as it ran (or was edited since): it is refused with the file, the field's place in the
-document and its value, and nothing is stored. (Whether each figure is finite is checked beside this.)
+document and its value, and nothing is stored. A range excludes nan and the infinities too, so a non-finite
+figure is refused here as well (whichever check sees it first names it).
 """
 
 from __future__ import annotations
@@ -117,12 +118,12 @@ def _runtime(value: object) -> str | None:
 
 
 def _non_negative(value: object) -> str | None:
-    ok = isinstance(value, int | float) and (not math.isfinite(value) or 0 <= value <= MAX_COUNT)
+    ok = isinstance(value, int | float) and 0 <= value <= MAX_COUNT  # nan and inf are outside too
     return None if ok else f"a figure from 0 to {MAX_COUNT} there"
 
 
 def _pct(value: object) -> str | None:
-    ok = isinstance(value, int | float) and (not math.isfinite(value) or 0 <= value <= 100)
+    ok = isinstance(value, int | float) and 0 <= value <= 100
     return None if ok else "a busy % from 0 to 100 there"
 
 
