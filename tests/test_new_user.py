@@ -96,6 +96,15 @@ def test_every_store_reading_command_works_on_a_mixed_store(
         assert code == 0, (args, err)
         assert "error" not in err, (args, err)
     assert sorted(p.name for p in mixed.parent.iterdir() if p.name.startswith("vmio.db")) == ["vmio.db"]
+    # issue 38 item 7: every exported table has its header, an empty one too; the textfile parses
+    from prometheus_client.parser import text_string_to_metric_families
+
+    assert (tmp_path / "e.oplat.csv").read_text().splitlines()[
+        0
+    ] == "point,host,job,seq,t_ms,lat_ns,ddir,offset"
+    assert (tmp_path / "e.series.csv").read_text().splitlines()[0] == "point,t,source,metric,value"
+    names = {f.name for f in text_string_to_metric_families((tmp_path / "e.prom").read_text())}
+    assert "vmio_read_operations_per_second" in names and not any("percent" in n for n in names)
 
 
 @pytest.mark.fio
