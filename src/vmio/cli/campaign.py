@@ -116,8 +116,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "files",
         nargs="+",
         metavar="FILE",
-        help="fio --output-format=json or json+ output (local "
-        "or client/server); each job name becomes a point",
+        help="fio --output-format=json or json+ output (local or client/server, any fio from 2.0.10), or a "
+        "folder of them such as bench-fio's (every *.json, *.jsonplus, *.json+ under it); each job name becomes a point",
     )
     p.add_argument(
         "--campaign", required=True, help="the campaign to store them in (new, or an imported one)"
@@ -341,11 +341,12 @@ def cmd_import(args: argparse.Namespace) -> int:
     target = spec.campaign_name(args.target, "--target")
     if "/" in target:
         raise InputError(f"--target {target!r}: a target label has no '/' (it is part of each point's key)")
-    recs = imported.read_files([Path(f) for f in args.files], name, target)  # before any store is opened
+    files = [f for given in args.files for f in imported.expand(Path(given))]
+    recs = imported.read_files(files, name, target)  # every file read and checked before any store opens
     with writing_store(args) as store:
         keys = imported.import_files(store, recs, name)
         print(
-            f"campaign {name!r}: {len(keys)} point(s) imported from {len(args.files)} file(s); store {store.path}"
+            f"campaign {name!r}: {len(keys)} point(s) imported from {len(files)} file(s); store {store.path}"
         )
     for key in keys:
         print(f"  {key}")
@@ -542,6 +543,9 @@ def show_lines(rows: list[summary.PointRow]) -> list[tuple[str, ...]]:
     shares = any(r.offered_pct is not None for r in rows)  # the IOPS a share of the max point offered
     if shares:
         head = (*head, "offered IOPS")
+    imports = any(r.target_kind == "import" for r in rows)  # the fio version that wrote each imported point
+    if imports:
+        head = (*head, "fio")
     lines: list[tuple[str, ...]] = [head]
     for r in rows:
         lat = r.read_lat_ns or r.write_lat_ns
@@ -560,6 +564,7 @@ def show_lines(rows: list[summary.PointRow]) -> list[tuple[str, ...]]:
             )
             + ((_steady(r.steady),) if steady else ())
             + ((_offered(r),) if shares else ())
+            + (((r.fio_version or "-").removeprefix("fio-"),) if imports else ())
         )
     return lines
 
