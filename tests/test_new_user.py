@@ -14,7 +14,7 @@ from vmio.cli import main
 
 from conftest import need
 
-JOB = "[global]\nioengine=psync\nbs=4k\nruntime=1\ntime_based=1\n[rr]\nrw=randread\n"
+JOB = "[global]\nioengine=psync\nbs=4k\nruntime=500ms\ntime_based=1\n[rr]\nrw=randread\n"
 
 
 def cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -47,7 +47,7 @@ def mixed(tmp_path_factory: pytest.TempPathFactory) -> Path:
         == 0
     )
     doc = subprocess.run(
-        ["fio", "--output-format=json", f"--filename={root / 'f.img'}", "--size=8M", "--bs=4k", "--runtime=1",
+        ["fio", "--output-format=json", f"--filename={root / 'f.img'}", "--size=8M", "--bs=4k", "--runtime=500ms",
          "--time_based", "--ioengine=psync", "--name=a", "--rw=randread", "--name=b", "--rw=randwrite"],
         capture_output=True, text=True, timeout=60, check=True,
     ).stdout  # fmt: skip
@@ -57,13 +57,13 @@ def mixed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     prepare_file(path, size)
     tap = FioTap()
     prof = run_profile(
-        ClusterRef(root / "none.conf", "p", "i"), [4096], runtime_s=1.0, ramp_s=0.0, runner=tap, iodepth=2,
+        ClusterRef(root / "none.conf", "p", "i"), [4096], runtime_s=0.5, ramp_s=0.0, runner=tap, iodepth=2,
         measure=lambda job: run_file_job(path, size, job, runner=tap), watch=False,
     )  # fmt: skip
     prof.setup.update(where="local file, psync", path=str(path), pool=None, image=None, config="file")
     spec = (
         f'[campaign]\nname = "repro"\n[[target]]\nname = "bare"\npath = "{root / "r.img"}"\nsize = "8M"\n'
-        '[[workload]]\nname = "rr"\nrw = "randread"\nruntime = "1s"\nioengine = "psync"\n'
+        '[[workload]]\nname = "rr"\nrw = "randread"\nruntime = "500ms"\nioengine = "psync"\n'
     )
     with Store(str(db)) as store:
         store_profile(
@@ -179,7 +179,7 @@ def test_a_run_says_what_it_changed_in_the_job_file_before_its_first_point(
 
 def _fio_json(scratch: Path, out: Path, rate: int) -> Path:
     argv = ["fio", "--output-format=json+", f"--filename={scratch / 'g.img'}", "--size=8M", "--bs=4k",
-            "--runtime=1", "--time_based", "--ioengine=psync", "--name=rr", "--rw=randread", f"--rate={rate * 4}k"]  # fmt: skip
+            "--runtime=500ms", "--time_based", "--ioengine=psync", "--name=rr", "--rw=randread", f"--rate={rate * 4}k"]  # fmt: skip
     out.write_text(subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True).stdout)
     return out
 
