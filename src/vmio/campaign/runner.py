@@ -165,6 +165,11 @@ def preflight(campaign: Campaign, options: Options) -> None:
                     f"{plain[0]!r} is not one (add loop = true to attach a file as one, or use "
                     "virtio-blk)"
                 )
+        if isinstance(target, HostTarget) and target.size is None and not Path(target.path).exists():
+            raise InputError(  # before any point starts (and any progress line is printed)
+                f'target {target.name!r}: {target.path!r} does not exist; give its size (e.g. size = "1G") '
+                "so vmio can create it"
+            )
         paths = [target.path] if isinstance(target, HostTarget) else list(getattr(target, "backing", ()))
         for path in paths:
             if writes and not path.startswith("rbd:"):

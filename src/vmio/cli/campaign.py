@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from vmio.cli import argtypes
-from vmio.cli.store_args import add_db, default_db, open_store
+from vmio.cli.store_args import add_db, default_db, open_store, writing_store
 from vmio.errors import InputError
 from vmio.store.formats import FORMATS as EXPORT_FORMATS
 from vmio.units import format_size
@@ -73,9 +73,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(handler=cmd_run)
 
     p = sub.add_parser("show", help="show stored campaigns and their points")
-    p.add_argument("campaign", nargs="?")
+    p.add_argument(
+        "campaign",
+        nargs="?",
+        help="a campaign's name (without it: the list of campaigns; with --json, every point)",
+    )
     add_db(p)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print every point as JSON (show --json's fields)")
     p.add_argument(
         "--sla",
         metavar="METRIC=BOUND",
@@ -96,13 +100,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(handler=cmd_ls)
 
     p = sub.add_parser("rm", help="remove a stored campaign and all of its points")
-    p.add_argument("campaign")
+    p.add_argument("campaign", help="the campaign to remove")
     add_db(p)
     p.set_defaults(handler=cmd_rm)
 
     p = sub.add_parser("rename", help="rename a stored campaign")
-    p.add_argument("old", metavar="OLD")
-    p.add_argument("new", metavar="NEW")
+    p.add_argument("old", metavar="OLD", help="the campaign's stored name")
+    p.add_argument("new", metavar="NEW", help="its new name (unique in the store)")
     add_db(p)
     p.set_defaults(handler=cmd_rename)
 
@@ -124,7 +128,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(handler=cmd_import)
 
     p = sub.add_parser("export", help="export a campaign's points and metric series")
-    p.add_argument("campaign")
+    p.add_argument("campaign", help="the campaign to export")
     add_db(p)
     p.add_argument(
         "--format",
@@ -178,6 +182,9 @@ def load_run_spec(args: argparse.Namespace) -> tuple[spec.Campaign, str]:
             raise InputError(
                 f"{args.spec} is a fio job file; say where it runs: vmio run {args.spec} --target PATH"
             )
+        from vmio.cli import run_checks
+
+        run_checks.check_job_flags(args)
         text = fio_campaign_text(args.spec, args.target, args.size, args.runtime, args.name)
         shown = f"<vmio run {args.spec} --target {args.target}>"
         return spec.loads_spec(text, shown, fio_names=fio_options.names), text
@@ -193,6 +200,7 @@ def load_run_spec(args: argparse.Namespace) -> tuple[spec.Campaign, str]:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from vmio.campaign import runner
+    from vmio.cli import run_checks
     from vmio.traces.vm_runs import beside_store
 
     camp, text = load_run_spec(args)
@@ -201,6 +209,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.dry_run:
         print_dry_run(camp, sys.stdout)
         return 0
+    job_file = Path(args.spec).suffix in FIO_SUFFIXES
+    if job_file:
+        run_checks.check_job_target(args)
+    run_checks.check_rerun(args, camp, args.db or default_db(), job_file)
     options = runner.Options(
         force=args.force,
         destroy_data=tuple(args.destroy_data),
@@ -209,8 +221,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         boot_timeout=args.boot_timeout,
         trace_root=beside_store(args.db or default_db()),
     )
+    sys.stderr.write(job_file_changes(camp))
     bar = ProgressPrinter(sys.stderr)
-    with open_store(args, write=True) as store:
+    with writing_store(args) as store:
         outcome = runner.run(camp, text, store, options, bar)
         bar.close()
         print(
@@ -221,6 +234,22 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"  failed: {failure}")
         print(format_stops(outcome.stops), end="")
     return 1 if outcome.failed else 0
+
+
+def job_file_changes(camp: spec.Campaign) -> str:
+    """What vmio changed in the user's fio job files, one line each, said before the first point runs (not
+    only by --dry-run): the options it replaced (with file:line) and sections it runs one at a time."""
+    where: dict[str, list[str]] = {}  # a change → the workloads (job sections) it was made in
+    for w in camp.workloads:
+        for change in w.fio_replaced:
+            where.setdefault(change, []).append(w.name)
+    lines = []
+    for change, names in where.items():
+        if change.startswith("ran alone"):  # each section's own: which others it ran beside in the file
+            lines.append(f"vmio: {names[0]} {change}\n")
+        else:
+            lines.append(f"vmio: replaced {change} in {', '.join(names)}\n")
+    return "".join(lines)
 
 
 def print_dry_run(camp: spec.Campaign, out: TextIO) -> None:
@@ -317,9 +346,11 @@ def cmd_import(args: argparse.Namespace) -> int:
     if "/" in target:
         raise InputError(f"--target {target!r}: a target label has no '/' (it is part of each point's key)")
     files = [f for given in args.files for f in imported.expand(Path(given))]
-    recs = imported.read_files(files, name, target)  # refused: no store is made
-    with open_store(args, write=True) as store:
-        keys = imported.store_points(store, recs, name)
+    recs = imported.read_files(
+        files, name, target
+    )  # every file read and checked before any store opens: refused, no store is made
+    with writing_store(args) as store:
+        keys = imported.import_files(store, recs, name)
         print(
             f"campaign {name!r}: {len(keys)} point(s) imported from {len(files)} file(s); store {store.path}"
         )
@@ -415,6 +446,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         print_show_table(rows, console)
     else:
         print(format_table(rows), end="")
+    note = summary.shared_host_note(rows)
+    if note:
+        print(f"note: {note}")
     print(format_stops(stops), end="")
     return 0
 

@@ -47,7 +47,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="PCT",
         default=None,
         help="with two campaigns: exit 1 when a paired figure worsens by more than PCT percent "
-        "(IOPS or bandwidth lower, p50/p99 higher; significant by Welch with >= 2 repetitions a side)",
+        "(IOPS or bandwidth lower, p50/p99 higher): with >= 2 repetitions a side when the whole 95 %% "
+        "interval of the difference lies beyond PCT; an interval that reaches past it is 'inconclusive'",
+    )
+    p.add_argument(
+        "--fail-on-inconclusive",
+        action="store_true",
+        help="with --fail-on-regression: exit 1 also when the repetitions cannot tell whether a figure "
+        "worsened by more than PCT (its 95 %% interval reaches past PCT without lying wholly beyond it)",
     )
     add_db(p)
     p.set_defaults(handler=cmd_compare)
@@ -138,10 +145,22 @@ def cmd_compare(args: argparse.Namespace) -> int:
     gate = _percent(args.fail_on_regression)
     if gate is not None and len(names) != 2:
         raise InputError("--fail-on-regression compares campaign A with campaign B; give two campaigns")
+    if args.fail_on_inconclusive and gate is None:
+        raise InputError(
+            "--fail-on-inconclusive goes with --fail-on-regression PCT (the size of change to judge)"
+        )
     with open_store(args) as store:
         loaded = [data.load(store, n) for n in names]
     if len(loaded) == 1:
         rows = compare.against_baseline(loaded[0], args.baseline)
+        if not rows:
+            others = [t for t in loaded[0].target_names() if t != args.baseline]
+            raise InputError(
+                f"campaign {names[0]!r}: no target shares a done point with the baseline {args.baseline!r} "
+                + (f"(its other targets: {', '.join(others)})" if others else "(it has no other target)")
+                + "; compare a second campaign instead: vmio compare "
+                + f"{names[0]} OTHER_CAMPAIGN"
+            )
         if args.json:
             print(
                 json.dumps(
@@ -171,11 +190,19 @@ def cmd_compare(args: argparse.Namespace) -> int:
         )
     for warning in result.warnings:
         print(f"vmio: warning: {warning}", file=sys.stderr)
-    failing = compare.regressions(result, gate) if gate is not None else []
+    flagged = compare.regressions(result, gate) if gate is not None else []
+    failing = [r for r in flagged if r.verdict == "regression"]
+    unsure = [r for r in flagged if r.verdict == "inconclusive"]
+    state = f"{len(failing)} regression(s)" if failing else "inconclusive" if unsure else "no regression"
     if args.json:
         doc = result.as_dict()
         if gate is not None:
-            doc["fail_on_regression"] = {"pct": gate, "regressions": [r.as_dict() for r in failing]}
+            doc["fail_on_regression"] = {
+                "pct": gate,
+                "verdict": state if not failing else "regression",
+                "regressions": [r.as_dict() for r in failing],
+                "inconclusive": [r.as_dict() for r in unsure],
+            }
         print(json.dumps(doc, indent=1))
     else:
         console = terminal.console_for(sys.stdout)
@@ -185,11 +212,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
         else:
             print(compare_text.format_before_after(result), end="")
         if gate is not None:
-            state = f"{len(failing)} regression(s)" if failing else "no regression"
             print(f"--fail-on-regression {gate:g} %: {state}")
             for r in failing:
                 print(f"  regression: {r.text()}")
-    return 1 if failing else 0
+            for r in unsure:
+                print(f"  inconclusive: {r.text()}")
+    return 1 if failing or (unsure and args.fail_on_inconclusive) else 0
 
 
 def _percent(text: str | None) -> float | None:

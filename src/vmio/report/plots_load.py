@@ -22,6 +22,7 @@ from vmio.report.data import (
 )
 from vmio.report.data import offered_label as olabel
 from vmio.report.figure import Plot, color, finish, legend, log_scale, new_figure, style
+from vmio.store.rows import shared_host_note
 from vmio.units import format_size
 
 
@@ -152,6 +153,9 @@ def busy_cpu_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
                 legend(ax, 7)
             busy.set_title("device busy % (/proc/diskstats)")
             cpu.set_title("host CPU %usr / %sys (/proc/stat)")
+            shared = shared_host_note(r for gs in by_target.values() for g in gs for r in g.rows)
+            if shared:
+                plot.caption += f" Note: {shared}."
             finish(fig, plot.title, plot.caption)
         plots.append(plot)
     return plots

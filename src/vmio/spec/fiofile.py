@@ -27,7 +27,7 @@ from vmio.errors import InputError, SpecError
 from vmio.spec import fio_refusals
 from vmio.spec.fields import ENGINES, MAX_BLOCK
 from vmio.system.input_file import read_text
-from vmio.units import parse_duration, parse_size
+from vmio.units import fio_size, parse_duration, parse_size
 
 # Options that only tune or bound a block workload (flow control, stop rules, error handling, what a log
 # line carries, the options of the engines vmio runs): run as given, as the pattern is.
@@ -624,9 +624,8 @@ def _fio_time(text: str | None) -> float | None:
 def _check_block_sizes(text: str, where: str) -> None:
     """Each size in a ``bs`` value (``4k``, ``4k,64k``) that reads as a size must be a block fio can move."""
     for part in text.split(","):
-        try:
-            n = parse_size(part.strip())
-        except ValueError:
+        n = fio_size(part.strip())
+        if n is None:
             continue  # a form vmio does not read (ranges, splits): fio checks it
         if n > MAX_BLOCK:
             raise SpecError(

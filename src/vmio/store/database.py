@@ -26,6 +26,7 @@ from vmio.errors import InputError, StoreError
 from vmio.spec.model import Campaign
 from vmio.spec.stored import restore
 from vmio.store.failures import GuardedConnection, GuardedCursor, explain, missing, not_a_store
+from vmio.store.imported_spec import IMPORTED, imported_campaign
 from vmio.store.integrity import DETAIL_TABLES, check_rows, check_store
 from vmio.store.point_metrics import write as write_point_metrics
 from vmio.store.records import JobResult, RunRecord
@@ -126,8 +127,21 @@ class Store:
                 db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
             finally:
                 db.close()
-        except sqlite3.Error:
-            pass  # not ours to write (permissions, a lock): SQLite's side files stay as SQLite left them
+        except sqlite3.Error as exc:
+            # not ours to write (permissions, a lock): SQLite's side files stay as SQLite left them; a store
+            # too damaged to read through leaves its own (empty) ones, removed here
+            if "malformed" in str(exc) or "not a database" in str(exc):
+                self._remove_empty_sides(_side_files(self.path) - before)
+
+    def _remove_empty_sides(self, made: set[str]) -> None:
+        """Side files this open made that SQLite could not remove (a damaged store it cannot read through):
+        removed when the WAL holds no frame, so they carry nothing and no other connection uses them."""
+        wal = self.path + "-wal"
+        if not made or (os.path.lexists(wal) and os.path.getsize(wal) > 0):
+            return
+        for side in made:
+            with contextlib.suppress(OSError):
+                os.unlink(side)
 
     def __enter__(self) -> Store:
         return self
@@ -328,6 +342,8 @@ class Store:
     def rename_campaign(self, old: str, new: str) -> None:
         """Give campaign ``old`` the name ``new`` (which no stored campaign has)."""
         row = self.require(old)
+        if new == old:
+            raise StoreError(f"cannot rename {old!r} to {new!r}: that is its name already", exit_code=2)
         if self.campaign(new) is not None:
             raise StoreError(
                 f"cannot rename {old!r} to {new!r}: a campaign {new!r} is already stored in "
@@ -348,6 +364,8 @@ class Store:
         """Campaign ``name``'s spec as its model, restored from what was stored (no file outside the store
         is read); a stored spec that no longer reads is one error naming the campaign."""
         row = self.require(name)
+        if row["spec_path"] == IMPORTED:  # fio's JSON, imported: the model is what fio recorded per point
+            return imported_campaign(name, [dict(r) for r in self.runs(name)])
         try:
             return restore(name, row["spec_text"], row["canonical"], row["spec_path"] or name)
         except (InputError, ValueError, TypeError) as exc:

@@ -11,7 +11,7 @@ import functools
 import gc
 import json
 import sqlite3
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
@@ -384,3 +384,29 @@ def _ops_head(run: sqlite3.Row, target: Mapping[str, Any], rw: str) -> OpsRow:
         "machine": facts.get("qemu_machine", target.get("machine", "q35")) if vm else None,
         "accel": run["accel"] if vm else None,
     }
+
+
+# other work beyond this many busy cores makes host-wide %usr/%sys say more about it than about the I/O (the
+# one declaration: advise.thresholds.OTHER_WORK_CORES takes it)
+OTHER_WORK_LOAD = 0.5
+
+
+def shared_host_note(points: Iterable[PointRow]) -> str:
+    """A sentence when other work shared the host while points ran: the load average at a point's start
+    (before vmio's own processes began) above ``OTHER_WORK_LOAD``; empty otherwise. Tables and the report
+    that show host-wide %usr/%sys say it beside them."""
+    loads = []
+    for row in points:
+        load = row.host_facts.get("loadavg")
+        if row.done and isinstance(load, list) and load and isinstance(load[0], int | float):
+            loads.append((float(load[0]), row.host_facts.get("cores")))
+    shared = [(load, cores) for load, cores in loads if load > OTHER_WORK_LOAD]
+    if not shared:
+        return ""
+    top, cores = max(shared, key=lambda pair: pair[0])
+    on = f" on {cores} cores" if isinstance(cores, int) else ""
+    return (
+        f"other work shared the host: the load average was above {OTHER_WORK_LOAD:g} at the start of "
+        f"{len(shared)} of {len(loads)} points (up to {top:.2f}{on}); %usr and %sys are host-wide and count "
+        "that work (vmio diagnose cites the run's own CPU)"
+    )
