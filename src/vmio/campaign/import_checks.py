@@ -74,7 +74,8 @@ def _latency(lat: object, at: str, path: Path) -> None:
         if not isinstance(table, dict):
             continue
         for key, value in table.items():
-            if name == "percentile" and not _share(key):
+            filler = value == 0 and _number_key(key) == 0  # fio before 3.4 pads its list with "0.00": 0
+            if name == "percentile" and not (_share(key) or filler):
                 raise InputError(
                     f"{path}: {at}.percentile has the key {_show(key)}, not a percentile; fio keys them "
                     "by a share from 0 to 100 such as '99.000000'"
