@@ -5,7 +5,7 @@ from vmio.store.rows import PointRow
 def row(point: str, accel: str | None, r_iops: float, w_iops: float, p50: float, p99: float) -> PointRow:
     lat: dict[str, float | None] = {"p50": p50, "p99": p99}
     return PointRow(
-        campaign="c", point=point, target="t", target_kind="host", workload="w", bs=4096, offered_iops=None,
+        campaign="c", point_key=point, target="t", target_kind="host", workload="w", bs=4096, offered_iops=None,
         load_processes=0, repetition=1, status="done", accel=accel, fio_version=None, qemu_version=None,
         device="sda", error=None, read_iops=r_iops, read_bw=r_iops * 4096, read_lat_ns=lat if r_iops else None,
         read_ops=int(r_iops), write_iops=w_iops, write_bw=w_iops * 4096, write_lat_ns=lat if w_iops else None,

@@ -26,6 +26,8 @@ from vmio.errors import InputError, StoreError
 from vmio.spec.model import Campaign
 from vmio.spec.stored import restore
 from vmio.store.failures import GuardedConnection, GuardedCursor, explain, missing, not_a_store
+from vmio.store.fields import COLUMN_NAMES as POINT_COLUMN_NAMES
+from vmio.store.fields import COLUMNS as POINT_COLUMNS
 from vmio.store.imported_spec import IMPORTED, imported_campaign
 from vmio.store.integrity import DETAIL_TABLES, check_rows, check_store
 from vmio.store.point_metrics import write as write_point_metrics
@@ -697,23 +699,21 @@ def _newer(path: str, have: int) -> StoreError:
     )
 
 
+# the run's columns a RunRecord writes beside its stored per-point fields (``fields.COLUMNS``)
+_RUN_OWN = ("campaign_id", "started", "ended", "host_json", "job_file", "qemu_argv", "log")
+_INSERT_RUN = (
+    f"INSERT INTO run ({', '.join((*_RUN_OWN, *POINT_COLUMN_NAMES))}) "
+    f"VALUES ({', '.join('?' * (len(_RUN_OWN) + len(POINT_COLUMNS)))})"
+)
+
+
 def _insert_run(db: sqlite3.Connection, cid: int, rec: RunRecord) -> int:
-    cur = db.execute(
-        """INSERT INTO run (campaign_id, point_key, target, target_kind, workload, bs, offered_iops,
-           load_processes, repetition, status, started, ended, accel, fio_version, qemu_version,
-           host_json, job_file, qemu_argv, device, error, log, steady_json, precondition_json, fio_job_json,
-           iodepth, numjobs, offered_pct, arrivals)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-        (
-            cid, rec.point_key, rec.target, rec.target_kind, rec.workload, rec.bs, rec.offered_iops,
-            rec.load_processes, rec.repetition, rec.status, rec.started, rec.ended, rec.accel,
-            rec.fio_version, rec.qemu_version, json.dumps(rec.host_json(), sort_keys=True), rec.job_file,
-            json.dumps(rec.qemu_argv) if rec.qemu_argv is not None else None, rec.device, rec.error, rec.log,
-            *(None if v is None else json.dumps(v, sort_keys=True)
-              for v in (rec.steady, rec.precondition, rec.fio_job)),
-            rec.iodepth, rec.numjobs, rec.offered_pct, rec.arrivals,
-        ),
+    own = (
+        cid, rec.started, rec.ended, json.dumps(rec.host_json(), sort_keys=True), rec.job_file,
+        json.dumps(rec.qemu_argv) if rec.qemu_argv is not None else None, rec.log,
     )  # fmt: skip
+    declared = (f.to_column(getattr(rec, f.name)) for f in POINT_COLUMNS)
+    cur = db.execute(_INSERT_RUN, (*own, *declared))
     return int(cur.lastrowid or 0)
 
 

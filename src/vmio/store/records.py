@@ -6,8 +6,10 @@ The store defines the shapes it keeps; fio's parsed results and the samplers' sa
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Protocol, TypedDict
+
+from vmio.store.fields import StoredPoint
 
 OpLat = tuple[str, str, int, int, str] | tuple[str, str, int, int, str, int | None]
 Sample = tuple[float, str, str, float]  # (t since the sampler started, source, metric, value)
@@ -69,29 +71,16 @@ class FioJob(TypedDict):
 
 
 @dataclass
-class RunRecord:
-    """Everything one point produced, written at once."""
+class RunRecord(StoredPoint):
+    """Everything one point produced, written at once: the stored per-point fields (``StoredPoint``: the
+    campaign, point key, target ... status positional, the rest by keyword) and what only a run has."""
 
-    campaign: str
-    point_key: str
-    target: str
-    target_kind: str
-    workload: str
-    bs: int
-    offered_iops: int | None
-    load_processes: int
-    repetition: int
-    status: str
     started: float
     ended: float
+    _: KW_ONLY
     host: dict[str, object] = field(default_factory=dict)  # the host's facts and what the rig noticed
-    accel: str | None = None
-    fio_version: str | None = None
-    qemu_version: str | None = None
     job_file: str | None = None
     qemu_argv: list[list[str]] | None = None  # one argv per VM
-    device: str | None = None
-    error: str | None = None
     log: str | None = None
     results: Sequence[JobResult] = field(default_factory=list)
     samples: list[Sample] = field(default_factory=list)
@@ -100,17 +89,10 @@ class RunRecord:
     oplat: Sequence[OpLat] = field(default_factory=list)
     # per-second latency histograms of a timed run: host, job, t_ms (end of the interval), ddir, bins
     hist_log: Sequence[tuple[str, str, int, str, Mapping[int, int]]] = field(default_factory=list)
-    steady: Steady | None = None  # when the workload asked
-    precondition: Precondition | None = None  # the target's preconditioning, on the point that followed it
-    fio_job: FioJob | None = None  # for a workload from a job file
     # the run's own data, stored with the host facts (host_json) as it always was
     ops_seed: int | None = None  # the campaign seed whose offsets the operations replayed
     samples_t0: float | None = None  # the samples' clock on the wall (Unix seconds at t = 0)
     measured_window: tuple[float, float] | None = None  # the window the means cover, s from samples_t0
-    iodepth: int | None = None  # the queue depth each job ran at
-    numjobs: int | None = None  # the jobs of each fio process (numjobs; in a VM, jobs_per_vm)
-    offered_pct: float | None = None  # offered_iops as a share of the max point's achieved IOPS
-    arrivals: str | None = None  # how an offered rate's I/Os were spaced: "uniform" or "poisson"
 
     def host_json(self) -> dict[str, object]:
         """The host facts with the run's own data, as the store keeps them (``run.host_json``)."""

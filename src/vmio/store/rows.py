@@ -12,41 +12,28 @@ import gc
 import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from dataclasses import KW_ONLY, dataclass, field
+from typing import Any
 
-from vmio.store import point_metrics, summaries
+from vmio.store import fields, point_metrics, summaries
 from vmio.store.database import Store
+from vmio.store.fields import StoredPoint
 from vmio.store.point_metrics import QemuCpu
-from vmio.store.records import FioJob, Precondition, Steady
 
 LAT_KEYS = ("min", "mean", "max", "p50", "p99", "p99.9")
 Latency = Mapping[str, float | None]  # min, mean, max, p50, p90, p99, p99.9, p99.99 in ns
 
 
-@dataclass(frozen=True, slots=True)
-class PointRow:
+@dataclass(slots=True)
+class PointRow(StoredPoint):
     """One stored point (one repetition), its figures summed or merged over its jobs and hosts.
 
-    ``offered_iops`` is a number or None (unthrottled); the decoded JSON columns (``host_facts``,
-    ``steady``, ``precondition``, ``fio_job``) are the store's to decode, so callers read fields.
+    The stored per-point fields are ``StoredPoint``'s (``offered_iops`` a number or None: unthrottled; the
+    decoded JSON columns ``steady``, ``precondition``, ``fio_job``); these are the figures read with them.
+    ``host_facts`` is decoded by the store, so callers read fields.
     """
 
-    campaign: str
-    point: str
-    target: str
-    target_kind: str
-    workload: str
-    bs: int
-    offered_iops: int | None
-    load_processes: int
-    repetition: int
-    status: str
-    accel: str | None
-    fio_version: str | None
-    qemu_version: str | None
-    device: str | None
-    error: str | None
+    _: KW_ONLY
     read_iops: float
     read_bw: float
     read_lat_ns: Latency | None
@@ -62,19 +49,15 @@ class PointRow:
     qemu_machine: str | None
     qemu_cpu_pct: QemuCpu | None
     guest_io_warnings: int | None
-    steady: Steady | None = None
-    precondition: Precondition | None = None
-    fio_job: FioJob | None = None
-    # a sweep's point (stores from before sweeps hold none): queue depth, job count, share of the max
-    # point, arrivals
-    iodepth: int | None = None
-    numjobs: int | None = None
-    offered_pct: float | None = None
-    arrivals: str | None = None
     # an imported point's figures fio recorded (its names: usr_cpu, sys_cpu, disk_util)
     fio_figures: Mapping[str, object] = field(default_factory=dict)
     # a stored dstore profile's point: what it ran on (Ceph version, pool, replicas, ...) and its verdicts
     dstore: Mapping[str, object] | None = None
+
+    @property
+    def point(self) -> str:
+        """The point's key (``show --json``'s ``point``)."""
+        return self.point_key
 
     @property
     def done(self) -> bool:
@@ -99,23 +82,7 @@ class PointRow:
     def to_json(self, facts: bool = True) -> dict[str, object]:
         """The row as ``vmio show --json`` prints it (the contract: same keys, same order, "max" for an
         unthrottled point); ``facts=False`` leaves out ``host_facts``."""
-        out: dict[str, object] = {
-            "campaign": self.campaign,
-            "point": self.point,
-            "target": self.target,
-            "target_kind": self.target_kind,
-            "workload": self.workload,
-            "bs": self.bs,
-            "offered_iops": "max" if self.offered_iops is None else self.offered_iops,
-            "load_processes": self.load_processes,
-            "repetition": self.repetition,
-            "status": self.status,
-            "accel": self.accel,
-            "fio_version": self.fio_version,
-            "qemu_version": self.qemu_version,
-            "device": self.device,
-            "error": self.error,
-        }
+        out: dict[str, object] = {f.json: f.shown(getattr(self, f.name)) for f in fields.HEAD}
         for ddir in ("read", "write"):
             lat = self.lat_ns(ddir)
             out[f"{ddir}_iops"] = self.iops(ddir)
@@ -130,13 +97,10 @@ class PointRow:
         out["qemu_machine"] = self.qemu_machine
         out["qemu_cpu_pct"] = dict(self.qemu_cpu_pct) if self.qemu_cpu_pct is not None else None
         out["guest_io_warnings"] = self.guest_io_warnings
-        for name in ("steady", "precondition", "fio_job"):
-            value = getattr(self, name)
-            if value is not None:  # only points that asked, so older rows read as they always did
-                out[name] = dict(value)
-        for name in ("iodepth", "numjobs", "offered_pct", "arrivals"):
-            if getattr(self, name) is not None:  # only where stored
-                out[name] = getattr(self, name)
+        for f in fields.OPTIONAL:  # only where stored, so older rows read as they always did
+            value = getattr(self, f.name)
+            if value is not None:
+                out[f.json] = f.shown(value)
         out.update(self.fio_figures)
         if self.dstore is not None:  # only a stored dstore profile's points
             out["dstore"] = dict(self.dstore)
@@ -224,31 +188,9 @@ def _row(
     facts = json.loads(run["host_json"] or "{}")
     vm = run["target_kind"] in ("qemu", "libvirt")
     before = "q35" if run["qemu_version"] else None  # runs before machine types were all q35
-    decoded = {
-        name: json.loads(run[column])
-        for column, name in (
-            ("steady_json", "steady"),
-            ("precondition_json", "precondition"),
-            ("fio_job_json", "fio_job"),
-        )
-        if run[column] is not None
-    }
     return PointRow(
         campaign=campaign,
-        point=run["point_key"],
-        target=run["target"],
-        target_kind=run["target_kind"],
-        workload=run["workload"],
-        bs=run["bs"],
-        offered_iops=run["offered_iops"],
-        load_processes=run["load_processes"],
-        repetition=run["repetition"],
-        status=run["status"],
-        accel=run["accel"],
-        fio_version=run["fio_version"],
-        qemu_version=run["qemu_version"],
-        device=run["device"],
-        error=run["error"],
+        **{f.name: f.load(run) for f in fields.COLUMNS},
         read_iops=read.iops,
         read_bw=read.bw,
         read_lat_ns=read.lat_ns,
@@ -264,8 +206,6 @@ def _row(
         qemu_machine=facts.get("qemu_machine", before) if vm else None,
         qemu_cpu_pct=figures.qemu_cpu_pct if vm else None,
         guest_io_warnings=facts.get("guest_io_warnings"),  # None for host targets
-        **decoded,
-        **sweep_fields(run),
         fio_figures=imported_fields(facts, [r for r in every if r["role"] == "measure"])
         if run["target_kind"] == "import"
         else {},
@@ -286,30 +226,6 @@ def imported_fields(facts: Mapping[str, object], results: list[sqlite3.Row]) -> 
             out[name] = round(sum(v / n for v, n in values), 4)
     if "fio_disk_util" in facts:
         out["disk_util"] = facts["fio_disk_util"]
-    return out
-
-
-class SweepFields(TypedDict, total=False):
-    """A point's sweep parameters, only those stored (``PointRow``'s fields of the same names)."""
-
-    iodepth: int
-    numjobs: int
-    offered_pct: float
-    arrivals: str
-
-
-def sweep_fields(run: summaries.RunRow) -> SweepFields:
-    """A point's queue depth, job count, share of the max point and arrivals, for points stored with them
-    (stores from before sweeps hold none, and their rows read as they always did)."""
-    out: SweepFields = {}
-    if (iodepth := run["iodepth"]) is not None:
-        out["iodepth"] = iodepth
-    if (numjobs := run["numjobs"]) is not None:
-        out["numjobs"] = numjobs
-    if (offered_pct := run["offered_pct"]) is not None:
-        out["offered_pct"] = offered_pct
-    if (arrivals := run["arrivals"]) is not None:
-        out["arrivals"] = arrivals
     return out
 
 

@@ -18,26 +18,29 @@ from collections.abc import Iterator, Mapping, Sequence
 from json import encoder as _encoder
 from typing import Any
 
-from vmio.store import jsontext, rows, summaries
+from vmio.store import fields, jsontext, rows, summaries
 from vmio.store.database import Store
 from vmio.store.point_metrics import CPU_FIELDS, DEVICE_FIELDS
 from vmio.store.summaries import LAT_COLUMNS, LAT_NAMES
 
-# the run columns in the order show prints them: the head, per direction its sums and latency then its job
-# count, the hosts, the device's and CPU's figures, then what decides the rest
-HEAD = ("point_key", "target", "target_kind", "workload", "bs", "offered_iops", "load_processes", "repetition",
-        "status", "accel", "fio_version", "qemu_version", "device", "error")  # fmt: skip
+# the run columns in the order show prints them: the head (the declared fields printed first), per direction
+# its sums and latency then its job count, the hosts, the device's and CPU's figures, then what decides the
+# rest and the optional declared fields (printed where stored)
+HEAD = tuple(f.column for f in fields.HEAD if f.column is not None)
 DIRECTION = ("iops", "bw", *LAT_COLUMNS, "ops", "jobs")
 FIGURES = (*DEVICE_FIELDS.values(), *CPU_FIELDS.values())
-TAIL = ("hosts_json", "host_json", "qemu_cpu_json", "steady_json", "precondition_json", "fio_job_json",
-        "iodepth", "numjobs", "offered_pct", "arrivals", "id")  # fmt: skip
+OPTIONAL = tuple(f.column for f in fields.OPTIONAL if f.column is not None)
+TAIL = ("hosts_json", "host_json", "qemu_cpu_json", *OPTIONAL, "id")
 COLUMNS = (*HEAD, *(f"{d}_{c}" for d in ("read", "write") for c in DIRECTION), *FIGURES, *TAIL)
 _READ, _WRITE = len(HEAD), len(HEAD) + len(DIRECTION)
 _FIGURES = _WRITE + len(DIRECTION)
-_HOSTS, _FACTS, _QEMU, _STEADY, _PRECONDITION, _FIO_JOB, _IODEPTH, _NUMJOBS, _OFFERED_PCT, _ARRIVALS, _ID = (
-    COLUMNS.index(c) for c in TAIL)  # fmt: skip
+_HOSTS, _FACTS, _QEMU, _ID = (COLUMNS.index(c) for c in ("hosts_json", "host_json", "qemu_cpu_json", "id"))
+# the optional fields' columns and whether each is a JSON text (printed whole)
+_OPTIONAL = tuple(
+    (COLUMNS.index(f.column), f.read == "json") for f in fields.OPTIONAL if f.column is not None
+)
 _KIND, _QEMU_VERSION = HEAD.index("target_kind"), HEAD.index("qemu_version")
-_OFFERED = HEAD.index("offered_iops")
+(_OFFERED,) = (i for i, f in enumerate(f for f in fields.HEAD if f.column is not None) if f.read == "max")
 _MEAN, _OPS, _JOBS = (DIRECTION.index(c) for c in ("lat_mean", "ops", "jobs"))  # within a direction
 QEMU_KEYS = ("vcpu", "main_loop", "iothreads", "other")
 _SCALARS = (str, int, float, bool, type(None))
@@ -140,16 +143,19 @@ def _point(
     _value(facts.get("qemu_machine", "q35" if r[_QEMU_VERSION] else None) if vm else None, values, nested)
     qemu = _qemu(json.loads(r[_QEMU]) if vm and r[_QEMU] != "null" else None, values, nested)
     _value(facts.get("guest_io_warnings"), values, nested)
-    decoded = tuple(r[i] is not None for i in (_STEADY, _PRECONDITION, _FIO_JOB))
-    for i in (_STEADY, _PRECONDITION, _FIO_JOB):
-        if r[i] is not None:
-            _whole(dict(json.loads(r[i])), values, nested)
-    sweep = tuple(r[i] is not None for i in (_IODEPTH, _NUMJOBS, _OFFERED_PCT, _ARRIVALS))
-    values.extend(v for v in r[_IODEPTH:_ID] if v is not None)
+    stored = []  # which optional fields the point holds
+    for i, whole in _OPTIONAL:
+        value = r[i]
+        stored.append(value is not None)
+        if value is not None:
+            if whole:
+                _whole(dict(json.loads(value)), values, nested)
+            else:
+                values.append(value)
     dstore = facts.get("dstore")
     if isinstance(dstore, dict):
         _whole(dict(dstore), values, nested)
-    return _template((read, write, len(hosts), qemu, decoded, sweep, isinstance(dstore, dict)))
+    return _template((read, write, len(hosts), qemu, tuple(stored), isinstance(dstore, dict)))
 
 
 def _facts(text: str | None) -> Mapping[str, object]:
@@ -212,24 +218,26 @@ def _qemu(qemu: object, values: list[object], nested: dict[int, str]) -> int | N
 
 
 @functools.cache
-def _template(shape: tuple[bool, bool, int, int | None, tuple[bool, ...], tuple[bool, ...], bool]) -> str:
+def _template(shape: tuple[bool, bool, int, int | None, tuple[bool, ...], bool]) -> str:
     """A row's text as an element of show's list, ``%s`` for each value: ``json.dumps`` of
     ``PointRow.to_json`` of a row of this shape whose values are slots."""
-    read, write, hosts, qemu, decoded, sweep, dstore = shape
+    read, write, hosts, qemu, stored, dstore = shape
     s: Any = _SLOT
     lat = {n: s for n in LAT_NAMES}
     whole: Any = _OPAQUE
     opaque: Any = (
         whole if qemu == -1 else {"vcpu": s, "main_loop": s, "iothreads": [s] * (qemu or 0), "other": s}
     )
+    optional = {
+        f.name: whole if f.read == "json" else s for f, on in zip(fields.OPTIONAL, stored, strict=True) if on
+    }
     point = rows.PointRow(
-        s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, lat if read else None, s, s, s, lat if write else None, s,
+        **{f.name: s for f in fields.HEAD}, **optional,
+        read_iops=s, read_bw=s, read_lat_ns=lat if read else None, read_ops=s,
+        write_iops=s, write_bw=s, write_lat_ns=lat if write else None, write_ops=s,
         hosts=(s,) * hosts, device_metrics=dict.fromkeys(DEVICE_FIELDS.values(), s),
         cpu=dict.fromkeys(CPU_FIELDS.values(), s), host_facts={}, qemu_machine=s,
         qemu_cpu_pct=None if qemu is None else opaque, guest_io_warnings=s,
-        steady=whole if decoded[0] else None, precondition=whole if decoded[1] else None,
-        fio_job=whole if decoded[2] else None,
-        **{k: s for k, on in zip(("iodepth", "numjobs", "offered_pct", "arrivals"), sweep, strict=True) if on},
         dstore=whole if dstore else None,
     )  # fmt: skip
     text = json.dumps([point.to_json(facts=False)], indent=1)[2:-2]  # " {...}": the list's element
