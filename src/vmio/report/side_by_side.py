@@ -36,7 +36,9 @@ def merge(datas: list[CampaignData]) -> CampaignData:
         def key(point: str, name: str = d.name) -> str:
             return f"{name}:{point}"
 
-        rows.extend(dataclasses.replace(row, point_key=key(row.point), target=key(row.target)) for row in d.rows)
+        rows.extend(
+            dataclasses.replace(row, point_key=key(row.point), target=key(row.target)) for row in d.rows
+        )
         runs.update({key(k): v for k, v in d.runs.items()})
         targets.update({key(t): spec for t, spec in d.targets.items()})
         order += [w for w in d.workloads() if w not in order]
