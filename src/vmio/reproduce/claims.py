@@ -3,6 +3,11 @@
 A claims file has a ``[paper]`` table (id, titles, authors, year, keywords, needs) and one ``[[claim]]``
 table per statement: its text, where in the paper it is (text, a table, or a figure with the reading
 named), the paper's value and unit, and the tolerance by which a measurement agrees with it.
+
+A claim's ``kind`` is ``result`` (something the paper's experiment measured or computed, judged against
+vmio's) or ``setup`` (the paper's own setting, or a place vmio chose: shown beside vmio's value for reference,
+never judged nor counted). ``statistic`` names the measure the paper reports and vmio computes for it
+(a peak over windows, a whole-run mean, the maximum of 100 operations, a ratio of what to what).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from vmio.errors import InputError
 
 NEEDS = ("qemu", "ceph", "kvm", "hdd", "root")
 TOLERANCES = ("relative", "absolute", "at_least", "at_most")
+KINDS = ("result", "setup")
 TCG_WHY = "TCG: the guest CPU is emulated"
 
 
@@ -65,6 +71,8 @@ class Claim:
     unit: str
     tolerance: Tolerance
     virtualization_cost: bool = False  # not judged under TCG
+    kind: str = "result"  # "result" | "setup" (an input shown for reference: never judged or counted)
+    statistic: str = ""  # the measure the paper reports and vmio computes for it
 
 
 @dataclass(frozen=True)
@@ -144,6 +152,9 @@ def _claim(name: str, c: dict[str, Any]) -> Claim:  # a [[claim]] table as tomll
         raise ValueError(
             f"{name}: claim {c['id']!r}: tolerance kind {tol['kind']!r} is not one of {TOLERANCES}"
         )
+    kind = c.get("kind", "result")
+    if kind not in KINDS:
+        raise ValueError(f"{name}: claim {c['id']!r}: kind {kind!r} is not one of {KINDS}")
     return Claim(
         id=c["id"],
         text=c["text"],
@@ -152,4 +163,6 @@ def _claim(name: str, c: dict[str, Any]) -> Claim:  # a [[claim]] table as tomll
         unit=c["unit"],
         tolerance=Tolerance(tol["kind"], float(tol["value"])),
         virtualization_cost=bool(c.get("virtualization_cost", False)),
+        kind=kind,
+        statistic=str(c.get("statistic", "")),
     )

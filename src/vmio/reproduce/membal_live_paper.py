@@ -209,6 +209,7 @@ def measure(case: LiveCase) -> tuple[dict[str, Measured], Details]:
         out["live-case1-total-gain"] = Measured(
             statistics.median(gains),
             Spread.of(gains),
+            values=tuple(gains),
             why=f"total hit ratio equal {_span(eq_t)}, efficiency {_span(ef_t)} over {len(gains)} rounds; "
             + _weighting(eq, ef),
             note=sizing,
