@@ -14,12 +14,14 @@ from vmio.reproduce.figure import FigureJson, svg
 from vmio.reproduce.result import BeyondRow, ClaimRow, Reproduction, verdict
 
 STYLE = """
-body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 80em; padding: 0 1em; color: #222; }
+body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1320px; padding: 0 1em; color: #222; }
 table { border-collapse: collapse; margin: 1em 0; width: 100%; table-layout: auto; }
 th, td { border: 1px solid #ccc; padding: .3em .5em; vertical-align: top; text-align: left;
-         overflow-wrap: anywhere; }
+         overflow-wrap: break-word; }
 th { background: #f3f3f3; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.num .small { white-space: normal; display: inline-block; max-width: 10em; }
+td.tol { white-space: nowrap; }
 table.claims td.claim { width: 30%; }
 table.claims td.why { width: 30%; }
 tr.agree td.verdict { background: #dff3df; }
@@ -112,7 +114,7 @@ def _claims_table(claims: list[ClaimRow]) -> str:
             f"{_e(c['text'])}<br><span class='small'>{_e(c['source'])}</span>{stat}</td>"
             f"<td class='num'>{_g(c['paper_value'])}<br><span class='small'>{_e(c['unit'])}</span></td>"
             f"<td class='num'>{measured}</td><td class='num'>{'<br>'.join(lines)}</td>"
-            f"<td>{_e(tol['kind'])} {tol['value']:g}</td>"
+            f"<td class='tol'>{_e(tol['kind'])} {tol['value']:g}</td>"
             f"<td class='verdict' data-agrees='{_json(c['agrees'])}' data-stable='{_json(c['stable'])}'>"
             f"{SHOWN[v]}</td><td class='why'>{_e(c['why'] or '')}</td></tr>"
         )

@@ -233,9 +233,10 @@ def figures(runs: Runs, gains: dict[int, list[float]]) -> list[Figure]:
         if ev.before is None or ev.after is None:
             continue
         disk_gb = ev.setup.disk.capacity_bytes / GB
-        span = (
-            vms * 100 + 40
-        ) * 1.0  # the images (100 GB each) and the paper's zone; the rest of the disk is idle
+        # the images (100 GB each from address 0) and the zone; the rest of the disk holds no request
+        plan = ev.evaluation.plan
+        zone_end = (plan.zone_start + plan.zone_extents) * plan.layout.extent_bytes / GB
+        span = max(vms * 100.0, zone_end, PAPER_AFTER[vms]) + 30.0
         for label, offsets, fig, marks in (
             (
                 "before",
