@@ -49,6 +49,23 @@ READINGS = {
 }  # VM1 under each reading of Table 1; the verdicts use uniform
 VERDICT_READING = "uniform"
 WINDOWS = 10  # the peak's windows: a tenth of the run each
+NOTES = [
+    "Case 1's headline, 全体のヒット率が最大で約 1.5 倍向上 ('up to about 1.5 times'), is a peak. vmio computes it as "
+    "the largest ratio of the scheduler's total hit ratio to the equal split's over windows of a tenth of the run "
+    "(5 of the scheduler's epochs each at quick scale, 20 at paper scale), per seed. The paper's Fig. 2 is not in "
+    "the text vmio holds and the text gives no time axis, so a tenth of the run is taken as the finest step a "
+    "two-page paper's small plot resolves; a window of several epochs keeps one noisy epoch from being the peak. "
+    "The whole-run ratio is shown beside it as its own claim, case1-total-gain-mean.",
+    "Table 1 describes VM1 as 'I/O 空間局所性:低' (locality: low) whose range mostly does not fit in cache at "
+    "either split (大部分のアクセス範囲はキャッシュに収まらない). Two workloads fit that text: uniform reads over "
+    "content far larger than memory (none of it fits), and an 8 MiB common part taking half the requests with "
+    "the rest uniform (most of the range does not fit). The verdicts use the uniform reading: it is what "
+    "'locality: low' says, while the common part gives VM1 about a 50 % hit ratio, above the 'medium' VM2's. "
+    "Under the uniform reading VM1 gives up hits in proportion to the memory the rule takes, so "
+    "case1-vm1-holds and case2-vm1-unchanged disagree; under the common-part reading they agree and the peak "
+    "gain is smaller. The table 'readings' gives every claim's figure under both; each claim's why gives the "
+    "other reading's value.",
+]
 
 # Both cases: the same host and VM1 (web); case 1 adds the bursty web server, case 2 the NFS server of images
 SCENARIO_HEAD = """

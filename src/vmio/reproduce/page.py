@@ -58,9 +58,11 @@ def render(rep: Reproduction) -> str:
         f"<p id='counts'>Result claims: {n['agree']} agree, {n['disagree']} disagree, {n['cannot_tell']} the "
         f"repetitions cannot tell, {n['not_judged']} not judged; {n['setup']} setup claims (the paper's own "
         "settings) shown for reference, not counted.</p>",
-        "<h2 id='claims'>Claims</h2>",
-        _claims_table(rows),
     ]
+    if rep.notes:
+        parts.append("<h2 id='readings'>How vmio reads the paper</h2>")
+        parts += [f"<p>{_e(n)}</p>" for n in rep.notes]
+    parts += ["<h2 id='claims'>Claims</h2>", _claims_table(rows)]
     if rep.figures:
         parts.append("<h2 id='figures'>Figures</h2>")
         parts += [_figure(f.json()) for f in rep.figures]

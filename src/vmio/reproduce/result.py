@@ -134,6 +134,7 @@ class Reproduction:
     details: Details = field(default_factory=dict)
     beyond: list[BeyondRow] = field(default_factory=list)
     figures: list[Figure] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # how vmio read the paper where it allows several readings
 
     def claim_rows(self) -> list[ClaimRow]:
         return [judge(c, self.measured.get(c.id), self.accel) for c in self.paper.claims]
@@ -153,6 +154,7 @@ class Reproduction:
             "fitted": self.fitted,
             "failures": self.failures,
             "retried": self.retried,
+            "notes": self.notes,
             "counts": self.counts(),
             "claims": self.claim_rows(),
             "beyond": self.beyond,

@@ -81,10 +81,12 @@ def reproduce(req: Request, progress: Callable[[Progress], None] | None = None) 
     rep = Reproduction(p, req.scale, facts.collect())
     if p.id == "hitachi-membal-2014":
         rep.measured, rep.details, rep.figures = membal_paper.run(req.scale)
+        rep.notes = list(membal_paper.NOTES)
         if req.live and shutil.which("qemu-system-x86_64"):
             _run_membal_live(req, rep)
     elif p.id == "kogakuin-relocate-2011":
         rep.measured, rep.details, rep.fitted, rep.beyond, rep.figures = relocate_paper.run(req.scale)
+        rep.notes = list(relocate_paper.NOTES)
     elif p.id == "bitisle-dstore-2014":
         _run_dstore(req, rep)
     elif p.id == "hitachi-nvme-2016":
@@ -150,6 +152,7 @@ def _run_ops(req: Request, rep: Reproduction, progress: Callable[[Progress], Non
             )
     rep.failures, rep.retried = tries.failures, tries.retried
     rep.campaigns = [name, f"{name}-fig6"]
+    rep.notes = list(ops_paper.NOTES)
 
 
 def write(rep: Reproduction, out: Path) -> None:
