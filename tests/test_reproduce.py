@@ -738,3 +738,9 @@ def test_membal_live_case1_gains_beyond_its_spread(
     gains = [b / a for (_, a), (_, b) in zip(totals[::2], totals[1::2], strict=True)]
     assert gain["spread"]["min"] == pytest.approx(min(gains), abs=1e-3)
     assert c["live-case1-memory-moves"]["measured"] > 1.0  # memory went to the bursty VM
+    # the pooled total's reason is shown whatever its verdict: VM2's share of the reads under each policy
+    assert "VM2 read" in gain["why"] and "weighing both VMs alike" in gain["why"]
+    figs = figures_match_page(result, (tmp_path / "out" / "index.html").read_text())
+    pooled = next(s for s in figs["fig2-live-rounds"]["series"] if s["claim"] == "live-case1-total-gain")
+    assert [y for _, y in pooled["points"]] == pytest.approx(gain["values"], abs=1e-6)
+    assert gain["values"] == pytest.approx(gains, abs=1e-3)

@@ -124,6 +124,7 @@ def _run_membal_live(req: Request, rep: Reproduction) -> None:
             return
     rep.accel = case.accel
     measured, details = membal_live_paper.measure(case)
+    rep.figures.append(membal_live_paper.figure(case))
     rep.measured.update(measured)
     rep.details.update(details)
 
