@@ -42,6 +42,7 @@ class FigureJson(TypedDict):
     series: list[SeriesJson]
     marks: list[MarkJson]
     ticks: list[list[float | str]]
+    lines: bool  # False: categories on x, points not joined
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,7 @@ class Figure:
     series: tuple[Series, ...]
     marks: tuple[Mark, ...] = ()
     ticks: tuple[tuple[float, str], ...] = field(default=())  # named x ticks (categories), else numeric
+    lines: bool = True
 
     def json(self) -> FigureJson:
         return {
@@ -96,6 +98,7 @@ class Figure:
             "series": [s.json() for s in self.series],
             "marks": [m.json() for m in self.marks],
             "ticks": [[_r(v), t] for v, t in self.ticks],
+            "lines": self.lines,
         }
 
 
@@ -145,7 +148,7 @@ def svg(fig: FigureJson) -> str:
         dash = " stroke-dasharray='5 3'" if s["kind"] == "paper" else ""
         pts = [(px(x), py(y)) for x, y in s["points"]]
         out.append(f"<g class='series' data-series='{_e(s['name'])}' data-kind='{s['kind']}'>")
-        if len(pts) > 1:
+        if len(pts) > 1 and fig["lines"]:
             path = " ".join(f"{a:.1f},{b:.1f}" for a, b in pts)
             out.append(f"<polyline points='{path}' fill='none' stroke='{colour}' stroke-width='1.5'{dash}/>")
         shape = "rect" if s["kind"] == "paper" else "circle"

@@ -484,6 +484,7 @@ def draw(
                 y="average time (ms), over all repetitions' operations",
                 series=tuple(bars),
                 ticks=((0.0, "read"), (1.0, "write")),
+                lines=False,
             )
         )
     del measured
