@@ -5,12 +5,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
-from vmio.cli import argtypes, terminal
+from vmio.cli import argtypes
 from vmio.cli.store_args import add_db, open_store
 from vmio.errors import InputError
-from vmio.report import compare, compare_text, data, seed000, side_by_side
-from vmio.report import summary_table as saturation
+
+# the store and the report's modules are imported when a command runs, not for its --help
+if TYPE_CHECKING:
+    from vmio.report import seed000
+    from vmio.report import summary_table as saturation
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -52,7 +56,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def cmd_report(args: argparse.Namespace) -> int:
     if args.png_dir is not None and args.output is None:
         raise InputError("--png-dir needs -o/--output: the PNGs are the HTML report's plots")
-    from vmio.report import page  # matplotlib (0.3 s): only for `vmio report`, not every command
+    from vmio.report import data, page, seed000, side_by_side  # page: matplotlib (0.3 s), only for `report`
+    from vmio.report import summary_table as saturation
 
     names: list[str] = list(dict.fromkeys(args.campaigns))
     with open_store(args) as store:
@@ -98,6 +103,9 @@ def _print_summary(
     seed: list[seed000.SeedRow],
 ) -> None:
     """The summary table, then seed 000's configurations beside the campaign's when it has them."""
+    from vmio.report import seed000
+    from vmio.report import summary_table as saturation
+
     if as_json:
         doc = {
             "campaign": campaign,
@@ -113,6 +121,9 @@ def _print_summary(
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    from vmio.cli import terminal
+    from vmio.report import compare, compare_text, data
+
     names: list[str] = args.campaigns
     if len(names) > 2:
         raise InputError(f"compare takes one campaign (with --baseline) or two, not {len(names)}: {names!r}")

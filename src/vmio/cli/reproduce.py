@@ -12,11 +12,8 @@ from vmio.cli import argtypes
 from vmio.cli.campaign import ProgressPrinter
 from vmio.cli.store_args import add_db, default_db
 from vmio.errors import InputError
-from vmio.reproduce import SCALES, Request, check, papers, reproduce
-from vmio.reproduce.diff import diff, load
-from vmio.reproduce.result import verdict
+from vmio.reproduce import SCALES
 from vmio.system import files
-from vmio.traces.vm_runs import beside_store
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -88,6 +85,9 @@ def _reproduce(args: argparse.Namespace) -> int:
         if args.paper is not None:
             raise InputError(f"reproduce: --list takes no ID (got {args.paper!r})")
         return _list(args.json)
+    from vmio.reproduce import Request, check, reproduce  # every paper's experiments: when one runs
+    from vmio.traces.vm_runs import beside_store
+
     if args.paper is None:
         raise InputError("reproduce: name a paper's ID (see `vmio reproduce --list`) or pass --list")
     if args.output is None:
@@ -120,6 +120,8 @@ def _reproduce(args: argparse.Namespace) -> int:
 
 
 def _diff(a: Path, b: Path, as_json: bool) -> int:
+    from vmio.reproduce.diff import diff, load
+
     changes = diff(load(a), load(b))
     if as_json:
         print(json.dumps(changes, indent=2, ensure_ascii=False))
@@ -137,6 +139,8 @@ def _num(v: object) -> str:
 
 
 def _list(as_json: bool) -> int:
+    from vmio.reproduce import papers
+
     entries = [p.listing() for p in papers()]
     if as_json:
         print(json.dumps(entries, indent=2, ensure_ascii=False))
@@ -150,6 +154,8 @@ def _list(as_json: bool) -> int:
 
 
 def _print_claims(result: dict[str, object]) -> None:
+    from vmio.reproduce.result import verdict
+
     claims = result["claims"]
     assert isinstance(claims, list)
     print(f"{result['paper']} ({result['scale']} scale)")
