@@ -744,3 +744,34 @@ def test_membal_live_case1_gains_beyond_its_spread(
     pooled = next(s for s in figs["fig2-live-rounds"]["series"] if s["claim"] == "live-case1-total-gain")
     assert [y for _, y in pooled["points"]] == pytest.approx(gain["values"], abs=1e-6)
     assert gain["values"] == pytest.approx(gains, abs=1e-3)
+
+
+def test_hypervisors_paper_scale_claims_are_judged_there_only() -> None:
+    """``one-vcpu-vs-two`` and ``one-vm-vs-two`` need the 2-vCPU targets only --scale paper runs: from such
+    rows (three repetitions) they are measured, as the ratio of the averages worked out here by hand; from
+    quick scale's rows they stay unjudged, saying why."""
+    from vmio.reproduce.ops_paper import Case, measure
+
+    def case(target: str, rw: str, avg: float) -> Case:
+        return Case(target, rw, 4096, 0, 100, avg, 2 * avg, "kvm", avg / 2)
+
+    reps = {
+        n: [case("bare-1cpu", "randwrite", 1.0), case("vm-1cpu", "randwrite", 0.5 + n / 100),
+            case("vm-1cpu", "randread", 1.0), case("vm-2cpu", "randread", 1.0), case("vm-2cpu", "randwrite", 0.5),
+            case("vm-2cpu-2vm", "randread", 1.1), case("vm-2cpu-2vm", "randwrite", 0.55)]
+        for n in (1, 2, 3)
+    }  # fmt: skip
+    got = measure(reps, scale="paper")
+    assert got["one-vcpu-vs-two"].values == pytest.approx(
+        [(1.0 + (0.5 + n / 100) / 0.5) / 2 for n in (1, 2, 3)]
+    )
+    assert got["one-vm-vs-two"].values == pytest.approx([1.1, 1.1, 1.1])
+    assert got["vm-write-min-below-bm"].values == pytest.approx(
+        [(0.5 + n / 100) / 2 / 0.5 for n in (1, 2, 3)]
+    )
+    p = paper("okayama-hypervisors-2020")
+    assert judge(p.claim("one-vm-vs-two"), got["one-vm-vs-two"], "kvm")["agrees"] is True
+    quick = {n: [c for c in rows if not c.target.startswith("vm-2cpu")] for n, rows in reps.items()}
+    for key in ("one-vcpu-vs-two", "one-vm-vs-two"):
+        row = judge(p.claim(key), measure(quick, scale="quick")[key], "kvm")
+        assert row["agrees"] is None and "--scale paper" in row["why"]
