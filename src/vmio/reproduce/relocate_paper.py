@@ -200,7 +200,7 @@ def _zone_why(runs: Runs, vms: int) -> str:
     at_median = statistics.median(float(runs.median[(vms, s)].evaluation.gain) for s in runs.seeds)
     here = statistics.median(_gains(runs, vms, "fcfs"))
     return (
-        "vmio's setting, not a result: the paper's method gathers the hot spots next to each other (§3) without "
+        "vmio chose it: the paper's method gathers the hot spots next to each other (§3) without "
         "saying where; its blocks went where its ext2 found room when it rewrote the inode block lists (§4). vmio "
         f"puts the zone where the paper's went (zone = seed, 25 % of the disk); the gain is {here:+.1%} there and "
         f"{at_median:+.1%} with the zone at the median of the accesses (beyond, gain-{vms}vm-zone-at-median)"

@@ -9,6 +9,7 @@ settled. ``setup`` claims (the paper's own settings) are shown for reference: ``
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -200,7 +201,8 @@ def judge(claim: Claim, m: Measured | None, accel: str | None) -> ClaimRow:
     reason (``why``) is kept whatever the verdict."""
     value = None if m is None else m.value
     values = [] if m is None or value is None else list(m.values or (value,))
-    ci = interval(values) if values else None
+    finite = bool(values) and all(math.isfinite(v) for v in values)
+    ci = interval(values) if finite else None
     row: ClaimRow = {
         "id": claim.id,
         "kind": claim.kind,
@@ -223,7 +225,7 @@ def judge(claim: Claim, m: Measured | None, accel: str | None) -> ClaimRow:
     }
     said = "; ".join(x for x in ((m.why, m.note) if m is not None else ()) if x)
     if claim.kind == "setup":
-        row["why"] = "the paper's own setting, shown for reference: not judged, not counted" + (
+        row["why"] = "a setting, not a result: shown for reference, not judged, not counted" + (
             f"; {said}" if said else ""
         )
         return row
@@ -233,7 +235,7 @@ def judge(claim: Claim, m: Measured | None, accel: str | None) -> ClaimRow:
     if m is None or value is None:
         row["why"] = said or "not measured in this run"
         return row
-    settled = decided(claim.tolerance, claim.paper_value, values)
+    settled = decided(claim.tolerance, claim.paper_value, values) if finite else None
     row["stable"] = settled is not None
     row["agrees"] = settled if settled is not None else claim.tolerance.holds(claim.paper_value, value)
     row["why"] = said or None
@@ -241,6 +243,8 @@ def judge(claim: Claim, m: Measured | None, accel: str | None) -> ClaimRow:
         lead = (
             "one measurement: no repetitions to tell by"
             if len(values) < 2
+            else "a repetition gave no finite value"
+            if not finite
             else f"the repetitions cannot tell: the 95 % interval of their mean ({_g(ci.lo)}..{_g(ci.hi)}, "
             f"n={len(values)}) crosses the tolerance's boundary"
             if ci is not None
