@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import itertools
 import json
+import math
 import os
 import re
 import statistics
@@ -315,9 +316,11 @@ def test_an_echoed_input_is_setup_never_counted(tmp_path: Path, capsys: pytest.C
 
 
 def test_verdicts_rest_on_the_repetitions() -> None:
-    """``stable`` is the 95 % Student interval of the repetitions' mean (scipy's) wholly inside or outside
-    the tolerance's band; ``agrees`` then follows it, and an unsettled claim says the repetitions cannot tell."""
+    """``stable`` is the 95 % Student interval (scipy's) of the repetitions' mean wholly inside or outside the
+    tolerance's band, on the logarithms for a ratio; ``agrees`` then follows it, and an unsettled claim says
+    the repetitions cannot tell."""
     claim = paper("hitachi-membal-2014").claim("case1-total-gain")  # 1.5 x, relative 0.15: 1.275 .. 1.725
+    assert claim.scale == "log"
     for values, agrees, stable in (
         ([1.40, 1.41, 1.42], True, True),
         ([1.00, 1.01, 1.02], False, True),
@@ -327,12 +330,25 @@ def test_verdicts_rest_on_the_repetitions() -> None:
         row = judge(claim, Measured.median_of(values), None)
         assert (row["agrees"], row["stable"], row["repetitions"]) == (agrees, stable, len(values)), values
         if len(values) > 1:
-            lo, hi = scipy_stats.t.interval(0.95, len(values) - 1, loc=statistics.fmean(values),
-                                            scale=scipy_stats.sem(values))  # fmt: skip
-            assert (row["interval"]["lo"], row["interval"]["hi"]) == pytest.approx((lo, hi), abs=1e-6)
-            assert stable == (hi < 1.275 or lo > 1.725 or (lo > 1.275 and hi < 1.725))
+            logs = [math.log(v) for v in values]
+            lo, hi = scipy_stats.t.interval(
+                0.95, len(logs) - 1, loc=statistics.fmean(logs), scale=scipy_stats.sem(logs)
+            )
+            assert (row["interval"]["lo"], row["interval"]["hi"]) == pytest.approx(
+                (math.exp(lo), math.exp(hi)), abs=1e-6
+            )
+            edges = (math.log(1.275), math.log(1.725))
+            assert stable == (hi < edges[0] or lo > edges[1] or (lo > edges[0] and hi < edges[1]))
         if not stable:
             assert row["why"].startswith(("the repetitions cannot tell", "one measurement"))
+    # a ratio far above its bound in every repetition: told on the log scale, where the mean's interval of the
+    # values themselves would reach below 0
+    fig6 = paper("okayama-hypervisors-2020").claim("fig6-file-read-faster")  # at least 2 x
+    values = [573.2, 373.5, 191.4]
+    lo, _ = scipy_stats.t.interval(0.95, 2, loc=statistics.fmean(values), scale=scipy_stats.sem(values))
+    assert lo < 2
+    row = judge(fig6, Measured.median_of(values), None)
+    assert row["agrees"] is True and row["stable"] is True and row["interval"]["scale"] == "log"
 
 
 def test_diff_lists_changed_verdicts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -466,18 +482,24 @@ def test_hypervisors_verdicts_rest_on_each_repetition(hypervisors: dict[str, Any
         if x["kind"] == "setup" or x["agrees"] is None:
             continue
         tol, values = x["tolerance"], x["values"]
-        lo, hi = scipy_stats.t.interval(
-            0.95, len(values) - 1, loc=statistics.fmean(values), scale=scipy_stats.sem(values)
-        )
+        log = x["interval"]["scale"] == "log"
+        f = math.log if log else float
+        vals = [f(v) for v in values]
+        if len(set(vals)) == 1:  # no spread: the interval is the value itself (scipy wants a scale > 0)
+            lo = hi = vals[0]
+        else:
+            lo, hi = scipy_stats.t.interval(
+                0.95, len(vals) - 1, loc=statistics.fmean(vals), scale=scipy_stats.sem(vals)
+            )
         if tol["kind"] in ("at_least", "at_most"):
-            edges = [tol["value"]]
+            edges = [f(tol["value"])]
         else:
             w = tol["value"] * abs(x["paper_value"]) if tol["kind"] == "relative" else tol["value"]
-            edges = [x["paper_value"] - w, x["paper_value"] + w]
+            edges = [f(x["paper_value"] - w), f(x["paper_value"] + w)]
         clear = all(hi < e or lo > e for e in edges)
         assert x["stable"] == clear, x
         if clear:
-            inside = {"at_least": lo > tol["value"], "at_most": hi < tol["value"]}.get(
+            inside = {"at_least": lo > edges[0], "at_most": hi < edges[0]}.get(
                 tol["kind"], lo > edges[0] and hi < edges[-1]
             )
             assert x["agrees"] == inside, x

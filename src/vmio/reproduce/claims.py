@@ -8,6 +8,8 @@ A claim's ``kind`` is ``result`` (something the paper's experiment measured or c
 vmio's) or ``setup`` (the paper's own setting, or a place vmio chose: shown beside vmio's value for reference,
 never judged nor counted). ``statistic`` names the measure the paper reports and vmio computes for it
 (a peak over windows, a whole-run mean, the maximum of 100 operations, a ratio of what to what).
+``scale = "log"`` marks a ratio or a time: its repetitions are judged on their logarithm (a ratio's
+natural scale, where 2x and 0.5x are equally far from 1), by the same rule (``vmio.stats.tell.side``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from vmio.errors import InputError
 NEEDS = ("qemu", "ceph", "kvm", "hdd", "root")
 TOLERANCES = ("relative", "absolute", "at_least", "at_most")
 KINDS = ("result", "setup")
+SCALES_OF_VALUES = ("linear", "log")
 TCG_WHY = "TCG: the guest CPU is emulated"
 
 
@@ -73,6 +76,7 @@ class Claim:
     virtualization_cost: bool = False  # not judged under TCG
     kind: str = "result"  # "result" | "setup" (an input shown for reference: never judged or counted)
     statistic: str = ""  # the measure the paper reports and vmio computes for it
+    scale: str = "linear"  # "log": a ratio or a time, judged on the logarithm of its values (result.decided)
 
 
 @dataclass(frozen=True)
@@ -152,7 +156,9 @@ def _claim(name: str, c: dict[str, Any]) -> Claim:  # a [[claim]] table as tomll
         raise ValueError(
             f"{name}: claim {c['id']!r}: tolerance kind {tol['kind']!r} is not one of {TOLERANCES}"
         )
-    kind = c.get("kind", "result")
+    kind, scale = c.get("kind", "result"), c.get("scale", "linear")
+    if scale not in SCALES_OF_VALUES:
+        raise ValueError(f"{name}: claim {c['id']!r}: scale {scale!r} is not one of {SCALES_OF_VALUES}")
     if kind not in KINDS:
         raise ValueError(f"{name}: claim {c['id']!r}: kind {kind!r} is not one of {KINDS}")
     return Claim(
@@ -165,4 +171,5 @@ def _claim(name: str, c: dict[str, Any]) -> Claim:  # a [[claim]] table as tomll
         virtualization_cost=bool(c.get("virtualization_cost", False)),
         kind=kind,
         statistic=str(c.get("statistic", "")),
+        scale=scale,
     )

@@ -17,7 +17,7 @@ from typing import TypedDict
 
 from vmio.reproduce.claims import TCG_WHY, Claim, Paper, Tolerance, ToleranceJson
 from vmio.reproduce.figure import Figure
-from vmio.stats.tell import interval, side
+from vmio.stats.tell import Interval, interval, side
 
 Cell = str | int | float | None
 TableRow = dict[str, Cell]  # one row of a table on the page, by column
@@ -32,9 +32,10 @@ class SpreadJson(TypedDict):
 
 
 class IntervalJson(TypedDict):
-    mean: float | None
+    mean: float | None  # on a log claim: the geometric mean, lo and hi taken back from the log scale
     lo: float | None
     hi: float | None
+    scale: str  # "linear" | "log"
 
 
 class ClaimRow(TypedDict):
@@ -202,7 +203,8 @@ def judge(claim: Claim, m: Measured | None, accel: str | None) -> ClaimRow:
     value = None if m is None else m.value
     values = [] if m is None or value is None else list(m.values or (value,))
     finite = bool(values) and all(math.isfinite(v) for v in values)
-    ci = interval(values) if finite else None
+    log = claim.scale == "log" and finite and all(v > 0 for v in values)
+    ci = interval([math.log(v) for v in values] if log else values) if finite else None
     row: ClaimRow = {
         "id": claim.id,
         "kind": claim.kind,
@@ -215,9 +217,7 @@ def judge(claim: Claim, m: Measured | None, accel: str | None) -> ClaimRow:
         "repetitions": len(values),
         "values": [_round_f(v) for v in values],
         "spread": m.spread.json() if m is not None and m.spread is not None else None,
-        "interval": None
-        if ci is None
-        else {"mean": _round(ci.mean), "lo": _round(ci.lo), "hi": _round(ci.hi)},
+        "interval": None if ci is None else _interval(ci, log),
         "tolerance": claim.tolerance.json(),
         "agrees": None,
         "stable": None,
@@ -235,7 +235,7 @@ def judge(claim: Claim, m: Measured | None, accel: str | None) -> ClaimRow:
     if m is None or value is None:
         row["why"] = said or "not measured in this run"
         return row
-    settled = decided(claim.tolerance, claim.paper_value, values) if finite else None
+    settled = decided(claim.tolerance, claim.paper_value, values, log) if finite else None
     row["stable"] = settled is not None
     row["agrees"] = settled if settled is not None else claim.tolerance.holds(claim.paper_value, value)
     row["why"] = said or None
@@ -245,7 +245,8 @@ def judge(claim: Claim, m: Measured | None, accel: str | None) -> ClaimRow:
             if len(values) < 2
             else "a repetition gave no finite value"
             if not finite
-            else f"the repetitions cannot tell: the 95 % interval of their mean ({_g(ci.lo)}..{_g(ci.hi)}, "
+            else f"the repetitions cannot tell: the 95 % interval of their {'geometric ' if log else ''}mean "
+            f"({_g(row['interval']['lo'] if row['interval'] else None)}..{_g(row['interval']['hi'] if row['interval'] else None)}, "
             f"n={len(values)}) crosses the tolerance's boundary"
             if ci is not None
             else ""
@@ -256,22 +257,36 @@ def judge(claim: Claim, m: Measured | None, accel: str | None) -> ClaimRow:
     return row
 
 
-def decided(tol: Tolerance, paper_value: float, values: Sequence[float]) -> bool | None:
+def decided(tol: Tolerance, paper_value: float, values: Sequence[float], log: bool = False) -> bool | None:
     """Whether ``values`` agree with ``paper_value`` by ``tol``, as ``vmio.stats.tell.side`` decides it
-    for each boundary the tolerance draws; None when the repetitions cannot tell."""
+    for each boundary the tolerance draws (``log``: on the logarithms of the values and boundaries, a
+    boundary at or below 0 lying below every value); None when the repetitions cannot tell."""
+
+    def at(threshold: float) -> str:
+        if not log:
+            return side(values, threshold)
+        if threshold <= 0:
+            return "above"
+        return side([math.log(v) for v in values], math.log(threshold))
+
     if tol.kind == "at_least":
-        s = side(values, tol.value)
-        return {"above": True, "below": False}.get(s)
+        return {"above": True, "below": False}.get(at(tol.value))
     if tol.kind == "at_most":
-        s = side(values, tol.value)
-        return {"below": True, "above": False}.get(s)
+        return {"below": True, "above": False}.get(at(tol.value))
     width = tol.value * abs(paper_value) if tol.kind == "relative" else tol.value
-    low, high = side(values, paper_value - width), side(values, paper_value + width)
+    low, high = at(paper_value - width), at(paper_value + width)
     if low == "above" and high == "below":
         return True
     if low == "below" or high == "above":
         return False
     return None
+
+
+def _interval(ci: Interval, log: bool) -> IntervalJson:
+    if not log:
+        return {"mean": _round(ci.mean), "lo": _round(ci.lo), "hi": _round(ci.hi), "scale": "linear"}
+    back = [None if x is None else math.exp(x) for x in (ci.mean, ci.lo, ci.hi)]
+    return {"mean": _round(back[0]), "lo": _round(back[1]), "hi": _round(back[2]), "scale": "log"}
 
 
 def _g(x: float | None) -> str:
