@@ -60,7 +60,7 @@ def render(rep: Reproduction) -> str:
         "settings) shown for reference, not counted.</p>",
     ]
     if rep.notes:
-        parts.append("<h2 id='readings'>How vmio reads the paper</h2>")
+        parts.append("<h2 id='notes'>How vmio reads the paper</h2>")
         parts += [f"<p>{_e(n)}</p>" for n in rep.notes]
     parts += ["<h2 id='claims'>Claims</h2>", _claims_table(rows)]
     if rep.figures:
