@@ -278,6 +278,7 @@ def busy_loopdev(scratch: Path) -> Iterator[str]:
     with open(image, "wb") as f:
         for _ in range(64):
             f.write(os.urandom(1 << 20))
+        os.setxattr(f.fileno(), "user.vmio.scratch", b"vmio")  # scratch: judged by the backing file's mark
     dev = subprocess.check_output(["losetup", "-f", "--show", "--direct-io=on", str(image)], text=True,
                                   timeout=30).strip()  # fmt: skip
     yield dev

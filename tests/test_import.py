@@ -156,8 +156,7 @@ def test_import_refuses_what_is_not_fio_output(tmp_path: Path, capsys: pytest.Ca
     db = tmp_path / "v.db"
     code, _, err = cli(["import", str(bad), "--campaign", "x", "--db", str(db)], capsys)
     assert code == 2 and str(bad) in err and len(err.strip().splitlines()) == 1
-    code, out, _ = cli(["ls", "--db", str(db), "--json"], capsys)
-    assert json.loads(out) == []  # nothing half-stored
+    assert not db.exists()  # nothing half-stored, not even a new empty store
     code, _, err = cli(["import", str(tmp_path / "missing.json"), "--campaign", "x", "--db", str(db)], capsys)
     assert code == 2 and "missing.json: no such file" in err
 

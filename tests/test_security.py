@@ -11,14 +11,19 @@ did not create, ``ioengine``, CSV cells, signals. docs/security.md lists each pr
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import json
 import os
 import pwd
+import re
 import shutil
 import signal
 import socket
+import sqlite3
+import stat
+import struct
 import subprocess
 import sys
 import tempfile
@@ -31,16 +36,24 @@ from typing import Any
 import pytest
 
 from vmio.advise.live_sample import Seams, diagnose_live
+from vmio.campaign import imported, runner
 from vmio.cli import main
 from vmio.dstore import cluster
 from vmio.errors import ToolError, UnsafeTargetError
+from vmio.fio import iolog as vmio_iolog
 from vmio.fio import jobfile
+from vmio.fio import options as fio_options
+from vmio.fio import run as fiorun
+from vmio.guest import image as guest_image
 from vmio.guest.image import READY_MARKER
+from vmio.qemu import builds
+from vmio.qemu import caps as qemu_caps
 from vmio.qemu.running import Monitor, QemuProcess
-from vmio.spec import fields
-from vmio.store import Store, export
-from vmio.system import files, guard, rbdimage, safety
-from vmio.targets import remote
+from vmio.spec import fields, fiofile
+from vmio.store import Store, export, integrity
+from vmio.system import blockdev, cephclient, files, grants, guard, rbdimage, safety
+from vmio.system.process import Runner
+from vmio.targets import host as host_module
 from vmio.targets.remote import LocalFioServer
 
 from conftest import need
@@ -151,6 +164,22 @@ def no_check(*args: object, **kwargs: object) -> None:
     return None
 
 
+@contextlib.contextmanager
+def by_name(path: str) -> Iterator[safety.Held]:
+    """``safety.hold`` switched off: the target handed on by its name, as before part 4."""
+
+    class ByName(safety.Held):
+        @property
+        def here(self) -> str:
+            return self.path
+
+        @property
+        def fio_path(self) -> str:
+            return self.path
+
+    yield ByName(-1, path)
+
+
 # -- Part 1: paths ------------------------------------------------------------------------------------------
 # Attack 1: a ':' in a target path
 
@@ -163,6 +192,9 @@ def test_a_colon_in_a_host_path_names_one_file(
     before = fs_state(ext4)
     if rule == "off":
         monkeypatch.setattr(jobfile, "fio_name", lambda path: path)
+        # fio gets the held target's descriptor (part 4), which has no ':'; by name, as calibrate, remote
+        # targets and the dry run still hand paths to fio, the escape is what keeps the device safe
+        monkeypatch.setattr(host_module, "hold", by_name)
     path = f"{scratch}/c.img:{ext4}"
     spec = hostile(pub, "c.toml", host_spec(tmp_path, path).read_text())
     code = main(["run", str(spec), "--db", str(tmp_path / "c.db")])
@@ -236,8 +268,12 @@ def test_other_spellings_of_a_remote_device_are_refused(
         f'paths = ["{path}"]\nsize = "1M"\n[[workload]]\nname = "w"\nrw = "randwrite"\nruntime = "1s"\n'
     )
     code = main(["run", str(spec), "--db", str(tmp_path / "r.db")])
-    shown = "/dev/loop1 on" if path == "/dev/loop1" else f"{path} (that is /dev/loop1) on 127.0.0.1:9"
-    refused(capsys, code, f"refusing to write to {shown}", "--destroy-data /dev/loop1")
+    refused(
+        capsys, code, f"refusing to write to '{path}' (that is '/dev/loop1'", f"add --destroy-data {path}"
+    )
+    # the device's own name does not stand for another spelling: the flag names the path as the spec does
+    code = main(["run", str(spec), "--db", str(tmp_path / "r.db"), "--destroy-data", "/dev/loop1"])
+    refused(capsys, code, f"refusing to write to '{path}'", f"add --destroy-data {path}")
 
 
 @RULE
@@ -248,7 +284,7 @@ def test_a_remote_device_spelt_with_two_slashes_is_not_written(
     """``paths = ["//dev/loopN"]`` in nobody's spec, on a real fio server: refused, the ext4 intact."""
     before = fs_state(ext4)
     if rule == "off":
-        monkeypatch.setattr(remote, "remote_normal", lambda path: path)
+        monkeypatch.setattr(runner, "check_remote_writes", no_check)
     with LocalFioServer() as server:
         spec = hostile(
             pub,
@@ -258,7 +294,7 @@ def test_a_remote_device_spelt_with_two_slashes_is_not_written(
         )
         code = main(["run", str(spec), "--db", str(tmp_path / "r.db")])
     if rule == "on":
-        refused(capsys, code, f"refusing to write to /{ext4} (that is {ext4})", f"--destroy-data {ext4}")
+        refused(capsys, code, f"refusing to write to '/{ext4}' (that is '{ext4}'", f"--destroy-data /{ext4}")
         assert fs_state(ext4) == before
     else:
         assert fs_state(ext4)[2] != before[2]
@@ -470,7 +506,7 @@ def test_an_external_ioengine_in_a_job_file_is_refused(
     job.write_text("[w]\nrw=randread\nioengine=external:/tmp/evil.so\n")
     code = main(["run", str(job), "--target", "/var/lib/vmio/x.img", "--size", "1M", "--dry-run"])
     err = capsys.readouterr().err
-    assert code == 2 and f"{job}:3: ioengine=external:/tmp/evil.so" in err and "not one vmio runs" in err, err
+    assert code == 2 and f"{job}:3: ioengine=external:/tmp/evil.so" in err and "vmio does not run" in err, err
 
 
 # CSV cells a spreadsheet would run
@@ -555,6 +591,219 @@ def _ancestor(child: int, pid: int) -> bool:
         if child == pid:
             return True
     return False
+
+
+# Part 3: a job read as fio reads it; read-only jobs under fio's --readonly ---------------------------------
+# (issue 36: docs/security.md, "Part 3: by effect, what fio will do")
+
+
+def planted_log(path: str, ddirs: tuple[str, ...] = ("write", "read")) -> None:
+    """``nobody`` plants a fio I/O log at ``path``: writes over the first MiB (the ext4's superblock and
+    group descriptors) and a read after each."""
+    lines = ["fio version 2 iolog", "vmio-ops add", "vmio-ops open"]
+    lines += [f"vmio-ops {d} {o} 4096" for o in range(0, 1 << 20, 4096) for d in ddirs]
+    text = "\n".join([*lines, "vmio-ops close"]) + "\n"
+    subprocess.run(["runuser", "-u", "nobody", "--", "tee", path], input=text.encode(), check=True,
+                   timeout=30, stdout=subprocess.DEVNULL)  # fmt: skip
+
+
+def ops_spec(tmp_path: Path, server: str, device: str) -> Path:
+    spec = tmp_path / "ops.toml"
+    spec.write_text(
+        f'[campaign]\nname = "ops"\nseed = 36\n[[target]]\nname = "r"\nkind = "remote"\nhosts = ["{server}"]\n'
+        f'paths = ["{device}"]\nsize = "64M"\n'
+        '[[workload]]\nname = "rr"\nrw = "randread"\nbs = "4k"\nops = 20\ndirect = true\n'
+    )
+    return spec
+
+
+def shown(db: Path, capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
+    capsys.readouterr()
+    assert main(["show", "--json", "--db", str(db)]) == 0
+    rows: list[dict[str, Any]] = json.loads(capsys.readouterr().out)
+    return rows
+
+
+@pytest.mark.parametrize("rule", ["on", "readonly-alone", "off"])
+def test_a_planted_log_of_writes_cannot_make_a_read_only_ops_campaign_write(
+    rule: str, ext4: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read-only campaign with ``seed`` and ``ops`` on a remote ``/dev/loopN`` (a real ``fio --server`` on
+    loopback) while ``nobody`` has planted a log of writes under the fixed name the old exec job used.
+
+    on: the log goes through fio's own writes into a fresh 0700 folder of a random name, no job holds a
+    shell line, the device is intact. readonly-alone: the log's name is the planted one and vmio's own log
+    goes elsewhere (the fresh folder switched off): fio replays the planted writes, but under
+    ``--readonly`` it skips them. off: ``--readonly`` switched off too: the ext4 is overwritten."""
+    planted = f"/tmp/vmio-ops-{os.getpid()}-{rule}-0.iolog"
+    planted_log(planted)
+    before = fs_state(ext4)
+    put_job = vmio_iolog.put_job
+    if rule != "on":
+        monkeypatch.setattr(vmio_iolog, "private_path", lambda index: planted)
+        monkeypatch.setattr(
+            vmio_iolog, "put_job", lambda text, path: put_job(text, str(tmp_path / "put.log"))
+        )
+    if rule == "off":
+        monkeypatch.setattr(fiorun, "read_only", lambda text: False)
+    try:
+        with LocalFioServer() as server:
+            db, work = tmp_path / "ops.db", tmp_path / "work"
+            code = main(["run", str(ops_spec(tmp_path, server.address, ext4)), "--db", str(db), "--workdir",
+                         str(work)])  # fmt: skip
+    finally:
+        Path(planted).unlink(missing_ok=True)  # vmio removes the log it replayed
+    assert code == 0, capsys.readouterr()
+    (row,) = shown(db, capsys)
+    jobs = {p.name: p.read_text() for p in work.rglob("*.fio")}
+    assert not any(word in text for text in jobs.values() for word in ("exec", "/bin/sh", "base64")), jobs
+    if rule == "off":
+        assert fs_state(ext4) != before and row["write_iops"] > 0
+        return
+    assert fs_state(ext4) == before and row["status"] == "done" and not row["write_iops"]
+    if rule == "on":
+        (measured,) = [t for n, t in jobs.items() if n.startswith("job")]
+        log = re.search(r"^read_iolog=(/tmp/vmio-[0-9a-f]{32})/ops-0-[0-9a-f]{16}\.iolog$", measured, re.M)
+        assert log is not None, measured
+        folder = os.stat(log.group(1))  # fio made it for this vmio: root's, 0700
+        assert folder.st_uid == 0 and stat.S_IMODE(folder.st_mode) == 0o700
+        assert not os.listdir(log.group(1))  # the point's log was removed after it
+        put = "".join(
+            bytes.fromhex(h).decode() for h in re.findall(r"buffer_pattern=0x(\w+)", jobs["put-iolog-0.fio"])
+        )
+        lines = put.splitlines()  # what fio wrote there: vmio's log of 20 reads
+        assert len(lines) == 3 + 20 + 1 and all(" read " in line for line in lines[3:-1]), put
+        os.rmdir(log.group(1))
+
+
+def spelled(ext4: str) -> list[str]:
+    """Remote paths that are the device to a server started in ``/``, none starting with ``/dev/``."""
+    return [f"/proc/self/root{ext4}", f"/proc/self/cwd{ext4}", ext4.lstrip("/")]
+
+
+@RULE
+def test_a_write_to_any_remote_path_needs_destroy_data_naming_it(
+    rule: str, ext4: str, pub: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """nobody's specs write to a remote target through spellings of an ext4 device that do not start with
+    ``/dev/`` (the fio server runs in ``/``): each refused, exit 3, the sentence saying what to add; a
+    ``--destroy-data`` naming the device otherwise does not do. With the rule off the ext4 is overwritten."""
+    before = fs_state(ext4)
+    if rule == "off":
+        monkeypatch.setattr(runner, "check_remote_writes", no_check)
+    monkeypatch.chdir("/")  # the fio server's folder: a relative path is below /
+    with LocalFioServer() as server:
+        for i, path in enumerate(spelled(ext4)[: 3 if rule == "on" else 1]):
+            spec = hostile(
+                pub,
+                f"r{i}.toml",
+                f'[campaign]\nname = "r{i}"\n[[target]]\nname = "r"\nkind = "remote"\n'
+                f'hosts = ["{server.address}"]\npaths = ["{path}"]\nsize = "1M"\n'
+                '[[workload]]\nname = "w"\nrw = "randwrite"\nruntime = "1s"\n',
+            )
+            code = main(["run", str(spec), "--db", str(tmp_path / "r.db"), "--destroy-data", ext4])
+            if rule == "on":
+                refused(capsys, code, f"refusing to write to '{path}'", f"add --destroy-data {path}")
+    if rule == "on":
+        assert fs_state(ext4) == before
+    else:
+        assert fs_state(ext4)[2] != before[2]
+
+
+@RULE
+def test_an_option_and_its_alias_are_read_as_fio_reads_them(
+    rule: str, victim: Path, pub: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """nobody's job file says ``readwrite=write`` then ``rw=read:4k``: fio takes the last of the two names
+    of one option. Refused, exit 2, naming both lines; root's file intact. With fio's names (and
+    ``--readonly``) switched off, vmio reads a read, fio writes, and the file is overwritten."""
+    job = hostile(pub, "job.fio", "[x]\nreadwrite=write\nrw=read:4k\n")
+    before = checksum(victim)
+    if rule == "off":
+        monkeypatch.setattr(fio_options.InstalledNames, "canonical", lambda self, key: key)
+        monkeypatch.setattr(fiorun, "read_only", lambda text: False)
+    code = main(["run", str(job), "--target", str(victim), "--runtime", "1s", "--db", str(tmp_path / "a.db")])
+    if rule == "on":
+        err = capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1, err
+        assert f"{job}:2: readwrite=write and {job}:3: rw=read:4k in [x] set fio's option 'rw' twice" in err
+        assert checksum(victim) == before
+        # a [global] value a section overrides is ordinary: the section's own value holds
+        good = hostile(pub, "good.fio", "[global]\nrw=write\n[x]\nreadwrite=randread\n")
+        assert main(["run", str(good), "--target", str(victim), "--dry-run"]) == 0
+        assert "\nrw=randread\n" in capsys.readouterr().out
+    else:
+        assert checksum(victim) != before
+
+
+def sections_file(pub: Path, count: int) -> Path:
+    return hostile(
+        pub, f"s{count}.fio", "[global]\nrw=randread\n" + "".join(f"[j{i}]\n" for i in range(count))
+    )
+
+
+@RULE
+def test_a_job_file_of_many_sections_is_refused_past_the_stated_limit(
+    rule: str, pub: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file of ``MAX_SECTIONS + 1`` sections (fio runs them all together): refused at its first section
+    past the limit, exit 2. Below it, each section's job names at most a few of the sections fio would run
+    beside it, so a dry run's output grows with the file, not its square. Switched off: read whole, and
+    a section's note lists every other section."""
+    limit = fiofile.MAX_SECTIONS
+    if rule == "off":
+        monkeypatch.setattr(fiofile, "MAX_SECTIONS", 10 * limit)
+    big = sections_file(pub, limit + 1)
+    code = main(["run", str(big), "--target", str(tmp_path / "t"), "--size", "1M", "--dry-run"])
+    out, err = capsys.readouterr()
+    if rule == "on":
+        assert code == 2 and err.count("\n") == 1, err
+        assert f"{big}:{2 + limit + 1}: [j{limit}] is job section {limit + 1}" in err
+        assert f"at most {limit} sections" in err
+    else:
+        assert code == 0 and out.count("\n## ") == limit + 1
+        monkeypatch.setattr(fiofile, "BESIDE_SHOWN", 10 * limit)
+    small = sections_file(pub, 300)
+    assert main(["run", str(small), "--target", str(tmp_path / "t"), "--size", "1M", "--dry-run"]) == 0
+    longest = max(len(line) for line in capsys.readouterr().out.splitlines())
+    assert (longest < 200) if rule == "on" else (longest > 300 * 3)
+
+
+@RULE
+def test_a_read_only_job_runs_under_fios_readonly_on_every_launch(
+    rule: str, victim: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read job replaying a log of writes, on the three ways vmio starts fio (``fio.run``: a local fio, a
+    client of a ``fio --server`` on loopback, a background fio; calibrate, dstore and membal use these, a
+    libvirt guest's fio takes ``stdin_argv``): under ``--readonly`` fio skips the writes. Off: written."""
+    log = tmp_path / "writes.log"
+    log.write_text(
+        "fio version 2 iolog\nf add\nf open\n"
+        + "".join(f"f write {o} 4096\nf read {o} 4096\n" for o in range(0, 1 << 20, 4096))
+        + "f close\n"
+    )
+    job = f"[x]\nrw=randread\nfilename={victim}\nread_iolog={log}\nreplay_redirect={victim}\n"
+    before = checksum(victim)
+    if rule == "off":
+        monkeypatch.setattr(fiorun, "read_only", lambda text: False)
+    assert (fiorun.READONLY in fiorun.stdin_argv(job)) == (rule == "on")
+    fiorun.run_job(job, timeout=60, runner=Runner())
+    after_local = checksum(victim)
+    with LocalFioServer() as server:
+        fiorun.run_job(job, timeout=60, runner=Runner(), server=server.address)
+    after_server = checksum(victim)
+    (tmp_path / "bg.fio").write_text(job)
+    bg = fiorun.Background([fiorun.Endpoint(None, tmp_path / "bg.fio")], timeout=60, cwd=tmp_path,
+                           log=tmp_path / "bg.log")  # fmt: skip
+    while bg.running():
+        time.sleep(0.1)
+    bg.finished()
+    if rule == "on":
+        assert after_local == after_server == checksum(victim) == before
+    else:
+        assert after_local != before
 
 
 # Part 2: isolation ------------------------------------------------------------------------------------
@@ -644,8 +893,10 @@ def listening(pids: list[int]) -> tuple[set[int], set[str]]:
 
 
 def qemu_disks(argv: list[str]) -> list[Path]:
+    """The disk files a QEMU command line names, as they resolve (vmio hands QEMU its descriptor of each
+    backing, ``/proc/PID/fd/N``: docs/security.md, part 4)."""
     return [
-        Path(part[len("filename=") :])
+        Path(os.path.realpath(part[len("filename=") :]))
         for arg in argv
         for part in arg.split(",")
         if part.startswith("filename=") and Path(part[len("filename=") :]).is_file()
@@ -968,3 +1219,468 @@ def test_diagnose_live_contacts_no_qemu_of_another_user_unless_named(
     trusting = Seams(open_monitor=record, trusted=frozenset({0, os.getuid(), 65534}))  # the rule off
     diagnose_live(0.2, trusting)
     assert pid in asked
+
+
+# -- Part 4: what vmio opens, executes and stores (issue 37) ------------------------------------------------
+# What vmio opens, executes and stores is what it checked. docs/security.md, "Part 4", lists each rule.
+
+
+def data_file(path: Path, size: int = 4 << 20) -> Path:
+    """Somebody's data: random bytes, no filesystem or partition signature, no vmio mark."""
+    path.write_bytes(os.urandom(size))
+    return path
+
+
+@contextlib.contextmanager
+def attached(path: Path) -> Iterator[str]:
+    dev = subprocess.check_output(["losetup", "-f", "--show", str(path)], text=True, timeout=30).strip()
+    try:
+        yield dev
+    finally:
+        subprocess.run(["losetup", "-d", dev], check=False, timeout=30)
+
+
+@contextlib.contextmanager
+def mounted(device: str, at: Path) -> Iterator[Path]:
+    at.mkdir()
+    subprocess.run(["mount", device, str(at)], check=True, timeout=60)
+    try:
+        yield at
+    finally:
+        subprocess.run(["umount", str(at)], check=False, timeout=60)
+
+
+@RULE
+@pytest.mark.parametrize("where", ["data-file", "file-on-ext4"])
+def test_a_loop_device_is_judged_by_its_backing_file(
+    rule: str,
+    where: str,
+    ext4: str,
+    scratch: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``vmio run job.fio --target /dev/loopN`` over a file holding data (no signature anywhere): refused
+    as that file named directly is; with the backing rule switched off the data is overwritten."""
+    # file-on-ext4: the backing file lies in a mounted ext4 (itself on a loop device)
+    place = contextlib.nullcontext(scratch) if where == "data-file" else mounted(ext4, scratch / "mnt")
+    with place as folder:
+        data = data_file(folder / "someones.img")
+        before = checksum(data)
+        job = tmp_path / "w.fio"
+        job.write_text("[w]\nrw=randwrite\nbs=4k\ndirect=1\nioengine=psync\n")
+        if rule == "off":
+            monkeypatch.setattr(safety, "backing_reasons", lambda *a, **k: [])
+        with attached(data) as dev:
+            code = main(
+                ["run", str(job), "--target", dev, "--runtime", "0.2s", "--db", str(tmp_path / "l.db")]
+            )
+            err = capsys.readouterr().err
+            named_directly = main(["run", str(job), "--target", str(data), "--runtime", "0.2s",
+                                   "--db", str(tmp_path / "l.db")])  # fmt: skip
+        after = checksum(data)
+    assert named_directly == 3  # the file named directly: refused either way
+    if rule == "on":
+        refused_line = [line for line in err.splitlines() if "refusing" in line]
+        assert code == 3 and f"its backing file {data}" in err and len(refused_line) == 1, err
+        assert after == before
+    else:
+        assert code == 0 and after != before
+
+
+def synthetic_sysfs(root: Path, holder: str, member: str) -> tuple[Path, Path, Path]:
+    """A /sys, /proc and /dev where ``holder`` (dm-0 or md0) is built on ``member``, whose bytes hold a real
+    ext4 (made by mkfs.ext4, found by blkid): this host has no device-mapper or md to build them."""
+    sys_root, proc_root, dev_root = root / "sys", root / "proc", root / "dev"
+    for name in (holder, member):
+        (sys_root / "block" / name).mkdir(parents=True)
+        (sys_root / "class" / "block").mkdir(parents=True, exist_ok=True)
+        (sys_root / "class" / "block" / name).symlink_to(sys_root / "block" / name)
+    (sys_root / "block" / holder / "slaves").mkdir()
+    (sys_root / "block" / holder / "slaves" / member).symlink_to(sys_root / "block" / member)
+    (sys_root / "block" / member / "holders").mkdir()
+    (sys_root / "block" / member / "holders" / holder).symlink_to(sys_root / "block" / holder)
+    (proc_root / "self").mkdir(parents=True)
+    (proc_root / "self" / "mounts").write_text("")
+    (proc_root / "swaps").write_text("")
+    dev_root.mkdir()
+    with open(dev_root / holder, "wb") as f:
+        f.truncate(8 << 20)  # blank where the holder starts: its own signature check finds nothing
+    with open(dev_root / member, "wb") as f:
+        f.truncate(8 << 20)
+    subprocess.run(["mkfs.ext4", "-q", "-F", str(dev_root / member)], check=True, timeout=60)
+    return sys_root, proc_root, dev_root
+
+
+@RULE
+@pytest.mark.parametrize(("holder", "member"), [("dm-0", "sdz"), ("md0", "loop9")])
+def test_device_mapper_and_md_devices_are_judged_by_their_members(
+    rule: str, holder: str, member: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    need("mkfs.ext4")
+    sys_root, proc_root, dev_root = synthetic_sysfs(tmp_path, holder, member)
+    if rule == "off":
+        monkeypatch.setattr(safety, "members", lambda *a, **k: [])
+    reasons = safety.data_on_device(str(dev_root / holder), Runner(), sys_root, proc_root)
+    if rule == "on":
+        assert reasons == [f"its member {member}: it has a ext4 filesystem signature"]
+        assert safety.data_on_device(str(dev_root / holder), Runner(), sys_root, proc_root,
+                                     destroy=[str(dev_root / member)]) == []  # fmt: skip
+    else:
+        assert reasons == []  # the holder's own first bytes are blank
+
+
+@RULE
+def test_a_partition_is_judged_by_its_disk(
+    rule: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A blank partition of a disk holding a partition table (and so other partitions' data) is refused.
+    Synthetic /sys: this host's loop devices show no partitions (no partition scan in this container)."""
+    sys_root, dev_root = tmp_path / "sys", tmp_path / "dev"
+    (sys_root / "block" / "sdz" / "sdz1").mkdir(parents=True)
+    (sys_root / "block" / "sdz" / "sdz1" / "partition").write_text("1\n")
+    (sys_root / "class" / "block").mkdir(parents=True)
+    (sys_root / "class" / "block" / "sdz").symlink_to(sys_root / "block" / "sdz")
+    (sys_root / "class" / "block" / "sdz1").symlink_to(sys_root / "block" / "sdz" / "sdz1")
+    (tmp_path / "proc" / "self").mkdir(parents=True)
+    (tmp_path / "proc" / "self" / "mounts").write_text("")
+    (tmp_path / "proc" / "swaps").write_text("")
+    dev_root.mkdir()
+    with open(dev_root / "sdz", "wb") as f:  # an MBR with one Linux partition of 8 MiB at 1 MiB, by hand
+        f.truncate(32 << 20)
+        f.seek(446)
+        f.write(struct.pack("<B3sB3sII", 0, b"\0\0\0", 0x83, b"\0\0\0", 2048, 16384))
+        f.seek(510)
+        f.write(b"\x55\xaa")
+    with open(dev_root / "sdz1", "wb") as f:
+        f.truncate(8 << 20)
+    if rule == "off":
+        monkeypatch.setattr(blockdev, "_disk_of", lambda name, sys_root: name)
+    reasons = safety.data_on_device(str(dev_root / "sdz1"), Runner(), sys_root, tmp_path / "proc")
+    if rule == "on":
+        assert "it has a dos partition table" in reasons, reasons
+    else:
+        assert reasons == []
+
+
+# Executed and handed over: only what no other user could have changed
+
+
+def planted_qemu(folder: Path, proof: Path) -> Path:
+    """``nobody``'s "QEMU": it writes who ran it into ``proof`` (a file nobody may write, so only a
+    privileged run can), then answers like QEMU."""
+    script = f"#!/bin/sh\nid > {proof} 2>/dev/null\necho 'QEMU emulator version 10.0.0'\n"
+    return hostile(folder, "qemu-system-x86_64", script)
+
+
+@RULE
+def test_a_qemu_binary_another_user_owns_is_not_run(
+    rule: str, pub: Path, scratch: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """``qemu = "PUB/qemu-system-x86_64"`` in a spec: nobody's program must not run as root."""
+    proof = scratch / "ran"
+    binary = planted_qemu(pub, proof)
+    as_nobody("chmod", "755", str(binary))
+    spec = tmp_path / "q.toml"
+    spec.write_text(
+        f'[campaign]\nname = "q"\n[[target]]\nname = "vm"\nkind = "qemu"\nbacking = ["{scratch}/d.img"]\n'
+        f'size = "8M"\nqemu = "{binary}"\n[[workload]]\nname = "w"\nrw = "randread"\nruntime = "1s"\n'
+    )
+    if rule == "on":
+        code = main(["run", str(spec), "--db", str(tmp_path / "q.db")])
+        refused(capsys, code, str(pub), "nobody")
+        assert not proof.exists()
+    else:
+        monkeypatch.setattr(builds, "check_trusted", no_check)
+        builds.resolve(str(binary))  # what preflight does first
+        assert proof.read_text().startswith("uid=0(root)")
+
+
+@RULE
+@pytest.mark.parametrize("variable", ["VMIO_QEMU_CACHE", "XDG_CACHE_HOME"])
+def test_a_qemu_build_cache_another_user_controls_is_not_run(
+    rule: str, variable: str, pub: Path, scratch: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """``VMIO_QEMU_CACHE`` or ``XDG_CACHE_HOME`` naming nobody's folder: ``vmio qemu list`` runs nothing
+    from it."""
+    proof = scratch / "ran"
+    root = pub / "vmio" / "qemu" if variable == "XDG_CACHE_HOME" else pub
+    as_nobody("mkdir", "-p", str(root / "10.0.0"))
+    binary = planted_qemu(root / "10.0.0", proof)
+    as_nobody("chmod", "755", str(binary))
+    manifest = {"version": "10.0.0", "path": str(binary), "data_dirs": [], "env": {}}
+    hostile(root / "10.0.0", "build.json", json.dumps(manifest))
+    monkeypatch.setenv(variable, str(pub))
+    if rule == "off":  # both places: the cache's manifests and binaries, and the probe that runs them
+        monkeypatch.setattr(builds, "check_trusted", no_check)
+        monkeypatch.setattr(qemu_caps, "check_trusted", no_check)
+    code = main(["qemu", "list", "--json"])
+    err = capsys.readouterr().err
+    if rule == "on":
+        assert code == 3 and "nobody" in err and str(pub) in err and err.count("\n") == 1, err
+        assert not proof.exists()
+    else:
+        assert proof.read_text().startswith("uid=0(root)")
+
+
+@RULE
+def test_a_guest_image_from_a_cache_another_user_controls_is_not_booted(
+    rule: str, pub: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A guest image folder in nobody's cache (``XDG_CACHE_HOME``): its kernel would boot as root's VM."""
+    folder = pub / "guest-key"
+    as_nobody("mkdir", str(folder))
+    manifest = {"key": "k", "versions": {"kernel": "1", "busybox": "1", "fio": "1", "init": "1"},
+                "size": 1, "modules": []}  # fmt: skip
+    hostile(folder, "manifest.json", json.dumps(manifest))
+    hostile(folder, "vmlinuz", "not a kernel")
+    if rule == "off":
+        monkeypatch.setattr(guest_image, "check_trusted", no_check)
+        assert guest_image.load(folder).kernel == folder / "vmlinuz"
+        return
+    with pytest.raises(UnsafeTargetError, match="belongs to nobody"):
+        guest_image.load(folder)
+
+
+# The folder rule reads POSIX ACLs
+
+
+@pytest.fixture
+def acl_folder() -> Iterator[Path]:
+    """A root-owned 0755 folder whose POSIX ACL lets ``nobody`` write (``setfacl -m u:nobody:rwx``)."""
+    need("setfacl")
+    base = Path("/var/tmp") / f"vmio-acl-{os.getpid()}-{os.urandom(3).hex()}"
+    base.mkdir(mode=0o755)
+    subprocess.run(["setfacl", "-m", "u:nobody:rwx", str(base)], check=True, timeout=30)
+    try:
+        yield base
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@RULE
+def test_a_folder_an_acl_lets_another_user_write_is_refused(
+    rule: str, acl_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """Mode 0755, owner root, but ``u:nobody:rwx``: nobody can swap the target (see the race below)."""
+    assert stat.S_IMODE(acl_folder.stat().st_mode) & 0o022 == 0o020  # the mask, not a group grant
+    as_nobody("touch", str(acl_folder / "nobody-was-here"))  # the kernel honours the ACL
+    if rule == "off":
+        monkeypatch.setattr(grants, "acl_entries", lambda *a, **k: [])  # mode bits only, as before
+    code = main(["run", str(host_spec(tmp_path, f"{acl_folder}/t.img")), "--db", str(tmp_path / "a.db")])
+    if rule == "on":
+        refused(capsys, code, str(acl_folder), "ACL lets nobody write")
+    else:
+        assert code == 0
+
+
+SWAPPER = """
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+a, b, until = sys.argv[1].encode(), sys.argv[2].encode(), time.monotonic() + float(sys.argv[3])
+while time.monotonic() < until:  # RENAME_EXCHANGE: the target and the link trade places, atomically
+    libc.renameat2(-100, a, -100, b, 2)
+"""
+
+
+@RULE
+def test_the_target_fio_opens_is_the_one_vmio_checked(
+    rule: str, acl_folder: Path, victim: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``nobody`` (let in by the ACL; the folder rule switched off here) swaps the target for a link to a
+    root-only file in a tight loop while the points run. vmio holds the target it checked and fio opens
+    that object (``/proc/PID/fd/N``): the victim stays intact over 50 points. With the target opened by name
+    again (the hold switched off), fio writes through the link."""
+    monkeypatch.setattr(grants, "acl_entries", lambda *a, **k: [])  # nobody gets past the folder rule
+    target = acl_folder / "t.img"
+    assert (
+        main(["run", str(host_spec(tmp_path, str(target), name="make")), "--db", str(tmp_path / "m.db")]) == 0
+    )
+    points = 50 if rule == "on" else 3
+    spec = host_spec(tmp_path, str(target), name="race", extra='ioengine = "psync"\n').read_text()
+    spec = spec.replace('runtime = "1s"', 'runtime = "50ms"\nramp = "0s"')
+    (tmp_path / "race.toml").write_text(spec.replace("[[target]]", f"repetitions = {points}\n[[target]]"))
+    db = str(tmp_path / "race.db")
+    link = acl_folder / "link"
+    as_nobody("ln", "-s", str(victim), str(link))
+    before = checksum(victim)
+    if rule == "off":
+
+        @contextlib.contextmanager
+        def by_name(path: str) -> Iterator[Any]:
+            class ByName:
+                here = path
+                fio_path = path
+
+            yield ByName()
+
+        monkeypatch.setattr(host_module, "hold", by_name)
+    swapper = subprocess.Popen([*NOBODY, sys.executable, "-c", SWAPPER, str(target), str(link), "120"])
+    try:
+        codes, done = [], 0
+        # on: until all 50 points ran on the target vmio holds; off: its points again (--force) until fio,
+        # opening the name each time, has written through the link (each open is a coin toss)
+        while (done < points or rule == "off") and len(codes) < 60 and checksum(victim) == before:
+            run = ["run", str(tmp_path / "race.toml"), "--db", db, "--interval", "100ms"]
+            codes.append(main(run + (["--force"] if rule == "off" else [])))  # 3: a check saw the link
+            with Store(db) as store:
+                done = len(store.done_keys("race"))
+        assert set(codes) <= {0, 3}, codes
+    finally:
+        swapper.kill()
+        swapper.wait(10)
+    if rule == "on":
+        assert done == points and checksum(victim) == before
+    else:
+        assert checksum(victim) != before
+
+
+# A Ceph configuration or keyring another user wrote
+
+
+@RULE
+def test_a_ceph_conf_another_user_wrote_is_not_handed_to_fio(
+    rule: str, pub: Path, victim: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """nobody's ``ceph.conf`` with ``log file = ROOT-ONLY-FILE``: fio's rbd engine (no cluster needed)
+    would append its log to root's file."""
+    need("fio")
+    conf = hostile(pub, "ceph.conf", f"[global]\nmon host = 127.0.0.1:1\nclient mount timeout = 2\n"
+                   f"log file = {victim}\nauth client required = none\n")  # fmt: skip
+    spec = tmp_path / "r.toml"
+    spec.write_text(
+        f'[campaign]\nname = "r"\n[[target]]\nname = "r"\nkind = "rbd"\npool = "p"\nimage = "i"\n'
+        f'conf = "{conf}"\n[[workload]]\nname = "w"\nrw = "randread"\nruntime = "1s"\n'
+    )
+    before = checksum(victim)
+    if rule == "off":
+        monkeypatch.setattr(cephclient, "check_conf", no_check)
+    code = main(["run", str(spec), "--db", str(tmp_path / "r.db")])
+    if rule == "on":
+        refused(capsys, code, str(conf), "nobody")
+        assert checksum(victim) == before
+    else:
+        assert checksum(victim) != before  # librados, inside root's fio, wrote its log there
+
+
+@RULE
+def test_a_keyring_another_user_wrote_is_not_used(
+    rule: str, pub: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conf = tmp_path / "ceph.conf"
+    conf.write_text("[global]\nmon host = 127.0.0.1:1\n")
+    keyring = hostile(pub, "keyring", "[client.admin]\n\tkey = AQBsecretsecretsecretsecretsecret==\n")
+    client = cephclient.CephClient("admin", keyring)
+    if rule == "off":
+        monkeypatch.setattr(cephclient, "check_trusted", no_check)
+        with cephclient.client_conf(conf, client) as used:
+            assert f"keyring = {keyring}" in used.read_text()
+        return
+    with pytest.raises(UnsafeTargetError, match="belongs to nobody"):
+        cephclient.check_conf(conf, client)
+
+
+# Errors name a file, they do not quote it
+
+
+@RULE
+@pytest.mark.parametrize("kind", ["shadow", "keyring"])
+def test_an_error_names_a_file_it_does_not_quote(
+    rule: str, kind: str, scratch: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """``[[workload]] fio = "/etc/shadow"`` (a root-only file of that shape here) and a Ceph keyring: the
+    error names the file and line, never a byte of what is in it."""
+    secret = "AQBsecretsecretsecretsecretsecret=="
+    text = {
+        "shadow": f"root:$6${secret}:19000:0:99999:7:::\nbin:*:19000:0:99999:7:::\n",
+        "keyring": f'[client.admin]\n\tkey = {secret}\n\tcaps mon = "allow *"\n',
+    }[kind]
+    path = scratch / kind
+    path.write_text(text)
+    path.chmod(0o600)
+    spec = tmp_path / "f.toml"
+    spec.write_text(f'[campaign]\nname = "f"\n[[target]]\nname = "t"\npath = "{scratch}/t.img"\nsize = "1M"\n'
+                    f'[[workload]]\nname = "w"\nfio = "{path}"\n')  # fmt: skip
+    if rule == "off":
+        monkeypatch.setattr(fiofile, "quotable", lambda key: True)
+    code = main(["run", str(spec), "--dry-run"])
+    err = capsys.readouterr().err
+    assert code == 2 and str(path) in err and err.count("\n") == 1, err
+    if rule == "on":
+        assert "secret" not in err and "bin:" not in err and "allow" not in err, err
+    elif kind == "keyring":
+        assert secret in err  # the keyring's key printed, as before
+    # (a shadow-shaped file has no section: its message quoted nothing before the line was named only)
+
+
+# Imports are finite or refused
+
+
+def fio_json(tmp_path: Path, iops: str) -> Path:
+    """A real fio json+ document (the example a client/server run wrote) with one figure replaced."""
+    text = (Path(__file__).parent / "data" / "fio-examples" / "client-server-2hosts.jsonplus").read_text()
+    head, sep, rest = text.partition('"iops" : ')
+    number = rest.split(",", 1)[0]
+    path = tmp_path / f"iops-{iops}.json"
+    path.write_text(head + sep + iops + rest[len(number) :])
+    return path
+
+
+@RULE
+@pytest.mark.parametrize("iops", ["1e999", "NaN", "-1"])
+def test_an_import_is_finite_or_refused(
+    rule: str, iops: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "s.db"
+    bad = fio_json(tmp_path, iops)
+    if rule == "off":
+        monkeypatch.setattr(imported, "check_numbers", lambda doc, where, at="": None)
+        monkeypatch.setattr(imported, "check_record", lambda rec, where: None)
+    code = main(["import", str(bad), "--campaign", "bad", "--db", str(db)])
+    err = capsys.readouterr().err
+    if rule == "on":
+        assert code == 2 and str(bad) in err and "iops" in err and "nothing was imported" in err, err
+        assert not db.exists()  # no store, no campaign, no row
+        assert main(["import", str(fio_json(tmp_path, "5")), "--campaign", "good", "--db", str(db)]) == 0
+        assert main(["import", str(bad), "--campaign", "bad", "--db", str(db)]) == 2
+        capsys.readouterr()
+        assert main(["ls", "--db", str(db), "--json"]) == 0
+        assert [c["name"] for c in json.loads(capsys.readouterr().out)] == ["good"]
+    else:
+        assert code == 0 or db.exists()  # stored (or half-stored): the store now holds what it cannot read
+
+
+@RULE
+def test_a_damaged_row_names_its_campaign_and_the_command_that_removes_it(
+    rule: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store an older vmio (or another program) left with ``read_iops = inf`` in one campaign: every
+    command names that campaign and ``vmio rm``; after it, the store reads again."""
+    db = str(tmp_path / "s.db")
+    assert main(["import", str(fio_json(tmp_path, "5")), "--campaign", "good", "--db", db]) == 0
+    assert main(["import", str(fio_json(tmp_path, "6")), "--campaign", "old one", "--db", db]) == 0
+    with sqlite3.connect(db) as raw:
+        raw.execute("UPDATE run SET read_iops = 9e999 WHERE campaign_id = "
+                    "(SELECT id FROM campaign WHERE name = 'old one')")  # fmt: skip
+    capsys.readouterr()
+    if rule == "off":
+        monkeypatch.setattr(integrity, "campaign_of", lambda *a: None)
+    commands = [["ls"], ["show", "good"], ["report", "good", "-o", str(tmp_path / "r.html")],
+                ["export", "good", "--format", "csv", "-o", str(tmp_path / "e.csv")]]  # fmt: skip
+    for argv in commands:
+        assert main([*argv, "--db", db]) == 2, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "read_iops = inf" in err, err
+        if rule == "on":
+            assert "campaign 'old one'" in err and f"`vmio rm 'old one' --db {db}`" in err, err
+        else:
+            assert "old one" not in err
+    if rule == "on":
+        assert main(["rm", "old one", "--db", db]) == 0
+        assert main(["show", "good", "--db", db, "--json"]) == 0

@@ -19,6 +19,7 @@ keeps the fio version that wrote its file.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import time
@@ -39,28 +40,89 @@ MAX_FILE_BYTES = 256 << 20
 def import_files(store: Store, paths: Sequence[Path], campaign: str, target: str) -> list[str]:
     """Store the jobs of each fio output file, or of every fio JSON file under each folder, as points of
     ``campaign`` (created if new; an existing campaign must be an imported one); the keys stored, in
-    order. A file that is not fio's JSON is an ``InputError`` naming it, before anything is stored."""
+    order. Every file is read and checked first (``read_files``); then the campaign and all points are
+    written in one transaction (``store_points``)."""
+    return store_points(store, read_files(paths, campaign, target), campaign)
+
+
+def read_files(paths: Sequence[Path], campaign: str, target: str) -> list[RunRecord]:
+    """The points of each fio output file, every number finite and within its range; a file that is not
+    fio's JSON, or holds a number vmio could not store or read back, is an ``InputError`` naming it and the
+    field. Nothing is written: call this before opening the store, so a refused import leaves no store."""
+    out = []
+    for path in [f for given in paths for f in expand(given)]:
+        result, doc = _read(path)
+        check_numbers(doc, str(path))
+        for rec in records(result, doc, campaign, target, path):
+            check_record(rec, str(path))
+            out.append(rec)
+    _name_by_rw(out)
+    return out
+
+
+def store_points(store: Store, recs: Sequence[RunRecord], campaign: str) -> list[str]:
+    """Write ``recs`` (``read_files``) as points of ``campaign``, each a new repetition of its key, in one
+    transaction with the campaign's own row: all of them or nothing."""
     row = store.campaign(campaign)
     if row is not None and row["spec_path"] != IMPORTED:
         raise InputError(
             f"campaign {campaign!r} was run by vmio from {row['spec_path']}; import into "
             "another campaign name (vmio ls lists the stored ones)"
         )
-    files = [f for path in paths for f in expand(path)]
-    pending = [rec for path in files for rec in records(*_read(path), campaign, target, path)]
-    _name_by_rw(pending)
-    store.ensure_campaign(campaign, IMPORTED, "", CANONICAL)
-    done = store.done_keys(campaign)
+    done = store.done_keys(campaign) if row is not None else set()
     keys = []
-    for rec in pending:
+    for rec in recs:
         rep = 1
         while _key(rec, rep) in done:
             rep += 1
         rec.repetition, rec.point_key = rep, _key(rec, rep)
-        store.record(rec)
         done.add(rec.point_key)
         keys.append(rec.point_key)
+    store.record_all(campaign, IMPORTED, "", CANONICAL, recs)
     return keys
+
+
+MAX_INT = (1 << 63) - 1  # SQLite's INTEGER
+
+
+def check_numbers(doc: object, where: str, at: str = "") -> None:
+    """Every number in fio's JSON ``doc`` is finite and fits SQLite (``InputError`` naming the field)."""
+    if isinstance(doc, dict):
+        for key, value in doc.items():
+            check_numbers(value, where, f"{at}.{key}" if at else str(key))
+    elif isinstance(doc, list):
+        for i, value in enumerate(doc):
+            check_numbers(value, where, f"{at}[{i}]")
+    elif isinstance(doc, float) and not math.isfinite(doc):
+        raise InputError(f"{where}: {at} = {doc!r} is not a finite number; nothing was imported")
+    elif isinstance(doc, int) and not isinstance(doc, bool) and abs(doc) > MAX_INT:
+        raise InputError(f"{where}: {at} = {doc} is out of range (at most {MAX_INT}); nothing was imported")
+
+
+def check_record(rec: RunRecord, where: str) -> None:
+    """The figures a point stores are finite and not negative (counts, rates, times, latencies)."""
+    for r in rec.results:
+        figures: dict[str, object] = {
+            "iops": r.iops,
+            "bw_bytes": r.bw_bytes,
+            "total_ios": r.total_ios,
+            "runtime_ms": r.runtime_ms,
+            "usr_cpu": r.usr_cpu,
+            "sys_cpu": r.sys_cpu,
+            **{f"lat_ns.{k}": v for k, v in r.lat_ns.items()},
+            **{f"bins[{k}]": v for k, v in r.bins.items()},
+        }
+        for name, value in figures.items():
+            if value is None:
+                continue
+            if not isinstance(value, int | float) or not math.isfinite(value) or not 0 <= value <= MAX_INT:
+                raise InputError(
+                    f"{where}: job {r.job!r} ({r.ddir}): {name} = {value!r} is not a finite figure of 0 or "
+                    "more; nothing was imported"
+                )
+    for (source, metric), value in rec.metrics.items():
+        if not math.isfinite(value):
+            raise InputError(f"{where}: {source} {metric} = {value!r} is not finite; nothing was imported")
 
 
 FOLDER_SUFFIXES = (".json", ".jsonplus", ".json+")  # fio --output files (bench-fio: <rw>-<qd>-<jobs>.json)

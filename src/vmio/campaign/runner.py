@@ -7,10 +7,12 @@ nothing in the store and is simply run again.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,7 +22,7 @@ from vmio.errors import InputError, UnsafeTargetError, VmioError
 from vmio.metrics.sampler import Sampler
 from vmio.qemu import builds
 from vmio.spec import Campaign, HostTarget, LibvirtTarget, Point, QemuTarget, RbdTarget, RemoteTarget
-from vmio.store import Store
+from vmio.store import RunRecord, Store
 from vmio.store.records import Precondition
 from vmio.system import files, rbdimage
 from vmio.system.cephclient import authenticate
@@ -44,6 +46,9 @@ class Options:
     boot_timeout: float = 90.0
     trace_root: Path | None = None  # where VM targets with trace = true keep each point's request traces
     tick_s: float = 1.0  # how often the progress hears of a running point (its countdown and live IOPS)
+    # a feature's own watch around each point (dstore: the cluster's OSD map): entered before the point is
+    # measured, left after; what it gives is called with the point's record before the record is stored
+    around_point: Callable[[Point], AbstractContextManager[Callable[[RunRecord], None]]] | None = None
 
     def target_env(self) -> Env:
         return Env(
@@ -231,7 +236,7 @@ def _run(
                 def keep(sampler: Sampler, live: Live = live) -> None:
                     live.sampler = sampler
 
-                with ticking(live, options.tick_s, tick):
+                with ticking(live, options.tick_s, tick), _around(options, point) as finish:
                     rec = measure_point(
                         campaign,
                         point,
@@ -244,6 +249,7 @@ def _run(
                         offsets=ops_offsets,
                         live=keep,
                     )
+                finish(rec)
                 store.record(rec)
                 sweeps.measured(point)
                 if rec.status == "done":
@@ -280,6 +286,12 @@ def _precondition(
         return None
 
 
+def _around(options: Options, point: Point) -> AbstractContextManager[Callable[[RunRecord], None]]:
+    if options.around_point is None:
+        return contextlib.nullcontext(lambda _: None)
+    return options.around_point(point)
+
+
 @dataclass
 class Opened:
     """A target made ready for its points, or the error that kept it from starting."""
@@ -301,7 +313,9 @@ def _open(campaign: Campaign, point: Point, options: Options) -> Opened:
     """Start the point's target (for VMs: boot them); a failure is kept for the point to record."""
     stack = contextlib.ExitStack()
     try:
-        rig = stack.enter_context(open_target(campaign.target(point.target), options.target_env()))
+        writes = any(w.writes for w in campaign.workloads)
+        env = dataclasses.replace(options.target_env(), writes=writes)
+        rig = stack.enter_context(open_target(campaign.target(point.target), env))
     except (UnsafeTargetError, InputError):
         stack.close()
         raise

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from vmio.fio import iolog
 from vmio.spec import Workload
 from vmio.system.paths import fio_name
 
@@ -36,8 +35,10 @@ class Placement:
     # fifth of such a log from a fio server, so only a local fio asks for it
     lat_log_offsets: bool = False
     iolog: str | None = None  # the I/O log the measured jobs replay (seed 004's fixed offsets)
-    iolog_text: str | None = None  # set: the log is written there first, by an exec job (a fio server)
     cpus_allowed: str | None = None  # fio's CPU list for every process of the point (a host target's cpus)
+    # the target's own path when ``filename`` is vmio's descriptor of it (``safety.Held``: fio opens the
+    # object vmio checked); named in a comment so the stored job says what it ran on
+    opened_from: str | None = None
 
 
 NULL_ENGINE_SIZE = 1 << 30
@@ -101,16 +102,20 @@ def render(
     if workload.steady is not None:
         measure.update(workload.steady.fio_options())
     sections = [("global", glob), ("measure", measure)]
-    if place.iolog is not None and place.iolog_text is not None:
-        sections.insert(1, ("put-iolog", iolog.put_section(place.iolog_text, place.iolog)))
-        measure["stonewall"] = 1  # the measured jobs start once the log is in place
     if load_processes > 0:
         runtime = OPS_TIME_LIMIT_S if workload.ops > 0 else seconds(workload.runtime)
         load: dict[str, str | int | float] = {"numjobs": load_processes, "time_based": 1, "runtime": runtime}
         if workload.ops > 0:
             glob["exitall"] = 1  # loads stop when the measured operations are done
         sections.append(("load", load))
-    return _origin(workload) + "".join(section(name, options) for name, options in sections)
+    return _origin(workload) + _opened(place) + "".join(section(name, options) for name, options in sections)
+
+
+def _opened(place: Placement) -> str:
+    """A comment naming the target a descriptor ``filename`` stands for."""
+    if place.opened_from is None:
+        return ""
+    return f"; {place.filename} is {fio_name(place.opened_from)}, checked and held open by vmio\n"
 
 
 def _origin(workload: Workload) -> str:
@@ -149,7 +154,9 @@ def precondition(place: Placement, size: int | None) -> str:
         "stonewall": 1,
     }
     rand["io_size"] = 2 * size if size is not None else "200%"
-    return "".join(section(n, o) for n, o in (("global", glob), ("fill", fill), ("random", rand)))
+    return _opened(place) + "".join(
+        section(n, o) for n, o in (("global", glob), ("fill", fill), ("random", rand))
+    )
 
 
 def _rate(workload: Workload, total: int, jobs: int) -> str:

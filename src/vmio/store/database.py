@@ -394,35 +394,52 @@ class Store:
 
     # runs -------------------------------------------------------------------------------------
 
+    def record_all(
+        self, name: str, spec_path: str, spec_text: str, canonical: str, recs: Sequence[RunRecord]
+    ) -> None:
+        """Create campaign ``name`` if it is new and write every point of ``recs``, in one transaction: a
+        failure leaves neither the campaign nor any of the points (``vmio import``)."""
+        with self.transaction() as db:
+            if self.campaign(name) is None:
+                db.execute(
+                    "INSERT INTO campaign (name, spec_path, spec_text, canonical, created) VALUES (?, ?, ?, ?, ?)",
+                    (name, spec_path, spec_text, canonical, time.time()),
+                )
+            for rec in recs:
+                self._record(db, rec)
+
     def record(self, rec: RunRecord) -> int:
         """Write one point and everything it produced in one transaction, replacing an older try."""
         with self.transaction() as db:
-            cid = db.execute("SELECT id FROM campaign WHERE name = ?", (rec.campaign,)).fetchone()[0]
-            # the point's older try, also under the key's older spelling (bs=4096 where it now says bs=4k)
-            legacy = rec.point_key.replace(f"/bs={format_size(rec.bs)}/", f"/bs={rec.bs}/")
-            db.execute(
-                "DELETE FROM run WHERE campaign_id = ? AND point_key IN (?, ?)", (cid, rec.point_key, legacy)
-            )
-            run_id = _insert_run(db, cid, rec)
-            for res in rec.results:
-                _insert_result(db, run_id, res)
-            db.executemany("INSERT INTO sample VALUES (?, ?, ?, ?, ?)", [(run_id, *s) for s in rec.samples])
-            db.executemany(
-                "INSERT INTO run_metric VALUES (?, ?, ?, ?)",
-                [(run_id, src, metric, value) for (src, metric), value in rec.metrics.items()],
-            )
-            db.executemany(
-                "INSERT INTO oplat (run_id, host, job, seq, t_ms, lat_ns, ddir, offset) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [(run_id, *o[:2], i, *o[2:5], o[5] if len(o) > 5 else None) for i, o in enumerate(rec.oplat)],
-            )
-            db.executemany(
-                "INSERT INTO hist_log VALUES (?, ?, ?, ?, ?, ?)",
-                [(run_id, h, j, t, d, json.dumps(sorted(b.items()))) for h, j, t, d, b in rec.hist_log],
-            )
-            write_summaries(db, [run_id])  # from the rows just written, as the migrations compute them
-            write_point_metrics(db, [run_id])
-            return run_id
+            return self._record(db, rec)
+
+    def _record(self, db: sqlite3.Connection, rec: RunRecord) -> int:
+        cid = db.execute("SELECT id FROM campaign WHERE name = ?", (rec.campaign,)).fetchone()[0]
+        # the point's older try, also under the key's older spelling (bs=4096 where it now says bs=4k)
+        legacy = rec.point_key.replace(f"/bs={format_size(rec.bs)}/", f"/bs={rec.bs}/")
+        db.execute(
+            "DELETE FROM run WHERE campaign_id = ? AND point_key IN (?, ?)", (cid, rec.point_key, legacy)
+        )
+        run_id = _insert_run(db, cid, rec)
+        for res in rec.results:
+            _insert_result(db, run_id, res)
+        db.executemany("INSERT INTO sample VALUES (?, ?, ?, ?, ?)", [(run_id, *s) for s in rec.samples])
+        db.executemany(
+            "INSERT INTO run_metric VALUES (?, ?, ?, ?)",
+            [(run_id, src, metric, value) for (src, metric), value in rec.metrics.items()],
+        )
+        db.executemany(
+            "INSERT INTO oplat (run_id, host, job, seq, t_ms, lat_ns, ddir, offset) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [(run_id, *o[:2], i, *o[2:5], o[5] if len(o) > 5 else None) for i, o in enumerate(rec.oplat)],
+        )
+        db.executemany(
+            "INSERT INTO hist_log VALUES (?, ?, ?, ?, ?, ?)",
+            [(run_id, h, j, t, d, json.dumps(sorted(b.items()))) for h, j, t, d, b in rec.hist_log],
+        )
+        write_summaries(db, [run_id])  # from the rows just written, as the migrations compute them
+        write_point_metrics(db, [run_id])
+        return run_id
 
     def runs(self, campaign: str) -> list[sqlite3.Row]:
         return list(
