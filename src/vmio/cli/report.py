@@ -7,10 +7,16 @@ import json
 import sys
 
 from vmio.cli import argtypes, terminal
+from vmio.cli.campaign import add_wide
 from vmio.cli.store_args import add_db, open_store
 from vmio.errors import InputError
 from vmio.report import compare, compare_text, data, seed000, side_by_side
 from vmio.report import summary_table as saturation
+from vmio.stats.spread import LEVEL
+
+# on a narrow terminal the columns of compare leave in this order (never a cut number)
+BASELINE_DROP = ("p50 ratio", "load", "p99 ratio")
+BEFORE_AFTER_DROP = (f"{LEVEL:.0%} interval", "before", "after")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -45,6 +51,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="with two campaigns: exit 1 when a paired figure worsens by more than PCT percent "
         "(IOPS or bandwidth lower, p50/p99 higher; significant by Welch with >= 2 repetitions a side)",
     )
+    add_wide(p)
     add_db(p)
     p.set_defaults(handler=cmd_compare)
 
@@ -148,6 +155,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
                     title=title,
                     tail=tail,
                     right=frozenset(range(6, len(lines[0]) if lines else 0)),
+                    drop=terminal.by_name(lines[0], BASELINE_DROP) if lines else (),
+                    wide=args.wide,
+                    fold=frozenset({0, 5}),  # the workload's and the target's names
                 )
             else:
                 print(compare_text.format_baseline(rows, names[0], args.baseline), end="")
@@ -170,7 +180,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
         console = terminal.console_for(sys.stdout)
         if console is not None:
             title, lines, tail = compare_text.before_after_parts(result)
-            terminal.print_table(console, lines, title=title, tail=tail, empty="no common points\n")
+            terminal.print_table(
+                console,
+                lines,
+                title=title,
+                tail=tail,
+                empty="no common points\n",
+                drop=terminal.by_name(lines[0], BEFORE_AFTER_DROP) if lines else (),
+                wide=args.wide,
+            )
         else:
             print(compare_text.format_before_after(result), end="")
         if gate is not None:
