@@ -227,7 +227,70 @@ def _facts(data: CampaignData) -> str:
         for k in keep
     )
     count = f"{len(data.done())} of {len(data.rows)} points done"
-    return f'<p>{html.escape(count)}; host facts of the first point:</p><table class="facts">{cells}</table>'
+    return (
+        f'<p>{html.escape(count)}; host facts of the first point:</p><table class="facts">{cells}</table>'
+        + _storage(data)
+    )
+
+
+def _storage(data: CampaignData) -> str:
+    """Per target, the storage its first done point recorded: each path's filesystem and mount options,
+    the devices it goes through and the disks under them (model, firmware, rotational, scheduler,
+    ``nr_requests``, logical block size); an rbd image's pool and cluster; a remote path's disks as fio
+    named them. Points from before vmio recorded storage show none."""
+    e = html.escape
+    out = []
+    for target in data.target_names():
+        row = next((r for r in data.done() if r.target == target and r.host_facts.get("storage")), None)
+        storage = row.host_facts.get("storage") if row else None
+        entries = storage if isinstance(storage, list) else []
+        out += [
+            f"<tr><td>{e(target)}</td>" + "".join(f"<td>{e(c)}</td>" for c in _storage_cells(entry))
+            for entry in entries
+        ]
+    if not out:
+        return ""
+    head = ("target", "path", "filesystem · mount options", "through", "disk · model · firmware",
+            "rotational", "scheduler", "nr_requests", "logical block")  # fmt: skip
+    return (
+        '<table class="storage"><tr>' + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr>" + "".join(out)
+        + "</table>"
+    )  # fmt: skip
+
+
+def _storage_cells(entry: object) -> list[str]:
+    """One path's cells of the storage table."""
+    if not isinstance(entry, Mapping):
+        return ["-"] * 8
+    path = str(entry.get("path") or "-")
+    if "pool" in entry:  # an rbd image
+        return [path, "-", f"cluster {entry.get('cluster_id') or 'unknown'}", "-", "-", "-", "-", "-"]
+    if "fio_disks" in entry:  # a remote path: what fio there named
+        named = entry.get("fio_disks")
+        shown = ", ".join(map(str, named)) if isinstance(named, list) else "unknown"
+        return [f"{entry.get('host')}:{path}", "-", "-", f"{shown} (fio's disk_util)", "-", "-", "-", "-"]
+    fs = " · ".join(str(entry[k]) for k in ("filesystem", "mount_options") if entry.get(k)) or "-"
+    chain = entry.get("chain")
+    through = " → ".join(map(str, chain)) if isinstance(chain, list) and chain else "-"
+    disks = [d for d in entry.get("disks") or [] if isinstance(d, Mapping)]
+
+    def each(key: str, show: Callable[[object], str] = str) -> str:
+        return ", ".join("-" if d.get(key) is None else show(d.get(key)) for d in disks) or "unknown"
+
+    named = ", ".join(
+        " · ".join(str(d[k]) for k in ("disk", "model", "firmware") if d.get(k)) for d in disks
+    ) or ("unknown" if entry.get("disks") == "unknown" else "-")
+    rotational = each("rotational", lambda v: "yes" if v else "no")
+    return [
+        path,
+        fs,
+        through,
+        named,
+        rotational,
+        each("scheduler"),
+        each("nr_requests"),
+        each("logical_block_size"),
+    ]
 
 
 STEADY_TITLE = "Did each point reach steady state, and what did preconditioning write first?"

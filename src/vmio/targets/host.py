@@ -11,7 +11,7 @@ from pathlib import Path
 from vmio.errors import InputError, UnsafeTargetError
 from vmio.metrics.sampler import CpuProbe, DiskProbe, Probe
 from vmio.spec import HostTarget, Workload
-from vmio.system import files
+from vmio.system import device_facts, files
 from vmio.system.blockdev import Loop, device_chain, loop_device, reported_device
 from vmio.system.safety import is_block_device, named
 from vmio.targets import placement
@@ -81,7 +81,7 @@ class HostRig:
         if target.loop:
             self.loop = stack.enter_context(loop_device(target.path, env.runner, env.sys_root))
             target = dataclasses.replace(target, path=self.loop.device)
-        self.target = target
+        self.target, self.env = target, env
         chain = device_chain(target.path, env.sys_root, env.proc_root)
         self.device = reported_device(target.path, chain)
         self.probes: list[Probe] = [DiskProbe(d, env.proc_root) for d in chain]
@@ -91,7 +91,10 @@ class HostRig:
         return placement.endpoints(self.target, workload, size=self.size)
 
     def facts(self) -> Facts:
-        return Facts(device=self.device, host=loop_facts([self.loop] if self.loop else []))
+        storage = [device_facts.of_path(self.target.path, self.env.sys_root, self.env.proc_root)]
+        return Facts(
+            device=self.device, host={**loop_facts([self.loop] if self.loop else []), "storage": storage}
+        )
 
     def watch(self, campaign: str, point_key: str) -> contextlib.AbstractContextManager[Notes]:
         return nothing_to_watch()
