@@ -9,10 +9,11 @@ import sys
 from vmio.cli import argtypes, terminal
 from vmio.cli.campaign import add_wide
 from vmio.cli.store_args import add_db, open_store
-from vmio.errors import InputError
+from vmio.errors import InputError, VmioError
 from vmio.report import compare, compare_text, data, seed000, side_by_side
 from vmio.report import summary_table as saturation
 from vmio.stats.spread import LEVEL
+from vmio.store import Store
 
 # on a narrow terminal the columns of compare leave in this order (never a cut number)
 BASELINE_DROP = ("p50 ratio", "load", "p99 ratio")
@@ -64,6 +65,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     names: list[str] = list(dict.fromkeys(args.campaigns))
     with open_store(args) as store:
         datas = [data.load(store, name) for name in names]
+        limits = diagnosed(store, names) if args.output is not None else {}
     loaded = datas[0] if len(datas) == 1 else side_by_side.merge(datas)
     if args.output is None and len(datas) > 1:
         raise InputError(
@@ -82,7 +84,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             rows, loaded.name, base, args.json, seed000.rows(loaded, seed000.bare_target(loaded, base))
         )
         return 0
-    report = page.build_many(datas, args.baseline, drawn=args.png_dir is None)  # PNGs need the figures
+    report = page.build_many(datas, args.baseline, drawn=args.png_dir is None, limits=limits)  # PNGs: figures
     try:
         written = page.write(report, args.output, args.png_dir)
     except OSError as exc:
@@ -95,6 +97,28 @@ def cmd_report(args: argparse.Namespace) -> int:
             + (f", PNGs in {args.png_dir})" if args.png_dir else ")")
         )
     return 0
+
+
+def diagnosed(store: Store, names: list[str]) -> dict[tuple[str, str], str]:
+    """What ``vmio diagnose`` names as the limit of each campaign's points at the highest load, for the
+    report's ``#answer`` (the report may not import the advisor: the CLI hands the verdicts over). A
+    campaign vmio cannot diagnose (an import, a spec it no longer reads) gives none."""
+    from vmio.advise import from_store
+    from vmio.advise.diagnose import diagnose
+
+    out: dict[tuple[str, str], str] = {}
+    for name in names:
+        try:
+            camp = from_store.stored_campaign(store, name)
+            for run in from_store.points_to_diagnose(store, name, None):
+                verdict = diagnose(from_store.evidence_for(store, camp, run))
+                text = verdict.limit + (" (at its limit)" if verdict.at_limit else "")
+                if verdict.accel == "tcg":
+                    text += " · TCG"
+                out[(name, run["point_key"])] = text
+        except VmioError:
+            continue
+    return out
 
 
 def _print_summary(

@@ -44,8 +44,10 @@ def curve(
     colour: str,
     linestyle: str = "-",
     bold: bool = False,
+    shown: str | None = None,
 ) -> None:
-    """Median over repetitions at each offered load, bars from min to max."""
+    """Median over repetitions at each offered load, bars from min to max (``shown``: its legend label,
+    when not ``label``)."""
     points = [(axis.index(g.offered), s) for g in groups if (s := g.spread(value)) is not None]
     if not points:
         return
@@ -54,7 +56,16 @@ def curve(
     err = [[s.median - s.lo for _, s in points], [s.hi - s.median for _, s in points]]
     width = 2.2 if bold else 1.4
     bars = ax.errorbar(
-        xs, med, yerr=err, marker="o", ms=4, capsize=3, color=colour, ls=linestyle, lw=width, label=label
+        xs,
+        med,
+        yerr=err,
+        marker="o",
+        ms=4,
+        capsize=3,
+        color=colour,
+        ls=linestyle,
+        lw=width,
+        label=shown or label,
     )
     plot.tag(bars.lines[0], label)
     plot.keep(label, [float(x) for x in xs], med)  # the medians the page states beside the SVG
@@ -118,40 +129,30 @@ def busy_cpu_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
     names = data.target_names()
     for i, (family, by_target) in enumerate(families(data).items()):
         axis = offered_axis(g for gs in by_target.values() for g in gs)
-        with style():
-            fig = new_figure(1, 2)
+        with style():  # %usr and %sys in panels of their own: one line per target in each
+            fig = new_figure(1, 3, width=2.2, height=2.6)
             plot = Plot(
                 f"busy-cpu-{i}",
                 f"Device busy % and host CPU against offered load: {family_title(family)}",
                 labels(data, by_target),
                 fig,
             )
-            busy, cpu = fig.subplots(1, 2)
+            busy, usr, sys_ = fig.subplots(1, 3, sharey=True)
             for target, groups in by_target.items():
                 c, bold = color(names, target, baseline), target == baseline
                 label = series_label(target, baseline)
                 curve(plot, busy, axis, groups, lambda r: r.metric("dev_busy_pct"), label, c, bold=bold)
-                curve(
-                    plot, cpu, axis, groups, lambda r: r.metric("cpu_usr_pct"), f"{target} %usr", c, bold=bold
-                )
-                curve(
-                    plot,
-                    cpu,
-                    axis,
-                    groups,
-                    lambda r: r.metric("cpu_sys_pct"),
-                    f"{target} %sys",
-                    c,
-                    "--",
-                    bold,
-                )
-            for ax, what in ((busy, "device busy %"), (cpu, "host CPU % (usr solid, sys dashed)")):
+                curve(plot, usr, axis, groups, lambda r: r.metric("cpu_usr_pct"), f"{target} %usr", c, bold=bold,
+                      shown=label)  # fmt: skip
+                curve(plot, sys_, axis, groups, lambda r: r.metric("cpu_sys_pct"), f"{target} %sys", c, bold=bold,
+                      shown=label)  # fmt: skip
+            for ax, what in ((busy, "device busy %"), (usr, "host CPU %usr"), (sys_, "host CPU %sys")):
                 offered_ticks(ax, axis)
-                ax.set_ylabel(what)
+                ax.set_title(what)
                 ax.set_ylim(0, 105)
-                legend(ax, 7)
+                legend(ax)
+            busy.set_ylabel("% of the time or of the CPUs")
             busy.set_title("device busy % (/proc/diskstats)")
-            cpu.set_title("host CPU %usr / %sys (/proc/stat)")
             finish(fig, plot.title, plot.caption)
         plots.append(plot)
     return plots
