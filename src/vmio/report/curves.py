@@ -18,7 +18,7 @@ from matplotlib.axes import Axes
 from matplotlib.ticker import FuncFormatter, NullLocator
 
 from vmio.report.data import CampaignData, Row, labels
-from vmio.report.figure import Plot, color, finish, legend, log_scale, new_figure, slug, style
+from vmio.report.figure import Plot, color, finish, legend, log_scale, new_figure, plotted, slug, style
 from vmio.stats.spread import Spread
 from vmio.units import format_size
 
@@ -215,8 +215,7 @@ def _line(plot: Plot, ax: Axes, pts: list[Point], target: str, where: str, colou
 
 
 def _x_axis(ax: Axes, axis: str) -> None:
-    xs = [x for line in ax.get_lines() for x in line.get_xdata()]
-    positive = [float(x) for x in xs if float(x) > 0]
+    positive = plotted(ax, "x")
     if axis == "bs" or (positive and max(positive) / min(positive) >= 10):
         ax.set_xscale("log", base=2 if axis in ("bs", "iodepth", "numjobs") else 10)
         if axis != "offered":  # the swept values themselves as ticks
@@ -230,7 +229,7 @@ def _x_axis(ax: Axes, axis: str) -> None:
 
 
 def _y_axis(ax: Axes) -> None:
-    ys = [float(y) for line in ax.get_lines() for y in line.get_ydata() if float(y) > 0]
+    ys = plotted(ax, "y")
     if ys and max(ys) / min(ys) > 100:
         log_scale(ax)
     else:

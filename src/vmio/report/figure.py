@@ -17,6 +17,7 @@ import textwrap
 from dataclasses import dataclass, field
 
 import matplotlib as mpl
+import numpy as np
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
@@ -90,9 +91,18 @@ def log_scale(ax: Axes) -> None:
     ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if f"{v:g}"[0] in "25" else ""))
 
 
+def plotted(ax: Axes, which: str) -> list[float]:
+    """The positive x (``which="x"``) or y values of the panel's lines."""
+    out: list[float] = []
+    for line in ax.get_lines():
+        data = line.get_xdata() if which == "x" else line.get_ydata()
+        out += [float(v) for v in np.asarray(data, dtype=float) if v > 0]
+    return out
+
+
 def wide_x(ax: Axes) -> None:
     """A log x axis in plain numbers when the plotted x values span a decade or more (else linear)."""
-    xs = [float(x) for line in ax.get_lines() for x in line.get_xdata() if float(x) > 0]
+    xs = plotted(ax, "x")
     if xs and max(xs) / min(xs) >= 10:
         ax.set_xscale("log")
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
@@ -112,10 +122,17 @@ def shared_legend(axes: list[Axes], size: int = 8) -> None:
         legend(ax, size)
 
 
+def legend_of(fig: Figure, handles: dict[str, Artist]) -> None:
+    """The figure's legend: these entries (label → handle) instead of its panels' series."""
+    fig._vmio_legend = handles  # type: ignore[attr-defined]
+
+
 def figure_legend(fig: Figure) -> None:
-    """Every panel's labelled series once, in columns above the panels (``layout`` makes the room)."""
-    handles: dict[str, Artist] = {}
-    for ax in fig.axes:
+    """Every panel's labelled series once (or the entries ``legend_of`` gave), in columns above the panels
+    (``layout`` makes the room)."""
+    given = getattr(fig, "_vmio_legend", True)
+    handles: dict[str, Artist] = dict(given) if isinstance(given, dict) else {}
+    for ax in fig.axes if not handles else ():
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
             handles.setdefault(label, handle)
     if not handles:

@@ -95,7 +95,7 @@ def legend_height(legend: Legend) -> float:
     entries = len(legend.get_texts())
     rows = -(-entries // max(legend._ncols, 1))  # type: ignore[attr-defined]
     size = legend.get_texts()[0].get_fontsize() if entries else 0.0
-    return rows * size * (LINE + legend.labelspacing) * PT  # type: ignore[operator]
+    return float(rows * size * (LINE + legend.labelspacing) * PT)
 
 
 def _fit(title: Text, room: float) -> None:

@@ -200,7 +200,12 @@ def render(report: Report) -> str:
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
         f"<title>vmio report: {e(data.name)}</title><style>{CSS}</style></head><body>",
         f"<h1>vmio report: {'campaigns' if report.campaigns else 'campaign'} {e(data.name)}</h1>",
-        answer.section_html(report.answers, report.baseline, _bound(report), _answer_note(report)),
+        answer.section_html(  # several campaigns: each against its own baseline target
+            report.answers,
+            "baseline" if report.campaigns else report.baseline,
+            _bound(report),
+            _answer_note(report),
+        ),
         side_by_side.campaigns_html(report.campaigns) if report.campaigns else "",
         _toc(report),
         _failures(data),
