@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.ticker import FuncFormatter
 
 from vmio.report.data import (
     CampaignData,
@@ -21,7 +22,7 @@ from vmio.report.data import (
     offered_axis,
 )
 from vmio.report.data import offered_label as olabel
-from vmio.report.figure import Plot, color, finish, legend, log_scale, new_figure, style
+from vmio.report.figure import Plot, color, finish, legend, log_scale, new_figure, style, wide_x
 from vmio.units import format_size
 
 
@@ -45,10 +46,13 @@ def curve(
     linestyle: str = "-",
     bold: bool = False,
     shown: str | None = None,
+    numeric: bool = False,
 ) -> None:
     """Median over repetitions at each offered load, bars from min to max (``shown``: its legend label,
-    when not ``label``)."""
-    points = [(axis.index(g.offered), s) for g in groups if (s := g.spread(value)) is not None]
+    when not ``label``). ``numeric``: at the offered rate itself, the unthrottled point at the IOPS it
+    achieved (else one evenly spaced place per offered load)."""
+    points = [(_x(axis, g, numeric), s) for g in groups if (s := g.spread(value)) is not None]
+    points.sort(key=lambda p: p[0])
     if not points:
         return
     xs = [x for x, _ in points]
@@ -69,6 +73,23 @@ def curve(
     )
     plot.tag(bars.lines[0], label)
     plot.keep(label, [float(x) for x in xs], med)  # the medians the page states beside the SVG
+
+
+def _x(axis: list[Offered], g: Group, numeric: bool) -> float:
+    if not numeric:
+        return float(axis.index(g.offered))
+    if g.offered is not None:
+        return float(g.offered)
+    achieved = g.spread(lambda r: iops(r, "read") + iops(r, "write"))
+    return achieved.median if achieved else 0.0
+
+
+def numeric_offered(ax: Axes) -> None:
+    """An offered-load axis in IOPS (log when it spans a decade)."""
+    wide_x(ax)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    ax.set_xlabel("offered IOPS")
+    ax.grid(alpha=0.3)
 
 
 def offered_ticks(ax: Axes, axis: list[Offered], xlabel: str = "offered IOPS") -> None:
@@ -141,17 +162,19 @@ def busy_cpu_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
             for target, groups in by_target.items():
                 c, bold = color(names, target, baseline), target == baseline
                 label = series_label(target, baseline)
-                curve(plot, busy, axis, groups, lambda r: r.metric("dev_busy_pct"), label, c, bold=bold)
+                curve(plot, busy, axis, groups, lambda r: r.metric("dev_busy_pct"), label, c, bold=bold,
+                      numeric=True)  # fmt: skip
                 curve(plot, usr, axis, groups, lambda r: r.metric("cpu_usr_pct"), f"{target} %usr", c, bold=bold,
-                      shown=label)  # fmt: skip
+                      shown=label, numeric=True)  # fmt: skip
                 curve(plot, sys_, axis, groups, lambda r: r.metric("cpu_sys_pct"), f"{target} %sys", c, bold=bold,
-                      shown=label)  # fmt: skip
+                      shown=label, numeric=True)  # fmt: skip
             for ax, what in ((busy, "device busy %"), (usr, "host CPU %usr"), (sys_, "host CPU %sys")):
-                offered_ticks(ax, axis)
+                numeric_offered(ax)
                 ax.set_title(what)
                 ax.set_ylim(0, 105)
                 legend(ax)
             busy.set_ylabel("% of the time or of the CPUs")
+            plot.caption += " · offered load in IOPS; the unthrottled (max) point at the IOPS it achieved"
             busy.set_title("device busy % (/proc/diskstats)")
             finish(fig, plot.title, plot.caption)
         plots.append(plot)
