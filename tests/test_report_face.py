@@ -197,8 +197,15 @@ PAGE_JS = """() => {
       const column = f.parentElement.getBoundingClientRect();
       return svg.right > column.right + 0.5 || svg.right > window.innerWidth;
     }).map(f => f.id),
-    smallest: Math.min(...texts.map(t => parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a)),
-    smallestBox: Math.min(...texts.map(t => t.getBoundingClientRect().height)),
+    // the font's size on screen (the text's scale, rotated or not), and its box across the lines
+    smallest: Math.min(...texts.map(t => {
+      const m = t.getScreenCTM();
+      return parseFloat(getComputedStyle(t).fontSize) * Math.hypot(m.a, m.b);
+    })),
+    smallestBox: Math.min(...texts.map(t => {
+      const m = t.getScreenCTM(), box = t.getBoundingClientRect();
+      return Math.abs(m.b) > Math.abs(m.a) ? box.width : box.height;
+    })),
     shown: figs.length,
   };
 }"""
@@ -213,6 +220,8 @@ def test_the_demo_page_in_chromium(tmp_path: Path) -> None:
     shutil.copy(STORES / "demo000.db", db)
     out = tmp_path / "demo.html"
     run_cli(["report", "demo", "-o", str(out), "--db", str(db)])
+    for fig_id, fig in figures(out.read_text()).items():  # 7 targets: their p50 and p99 are 14 lines
+        assert max(lines_per_panel(fig_id, svg_of(fig)), default=0) <= 8, fig_id
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
         try:
