@@ -1,16 +1,19 @@
 """Start-up benchmark: what a `vmio` command costs before it does anything.
 
-Run: .venv/bin/python benchmarks/startup.py [--runs N]
-Prints the wall time of `vmio --version`, `vmio run --help` and `vmio show --help` (median and range over N
-runs, each a fresh interpreter, interleaved with a bare `python -c pass` measured the same way), and the
-heaviest imports outside vmio of `vmio --version` and of `vmio run --help` from Python's own `-X importtime`
-account. `vmio --version` imports no command module; a command imports only its own family's module
-(`vmio.cli.main.FEATURES`), and the heavy libraries (matplotlib, numba) only where they are used.
+Run: .venv/bin/python benchmarks/startup.py [--runs N] [--before CHECKOUT]
+Prints the wall time of `vmio --version`, `vmio --help` and every command's and sub-command's `--help` (found
+from the parser; median and range over N runs, each a fresh interpreter, interleaved with a bare `python -c
+pass` measured the same way), each against `--version` (the goal: within 0.15 s of it). With `--before` the
+same commands run from another checkout's `src` too (e.g. `git worktree add /tmp/before main`), interleaved,
+in a column beside. Then the heaviest imports outside vmio of `vmio --help` from Python's own `-X importtime`
+account. A command imports what it runs when it runs (tests/test_cli_startup.py), so a help imports no
+plotting, arrays, JIT or event loop.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import statistics
 import subprocess
@@ -18,27 +21,50 @@ import sys
 import time
 from pathlib import Path
 
-VMIO = str(Path(sys.executable).with_name("vmio"))
-COMMANDS = {
-    "python -c pass": [sys.executable, "-c", "pass"],
-    "vmio --version": [VMIO, "--version"],
-    "vmio run --help": [VMIO, "run", "--help"],
-    "vmio show --help": [VMIO, "show", "--help"],
-}
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+GOAL_S = 0.15
 
 
-def wall(cmd: list[str]) -> float:
+def commands() -> dict[str, list[str]]:
+    """name -> vmio's arguments: --version, --help, and every command's help, from this checkout's parser."""
+    sys.path.insert(0, SRC)
+    from vmio.cli.main import build_parser
+
+    found: dict[str, list[str]] = {"--version": ["--version"]}
+
+    def walk(parser: argparse.ArgumentParser, path: list[str]) -> None:
+        found[" ".join([*path, "--help"])] = [*path, "--help"]
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    walk(sub, [*path, name])
+
+    walk(build_parser(), [])
+    return found
+
+
+def wall(src: str, args: list[str]) -> float:
+    env = {**os.environ, "PYTHONPATH": src}
     start = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, timeout=60)
+    subprocess.run(
+        [sys.executable, "-m", "vmio", *args], check=True, stdout=subprocess.DEVNULL, env=env, timeout=60
+    )
     return time.perf_counter() - start
 
 
-def heaviest(args: list[str], top: int) -> list[tuple[int, str]]:
+def bare() -> float:
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], check=True, timeout=60)
+    return time.perf_counter() - start
+
+
+def heaviest(src: str, args: list[str], top: int) -> list[tuple[int, str]]:
     """(cumulative µs, module) of the imports outside vmio of `python -X importtime -m vmio ARGS`, largest
     first."""
     err = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "vmio", *args],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=True, timeout=60,
+        env={**os.environ, "PYTHONPATH": src},
     ).stderr  # fmt: skip
     rows = []
     for line in err.splitlines():
@@ -54,20 +80,49 @@ def heaviest(args: list[str], top: int) -> list[tuple[int, str]]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--before", type=Path, help="another checkout (its src/ is run) to time beside this one")
     args = ap.parse_args()
-    times: dict[str, list[float]] = {name: [] for name in COMMANDS}
-    for cmd in COMMANDS.values():
-        wall(cmd)  # warm the page cache
+    cmds = commands()
+    sides = {"now": SRC}
+    if args.before is not None:
+        sides = {"before": str(args.before.resolve() / "src"), **sides}
+    times: dict[tuple[str, str], list[float]] = {}
+    base: list[float] = []
+    for src in sides.values():  # warm the page cache
+        for cmd in cmds.values():
+            wall(src, cmd)
     for _ in range(args.runs):
-        for name, cmd in COMMANDS.items():
-            times[name].append(wall(cmd))
-    print(f"wall time over {args.runs} runs (median, min-max):")
-    for name, values in times.items():
-        print(f"  {name:<20} {statistics.median(values):6.3f} s  ({min(values):.3f}-{max(values):.3f})")
-    for args in (["--version"], ["run", "--help"]):
-        print(f"heaviest imports outside vmio of `vmio {' '.join(args)}` (cumulative):")
-        for us, module in heaviest(args, 8) or [(0, "(none)")]:
+        base.append(bare())
+        for name, cmd in cmds.items():
+            for side, src in sides.items():
+                times.setdefault((side, name), []).append(wall(src, cmd))
+
+    def med(side: str, name: str) -> float:
+        return statistics.median(times[(side, name)])
+
+    print(
+        f"wall time over {args.runs} runs, median (min-max); python -c pass: {statistics.median(base):.3f} s"
+    )
+    head = "".join(f"{side:>24}{'- --version':>12}" for side in sides)
+    print(f"  {'command':<34}{head}")
+    for name in cmds:
+        cells = ""
+        for side in sides:
+            values = times[(side, name)]
+            cells += f"{med(side, name):8.3f} ({min(values):.3f}-{max(values):.3f})"
+            cells += f"{med(side, name) - med(side, '--version'):+12.3f}"
+        print(f"  {name:<34}{cells}")
+    for side in sides:
+        over = [n for n in cmds if med(side, n) - med(side, "--version") > GOAL_S]
+        worst = max(med(side, n) - med(side, "--version") for n in cmds)
+        print(
+            f"{side}: the slowest help is {worst:+.3f} s from --version; "
+            f"{len(over)} of {len(cmds)} beyond the goal of +{GOAL_S} s{': ' + ', '.join(over) if over else ''}"
+        )
+    for side, src in sides.items():
+        print(f"heaviest imports outside vmio of `vmio --help` ({side}, cumulative):")
+        for us, module in heaviest(src, ["--help"], 8) or [(0, "(none)")]:
             print(f"  {us / 1e6:6.3f} s  {module}")
 
 

@@ -11,8 +11,6 @@ from pathlib import Path
 import pytest
 from scipy.stats import ttest_ind
 
-from vmio.cli.main import FEATURES
-
 from conftest import need
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
@@ -135,16 +133,6 @@ def test_version_imports_neither_numpy_nor_matplotlib() -> None:
 def test_a_command_imports_only_its_own_family() -> None:
     assert not {"numba", "scipy", "matplotlib"} & loaded_by("run", "--help")
     assert "numba" not in loaded_by("show", "--help")
-
-
-def test_the_command_table_is_what_each_module_registers() -> None:
-    import argparse
-    import importlib
-
-    for family, commands in FEATURES.items():
-        sub = argparse.ArgumentParser().add_subparsers()
-        importlib.import_module(f"vmio.cli.{family}").register(sub)
-        assert tuple(sub.choices) == commands, family
 
 
 def test_the_version_is_the_installed_package_metadata() -> None:

@@ -15,7 +15,7 @@ from vmio.advise.disk_config import Config
 from vmio.advise.evidence import load_evidence
 from vmio.advise.inventory import read_host_facts
 from vmio.advise.text import explain, format_advice, format_diagnosis
-from vmio.cli import argtypes, terminal
+from vmio.cli import argtypes
 from vmio.cli.store_args import add_db, default_db, open_store
 from vmio.errors import InputError
 from vmio.published import Ratio
@@ -196,6 +196,7 @@ def _calibrate_progress(runtime: float) -> Callable[[int, int, str], None]:
     """``vmio calibrate``'s progress on stderr: the step, how many are left and about how long."""
 
     from vmio.advise.calibrate import QUEUE_DEPTHS
+    from vmio.cli import terminal
 
     def show(done: int, total: int, step: str) -> None:
         if done < total:

@@ -9,22 +9,21 @@ import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from vmio import spec
-from vmio.campaign import imported, runner
-from vmio.campaign.measure import point_job, swept_place, swept_workload
-from vmio.cli import argtypes, terminal
+from vmio.cli import argtypes
 from vmio.cli.store_args import add_db, default_db, open_store
 from vmio.errors import InputError
-from vmio.report.compare_text import columns
-from vmio.spec.sla import parse_sla
-from vmio.store import campaigns, export, show_json
-from vmio.store import rows as summary
-from vmio.targets import placement
-from vmio.traces import vm_runs
-from vmio.traces.vm_runs import beside_store
+from vmio.store.formats import FORMATS as EXPORT_FORMATS
 from vmio.units import format_size
+
+# Each command imports the library it runs when it runs (tests/test_cli_startup.py): `vmio run --help` and
+# `vmio --help` need none of it.
+if TYPE_CHECKING:
+    from vmio import spec
+    from vmio.campaign import runner
+    from vmio.cli import terminal
+    from vmio.store import rows as summary
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -115,8 +114,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "files",
         nargs="+",
         metavar="FILE",
-        help="fio --output-format=json or json+ output (local "
-        "or client/server); each job name becomes a point",
+        help="fio --output-format=json or json+ output (local or client/server, any fio from 2.0.10), or a "
+        "folder of them such as bench-fio's (every *.json, *.jsonplus, *.json+ under it); each job name becomes a point",
     )
     p.add_argument(
         "--campaign", required=True, help="the campaign to store them in (new, or an imported one)"
@@ -130,7 +129,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_db(p)
     p.add_argument(
         "--format",
-        choices=export.FORMATS,
+        choices=EXPORT_FORMATS,
         help="csv, json, parquet, ndjson or prometheus (default: from the output's suffix, e.g. "
         ".csv, .json, .parquet, .ndjson, .prom)",
     )
@@ -183,6 +182,8 @@ def fio_campaign_text(
 
 def load_run_spec(args: argparse.Namespace) -> tuple[spec.Campaign, str]:
     """The campaign ``vmio run`` runs and the spec text it stores."""
+    from vmio import spec
+
     is_job_file = Path(args.spec).suffix in FIO_SUFFIXES
     if is_job_file:
         if not args.target:
@@ -202,6 +203,9 @@ def load_run_spec(args: argparse.Namespace) -> tuple[spec.Campaign, str]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from vmio.campaign import runner
+    from vmio.traces.vm_runs import beside_store
+
     camp, text = load_run_spec(args)
     if args.interval < 0.1:
         raise InputError(f"--interval {args.interval:g}s is below the 100ms floor")
@@ -231,6 +235,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def print_dry_run(camp: spec.Campaign, out: TextIO) -> None:
+    from vmio import spec
+    from vmio.campaign.measure import point_job, swept_place, swept_workload
+    from vmio.targets import placement
+
     points = camp.points()
     out.write(f"campaign {camp.name!r}: {len(points)} points\n")
     for w in camp.workloads:
@@ -266,6 +274,8 @@ class ProgressPrinter:
     """rich's bar on a terminal (``console``: a rich Console to draw on); plain lines otherwise."""
 
     def __init__(self, stream: TextIO, console: terminal.Console | None = None) -> None:
+        from vmio.cli import terminal
+
         self.stream = stream
         self.console = console or terminal.console_for(stream)
         self.bar = terminal.RichBar(self.console) if self.console is not None else None
@@ -303,18 +313,25 @@ class ProgressPrinter:
             self.bar.close()
 
 
-_hms = terminal.hms
+def _hms(seconds: float) -> str:
+    from vmio.cli import terminal
+
+    return terminal.hms(seconds)
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    from vmio import spec
+    from vmio.campaign import imported
+
     name = spec.campaign_name(args.campaign, "--campaign")
     target = spec.campaign_name(args.target, "--target")
     if "/" in target:
         raise InputError(f"--target {target!r}: a target label has no '/' (it is part of each point's key)")
+    files = [f for given in args.files for f in imported.expand(Path(given))]
     with open_store(args, write=True) as store:
-        keys = imported.import_files(store, [Path(f) for f in args.files], name, target)
+        keys = imported.import_files(store, files, name, target)
         print(
-            f"campaign {name!r}: {len(keys)} point(s) imported from {len(args.files)} file(s); store {store.path}"
+            f"campaign {name!r}: {len(keys)} point(s) imported from {len(files)} file(s); store {store.path}"
         )
     for key in keys:
         print(f"  {key}")
@@ -322,6 +339,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
+    from vmio.store import campaigns
+
     with open_store(args) as store:
         rows = campaigns.campaign_rows(store)
     if args.json:
@@ -333,6 +352,8 @@ def cmd_ls(args: argparse.Namespace) -> int:
 
 def print_campaigns(rows: list[dict[str, object]], wide: bool) -> None:
     """``vmio ls``'s table: through rich on a terminal (no cell cut), plain text otherwise."""
+    from vmio.cli import terminal
+
     console = terminal.console_for(sys.stdout)
     if console is None or not rows:
         print(format_campaigns(rows), end="")
@@ -344,6 +365,8 @@ def print_campaigns(rows: list[dict[str, object]], wide: bool) -> None:
 
 def format_campaigns(rows: list[dict[str, object]]) -> str:
     """The text table of ``vmio ls`` (and of ``vmio show`` without a campaign)."""
+    from vmio.report.compare_text import columns
+
     if not rows:
         return "no campaigns stored\n"
     return columns(campaign_lines(rows), right=frozenset({4, 5}))
@@ -375,23 +398,32 @@ def campaign_lines(rows: list[dict[str, object]]) -> list[tuple[str, ...]]:
 
 
 def cmd_rm(args: argparse.Namespace) -> int:
+    from vmio.traces import vm_runs
+
     with open_store(args, write=True) as store:
         count = store.remove_campaign(args.campaign)
-    traces = vm_runs.remove_campaign(beside_store(args.db or default_db()), args.campaign)
+    traces = vm_runs.remove_campaign(vm_runs.beside_store(args.db or default_db()), args.campaign)
     print(f"removed campaign {args.campaign!r} ({count} points){' and its VM traces' if traces else ''}")
     return 0
 
 
 def cmd_rename(args: argparse.Namespace) -> int:
+    from vmio import spec
+    from vmio.traces import vm_runs
+
     new = spec.campaign_name(args.new, "NEW")
     with open_store(args, write=True) as store:
         store.rename_campaign(args.old, new)
-    vm_runs.rename_campaign(beside_store(args.db or default_db()), args.old, new)
+    vm_runs.rename_campaign(vm_runs.beside_store(args.db or default_db()), args.old, new)
     print(f"renamed campaign {args.old!r} to {new!r}")
     return 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from vmio.cli import terminal
+    from vmio.store import campaigns, show_json
+    from vmio.store import rows as summary
+
     if args.ops:
         return show_ops(args)
     if args.sla is not None:
@@ -422,6 +454,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 def print_show_table(rows: list[summary.PointRow], console: terminal.Console, wide: bool = False) -> None:
     """``vmio show``'s table through rich (on a terminal): the least needed columns left out, and named,
     when the terminal is too narrow for all (``wide``: all the same)."""
+    from vmio.cli import terminal
+
     lines = show_lines(rows)
     drop = terminal.by_name(lines[0], SHOW_DROP)
     terminal.print_table(console, lines, right=frozenset(range(3, len(lines[0]))), drop=drop, wide=wide)
@@ -429,6 +463,8 @@ def print_show_table(rows: list[summary.PointRow], console: terminal.Console, wi
 
 def show_ops(args: argparse.Namespace) -> int:
     """``vmio show CAMPAIGN --ops [--json]``."""
+    from vmio.store import rows as summary
+
     if not args.campaign:
         raise InputError("--ops needs a campaign: vmio show CAMPAIGN --ops")
     if args.sla is not None:
@@ -444,6 +480,8 @@ def show_ops(args: argparse.Namespace) -> int:
 
 def format_ops(rows: list[dict[str, object]]) -> str:
     """The text table of ``vmio show CAMPAIGN --ops``."""
+    from vmio.report.compare_text import columns
+
     if not rows:
         return "no timed operations stored (a workload with ops = N stores them)\n"
     head = ("target", "accel", "build", "machine", "vCPUs", "VMs", "cache", "workload", "rw", "bs", "load",
@@ -464,6 +502,7 @@ def format_ops(rows: list[dict[str, object]]) -> str:
 
 def show_sla(args: argparse.Namespace) -> int:
     from vmio.report import data, sla
+    from vmio.spec.sla import parse_sla
 
     try:
         bound = parse_sla(args.sla)
@@ -483,6 +522,8 @@ def show_sla(args: argparse.Namespace) -> int:
 
 def format_table(rows: list[summary.PointRow]) -> str:
     """The text table of ``vmio show``."""
+    from vmio.report.compare_text import columns
+
     lines = show_lines(rows)
     if len(lines) == 1:
         return "no points stored\n"
@@ -509,6 +550,9 @@ def show_lines(rows: list[summary.PointRow]) -> list[tuple[str, ...]]:
     shares = any(r.offered_pct is not None for r in rows)  # the IOPS a share of the max point offered
     if shares:
         head = (*head, "offered IOPS")
+    imports = any(r.target_kind == "import" for r in rows)  # the fio version that wrote each imported point
+    if imports:
+        head = (*head, "fio")
     lines: list[tuple[str, ...]] = [head]
     for r in rows:
         lat = r.read_lat_ns or r.write_lat_ns
@@ -527,6 +571,7 @@ def show_lines(rows: list[summary.PointRow]) -> list[tuple[str, ...]]:
             )
             + ((_steady(r.steady),) if steady else ())
             + ((_offered(r),) if shares else ())
+            + (((r.fio_version or "-").removeprefix("fio-"),) if imports else ())
         )
     return lines
 
@@ -565,6 +610,8 @@ def _ms(lat: Mapping[str, float | None] | None, key: str) -> str:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from vmio.store import export
+
     if str(args.output) == "-":  # stdout (out_file hands every name over as a Path)
         if args.format is None:
             raise InputError("export -o - needs --format (json, ndjson or prometheus): stdout has no suffix")

@@ -7,11 +7,11 @@ import json
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vmio.cli import argtypes
 from vmio.cli.dstore_model import add_model_parser
 from vmio.cli.store_args import add_db, open_store
-from vmio.dstore import commands
 from vmio.dstore.degraded import format_run
 from vmio.dstore.profile import Criteria, Point, format_side_by_side, format_table, parse_bs_list
 from vmio.dstore.settings import AT_S, BACK_AT_S, PROFILE_RUNTIME_S, ProfileSettings, UpSettings
@@ -19,6 +19,10 @@ from vmio.dstore.where import Where
 from vmio.errors import InputError
 from vmio.system import files
 from vmio.units import parse_duration
+
+# the cluster's commands (campaigns, QMP, numpy) are imported when a command runs, not for its --help
+if TYPE_CHECKING:
+    from vmio.dstore import commands
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -151,6 +155,8 @@ def _settings(args: argparse.Namespace) -> ProfileSettings:
 
 
 def _up(args: argparse.Namespace) -> int:
+    from vmio.dstore import commands
+
     ref = commands.up(args.dir, UpSettings(args.osds, _duration("--deadline", args.deadline)))
     print(
         f"cluster up in {ref.root}: conf {ref.conf}, pool {ref.pool} (size {ref.replicas}), image {ref.image}"
@@ -159,12 +165,16 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _down(args: argparse.Namespace) -> int:
+    from vmio.dstore import commands
+
     stopped = commands.down(args.dir)
     print(f"stopped {', '.join(stopped) or 'no running daemons'}; removed {args.dir}")
     return 0
 
 
 def _status(args: argparse.Namespace) -> int:
+    from vmio.dstore import commands
+
     info = commands.status(_where(args))
     if args.json:
         print(json.dumps(info.to_json(), indent=2))
@@ -175,6 +185,8 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _profile(args: argparse.Namespace) -> int:
+    from vmio.dstore import commands
+
     if args.db is not None and args.name is None:
         raise InputError(f"--db {args.db!r} names the store for --name; give --name NAME too")
     settings = _settings(args)

@@ -5,13 +5,17 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import asdict
+from typing import TYPE_CHECKING
 
 from vmio.cli import argtypes
-from vmio.dstore import commands
-from vmio.dstore.model import WRITE_PATHS, Prediction
 from vmio.dstore.profile import Criteria, parse_bs_list, verdict
-from vmio.dstore.settings import ModelSettings, ProfileSettings
+from vmio.dstore.settings import WRITE_PATHS, ModelSettings, ProfileSettings
 from vmio.units import format_size
+
+# the model and the cluster commands (numpy, QMP) are imported when `dstore model` runs, not for its --help
+if TYPE_CHECKING:
+    from vmio.dstore import commands
+    from vmio.dstore.model import Prediction
 
 
 def add_model_parser(dsub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -68,6 +72,7 @@ def add_model_parser(dsub: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 def _model(args: argparse.Namespace) -> int:
     from vmio.cli.store_args import default_db
+    from vmio.dstore import commands
 
     result = commands.model(
         ModelSettings(

@@ -11,7 +11,6 @@ from vmio.errors import InputError
 from vmio.guest import GuestImage, image
 from vmio.libvirt import canary, domxml
 from vmio.libvirt.virsh import DEFAULT_URI, Virsh
-from vmio.qemu import AccelProber, probe_caps
 
 
 def register(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -77,6 +76,8 @@ def _shape(args: argparse.Namespace, virsh: Virsh) -> canary.Shape:
 def _domain_type(accel: str, built: GuestImage, virsh: Virsh) -> str:
     """libvirt's domain type for ``accel``; ``auto``: what vmio's probe boot found works here."""
     if accel == "auto":
+        from vmio.qemu import AccelProber, probe_caps  # the QMP client: only for a probe boot
+
         accel = AccelProber(built, probe_caps(runner=virsh.runner)).resolve("auto").accel
     return "kvm" if accel == "kvm" else "qemu"
 

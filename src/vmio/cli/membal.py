@@ -8,16 +8,18 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vmio.cli import argtypes
 from vmio.cli.membal_live import add_run
 from vmio.cli.mrc_args import sampling, sampling_options
 from vmio.errors import InputError
-from vmio.membal.outcome import Outcome, outcome_json, run_scenario
-from vmio.membal.scenario import load_scenario
-from vmio.mrc.curve import MissRatioCurve, stream_curve
-from vmio.traces.cloudphysics import DEFAULT_CHUNK, iter_vscsi_pages
 from vmio.units import format_size
+
+# the simulator and the curves (numpy, numba) are imported when a command runs, not for its --help
+if TYPE_CHECKING:
+    from vmio.membal.outcome import Outcome
+    from vmio.mrc.curve import MissRatioCurve
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -39,7 +41,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     mrc.add_argument("--page", type=argtypes.extent, default=4096, help="page size (default 4k)")
     mrc.add_argument(
-        "--chunk", type=argtypes.count(1, 1 << 30), default=DEFAULT_CHUNK, help="pages read per chunk"
+        "--chunk",
+        type=argtypes.count(1, 1 << 30),
+        help="pages read per chunk",
     )
     mrc.add_argument(
         "--points", type=argtypes.count(1, 100000), default=20, help="cache sizes printed (default 20)"
@@ -51,11 +55,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _mrc(args: argparse.Namespace) -> int:
-    if args.chunk < 1 or args.points < 2:
-        raise InputError(f"--chunk {args.chunk!r} must be at least 1 and --points {args.points!r} at least 2")
+    from vmio.mrc.curve import stream_curve
+    from vmio.traces.cloudphysics import DEFAULT_CHUNK, iter_vscsi_pages
+
+    chunk = DEFAULT_CHUNK if args.chunk is None else args.chunk
+    if chunk < 1 or args.points < 2:
+        raise InputError(f"--chunk {chunk!r} must be at least 1 and --points {args.points!r} at least 2")
     if not args.page or args.page & (args.page - 1):
         raise InputError(f"--page {args.page!r} is not a power of two; use a page size such as '4k'")
-    curve = stream_curve(iter_vscsi_pages(args.trace, args.page, args.chunk), sampling(args))
+    curve = stream_curve(iter_vscsi_pages(args.trace, args.page, chunk), sampling(args))
     if args.json:
         print(json.dumps(curve_json(curve, args.page, args.points), indent=2))
     else:
@@ -99,6 +107,9 @@ def render_curve(curve: MissRatioCurve, name: str, page: int, points: int) -> st
 
 
 def _sim(args: argparse.Namespace) -> int:
+    from vmio.membal.outcome import outcome_json, run_scenario
+    from vmio.membal.scenario import load_scenario
+
     outcome = run_scenario(load_scenario(args.scenario), curves=sampling(args))
     if args.plots is not None:
         from vmio.membal.plots import write_plots

@@ -8,17 +8,20 @@ import os
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vmio.cli import argtypes
 from vmio.cli.argtypes import duration, size
 from vmio.errors import InputError
-from vmio.membal.compare import Comparison, Side, SideVm, compare
-from vmio.membal.live import LIVE_POLICIES, Step, policy_params
-from vmio.membal.liverun import LiveOutcome, LiveSettings, describe, run_live
+from vmio.membal.guest_reports import LIVE_POLICIES
 from vmio.membal.livework import Load, load_config
-from vmio.store import Store
 from vmio.units import format_size
+
+# the controller (QMP, numpy) and the store are imported when `membal run` runs, not for its --help
+if TYPE_CHECKING:
+    from vmio.membal.compare import Comparison, Side, SideVm
+    from vmio.membal.live import Step
+    from vmio.membal.liverun import LiveOutcome, LiveSettings
 
 _DEFAULTS: dict[str, Any] = {
     "vms": 2,
@@ -91,6 +94,9 @@ def add_run(inner: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def settings_from(args: argparse.Namespace) -> LiveSettings:
     """Command-line options over the ``--config`` file over the defaults."""
+    from vmio.membal.live import policy_params
+    from vmio.membal.liverun import LiveSettings
+
     conf = load_config(args.config) if args.config else None
     values = dict(_DEFAULTS)
     if conf is not None:
@@ -142,6 +148,9 @@ def _floors(floor: int | list[int], per_vm: tuple[int | None, ...], n: int) -> t
 
 
 def _run(args: argparse.Namespace) -> int:
+    from vmio.membal.liverun import describe, run_live
+    from vmio.store import Store
+
     if args.domains is not None:
         return _run_domains(args)
     if args.uri is not None:
@@ -168,6 +177,8 @@ def _run_domains(args: argparse.Namespace) -> int:
     """``run --domains a,b [--uri URI]``: existing domains' balloons through libvirt."""
     from vmio.libvirt.virsh import DEFAULT_URI
     from vmio.membal.domains import read_domains, run_domains, with_domains
+    from vmio.membal.liverun import describe
+    from vmio.store import Store
 
     names = tuple(d.strip() for d in args.domains.split(",") if d.strip())
     if not names:
@@ -289,8 +300,11 @@ def _scenario_path(args: argparse.Namespace) -> Path | None:
 
 def _compare(args: argparse.Namespace) -> int:
     """``run --compare P1,P2,...``: each policy live, one after the other, then the scenario simulated."""
+    from vmio.membal.compare import compare
+    from vmio.membal.liverun import describe, run_live
     from vmio.membal.outcome import run_scenario
     from vmio.membal.scenario import load_scenario
+    from vmio.store import Store
 
     policies = _compared(args)
     runs = {}

@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from vmio.cli import argtypes
 from vmio.errors import InputError
-from vmio.mrc.curve import Sampling
+
+if TYPE_CHECKING:
+    from vmio.mrc.curve import Sampling
 
 
 def sampling_options(p: argparse.ArgumentParser, what: str) -> None:
@@ -53,6 +56,8 @@ def _keys(text: str) -> int:
 
 def sampling(args: argparse.Namespace) -> Sampling:
     """The curve's sampling from ``sampling_options``' arguments."""
+    from vmio.mrc.curve import Sampling  # numpy and numba: when a curve is built, not for --help
+
     if args.seeds > 1 and args.sample_size is None and args.sample_rate is None:
         raise InputError(
             f"--seeds {args.seeds!r} needs --sample-rate or --sample-size (an exact curve has no seed)"

@@ -5,19 +5,23 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
-from vmio.cli import argtypes, terminal
+from vmio.cli import argtypes
 from vmio.cli.campaign import add_wide
 from vmio.cli.store_args import add_db, open_store
 from vmio.errors import InputError, VmioError
-from vmio.report import compare, compare_text, data, seed000, side_by_side
-from vmio.report import summary_table as saturation
-from vmio.stats.spread import LEVEL
-from vmio.store import Store
 
-# on a narrow terminal the columns of compare leave in this order (never a cut number)
+# the store and the report's modules are imported when a command runs, not for its --help
+if TYPE_CHECKING:
+    from vmio.report import seed000
+    from vmio.report import summary_table as saturation
+    from vmio.store import Store
+
+# on a narrow terminal the columns of compare leave in this order (never a cut number; the interval's head
+# names its level, as compare_text writes it)
 BASELINE_DROP = ("p50 ratio", "load", "p99 ratio")
-BEFORE_AFTER_DROP = (f"{LEVEL:.0%} interval", "before", "after")
+BEFORE_AFTER_DROP = ("{level} interval", "before", "after")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -60,7 +64,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def cmd_report(args: argparse.Namespace) -> int:
     if args.png_dir is not None and args.output is None:
         raise InputError("--png-dir needs -o/--output: the PNGs are the HTML report's plots")
-    from vmio.report import page  # matplotlib (0.3 s): only for `vmio report`, not every command
+    from vmio.report import data, page, seed000, side_by_side  # page: matplotlib (0.3 s), only for `report`
+    from vmio.report import summary_table as saturation
 
     names: list[str] = list(dict.fromkeys(args.campaigns))
     with open_store(args) as store:
@@ -129,6 +134,9 @@ def _print_summary(
     seed: list[seed000.SeedRow],
 ) -> None:
     """The summary table, then seed 000's configurations beside the campaign's when it has them."""
+    from vmio.report import seed000
+    from vmio.report import summary_table as saturation
+
     if as_json:
         doc = {
             "campaign": campaign,
@@ -144,6 +152,10 @@ def _print_summary(
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    from vmio.cli import terminal
+    from vmio.report import compare, compare_text, data
+    from vmio.stats.spread import LEVEL
+
     names: list[str] = args.campaigns
     if len(names) > 2:
         raise InputError(f"compare takes one campaign (with --baseline) or two, not {len(names)}: {names!r}")
@@ -210,7 +222,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
                 title=title,
                 tail=tail,
                 empty="no common points\n",
-                drop=terminal.by_name(lines[0], BEFORE_AFTER_DROP) if lines else (),
+                drop=terminal.by_name(lines[0], [d.format(level=f"{LEVEL:.0%}") for d in BEFORE_AFTER_DROP])
+                if lines
+                else (),
                 wide=args.wide,
             )
         else:

@@ -11,9 +11,8 @@ from vmio.cli import argtypes
 from vmio.cli.campaign import ProgressPrinter
 from vmio.cli.store_args import add_db, default_db
 from vmio.errors import InputError
-from vmio.reproduce import SCALES, Request, check, papers, reproduce
+from vmio.reproduce import SCALES
 from vmio.system import files
-from vmio.traces.vm_runs import beside_store
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -73,6 +72,9 @@ def _reproduce(args: argparse.Namespace) -> int:
         if args.paper is not None:
             raise InputError(f"reproduce: --list takes no ID (got {args.paper!r})")
         return _list(args.json)
+    from vmio.reproduce import Request, check, reproduce  # every paper's experiments: when one runs
+    from vmio.traces.vm_runs import beside_store
+
     if args.paper is None:
         raise InputError("reproduce: name a paper's ID (see `vmio reproduce --list`) or pass --list")
     if args.output is None:
@@ -105,6 +107,8 @@ def _reproduce(args: argparse.Namespace) -> int:
 
 
 def _list(as_json: bool) -> int:
+    from vmio.reproduce import papers
+
     entries = [p.listing() for p in papers()]
     if as_json:
         print(json.dumps(entries, indent=2, ensure_ascii=False))

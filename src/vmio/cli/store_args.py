@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import TYPE_CHECKING
 
-from vmio.store import Store
+if TYPE_CHECKING:
+    from vmio.store import Store
 
 
 def default_db() -> str:
@@ -18,4 +20,6 @@ def add_db(parser: argparse.ArgumentParser) -> None:
 
 def open_store(args: argparse.Namespace, *, write: bool = False) -> Store:
     """The store of ``--db``; commands that only read it open it read-only (never creating or changing it)."""
+    from vmio.store import Store  # SQLite and the spec model: when a command runs, not for its --help
+
     return Store(args.db or default_db(), readonly=not write)

@@ -20,9 +20,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numpy.typing import NDArray
 
+from vmio.dstore.settings import WRITE_PATHS
 from vmio.errors import InputError
 
-WRITE_PATHS = ("primary", "fanout")
 Array = NDArray[np.float64]
 
 

@@ -13,6 +13,7 @@ FAIL_OSD_BS = 4096  # the one block size of a --fail-osd time series
 PROFILE_RUNTIME_S = 10.0  # per block size
 AT_S = 10.0  # a --fail-osd run stops the OSD this long after its start
 BACK_AT_S = 40.0  # and starts it again at this time
+WRITE_PATHS = ("primary", "fanout")  # how the model sends a write to its replicas (vmio.dstore.model)
 AFTER_BACK_S = 20.0  # a --fail-osd run goes on this long after the OSD is started again
 
 

@@ -19,6 +19,7 @@ from typing import TypedDict
 from vmio.errors import InputError, ToolError
 from vmio.membal.balloon import Guest
 from vmio.membal.governor import Move, Rules, govern
+from vmio.membal.guest_reports import GUEST_REPORTS, LIVE_POLICIES, NEEDS, WHY_NOT_REPORTED
 from vmio.membal.observation import Budget, Policy
 from vmio.membal.policies import POLICY_PARAMS, make_policy
 from vmio.membal.signals import PAGE, GuestSignals, ReadCounter, signals
@@ -26,20 +27,6 @@ from vmio.qemu.agent import AgentRecord
 from vmio.store import Store
 from vmio.store.membal import DecisionRow, add_decisions
 from vmio.units import parse_size
-
-# What each policy reads of an observation beyond allocation/resident, and whether a guest reports it.
-NEEDS: dict[str, tuple[str, ...]] = {
-    "equal": (),
-    "refault": ("activations",),
-    "mom": (),
-    "efficiency": ("hit_pages",),
-    "marginal": ("reuse",),
-}
-GUEST_REPORTS = frozenset({"allocation", "resident", "refaults", "activations", "accesses", "hit_pages"})
-_WHY = {
-    "reuse": "sampled stack distances of its accesses, which a guest cannot see",
-}
-LIVE_POLICIES = tuple(p for p, needs in NEEDS.items() if set(needs) <= GUEST_REPORTS)
 
 
 def check_live_policy(name: str) -> None:
@@ -49,7 +36,7 @@ def check_live_policy(name: str) -> None:
     missing = [n for n in NEEDS[name] if n not in GUEST_REPORTS]
     if missing:
         raise InputError(
-            f"--policy {name!r} cannot run live: it needs {_WHY[missing[0]]}; "
+            f"--policy {name!r} cannot run live: it needs {WHY_NOT_REPORTED[missing[0]]}; "
             f"live policies are {', '.join(LIVE_POLICIES)} (all policies run in 'vmio membal sim')"
         )
 

@@ -46,17 +46,75 @@ Typical use (accel resolved once, then VMs):
         fio --client=vm.fio_client job.fio  (job's filename = vm.guest_devices()[0])
 """
 
-from vmio.qemu import builds
-from vmio.qemu.accel import KVM_PROBE_DEADLINE, AccelChoice, AccelProber, resolve_accel
-from vmio.qemu.agent import AgentRecord, ProcIO, read_agent_records
-from vmio.qemu.argv import Runtime, build_argv, kernel_cmdline
-from vmio.qemu.caps import QemuCaps, probe_caps
-from vmio.qemu.fleet import Fleet, check_disjoint
-from vmio.qemu.threads import Snapshot, ThreadCPU, ThreadSampler, cpu_between, read_threads
-from vmio.qemu.vfio import VfioBinding, iommu_present
-from vmio.qemu.vm import VM, VMState
-from vmio.qemu.vmconfig import Accel, Aio, Bus, Cache, Disk, Machine, VMConfig
-from vmio.system.ports import free_port
+import importlib as _importlib
+import typing as _typing
+
+if _typing.TYPE_CHECKING:
+    from vmio.qemu import builds
+    from vmio.qemu.accel import KVM_PROBE_DEADLINE, AccelChoice, AccelProber, resolve_accel
+    from vmio.qemu.agent import AgentRecord, ProcIO, read_agent_records
+    from vmio.qemu.argv import Runtime, build_argv, kernel_cmdline
+    from vmio.qemu.caps import QemuCaps, probe_caps
+    from vmio.qemu.fleet import Fleet, check_disjoint
+    from vmio.qemu.threads import Snapshot, ThreadCPU, ThreadSampler, cpu_between, read_threads
+    from vmio.qemu.vfio import VfioBinding, iommu_present
+    from vmio.qemu.vm import VM, VMState
+    from vmio.qemu.vmconfig import Accel, Aio, Bus, Cache, Disk, Machine, VMConfig
+    from vmio.system.ports import free_port
+
+# Each name is imported on first use (PEP 562), so that importing one module of the package (``vmio.qemu.caps``
+# for a command's --help, ``vmio.qemu.vmconfig`` for the spec model) does not bring in the QMP client and
+# asyncio with it.
+_LAZY: dict[str, tuple[str, str | None]] = {
+    "Accel": ("vmio.qemu.vmconfig", "Accel"),
+    "AccelChoice": ("vmio.qemu.accel", "AccelChoice"),
+    "AccelProber": ("vmio.qemu.accel", "AccelProber"),
+    "AgentRecord": ("vmio.qemu.agent", "AgentRecord"),
+    "Aio": ("vmio.qemu.vmconfig", "Aio"),
+    "Bus": ("vmio.qemu.vmconfig", "Bus"),
+    "Cache": ("vmio.qemu.vmconfig", "Cache"),
+    "Disk": ("vmio.qemu.vmconfig", "Disk"),
+    "Fleet": ("vmio.qemu.fleet", "Fleet"),
+    "KVM_PROBE_DEADLINE": ("vmio.qemu.accel", "KVM_PROBE_DEADLINE"),
+    "Machine": ("vmio.qemu.vmconfig", "Machine"),
+    "ProcIO": ("vmio.qemu.agent", "ProcIO"),
+    "QemuCaps": ("vmio.qemu.caps", "QemuCaps"),
+    "Runtime": ("vmio.qemu.argv", "Runtime"),
+    "Snapshot": ("vmio.qemu.threads", "Snapshot"),
+    "ThreadCPU": ("vmio.qemu.threads", "ThreadCPU"),
+    "ThreadSampler": ("vmio.qemu.threads", "ThreadSampler"),
+    "VM": ("vmio.qemu.vm", "VM"),
+    "VMConfig": ("vmio.qemu.vmconfig", "VMConfig"),
+    "VMState": ("vmio.qemu.vm", "VMState"),
+    "VfioBinding": ("vmio.qemu.vfio", "VfioBinding"),
+    "build_argv": ("vmio.qemu.argv", "build_argv"),
+    "builds": ("vmio.qemu.builds", None),
+    "check_disjoint": ("vmio.qemu.fleet", "check_disjoint"),
+    "cpu_between": ("vmio.qemu.threads", "cpu_between"),
+    "free_port": ("vmio.system.ports", "free_port"),
+    "iommu_present": ("vmio.qemu.vfio", "iommu_present"),
+    "kernel_cmdline": ("vmio.qemu.argv", "kernel_cmdline"),
+    "probe_caps": ("vmio.qemu.caps", "probe_caps"),
+    "read_agent_records": ("vmio.qemu.agent", "read_agent_records"),
+    "read_threads": ("vmio.qemu.threads", "read_threads"),
+    "resolve_accel": ("vmio.qemu.accel", "resolve_accel"),
+}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'vmio.qemu' has no attribute {name!r}")
+    module, attribute = _LAZY[name]
+    value = _importlib.import_module(module)
+    if attribute is not None:
+        value = getattr(value, attribute)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "KVM_PROBE_DEADLINE",

@@ -2,11 +2,49 @@
 
 ``vmio reproduce --list`` lists the papers (ids as in docs/references.md); ``vmio reproduce ID`` runs one
 paper's experiments and judges each of its claims by the claim's tolerance.
+
+The names below are imported on first use (PEP 562): every paper's experiment pulls in its feature
+(campaigns, the simulators, plotting), which ``vmio reproduce --help`` and ``--list`` need none of.
 """
 
-from vmio.reproduce.claims import NEEDS, TCG_WHY, Claim, Paper, paper, papers
-from vmio.reproduce.result import Measured, Reproduction, Spread, judge
-from vmio.reproduce.run import SCALES, Request, check, reproduce
+import importlib as _importlib
+import typing as _typing
+
+if _typing.TYPE_CHECKING:
+    from vmio.reproduce.claims import NEEDS, TCG_WHY, Claim, Paper, paper, papers
+    from vmio.reproduce.result import Measured, Reproduction, Spread, judge
+    from vmio.reproduce.run import Request, check, reproduce
+
+SCALES = ("quick", "paper")  # quick: a few minutes on 2 cores; paper: the paper's sizes where the host allows
+
+_LAZY = {
+    "Claim": "vmio.reproduce.claims",
+    "Measured": "vmio.reproduce.result",
+    "NEEDS": "vmio.reproduce.claims",
+    "Paper": "vmio.reproduce.claims",
+    "Reproduction": "vmio.reproduce.result",
+    "Request": "vmio.reproduce.run",
+    "Spread": "vmio.reproduce.result",
+    "TCG_WHY": "vmio.reproduce.claims",
+    "check": "vmio.reproduce.run",
+    "judge": "vmio.reproduce.result",
+    "paper": "vmio.reproduce.claims",
+    "papers": "vmio.reproduce.claims",
+    "reproduce": "vmio.reproduce.run",
+}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'vmio.reproduce' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "NEEDS",

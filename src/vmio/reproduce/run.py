@@ -15,6 +15,7 @@ from vmio.campaign import facts
 from vmio.campaign.runner import Progress
 from vmio.errors import InputError, ToolError
 from vmio.reproduce import (
+    SCALES,
     dstore_paper,
     membal_live_paper,
     membal_paper,
@@ -28,7 +29,6 @@ from vmio.reproduce.result import Reproduction
 from vmio.store import Store
 from vmio.system import files
 
-SCALES = ("quick", "paper")
 RUNNABLE = (
     "hitachi-nvme-2016",
     "hitachi-membal-2014",

@@ -18,11 +18,11 @@ from typing import TypedDict
 
 from vmio.errors import InputError
 from vmio.store.database import Store
+from vmio.store.formats import FORMATS
 from vmio.store.rows import PointRow, point_rows
 from vmio.system import files
 from vmio.system.output_paths import all_or_none, check_output_file
 
-FORMATS = ("csv", "json", "parquet", "ndjson", "prometheus")
 # metric name → (unit, how to read it from a ``show --json`` row); latencies in ns as the store keeps them
 SAMPLE_METRICS: tuple[tuple[str, str, Callable[[PointRow], float | None]], ...] = (
     *((f"{d}_iops", "ops/s", (lambda r, d=d: r.iops(d))) for d in ("read", "write")),
