@@ -17,8 +17,11 @@ from pathlib import Path
 import pytest
 
 from vmio.cli import main
+from vmio.spec.model import QemuTarget
 from vmio.store import Store, jsontext, rows, show_json, storage_fields
 from vmio.system import device_facts
+from vmio.targets.base import Env
+from vmio.targets.qemu import QemuRig
 
 from conftest import need
 
@@ -177,3 +180,27 @@ def test_rbd_and_unknown_storage(tmp_path: Path) -> None:
     fields = storage_fields.fields([facts])
     assert fields is not None and fields["storage"] == [facts] and fields["disk"] is None
     assert storage_fields.fields(None) is None  # a run from before: no keys at all
+
+
+def test_a_vm_target_names_each_backing(tmp_path: Path) -> None:
+    """A VM target's storage: each backing's (a file's filesystem and disks; an rbd image's pool, image and
+    cluster), read as the rig reads it (no VM needs to boot for what lies under its disks)."""
+    conf = tmp_path / "ceph.conf"
+    conf.write_text("[global]\nfsid = 0a0b0c0d-0000-4000-8000-000000000002\n")
+    image = tmp_path / "vm.img"
+    image.write_bytes(b"\0" * 4096)
+    target = QemuTarget("vm", backing=(str(image), "rbd:vmio/disk1", str(image)), conf=str(conf))
+    rig = object.__new__(QemuRig)  # the rig's facts, without booting its fleet
+    rig.target, rig.env = target, Env()
+    first, rbd = rig.storage()  # each backing once
+    assert first == device_facts.of_path(image)
+    assert (first["filesystem"], first["mount_options"]) == (
+        findmnt(image)["fstype"],
+        findmnt(image)["options"],
+    )
+    assert rbd == {
+        "path": "rbd:vmio/disk1",
+        "pool": "vmio",
+        "image": "disk1",
+        "cluster_id": "0a0b0c0d-0000-4000-8000-000000000002",
+    }
