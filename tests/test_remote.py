@@ -12,9 +12,9 @@ import pytest
 from rates import OVERSHOOT, assert_throttled
 from vmio.cli import main
 from vmio.stats import histogram
-from vmio.system import device_facts
 from vmio.store import Store
 from vmio.store import rows as summary
+from vmio.system import device_facts
 from vmio.targets.remote import LocalFioServer
 
 pytestmark = pytest.mark.fio

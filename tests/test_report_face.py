@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 
 from vmio.cli import main
+from vmio.report import curves, data, figure
+from vmio.store import Store
 
 pytestmark = pytest.mark.fio
 
@@ -178,18 +180,17 @@ def test_a_page_of_two_campaigns_has_a_row_set_each(campaigns: tuple[Path, Path]
             assert f"{p['read_iops']:,.0f} read IOPS (at max)" in answer
 
 
-def test_single_points_draw_no_curve(tmp_path: Path) -> None:
+def test_single_points_draw_no_curve() -> None:
     """v2's store sweeps offered load for one workload (rr: 500 and max) and not for the other (rw: max
     only): #curves draws one figure, whose only row of panels is rr's."""
-    db = tmp_path / "v2.db"
-    shutil.copy(STORES / "v2-campaign.db", db)
-    out = tmp_path / "r.html"
-    run_cli(["report", "base", "-o", str(out), "--db", str(db)])
-    (curve,) = check_face(out.read_text(), {"base": {"offered"}}).values()
-    svg = svg_of(curve)
-    assert len(lines_per_panel("curve-offered", svg)) == 3  # IOPS, p50, p99 of rr's reads
+    with Store(STORES / "v2-campaign.db", readonly=True) as store:
+        loaded = data.load(store, "base")
+    (plot,) = curves.curve_plots(loaded, "bare")
+    svg = ET.fromstring(figure.to_svg(plot))
+    assert plot.id == "curve-offered" and len(lines_per_panel(plot.id, svg)) == 3  # rr's IOPS, p50, p99
     assert all(t.startswith(("bare · offered", "vblk · offered")) for t in titles(svg))
     assert not any("write" in (t.text or "") for t in svg.iter(f"{SVG_NS}text"))
+    assert max(lines_per_panel(plot.id, svg)) <= 8 and smallest_text_px(svg) >= 10
 
 
 PAGE_JS = """() => {
