@@ -35,7 +35,7 @@ COLUMN_PX = 1360  # the page's column at 1,400 px (max-width 1400px, 1em padding
 def specs(scratch: Path) -> dict[str, str]:
     head = '[[workload]]\nname = "rr"\nrw = "randread"\nbs = "4k"\nruntime = "400ms"\n'
     return {
-        "qd": f'[campaign]\nname = "qd"\n[[target]]\nname = "disk"\npath = "{scratch}/qd.img"\nsize = "16M"\n'
+        "qd": f'[campaign]\nname = "qd"\nsla = "p99=500ms"\n[[target]]\nname = "disk"\npath = "{scratch}/qd.img"\nsize = "16M"\n'
         f"{head}iodepth = [1, 4, 16]\n",
         "loads": '[campaign]\nname = "loads"\n'
         + "".join(f'[[target]]\nname = "{t}"\npath = "{scratch}/{t}.img"\nsize = "16M"\n' for t in ("a", "b"))
@@ -150,8 +150,10 @@ def test_a_campaign_answers_first_and_draws_its_sweep(campaigns: tuple[Path, Pat
     points = json.loads(run_cli(["show", "qd", "--json", "--db", str(db)]))
     assert set(titles(svg_of(curve["curve-iodepth"]))) == expected_titles(points, "iodepth")
     answer = page[page.index('<section id="answer">') : page.index("</section>")]
+    assert "IOPS within p99 &lt;= 500 ms" in answer  # the spec's sla
     for p in points:  # each queue depth is a workload of its own: its IOPS at the highest load, with the unit
         assert f"{p['read_iops']:,.0f} read IOPS (at max)" in answer
+        assert f"read {p['read_iops']:,.0f} IOPS (never over)" in answer  # p99 stays far under 500 ms
     assert "limit (vmio diagnose)" in answer and "not diagnosed" not in answer
     assert '<tr class="campaign">' not in answer  # one campaign: no heading rows
 
