@@ -191,11 +191,6 @@ def test_refused_options_are_named_with_their_class(
         assert parse_only(job).returncode != 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="fio's aliases (timeout = runtime, ratemin = rate_min) come from the installed fio's --cmdhelp once "
-    "the job-file reader of the safety work (issue 36) is merged",
-)
 def test_aliases_are_classed_as_the_option_they_name(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

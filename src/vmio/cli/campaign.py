@@ -54,7 +54,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=[],
         metavar="PATH",
         help="allow writes to PATH though it holds data: a device or a file vmio did not create, "
-        "rbd:POOL/IMAGE (an RBD image) or DOMAIN:DISK (a libvirt domain's disk); repeatable",
+        "rbd:POOL/IMAGE (an RBD image), DOMAIN:DISK (a libvirt domain's disk), or any path a remote "
+        "target writes, exactly as its spec writes it; repeatable",
     )
     p.add_argument(
         "--interval",
@@ -181,8 +182,10 @@ def fio_campaign_text(
 
 
 def load_run_spec(args: argparse.Namespace) -> tuple[spec.Campaign, str]:
-    """The campaign ``vmio run`` runs and the spec text it stores."""
+    """The campaign ``vmio run`` runs and the spec text it stores (a job file read with the installed
+    fio's option names)."""
     from vmio import spec
+    from vmio.fio import options as fio_options
 
     is_job_file = Path(args.spec).suffix in FIO_SUFFIXES
     if is_job_file:
@@ -191,12 +194,13 @@ def load_run_spec(args: argparse.Namespace) -> tuple[spec.Campaign, str]:
                 f"{args.spec} is a fio job file; say where it runs: vmio run {args.spec} --target PATH"
             )
         text = fio_campaign_text(args.spec, args.target, args.size, args.runtime, args.name)
-        return spec.loads_spec(text, f"<vmio run {args.spec} --target {args.target}>"), text
+        shown = f"<vmio run {args.spec} --target {args.target}>"
+        return spec.loads_spec(text, shown, fio_names=fio_options.names), text
     if args.target or args.size or args.runtime:
         raise InputError(
             f"--target, --size and --runtime go with a fio job file (.fio), not the spec {args.spec}"
         )
-    camp = spec.load_spec(args.spec)
+    camp = spec.load_spec(args.spec, fio_names=fio_options.names)
     if args.name:
         camp = dataclasses.replace(camp, name=spec.campaign_name(args.name, "--name"))
     return camp, Path(args.spec).read_text(encoding="utf-8")
