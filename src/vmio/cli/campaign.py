@@ -80,6 +80,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     add_db(p)
     p.add_argument("--json", action="store_true", help="print every point as JSON (show --json's fields)")
+    add_wide(p)
     p.add_argument(
         "--sla",
         metavar="METRIC=BOUND",
@@ -97,6 +98,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("ls", help="list stored campaigns: one line each (targets, workloads, points)")
     add_db(p)
     p.add_argument("--json", action="store_true", help="print the list as a JSON array")
+    add_wide(p)
     p.set_defaults(handler=cmd_ls)
 
     p = sub.add_parser("rm", help="remove a stored campaign and all of its points")
@@ -147,6 +149,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(handler=cmd_export)
 
 
+def add_wide(p: argparse.ArgumentParser) -> None:
+    """``--wide``: on a terminal too narrow for every column, show them all (it wraps the lines)."""
+    p.add_argument(
+        "--wide",
+        action="store_true",
+        help="on a terminal, every column even when they do not fit its width (by default the least "
+        "needed columns are left out, and named, rather than any number cut)",
+    )
+
+
+# on a narrow terminal the columns of show and ls leave in this order (never a cut number)
+SHOW_DROP = ("%sys", "%usr", "steady", "MB/s r/w", "dev busy%", "status", "p50 ms", "accel")
+LS_DROP = ("created", "workloads", "targets", "accel")
 FIO_SUFFIXES = (".fio", ".job", ".ini")
 
 
@@ -367,8 +382,21 @@ def cmd_ls(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, indent=1))
     else:
-        print(format_campaigns(rows), end="")
+        print_campaigns(rows, args.wide)
     return 0
+
+
+def print_campaigns(rows: list[dict[str, object]], wide: bool) -> None:
+    """``vmio ls``'s table: through rich on a terminal (no cell cut), plain text otherwise."""
+    from vmio.cli import terminal
+
+    console = terminal.console_for(sys.stdout)
+    if console is None or not rows:
+        print(format_campaigns(rows), end="")
+        return
+    lines = campaign_lines(rows)
+    drop = terminal.by_name(lines[0], LS_DROP)
+    terminal.print_table(console, lines, right=frozenset({4, 5}), drop=drop, wide=wide)
 
 
 def format_campaigns(rows: list[dict[str, object]]) -> str:
@@ -377,12 +405,20 @@ def format_campaigns(rows: list[dict[str, object]]) -> str:
 
     if not rows:
         return "no campaigns stored\n"
+    return columns(campaign_lines(rows), right=frozenset({4, 5}))
+
+
+def campaign_lines(rows: list[dict[str, object]]) -> list[tuple[str, ...]]:
+    """The head and one line per campaign of ``vmio ls``."""
 
     def names(value: object) -> str:
         items = [str(v) for v in value] if isinstance(value, list) else []
         return ",".join(items) if len(items) <= 3 else f"{','.join(items[:2])},+{len(items) - 2} more"
 
-    lines = [("campaign", "created", "targets", "workloads", "done", "failed", "accel")] + [
+    lines: list[tuple[str, ...]] = [
+        ("campaign", "created", "targets", "workloads", "done", "failed", "accel")
+    ]
+    lines += [
         (
             str(r["name"]),
             str(r["created"] or "-"),
@@ -394,7 +430,7 @@ def format_campaigns(rows: list[dict[str, object]]) -> str:
         )
         for r in rows
     ]
-    return columns(lines, right=frozenset({4, 5}))
+    return lines
 
 
 def cmd_rm(args: argparse.Namespace) -> int:
@@ -430,7 +466,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         return show_sla(args)
     if not args.campaign and not args.json:  # the list of campaigns; `show --json` stays every point
         with open_store(args) as store:
-            print(format_campaigns(campaigns.campaign_rows(store)), end="")
+            listed = campaigns.campaign_rows(store)
+        print_campaigns(listed, args.wide)
         return 0
     if args.json:
         with open_store(args) as store:
@@ -443,7 +480,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         stops = store.stops(args.campaign) if args.campaign else []
     console = terminal.console_for(sys.stdout)
     if console is not None and rows:
-        print_show_table(rows, console)
+        print_show_table(rows, console, args.wide)
     else:
         print(format_table(rows), end="")
     note = summary.shared_host_note(rows)
@@ -453,11 +490,14 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def print_show_table(rows: list[summary.PointRow], console: terminal.Console) -> None:
-    """``vmio show``'s table through rich (on a terminal)."""
+def print_show_table(rows: list[summary.PointRow], console: terminal.Console, wide: bool = False) -> None:
+    """``vmio show``'s table through rich (on a terminal): the least needed columns left out, and named,
+    when the terminal is too narrow for all (``wide``: all the same)."""
     from vmio.cli import terminal
 
-    terminal.print_table(console, show_lines(rows), right=frozenset(range(3, 11)))
+    lines = show_lines(rows)
+    drop = terminal.by_name(lines[0], SHOW_DROP)
+    terminal.print_table(console, lines, right=frozenset(range(3, len(lines[0]))), drop=drop, wide=wide)
 
 
 def show_ops(args: argparse.Namespace) -> int:

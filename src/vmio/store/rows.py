@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
-from vmio.store import fields, point_metrics, summaries
+from vmio.store import fields, point_metrics, storage_fields, summaries
 from vmio.store.database import Store
 from vmio.store.fields import StoredPoint
 from vmio.store.point_metrics import QemuCpu
@@ -53,6 +53,8 @@ class PointRow(StoredPoint):
     fio_figures: Mapping[str, object] = field(default_factory=dict)
     # a stored dstore profile's point: what it ran on (Ceph version, pool, replicas, ...) and its verdicts
     dstore: Mapping[str, object] | None = None
+    # the disks and filesystem under the target (``storage_fields.KEYS``; runs from before have none)
+    storage: Mapping[str, object] | None = None
 
     @property
     def point(self) -> str:
@@ -104,6 +106,8 @@ class PointRow(StoredPoint):
         out.update(self.fio_figures)
         if self.dstore is not None:  # only a stored dstore profile's points
             out["dstore"] = dict(self.dstore)
+        if self.storage is not None:  # only runs that recorded their storage
+            out.update(self.storage)
         return out
 
 
@@ -210,6 +214,7 @@ def _row(
         if run["target_kind"] == "import"
         else {},
         dstore=facts["dstore"] if isinstance(facts.get("dstore"), dict) else None,
+        storage=storage_fields.fields(facts.get("storage")),
     )
 
 

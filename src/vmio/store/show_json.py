@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from json import encoder as _encoder
 from typing import Any
 
-from vmio.store import fields, jsontext, rows, summaries
+from vmio.store import fields, jsontext, rows, storage_fields, summaries
 from vmio.store.database import Store
 from vmio.store.point_metrics import CPU_FIELDS, DEVICE_FIELDS
 from vmio.store.summaries import LAT_COLUMNS, LAT_NAMES
@@ -155,14 +155,23 @@ def _point(
     dstore = facts.get("dstore")
     if isinstance(dstore, dict):
         _whole(dict(dstore), values, nested)
-    return _template((read, write, len(hosts), qemu, tuple(stored), isinstance(dstore, dict)))
+    storage = storage_fields.fields(facts.get("storage"))
+    for value in (storage or {}).values():
+        _value(value, values, nested)
+    return _template(
+        (read, write, len(hosts), qemu, tuple(stored), isinstance(dstore, dict), storage is not None)
+    )
 
 
 def _facts(text: str | None) -> Mapping[str, object]:
     """The host facts, decoded only when they can hold one that show prints: a JSON object's key is its
     name in quotes unless written with an escape (a VM point's facts are 1.5 kB, 12 µs to decode)."""
     if text and (
-        '"qemu_machine"' in text or '"guest_io_warnings"' in text or '"dstore"' in text or "\\" in text
+        '"qemu_machine"' in text
+        or '"guest_io_warnings"' in text
+        or '"dstore"' in text
+        or '"storage"' in text
+        or "\\" in text
     ):
         facts: Mapping[str, object] = json.loads(text)  # an object: the store's integrity check holds it
         return facts
@@ -218,10 +227,10 @@ def _qemu(qemu: object, values: list[object], nested: dict[int, str]) -> int | N
 
 
 @functools.cache
-def _template(shape: tuple[bool, bool, int, int | None, tuple[bool, ...], bool]) -> str:
+def _template(shape: tuple[bool, bool, int, int | None, tuple[bool, ...], bool, bool]) -> str:
     """A row's text as an element of show's list, ``%s`` for each value: ``json.dumps`` of
     ``PointRow.to_json`` of a row of this shape whose values are slots."""
-    read, write, hosts, qemu, stored, dstore = shape
+    read, write, hosts, qemu, stored, dstore, storage = shape
     s: Any = _SLOT
     lat = {n: s for n in LAT_NAMES}
     whole: Any = _OPAQUE
@@ -238,7 +247,7 @@ def _template(shape: tuple[bool, bool, int, int | None, tuple[bool, ...], bool])
         hosts=(s,) * hosts, device_metrics=dict.fromkeys(DEVICE_FIELDS.values(), s),
         cpu=dict.fromkeys(CPU_FIELDS.values(), s), host_facts={}, qemu_machine=s,
         qemu_cpu_pct=None if qemu is None else opaque, guest_io_warnings=s,
-        dstore=whole if dstore else None,
+        dstore=whole if dstore else None, storage=dict.fromkeys(storage_fields.KEYS, s) if storage else None,
     )  # fmt: skip
     text = json.dumps([point.to_json(facts=False)], indent=1)[2:-2]  # " {...}": the list's element
     slot = json.dumps(_SLOT)

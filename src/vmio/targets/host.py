@@ -11,7 +11,7 @@ from pathlib import Path
 from vmio.errors import InputError, UnsafeTargetError
 from vmio.metrics.sampler import CpuProbe, DiskProbe, Probe
 from vmio.spec import HostTarget, Workload
-from vmio.system import files
+from vmio.system import device_facts, files
 from vmio.system.blockdev import Loop, device_chain, loop_device, reported_device
 from vmio.system.safety import check_target_write, hold, is_block_device, named
 from vmio.targets import placement
@@ -85,6 +85,7 @@ class HostRig:
         if env.writes:
             check_target_write(target.path, env.destroy, env.runner, env.sys_root, env.proc_root, held.here)
         self.opened = {"path": target.path, "fio_filename": held.fio_path}
+        self.env = env
         chain = device_chain(held.here, env.sys_root, env.proc_root)
         self.device = reported_device(held.here, chain)
         self.target = dataclasses.replace(target, path=held.fio_path)
@@ -99,8 +100,10 @@ class HostRig:
         ]
 
     def facts(self) -> Facts:
+        # the storage under the path as the user named it (a held descriptor's name has no mount to match)
+        storage = [device_facts.of_path(str(self.opened["path"]), self.env.sys_root, self.env.proc_root)]
         host = loop_facts([self.loop] if self.loop else [])
-        return Facts(device=self.device, host={**host, "target_opened": self.opened})
+        return Facts(device=self.device, host={**host, "target_opened": self.opened, "storage": storage})
 
     def watch(self, campaign: str, point_key: str) -> contextlib.AbstractContextManager[Notes]:
         return nothing_to_watch()

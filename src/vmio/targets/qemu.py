@@ -26,7 +26,7 @@ from vmio.qemu.argv import nvme_timeout_needed, plan_iothreads
 from vmio.qemu.threads import COMM_LEN, Snapshot, cpu_between, read_threads
 from vmio.qemu.tracing import qemu_trace_args, trace_events
 from vmio.spec import QemuTarget, RbdTarget, Workload
-from vmio.system import files
+from vmio.system import device_facts, files
 from vmio.system.blockdev import Loop, device_chain, loop_device, reported_device, size_of
 from vmio.system.cephclient import CephClient, client_conf
 from vmio.system.process import Runner
@@ -271,8 +271,21 @@ class QemuRig:
                 "nvme_io_timeout_workaround": nvme_timeout_needed(self.fleet.vms[0].config, self.caps),
                 "idle_vms": [{"name": vm.config.name, "pid": vm.pid} for vm in self.idle],
                 **host.loop_facts(self.loops),
+                "storage": self.storage(),
             },
         )
+
+    def storage(self) -> list[dict[str, object]]:
+        """The storage under each backing: an rbd image's pool, image and cluster; a file's or device's
+        filesystem and disks."""
+        out = []
+        for path in dict.fromkeys(self.target.backing):
+            if path.startswith("rbd:"):
+                pool, _, image = path.removeprefix("rbd:").partition("/")
+                out.append(device_facts.rbd_facts(pool, image, self.target.conf or ""))
+            else:
+                out.append(device_facts.of_path(path, self.env.sys_root, self.env.proc_root))
+        return out
 
     @contextlib.contextmanager
     def watch(self, campaign: str, point_key: str) -> Iterator[Notes]:
