@@ -1,20 +1,23 @@
 """The text ``vmio show --json`` prints, built straight from the ``run`` rows: 100k points in seconds.
 
-``PointRow.to_json`` is the contract, printed by ``jsontext.dumps``. For a point whose summary and figures
-are stored (every point a current vmio recorded or migrated) this builds the same text without a
-``PointRow`` or a dict: the columns are selected in the order ``show`` prints them, a chunk's values are
-gathered in one list, encoded in one call of the C encoder and set into a template per shape of row (which
-keys, how many hosts and I/O threads). The templates are the text ``json.dumps`` prints of
-``PointRow.to_json`` itself, with a slot for each value, so keys, their order and the indents are the
-contract's. Other points (imports, a store whose stored columns were emptied) and any value the C encoder
-does not take go through ``PointRow.to_json``; tests/test_show_json.py holds both against each other.
+``PointRow.to_json`` is the one encoder: it alone says which keys a point prints, in which order (the stored
+per-point fields as ``store.fields`` declares them, then the figures). For a point whose summary and figures
+are stored (every point a current vmio recorded or migrated) this prints the same text without a ``PointRow``
+or a dict per point: a point's sources are its columns plus the few values worked out from them; per shape of
+row (which keys, how many hosts and I/O threads) a template is cached: ``json.dumps`` of ``to_json`` of a row
+whose values name their sources, each slot ``%s``, with a getter that takes the sources in the slots' order.
+A chunk's values are encoded in one call of the C encoder and set into the templates. Other points (imports, a
+store whose stored columns were emptied) and any value the C encoder does not take go through
+``PointRow.to_json`` and ``jsontext.dumps``; tests/test_show_json.py holds both against each other.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterator, Mapping, Sequence
+import operator
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from json import encoder as _encoder
 from typing import Any
 
@@ -40,12 +43,25 @@ _OPTIONAL = tuple(
     (COLUMNS.index(f.column), f.read == "json") for f in fields.OPTIONAL if f.column is not None
 )
 _KIND, _QEMU_VERSION = HEAD.index("target_kind"), HEAD.index("qemu_version")
-(_OFFERED,) = (i for i, f in enumerate(f for f in fields.HEAD if f.column is not None) if f.read == "max")
 _MEAN, _OPS, _JOBS = (DIRECTION.index(c) for c in ("lat_mean", "ops", "jobs"))  # within a direction
 QEMU_KEYS = ("vcpu", "main_loop", "iothreads", "other")
 _SCALARS = (str, int, float, bool, type(None))
-_SLOT = "\x00vmio: a value\x00"
-_OPAQUE = {"\x00vmio: a nested value\x00": _SLOT}  # a whole nested value in one slot
+# a point's sources after its columns: the campaign, the head's values as shown (offered_iops: "max"), zero (a
+# direction no job measured), the QEMU machine, the guest's I/O warnings; then its hosts and what follows them
+_HEAD_COLUMNS = [f for f in fields.HEAD if f.column is not None]
+_SHOWN = {
+    COLUMNS.index(f.column): f.shown for f in _HEAD_COLUMNS if f.read != "value" and f.column is not None
+}
+_CAMPAIGN = len(COLUMNS)
+_ZERO = _CAMPAIGN + 1 + len(_SHOWN)
+_MACHINE, _WARNINGS, _VARIABLE = _ZERO + 1, _ZERO + 2, _ZERO + 3
+_HEAD_SOURCE = {
+    f.name: _CAMPAIGN if f.column is None
+    else _CAMPAIGN + 1 + list(_SHOWN).index(COLUMNS.index(f.column)) if f.read != "value"
+    else COLUMNS.index(f.column)
+    for f in fields.HEAD
+}  # fmt: skip
+_MARK = re.compile(r'"\\u0000(\d+)\\u0000"')  # a slot in json.dumps' text: its source's index
 _make = getattr(_encoder, "c_make_encoder", None)
 CHUNK = 500  # points a time: their values are freed and their memory reused (2000: twice the page faults)
 
@@ -124,43 +140,48 @@ def _point(
     nested: dict[int, str],
     detail: rows.Detail,
 ) -> str:
-    """One point's template; its values appended to ``values`` (``nested``: those taken whole)."""
+    """One point's template; its values appended to ``values`` (``nested``: those taken whole).
+
+    The point's sources are its columns and, after them, the values worked out from them (``_EXTRA``, then
+    its hosts, QEMU threads, dstore and storage); the shape's template says which source fills each slot.
+    """
     if not _summed(r):
         row = rows.stored_row(campaign, dict(zip(COLUMNS, r, strict=True)), detail).to_json(facts=False)
         nested[len(values)] = " " + jsontext.dumps(row).replace("\n", "\n ")
         values.append(None)
         return "%s"
-    values.append(campaign)
-    values.extend(r[:_OFFERED])
-    values.append("max" if r[_OFFERED] is None else r[_OFFERED])
-    values.extend(r[_OFFERED + 1 : _READ])
-    read, write = _direction(r, _READ, values), _direction(r, _WRITE, values)
-    hosts = summaries.hosts(r[_HOSTS])
-    values.extend(hosts)
-    values.extend(r[_FIGURES:_HOSTS])
+    src = list(r)
+    whole: dict[int, str] = {}  # source index -> the text of a value printed whole
+    src.append(campaign)
+    src.extend(_SHOWN[i](r[i]) for i in _SHOWN)
+    src.append(0)
     facts = _facts(r[_FACTS])
     vm = r[_KIND] in ("qemu", "libvirt")
-    _value(facts.get("qemu_machine", "q35" if r[_QEMU_VERSION] else None) if vm else None, values, nested)
-    qemu = _qemu(json.loads(r[_QEMU]) if vm and r[_QEMU] != "null" else None, values, nested)
-    _value(facts.get("guest_io_warnings"), values, nested)
+    _value(facts.get("qemu_machine", "q35" if r[_QEMU_VERSION] else None) if vm else None, src, whole)
+    _value(facts.get("guest_io_warnings"), src, whole)
+    hosts = summaries.hosts(r[_HOSTS])
+    src.extend(hosts)
+    qemu = _qemu(json.loads(r[_QEMU]) if vm and r[_QEMU] != "null" else None, src, whole)
     stored = []  # which optional fields the point holds
-    for i, whole in _OPTIONAL:
-        value = r[i]
-        stored.append(value is not None)
-        if value is not None:
-            if whole:
-                _whole(dict(json.loads(value)), values, nested)
-            else:
-                values.append(value)
+    for i, is_json in _OPTIONAL:
+        stored.append(r[i] is not None)
+        if is_json and r[i] is not None:
+            whole[i] = _text(dict(json.loads(r[i])))
     dstore = facts.get("dstore")
     if isinstance(dstore, dict):
-        _whole(dict(dstore), values, nested)
+        _whole(dict(dstore), src, whole)
     storage = storage_fields.fields(facts.get("storage"))
     for value in (storage or {}).values():
-        _value(value, values, nested)
-    return _template(
-        (read, write, len(hosts), qemu, tuple(stored), isinstance(dstore, dict), storage is not None)
-    )
+        _value(value, src, whole)
+    shape = (_direction(r, _READ), _direction(r, _WRITE), len(hosts), qemu, tuple(stored),
+             isinstance(dstore, dict), storage is not None)  # fmt: skip
+    template, take, slots = _template(shape)
+    at = len(values)
+    values.extend(take(src))
+    for i, text in whole.items():
+        for slot in slots[i]:
+            nested[at + slot] = text
+    return template
 
 
 def _facts(text: str | None) -> Mapping[str, object]:
@@ -185,32 +206,32 @@ def _summed(r: Sequence[Any]) -> bool:
     return jobs and r[_HOSTS] is not None and r[_QEMU] is not None and r[_KIND] != "import"
 
 
-def _direction(r: Sequence[Any], at: int, values: list[object]) -> bool:
-    """One direction's values as ``summaries.direction`` gives them; whether its latency is a dict."""
-    if not int(r[at + _JOBS]):  # no job measured it: the sums of nothing
-        values += (0, 0, 0)
-        return False
-    if r[at + _MEAN] is None:  # no latency stored
-        values += (r[at], r[at + 1], r[at + _OPS])  # IOPS, bandwidth, operations
-        return False
-    values.extend(r[at : at + _JOBS])
-    return True
+def _direction(r: Sequence[Any], at: int) -> int:
+    """One direction as ``summaries.direction`` gives it: 0 no job measured it (the sums of nothing), 1 its
+    sums without latency, 2 its sums and latency."""
+    if not int(r[at + _JOBS]):
+        return 0
+    return 1 if r[at + _MEAN] is None else 2
 
 
-def _value(value: object, values: list[object], nested: dict[int, str]) -> None:
-    if type(value) in _SCALARS:
-        values.append(value)
-    else:
-        _whole(value, values, nested)
-
-
-def _whole(value: object, values: list[object], nested: dict[int, str]) -> None:
+def _text(value: object) -> str:
     """A value printed whole, as ``jsontext.dumps`` prints it at a row's key."""
-    nested[len(values)] = jsontext.dumps(value).replace("\n", "\n  ")
-    values.append(None)
+    return jsontext.dumps(value).replace("\n", "\n  ")
 
 
-def _qemu(qemu: object, values: list[object], nested: dict[int, str]) -> int | None:
+def _value(value: object, src: list[object], whole: dict[int, str]) -> None:
+    if type(value) in _SCALARS:
+        src.append(value)
+    else:
+        _whole(value, src, whole)
+
+
+def _whole(value: object, src: list[object], whole: dict[int, str]) -> None:
+    whole[len(src)] = _text(value)
+    src.append(None)
+
+
+def _qemu(qemu: object, src: list[object], whole: dict[int, str]) -> int | None:
     """QEMU's CPU by thread class: None (null), the I/O threads' count, or -1 (printed whole)."""
     if qemu is None:
         return None
@@ -220,39 +241,87 @@ def _qemu(qemu: object, values: list[object], nested: dict[int, str]) -> int | N
         and type(threads := qemu["iothreads"]) is list
         and all(type(v) in _SCALARS for v in (qemu["vcpu"], qemu["main_loop"], qemu["other"], *threads))
     ):
-        values += (qemu["vcpu"], qemu["main_loop"], *threads, qemu["other"])
+        src += (qemu["vcpu"], qemu["main_loop"], *threads, qemu["other"])
         return len(threads)
-    _whole(dict(qemu), values, nested)  # type: ignore[call-overload]
+    _whole(dict(qemu), src, whole)  # type: ignore[call-overload]
     return -1
 
 
+Shape = tuple[int, int, int, int | None, tuple[bool, ...], bool, bool]
+
+
+def _slot(i: int) -> Any:
+    """A template's value that names its source (Any: it stands for a value of any field's type)."""
+    return f"\x00{i}\x00"
+
+
 @functools.cache
-def _template(shape: tuple[bool, bool, int, int | None, tuple[bool, ...], bool, bool]) -> str:
-    """A row's text as an element of show's list, ``%s`` for each value: ``json.dumps`` of
-    ``PointRow.to_json`` of a row of this shape whose values are slots."""
+def _template(shape: Shape) -> tuple[str, Callable[[list[object]], tuple[object, ...]], dict[int, list[int]]]:
+    """A row's text as an element of show's list, ``%s`` for each value; the getter that takes the values
+    from a point's sources in the slots' order; each source's slots.
+
+    The text is ``json.dumps`` of ``PointRow.to_json`` (the one encoder: it alone says which keys, in which
+    order) of a row of this shape whose values name their sources."""
     read, write, hosts, qemu, stored, dstore, storage = shape
-    s: Any = _SLOT
-    lat = {n: s for n in LAT_NAMES}
-    whole: Any = _OPAQUE
-    opaque: Any = (
-        whole if qemu == -1 else {"vcpu": s, "main_loop": s, "iothreads": [s] * (qemu or 0), "other": s}
-    )
+    wholes: list[int] = []
+
+    def whole(i: int) -> Any:
+        wholes.append(i)
+        return {"\x00whole\x00": _slot(i)}
+
+    def direction(state: int, at: int) -> dict[str, Any]:
+        zero = _slot(_ZERO)
+        lat = {n: _slot(at + 2 + k) for k, n in enumerate(LAT_NAMES)} if state == 2 else None
+        if not state:
+            return {"iops": zero, "bw": zero, "lat_ns": None, "ops": zero}
+        return {"iops": _slot(at), "bw": _slot(at + 1), "lat_ns": lat, "ops": _slot(at + _OPS)}
+
+    head = {f.name: _slot(_HEAD_SOURCE[f.name]) for f in fields.HEAD}
     optional = {
-        f.name: whole if f.read == "json" else s for f, on in zip(fields.OPTIONAL, stored, strict=True) if on
+        f.name: whole(i) if is_json else _slot(i)
+        for f, (i, is_json), on in zip(fields.OPTIONAL, _OPTIONAL, stored, strict=True)
+        if on
     }
+    at = _VARIABLE + hosts  # QEMU's threads, then dstore, then storage
+    if qemu is None:
+        qemu_cpu = None
+    elif qemu == -1:
+        qemu_cpu, at = whole(at), at + 1
+    else:
+        threads = [_slot(at + 2 + k) for k in range(qemu)]
+        qemu_cpu = {
+            "vcpu": _slot(at),
+            "main_loop": _slot(at + 1),
+            "iothreads": threads,
+            "other": _slot(at + 2 + qemu),
+        }
+        at += 3 + qemu
+    dstore_value = whole(at) if dstore else None
+    at += bool(dstore)
+    r, w = direction(read, _READ), direction(write, _WRITE)
     point = rows.PointRow(
-        **{f.name: s for f in fields.HEAD}, **optional,
-        read_iops=s, read_bw=s, read_lat_ns=lat if read else None, read_ops=s,
-        write_iops=s, write_bw=s, write_lat_ns=lat if write else None, write_ops=s,
-        hosts=(s,) * hosts, device_metrics=dict.fromkeys(DEVICE_FIELDS.values(), s),
-        cpu=dict.fromkeys(CPU_FIELDS.values(), s), host_facts={}, qemu_machine=s,
-        qemu_cpu_pct=None if qemu is None else opaque, guest_io_warnings=s,
-        dstore=whole if dstore else None, storage=dict.fromkeys(storage_fields.KEYS, s) if storage else None,
+        **head, **optional,
+        read_iops=r["iops"], read_bw=r["bw"], read_lat_ns=r["lat_ns"], read_ops=r["ops"],
+        write_iops=w["iops"], write_bw=w["bw"], write_lat_ns=w["lat_ns"], write_ops=w["ops"],
+        hosts=tuple(_slot(_VARIABLE + k) for k in range(hosts)),
+        device_metrics={c: _slot(COLUMNS.index(c)) for c in DEVICE_FIELDS.values()},
+        cpu={c: _slot(COLUMNS.index(c)) for c in CPU_FIELDS.values()}, host_facts={},
+        qemu_machine=_slot(_MACHINE), qemu_cpu_pct=qemu_cpu, guest_io_warnings=_slot(_WARNINGS),
+        dstore=dstore_value,
+        storage={k: _slot(at + j) for j, k in enumerate(storage_fields.KEYS)} if storage else None,
     )  # fmt: skip
-    text = json.dumps([point.to_json(facts=False)], indent=1)[2:-2]  # " {...}": the list's element
-    slot = json.dumps(_SLOT)
-    return (
-        text.replace("%", "%%")
-        .replace(json.dumps(whole, indent=1).replace("\n", "\n  "), slot)
-        .replace(slot, "%s")
-    )
+    text = json.dumps([point.to_json(facts=False)], indent=1)[2:-2].replace(
+        "%", "%%"
+    )  # " {...}": the element
+    for i in wholes:
+        text = text.replace(_text_of_whole(i), json.dumps(_slot(i)))
+    pieces = _MARK.split(text)  # text, source, text, source, ..., text
+    sources = [int(i) for i in pieces[1::2]]
+    slots: dict[int, list[int]] = {}
+    for k, i in enumerate(sources):
+        slots.setdefault(i, []).append(k)
+    return "%s".join(pieces[::2]), operator.itemgetter(*sources), slots
+
+
+def _text_of_whole(i: int) -> str:
+    return json.dumps({"\x00whole\x00": _slot(i)}, indent=1).replace("\n", "\n  ")
