@@ -283,3 +283,52 @@ def test_a_program_started_elsewhere_is_found(tmp_path: Path, code: str) -> None
     (src / "vmio" / "dstore").mkdir(parents=True)
     (src / "vmio" / "dstore" / "planted.py").write_text(code)
     assert process_starts(src) == ["vmio/dstore/planted.py:f"]
+
+
+TARGET_CLASSES = re.compile(
+    r"isinstance\([^)]*\b(QemuTarget|HostTarget|RemoteTarget|RbdTarget|LibvirtTarget)\b"
+)
+MAX_KIND_CHECKS = 5  # issue 44: each kind answers for itself; these few say why they test a class
+
+
+def kind_checks(src: Path) -> list[tuple[str, int, bool]]:
+    """Each ``isinstance`` on a target class outside ``targets/``: file, line, whether a comment on its line or
+    the line before says why (``# isinstance: ...``)."""
+    found = []
+    for path in sorted(src.rglob("*.py")):
+        if "targets" in path.relative_to(src).parts[:1]:
+            continue
+        lines = path.read_text().splitlines()
+        for i, line in enumerate(lines):
+            if TARGET_CLASSES.search(line):
+                said = "# isinstance:" in line or (i > 0 and lines[i - 1].strip().startswith("# isinstance:"))
+                found.append((str(path.relative_to(src)), i + 1, said))
+    return found
+
+
+def test_target_kinds_answer_for_themselves() -> None:
+    checks = kind_checks(ROOT / "src" / "vmio")
+    assert len(checks) <= MAX_KIND_CHECKS, checks
+    assert all(said for *_, said in checks), [c for c in checks if not c[2]]
+
+
+def test_a_new_kind_check_is_counted(tmp_path: Path) -> None:
+    src = tmp_path / "vmio"
+    shutil.copytree(ROOT / "src" / "vmio", src, ignore=shutil.ignore_patterns("__pycache__"))
+    data = src / "report" / "data.py"
+    data.write_text(
+        data.read_text() + "\n\ndef vm(t: object) -> bool:\n    return isinstance(t, QemuTarget)\n"
+    )
+    checks = kind_checks(src)
+    assert ("report/data.py", len(data.read_text().splitlines()), False) in checks
+
+
+def test_every_kind_is_found_by_its_spec_kind() -> None:
+    from vmio.spec import model
+    from vmio.targets import KINDS
+
+    spec_kinds = {c.kind for c in vars(model).values() if isinstance(c, type) and c.__name__.endswith("Target")
+                  and isinstance(getattr(c, "kind", None), str)}  # fmt: skip
+    assert set(KINDS) == spec_kinds
+    assert {k for k, kind in KINDS.items() if kind.vm} == {"qemu", "libvirt"}
+    assert {k for k, kind in KINDS.items() if kind.bare} == {"host"}

@@ -36,7 +36,7 @@ from typing import Any
 import pytest
 
 from vmio.advise.live_sample import Seams, diagnose_live
-from vmio.campaign import imported, runner
+from vmio.campaign import imported
 from vmio.cli import main
 from vmio.dstore import cluster
 from vmio.errors import ToolError, UnsafeTargetError
@@ -54,6 +54,7 @@ from vmio.store import Store, export, integrity
 from vmio.system import blockdev, cephclient, files, grants, guard, rbdimage, safety
 from vmio.system.process import Runner
 from vmio.targets import host as host_module
+from vmio.targets import remote
 from vmio.targets.remote import LocalFioServer
 
 from conftest import need
@@ -284,7 +285,7 @@ def test_a_remote_device_spelt_with_two_slashes_is_not_written(
     """``paths = ["//dev/loopN"]`` in nobody's spec, on a real fio server: refused, the ext4 intact."""
     before = fs_state(ext4)
     if rule == "off":
-        monkeypatch.setattr(runner, "check_remote_writes", no_check)
+        monkeypatch.setattr(remote, "check_remote_writes", no_check)  # the remote kind's rule
     with LocalFioServer() as server:
         spec = hostile(
             pub,
@@ -691,7 +692,7 @@ def test_a_write_to_any_remote_path_needs_destroy_data_naming_it(
     ``--destroy-data`` naming the device otherwise does not do. With the rule off the ext4 is overwritten."""
     before = fs_state(ext4)
     if rule == "off":
-        monkeypatch.setattr(runner, "check_remote_writes", no_check)
+        monkeypatch.setattr(remote, "check_remote_writes", no_check)  # the remote kind's rule
     monkeypatch.chdir("/")  # the fio server's folder: a relative path is below /
     with LocalFioServer() as server:
         for i, path in enumerate(spelled(ext4)[: 3 if rule == "on" else 1]):

@@ -19,12 +19,13 @@ from typing import Any
 
 from vmio.advise.evidence import Device, Evidence, Host, Measured, Vm, Workload
 from vmio.errors import InputError
-from vmio.spec import Campaign, HostTarget, QemuTarget
+from vmio.spec import Campaign, HostTarget
 from vmio.store import Store, campaigns
 from vmio.store import capacity as calibrated
 from vmio.store.campaigns import normal_key
 from vmio.store.rows import PointRow, build_label, point_row
 from vmio.system.blockdev import in_use, is_rotational, stable_id
+from vmio.targets import vm_config
 
 # The evidence wants each class's busiest thread (% of one core), not the class's sum.
 QEMU_METRICS = {
@@ -68,27 +69,28 @@ def evidence_for(
     metrics = store.run_metrics(run["id"])
     facts: dict[str, Any] = json.loads(run["host_json"] or "{}")
     vm = None
-    if isinstance(target, QemuTarget):
+    vm_target = vm_config(target)
+    if vm_target is not None:
         # the I/O threads the build gave (a build without queue mapping falls back to one) and whether the
         # queues were mapped, as the run recorded them; the spec's figure for runs stored before that
-        iothreads = facts.get("iothreads", target.iothreads)
+        iothreads = facts.get("iothreads", vm_target.iothreads)
         vm = Vm(
-            count=target.vms,
-            jobs_per_vm=target.jobs_per_vm,
-            bus=target.bus,
+            count=vm_target.vms,
+            jobs_per_vm=vm_target.jobs_per_vm,
+            bus=vm_target.bus,
             iothreads=iothreads,
             vq_mapping=facts.get("iothread_vq_mapping"),
         )
     devices = []
     if run["device"]:
         cap_r, cap_w, source = capacity(store, camp, run["device"], sys_root, declared)
-        vm_disks = [p for t in camp.targets if isinstance(t, QemuTarget) for p in t.backing]
+        vm_disks = [p for t in camp.targets if (v := vm_config(t)) is not None for p in v.backing]
         devices.append(
             Device(
                 name=run["device"],
                 rotational=is_rotational(run["device"], sys_root),
                 in_use=in_use(run["device"], sys_root, vm_disks=vm_disks),
-                dedicated_to_vm=isinstance(target, QemuTarget) and target.bus in ("block", "vfio"),
+                dedicated_to_vm=vm_target is not None and vm_target.bus in ("block", "vfio"),
                 capacity_read_iops=cap_r,
                 capacity_write_iops=cap_w,
                 capacity_source=source,
@@ -135,8 +137,8 @@ def capacity(
     if declared is not None and (declared[0] is not None or declared[1] is not None):
         return declared[0], declared[1], "declared with --capacity-read-iops/--capacity-write-iops"
     for target in camp.targets:
-        if not isinstance(target, HostTarget):
-            continue
+        if not isinstance(target, HostTarget):  # isinstance: capacity_*_iops are fields only a host target's
+            continue  # spec declares (the figures a person gives for the device it names)
         if target.capacity_read_iops is None and target.capacity_write_iops is None:
             continue
         if any(r["device"] == device for r in store.runs(camp.name) if r["target"] == target.name):

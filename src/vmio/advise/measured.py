@@ -27,6 +27,7 @@ from vmio.published import (
 from vmio.spec import QemuTarget
 from vmio.store import Store
 from vmio.store.rows import point_row
+from vmio.targets import vm_config
 
 SEED_BY_CONFIG = {
     SCALE_OUT: SEED_RATIO_SCALE_OUT,
@@ -101,9 +102,10 @@ def _campaign_ratios(store: Store, name: str) -> list[MeasuredRatio]:
             bare[(run["workload"], run["bs"])].append(figures)
             continue
         target = camp.target(run["target"])
-        config = config_of(target) if isinstance(target, QemuTarget) else None
-        if config is not None and isinstance(target, QemuTarget):
-            shape = shape_of(target)
+        vm = vm_config(target)
+        config = config_of(vm) if vm is not None else None
+        if config is not None and vm is not None:
+            shape = shape_of(vm)
             vms[(config, shape, run["workload"], run["bs"])].append(figures)
             accels[(config, shape)].add(run["accel"] or "unknown accel")
     out: list[MeasuredRatio] = []

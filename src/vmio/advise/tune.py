@@ -21,9 +21,10 @@ from vmio.campaign import runner
 from vmio.errors import InputError
 from vmio.fio import options as fio_options
 from vmio.qemu import QemuCaps
-from vmio.spec import Campaign, QemuTarget, loads_spec
+from vmio.spec import Campaign, loads_spec
 from vmio.spec.dump import dumps
 from vmio.store import Store
+from vmio.targets import vm_config
 
 
 class PointVerdict(TypedDict):
@@ -102,7 +103,8 @@ def plan(
 ) -> Plan:
     """Diagnose ``name``'s VM targets and decide each one's change; nothing is written."""
     camp = from_store.stored_campaign(store, name)
-    vm_targets = [t for t in camp.targets if isinstance(t, QemuTarget) and (only is None or t.name == only)]
+    vms = [vm for t in camp.targets if (vm := vm_config(t)) is not None]
+    vm_targets = [t for t in vms if only is None or t.name == only]
     if not vm_targets:
         what = f"no VM target named {only!r}" if only else "no VM target (kind = 'qemu')"
         raise InputError(f"campaign {name!r} has {what}; tune changes VM targets only")

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from vmio.errors import InputError
 from vmio.fio import iolog
-from vmio.spec import Campaign, HostTarget, QemuTarget, RemoteTarget, Target
+from vmio.spec import Campaign, Target
 from vmio.store import Store
-from vmio.system.blockdev import size_of
+from vmio.targets import kind_of
 
 
 def plan(campaign: Campaign, store: Store) -> list[int] | None:
@@ -45,14 +45,4 @@ def draw(campaign: Campaign) -> list[int]:
 
 def target_bytes(target: Target) -> int | None:
     """The bytes one measured process of ``target`` can address, where the spec or the host tells."""
-    if isinstance(target, HostTarget):
-        return target.size if target.size is not None else size_of(target.path)
-    if isinstance(target, QemuTarget):
-        if target.size is not None:
-            return target.size
-        per_path = target.vms_per_backing()
-        sizes = [size // n for path, n in per_path.items() if (size := size_of(path)) is not None]
-        return min(sizes) if sizes else None
-    if isinstance(target, RemoteTarget):  # a fio server's device or file: only the spec can tell
-        return target.size
-    return None
+    return kind_of(target).size(target)

@@ -20,18 +20,13 @@ from vmio.campaign import offsets, sweep
 from vmio.campaign.measure import measure_point, precondition
 from vmio.errors import InputError, UnsafeTargetError, VmioError
 from vmio.metrics.sampler import Sampler
-from vmio.qemu import builds
-from vmio.spec import Campaign, HostTarget, LibvirtTarget, Point, QemuTarget, RbdTarget, RemoteTarget
+from vmio.qemu.builds import QemuBuild
+from vmio.spec import Campaign, Point
 from vmio.store import RunRecord, Store
 from vmio.store.records import Precondition
-from vmio.system import files, rbdimage
-from vmio.system.cephclient import authenticate
+from vmio.system import files
 from vmio.system.process import Runner
-from vmio.system.safety import check_target_write, is_block_device
-from vmio.targets import Env, Rig, open_target
-from vmio.targets.libvirt import check_libvirt_writes
-from vmio.targets.qemu import ceph_client
-from vmio.targets.remote import check_remote_writes
+from vmio.targets import Checks, Env, Rig, kind_of, open_target
 
 
 @dataclass
@@ -49,10 +44,17 @@ class Options:
     # a feature's own watch around each point (dstore: the cluster's OSD map): entered before the point is
     # measured, left after; what it gives is called with the point's record before the record is stored
     around_point: Callable[[Point], AbstractContextManager[Callable[[RunRecord], None]]] | None = None
+    builds: dict[str, QemuBuild] = field(default_factory=dict)  # each QEMU target's build, resolved once
 
     def target_env(self) -> Env:
         return Env(
-            self.runner, self.proc_root, self.sys_root, self.boot_timeout, self.trace_root, self.destroy_data
+            self.runner,
+            self.proc_root,
+            self.sys_root,
+            self.boot_timeout,
+            self.trace_root,
+            self.destroy_data,
+            builds=self.builds,
         )
 
 
@@ -133,49 +135,11 @@ class Outcome:
 
 def preflight(campaign: Campaign, options: Options) -> None:
     """Refuse the whole campaign before any I/O if a write would touch a device or file holding data (or
-    one in a folder another user controls), or if a target names a QEMU build that is not installed (the
-    error says ``vmio qemu add``)."""
-    writes = any(w.writes for w in campaign.workloads)
+    one in a folder another user controls), or if a target cannot run (a QEMU build that is not installed:
+    the error says ``vmio qemu add``). Each target's kind judges it by its own rules."""
+    checks = Checks(any(w.writes for w in campaign.workloads), options.destroy_data, options.target_env())
     for target in campaign.targets:
-        if isinstance(target, QemuTarget):
-            builds.resolve(target.qemu, options.runner)
-        if writes and isinstance(target, RemoteTarget):
-            check_remote_writes(target, options.destroy_data)
-        if writes and isinstance(target, LibvirtTarget):
-            check_libvirt_writes(target, options.destroy_data, options.target_env())
-        rbd_backings = [b for b in getattr(target, "backing", ()) if b.startswith(rbdimage.PREFIX)]
-        auth: tuple[str, ...] = ()
-        if isinstance(target, RbdTarget) or (isinstance(target, QemuTarget) and target.conf and rbd_backings):
-            client = ceph_client(target)
-            authenticate(options.runner, Path(str(target.conf)), client)  # a wrong key: one sentence, exit 2
-            auth = client.args()
-        if writes and isinstance(target, RbdTarget):
-            rbdimage.check_write(
-                options.runner, target.conf, target.pool, target.image, options.destroy_data, auth
-            )
-        if writes and isinstance(target, QemuTarget) and target.conf is not None:
-            for backing in rbd_backings:
-                pool, _, image = backing[len(rbdimage.PREFIX) :].partition("/")
-                rbdimage.check_write(options.runner, target.conf, pool, image, options.destroy_data, auth)
-        if isinstance(target, QemuTarget) and target.bus == "block" and not target.loop:
-            plain = [b for b in target.backing if not is_block_device(b)]
-            if plain:
-                raise InputError(
-                    f"target {target.name!r}: bus = 'block' needs a host block device; backing "
-                    f"{plain[0]!r} is not one (add loop = true to attach a file as one, or use "
-                    "virtio-blk)"
-                )
-        if isinstance(target, HostTarget) and target.size is None and not Path(target.path).exists():
-            raise InputError(  # before any point starts (and any progress line is printed)
-                f'target {target.name!r}: {target.path!r} does not exist; give its size (e.g. size = "1G") '
-                "so vmio can create it"
-            )
-        paths = [target.path] if isinstance(target, HostTarget) else list(getattr(target, "backing", ()))
-        for path in paths:
-            if writes and not path.startswith("rbd:"):
-                check_target_write(
-                    path, options.destroy_data, options.runner, options.sys_root, options.proc_root
-                )
+        kind_of(target).preflight(target, checks)
 
 
 def run(

@@ -268,9 +268,8 @@ def job_file_changes(camp: spec.Campaign) -> str:
 
 
 def print_dry_run(camp: spec.Campaign, out: TextIO) -> None:
-    from vmio import spec
     from vmio.campaign.measure import point_job, swept_place, swept_workload
-    from vmio.targets import placement
+    from vmio.targets import kind_of, placement
 
     points = camp.points()
     out.write(f"campaign {camp.name!r}: {len(points)} points\n")
@@ -295,7 +294,7 @@ def print_dry_run(camp: spec.Campaign, out: TextIO) -> None:
                 f"; rate_iops = {point.offered_pct:g}% of the achieved IOPS of {point.max_key()} "
                 f"(run first), split over the jobs{poisson}\n"
             )
-        disk = f"; cache {target.cache}, aio {target.aio}" if isinstance(target, spec.QemuTarget) else ""
+        disk = kind_of(target).label(target)
         out.write(f"\n## {point.key}  ({target.kind}; {placement.where(target)}{disk})\n{text}")
         if camp.seed is not None and workload.ops:
             out.write(

@@ -247,6 +247,7 @@ def _make(
     """Make what the configurations need beside the cluster's image (a baseline pool, a file, a variant),
     removed when ``stack`` closes."""
     for config in configs:
+        # isinstance: a file baseline is a host target's own file, which dstore creates before the cluster runs
         if config.role == "baseline" and isinstance(config.target, HostTarget):
             prepare_file_baseline(Path(config.target.path), runner)
         elif config.role == "baseline" and config.watch is not None:

@@ -20,6 +20,7 @@ from vmio.store.rows import PointRow, point_row
 
 def profile_from_campaign(store: Store, campaign: str, target: str | None = None) -> Profile:
     spec = stored_campaign(store, campaign)
+    # isinstance: the profile calibrates on the RBD images themselves (the only kind whose pool it reads)
     names = [t.name for t in spec.targets if isinstance(t, RbdTarget)] if target is None else [target]
     if not names:
         raise InputError(f"campaign {campaign!r} has no rbd target to calibrate on; name one with --target")

@@ -9,13 +9,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from vmio.spec.model import QemuTarget, Target, Workload
+from vmio.spec.model import Target, Workload
 from vmio.spec.sla import Sla
 from vmio.stats import histogram
 from vmio.stats.histogram import Histogram
 from vmio.stats.spread import Spread
 from vmio.store import Store
 from vmio.store.rows import PointRow, build_label, point_rows
+from vmio.targets import vm_config
 
 DDIRS = ("read", "write")
 Offered = int | None  # None = "max" (unthrottled)
@@ -142,8 +143,8 @@ class CampaignData:
 
     def facet(self, target: str) -> tuple[int, int] | None:
         """(vCPUs, VMs) for a VM target; None for the others."""
-        spec = self.targets.get(target)
-        if not isinstance(spec, QemuTarget):
+        spec = vm_config(self.targets.get(target))
+        if spec is None:
             return None
         return spec.vcpus, spec.vms
 

@@ -14,7 +14,7 @@ from matplotlib.patches import Patch
 from vmio.report.data import CampaignData, Group, Offered, labels
 from vmio.report.data import offered_label as olabel
 from vmio.report.figure import PALETTE, Plot, color, finish, legend, legend_of, log_scale, new_figure, style
-from vmio.spec.model import QemuTarget
+from vmio.targets import vm_config
 from vmio.units import format_size
 
 Facet = tuple[int, int] | None  # (vCPUs, VMs); None for host targets
@@ -206,8 +206,8 @@ def _series_figure(
 
 def _env(data: CampaignData, target: str) -> str:
     """A VM target's environment in short: vCPUs, VMs (idle ones), host cache, machine."""
-    spec = data.targets.get(target)
-    if not isinstance(spec, QemuTarget):
+    spec = vm_config(data.targets.get(target))
+    if spec is None:
         return "host"
     idle, vms = spec.idle_vms, spec.vms
     return (

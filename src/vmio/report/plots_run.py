@@ -25,7 +25,7 @@ from vmio.report.figure import (
     style,
 )
 from vmio.report.plots_load import curve, family_title, offered_ticks, series_label
-from vmio.spec.model import QemuTarget
+from vmio.targets import vm_config
 from vmio.units import format_size
 
 TIME_PANELS = (
@@ -209,7 +209,7 @@ def _thread_value(means: dict[str, dict[str, float]], metric: str) -> Callable[[
 
 
 def target_facts(data: CampaignData, target: str) -> str:
-    spec = data.targets.get(target)
-    if not isinstance(spec, QemuTarget):
+    spec = vm_config(data.targets.get(target))
+    if spec is None:
         return "VM"
     return f"bus={spec.bus}, iothreads={spec.iothreads}, vms={spec.vms}, vcpus={spec.vcpus}"

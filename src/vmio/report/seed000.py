@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from vmio.published import SEED_BARE, SEED_BY_KEY, SEED_CONFIGS, SeedConfig
 from vmio.report.compare_text import columns
 from vmio.report.data import CampaignData, Group, iops
-from vmio.spec.model import HostTarget, QemuTarget, Target
+from vmio.spec.model import Target
+from vmio.targets import kind_of, vm_config
 
 SEED_SETUP = "KVM, Fedora 23 (Linux 4.2.3), NVMe SSD, N = 16 fio"
 TCG_NOTE = (
@@ -48,10 +49,12 @@ DEDICATED_BUSES = ("block", "vfio")
 def config_of(spec: Target | None) -> SeedConfig | None:
     """The seed-000 configuration a target's spec (as the campaign stored it) has, if any; a target the
     spec does not name reads as a bare host."""
-    if spec is None or isinstance(spec, HostTarget):
+    if spec is None or kind_of(spec).bare:
         return BARE
-    if not isinstance(spec, QemuTarget):
+    vm = vm_config(spec)
+    if vm is None:
         return None
+    spec = vm
     vms, jobs = spec.vms, spec.jobs_per_vm
     bus, iothreads = spec.bus, spec.iothreads
     paths = len(set(spec.backing))
@@ -170,8 +173,8 @@ def setup_of(data: CampaignData, target: str) -> str:
 
 
 def fio_processes(data: CampaignData, target: str) -> int:
-    spec = data.targets.get(target)
-    if isinstance(spec, QemuTarget):
+    spec = vm_config(data.targets.get(target))
+    if spec is not None:
         return spec.vms * spec.jobs_per_vm
     jobs = {w.numjobs for w in data.workload_specs.values() if w.rw in ("randread", "randwrite")}
     return max(jobs) if jobs else 1

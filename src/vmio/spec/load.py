@@ -138,6 +138,7 @@ def _check_ops_loads(targets: tuple[Target, ...], workloads: tuple[Workload, ...
             )
             raise loc.error("workload", i, "numjobs", why)
         for j, t in enumerate(targets):
+            # isinstance: spec sits below targets; a VM target's jobs_per_vm is validated with its keys
             if isinstance(t, QemuTarget) and max((t.jobs_per_vm, *t.jobs_per_vm_sweep)) > 1:
                 why = (
                     f"target[{j}].jobs_per_vm = {t.jobs_per_vm} with "

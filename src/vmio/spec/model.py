@@ -213,7 +213,7 @@ class Campaign:
 def swept_jobs(target: Target, workload: Workload) -> tuple[int | None, ...]:
     """The job counts a target × workload sweeps (None: not swept): a VM target's ``jobs_per_vm`` list
     (its VMs run that many fio jobs each), else the workload's ``numjobs`` list."""
-    if isinstance(target, QemuTarget):
+    if isinstance(target, QemuTarget):  # isinstance: spec sits below targets (validation of a kind's keys)
         return target.jobs_per_vm_sweep or (None,)
     return workload.numjobs_sweep or (None,)
 

@@ -15,10 +15,34 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import KW_ONLY, dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, TypedDict
 
-if TYPE_CHECKING:
-    from vmio.store.records import FioJob, Precondition, Steady
+
+class Steady(TypedDict):
+    """Whether a point's measured jobs reached fio's steady state, and when the last one did."""
+
+    criterion: str
+    reached: bool
+    at_s: float | None
+    jobs: int
+
+
+class Precondition(TypedDict):
+    """The target's preconditioning (SNIA PTS), recorded on the point that followed it."""
+
+    size: int | None
+    fill_bytes: int
+    random_bytes: int
+    seconds: float
+
+
+class FioJob(TypedDict):
+    """A workload taken from a person's fio job file: the file, its section, the options vmio replaced."""
+
+    file: str
+    section: str
+    replaced: list[str]
+
 
 Read = Literal["value", "json", "max"]  # as stored; a JSON text (decoded); a number or None printed "max"
 

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
-from typing import Protocol, TypedDict
+from typing import Protocol
 
-from vmio.store.fields import StoredPoint
+from vmio.store.fields import FioJob, Precondition, Steady, StoredPoint
+
+__all__ = ["FioJob", "JobResult", "OpLat", "Precondition", "RunRecord", "Sample", "Steady"]
 
 OpLat = tuple[str, str, int, int, str] | tuple[str, str, int, int, str, int | None]
 Sample = tuple[float, str, str, float]  # (t since the sampler started, source, metric, value)
@@ -42,32 +44,6 @@ class JobResult(Protocol):
     def sys_cpu(self) -> float: ...
     @property
     def bins(self) -> Mapping[int, int]: ...
-
-
-class Steady(TypedDict):
-    """Whether a point's measured jobs reached fio's steady state, and when the last one did."""
-
-    criterion: str
-    reached: bool
-    at_s: float | None
-    jobs: int
-
-
-class Precondition(TypedDict):
-    """The target's preconditioning (SNIA PTS), recorded on the point that followed it."""
-
-    size: int | None
-    fill_bytes: int
-    random_bytes: int
-    seconds: float
-
-
-class FioJob(TypedDict):
-    """A workload taken from a person's fio job file: the file, its section, the options vmio replaced."""
-
-    file: str
-    section: str
-    replaced: list[str]
 
 
 @dataclass

@@ -7,38 +7,45 @@ point's I/O goes, for the real run and the dry run alike.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
-from pathlib import Path
+from contextlib import AbstractContextManager
 
 from vmio.errors import InputError
-from vmio.spec import HostTarget, LibvirtTarget, QemuTarget, RbdTarget, RemoteTarget, Target
-from vmio.system.cephclient import client_conf
+from vmio.spec import QemuTarget, Target
+from vmio.targets import host, libvirt, qemu, rbd, remote
 from vmio.targets.base import Endpoint, Env, Facts, Notes, Rig
-from vmio.targets.host import HostRig
-from vmio.targets.libvirt import LibvirtRig
-from vmio.targets.qemu import QemuRig, ceph_client
-from vmio.targets.rbd import RbdRig
-from vmio.targets.remote import RemoteRig
+from vmio.targets.kind import Checks, Kind
 
-__all__ = ["Endpoint", "Env", "Facts", "Notes", "Rig", "open_target"]
+__all__ = [
+    "KINDS",
+    "Checks",
+    "Endpoint",
+    "Env",
+    "Facts",
+    "Kind",
+    "Notes",
+    "Rig",
+    "kind_of",
+    "open_target",
+    "vm_config",
+]
+
+# every target kind, by the spec's ``kind`` (a new kind: its module and its line here)
+KINDS: dict[str, Kind] = {k.name: k for k in (host.KIND, qemu.KIND, remote.KIND, rbd.KIND, libvirt.KIND)}
 
 
-@contextlib.contextmanager
-def open_target(target: Target, env: Env) -> Iterator[Rig]:
-    """Start ``target`` (VMs: boot them) for as long as the block lasts; tear it down after."""
-    if isinstance(target, RbdTarget):
-        with client_conf(Path(target.conf).resolve(), ceph_client(target)) as conf:
-            yield RbdRig(target, env, conf)
-    elif isinstance(target, QemuTarget):
-        with contextlib.ExitStack() as stack:
-            yield QemuRig(target, env, stack)
-    elif isinstance(target, HostTarget):
-        with contextlib.ExitStack() as stack:
-            yield HostRig(target, env, stack)
-    elif isinstance(target, RemoteTarget):
-        yield RemoteRig(target, env)
-    elif isinstance(target, LibvirtTarget):
-        yield LibvirtRig(target, env)
-    else:
+def kind_of(target: Target) -> Kind:
+    """The kind that answers for ``target``."""
+    found = KINDS.get(target.kind)
+    if found is None:
         raise InputError(f"target {target.name!r}: kind {target.kind!r} is not supported")
+    return found
+
+
+def open_target(target: Target, env: Env) -> AbstractContextManager[Rig]:
+    """Start ``target`` (VMs: boot them) for as long as the block lasts; tear it down after."""
+    return kind_of(target).open(target, env)
+
+
+def vm_config(target: Target | None) -> QemuTarget | None:
+    """The QEMU configuration of a target whose VMs vmio starts (None for other kinds, or no target)."""
+    return None if target is None else kind_of(target).qemu(target)

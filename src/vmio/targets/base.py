@@ -18,6 +18,7 @@ from vmio.fio import run as fiorun
 from vmio.fio.jobfile import Placement
 from vmio.fio.output import FioOutput
 from vmio.metrics.sampler import Probe
+from vmio.qemu.builds import QemuBuild
 from vmio.spec import Workload
 from vmio.system.process import Runner
 
@@ -33,6 +34,8 @@ class Env:
     trace_root: Path | None = None  # where VM targets with trace = true keep each point's request traces
     destroy: tuple[str, ...] = ()  # paths named with --destroy-data: existing files vmio may replace
     writes: bool = True  # a workload writes: what a target opens is judged by the write rules again
+    # each QEMU target's build, resolved once per run (by target name; ``targets.qemu.resolved_build``)
+    builds: dict[str, QemuBuild] = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True)

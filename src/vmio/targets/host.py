@@ -5,17 +5,18 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from vmio.errors import InputError, UnsafeTargetError
 from vmio.metrics.sampler import CpuProbe, DiskProbe, Probe
-from vmio.spec import HostTarget, Workload
+from vmio.spec import HostTarget, QemuTarget, Target, Workload
 from vmio.system import device_facts, files
-from vmio.system.blockdev import Loop, device_chain, loop_device, reported_device
+from vmio.system.blockdev import Loop, device_chain, loop_device, reported_device, size_of
 from vmio.system.safety import check_target_write, hold, is_block_device, named
 from vmio.targets import placement
 from vmio.targets.base import Endpoint, Env, Facts, Notes, nothing_to_watch
+from vmio.targets.kind import Checks, check_paths
 
 CHUNK = 4 << 20
 
@@ -118,3 +119,43 @@ def loop_facts(loops: list[Loop]) -> dict[str, object]:
             {"device": lp.device, "backing": lp.backing, "direct_io": lp.direct_io} for lp in loops
         ]
     }
+
+
+class HostKind:
+    """``kind = "host"``: a file (created to its size) or block device on this host, fio run here."""
+
+    name = "host"
+    vm = False
+    bare = True
+
+    def preflight(self, target: Target, checks: Checks) -> None:
+        t = _host(target)
+        if t.size is None and not Path(t.path).exists():
+            raise InputError(  # before any point starts (and any progress line is printed)
+                f'target {t.name!r}: {t.path!r} does not exist; give its size (e.g. size = "1G") '
+                "so vmio can create it"
+            )
+        check_paths([t.path], checks)
+
+    @contextlib.contextmanager
+    def open(self, target: Target, env: Env) -> Iterator[HostRig]:
+        with contextlib.ExitStack() as stack:
+            yield HostRig(_host(target), env, stack)
+
+    def size(self, target: Target) -> int | None:
+        t = _host(target)
+        return t.size if t.size is not None else size_of(t.path)
+
+    def qemu(self, target: Target) -> QemuTarget | None:
+        return None
+
+    def label(self, target: Target) -> str:
+        return ""
+
+
+def _host(target: Target) -> HostTarget:
+    assert isinstance(target, HostTarget), target  # found by its kind: the spec built it as this class
+    return target
+
+
+KIND = HostKind()

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,10 +31,11 @@ from vmio.libvirt.guest_fio import Domain
 from vmio.libvirt.virsh import Virsh, is_local
 from vmio.metrics.sampler import CpuProbe, DiskProbe, Probe
 from vmio.qemu.threads import COMM_LEN, Snapshot, cpu_between, read_threads
-from vmio.spec import LibvirtDomain, LibvirtTarget, Workload
+from vmio.spec import LibvirtDomain, LibvirtTarget, QemuTarget, Target, Workload
 from vmio.system import device_facts
 from vmio.system.blockdev import device_chain, reported_device
 from vmio.targets.base import Endpoint, Env, Facts, Notes, nothing_to_watch
+from vmio.targets.kind import Checks
 
 PID_DIR = Path("/run/libvirt/qemu")
 
@@ -189,3 +190,36 @@ class LibvirtRig:
                     output=result.text[-4000:],
                 )
         return result
+
+
+class LibvirtKind:
+    """``kind = "libvirt"``: running libvirt domains, fio inside them through their guest agent."""
+
+    name = "libvirt"
+    vm = True
+    bare = False
+
+    def preflight(self, target: Target, checks: Checks) -> None:
+        if checks.writes:
+            check_libvirt_writes(_libvirt(target), checks.destroy, checks.env)
+
+    @contextlib.contextmanager
+    def open(self, target: Target, env: Env) -> Iterator[LibvirtRig]:
+        yield LibvirtRig(_libvirt(target), env)
+
+    def size(self, target: Target) -> int | None:
+        return None
+
+    def qemu(self, target: Target) -> QemuTarget | None:
+        return None  # libvirt starts its domains' QEMU: vmio reads their shape, not a QemuTarget
+
+    def label(self, target: Target) -> str:
+        return ""
+
+
+def _libvirt(target: Target) -> LibvirtTarget:
+    assert isinstance(target, LibvirtTarget), target  # found by its kind: the spec built it as this class
+    return target
+
+
+KIND = LibvirtKind()

@@ -25,14 +25,15 @@ from vmio.qemu import VM, AccelProber, Disk, Fleet, QemuCaps, VMConfig, builds, 
 from vmio.qemu.argv import nvme_timeout_needed, plan_iothreads
 from vmio.qemu.threads import COMM_LEN, Snapshot, cpu_between, read_threads
 from vmio.qemu.tracing import qemu_trace_args, trace_events
-from vmio.spec import QemuTarget, RbdTarget, Workload
-from vmio.system import device_facts, files
+from vmio.spec import QemuTarget, RbdTarget, Target, Workload
+from vmio.system import device_facts, files, rbdimage
 from vmio.system.blockdev import Loop, device_chain, loop_device, reported_device, size_of
-from vmio.system.cephclient import CephClient, client_conf
+from vmio.system.cephclient import CephClient, authenticate, client_conf
 from vmio.system.process import Runner
 from vmio.system.safety import check_target_write, hold, is_block_device
 from vmio.targets import host, placement
 from vmio.targets.base import Endpoint, Env, Facts, Notes
+from vmio.targets.kind import Checks, check_paths
 from vmio.traces.vm_runs import point_dir, vm_trace_name
 
 ALIGN = 1 << 20
@@ -76,10 +77,13 @@ class QemuThreadProbe:
         return out
 
 
-def target_caps(target: QemuTarget, runner: Runner | None = None) -> QemuCaps:
-    """The capabilities of the QEMU build ``target.qemu`` names (default: the system's), probed with the
-    build's own environment. A version that is not installed is an ``InputError`` naming ``vmio qemu add``."""
-    build = builds.resolve(target.qemu, runner)
+def target_caps(
+    target: QemuTarget, runner: Runner | None = None, build: builds.QemuBuild | None = None
+) -> QemuCaps:
+    """The capabilities of the QEMU build ``target.qemu`` names (default: the system's; ``build``: resolved
+    already), probed with the build's own environment. A version that is not installed is an ``InputError``
+    naming ``vmio qemu add``."""
+    build = build or builds.resolve(target.qemu, runner)
     return probe_caps(build.path, runner, env=build.env, data_dirs=build.data_dirs, source=build.source)
 
 
@@ -195,7 +199,7 @@ class QemuRig:
                 target, backing=tuple(mapped[str(Path(b).resolve())] for b in target.backing)
             )
         self.target, self.env = target, env
-        self.caps = target_caps(target, env.runner)
+        self.caps = target_caps(target, env.runner, resolved_build(target, env))
         self.iothreads = plan_iothreads(target.bus, target.iothreads, self.caps)
         image = guest.build()
         self.accel = AccelProber(image, self.caps).resolve(target.accel)
@@ -346,3 +350,69 @@ class QemuRig:
         if found:
             shown = "\n".join(found[:20]) + (f"\n... {len(found) - 20} more" if len(found) > 20 else "")
             notes.log += f"\nguest kernel disk warnings during this point ({len(found)}):\n{shown}\n"
+
+
+def resolved_build(target: QemuTarget, env: Env) -> builds.QemuBuild:
+    """The QEMU build ``target.qemu`` names, resolved once per run (``env.builds``: preflight resolves it,
+    the rig that boots the VMs takes the same one)."""
+    build = env.builds.get(target.name)
+    if build is None:
+        build = env.builds[target.name] = builds.resolve(target.qemu, env.runner)
+    return build
+
+
+class QemuKind:
+    """``kind = "qemu"``: VMs vmio boots with a chosen disk path, fio inside them as fio servers."""
+
+    name = "qemu"
+    vm = True
+    bare = False
+
+    def preflight(self, target: Target, checks: Checks) -> None:
+        t = _qemu(target)
+        resolved_build(t, checks.env)  # a build that is not installed: the error says `vmio qemu add`
+        runner = checks.env.runner
+        rbd_backings = [b for b in t.backing if b.startswith(rbdimage.PREFIX)]
+        if t.conf and rbd_backings:
+            client = ceph_client(t)
+            authenticate(runner, Path(t.conf), client)  # a wrong key: one sentence, exit 2
+            if checks.writes:
+                for backing in rbd_backings:
+                    pool, _, image = backing[len(rbdimage.PREFIX) :].partition("/")
+                    rbdimage.check_write(runner, t.conf, pool, image, checks.destroy, client.args())
+        if t.bus == "block" and not t.loop:
+            plain = [b for b in t.backing if not is_block_device(b)]
+            if plain:
+                raise InputError(
+                    f"target {t.name!r}: bus = 'block' needs a host block device; backing "
+                    f"{plain[0]!r} is not one (add loop = true to attach a file as one, or use virtio-blk)"
+                )
+        check_paths(t.backing, checks)
+
+    @contextlib.contextmanager
+    def open(self, target: Target, env: Env) -> Iterator[QemuRig]:
+        with contextlib.ExitStack() as stack:
+            yield QemuRig(_qemu(target), env, stack)
+
+    def size(self, target: Target) -> int | None:
+        t = _qemu(target)
+        if t.size is not None:
+            return t.size
+        per_path = t.vms_per_backing()
+        sizes = [size // n for path, n in per_path.items() if (size := size_of(path)) is not None]
+        return min(sizes) if sizes else None
+
+    def qemu(self, target: Target) -> QemuTarget | None:
+        return _qemu(target)
+
+    def label(self, target: Target) -> str:
+        t = _qemu(target)
+        return f"; cache {t.cache}, aio {t.aio}"
+
+
+def _qemu(target: Target) -> QemuTarget:
+    assert isinstance(target, QemuTarget), target  # found by its kind: the spec built it as this class
+    return target
+
+
+KIND = QemuKind()

@@ -7,15 +7,19 @@ For a cluster vmio started (``vmio dstore up``) the device under its folder is s
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 from vmio.errors import InputError
 from vmio.metrics.sampler import CpuProbe, DiskProbe, Probe
-from vmio.spec import RbdTarget, Workload
-from vmio.system import device_facts
+from vmio.spec import QemuTarget, RbdTarget, Target, Workload
+from vmio.system import device_facts, rbdimage
 from vmio.system.blockdev import device_chain, reported_device
+from vmio.system.cephclient import authenticate, client_conf
 from vmio.targets import placement
 from vmio.targets.base import Endpoint, Env, Facts, Notes, nothing_to_watch
+from vmio.targets.kind import Checks
+from vmio.targets.qemu import ceph_client
 
 
 class RbdRig:
@@ -44,3 +48,41 @@ class RbdRig:
 
     def watch(self, campaign: str, point_key: str) -> contextlib.AbstractContextManager[Notes]:
         return nothing_to_watch()
+
+
+class RbdKind:
+    """``kind = "rbd"``: a Ceph RBD image written by fio's ``rbd`` engine."""
+
+    name = "rbd"
+    vm = False
+    bare = False
+
+    def preflight(self, target: Target, checks: Checks) -> None:
+        t = _rbd(target)
+        client = ceph_client(t)
+        authenticate(checks.env.runner, Path(t.conf), client)  # a wrong key: one sentence, exit 2
+        if checks.writes:
+            rbdimage.check_write(checks.env.runner, t.conf, t.pool, t.image, checks.destroy, client.args())
+
+    @contextlib.contextmanager
+    def open(self, target: Target, env: Env) -> Iterator[RbdRig]:
+        t = _rbd(target)
+        with client_conf(Path(t.conf).resolve(), ceph_client(t)) as conf:
+            yield RbdRig(t, env, conf)
+
+    def size(self, target: Target) -> int | None:
+        return None
+
+    def qemu(self, target: Target) -> QemuTarget | None:
+        return None
+
+    def label(self, target: Target) -> str:
+        return ""
+
+
+def _rbd(target: Target) -> RbdTarget:
+    assert isinstance(target, RbdTarget), target  # found by its kind: the spec built it as this class
+    return target
+
+
+KIND = RbdKind()

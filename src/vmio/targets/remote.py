@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import contextlib
 import shlex
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from vmio.errors import ToolError, UnsafeTargetError
 from vmio.fio import run as fiorun
 from vmio.metrics.sampler import CpuProbe, Probe
-from vmio.spec import RemoteTarget, Workload
+from vmio.spec import QemuTarget, RemoteTarget, Target, Workload
 from vmio.system.guard import PortGuard
 from vmio.system.paths import remote_normal
 from vmio.system.ports import free_port, wait_for_port
 from vmio.targets import placement
 from vmio.targets.base import Endpoint, Env, Facts, Notes, nothing_to_watch
+from vmio.targets.kind import Checks
 
 
 def check_remote_writes(target: RemoteTarget, destroy: Sequence[str]) -> None:
@@ -91,3 +92,36 @@ class LocalFioServer:
     def __exit__(self, *exc: object) -> None:
         self.proc.stop()
         self.guard.close()
+
+
+class RemoteKind:
+    """``kind = "remote"``: hosts running ``fio --server``; vmio cannot see their files."""
+
+    name = "remote"
+    vm = False
+    bare = False
+
+    def preflight(self, target: Target, checks: Checks) -> None:
+        if checks.writes:
+            check_remote_writes(_remote(target), checks.destroy)
+
+    @contextlib.contextmanager
+    def open(self, target: Target, env: Env) -> Iterator[RemoteRig]:
+        yield RemoteRig(_remote(target), env)
+
+    def size(self, target: Target) -> int | None:
+        return _remote(target).size  # a fio server's device or file: only the spec can tell
+
+    def qemu(self, target: Target) -> QemuTarget | None:
+        return None
+
+    def label(self, target: Target) -> str:
+        return ""
+
+
+def _remote(target: Target) -> RemoteTarget:
+    assert isinstance(target, RemoteTarget), target  # found by its kind: the spec built it as this class
+    return target
+
+
+KIND = RemoteKind()
