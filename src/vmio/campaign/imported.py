@@ -36,10 +36,13 @@ CANONICAL = json.dumps({"imported": "fio json"})
 MAX_FILE_BYTES = 256 << 20
 
 
-def import_files(store: Store, paths: Sequence[Path], campaign: str, target: str) -> list[str]:
+def import_files(
+    store: Store, paths: Sequence[Path], campaign: str, target: str, series: str | None = None
+) -> list[str]:
     """Store the jobs of each fio output file, or of every fio JSON file under each folder, as points of
-    ``campaign`` (created if new; an existing campaign must be an imported one); the keys stored, in
-    order. A file that is not fio's JSON is an ``InputError`` naming it, before anything is stored."""
+    ``campaign`` (created if new; an existing campaign must be an imported one; put in ``series`` when given);
+    the keys stored, in order. A file that is not fio's JSON is an ``InputError`` naming it, before anything
+    is stored."""
     row = store.campaign(campaign)
     if row is not None and row["spec_path"] != IMPORTED:
         raise InputError(
@@ -50,6 +53,8 @@ def import_files(store: Store, paths: Sequence[Path], campaign: str, target: str
     pending = [rec for path in files for rec in records(*_read(path), campaign, target, path)]
     _name_by_rw(pending)
     store.ensure_campaign(campaign, IMPORTED, "", CANONICAL)
+    if series is not None:
+        store.set_series(campaign, series)
     done = store.done_keys(campaign)
     keys = []
     for rec in pending:

@@ -46,6 +46,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="the campaign's name (default: the spec's [campaign] name, or the job "
         "file's name without its suffix)",
     )
+    p.add_argument(
+        "--series",
+        metavar="NAME",
+        help="put the campaign in series NAME (overrides [campaign] series; see vmio trend)",
+    )
     p.add_argument("--dry-run", action="store_true", help="print the points and their fio job files")
     p.add_argument("--force", action="store_true", help="redo points already done")
     p.add_argument(
@@ -120,6 +125,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--campaign", required=True, help="the campaign to store them in (new, or an imported one)"
     )
     p.add_argument("--target", default="fio", help="the target label of the points (default fio)")
+    p.add_argument("--series", metavar="NAME", help="put the campaign in series NAME (see vmio trend)")
     add_db(p)
     p.set_defaults(handler=cmd_import)
 
@@ -180,7 +186,7 @@ def load_run_spec(args: argparse.Namespace) -> tuple[spec.Campaign, str]:
             )
         text = fio_campaign_text(args.spec, args.target, args.size, args.runtime, args.name)
         shown = f"<vmio run {args.spec} --target {args.target}>"
-        return spec.loads_spec(text, shown, fio_names=fio_options.names), text
+        return with_series(spec.loads_spec(text, shown, fio_names=fio_options.names), args.series), text
     if args.target or args.size or args.runtime:
         raise InputError(
             f"--target, --size and --runtime go with a fio job file (.fio), not the spec {args.spec}"
@@ -188,7 +194,23 @@ def load_run_spec(args: argparse.Namespace) -> tuple[spec.Campaign, str]:
     camp = spec.load_spec(args.spec, fio_names=fio_options.names)
     if args.name:
         camp = dataclasses.replace(camp, name=spec.campaign_name(args.name, "--name"))
-    return camp, Path(args.spec).read_text(encoding="utf-8")
+    return with_series(camp, args.series), Path(args.spec).read_text(encoding="utf-8")
+
+
+def with_series(camp: spec.Campaign, series: str | None) -> spec.Campaign:
+    """The campaign in series ``--series`` when given."""
+    if series is None:
+        return camp
+    return dataclasses.replace(camp, series=checked_series(series))
+
+
+def checked_series(series: str) -> str:
+    from vmio.spec.series import series_name
+
+    try:
+        return series_name(series)
+    except ValueError as exc:
+        raise InputError(f"--series {series!r}: {exc}") from None
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -316,9 +338,10 @@ def cmd_import(args: argparse.Namespace) -> int:
     target = spec.campaign_name(args.target, "--target")
     if "/" in target:
         raise InputError(f"--target {target!r}: a target label has no '/' (it is part of each point's key)")
+    series = checked_series(args.series) if args.series is not None else None
     files = [f for given in args.files for f in imported.expand(Path(given))]
     with open_store(args, write=True) as store:
-        keys = imported.import_files(store, files, name, target)
+        keys = imported.import_files(store, files, name, target, series)
         print(
             f"campaign {name!r}: {len(keys)} point(s) imported from {len(files)} file(s); store {store.path}"
         )
@@ -350,7 +373,11 @@ def format_campaigns(rows: list[dict[str, object]]) -> str:
         items = [str(v) for v in value] if isinstance(value, list) else []
         return ",".join(items) if len(items) <= 3 else f"{','.join(items[:2])},+{len(items) - 2} more"
 
-    lines = [("campaign", "created", "targets", "workloads", "done", "failed", "accel")] + [
+    series = any(r.get("series") for r in rows)  # the column only in stores that hold a series
+    lines = [
+        ("campaign", "created", "targets", "workloads", "done", "failed", "accel")
+        + (("series",) if series else ())
+    ] + [
         (
             str(r["name"]),
             str(r["created"] or "-"),
@@ -360,6 +387,7 @@ def format_campaigns(rows: list[dict[str, object]]) -> str:
             str(r["points_failed"]),
             names(r["accel"]) or "-",
         )
+        + ((str(r.get("series") or "-"),) if series else ())
         for r in rows
     ]
     return columns(lines, right=frozenset({4, 5}))

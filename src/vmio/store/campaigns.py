@@ -27,7 +27,8 @@ def stored_campaign(store: Store, name: str) -> Campaign:
 
 
 def campaign_rows(store: Store) -> list[dict[str, object]]:
-    """Every campaign, oldest first: name, created, targets, workloads, points done/failed, accelerators."""
+    """Every campaign, oldest first: name, created, targets, workloads, points done/failed, accelerators, the
+    series it belongs to (null: none)."""
     counts: dict[int, dict[str, int]] = {}
     accels: dict[int, set[str]] = {}
     ran: dict[int, tuple[list[str], list[str]]] = {}
@@ -39,6 +40,7 @@ def campaign_rows(store: Store) -> list[dict[str, object]]:
         _add(targets, r[3])
         _add(workloads, r[4])
     rows: list[dict[str, object]] = []
+    series = {name: store.series_of(name) for name in store.campaigns()}
     for c in store.db.execute("SELECT id, name, created, canonical, spec_path FROM campaign ORDER BY id"):
         defined = _defined(c["canonical"])
         targets, workloads = ran.get(c["id"], ([], []))
@@ -53,6 +55,7 @@ def campaign_rows(store: Store) -> list[dict[str, object]]:
                 "points_done": done.get("done", 0),
                 "points_failed": done.get("failed", 0),
                 "accel": sorted(accels.get(c["id"], ())),
+                "series": series.get(c["name"]),
             }
         )
         stops = store.stops(c["name"])
