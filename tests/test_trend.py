@@ -78,6 +78,20 @@ def test_a_throttled_night_is_named_with_its_changed_option_and_fails_the_gate(
     assert "night-3: fio/rr/bs=4k/load=0 read_iops lower" in text
     assert f"changed with it: fio job option rate_iops: {BASE} -> {RATE}" in text
 
+    # the exports carry the series, so a dashboard draws the same line
+    assert (
+        main(["export", "night-3", "--db", str(db), "--format", "ndjson", "-o", str(tmp_path / "n.ndjson")])
+        == 0
+    )
+    samples = [json.loads(line) for line in (tmp_path / "n.ndjson").read_text().splitlines()]
+    assert samples and {s["labels"]["series"] for s in samples} == {"nightly"}
+    assert (
+        main(["export", "night-3", "--db", str(db), "--format", "prometheus", "-o", str(tmp_path / "n.prom")])
+        == 0
+    )
+    gauges = [g for g in (tmp_path / "n.prom").read_text().splitlines() if g.startswith("vmio_read_iops")]
+    assert len(gauges) == 2 and all(',series="nightly"}' in g for g in gauges)
+
     # a fourth night as slow: still worse against the nights before the change, until it is accepted
     night(tmp_path, db, "night-4", 2, f"--rate_iops={RATE}")
     code, doc = trend(db, capsys, "--fail-on-change", "50")
