@@ -437,13 +437,29 @@ def cmd_show(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         rows = summary.point_rows(store, args.campaign)
         stops = store.stops(args.campaign) if args.campaign else []
+        settles = store.settles(args.campaign) if args.campaign else {}
+        until = store.spec(args.campaign).until if settles else None
     console = terminal.console_for(sys.stdout)
     if console is not None and rows:
         print_show_table(rows, console)
     else:
         print(format_table(rows), end="")
     print(format_stops(stops), end="")
+    print(format_settles(settles, until.max_repetitions if until else None), end="")
     return 0
+
+
+def format_settles(settles: Mapping[str, tuple[int, bool, float | None]], most: int | None) -> str:
+    """Repeat-until-stable's outcome per point: the repetitions it took, whether its IOPS spread settled."""
+    if not settles:
+        return ""
+    lines = ["repeat until stable (IOPS spread: half-width of the 95 % interval of the mean):\n"]
+    for point, (taken, settled, spread) in sorted(settles.items()):
+        said = "-" if spread is None else f"{spread * 100:.1f}%"
+        verdict = "settled" if settled else "did NOT settle"
+        verdict += f" (max_repetitions = {most})" if not settled and taken == most else ""
+        lines.append(f"  {point}: {verdict} after {taken} repetition(s), spread {said}\n")
+    return "".join(lines)
 
 
 def print_show_table(rows: list[summary.PointRow], console: terminal.Console) -> None:

@@ -37,7 +37,7 @@ from vmio.spec.model import (
     Workload,
     swept_jobs,
 )
-from vmio.spec.series import DEFAULT_MAX_REPETITIONS, UntilStable, series_name, spread_bound
+from vmio.spec.series import series_name, until_stable
 from vmio.spec.sla import Sla, parse_sla, parse_stored_sla
 from vmio.spec.steady import parse_steady
 from vmio.spec.tomlfile import Locator, load_toml, loads_toml
@@ -93,7 +93,7 @@ def _campaign(
     sla: Sla | None = head.take("sla", parse_stored_sla if stored else parse_sla, None)
     seed: int | None = head.take("seed", f.integer(0, MAX_SEED), None)
     series: str | None = head.take("series", series_name, None)
-    until = _until_stable(head, repetitions)
+    until = until_stable(head, repetitions)
     head.done()
     targets = tuple(_target(t, loc, i, stored) for i, t in enumerate(_array(data, "target", loc)))
     workloads = tuple(
@@ -124,28 +124,6 @@ def _campaign(
         )
         raise loc.error("campaign", 0, "seed", why)
     return Campaign(name, repetitions, targets, workloads, loc.path, sla, seed, series, until)
-
-
-def _until_stable(head: Fields, repetitions: int) -> UntilStable | None:
-    """``until_spread`` with ``max_repetitions`` (at least ``repetitions``); one without the other's rule is
-    an error."""
-    bound: float | None = head.take("until_spread", spread_bound, None)
-    most: int | None = head.take("max_repetitions", f.integer(2, 1000), None)
-    if bound is None:
-        if most is not None:
-            raise head.error(
-                "max_repetitions",
-                f"campaign.max_repetitions = {most} bounds repeat-until-stable; set until_spread = '5%' too",
-            )
-        return None
-    most = DEFAULT_MAX_REPETITIONS if most is None else most
-    if most < repetitions:
-        raise head.error(
-            "max_repetitions",
-            f"campaign.max_repetitions = {most} is below campaign.repetitions = {repetitions}; "
-            "the passes until stable come after the repetitions",
-        )
-    return UntilStable(bound, most)
 
 
 def _check_ops_loads(targets: tuple[Target, ...], workloads: tuple[Workload, ...], loc: Locator) -> None:

@@ -44,3 +44,25 @@ class UntilStable:
 
     bound: float
     max_repetitions: int
+
+
+def until_stable(head: f.Fields, repetitions: int) -> UntilStable | None:
+    """``until_spread`` with ``max_repetitions`` (at least ``repetitions``); one without the other's rule is
+    an error."""
+    bound: float | None = head.take("until_spread", spread_bound, None)
+    most: int | None = head.take("max_repetitions", f.integer(2, 1000), None)
+    if bound is None:
+        if most is not None:
+            raise head.error(
+                "max_repetitions",
+                f"campaign.max_repetitions = {most} bounds repeat-until-stable; set until_spread = '5%' too",
+            )
+        return None
+    most = DEFAULT_MAX_REPETITIONS if most is None else most
+    if most < repetitions:
+        raise head.error(
+            "max_repetitions",
+            f"campaign.max_repetitions = {most} is below campaign.repetitions = {repetitions}; "
+            "the passes until stable come after the repetitions",
+        )
+    return UntilStable(bound, most)
