@@ -63,14 +63,19 @@ def percent(flag: str, text: str | None) -> float | None:
     return value / 100
 
 
-def cmd_trend(args: argparse.Namespace) -> int:
-    from vmio.report import trend, trend_text
+def checked_series(text: str) -> str:
     from vmio.spec.series import series_name
 
     try:
-        series = series_name(args.series)
+        return series_name(text)
     except ValueError as exc:
-        raise InputError(f"series {args.series!r}: {exc}") from None
+        raise InputError(f"series {text!r}: {exc}") from None
+
+
+def cmd_trend(args: argparse.Namespace) -> int:
+    from vmio.report import trend, trend_text
+
+    series = checked_series(args.series)
     size = percent("--min-change", args.min_change)
     fail = percent("--fail-on-change", args.fail_on_change)
     if args.fail_on_inconclusive and fail is None:
