@@ -12,6 +12,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from vmio.errors import InputError, UnsafeTargetError, VmioError
 from vmio.metrics.sampler import Sampler
 from vmio.qemu import builds
 from vmio.spec import Campaign, HostTarget, LibvirtTarget, Point, QemuTarget, RbdTarget, RemoteTarget
-from vmio.store import Store
+from vmio.store import RunRecord, Store
 from vmio.store.records import Precondition
 from vmio.system import files, rbdimage
 from vmio.system.cephclient import authenticate
@@ -45,6 +46,9 @@ class Options:
     boot_timeout: float = 90.0
     trace_root: Path | None = None  # where VM targets with trace = true keep each point's request traces
     tick_s: float = 1.0  # how often the progress hears of a running point (its countdown and live IOPS)
+    # a feature's own watch around each point (dstore: the cluster's OSD map): entered before the point is
+    # measured, left after; what it gives is called with the point's record before the record is stored
+    around_point: Callable[[Point], AbstractContextManager[Callable[[RunRecord], None]]] | None = None
 
     def target_env(self) -> Env:
         return Env(
@@ -161,6 +165,11 @@ def preflight(campaign: Campaign, options: Options) -> None:
                     f"{plain[0]!r} is not one (add loop = true to attach a file as one, or use "
                     "virtio-blk)"
                 )
+        if isinstance(target, HostTarget) and target.size is None and not Path(target.path).exists():
+            raise InputError(  # before any point starts (and any progress line is printed)
+                f'target {target.name!r}: {target.path!r} does not exist; give its size (e.g. size = "1G") '
+                "so vmio can create it"
+            )
         paths = [target.path] if isinstance(target, HostTarget) else list(getattr(target, "backing", ()))
         for path in paths:
             if writes and not path.startswith("rbd:"):
@@ -261,7 +270,7 @@ def _run(
                 def keep(sampler: Sampler, live: Live = live) -> None:
                     live.sampler = sampler
 
-                with ticking(live, options.tick_s, tick):
+                with ticking(live, options.tick_s, tick), _around(options, point) as finish:
                     rec = measure_point(
                         campaign,
                         point,
@@ -274,6 +283,7 @@ def _run(
                         offsets=ops_offsets,
                         live=keep,
                     )
+                finish(rec)
                 store.record(rec)
                 sweeps.measured(point)
                 if rec.status == "done":
@@ -310,6 +320,12 @@ def _precondition(
         return None
 
 
+def _around(options: Options, point: Point) -> AbstractContextManager[Callable[[RunRecord], None]]:
+    if options.around_point is None:
+        return contextlib.nullcontext(lambda _: None)
+    return options.around_point(point)
+
+
 @dataclass
 class Opened:
     """A target made ready for its points, or the error that kept it from starting."""
@@ -331,7 +347,9 @@ def _open(campaign: Campaign, point: Point, options: Options) -> Opened:
     """Start the point's target (for VMs: boot them); a failure is kept for the point to record."""
     stack = contextlib.ExitStack()
     try:
-        rig = stack.enter_context(open_target(campaign.target(point.target), options.target_env()))
+        writes = any(w.writes for w in campaign.workloads)
+        env = dataclasses.replace(options.target_env(), writes=writes)
+        rig = stack.enter_context(open_target(campaign.target(point.target), env))
     except (UnsafeTargetError, InputError):
         stack.close()
         raise

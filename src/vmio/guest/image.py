@@ -19,9 +19,11 @@ from importlib import resources
 from pathlib import Path
 
 from vmio.errors import InputError
+from vmio.fio import run as fiorun
 from vmio.guest import inputs, kmod, pvh, stubs
 from vmio.guest.cpio import CpioWriter
 from vmio.guest.kmod import read_module, resolve_modules
+from vmio.system.files import check_place, check_trusted
 from vmio.system.process import Runner
 
 # Bump when the image layout changes (2: uncompressed initramfs; 3: fio's engine libraries stubbed,
@@ -106,7 +108,11 @@ def _stubbing(lean: bool) -> bool:
 
 
 def load(path: Path) -> GuestImage:
-    """The image whose manifest is in ``path``."""
+    """The image whose manifest is in ``path``; its files boot as root's VM, so no other user may have been
+    able to change them or their folders (``files.check_trusted``, exit 3)."""
+    for part in (path, path / "manifest.json", path / "vmlinuz", path / "vmlinux", path / "initramfs.img"):
+        if part == path or part.exists():
+            check_trusted(part, "the cached guest image", verb="boot")
     data = json.loads((path / "manifest.json").read_text())
     return GuestImage(
         path=path,
@@ -150,6 +156,7 @@ def build(
     final = (root or cache_root()) / vers.key()
     if (final / "manifest.json").is_file() and not force:
         return load(final)
+    check_place(final, new=True)  # the cache's folders (wherever XDG_CACHE_HOME puts it) are the user's own
     final.parent.mkdir(parents=True, exist_ok=True)
     with open(final.parent / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one builder at a time; a waiting one then finds the image
@@ -208,8 +215,7 @@ def _fio_libraries(runner: Runner, fio: Path, stub_dir: Path | None) -> tuple[li
         return libs, {}
     real = stubs.build(runner, fio, libs, stub_dir)
     env = {"LD_LIBRARY_PATH": str(stub_dir)}
-    done = runner.run([str(fio), "--version"], timeout=60, env=env, check=False)
-    if done.returncode != 0:  # the loader refused a stub: keep the real libraries
+    if not fiorun.loads(runner, str(fio), env):  # the loader refused a stub: keep the real libraries
         return libs, {}
     libs = inputs.shared_libraries(runner, str(fio), env=env)
     return libs, {stub_dir / name: path for name, path in real.items()}
