@@ -89,7 +89,11 @@ def test_a_throttled_night_is_named_with_its_changed_option_and_fails_the_gate(
         main(["export", "night-3", "--db", str(db), "--format", "prometheus", "-o", str(tmp_path / "n.prom")])
         == 0
     )
-    gauges = [g for g in (tmp_path / "n.prom").read_text().splitlines() if g.startswith("vmio_read_iops")]
+    gauges = [
+        g
+        for g in (tmp_path / "n.prom").read_text().splitlines()
+        if g.startswith("vmio_read_operations_per_second{")
+    ]
     assert len(gauges) == 2 and all(',series="nightly"}' in g for g in gauges)
 
     # a fourth night as slow: still worse against the nights before the change, until it is accepted
