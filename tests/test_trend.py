@@ -142,3 +142,15 @@ def test_bad_trend_arguments_are_one_sentence(tmp_path: Path, capsys: pytest.Cap
         assert main([*argv, "--db", str(db)]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and said in err[0], err
+    # rename keeps a campaign in its series; rm takes it out
+    assert main(["rename", "night-1", "first-night", "--db", str(db)]) == 0
+    code, doc = trend(db, capsys)
+    assert code == 0 and [c["name"] for c in doc["campaigns"]] == ["first-night"]
+    assert main(["import", str(tmp_path / "night-1.rep0.json"), "--campaign", "again", "--series", "nightly",
+                 "--db", str(db)]) == 0  # fmt: skip
+    assert main(["rm", "first-night", "--db", str(db)]) == 0
+    code, doc = trend(db, capsys)
+    assert [c["name"] for c in doc["campaigns"]] == ["again"]
+    capsys.readouterr()
+    assert main(["ls", "--db", str(db), "--json"]) == 0
+    assert [(c["name"], c["series"]) for c in json.loads(capsys.readouterr().out)] == [("again", "nightly")]

@@ -135,3 +135,9 @@ def test_a_varying_point_runs_to_the_maximum_and_says_so(
     with Store(db) as store:
         again = runner.run(loads_spec(text, "varying.toml"), text, store, runner.Options(runner=rates))
     assert (again.done, again.skipped, rates.runs) == (0, 3, 3)
+    # resumed with a higher maximum, the rule goes on where it stopped: one more pass, not three
+    more = SPEC.format(name="varying", most=4, img=scratch / "v.img")
+    with Store(db) as store:
+        resumed = runner.run(loads_spec(more, "varying.toml"), more, store, runner.Options(runner=rates))
+    assert (resumed.done, rates.runs) == (1, 4)
+    assert stored(db, "varying")[1][:2] == (4, False)
