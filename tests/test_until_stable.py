@@ -131,6 +131,13 @@ def test_a_varying_point_runs_to_the_maximum_and_says_so(
     assert main(["show", "varying", "--db", str(db)]) == 0
     said = f"bare/rr/bs=4k/offered=300/load=0: did NOT settle (max_repetitions = 3) after 3 repetition(s), spread {spread * 100:.1f}%"
     assert said in capsys.readouterr().out
+    # the campaign's report says so too
+    assert main(["report", "varying", "--db", str(db), "-o", str(tmp_path / "r.html")]) == 0
+    page = (tmp_path / "r.html").read_text()
+    assert (
+        "<td>bare/rr/bs=4k/offered=300/load=0</td><td class='num'>3</td><td class=no>did NOT settle</td>"
+        in page
+    )
     # run again: the campaign is at its maximum, so the rule runs nothing more
     with Store(db) as store:
         again = runner.run(loads_spec(text, "varying.toml"), text, store, runner.Options(runner=rates))

@@ -94,6 +94,8 @@ class CampaignData:
     sla: Sla | None = None  # the spec's [campaign] sla
     workload_specs: dict[str, Workload] = field(default_factory=dict)  # each workload's spec, by name
     stops: list[dict[str, object]] = field(default_factory=list)  # where sweeps stopped at stop_at, and why
+    # repeat-until-stable, by point key without the repetition: (repetitions taken, settled, IOPS spread)
+    settles: dict[str, tuple[int, bool, float | None]] = field(default_factory=dict)
     _builds: dict[str, str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def done(self) -> list[Row]:
@@ -181,9 +183,11 @@ def load(store: Store, campaign: str) -> CampaignData:
     specs = {w.name: w for w in spec.workloads}
     rows, workloads = swept_labels(point_rows(store, campaign), [w.name for w in spec.workloads], specs)
     targets, stops = {t.name: t for t in spec.targets}, store.stops(campaign)
-    return CampaignData(
+    data = CampaignData(
         campaign, rows, runs, targets, workloads, samples, oplat, hists, logs, spec.sla, specs, stops
     )
+    data.settles = store.settles(campaign)
+    return data
 
 
 def swept_labels(
