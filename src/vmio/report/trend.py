@@ -346,14 +346,16 @@ def facts_of(
         return {}
     r = rows[0]
     host = r.host_facts
-    device: Mapping[str, object] = host.get("device") if isinstance(host.get("device"), dict) else {}  # type: ignore[assignment]
+    disk: Mapping[str, object] = r.storage or {}  # the first disk and filesystem under the target
     facts: dict[str, object] = {
         "kernel": host.get("kernel"),
         "qemu": build_label(r.qemu_version, r.qemu_machine),
         "fio": r.fio_version,
         "vmio": host.get("vmio_version"),
-        "device model": host.get("device_model", device.get("model")),
-        "device firmware": host.get("device_firmware", device.get("firmware")),
+        "device model": disk.get("model"),
+        "device firmware": disk.get("firmware"),
+        "device scheduler": disk.get("scheduler"),
+        "filesystem": disk.get("filesystem"),
         "accel": r.accel,
     }
     options = host.get("fio_job_options")
