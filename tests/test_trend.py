@@ -27,7 +27,7 @@ def fio_json(scratch: Path, out: Path, *options: str) -> float:
     """Run fio (as a person would, without vmio) into ``out``; fio's own read IOPS of it."""
     need("fio")
     argv = ["fio", "--name=rr", f"--filename={scratch / 'data.img'}", "--size=8M", "--rw=randread", "--bs=4k",
-            "--ioengine=psync", "--runtime=1", "--time_based", "--output-format=json", f"--output={out}", *options]  # fmt: skip
+            "--ioengine=psync", "--runtime=500ms", "--time_based", "--output-format=json", f"--output={out}", *options]  # fmt: skip
     subprocess.run(argv, check=True, capture_output=True, timeout=60)
     return float(json.loads(out.read_text())["jobs"][0]["read"]["iops"])
 
