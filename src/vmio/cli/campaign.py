@@ -296,6 +296,13 @@ def print_dry_run(camp: spec.Campaign, out: TextIO) -> None:
 
     points = camp.points()
     out.write(f"campaign {camp.name!r}: {len(points)} points\n")
+    if camp.series is not None:
+        out.write(f"series {camp.series!r} (vmio trend {camp.series})\n")
+    if camp.until is not None:
+        out.write(
+            f"then more passes while a point's IOPS spread exceeds {camp.until.bound * 100:g}% "
+            f"(until_spread), up to {camp.until.max_repetitions} repetitions (max_repetitions)\n"
+        )
     for w in camp.workloads:
         if w.stop_at is not None:
             out.write(
