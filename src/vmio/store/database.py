@@ -417,13 +417,15 @@ class Store:
             db.execute("UPDATE campaign SET series = ? WHERE name = ?", (series, name))
 
     def series_campaigns(self, series: str) -> list[sqlite3.Row]:
-        """The campaigns of ``series`` in time order (when each was created), with ``accepted``."""
+        """The campaigns of ``series`` in time order (when each one's first point started: an import's fio run
+        time, not when it was imported; a campaign without points, when it was created), with ``accepted``."""
         if "series" not in self._campaign_columns():
             return []
         return list(
             self.db.execute(
-                "SELECT id, name, created, accepted, spec_path, canonical, spec_text FROM campaign "
-                "WHERE series = ? ORDER BY created, id",
+                "SELECT c.id, c.name, COALESCE(MIN(r.started), c.created) AS created, c.accepted, c.spec_path, "
+                "c.canonical, c.spec_text FROM campaign c LEFT JOIN run r ON r.campaign_id = c.id "
+                "WHERE c.series = ? GROUP BY c.id ORDER BY created, c.id",
                 (series,),
             )
         )
