@@ -61,7 +61,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     names: list[str] = list(dict.fromkeys(args.campaigns))
     with open_store(args) as store:
-        datas = [data.load(store, name) for name in names]
+        load = data.load if args.output is not None else data.load_points  # the table alone: no detail
+        datas = [load(store, name) for name in names]
     loaded = datas[0] if len(datas) == 1 else side_by_side.merge(datas)
     if args.output is None and len(datas) > 1:
         raise InputError(
@@ -139,7 +140,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if gate is not None and len(names) != 2:
         raise InputError("--fail-on-regression compares campaign A with campaign B; give two campaigns")
     with open_store(args) as store:
-        loaded = [data.load(store, n) for n in names]
+        loaded = [data.load_points(store, n) for n in names]  # the stored summaries: no detail table
     if len(loaded) == 1:
         rows = compare.against_baseline(loaded[0], args.baseline)
         if args.json:
