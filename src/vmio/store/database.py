@@ -16,7 +16,7 @@ import os
 import sqlite3
 import stat
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -568,6 +568,29 @@ class Store:
             (campaign,),
         )
         return cur.fetchall()
+
+    def campaign_table_rows(
+        self,
+        table: str,
+        columns: Sequence[str],
+        order: str,
+        campaign: str,
+        cell: Callable[[str], str] = str,
+        size: int = 5000,
+    ) -> Iterator[list[tuple[Any, ...]]]:
+        """``campaign_table``'s rows ``size`` at a time, each value as the SQL expression ``cell`` makes of
+        its column (``export`` writes millions of samples to CSV straight from these)."""
+        self._detail(table)
+        cur = self.db.cursor(GuardedCursor)
+        cur.row_factory = None
+        selected = ", ".join(cell(c) for c in ("r.point_key", *(f"t.{c}" for c in columns)))
+        cur.execute(
+            f"SELECT {selected} FROM {table} t JOIN run r ON r.id = t.run_id "
+            f"JOIN campaign c ON c.id = r.campaign_id WHERE c.name = ? ORDER BY r.id, {order}",
+            (campaign,),
+        )
+        while chunk := cur.fetchmany(size):
+            yield chunk
 
     def run_metrics(self, run_id: int) -> dict[tuple[str, str], float]:
         rows = self.db.execute(

@@ -208,13 +208,31 @@ def export(store: Store, campaign: str, fmt: str, path: Path) -> list[Path]:
     if fmt in SINGLE_FILE:
         _atomic(path, document(store, campaign, fmt))
         return [path]
-    points, sampled, ops = flat_points(store, campaign), series(store, campaign), operations(store, campaign)
-    write = _csv if fmt == "csv" else _parquet
+    if fmt == "csv":  # the series and operations (millions of rows) go from SQLite to the CSV writer
+        tables: list[tuple[str, Callable[[], bytes]]] = [
+            ("", lambda: _csv(flat_points(store, campaign))),
+            (
+                ".series",
+                lambda: _csv_table(store, campaign, "sample", SERIES_COLUMNS, "t.t, t.source, t.metric"),
+            ),
+            (".oplat", lambda: _csv_table(store, campaign, "oplat", OPLAT_COLUMNS, "t.seq")),
+        ]
+    else:
+        points, sampled, ops = (
+            flat_points(store, campaign),
+            series(store, campaign),
+            operations(store, campaign),
+        )
+        tables = [
+            ("", lambda: _parquet(points)),
+            (".series", lambda: _parquet(sampled)),
+            (".oplat", lambda: _parquet(ops)),
+        ]
     written: list[Path] = []
     with all_or_none(written):  # the three files, or none of them
-        for suffix, table in (("", points), (".series", sampled), (".oplat", ops)):
+        for suffix, table in tables:
             side = path.with_name(f"{path.stem}{suffix}{path.suffix or '.' + fmt}") if suffix else path
-            _atomic(side, write(table))
+            _atomic(side, table())
             written.append(side)
     return written
 
@@ -227,7 +245,26 @@ def _csv(rows: list[TableRow]) -> bytes:
         writer = csv.writer(buf, lineterminator="\n")
         writer.writerow([inert(k) for k in names])
         blank = [""] * len(names)  # a column a row does not have
-        writer.writerows([inert(v) for v in map(row.get, names, blank)] for row in rows)
+        starts = frozenset(FORMULA_STARTS)  # one character each: ``inert`` inline, per cell
+        writer.writerows(
+            [
+                ("'" + v if v[:1] in starts else v) if isinstance(v, str) else v
+                for v in map(row.get, names, blank)
+            ]
+            for row in rows
+        )
+    return buf.getvalue().encode()
+
+
+def _csv_table(store: Store, campaign: str, table: str, columns: tuple[str, ...], order: str) -> bytes:
+    """A detail table's rows of the campaign as ``_csv`` writes them (``columns``: the point, then the
+    table's), each cell made inert by SQLite as it is read."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    for i, chunk in enumerate(store.campaign_table_rows(table, columns[1:], order, campaign, inert_sql)):
+        if i == 0:  # no rows: no header either
+            writer.writerow([inert(k) for k in columns])
+        writer.writerows(chunk)
     return buf.getvalue().encode()
 
 
@@ -241,6 +278,16 @@ def inert(value: object) -> object:
     if isinstance(value, str) and value.startswith(FORMULA_STARTS):
         return "'" + value
     return value
+
+
+def inert_sql(column: str) -> str:
+    """``inert`` as an SQL expression of ``column``: text starting with a formula character gets a leading
+    ``'``; numbers, NULL and blobs are as stored."""
+    starts = ", ".join(f"char({ord(c)})" for c in FORMULA_STARTS)
+    return (
+        f"CASE WHEN typeof({column}) = 'text' AND substr({column}, 1, 1) IN ({starts}) "
+        f"THEN '''' || {column} ELSE {column} END"
+    )
 
 
 def _parquet(rows: list[TableRow]) -> bytes:
