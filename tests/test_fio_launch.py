@@ -91,10 +91,11 @@ def test_a_job_naming_an_engine_vmio_does_not_run_is_refused_before_fio_starts(t
     with pytest.raises(UnsafeTargetError, match="ioengine=external:/tmp/x.so"):
         fiorun.check_job("[a]\nioengine=libaio\n[b]\nioengine = external:/tmp/x.so\n")
     assert not ran.exists()
-    # vmio's own exec job that puts an I/O log on a fio server is the one exception, by its section
-    fiorun.check_job("[global]\nioengine=null\n[put-iolog]\nioengine=exec\n[measure]\n")
-    with pytest.raises(UnsafeTargetError):
-        fiorun.check_job("[measure]\nioengine=exec\n")
+    # no section is an exception (vmio's I/O logs reach a fio server by fio's own writes), and no job
+    # vmio starts runs a program before or after its jobs
+    for job in ("[put-iolog]\nioengine=exec\n", "[x]\nexec_prerun=/bin/true\n", "[x]\nexec_postrun=x\n"):
+        with pytest.raises(UnsafeTargetError):
+            fiorun.check_job(job)
 
 
 @pytest.mark.fio

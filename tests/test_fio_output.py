@@ -163,3 +163,39 @@ def test_lat_log() -> None:
 @given(st.integers(min_value=0, max_value=1 << 40))
 def test_bucket_index_is_monotonic(v: int) -> None:
     assert histogram.bucket_index(v) <= histogram.bucket_index(v + 1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.sampled_from(["clat", "clat_ns"]),
+    st.dictionaries(
+        st.sampled_from(["FIO_IO_U_PLAT_BITS", "0", "130", "99999999", "-1", "1e3"]),
+        st.integers(min_value=-(10**30), max_value=10**30) | st.floats(allow_nan=False),
+        max_size=4,
+    ),
+    st.sampled_from(["io_bytes", "io_kbytes", "bw_bytes", "total_ios", "iops", "runtime"]),
+    st.integers(min_value=-(10**400), max_value=10**400) | st.floats(allow_nan=False),
+)
+def test_old_fio_shapes_with_garbage_are_fio_error_and_nothing_else(
+    clat: str, bins: dict[str, object], key: str, value: object
+) -> None:
+    """The paths only old fio output takes (µs fields, bins by bucket index, io_bytes in KiB, no bw_bytes)
+    fed garbage: a ``FioError`` or a result, never another exception, and fast."""
+    lat = {"min": 1, "max": 2, "mean": 1.5, "stddev": 0.1}
+    d = {"io_bytes": 4, "iops": 1.0, "runtime": 1000, "total_ios": 1, key: value,
+         clat: {**lat, "bins": bins}, clat.replace("clat", "lat"): lat}  # fmt: skip
+    doc = {"fio version": "fio-2.18", "jobs": [{"jobname": "j", "usr_cpu": 0, "sys_cpu": 0, "read": d}]}
+    with contextlib.suppress(FioError):
+        output.parse(json.dumps(doc))
+
+
+def test_a_direction_fio_left_out_is_no_result_and_the_0_00_fillers_are_no_percentile() -> None:
+    """fio before 3.4 filled the percentile map to 20 entries with a repeated ``"0.00": 0``; a job may
+    leave a direction out. Neither becomes a figure."""
+    pct = '{"50.000000" : 2, "99.000000" : 3, "0.00" : 0, "0.00" : 0}'
+    read = ('{"iops": 10.0, "bw_bytes": 40960, "total_ios": 20, "runtime": 2000, "lat_ns": {"min": 1, "mean": 2, '
+            '"max": 3, "stddev": 1}, "clat_ns": {"percentile": ' + pct + "}}")  # fmt: skip
+    text = '{"jobs": [{"jobname": "j", "usr_cpu": 1, "sys_cpu": 2, "read": ' + read + "}]}"
+    (res,) = output.parse(text).results
+    assert res.ddir == "read" and (res.lat_ns["p50"], res.lat_ns["p99"]) == (2.0, 3.0)
+    assert res.lat_ns["p90"] is None  # not in the map: absent, not the filler's 0

@@ -92,7 +92,7 @@ def test_import_keeps_fios_own_figures(
     assert code == 0, printed
     rows = shown(db, "mine", capsys)
     assert list(rows) == [
-        "lab/rr/bs=4k/qd=1/offered=max/load=0/rep=1",
+        "lab/rr/bs=4k/qd=1/jobs=2/offered=max/load=0/rep=1",
         "lab/sw/bs=64k/offered=max/load=0/rep=1",
     ]
     rr, sw = rows.values()
@@ -123,7 +123,7 @@ def test_import_keeps_fios_own_figures(
     code, printed, _ = cli(
         ["import", str(out), "--campaign", "mine", "--target", "lab", "--db", str(db)], capsys
     )
-    assert code == 0 and "lab/rr/bs=4k/qd=1/offered=max/load=0/rep=2" in printed
+    assert code == 0 and "lab/rr/bs=4k/qd=1/jobs=2/offered=max/load=0/rep=2" in printed
 
 
 def test_import_of_a_client_server_run_with_two_hosts(

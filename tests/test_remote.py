@@ -68,6 +68,10 @@ def test_write_to_remote_device_needs_destroy_data(
     )
     assert main(["run", str(spec), "--db", str(tmp_path / "w.db")]) == 3
     assert "cannot check a remote device" in capsys.readouterr().err
+    # a data file on the remote host is as much somebody's data as a device (vmio cannot look)
+    spec.write_text(spec.read_text().replace("/dev/sdz", "/srv/data/db.img"))
+    assert main(["run", str(spec), "--db", str(tmp_path / "w.db")]) == 3
+    assert "add --destroy-data /srv/data/db.img" in capsys.readouterr().err
 
 
 def exact_percentile(values: list[int], p: float) -> int:

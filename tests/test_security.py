@@ -16,9 +16,11 @@ import hashlib
 import json
 import os
 import pwd
+import re
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -31,16 +33,20 @@ from typing import Any
 import pytest
 
 from vmio.advise.live_sample import Seams, diagnose_live
+from vmio.campaign import runner
 from vmio.cli import main
 from vmio.dstore import cluster
 from vmio.errors import ToolError, UnsafeTargetError
+from vmio.fio import iolog as vmio_iolog
 from vmio.fio import jobfile
+from vmio.fio import options as fio_options
+from vmio.fio import run as fiorun
 from vmio.guest.image import READY_MARKER
 from vmio.qemu.running import Monitor, QemuProcess
-from vmio.spec import fields
+from vmio.spec import fields, fiofile
 from vmio.store import Store, export
 from vmio.system import files, guard, rbdimage, safety
-from vmio.targets import remote
+from vmio.system.process import Runner
 from vmio.targets.remote import LocalFioServer
 
 from conftest import need
@@ -236,8 +242,12 @@ def test_other_spellings_of_a_remote_device_are_refused(
         f'paths = ["{path}"]\nsize = "1M"\n[[workload]]\nname = "w"\nrw = "randwrite"\nruntime = "1s"\n'
     )
     code = main(["run", str(spec), "--db", str(tmp_path / "r.db")])
-    shown = "/dev/loop1 on" if path == "/dev/loop1" else f"{path} (that is /dev/loop1) on 127.0.0.1:9"
-    refused(capsys, code, f"refusing to write to {shown}", "--destroy-data /dev/loop1")
+    refused(
+        capsys, code, f"refusing to write to '{path}' (that is '/dev/loop1'", f"add --destroy-data {path}"
+    )
+    # the device's own name does not stand for another spelling: the flag names the path as the spec does
+    code = main(["run", str(spec), "--db", str(tmp_path / "r.db"), "--destroy-data", "/dev/loop1"])
+    refused(capsys, code, f"refusing to write to '{path}'", f"add --destroy-data {path}")
 
 
 @RULE
@@ -248,7 +258,7 @@ def test_a_remote_device_spelt_with_two_slashes_is_not_written(
     """``paths = ["//dev/loopN"]`` in nobody's spec, on a real fio server: refused, the ext4 intact."""
     before = fs_state(ext4)
     if rule == "off":
-        monkeypatch.setattr(remote, "remote_normal", lambda path: path)
+        monkeypatch.setattr(runner, "check_remote_writes", no_check)
     with LocalFioServer() as server:
         spec = hostile(
             pub,
@@ -258,7 +268,7 @@ def test_a_remote_device_spelt_with_two_slashes_is_not_written(
         )
         code = main(["run", str(spec), "--db", str(tmp_path / "r.db")])
     if rule == "on":
-        refused(capsys, code, f"refusing to write to /{ext4} (that is {ext4})", f"--destroy-data {ext4}")
+        refused(capsys, code, f"refusing to write to '/{ext4}' (that is '{ext4}'", f"--destroy-data /{ext4}")
         assert fs_state(ext4) == before
     else:
         assert fs_state(ext4)[2] != before[2]
@@ -470,7 +480,7 @@ def test_an_external_ioengine_in_a_job_file_is_refused(
     job.write_text("[w]\nrw=randread\nioengine=external:/tmp/evil.so\n")
     code = main(["run", str(job), "--target", "/var/lib/vmio/x.img", "--size", "1M", "--dry-run"])
     err = capsys.readouterr().err
-    assert code == 2 and f"{job}:3: ioengine=external:/tmp/evil.so" in err and "not one vmio runs" in err, err
+    assert code == 2 and f"{job}:3: ioengine=external:/tmp/evil.so" in err and "vmio does not run" in err, err
 
 
 # CSV cells a spreadsheet would run
@@ -555,6 +565,219 @@ def _ancestor(child: int, pid: int) -> bool:
         if child == pid:
             return True
     return False
+
+
+# Part 3: a job read as fio reads it; read-only jobs under fio's --readonly ---------------------------------
+# (issue 36: docs/security.md, "Part 3: by effect, what fio will do")
+
+
+def planted_log(path: str, ddirs: tuple[str, ...] = ("write", "read")) -> None:
+    """``nobody`` plants a fio I/O log at ``path``: writes over the first MiB (the ext4's superblock and
+    group descriptors) and a read after each."""
+    lines = ["fio version 2 iolog", "vmio-ops add", "vmio-ops open"]
+    lines += [f"vmio-ops {d} {o} 4096" for o in range(0, 1 << 20, 4096) for d in ddirs]
+    text = "\n".join([*lines, "vmio-ops close"]) + "\n"
+    subprocess.run(["runuser", "-u", "nobody", "--", "tee", path], input=text.encode(), check=True,
+                   timeout=30, stdout=subprocess.DEVNULL)  # fmt: skip
+
+
+def ops_spec(tmp_path: Path, server: str, device: str) -> Path:
+    spec = tmp_path / "ops.toml"
+    spec.write_text(
+        f'[campaign]\nname = "ops"\nseed = 36\n[[target]]\nname = "r"\nkind = "remote"\nhosts = ["{server}"]\n'
+        f'paths = ["{device}"]\nsize = "64M"\n'
+        '[[workload]]\nname = "rr"\nrw = "randread"\nbs = "4k"\nops = 20\ndirect = true\n'
+    )
+    return spec
+
+
+def shown(db: Path, capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
+    capsys.readouterr()
+    assert main(["show", "--json", "--db", str(db)]) == 0
+    rows: list[dict[str, Any]] = json.loads(capsys.readouterr().out)
+    return rows
+
+
+@pytest.mark.parametrize("rule", ["on", "readonly-alone", "off"])
+def test_a_planted_log_of_writes_cannot_make_a_read_only_ops_campaign_write(
+    rule: str, ext4: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read-only campaign with ``seed`` and ``ops`` on a remote ``/dev/loopN`` (a real ``fio --server`` on
+    loopback) while ``nobody`` has planted a log of writes under the fixed name the old exec job used.
+
+    on: the log goes through fio's own writes into a fresh 0700 folder of a random name, no job holds a
+    shell line, the device is intact. readonly-alone: the log's name is the planted one and vmio's own log
+    goes elsewhere (the fresh folder switched off): fio replays the planted writes, but under
+    ``--readonly`` it skips them. off: ``--readonly`` switched off too: the ext4 is overwritten."""
+    planted = f"/tmp/vmio-ops-{os.getpid()}-{rule}-0.iolog"
+    planted_log(planted)
+    before = fs_state(ext4)
+    put_job = vmio_iolog.put_job
+    if rule != "on":
+        monkeypatch.setattr(vmio_iolog, "private_path", lambda index: planted)
+        monkeypatch.setattr(
+            vmio_iolog, "put_job", lambda text, path: put_job(text, str(tmp_path / "put.log"))
+        )
+    if rule == "off":
+        monkeypatch.setattr(fiorun, "read_only", lambda text: False)
+    try:
+        with LocalFioServer() as server:
+            db, work = tmp_path / "ops.db", tmp_path / "work"
+            code = main(["run", str(ops_spec(tmp_path, server.address, ext4)), "--db", str(db), "--workdir",
+                         str(work)])  # fmt: skip
+    finally:
+        Path(planted).unlink(missing_ok=True)  # vmio removes the log it replayed
+    assert code == 0, capsys.readouterr()
+    (row,) = shown(db, capsys)
+    jobs = {p.name: p.read_text() for p in work.rglob("*.fio")}
+    assert not any(word in text for text in jobs.values() for word in ("exec", "/bin/sh", "base64")), jobs
+    if rule == "off":
+        assert fs_state(ext4) != before and row["write_iops"] > 0
+        return
+    assert fs_state(ext4) == before and row["status"] == "done" and not row["write_iops"]
+    if rule == "on":
+        (measured,) = [t for n, t in jobs.items() if n.startswith("job")]
+        log = re.search(r"^read_iolog=(/tmp/vmio-[0-9a-f]{32})/ops-0-[0-9a-f]{16}\.iolog$", measured, re.M)
+        assert log is not None, measured
+        folder = os.stat(log.group(1))  # fio made it for this vmio: root's, 0700
+        assert folder.st_uid == 0 and stat.S_IMODE(folder.st_mode) == 0o700
+        assert not os.listdir(log.group(1))  # the point's log was removed after it
+        put = "".join(
+            bytes.fromhex(h).decode() for h in re.findall(r"buffer_pattern=0x(\w+)", jobs["put-iolog-0.fio"])
+        )
+        lines = put.splitlines()  # what fio wrote there: vmio's log of 20 reads
+        assert len(lines) == 3 + 20 + 1 and all(" read " in line for line in lines[3:-1]), put
+        os.rmdir(log.group(1))
+
+
+def spelled(ext4: str) -> list[str]:
+    """Remote paths that are the device to a server started in ``/``, none starting with ``/dev/``."""
+    return [f"/proc/self/root{ext4}", f"/proc/self/cwd{ext4}", ext4.lstrip("/")]
+
+
+@RULE
+def test_a_write_to_any_remote_path_needs_destroy_data_naming_it(
+    rule: str, ext4: str, pub: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """nobody's specs write to a remote target through spellings of an ext4 device that do not start with
+    ``/dev/`` (the fio server runs in ``/``): each refused, exit 3, the sentence saying what to add; a
+    ``--destroy-data`` naming the device otherwise does not do. With the rule off the ext4 is overwritten."""
+    before = fs_state(ext4)
+    if rule == "off":
+        monkeypatch.setattr(runner, "check_remote_writes", no_check)
+    monkeypatch.chdir("/")  # the fio server's folder: a relative path is below /
+    with LocalFioServer() as server:
+        for i, path in enumerate(spelled(ext4)[: 3 if rule == "on" else 1]):
+            spec = hostile(
+                pub,
+                f"r{i}.toml",
+                f'[campaign]\nname = "r{i}"\n[[target]]\nname = "r"\nkind = "remote"\n'
+                f'hosts = ["{server.address}"]\npaths = ["{path}"]\nsize = "1M"\n'
+                '[[workload]]\nname = "w"\nrw = "randwrite"\nruntime = "1s"\n',
+            )
+            code = main(["run", str(spec), "--db", str(tmp_path / "r.db"), "--destroy-data", ext4])
+            if rule == "on":
+                refused(capsys, code, f"refusing to write to '{path}'", f"add --destroy-data {path}")
+    if rule == "on":
+        assert fs_state(ext4) == before
+    else:
+        assert fs_state(ext4)[2] != before[2]
+
+
+@RULE
+def test_an_option_and_its_alias_are_read_as_fio_reads_them(
+    rule: str, victim: Path, pub: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """nobody's job file says ``readwrite=write`` then ``rw=read:4k``: fio takes the last of the two names
+    of one option. Refused, exit 2, naming both lines; root's file intact. With fio's names (and
+    ``--readonly``) switched off, vmio reads a read, fio writes, and the file is overwritten."""
+    job = hostile(pub, "job.fio", "[x]\nreadwrite=write\nrw=read:4k\n")
+    before = checksum(victim)
+    if rule == "off":
+        monkeypatch.setattr(fio_options.InstalledNames, "canonical", lambda self, key: key)
+        monkeypatch.setattr(fiorun, "read_only", lambda text: False)
+    code = main(["run", str(job), "--target", str(victim), "--runtime", "1s", "--db", str(tmp_path / "a.db")])
+    if rule == "on":
+        err = capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1, err
+        assert f"{job}:2: readwrite=write and {job}:3: rw=read:4k in [x] set fio's option 'rw' twice" in err
+        assert checksum(victim) == before
+        # a [global] value a section overrides is ordinary: the section's own value holds
+        good = hostile(pub, "good.fio", "[global]\nrw=write\n[x]\nreadwrite=randread\n")
+        assert main(["run", str(good), "--target", str(victim), "--dry-run"]) == 0
+        assert "\nrw=randread\n" in capsys.readouterr().out
+    else:
+        assert checksum(victim) != before
+
+
+def sections_file(pub: Path, count: int) -> Path:
+    return hostile(
+        pub, f"s{count}.fio", "[global]\nrw=randread\n" + "".join(f"[j{i}]\n" for i in range(count))
+    )
+
+
+@RULE
+def test_a_job_file_of_many_sections_is_refused_past_the_stated_limit(
+    rule: str, pub: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file of ``MAX_SECTIONS + 1`` sections (fio runs them all together): refused at its first section
+    past the limit, exit 2. Below it, each section's job names at most a few of the sections fio would run
+    beside it, so a dry run's output grows with the file, not its square. Switched off: read whole, and
+    a section's note lists every other section."""
+    limit = fiofile.MAX_SECTIONS
+    if rule == "off":
+        monkeypatch.setattr(fiofile, "MAX_SECTIONS", 10 * limit)
+    big = sections_file(pub, limit + 1)
+    code = main(["run", str(big), "--target", str(tmp_path / "t"), "--size", "1M", "--dry-run"])
+    out, err = capsys.readouterr()
+    if rule == "on":
+        assert code == 2 and err.count("\n") == 1, err
+        assert f"{big}:{2 + limit + 1}: [j{limit}] is job section {limit + 1}" in err
+        assert f"at most {limit} sections" in err
+    else:
+        assert code == 0 and out.count("\n## ") == limit + 1
+        monkeypatch.setattr(fiofile, "BESIDE_SHOWN", 10 * limit)
+    small = sections_file(pub, 300)
+    assert main(["run", str(small), "--target", str(tmp_path / "t"), "--size", "1M", "--dry-run"]) == 0
+    longest = max(len(line) for line in capsys.readouterr().out.splitlines())
+    assert (longest < 200) if rule == "on" else (longest > 300 * 3)
+
+
+@RULE
+def test_a_read_only_job_runs_under_fios_readonly_on_every_launch(
+    rule: str, victim: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read job replaying a log of writes, on the three ways vmio starts fio (``fio.run``: a local fio, a
+    client of a ``fio --server`` on loopback, a background fio; calibrate, dstore and membal use these, a
+    libvirt guest's fio takes ``stdin_argv``): under ``--readonly`` fio skips the writes. Off: written."""
+    log = tmp_path / "writes.log"
+    log.write_text(
+        "fio version 2 iolog\nf add\nf open\n"
+        + "".join(f"f write {o} 4096\nf read {o} 4096\n" for o in range(0, 1 << 20, 4096))
+        + "f close\n"
+    )
+    job = f"[x]\nrw=randread\nfilename={victim}\nread_iolog={log}\nreplay_redirect={victim}\n"
+    before = checksum(victim)
+    if rule == "off":
+        monkeypatch.setattr(fiorun, "read_only", lambda text: False)
+    assert (fiorun.READONLY in fiorun.stdin_argv(job)) == (rule == "on")
+    fiorun.run_job(job, timeout=60, runner=Runner())
+    after_local = checksum(victim)
+    with LocalFioServer() as server:
+        fiorun.run_job(job, timeout=60, runner=Runner(), server=server.address)
+    after_server = checksum(victim)
+    (tmp_path / "bg.fio").write_text(job)
+    bg = fiorun.Background([fiorun.Endpoint(None, tmp_path / "bg.fio")], timeout=60, cwd=tmp_path,
+                           log=tmp_path / "bg.log")  # fmt: skip
+    while bg.running():
+        time.sleep(0.1)
+    bg.finished()
+    if rule == "on":
+        assert after_local == after_server == checksum(victim) == before
+    else:
+        assert after_local != before
 
 
 # Part 2: isolation ------------------------------------------------------------------------------------

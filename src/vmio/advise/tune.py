@@ -19,6 +19,7 @@ from vmio.advise.actions import Applied, CannotApply, apply
 from vmio.advise.diagnose import Action, Diagnosis, Limit, diagnose
 from vmio.campaign import runner
 from vmio.errors import InputError
+from vmio.fio import options as fio_options
 from vmio.qemu import QemuCaps
 from vmio.spec import Campaign, QemuTarget, loads_spec
 from vmio.spec.dump import dumps
@@ -133,7 +134,7 @@ def _tuned_campaign(p: Plan, camp: Campaign, store: Store) -> None:
     ]
     text = dumps(tuned, "\n".join(lines))
     # the text is what is stored as the spec, so it must read back to exactly what runs
-    back = loads_spec(text, tuned.path)
+    back = loads_spec(text, tuned.path, fio_names=fio_options.names)
     if back.canonical() != tuned.canonical():
         raise InputError(f"the tuned spec of {camp.name!r} does not read back to the tuned campaign")
     stored = store.campaign(p.tuned_name)

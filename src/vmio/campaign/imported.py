@@ -8,11 +8,19 @@ histogram for json+ output (so percentiles merge across jobs and hosts as vmio's
 ``util`` is the point's device busy %). What fio did not record stays absent, never zero: no samples, no
 host CPU, no percentiles a plain-JSON output left out. A file imported again, or another run of the same
 job, adds a repetition.
+
+A folder imports every fio JSON file under it as points of the one campaign (bench-fio's tree
+``<target>/<bs>/<rw>-<iodepth>-<numjobs>.json``, fio-plot's published data and the like): each point takes
+``rw``, ``bs``, ``iodepth`` and ``numjobs`` from its file's job options, or from bench-fio's file name when
+the fio that wrote it recorded no options (before fio 2.3), so a sweep becomes a swept campaign. Each point
+keeps the fio version that wrote its file.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -29,29 +37,60 @@ MAX_FILE_BYTES = 256 << 20
 
 
 def import_files(store: Store, paths: Sequence[Path], campaign: str, target: str) -> list[str]:
-    """Store the jobs of each fio output file as points of ``campaign`` (created if new; an existing
-    campaign must be an imported one); the keys stored, in order. A file that is not fio's JSON is an
-    ``InputError`` naming it, before anything is stored."""
+    """Store the jobs of each fio output file, or of every fio JSON file under each folder, as points of
+    ``campaign`` (created if new; an existing campaign must be an imported one); the keys stored, in
+    order. A file that is not fio's JSON is an ``InputError`` naming it, before anything is stored."""
     row = store.campaign(campaign)
     if row is not None and row["spec_path"] != IMPORTED:
         raise InputError(
             f"campaign {campaign!r} was run by vmio from {row['spec_path']}; import into "
             "another campaign name (vmio ls lists the stored ones)"
         )
-    parsed = [(path, *_read(path)) for path in paths]
+    files = [f for path in paths for f in expand(path)]
+    pending = [rec for path in files for rec in records(*_read(path), campaign, target, path)]
+    _name_by_rw(pending)
     store.ensure_campaign(campaign, IMPORTED, "", CANONICAL)
     done = store.done_keys(campaign)
     keys = []
-    for path, result, doc in parsed:
-        for rec in records(result, doc, campaign, target, path):
-            rep = 1
-            while _key(rec, rep) in done:
-                rep += 1
-            rec.repetition, rec.point_key = rep, _key(rec, rep)
-            store.record(rec)
-            done.add(rec.point_key)
-            keys.append(rec.point_key)
+    for rec in pending:
+        rep = 1
+        while _key(rec, rep) in done:
+            rep += 1
+        rec.repetition, rec.point_key = rep, _key(rec, rep)
+        store.record(rec)
+        done.add(rec.point_key)
+        keys.append(rec.point_key)
     return keys
+
+
+FOLDER_SUFFIXES = (".json", ".jsonplus", ".json+")  # fio --output files (bench-fio: <rw>-<qd>-<jobs>.json)
+
+
+def expand(path: Path) -> list[Path]:
+    """``path`` itself, or for a folder the fio output files under it (``*.json``, ``*.jsonplus``, ``*.json+`` at any depth, in name
+    order; links to folders are not followed)."""
+    if not path.is_dir():
+        return [path]
+    found = []
+    for root, dirs, names in os.walk(path):
+        dirs.sort()
+        found += [Path(root) / n for n in sorted(names) if n.endswith(FOLDER_SUFFIXES)]
+    if not found:
+        raise InputError(
+            f"{path}: the folder holds no fio output (*.json, *.jsonplus or *.json+ files at any depth, such as bench-fio's "
+            "<rw>-<iodepth>-<numjobs>.json)"
+        )
+    return found
+
+
+# bench-fio's output file name: <rw>-<iodepth>-<numjobs>.json (its folder <rw><rwmixread> for a mix)
+BENCH_FIO_NAME = re.compile(r"(?P<rw>[a-z]+)-(?P<iodepth>[0-9]+)-(?P<numjobs>[0-9]+)\.json")
+
+
+def from_layout(path: Path) -> dict[str, object]:
+    """What bench-fio's file name says of the run (``rw``, ``iodepth``, ``numjobs``); empty for others."""
+    m = BENCH_FIO_NAME.fullmatch(path.name)
+    return {k: v for k, v in m.groupdict().items()} if m else {}
 
 
 def _read(path: Path) -> tuple[output.FioOutput, dict[str, Any]]:
@@ -90,9 +129,11 @@ def records(
     stamp = doc.get("timestamp")
     ended = float(stamp) if isinstance(stamp, int | float) else time.time()
     out = []
+    layout = from_layout(path)
     for name in dict.fromkeys(r.job for r in result.results):
         mine = [r for r in result.results if r.job == name]
         opts = options.get(name, {})
+        said = {**layout, **opts}  # the job's own options first, bench-fio's file name for older fio
         hosts = sorted({r.host for r in mine})
         rec = RunRecord(
             campaign=campaign,
@@ -109,10 +150,12 @@ def records(
             ended=ended,
             fio_version=result.version or None,
             results=mine,
-            iodepth=_int(opts.get("iodepth")),
-            numjobs=_int(opts.get("numjobs")),
+            iodepth=_int(said.get("iodepth")),
+            numjobs=_int(said.get("numjobs")),
         )
         rec.host = {"imported_from": str(path.resolve()), "fio_job_options": opts, "fio_hosts": hosts}
+        if rw := rw_label(said):
+            rec.host["fio_rw"] = rw
         disks = [d for d in result.disk_util if _of(d, hosts)]
         if disks:
             rec.host["fio_disk_util"] = disks  # fio's own names and figures
@@ -125,10 +168,37 @@ def records(
     return out
 
 
+def rw_label(options: Mapping[str, object]) -> str:
+    """The job's ``rw`` (``randread``; a mix with its read share, ``randrw70``), '' when not named."""
+    rw = str(options.get("rw") or options.get("readwrite") or "").split(":")[0]
+    mix = _int(options.get("rwmixread"))
+    if mix is None and _int(options.get("rwmixwrite")) is not None:
+        mix = 100 - (_int(options.get("rwmixwrite")) or 0)
+    return f"{rw}{mix}" if rw in MIXED and mix is not None else rw
+
+
+MIXED = ("rw", "readwrite", "randrw", "trimwrite", "randtrimwrite")
+
+
+def _name_by_rw(recs: Sequence[RunRecord]) -> None:
+    """A job name that runs several ``rw`` in one import (bench-fio names every job alike) becomes one
+    workload per ``rw``: ``NAME-randread``, ``NAME-randwrite``."""
+    seen: dict[str, set[str]] = {}
+    for rec in recs:
+        seen.setdefault(rec.workload, set()).add(str(rec.host.get("fio_rw", "")))
+    for rec in recs:
+        rw = str(rec.host.get("fio_rw", ""))
+        if len(seen[rec.workload]) > 1 and rw:
+            rec.workload = f"{rec.workload}-{rw}"
+
+
 def _key(rec: RunRecord, rep: int) -> str:
     qd = f"/qd={rec.iodepth}" if rec.iodepth is not None else ""
+    jobs = f"/jobs={rec.numjobs}" if rec.numjobs is not None else ""
     offered = "max" if rec.offered_iops is None else str(rec.offered_iops)
-    return f"{rec.target}/{rec.workload}/bs={format_size(rec.bs)}{qd}/offered={offered}/load=0/rep={rep}"
+    return (
+        f"{rec.target}/{rec.workload}/bs={format_size(rec.bs)}{qd}{jobs}/offered={offered}/load=0/rep={rep}"
+    )
 
 
 def _bs(options: Mapping[str, object], results: Sequence[output.JobResult]) -> int:

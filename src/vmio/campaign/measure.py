@@ -117,7 +117,7 @@ def _measure(
     rec.qemu_version, rec.qemu_argv = found.qemu_version, found.qemu_argv
     rec.host.update(found.host)
     endpoints = rig.endpoints(workload)
-    files, texts = [], []
+    files, texts, puts, drops = [], [], [], []
     for i, ep in enumerate(endpoints):
         rec.numjobs = swept_place(ep.place, point).numjobs
         place = dataclasses.replace(
@@ -129,8 +129,15 @@ def _measure(
         if replay is not None and ep.server is None:  # fio runs here: the log is a file beside the job
             (rundir / f"ops-{i}.iolog").write_text(replay)
             place = dataclasses.replace(place, iolog=str(rundir / f"ops-{i}.iolog"))
-        elif replay is not None:  # a fio server reads its log where it runs: an exec job puts it there
-            place = dataclasses.replace(place, iolog=iolog.guest_path(i), iolog_text=replay)
+        elif replay is not None:  # a fio server reads its log where it runs: a fio job of its own puts it
+            log = iolog.private_path(i)  # in a folder new and private for this run (fio makes it 0700)
+            put = rundir / f"put-iolog-{i}.fio"
+            put.write_text(iolog.put_job(replay, log))
+            puts.append(fiorun.Endpoint(ep.server, put))
+            drop = rundir / f"drop-iolog-{i}.fio"
+            drop.write_text(iolog.drop_job(log, len(replay.encode())))
+            drops.append(fiorun.Endpoint(ep.server, drop))
+            place = dataclasses.replace(place, iolog=log)
         text = point_job(workload, point, place)
         path = rundir / f"job{i}.fio"
         path.write_text(text)
@@ -138,6 +145,34 @@ def _measure(
         texts.append(f"# {ep.server or 'local'}\n{text}" if len(endpoints) > 1 else text)
     rec.job_file = "\n".join(texts)
     timeout = (jobfile.OPS_TIME_LIMIT_S if workload.ops else workload.runtime) + workload.ramp + FIO_GRACE_S
+    if puts:  # before the measured run, which only reads (fio's --readonly)
+        fiorun.run(puts, timeout=PUT_TIMEOUT_S, runner=runner, cwd=rundir, env=rig.fio_env, what=PUT_WHAT)
+    try:
+        _run_point(workload, rig, files, timeout, runner, rundir, rec, interval, live)
+    finally:
+        if drops:  # the logs put above are removed again, whatever the point did
+            _drop_logs(drops, runner, rundir, rig, rec)
+
+
+def _drop_logs(drops: list[fiorun.Endpoint], runner: Runner, rundir: Path, rig: Rig, rec: RunRecord) -> None:
+    (rundir / "drop").mkdir(exist_ok=True)
+    try:
+        fiorun.run(drops, timeout=PUT_TIMEOUT_S, runner=runner, cwd=rundir / "drop", env=rig.fio_env)
+    except VmioError as exc:  # a log left behind is no reason to lose the point's figures
+        rec.log = (rec.log or "") + f"\nthe seeded I/O logs were not removed from the fio servers: {exc}"
+
+
+def _run_point(
+    workload: Workload,
+    rig: Rig,
+    files: list[fiorun.Endpoint],
+    timeout: float,
+    runner: Runner,
+    rundir: Path,
+    rec: RunRecord,
+    interval: float,
+    live: Callable[[Sampler], None] | None,
+) -> None:
     notes = None
     try:
         with rig.watch(rec.campaign, rec.point_key) as notes:
@@ -160,15 +195,19 @@ def _measure(
             rec.samples_t0 = round(sampler.wall0, 6)
             rec.measured_window = (round(start, 6), round(end, 6))
             if workload.ops:
-                rec.oplat = fiorun.op_latencies(rundir, [ep.server for ep in endpoints])
+                rec.oplat = fiorun.op_latencies(rundir, [ep.server for ep in files])
             else:
-                rec.hist_log = fiorun.hist_logs(rundir, [ep.server for ep in endpoints])
+                rec.hist_log = fiorun.hist_logs(rundir, [ep.server for ep in files])
     except VmioError:
         rec.log = (rec.log or "") + (notes.log if notes else "") or None
         raise
     rec.host.update(notes.host)
     if notes.log:
         rec.log = (rec.log or "") + notes.log
+
+
+PUT_TIMEOUT_S = 120.0
+PUT_WHAT = "the fio job putting the seeded I/O logs on the fio servers"
 
 
 def point_job(workload: Workload, point: Point, place: jobfile.Placement) -> str:

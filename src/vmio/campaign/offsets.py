@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from vmio.errors import InputError
 from vmio.fio import iolog
-from vmio.spec import Campaign, HostTarget, QemuTarget, Target
+from vmio.spec import Campaign, HostTarget, QemuTarget, RemoteTarget, Target
 from vmio.store import Store
 from vmio.system.blockdev import size_of
 
@@ -53,4 +53,6 @@ def target_bytes(target: Target) -> int | None:
         per_path = target.vms_per_backing()
         sizes = [size // n for path, n in per_path.items() if (size := size_of(path)) is not None]
         return min(sizes) if sizes else None
+    if isinstance(target, RemoteTarget):  # a fio server's device or file: only the spec can tell
+        return target.size
     return None

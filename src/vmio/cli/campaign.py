@@ -54,7 +54,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=[],
         metavar="PATH",
         help="allow writes to PATH though it holds data: a device or a file vmio did not create, "
-        "rbd:POOL/IMAGE (an RBD image) or DOMAIN:DISK (a libvirt domain's disk); repeatable",
+        "rbd:POOL/IMAGE (an RBD image), DOMAIN:DISK (a libvirt domain's disk), or any path a remote "
+        "target writes, exactly as its spec writes it; repeatable",
     )
     p.add_argument(
         "--interval",
@@ -112,8 +113,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "files",
         nargs="+",
         metavar="FILE",
-        help="fio --output-format=json or json+ output (local "
-        "or client/server); each job name becomes a point",
+        help="fio --output-format=json or json+ output (local or client/server, any fio from 2.0.10), or a "
+        "folder of them such as bench-fio's (every *.json, *.jsonplus, *.json+ under it); each job name becomes a point",
     )
     p.add_argument(
         "--campaign", required=True, help="the campaign to store them in (new, or an imported one)"
@@ -166,8 +167,10 @@ def fio_campaign_text(
 
 
 def load_run_spec(args: argparse.Namespace) -> tuple[spec.Campaign, str]:
-    """The campaign ``vmio run`` runs and the spec text it stores."""
+    """The campaign ``vmio run`` runs and the spec text it stores (a job file read with the installed
+    fio's option names)."""
     from vmio import spec
+    from vmio.fio import options as fio_options
 
     is_job_file = Path(args.spec).suffix in FIO_SUFFIXES
     if is_job_file:
@@ -176,12 +179,13 @@ def load_run_spec(args: argparse.Namespace) -> tuple[spec.Campaign, str]:
                 f"{args.spec} is a fio job file; say where it runs: vmio run {args.spec} --target PATH"
             )
         text = fio_campaign_text(args.spec, args.target, args.size, args.runtime, args.name)
-        return spec.loads_spec(text, f"<vmio run {args.spec} --target {args.target}>"), text
+        shown = f"<vmio run {args.spec} --target {args.target}>"
+        return spec.loads_spec(text, shown, fio_names=fio_options.names), text
     if args.target or args.size or args.runtime:
         raise InputError(
             f"--target, --size and --runtime go with a fio job file (.fio), not the spec {args.spec}"
         )
-    camp = spec.load_spec(args.spec)
+    camp = spec.load_spec(args.spec, fio_names=fio_options.names)
     if args.name:
         camp = dataclasses.replace(camp, name=spec.campaign_name(args.name, "--name"))
     return camp, Path(args.spec).read_text(encoding="utf-8")
@@ -312,10 +316,11 @@ def cmd_import(args: argparse.Namespace) -> int:
     target = spec.campaign_name(args.target, "--target")
     if "/" in target:
         raise InputError(f"--target {target!r}: a target label has no '/' (it is part of each point's key)")
+    files = [f for given in args.files for f in imported.expand(Path(given))]
     with open_store(args, write=True) as store:
-        keys = imported.import_files(store, [Path(f) for f in args.files], name, target)
+        keys = imported.import_files(store, files, name, target)
         print(
-            f"campaign {name!r}: {len(keys)} point(s) imported from {len(args.files)} file(s); store {store.path}"
+            f"campaign {name!r}: {len(keys)} point(s) imported from {len(files)} file(s); store {store.path}"
         )
     for key in keys:
         print(f"  {key}")
@@ -509,6 +514,9 @@ def show_lines(rows: list[summary.PointRow]) -> list[tuple[str, ...]]:
     shares = any(r.offered_pct is not None for r in rows)  # the IOPS a share of the max point offered
     if shares:
         head = (*head, "offered IOPS")
+    imports = any(r.target_kind == "import" for r in rows)  # the fio version that wrote each imported point
+    if imports:
+        head = (*head, "fio")
     lines: list[tuple[str, ...]] = [head]
     for r in rows:
         lat = r.read_lat_ns or r.write_lat_ns
@@ -527,6 +535,7 @@ def show_lines(rows: list[summary.PointRow]) -> list[tuple[str, ...]]:
             )
             + ((_steady(r.steady),) if steady else ())
             + ((_offered(r),) if shares else ())
+            + (((r.fio_version or "-").removeprefix("fio-"),) if imports else ())
         )
     return lines
 

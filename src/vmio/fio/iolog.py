@@ -2,20 +2,23 @@
 
 The offsets are drawn once (``generate``) and stored with the campaign; every measured process of every
 point replays them through ``read_iolog`` (fio's version 2 I/O log), ``replay_redirect`` sending the log's
-file to the endpoint's own device or file. fio reads an I/O log where it runs: a fio server (a VM's guest)
-gets it from a small ``exec`` job placed before the measured jobs (``put_section``), which writes the log in
-the guest's /tmp; the text travels in the job file itself, base64 in a shell command.
+file to the endpoint's own device or file. fio reads an I/O log where it runs: for a fio server (a VM's
+guest, a remote host) a fio job of its own (``put_job``), run before the measured one, writes the log there
+with fio's own writes into a folder fio makes new and private for the run (``private_path``): no shell line,
+no fixed name in a shared folder. The measured job then only reads, under fio's ``--readonly``, and a last
+read-only job removes the log (``drop_job``).
 """
 
 from __future__ import annotations
 
-import base64
 import random
+import secrets
+from collections.abc import Mapping
 
 SPAN = 2 << 30  # the seed draws offsets within the first 2 GiB of the device
 LOG_FILE = "vmio-ops"  # the file name inside the log; replay_redirect sends its I/O to the endpoint
-GUEST_DIR = "/tmp"
-PUT_RUNTIME = "500ms"  # the exec job lasts this long (fio waits out its runtime, then grace_time)
+SERVER_DIR = "/tmp"
+CHUNK = 512  # fio's buffer_pattern holds at most 512 bytes (MAX_PATTERN_SIZE)
 
 
 def generate(seed: int, count: int, span: int, align: int) -> list[int]:
@@ -46,27 +49,41 @@ def render(offsets: list[int], ddirs: list[str], bs: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def guest_path(index: int) -> str:
-    """Where endpoint ``index``'s log is written on a fio server."""
-    return f"{GUEST_DIR}/vmio-ops-{index}.iolog"
+# this vmio's folder on every fio server's host: 128 random bits, so no other user can create it (or plant
+# a file or link in its place) first; fio creates it, 0700, with the first log it puts there
+RUN_FOLDER = f"{SERVER_DIR}/vmio-{secrets.token_hex(16)}"
 
 
-def put_section(text: str, path: str) -> dict[str, str | int | float]:
-    """A fio ``exec`` job writing ``text`` to ``path`` where fio runs (a fio server's host).
+def private_path(index: int) -> str:
+    """Where endpoint ``index``'s log of one point goes on a fio server's host: a new name in this vmio's own
+    folder (``RUN_FOLDER``), made by fio 0700 (``put_job``) and emptied after each point (``drop_job``)."""
+    return f"{RUN_FOLDER}/ops-{index}-{secrets.token_hex(8)}.iolog"
 
-    fio splits the engine's ``arguments`` at spaces; the shell splits its command at tabs as well, so the
-    command has tabs and no spaces. The log is written beside and renamed, so a cut-off write leaves no
-    log and the measured job fails rather than replaying part of it."""
-    data = base64.b64encode(text.encode()).decode()
-    part = f"{path}.part"
-    command = f"echo\t{data}|base64\t-d>{part}&&mv\t{part}\t{path}"
-    return {
-        "ioengine": "exec",
-        "rw": "read",  # not the workload's random pattern: fio would map the device for it and give up
-        "norandommap": 1,
-        "program": "/bin/sh",
-        "arguments": f"-c {command}",
-        "std_redirect": 0,
-        "grace_time": 1,
-        "runtime": PUT_RUNTIME,
-    }
+
+def put_job(text: str, path: str) -> str:
+    """A fio job file that writes ``text`` to ``path`` where fio runs (a fio server's host): fio itself
+    creates the missing folders of ``path`` (mode 0700) and writes the text with its own write jobs, one
+    ``buffer_pattern`` chunk (at most ``CHUNK`` bytes, fio's limit) each, one after another: the first makes
+    the file anew, the rest append. No shell, no program: only fio's own writes to that one file."""
+    data = text.encode()
+    glob: dict[str, str | int | float] = {"ioengine": "psync", "rw": "write", "thread": 1, "filename": path}
+    out = [section("global", glob)]
+    for k in range(0, len(data), CHUNK):
+        chunk = data[k : k + CHUNK]
+        job: dict[str, str | int | float] = {"bs": len(chunk), "size": len(chunk)}
+        job.update(buffer_pattern=f"0x{chunk.hex()}", file_append=int(k > 0), stonewall=1)
+        out.append(section(f"put-{k // CHUNK}", job))
+    return "".join(out)
+
+
+def drop_job(path: str, size: int) -> str:
+    """A fio job file that removes the log at ``path`` (``size`` bytes) after the point: fio reads it once
+    and unlinks it (``unlink=1``), a read-only job like the measured one."""
+    job: dict[str, str | int | float] = {"ioengine": "psync", "rw": "read", "filename": path}
+    job.update(bs=size, size=size, unlink=1)
+    return section("drop-iolog", job)
+
+
+def section(name: str, options: Mapping[str, str | int | float]) -> str:
+    lines = [f"[{name}]"] + [f"{key}={value}" for key, value in options.items()]
+    return "\n".join(lines) + "\n\n"

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from vmio.fio import iolog
 from vmio.spec import Workload
 from vmio.system.paths import fio_name
 
@@ -36,7 +35,6 @@ class Placement:
     # fifth of such a log from a fio server, so only a local fio asks for it
     lat_log_offsets: bool = False
     iolog: str | None = None  # the I/O log the measured jobs replay (seed 004's fixed offsets)
-    iolog_text: str | None = None  # set: the log is written there first, by an exec job (a fio server)
     cpus_allowed: str | None = None  # fio's CPU list for every process of the point (a host target's cpus)
 
 
@@ -101,9 +99,6 @@ def render(
     if workload.steady is not None:
         measure.update(workload.steady.fio_options())
     sections = [("global", glob), ("measure", measure)]
-    if place.iolog is not None and place.iolog_text is not None:
-        sections.insert(1, ("put-iolog", iolog.put_section(place.iolog_text, place.iolog)))
-        measure["stonewall"] = 1  # the measured jobs start once the log is in place
     if load_processes > 0:
         runtime = OPS_TIME_LIMIT_S if workload.ops > 0 else seconds(workload.runtime)
         load: dict[str, str | int | float] = {"numjobs": load_processes, "time_based": 1, "runtime": runtime}

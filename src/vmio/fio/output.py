@@ -114,7 +114,7 @@ def parse(text: str, *, job_errors: bool = False) -> FioOutput:
     doc, around = extract_json(text)
     try:
         return _parse_doc(doc, around, job_errors)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
         raise FioError(f"fio's JSON has an unexpected shape: {exc!r}", output=text[-4000:]) from exc
 
 
@@ -135,7 +135,13 @@ def _parse_doc(doc: dict[str, Any], around: str, job_errors: bool = False) -> Fi
                 check_job(job, around)
             job_error = job_error or int(job["error"])
         host = f"{job['hostname']}:{job['port']}" if "hostname" in job else "local"
-        results.extend(_direction(job, host, ddir) for ddir in DIRECTIONS if job[ddir]["total_ios"] > 0)
+        if "mixed" in job and not any(ddir in job for ddir in DIRECTIONS):
+            raise FioError(
+                f"fio job {job['jobname']!r} reports reads and writes together ('mixed', fio's "
+                "unified_rw_reporting); vmio keeps them apart: run fio without unified_rw_reporting",
+                output=around[-4000:],
+            )
+        results.extend(_direction(job, host, ddir) for ddir in DIRECTIONS if _did_io(job, ddir))
         ss = job.get("steadystate")
         if isinstance(ss, dict):
             steady.append(
@@ -155,33 +161,104 @@ def _parse_doc(doc: dict[str, Any], around: str, job_errors: bool = False) -> Fi
     )
 
 
+def _did_io(job: dict[str, Any], ddir: str) -> bool:
+    """Whether the job moved data in ``ddir``: a direction fio left out did not."""
+    d = job.get(ddir)
+    if d is None:
+        return False
+    if not isinstance(d, dict):
+        raise ValueError(f"{ddir} is {type(d).__name__}, not an object")
+    return total_ios(d) > 0
+
+
 def _direction(job: dict[str, Any], host: str, ddir: str) -> JobResult:
+    """One direction of one job in vmio's units (ns, bytes/s), whatever fio version wrote it.
+
+    fio up to 2.21 wrote ``slat``/``clat``/``lat`` and their percentiles and bins in microseconds, fio 2.99
+    and later ``*_ns`` in nanoseconds (see ``docs/import.md`` for every change by version)."""
     d = job[ddir]
-    lat = d["lat_ns"]
-    pct_source = lat if "percentile" in lat else d["clat_ns"]
-    pcts = {float(k): v for k, v in pct_source.get("percentile", {}).items()}
-    bins_source = lat.get("bins") or d["clat_ns"].get("bins") or {}
+    scale = 1 if "clat_ns" in d or "lat_ns" in d else 1000  # microseconds before fio 2.99
+    clat = d["clat_ns"] if scale == 1 else d["clat"]
+    lat = d["lat_ns"] if scale == 1 else d["lat"]
+    pct_source = lat if "percentile" in lat else clat
+    pcts = {float(k): v for k, v in pct_source.get("percentile", {}).items() if k != FILLER}
     summary: dict[str, float | None] = {
-        "min": float(lat["min"]),
-        "mean": float(lat["mean"]),
-        "max": float(lat["max"]),
-        "stddev": float(lat["stddev"]),
+        "min": float(lat["min"]) * scale,
+        "mean": float(lat["mean"]) * scale,
+        "max": float(lat["max"]) * scale,
+        "stddev": float(lat["stddev"]) * scale if "stddev" in lat else None,
     }
     for p in histogram.PERCENTILES:
-        summary[f"p{p:g}"] = float(pcts[p]) if p in pcts else None
+        summary[f"p{p:g}"] = float(pcts[p]) * scale if p in pcts else None
+    runtime = int(d["runtime"])
+    iops = float(d["iops"])
     return JobResult(
         host=host,
         job=str(job["jobname"]),
         ddir=ddir,
-        iops=float(d["iops"]),
-        bw_bytes=float(d["bw_bytes"]),
-        total_ios=int(d["total_ios"]),
-        runtime_ms=int(d["runtime"]),
+        iops=iops,
+        bw_bytes=bandwidth(d),
+        total_ios=total_ios(d),
+        runtime_ms=runtime,
         lat_ns=summary,
         usr_cpu=float(job["usr_cpu"]),
         sys_cpu=float(job["sys_cpu"]),
-        bins=histogram.from_json(bins_source),
+        bins=_bins(lat.get("bins") or clat.get("bins") or {}, scale),
     )
+
+
+FILLER = "0.00"  # fio before 3.4 filled its percentile map up to 20 entries with repeated "0.00": 0
+
+
+def total_ios(d: dict[str, Any]) -> int:
+    """fio's ``total_ios``; fio before 2.1.14 did not write it: then its own definition of ``iops``
+    (1000 × total_ios / runtime ms) read backwards, which is exact when fio wrote ``iops`` as a float."""
+    if "total_ios" in d:
+        return int(d["total_ios"])
+    runtime = int(d["runtime"])
+    return round(float(d["iops"]) * runtime / 1000) if runtime else 0
+
+
+def bandwidth(d: dict[str, Any]) -> float:
+    """Bytes per second: fio's ``bw_bytes`` (3.2 and later), else fio 3.2's own definition of it,
+    ``1000 × io_bytes / runtime`` in whole bytes/s, from ``io_bytes``, which holds KiB up to fio 2.20 (no
+    ``io_kbytes`` beside it then) and bytes from 2.21; ``bw`` (KiB/s, rounded down) only if neither is there."""
+    if "bw_bytes" in d:
+        return float(d["bw_bytes"])
+    runtime = int(d["runtime"])
+    if "io_bytes" in d:
+        moved = int(d["io_bytes"]) * (1 if "io_kbytes" in d else 1024)
+        return float(1000 * moved // runtime) if runtime else 0.0
+    return float(d["bw"]) * 1024
+
+
+def _bins(bins: dict[str, Any], scale: int) -> histogram.Histogram:
+    """json+ bins in ns. fio 2.12 to 2.19 keyed them by bucket index with the bucket layout beside them
+    (``FIO_IO_U_PLAT_BITS``, ``FIO_IO_U_PLAT_VAL``, ``FIO_IO_U_PLAT_NR``); later versions by the bucket's
+    latency (µs up to 2.21, ns after), nonzero bins only."""
+    if "FIO_IO_U_PLAT_BITS" not in bins:
+        return {value * scale: count for value, count in histogram.from_json(bins).items()}
+    bits = int(bins["FIO_IO_U_PLAT_BITS"])
+    if not 1 <= bits <= 16:  # fio has always used 6
+        raise ValueError(f"FIO_IO_U_PLAT_BITS is {bits}, not a bucket layout fio writes")
+    counts = {k: v for k, v in bins.items() if not k.startswith("FIO_IO_U_PLAT_")}
+    out: histogram.Histogram = {}
+    for index, count in histogram.from_json(counts).items():
+        if index >= (64 << bits):  # fio 2.x had 19 groups of 2**bits buckets
+            raise ValueError(f"bucket index {index} is beyond fio's histogram")
+        value = plat_idx_to_val(index, bits) * scale
+        out[value] = out.get(value, 0) + count
+    return out
+
+
+def plat_idx_to_val(index: int, bits: int) -> int:
+    """The latency fio reports for its histogram bucket ``index`` with ``bits`` bits per group (the middle
+    of the bucket, rounded down), as fio's ``stat.c`` defines it."""
+    if index < (2 << bits):
+        return index
+    error_bits = (index >> bits) - 1
+    base = 1 << (error_bits + bits)
+    return int(base + ((index % (1 << bits)) + 0.5) * (1 << error_bits))
 
 
 def missing(result: FioOutput, servers: Sequence[str | None], read_pct: int) -> str:

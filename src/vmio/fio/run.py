@@ -21,7 +21,7 @@ from functools import cache
 from pathlib import Path
 
 from vmio.errors import FioError, ToolError, UnsafeTargetError
-from vmio.fio import output
+from vmio.fio import options, output
 from vmio.spec.fields import ENGINES
 from vmio.system.process import Runner, Supervised
 
@@ -29,9 +29,8 @@ FIO = "fio"
 INTERRUPT_S = 20.0  # a client past its time: SIGINT, so its servers end their jobs, then this long to end
 OUTPUT_FORMAT = "--output-format=json+"  # json with the latency histograms' bins
 VERSION_TIMEOUT_S = 30.0
-# vmio's own sections that may use an engine a person's workload may not: the exec job that puts a
-# campaign's I/O log on a fio server (``iolog.put_section``)
-OWN_ENGINES = {"put-iolog": "exec"}
+# fio options that run a program (a shell line): no job vmio starts has one
+PROGRAMS = frozenset(["exec_prerun", "exec_postrun"])
 
 
 @dataclass(frozen=True)
@@ -44,36 +43,88 @@ class Endpoint:
 
 def check_job(text: str, where: str = "the job file") -> None:
     """Refuse a job file that names an ``ioengine`` vmio does not run (``spec.fields.ENGINES``: no
-    ``external:`` library, no ``exec`` program), before fio reads it: every job vmio starts passes here."""
+    ``external:`` library, no ``exec`` program) or a program to run (``exec_prerun``, ``exec_postrun``),
+    before fio reads it: every job vmio starts passes here."""
+    names = options.names()  # by fio's own names: an alias of one of these is refused as well
     name = ""
     for line in text.splitlines():
         line = line.strip()
+        if not line or line[0] in "#;":
+            continue
         if line.startswith("[") and line.endswith("]"):
             name = line[1:-1]
             continue
         key, eq, value = line.partition("=")
-        if eq and key.strip() == "ioengine":
+        option = names.canonical(key.strip())
+        if option in PROGRAMS:
+            raise UnsafeTargetError(
+                f"{where}: section [{name}] asks fio to run a program ({key.strip()}); vmio runs no program "
+                "from a job"
+            )
+        if eq and option == "ioengine":
             engine = value.strip()
-            if engine not in ENGINES and OWN_ENGINES.get(name) != engine:
+            if engine not in ENGINES:
                 raise UnsafeTargetError(
                     f"{where}: section [{name}] asks fio for ioengine={engine}, which vmio does not run; "
                     f"use one of {', '.join(ENGINES)}"
                 )
 
 
+def read_only(text: str) -> bool:
+    """Whether every job section of job file ``text`` only reads, as fio reads it: the value in force of
+    ``rw`` (by any of its names, ``[global]`` first, the last wins) is ``read`` or ``randread``, or unset
+    (fio's default, ``read``). Such a job runs under fio's own ``--readonly`` (``argv``)."""
+    names = options.names()
+    glob: str | None = None
+    current: str | None = None
+    sections: list[str | None] = []
+    in_global = False
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#;":
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            if not in_global and sections:
+                sections[-1] = current
+            in_global = line[1:-1].strip() == "global"
+            if not in_global:
+                current = glob
+                sections.append(current)
+            continue
+        key, eq, value = line.partition("=")
+        if names.canonical(key.strip()) == "rw":
+            if in_global:
+                glob = value.strip() if eq else None
+            else:
+                current = value.strip() if eq else None
+    if sections and not in_global:
+        sections[-1] = current
+    return bool(sections) and all((rw or "read").split(":")[0] in READS for rw in sections)
+
+
+READS = ("read", "randread")
+
+
 def argv(endpoints: Sequence[Endpoint]) -> list[str]:
-    """fio's arguments for the endpoints' job files (each checked first, ``check_job``)."""
-    for ep in endpoints:
-        check_job(ep.job_file.read_text(), str(ep.job_file))
+    """fio's arguments for the endpoints' job files (each checked first, ``check_job``). A job that only
+    reads (``read_only``) runs under fio's ``--readonly``, given after its ``--client`` where fio's client
+    hands it to that server (given before any ``--client``, a server does not see it)."""
+    texts = [ep.job_file.read_text() for ep in endpoints]
+    for ep, text in zip(endpoints, texts, strict=True):
+        check_job(text, str(ep.job_file))
     args = [FIO, OUTPUT_FORMAT]
-    for ep in endpoints:
+    for ep, text in zip(endpoints, texts, strict=True):
+        guard = [READONLY] if read_only(text) else []
         if ep.server is None:
             if len(endpoints) != 1:
                 raise ValueError("a local fio run takes exactly one job file")
-            return [*args, str(ep.job_file)]
+            return [*args, *guard, str(ep.job_file)]
         host, _, port = ep.server.rpartition(":")
-        args += [f"--client={host},{port}", str(ep.job_file)]
+        args += [f"--client={host},{port}", str(ep.job_file), *guard]
     return args
+
+
+READONLY = "--readonly"  # fio's own guard: it refuses a job that writes or trims, and skips a log's writes
 
 
 def where(endpoints: Sequence[Endpoint]) -> str:
@@ -81,9 +132,11 @@ def where(endpoints: Sequence[Endpoint]) -> str:
     return ", ".join(ep.server or "local" for ep in endpoints)
 
 
-def stdin_argv() -> list[str]:
-    """fio reading its one job from stdin, as a guest's agent starts it (``libvirt.guest_fio``)."""
-    return [FIO, OUTPUT_FORMAT, "-"]
+def stdin_argv(text: str) -> list[str]:
+    """fio reading its one job, ``text``, from stdin, as a guest's agent starts it (``libvirt.guest_fio``);
+    under ``--readonly`` when the job only reads (``read_only``)."""
+    check_job(text)
+    return [FIO, OUTPUT_FORMAT, *([READONLY] if read_only(text) else []), "-"]
 
 
 def run(

@@ -98,7 +98,7 @@ class _GuestFio:
         d = self.domain
         folder = self.folder
         job = self.job_file.read_text().replace(str(self.cwd), folder)
-        program, *args = fiorun.stdin_argv()
+        program, *args = fiorun.stdin_argv(job)
         head = f"# fio in domain {d.ref.name} on {d.ref.uri} (guest clock offset {d.clock_offset:+.3f} s)"
         try:
             try:

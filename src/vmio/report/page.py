@@ -17,6 +17,7 @@ from vmio.report import (
     plots_load,
     plots_percentiles,
     plots_run,
+    plots_sweep,
     seed000,
     side_by_side,
     sla,
@@ -39,6 +40,7 @@ from vmio.units import format_size, human_bytes
 
 SECTIONS: tuple[tuple[str, str, Callable[[CampaignData, str | None], list[Plot]]], ...] = (
     ("iops", "How many IOPS does each target achieve as the offered load rises?", plots_load.iops_plots),
+    ("depth", "How do IOPS and latency change with queue depth and jobs?", plots_sweep.sweep_plots),
     ("latency-vs-iops", "Where does latency turn up as IOPS rise? (p50 and p99 against achieved IOPS)",
      plots_percentiles.knee_plots),
     ("latency-distribution", "How is latency distributed at each load? (percentile curves)",

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from vmio.campaign import runner
+from vmio.fio import options as fio_options
 from vmio.spec import loads_spec
 from vmio.store import Store
 
@@ -37,7 +38,7 @@ def run_campaign(
 ) -> str:
     """Run the campaign of spec ``text`` (named ``source`` in errors), a second time if a point failed;
     its name."""
-    camp = loads_spec(text, source)
+    camp = loads_spec(text, source, fio_names=fio_options.names)
     first = runner.run(camp, text, store, options, progress)
     if not first.failures:
         return camp.name

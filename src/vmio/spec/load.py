@@ -15,7 +15,7 @@ from typing import Any
 from vmio.errors import InputError, SpecError
 from vmio.spec import fields as f
 from vmio.spec.fields import Fields
-from vmio.spec.fiofile import STEADY_OPTIONS, patterns
+from vmio.spec.fiofile import STEADY_OPTIONS, OptionNames, built_in, patterns
 from vmio.spec.model import (
     ACCELS,
     AIOS,
@@ -52,23 +52,35 @@ def campaign_name(value: str, where: str) -> str:
         raise InputError(f"{where} {value!r}: {exc}") from None
 
 
-def load_spec(path: str | Path) -> Campaign:
+def load_spec(path: str | Path, *, fio_names: Callable[[], OptionNames] = built_in) -> Campaign:
+    """The campaign of spec file ``path``; a ``fio = FILE`` workload's job file is read with ``fio_names``
+    (asked only then: the installed fio's option names, ``vmio.fio.options.names``; fio 3.33's when not
+    given)."""
     data, loc = load_toml(path)
-    return _campaign(data, loc)
+    return _campaign(data, loc, fio_names=fio_names)
 
 
-def loads_spec(text: str, path: str = "<spec>", *, stored: bool = False) -> Campaign:
+def loads_spec(
+    text: str, path: str = "<spec>", *, stored: bool = False, fio_names: Callable[[], OptionNames] = built_in
+) -> Campaign:
     """The campaign of spec ``text``. ``stored``: a spec read back from a store, written by an older vmio,
-    so what it once accepted still loads (a bare SLA number, aio = 'native' beside a page-cache mode)."""
+    so what it once accepted still loads (a bare SLA number, aio = 'native' beside a page-cache mode).
+    ``fio_names`` as for ``load_spec``."""
     data, loc = loads_toml(text, path)
-    return _campaign(data, loc, stored=stored)
+    return _campaign(data, loc, stored=stored, fio_names=fio_names)
 
 
 MAX_SEED = 2**63 - 1
 MAX_POINTS = 100_000  # at a second or more each, over a day of measuring; a store row per point
 
 
-def _campaign(data: dict[str, Any], loc: Locator, *, stored: bool = False) -> Campaign:
+def _campaign(
+    data: dict[str, Any],
+    loc: Locator,
+    *,
+    stored: bool = False,
+    fio_names: Callable[[], OptionNames] = built_in,
+) -> Campaign:
     extra = sorted(set(data) - {"campaign", "target", "workload"})
     if extra:
         raise loc.error(
@@ -82,7 +94,7 @@ def _campaign(data: dict[str, Any], loc: Locator, *, stored: bool = False) -> Ca
     head.done()
     targets = tuple(_target(t, loc, i, stored) for i, t in enumerate(_array(data, "target", loc)))
     workloads = tuple(
-        w for i, item in enumerate(_array(data, "workload", loc)) for w in _workload(item, loc, i)
+        w for i, item in enumerate(_array(data, "workload", loc)) for w in _workload(item, loc, i, fio_names)
     )
     _unique(targets, "target", loc)
     _unique(workloads, "workload", loc)
@@ -454,10 +466,12 @@ def _arrivals(w: Fields, offered: tuple[Offered, ...]) -> str:
     return arrivals
 
 
-def _workload(data: object, loc: Locator, i: int) -> tuple[Workload, ...]:
+def _workload(
+    data: object, loc: Locator, i: int, fio_names: Callable[[], OptionNames]
+) -> tuple[Workload, ...]:
     w = Fields(data, loc, "workload", i)
     if "fio" in w.data:
-        return _fio_workloads(w, loc)
+        return _fio_workloads(w, loc, fio_names)
     workload = Workload(
         name=w.take("name", f.string),
         rw=w.take("rw", f.choice(*RW_MODES)),
@@ -503,7 +517,7 @@ def _check_conditioning(w: Fields, workload: Workload) -> None:
             )
 
 
-def _fio_workloads(w: Fields, loc: Locator) -> tuple[Workload, ...]:
+def _fio_workloads(w: Fields, loc: Locator, fio_names: Callable[[], OptionNames]) -> tuple[Workload, ...]:
     """One workload per job section of ``fio = "FILE"`` (relative to the spec's folder)."""
     given = w.take("fio", f.string)
     label: str | None = w.take("name", f.string, None)
@@ -520,7 +534,7 @@ def _fio_workloads(w: Fields, loc: Locator) -> tuple[Workload, ...]:
     arrivals = _arrivals(w, offered)
     w.done()
     out = []
-    found = patterns(path, given)
+    found = patterns(path, given, fio_names())
     for p in found:
         replaced, options = p.replaced, p.options
         if steady is not None:  # the workload's criterion stands in for the file's

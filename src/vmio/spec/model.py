@@ -10,6 +10,7 @@ import dataclasses
 import json
 from collections import Counter
 from dataclasses import asdict, dataclass
+from functools import cached_property
 
 from vmio.spec.sla import Sla
 from vmio.spec.steady import Steady
@@ -180,10 +181,18 @@ class Campaign:
         return json.dumps(body, sort_keys=True)
 
     def target(self, name: str) -> Target:
-        return next(t for t in self.targets if t.name == name)
+        return self._targets[name]
 
     def workload(self, name: str) -> Workload:
-        return next(w for w in self.workloads if w.name == name)
+        return self._workloads[name]
+
+    @cached_property
+    def _targets(self) -> dict[str, Target]:
+        return {t.name: t for t in reversed(self.targets)}  # the first of a name, as ``next`` found it
+
+    @cached_property
+    def _workloads(self) -> dict[str, Workload]:
+        return {w.name: w for w in reversed(self.workloads)}
 
     def points(self) -> list[Point]:
         """Every point, in the order they run: a sweep's queue depths ascending as listed, and within one

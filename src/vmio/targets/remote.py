@@ -1,12 +1,14 @@
 """Hosts running ``fio --server``: one fio client here drives them all, so they start together.
 
-vmio cannot see a remote host's /proc, so only this host's CPU is sampled; a remote block device cannot
-be probed for data either, so writes to a remote ``/dev/...`` path need ``--destroy-data`` naming it.
+vmio cannot see a remote host's /proc, so only this host's CPU is sampled; a remote path cannot be probed
+for data either, so every write to a remote target needs ``--destroy-data`` naming its path as the spec
+writes it (``check_remote_writes``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import shlex
 from collections.abc import Sequence
 
 from vmio.errors import ToolError, UnsafeTargetError
@@ -21,17 +23,20 @@ from vmio.targets.base import Endpoint, Env, Facts, Notes, nothing_to_watch
 
 
 def check_remote_writes(target: RemoteTarget, destroy: Sequence[str]) -> None:
-    """Refuse a write to a device on a fio server's host unless ``--destroy-data`` names it. Both sides are
-    compared in normal form (``//dev/./loop1`` is ``/dev/loop1``): the path lives on another host, so its
-    string is all vmio can resolve."""
-    named = {remote_normal(d) for d in destroy}
+    """Refuse a write to any path on a fio server's host unless ``--destroy-data`` names it exactly as the
+    spec writes it. vmio cannot see the remote host's files: a device, a data file, ``/proc/self/root/...``
+    or a path relative to the server's folder may each be somebody's data, and no spelling of it tells."""
+    named = set(destroy)
     for host, path in zip(target.hosts, target.paths, strict=True):
-        normal = remote_normal(path)
-        if normal.startswith("/dev/") and normal not in named:
-            shown = path if path == normal else f"{path} (that is {normal})"
+        if path not in named:
+            normal = remote_normal(path)
+            shown = (
+                repr(path) if path == normal else f"{path!r} (that is {normal!r} if no link is on the way)"
+            )
             raise UnsafeTargetError(
-                f"refusing to write to {shown} on {host}: vmio cannot check a remote device for data. "
-                f"If its data may be destroyed, pass --destroy-data {normal}"
+                f"refusing to write to {shown} on {host}: vmio cannot check a remote device or file for data, "
+                f"so every write to a remote target needs its path named as the spec writes it. If its data "
+                f"may be destroyed, add --destroy-data {shlex.quote(path)}"
             )
 
 
