@@ -175,10 +175,15 @@ def facts_read(text: str | None) -> bool:
     """Whether host facts stored as ``text`` can hold one that a point's row takes out of them
     (``qemu_machine``, ``guest_io_warnings``, ``dstore``, ``fio_disk_util``): a JSON object's key is its
     name in quotes unless written with an escape."""
-    return bool(text) and any(key in text for key in _ROW_FACTS)  # type: ignore[operator]
-
-
-_ROW_FACTS = ('"qemu_machine"', '"guest_io_warnings"', '"dstore"', '"fio_disk_util"', "\\")
+    if not text:
+        return False
+    return (
+        '"qemu_machine"' in text
+        or '"guest_io_warnings"' in text
+        or '"dstore"' in text
+        or '"fio_disk_util"' in text
+        or "\\" in text
+    )
 
 
 def point_rows(store: Store, campaign: str | None = None) -> list[PointRow]:
