@@ -76,3 +76,21 @@ def test_prometheus_textfile_parses(db: Path, tmp_path: Path) -> None:
     ndjson = tmp_path / "s.ndjson"
     assert main(["export", "exp", "--db", str(db), "--format", "ndjson", "-o", str(ndjson)]) == 0
     assert sum(len(f.samples) for f in families.values()) == len(ndjson.read_text().splitlines())
+
+
+def test_ndjson_lines_are_json_dumps_of_each_sample() -> None:
+    """The lines built from pieces encoded once are ``json.dumps`` of each sample, for odd values too."""
+    from vmio.store import export
+
+    shared = {"campaign": "c\u00fc", "target": 't"', "bs": 4096, "offered_iops": "max", "accel": None}
+    rows = [
+        {"metric": m, "value": v, "unit": "ops/s", "labels": labels, "timestamp": t}
+        for m, v, labels, t in [
+            ("read_iops", 1.5, shared, 1.7e9), ("write_iops", float("nan"), shared, 1.7e9),
+            ("read_bw", float("inf"), shared, 1.7e9 + 1), ("read_lat_p99_ns", 3, {"x": "\n"}, 2),
+            ("dev_busy_pct", -0.0, shared, float("nan")), ("cpu_usr_pct", 1e300, {}, None),
+        ]
+    ]  # fmt: skip
+    rows.append({"value": 1.0, "metric": "other order"})  # type: ignore[typeddict-item]
+    want = "".join(json.dumps(r) + "\n" for r in rows)
+    assert export.ndjson(rows).decode() == want  # type: ignore[arg-type]

@@ -12,6 +12,7 @@ import csv
 import io
 import itertools
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypedDict
@@ -90,7 +91,33 @@ def samples(store: Store, campaign: str) -> list[PkbSample]:
 
 
 def ndjson(rows: list[PkbSample]) -> bytes:
-    return "".join(json.dumps(r, sort_keys=False) + "\n" for r in rows).encode()
+    """One ``json.dumps`` line per sample, built from pieces encoded once: a point's samples share one
+    labels object and one timestamp, and a few metric names and units recur."""
+    lines = []
+    heads: dict[tuple[object, object], tuple[str, str]] = {}
+    shared: tuple[object, object] = (None, None)
+    tail = ""
+    for r in rows:
+        if tuple(r) != _SAMPLE_KEYS:  # not the shape ``samples`` makes: as json.dumps prints it
+            lines.append(json.dumps(r) + "\n")
+            continue
+        if r["labels"] is not shared[0] or r["timestamp"] != shared[1]:
+            shared = (r["labels"], r["timestamp"])
+            tail = f', "labels": {json.dumps(r["labels"])}, "timestamp": {json.dumps(r["timestamp"])}}}\n'
+        key = (r["metric"], r["unit"])
+        if key not in heads:
+            heads[key] = (
+                f'{{"metric": {json.dumps(r["metric"])}, "value": ',
+                f', "unit": {json.dumps(r["unit"])}',
+            )
+        head, unit = heads[key]
+        v = r["value"]
+        value = repr(v) if type(v) is float and math.isfinite(v) else json.dumps(v)  # json.dumps's own text
+        lines.append(head + value + unit + tail)
+    return "".join(lines).encode()
+
+
+_SAMPLE_KEYS = ("metric", "value", "unit", "labels", "timestamp")  # a PkbSample's keys in samples' order
 
 
 def prometheus(rows: list[PkbSample]) -> bytes:
@@ -99,6 +126,7 @@ def prometheus(rows: list[PkbSample]) -> bytes:
     for r in rows:
         by_metric.setdefault(r["metric"], []).append(r)
     lines = []
+    texts: dict[int, str] = {}  # each point's labels, written once (its samples share one labels object)
     for metric, unit, _ in SAMPLE_METRICS:
         mine = by_metric.get(metric)
         if not mine:
@@ -106,7 +134,10 @@ def prometheus(rows: list[PkbSample]) -> bytes:
         name = f"vmio_{metric}_{PROM_UNIT[unit]}"
         lines += [f"# HELP {name} vmio point {metric} ({unit})", f"# TYPE {name} gauge"]
         for r in mine:
-            labels = ",".join(f'{k}="{_prom_escape(r["labels"][k])}"' for k in LABELS)
+            shared = r["labels"]
+            labels = texts.get(id(shared))
+            if labels is None:
+                labels = texts[id(shared)] = ",".join(f'{k}="{_prom_escape(shared[k])}"' for k in LABELS)
             lines.append(f"{name}{{{labels}}} {r['value']!r}")  # the textfile collector refuses timestamps
     return ("\n".join(lines) + "\n").encode()
 
