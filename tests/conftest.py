@@ -287,3 +287,20 @@ def live_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[cluster.C
         assert main(["dstore", "down", "--dir", str(root)]) == 0
         assert ceph_processes(str(root)) == []
         assert not root.exists()
+
+
+DSTORE_GOLDEN_JSON = Path(__file__).parent / "data" / "dstore" / "profile-before-43.json"
+
+
+def json_shape(value: object) -> object:
+    """A JSON document with every figure replaced by its kind: keys (in order), list lengths, nulls kept (the
+    golden of a document whose figures differ run to run)."""
+    if isinstance(value, dict):
+        return {k: json_shape(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [json_shape(v) for v in value]
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "bool"
+    return "number" if isinstance(value, int | float) else type(value).__name__

@@ -6,6 +6,7 @@ shows that each contract can fail.
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import shutil
@@ -115,3 +116,170 @@ def test_no_reference_to_a_file_the_project_does_not_hold() -> None:
             if not any((base / ref).exists() for base in (ROOT, ROOT / "docs", path.parent)):
                 missing.add(f"{path.relative_to(ROOT)}: {ref}")
     assert not missing, sorted(missing)
+
+
+TOP_LEVEL = "At the top of `src/vmio`"
+
+
+def definitions(doc: str, known: list[str]) -> dict[str, list[str]]:
+    """Where ``doc`` says what each module of ``known`` holds: its package's row of the table (the module's
+    bare name in backticks) or a ``- `pkg.mod`:`` line of "The other modules", each as ``place:line``; a
+    top-level module in the paragraph on what remains at the top of ``src/vmio``. A line naming a module
+    of another package under a heading counts as that heading's (so the test below can find it there)."""
+    found: dict[str, list[str]] = {m: [] for m in known}
+    heading = None
+    top = False
+    for number, line in enumerate(doc.splitlines(), 1):
+        top = line.startswith(TOP_LEVEL) or (top and bool(line.strip()))
+        if re.fullmatch(r"\*\*\w+\*\*", line.strip()):
+            heading = line.strip().strip("*")
+        row = re.match(r"\| `(\w+)` \|", line)
+        item = re.match(r"- `([\w.]+)`:", line)
+        if row:
+            package = row.group(1)
+            for name in sorted(set(re.findall(r"`(\w+)[`(./]", line))):
+                if f"{package}.{name}" in found:
+                    found[f"{package}.{name}"].append(f"row {package}:{number}")
+        elif item and heading is not None:
+            package, _, name = item.group(1).partition(".")
+            module = f"{package}.{name}"
+            if module in found:
+                found[module].append(f"under {heading}:{number}")
+        elif top:
+            for name in sorted(set(re.findall(r"`(\w+)`", line))):
+                if name in found:
+                    found[name].append(f"top:{number}")
+    return found
+
+
+def misplaced(doc: str, known: list[str]) -> list[str]:
+    """Modules not said exactly once, or said under another package's heading or row."""
+    wrong = []
+    for module, places in definitions(doc, known).items():
+        package = module.partition(".")[0] if "." in module else None
+        if len(places) != 1:
+            wrong.append(f"{module}: said {len(places)} times ({', '.join(places) or 'nowhere'})")
+        elif package is not None and not places[0].startswith((f"row {package}:", f"under {package}:")):
+            wrong.append(f"{module}: said {places[0]}, not under {package}")
+    return wrong
+
+
+def test_architecture_says_what_each_module_holds_once_under_its_package() -> None:
+    doc = (ROOT / "docs" / "ARCHITECTURE.md").read_text()
+    assert misplaced(doc, modules()) == []
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "needle"),
+    [
+        # a module put under another package's heading (as mrc.exact once sat under membal)
+        ("**membal**\n", "**membal**\n\n- `mrc.curve`: curves\n", "mrc.curve: said 2 times"),
+        ("**spec**\n", "**report**\n\n- `spec.sla`: x\n\n**spec**\n", "spec.sla: said 2 times"),
+        ("- `store.capacity`:", "- `storex.capacity`:", "store.capacity: said 0 times"),
+    ],
+)
+def test_a_module_said_twice_or_elsewhere_is_found(old: str, new: str, needle: str) -> None:
+    doc = (ROOT / "docs" / "ARCHITECTURE.md").read_text()
+    assert old in doc
+    found = misplaced(doc.replace(old, new, 1), modules())
+    assert any(needle in f for f in found), found
+
+
+def test_a_module_under_the_wrong_heading_is_found() -> None:
+    doc = (ROOT / "docs" / "ARCHITECTURE.md").read_text()
+    line = next(x for x in doc.splitlines() if x.startswith("- `store.capacity`:"))
+    planted = doc.replace(line + "\n", "").replace("**targets**\n", f"**targets**\n\n{line}\n", 1)
+    assert misplaced(planted, modules()) == ["store.capacity: said under targets:" + str(
+        planted.splitlines().index(line) + 1) + ", not under store"]  # fmt: skip
+
+
+# Every place vmio starts a program some other way than ``system.process`` (``Runner``/``Supervised``,
+# which put it under ``system/supervise.py``), with the reason it may.
+STARTS_ALLOWED = {
+    "vmio/system/process.py:Supervised.__init__": "the supervisor's own launch: every Runner call comes here",
+    "vmio/system/supervise.py:main": "the supervisor executes the program it watches (it is the child)",
+    "vmio/qemu/lifecycle.py:spawn": "QEMU in its own session with PR_SET_PDEATHSIG (a forking thread's death "
+    "kills it; vm.py stops its process group): a VM outlives no vmio thread that started it",
+    "vmio/guest/kmod.py:read_module": "zstd as a bytes filter over one module file, with a timeout, while the "
+    "guest image is built (no program it starts lives on)",
+    "vmio/guest/pvh.py:decompress": "the kernel payload's decompressor as a bytes filter, with a timeout, while "
+    "the guest image is built",
+    "vmio/spec/fio_refusals.py:fio_knows": "`fio --cmdhelp=KEY` (prints an option's help, runs no job), 20 s "
+    "timeout, once per key: spec sits below vmio.fio and system.process's callers (tests/test_fio_launch.py "
+    "lists it too)",
+    "vmio/report/drawing.py:_fork": "a fork of vmio itself (no program executed) drawing half a report's "
+    "figures on the second CPU; the parent reads its pipe with a deadline and kills and reaps it",
+}
+MODULE_STARTS = {
+    "subprocess": {"run", "Popen", "call", "check_call", "check_output", "getoutput", "getstatusoutput"},
+    "os": {"system", "popen", "fork", "forkpty", "posix_spawn", "posix_spawnp", "execv", "execve", "execvp",
+           "execvpe", "execl", "execle", "execlp", "execlpe", "spawnv", "spawnve", "spawnvp", "spawnl"},
+    "asyncio": {"create_subprocess_exec", "create_subprocess_shell"},
+    "pty": {"spawn", "fork"},
+}  # fmt: skip
+
+
+def process_starts(src: Path) -> list[str]:
+    """Every call that starts a program (``subprocess``, ``os.exec*``/``spawn*``/``system``, ``pty``,
+    asyncio's), as ``path:Function`` where it sits; names followed through ``import ... as`` and
+    ``from ... import``."""
+    found = set()
+    for path in sorted(src.rglob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        modules: dict[str, str] = {}  # local name -> module it stands for
+        functions: dict[str, str] = {}  # local name -> the module's starting function it stands for
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name in MODULE_STARTS:
+                        modules[a.asname or a.name] = a.name
+            elif isinstance(node, ast.ImportFrom) and node.module in MODULE_STARTS:
+                for a in node.names:
+                    if a.name in MODULE_STARTS[node.module]:
+                        functions[a.asname or a.name] = a.name
+        for where, node in _calls(tree):
+            f = node.func
+            hit = (isinstance(f, ast.Name) and f.id in functions) or (
+                isinstance(f, ast.Attribute)
+                and isinstance(f.value, ast.Name)
+                and f.attr in MODULE_STARTS.get(modules.get(f.value.id, ""), ())
+            )
+            if hit:
+                found.add(f"{path.relative_to(src)}:{where}")
+    return sorted(found)
+
+
+def _calls(tree: ast.AST, where: str = "") -> list[tuple[str, ast.Call]]:
+    """Every call in ``tree`` with the dotted name of the function or class it sits in."""
+    out = []
+    for child in ast.iter_child_nodes(tree):
+        if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            out += _calls(child, f"{where}.{child.name}" if where else child.name)
+            continue
+        if isinstance(child, ast.Call):
+            out.append((where or "<module>", child))
+        out += _calls(child, where)
+    return out
+
+
+def test_every_program_starts_under_the_supervisor_or_says_why_not() -> None:
+    found = process_starts(ROOT / "src")
+    assert "vmio/system/process.py:Supervised.__init__" in found  # the walk sees the supervisor's own
+    assert sorted(set(found) - set(STARTS_ALLOWED)) == []
+    assert sorted(set(STARTS_ALLOWED) - set(found)) == []  # the list holds no stale entry
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "def f():\n    import subprocess\n    subprocess.run(['ls'], timeout=1)\n",
+        "from subprocess import Popen as P\ndef f():\n    P(['ls'])\n",
+        "import os as o\ndef f():\n    o.execvp('ls', ['ls'])\n",
+        "import asyncio\nasync def f():\n    await asyncio.create_subprocess_exec('ls')\n",
+    ],
+)
+def test_a_program_started_elsewhere_is_found(tmp_path: Path, code: str) -> None:
+    src = tmp_path / "src"  # the check reads module by module: the package beside one planted module
+    (src / "vmio" / "dstore").mkdir(parents=True)
+    (src / "vmio" / "dstore" / "planted.py").write_text(code)
+    assert process_starts(src) == ["vmio/dstore/planted.py:f"]

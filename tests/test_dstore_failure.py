@@ -13,6 +13,7 @@ import pytest
 
 from vmio.cli import main
 from vmio.dstore import cluster
+from vmio.store import Store
 from vmio.system.process import Runner
 
 from conftest import CEPH_TOOLS, needs_tools
@@ -76,7 +77,6 @@ def test_baseline_local_file(
 
 def _osd_tree_sampler(ref: cluster.ClusterRef, osd: int, stop: threading.Event, seen: list) -> None:
     runner = Runner()
-    t0 = time.time()
     while not stop.is_set():
         try:
             tree = json.loads(
@@ -87,7 +87,7 @@ def _osd_tree_sampler(ref: cluster.ClusterRef, osd: int, stop: threading.Event, 
         except Exception:  # noqa: BLE001 - a busy mon: try again
             continue
         status = next(n["status"] for n in tree["nodes"] if n["id"] == osd)
-        seen.append((time.time() - t0, status))
+        seen.append((time.time(), status))  # on the wall: the run's clock starts when its point does
         stop.wait(0.5)
 
 
@@ -102,7 +102,7 @@ def test_one_osd_down_and_back_keeps_serving(
         # entries); with 50 in flight they overflowed and 13 PGs were backfilled whole (clean after 84 s, not 70)
         argv = ["dstore", "profile", "--dir", str(live_cluster.root), "--fail-osd", "1", "--at", "3s",
                 "--back-at", "8s", "--runtime", "15s", "--iodepth", "4", "--rwmixread", "70", "--json",
-                "-o", str(tmp_path / "deg.json")]  # fmt: skip
+                "-o", str(tmp_path / "deg.json"), "--name", "deg", "--db", str(tmp_path / "vmio.db")]  # fmt: skip
         assert main(argv) == 0
     finally:
         stop.set()
@@ -111,7 +111,10 @@ def test_one_osd_down_and_back_keeps_serving(
     # our own `ceph osd tree` samples: the OSD went down and came back up
     states = [s for _, s in seen]
     assert "down" in states and states[0] == "up" and states[-1] == "up"
-    down_at = [t for t, s in seen if s == "down"]
+    with Store(str(tmp_path / "vmio.db"), readonly=True) as store:  # the point's t = 0 on the wall
+        (row,) = store.runs("deg")
+    t0 = json.loads(row["host_json"])["samples_t0"]
+    down_at = [t - t0 for t, s in seen if s == "down"]
     # fio kept completing I/O every second it logged while the OSD was down (one second of slack at
     # each edge: the tests' sampler and the run's clock start a few tenths of a second apart)
     during = [s for s in run["seconds"] if min(down_at) + 1 <= s["t_s"] <= max(down_at) - 1]
@@ -129,6 +132,23 @@ def test_one_osd_down_and_back_keeps_serving(
     # fio's own totals agree with its per-second log (±25 %: partial first/last windows)
     logged = sum(s["iops"] for s in run["seconds"])
     assert logged == pytest.approx(run["totals"]["ios"], rel=0.25)
+    # a campaign of one point: the per-second figures printed are its stored series, the cluster's samples
+    # its samples, the outage its facts
+    with Store(str(tmp_path / "vmio.db"), readonly=True) as store:
+        (row,) = store.runs("deg")
+        log, samples = store.hist_log(row["id"]), store.samples(row["id"])
+    per_second: dict[int, int] = {}
+    for _, _, t_ms, ddir, bins in log:
+        if ddir in ("read", "write"):
+            per_second[round(t_ms / 1000)] = per_second.get(round(t_ms / 1000), 0) + sum(bins.values())
+    assert [s["iops"] for s in run["seconds"]] == [per_second[k] for k in sorted(per_second)]
+    ups = [r["value"] for r in samples if (r["source"], r["metric"]) == ("ceph:osd.1", "up")]
+    assert 0.0 in ups and ups[-1] == 1.0
+    assert len(run["samples"]) == len({r["t"] for r in samples if r["source"].startswith("ceph:")})
+    assert row["status"] == "done" and json.loads(row["host_json"])["dstore"]["outage"]["osd"] == 1
+    assert main(["show", "deg", "--db", str(tmp_path / "vmio.db"), "--json"]) == 0
+    (shown,) = json.loads(capsys.readouterr().out)
+    assert shown["write_iops"] > 0 and shown["dstore"]["outage"]["stop_clean"] is True
     assert main(["dstore", "status", "--dir", str(live_cluster.root), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["health"] == "HEALTH_OK" and info["health_checks"] == [] and info["osds_up"] == 3

@@ -11,10 +11,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from vmio.cli import main
+from vmio.dstore.figures import Figures, Side, figures, of_results
 from vmio.dstore.profile import Criteria, load_profile, parse_bs_list, verdict
 from vmio.errors import FioError, InputError
-from vmio.fio.totals import parse_totals as parse_fio
-from vmio.fio.totals import percentile_from_bins
+from vmio.fio import output
+from vmio.stats import histogram
 from vmio.system.process import Runner
 from vmio.units import format_size
 
@@ -100,6 +101,16 @@ def _fio_doc(sides: dict[str, tuple[int, float, float, dict[int, int]]]) -> dict
     return {"fio version": "fio-3.33", "jobs": [job]}
 
 
+def _sides(text: str) -> list[Side]:
+    """The measured sides of fio's output as ``fio.output.parse`` (the one parser) reads it."""
+    return of_results(output.parse(text).results)
+
+
+def parse_fio(text: str) -> Figures:
+    """A profile point's figures (``dstore.figures``) of fio's output."""
+    return figures(_sides(text), "the test's fio")
+
+
 bins_st = st.dictionaries(st.integers(1, 10**9), st.integers(1, 1000), min_size=1, max_size=30)
 
 
@@ -113,22 +124,22 @@ def test_parser_merges_histograms_for_the_combined_p99(
     result = parse_fio(noise + "\n" + json.dumps(doc) + "\n" + noise)
     merged = sorted(v for b in (read, write) for v, n in b.items() for _ in range(n))
     rank = -(-len(merged) * 99 // 100)
-    assert result.total.p99_lat_ms == merged[rank - 1] / 1e6
-    assert result.total.iops == 400.0
+    assert result.p99_lat_ms == merged[rank - 1] / 1e6
+    assert result.iops == 400.0
     n_r, n_w = sum(read.values()), sum(write.values())
-    assert result.total.mean_lat_ms == pytest.approx((2.0 * n_r + 4.0 * n_w) / (n_r + n_w))
+    assert result.mean_lat_ms == pytest.approx((2.0 * n_r + 4.0 * n_w) / (n_r + n_w))
 
 
 def test_percentile_from_bins_nearest_rank() -> None:
-    assert percentile_from_bins({10: 98, 20: 1, 30: 1}, 99.0) == 20.0
-    assert percentile_from_bins({10: 1}, 99.0) == 10.0
+    assert histogram.percentile({10: 98, 20: 1, 30: 1}, 99.0) == 20
+    assert histogram.percentile({10: 1}, 99.0) == 10
 
 
 @pytest.mark.parametrize(
     ("text", "needle"),
     [
         ("fio: engine rbd not loadable", "no JSON object"),
-        ('{"jobs": []}', "no 'jobs' list"),
+        ('{"jobs": []}', "completed no I/O"),
         ('{"jobs": [{"jobname": "j", "read": {}}]}', "unexpected shape"),
         ('{"jobs": [{"jobname": "j", "error": 5}]}', "ended with error 5"),
         ('{"jobs": [ {"x": 1,, }]}', "not valid JSON"),
@@ -153,12 +164,13 @@ def test_parser_reads_real_fio_json_plus() -> None:
         "--output-format=json+",
     ]
     out = Runner().run(argv, timeout=60).stdout
-    result = parse_fio(out)
+    sides = _sides(out)
     raw = json.loads(out)["jobs"][0]
-    assert result.read.ios == raw["read"]["total_ios"] and result.write.ios == raw["write"]["total_ios"]
-    assert result.read.ios + result.write.ios == 2048
+    ios = {d: sum(s.ios for s in sides if s.ddir == d) for d in ("read", "write")}
+    assert ios == {d: raw[d]["total_ios"] for d in ("read", "write")} and sum(ios.values()) == 2048
     # the merged-histogram p99 of one direction equals fio's own (fio reports bin values too)
-    assert result.write.p99_lat_ms * 1e6 == pytest.approx(
+    write = figures([s for s in sides if s.ddir == "write"], "writes")
+    assert write.p99_lat_ms * 1e6 == pytest.approx(
         raw["write"]["clat_ns"]["percentile"]["99.000000"], rel=0.02
     )
 
@@ -208,7 +220,10 @@ def test_cli_profile_rejects_bad_bs_before_touching_a_cluster(
     [
         (["--name", "taken"], "--name 'taken': a campaign of that name is already stored in"),
         (["--db", "x.db"], "--db 'x.db' names the store for --name; give --name NAME too"),
-        (["--name", "new", "--fail-osd", "1"], "a run with --fail-osd is a time series, not stored"),
+        (
+            ["--name", "taken", "--fail-osd", "1"],
+            "--name 'taken': a campaign of that name is already stored in",
+        ),
     ],
 )
 def test_cli_profile_name_is_checked_before_touching_a_cluster(
@@ -309,44 +324,42 @@ def test_table_names_both_criteria(tmp_path: Path) -> None:
 
 @pytest.mark.fio
 @pytest.mark.skipif(shutil.which("fio") is None, reason="needs fio")
-def test_per_second_rows_from_real_fio_logs(tmp_path: Path) -> None:
-    """fio's averaged per-second logs, read back: the seconds add up to fio's own I/O count."""
-    import time
-
-    from vmio.dstore.degraded import per_second
+def test_per_second_rows_from_real_fio_histogram_logs(tmp_path: Path) -> None:
+    """A degraded run's seconds from fio's per-second histogram logs (what the runner stores with a timed
+    point): they add up to fio's own I/O count, each direction's."""
+    from vmio.dstore.degraded import seconds
 
     job = tmp_path / "j.fio"
     job.write_text(
         "[x]\nioengine=null\nrw=randrw\nrwmixread=30\nbs=4k\nsize=1g\ntime_based=1\nruntime=3s\n"
-        "rate_iops=300,700\n"
-        f"write_iops_log={tmp_path}/deg\nwrite_lat_log={tmp_path}/deg\nlog_avg_msec=1000\nlog_unix_epoch=1\n"
+        f"rate_iops=300,700\nwrite_hist_log={tmp_path}/h\nlog_hist_msec=1000\nper_job_logs=1\n"
     )
-    t0 = time.time()
     out = Runner().run(["fio", "--output-format=json", str(job)], timeout=60).stdout
-    rows = per_second(tmp_path, "deg", t0)
+    log = [("local", "x", t, d, b) for f in sorted(tmp_path.glob("h_clat_hist.*.log"))
+           for t, d, b in output.parse_hist_log(f.read_text())]  # fmt: skip
+    rows = seconds(log)
     raw = json.loads(out)["jobs"][0]
-    ios = raw["read"]["total_ios"] + raw["write"]["total_ios"]
     assert 2 <= len(rows) <= 4  # fio may not log the last, partial window
-    for r in rows:  # each logged second carries fio's own mean rate
-        assert r.iops == pytest.approx(ios / 3, rel=0.15)
-        # fio's own totals per direction, not the asked 300/700: a busy machine may fall short of those
+    for d in ("read", "write"):  # no completion counted twice (fio may not log the last, partial second)
+        assert sum(getattr(r, f"{d}_iops") for r in rows) <= raw[d]["total_ios"]
+    for r in rows[:2]:  # a whole second carries fio's own rate (the asked 300/700 or what a busy host did)
         assert r.read_iops == pytest.approx(raw["read"]["total_ios"] / 3, rel=0.2)
         assert r.write_iops == pytest.approx(raw["write"]["total_ios"] / 3, rel=0.2)
         assert r.mean_lat_ms is not None and r.mean_lat_ms >= 0
-    assert all(0 <= r.t_s - i < 2.0 for i, r in enumerate(rows, start=1))
+    assert [r.t_s for r in rows] == [float(i) for i in range(1, len(rows) + 1)]
 
 
-def test_parser_reports_max_and_tolerated_errors() -> None:
+def test_figures_take_the_largest_max_and_count_clients_once() -> None:
     doc = _fio_doc({"read": (10, 100.0, 2e6, {1000: 10}), "write": (5, 50.0, 3e6, {2000: 5})})
     job = doc["jobs"][0]  # type: ignore[index]
     job["read"]["lat_ns"]["max"] = 7e6
     job["write"]["lat_ns"]["max"] = 9e6
-    job["total_err"] = 3
     client = {"client_stats": [job, {**job, "jobname": "All clients"}]}
     for text in (json.dumps(doc), json.dumps(client)):
         result = parse_fio(text)
-        assert result.total.max_lat_ms == 9.0 and result.read.max_lat_ms == 7.0
-        assert result.errors == 3 and result.total.ios == 15  # "All clients" is not counted twice
+        reads = figures([s for s in _sides(text) if s.ddir == "read"], "reads")
+        assert result.max_lat_ms == 9.0 and reads.max_lat_ms == 7.0
+        assert sum(s.ios for s in _sides(text)) == 15  # "All clients" is not counted twice
 
 
 @pytest.mark.parametrize(
@@ -379,45 +392,74 @@ def test_cli_new_profile_options_reject_bad_input(
 def test_a_profile_is_stored_with_fio_s_own_figures_and_reported(
     scratch: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The storing half of ``dstore profile --name`` without a cluster: a profile on a local file (as a
-    ``file:`` baseline runs), stored as a campaign; ``show`` holds fio's own counts and percentiles."""
-    from vmio.dstore.baseline import run_file_job
+    """A profile's configuration is a campaign target run by ``campaign.runner`` (here a local file, as a
+    ``file:`` baseline runs, so no cluster is needed): its points are stored with their ``dstore`` facts
+    and verdicts, ``show`` holds fio's own counts and percentiles, and the profile read back from the store
+    is fio's own figures judged."""
+    from vmio.campaign.runner import Options
+    from vmio.campaign.runner import run as run_campaign
     from vmio.dstore.cluster import ClusterRef
-    from vmio.dstore.profile import run_profile
-    from vmio.dstore.stored import CephVersions, Configured, FioTap, file_target, store_profile
+    from vmio.dstore.stored import (
+        CephVersions,
+        Config,
+        Labeller,
+        campaign_of,
+        file_target,
+        read_profiles,
+        setup,
+        workload,
+    )
+    from vmio.spec.dump import dumps
     from vmio.store import Store
     from vmio.targets.host import prepare_file
 
-    path, db, size = scratch / "f.img", tmp_path / "v.db", 32 << 20
-    prepare_file(path, size)
-    tap = FioTap()
-    prof = run_profile(
-        ClusterRef(tmp_path / "none.conf", "p", "i"), [4096, 65536], runtime_s=1.0, ramp_s=0.0, runner=tap,
-        iodepth=4, measure=lambda job: run_file_job(path, size, job, runner=tap), watch=False,
-    )  # fmt: skip
-    prof.setup.update(where="local file, libaio", path=str(path), pool=None, image=None, config="file")
+    path, db = scratch / "f.img", tmp_path / "v.db"
+    prepare_file(path, 32 << 20)
+    load = workload([4096, 65536], 30, 4, 1.0, 0.0)
+    facts = setup(ClusterRef(tmp_path / "none.conf", "p", "i"), load, "file", where="local file, libaio",
+                  path=str(path)) | {"pool": None, "image": None}  # fmt: skip
+    config = Config(file_target("file", path), "file", "baseline", facts, None)
+    campaign = campaign_of("local", [config], load)
+    labeller = Labeller({"file": config}, Criteria(), CephVersions(), Runner())
     with Store(str(db)) as store:
-        keys = store_profile(
-            store, "local", [Configured(file_target("file", path), prof, list(tap.tapped))], CephVersions()
-        )
-    assert keys == [
+        options = Options(workdir=tmp_path / "work", around_point=labeller.around)
+        outcome = run_campaign(campaign, dumps(campaign), store, options)
+        assert (outcome.done, outcome.failed) == (2, 0)
+        (read,) = read_profiles(store, "local")
+    # fio's own output of each point, as fio.run keeps it in the point's folder
+    logs = {
+        p.bs: (tmp_path / "work" / p.key.replace("/", "_") / "fio-output.txt").read_text()
+        for p in campaign.points()
+    }
+    assert [p.key for p in campaign.points()] == [
         "file/randrw/bs=4k/offered=max/load=0/rep=1",
         "file/randrw/bs=64k/offered=max/load=0/rep=1",
     ]
     assert main(["show", "local", "--db", str(db), "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    for row, run, point in zip(rows, tap.tapped, prof.points, strict=True):
-        (job,) = json.loads(run.text)["jobs"]  # fio's own document for this point
+    for row, point in zip(rows, read.profile.points, strict=True):
+        text = logs[row["bs"]]
+        (job,) = json.loads(text[text.index("{") :])["jobs"]  # fio's own document for this point
+        ios = {d: job[d]["total_ios"] for d in ("read", "write")}
         for d in ("read", "write"):
-            assert row[f"{d}_ops"] == job[d]["total_ios"]
-            fio_p99 = job[d]["clat_ns"]["percentile"]["99.000000"]
-            assert row[f"{d}_lat_ns"]["p99"] == pytest.approx(fio_p99, rel=0.02)
+            assert row[f"{d}_ops"] == ios[d]
+            # the stored p99 is the nearest rank of fio's own json+ bins (total latency where fio gives its
+            # bins, as vmio stores them; else completion latency)
+            fio_bins = job[d]["lat_ns"].get("bins") or job[d]["clat_ns"]["bins"]
+            ranked = sorted(int(v) for v, n in fio_bins.items() for _ in range(n))
+            assert row[f"{d}_lat_ns"]["p99"] == ranked[-(-len(ranked) * 99 // 100) - 1]
+        # the profile read back is fio's own figures: IOPS, the mean weighted by operations, judged
+        assert point.iops == pytest.approx(job["read"]["iops"] + job["write"]["iops"], rel=1e-6)
+        mean_ns = sum(job[d]["lat_ns"]["mean"] * ios[d] for d in ios) / sum(ios.values())
+        assert point.mean_lat_ms == pytest.approx(mean_ns / 1e6, rel=1e-6)
+        assert point.verdict == verdict(mean_ns / 1e6, point.iops, Criteria())
         assert row["dstore"]["verdict"] == point.verdict and row["dstore"]["path"] == str(path)
         assert row["dstore"]["iodepth"] == row["iodepth"] == 4 and row["dstore"]["ceph_version"] is None
-        assert "ioengine=libaio" in run.job_file and f"filename={path}" in run.job_file
+        assert row["dstore"]["osds_down"] is None  # a local file: no cluster map to watch
+    assert read.role == "baseline" and read.profile.setup["where"] == "local file, libaio"
     with Store(str(db)) as store:  # the stored spec names the engine the file's runs used (rbd targets
-        (load,) = store.spec("local").workloads  # get theirs from their placement, never from the workload)
-    assert load.ioengine == "libaio" and load.rwmixread == 30 and load.iodepth == 4
+        (stored_load,) = store.spec("local").workloads  # get theirs from their placement)
+    assert stored_load.ioengine == "libaio" and stored_load.rwmixread == 30 and stored_load.iodepth == 4
     assert main(["report", "local", "--db", str(db), "-o", str(tmp_path / "r.html")]) == 0
     assert "randrw" in (tmp_path / "r.html").read_text()
     capsys.readouterr()

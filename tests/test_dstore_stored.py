@@ -5,16 +5,23 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from vmio.cli import main
 from vmio.dstore import cluster
+from vmio.errors import VmioError
+from vmio.store import Store
 from vmio.system.process import Runner
 from vmio.targets.host import prepare_file
 
-from conftest import CEPH_TOOLS, needs_tools
+from conftest import CEPH_TOOLS, DSTORE_GOLDEN_JSON, json_shape, needs_tools
 
 pytestmark = [pytest.mark.ceph, pytest.mark.fio, pytest.mark.slow, needs_tools(*CEPH_TOOLS)]
 
@@ -120,8 +127,71 @@ def test_a_stored_profile_reads_back_with_show_and_export(
         mine, theirs = by[("host-librbd", bs)], by[("host-file", bs)]
         assert value == pytest.approx(mine[f"{ddir}_iops"] / theirs[f"{ddir}_iops"], rel=1e-9)
 
-    # the name is the campaign's now: a second profile under it is refused before anything runs
-    assert main([a for a in argv if a not in ("-o", str(tmp_path / "p.json"))]) == 2
+    # the JSON keeps the shape and keys vmio printed before its profiles were campaigns (the golden, from
+    # the same options with --compare as well)
+    golden = json_shape(json.loads(DSTORE_GOLDEN_JSON.read_text()))
+    assert json_shape(out) == {k: v for k, v in golden.items() if k != "compare"}  # type: ignore[union-attr]
+
+    # the same profile again resumes the stored one: nothing is measured, the same profile is printed
+    with Store(str(db), readonly=True) as store:
+        first = {r["point_key"]: r["started"] for r in store.runs("ceph-profile")}
+    assert main([a for a in argv if a not in ("-o", str(tmp_path / "p.json"))]) == 0
+    again = capsys.readouterr()
+    assert json.loads(again.out) == out and "  bs " not in again.err
+    with Store(str(db), readonly=True) as store:
+        assert {r["point_key"]: r["started"] for r in store.runs("ceph-profile")} == first
+    # another profile under the name is refused before anything runs
+    assert main([*argv[:5], "4k", *argv[6:]]) == 2
     err = capsys.readouterr().err
-    assert "--name 'ceph-profile': a campaign of that name is already stored" in err
+    assert "--name 'ceph-profile': a different profile of that name is already stored" in err
     assert err.count("\n") == 1
+
+
+def test_a_profile_killed_midway_resumes(
+    live_cluster: cluster.ClusterRef, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """kill -9 of ``dstore profile --name`` in the middle keeps the points it finished; the same command
+    measures only the rest, and prints the whole profile."""
+    db = tmp_path / "vmio.db"
+    argv = ["dstore", "profile", "--dir", str(live_cluster.root), "--bs", "4k,8k", "--runtime", "1s",
+            "--ramp", "0s", "--json", "--name", "killed", "--db", str(db)]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
+    proc = subprocess.Popen([sys.executable, "-m", "vmio", *argv], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not _done(db, "killed"):
+            assert proc.poll() is None, "the profile ended before it could be killed"
+            time.sleep(0.2)
+        done = _done(db, "killed")
+        assert len(done) == 1
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    assert [p["bs"] for p in out["points"]] == [4096, 8192]
+    assert captured.err.count("  bs ") == 1  # the progress line of the one point measured now
+    with Store(str(db), readonly=True) as store:
+        runs = store.runs("killed")
+    assert sorted(r["point_key"] for r in runs if r["status"] == "done") == sorted(
+        f"host-librbd/randrw/bs={b}/offered=max/load=0/rep=1" for b in ("4k", "8k")
+    )
+    assert {r["point_key"]: r["started"] for r in runs if r["point_key"] in done} == done
+
+
+def _done(db: Path, name: str) -> dict[str, float]:
+    """The done points of campaign ``name`` and when each started (nothing while the store is not there)."""
+    if not db.exists():
+        return {}
+    try:
+        with Store(str(db), readonly=True) as store:
+            if store.campaign(name) is None:
+                return {}
+            return {r["point_key"]: r["started"] for r in store.runs(name) if r["status"] == "done"}
+    except VmioError:
+        return {}

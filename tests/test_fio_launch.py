@@ -1,17 +1,20 @@
-"""fio is launched in one package, ``vmio.fio`` (``fio.run``): campaigns, calibrate, every dstore run,
-membal's loads, the libvirt guests' fio and the version probes all go through it.
+"""fio is launched in one package, ``vmio.fio`` (``fio.run``): campaigns (dstore's profiles among them),
+calibrate, membal's loads, the libvirt guests' fio (started by their agent through ``fio.run.start_via``)
+and the version probes all go through it.
 
 ``fio_launches`` reads every module of ``src/vmio`` outside ``vmio/fio`` (its syntax tree, not its text)
-for a fio started there: a launching call (``Supervised``, ``Popen``, ``run``, ``start``, ...) handed
-``"fio"`` or a list starting with it, an argument list starting with ``"fio"`` built for later, or fio's
-``--output-format`` option. A copy of the package with one such launch put back shows the check fails.
+for a fio started there: a launching call (``Supervised``, ``Popen``, ``run``, ``start``, ...) handed fio
+or a list starting with it, an argument list starting with fio built for later, or fio's
+``--output-format`` option. "fio" is followed through names: a name assigned ``"fio"``, a path ending in
+it, ``shutil.which("fio")``, ``vmio.fio``'s argument lists, ``str()``/``Path()`` of those, and the
+parameters of the module's own functions handed them. A copy of the package with one such launch put back
+shows the check fails.
 """
 
 from __future__ import annotations
 
 import ast
 import json
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -28,12 +31,71 @@ LAUNCHERS = {"Supervised", "Popen", "run", "call", "check_call", "check_output",
 OPTIONS = ("--output-format",)
 
 
+ARGV_BUILDERS = {"stdin_argv", "argv"}  # vmio.fio's functions that return fio's command line
+
+
 def _is_fio(node: ast.AST) -> bool:
-    return isinstance(node, ast.Constant) and node.value == "fio"
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and Path(node.value).name == "fio"
 
 
-def _fio_list(node: ast.AST) -> bool:
-    return isinstance(node, ast.List | ast.Tuple) and bool(node.elts) and _is_fio(node.elts[0])
+class _Names:
+    """The names of one module that hold fio (its name, a path to it, its command line), followed through
+    assignments, unpacking, ``str()``/``Path()``/``shutil.which()`` and the parameters of the module's own
+    functions that are handed such a value."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.held: set[str] = set()
+        self.functions = {
+            n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+        }
+        while True:
+            before = len(self.held)
+            for node in ast.walk(tree):
+                self._follow(node)
+            if len(self.held) == before:
+                break
+
+    def holds(self, node: ast.AST) -> bool:
+        """Does ``node`` evaluate to fio, a path to it or an argument list starting with it?"""
+        if _is_fio(node) or (isinstance(node, ast.Name) and node.id in self.held):
+            return True
+        if isinstance(node, ast.Starred | ast.FormattedValue):
+            return self.holds(node.value)
+        if isinstance(node, ast.JoinedStr):
+            return any(self.holds(v) for v in node.values)
+        if isinstance(node, ast.List | ast.Tuple):
+            return bool(node.elts) and self.holds(node.elts[0])
+        if isinstance(node, ast.Call):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            return name in ARGV_BUILDERS or (
+                name in ("str", "Path", "which", "fspath", "resolve", "list", "tuple")
+                and any(self.holds(a) for a in node.args)
+            )
+        return False
+
+    def _follow(self, node: ast.AST) -> None:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):  # a parameter whose default is fio
+            args = node.args
+            positional = [*args.posonlyargs, *args.args]
+            pairs = [*zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True),
+                     *((a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d)]  # fmt: skip
+            self.held |= {a.arg for a, d in pairs if d is not None and self.holds(d)}
+            return
+        if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None and self.holds(node.value):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                self.held |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+        elif (
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in self.functions
+        ):
+            params = self.functions[node.func.id].args
+            positional = [*params.posonlyargs, *params.args]
+            for i, arg in enumerate(node.args):
+                if i < len(positional) and self.holds(arg):
+                    self.held.add(positional[i].arg)
+            for kw in node.keywords:
+                if kw.arg is not None and self.holds(kw.value):
+                    self.held.add(kw.arg)
 
 
 def fio_launches(src: Path) -> list[str]:
@@ -43,16 +105,18 @@ def fio_launches(src: Path) -> list[str]:
         rel = path.relative_to(src)
         if rel.parts[:2] == ("vmio", "fio"):
             continue
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        tree = ast.parse(path.read_text(), str(path))
+        names = _Names(tree)
+        for node in ast.walk(tree):
             hit = False
             if isinstance(node, ast.Call):
                 name = (
                     node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
                 )
                 args = [*node.args, *(k.value for k in node.keywords)]
-                hit = name in LAUNCHERS and any(_is_fio(a) or _fio_list(a) for a in args)
-            elif isinstance(node, ast.List | ast.Tuple):
-                hit = _fio_list(node) and len(node.elts) > 1
+                hit = name in LAUNCHERS and any(names.holds(a) for a in args)
+            elif isinstance(node, ast.List | ast.Tuple) and isinstance(node.ctx, ast.Load):
+                hit = len(node.elts) > 1 and names.holds(node.elts[0])
             elif isinstance(node, ast.Constant) and isinstance(node.value, str):
                 hit = node.value.startswith(OPTIONS)
             if hit:
@@ -60,8 +124,17 @@ def fio_launches(src: Path) -> list[str]:
     return sorted(set(found))
 
 
+# fio started outside vmio.fio, with the reason it may be
+ALLOWED = {
+    "vmio/spec/fio_refusals.py": "`fio --cmdhelp=KEY` asks the installed fio whether it knows an option "
+    "name (no job runs); spec sits below vmio.fio in the layers, so it cannot call fio.run",
+}
+
+
 def test_fio_is_launched_only_in_the_fio_package() -> None:
-    assert fio_launches(ROOT / "src") == []
+    found = fio_launches(ROOT / "src")
+    assert [f for f in found if f.rpartition(":")[0] not in ALLOWED] == []
+    assert {f.rpartition(":")[0] for f in found} == set(ALLOWED)  # the list holds no stale entry
 
 
 @pytest.mark.parametrize(
@@ -72,13 +145,20 @@ def test_fio_is_launched_only_in_the_fio_package() -> None:
         'P = lambda agent, v: agent.start(v, "dom", "fio", ["-"])',
         'P = lambda: Supervised(("fio", "--server=127.0.0.1,8765"))',
         'FORMAT = "--output-format=json"',
+        # names, not only the literal: fio found on PATH, kept in a name, handed to a function of the module
+        'def probe(runner, binary):\n    return runner.run([str(binary), "--version"], timeout=5)\n'
+        'def planted(runner):\n    found = shutil.which("fio")\n    return probe(runner, Path(found))',
+        'FIO = "/usr/bin/fio"\nP = lambda runner: runner.run([FIO, "-"], timeout=5)',
+        'def planted(key, binary="fio"):\n    return subprocess.run([shutil.which(binary), key], timeout=5)',
+        "def planted(agent, job):\n    program, *args = fiorun.stdin_argv()\n"
+        '    return agent.start("dom", program, args, input_text=job)',
     ],
 )
 def test_a_launch_outside_the_package_is_found(tmp_path: Path, line: str) -> None:
-    src = tmp_path / "src"
-    shutil.copytree(ROOT / "src" / "vmio", src / "vmio", ignore=shutil.ignore_patterns("__pycache__"))
+    src = tmp_path / "src"  # the check reads module by module: one module with the launch put back
     module = src / "vmio" / "dstore" / "rbdfio.py"
-    module.write_text(module.read_text() + "\n" + line + "\n")
+    module.parent.mkdir(parents=True)
+    module.write_text((ROOT / "src" / "vmio" / "dstore" / "rbdfio.py").read_text() + "\n" + line + "\n")
     found = fio_launches(src)
     assert len(found) == 1 and found[0].startswith("vmio/dstore/rbdfio.py:"), found
 

@@ -398,9 +398,17 @@ def test_dstore_paper_quick_on_the_suites_cluster(
     live_cluster: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     images_before = rbd_images(live_cluster)
+    db = tmp_path / "r.db"
     result = reproduce("bitisle-dstore-2014", tmp_path / "out", capsys, "--conf", str(live_cluster.conf),
-                       "--pool", live_cluster.pool, "--disk-dir", str(tmp_path))  # fmt: skip
+                       "--pool", live_cluster.pool, "--disk-dir", str(tmp_path), "--db", str(db))  # fmt: skip
     c = check_shape(result, "bitisle-dstore-2014", DSTORE_CLAIMS)
+    # the samples are a campaign's points: both images at every block size, 3 repetitions, all stored done
+    (name,) = result["campaigns"]
+    with Store(str(db), readonly=True) as store:
+        runs = store.runs(name)
+    assert {r["target"] for r in runs} == {"plain", "striped"}
+    assert {r["repetition"] for r in runs} == {1, 2, 3}
+    assert all(r["status"] == "done" for r in runs) and len(runs) == 2 * 3 * len({r["bs"] for r in runs})
     assert rbd_images(live_cluster) == images_before  # vmio's own images, made and removed
     # Fig. 1's mix and 50 outstanding, as fio itself reports them (IOPS x mean latency = Little's law)
     assert c["fig1-read-share"]["agrees"] is True

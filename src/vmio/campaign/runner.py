@@ -11,6 +11,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from vmio.errors import InputError, UnsafeTargetError, VmioError
 from vmio.metrics.sampler import Sampler
 from vmio.qemu import builds
 from vmio.spec import Campaign, HostTarget, LibvirtTarget, Point, QemuTarget, RbdTarget, RemoteTarget
-from vmio.store import Store
+from vmio.store import RunRecord, Store
 from vmio.store.records import Precondition
 from vmio.system import files, rbdimage
 from vmio.system.cephclient import authenticate
@@ -44,6 +45,9 @@ class Options:
     boot_timeout: float = 90.0
     trace_root: Path | None = None  # where VM targets with trace = true keep each point's request traces
     tick_s: float = 1.0  # how often the progress hears of a running point (its countdown and live IOPS)
+    # a feature's own watch around each point (dstore: the cluster's OSD map): entered before the point is
+    # measured, left after; what it gives is called with the point's record before the record is stored
+    around_point: Callable[[Point], AbstractContextManager[Callable[[RunRecord], None]]] | None = None
 
     def target_env(self) -> Env:
         return Env(
@@ -231,7 +235,7 @@ def _run(
                 def keep(sampler: Sampler, live: Live = live) -> None:
                     live.sampler = sampler
 
-                with ticking(live, options.tick_s, tick):
+                with ticking(live, options.tick_s, tick), _around(options, point) as finish:
                     rec = measure_point(
                         campaign,
                         point,
@@ -244,6 +248,7 @@ def _run(
                         offsets=ops_offsets,
                         live=keep,
                     )
+                finish(rec)
                 store.record(rec)
                 sweeps.measured(point)
                 if rec.status == "done":
@@ -278,6 +283,12 @@ def _precondition(
         opened.error = exc  # the target's points record why
         opened.rig = None
         return None
+
+
+def _around(options: Options, point: Point) -> AbstractContextManager[Callable[[RunRecord], None]]:
+    if options.around_point is None:
+        return contextlib.nullcontext(lambda _: None)
+    return options.around_point(point)
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""``vmio dstore``: up | down | status | profile | model."""
+"""``vmio dstore``: up | down | status | profile | show | model."""
 
 from __future__ import annotations
 
@@ -51,6 +51,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _target_args(p)
     _profile_args(p)
     p.set_defaults(handler=_profile)
+    p = dsub.add_parser("show", help="a stored profile (dstore profile --name) as dstore profile printed it")
+    p.add_argument("name", metavar="NAME", help="the campaign the profile is stored as")
+    p.add_argument("--json", action="store_true")
+    add_db(p)
+    p.set_defaults(handler=_show)
     add_model_parser(dsub)
 
 
@@ -111,7 +116,9 @@ def _profile_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", type=argtypes.out_file, help="also write the JSON result to this file")
     p.add_argument("--json", action="store_true")
     p.add_argument(
-        "--name", help="also store the profile as campaign NAME (new in the store) for show, export, report"
+        "--name",
+        help="also keep the profile as campaign NAME for show, export, report (the same profile stored under "
+        "NAME is resumed)",
     )
     add_db(p)
 
@@ -195,7 +202,11 @@ def _profile(args: argparse.Namespace) -> int:
         raise InputError(f"--db {args.db!r} names the store for --name; give --name NAME too")
     settings = _settings(args)
     if settings.fail_osd is not None:
-        run = commands.degraded(_where(args), settings)
+        if settings.name is None:
+            run = commands.degraded(_where(args), settings)
+        else:
+            with open_store(args, write=True) as store:
+                run = commands.degraded(_where(args), settings, store=store)
         out = {"degraded": run.to_json()}
         _write_json(args, out)
         print(json.dumps(out, indent=2) if args.json else format_run(run))
@@ -210,6 +221,15 @@ def _profile(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
     _write_json(args, result.to_json())
+    _print_profile(result, args.json)
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    from vmio.dstore import commands
+
+    with open_store(args) as store:
+        result = commands.stored(store, args.name)
     _print_profile(result, args.json)
     return 0
 

@@ -1,6 +1,7 @@
 """A non-replicated baseline beside the replicated pool (seed 002, Fig. 2's comparison with a general
 service): the same OSDs with one copy (``replicas=1``), or a local file through fio's libaio engine
-(``file:PATH``), profiled with the same mix, depth, block sizes and durations.
+(``file:PATH``), profiled with the same mix, depth, block sizes and durations: one more target of the
+profile's campaign.
 
 A ``replicas=N`` baseline is a pool ``POOL-sizeN`` made beside the cluster's pool on the same CRUSH rule
 and removed afterwards. A ``file:PATH`` baseline uses an existing file as it is (its whole size), or
@@ -10,18 +11,11 @@ holds no data (the same check as every host target).
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from vmio.dstore.cluster import ClusterRef
-from vmio.dstore.rbdfio import RbdJob, pattern_options
-from vmio.dstore.variants import make_sized_pool, remove_variant
 from vmio.errors import InputError
-from vmio.fio import jobfile
-from vmio.fio import run as fiorun
-from vmio.fio.totals import Totals, totals
 from vmio.system.process import Runner
 from vmio.system.safety import check_target_write, is_block_device
 from vmio.targets.host import prepare_file
@@ -67,27 +61,9 @@ def parse_baseline(text: str, ref: ClusterRef) -> Baseline:
     raise InputError(f"--baseline {text!r} is not a baseline; use replicas=1 or file:PATH")
 
 
-@contextlib.contextmanager
-def baseline_measure(
-    base: Baseline, ref: ClusterRef, runner: Runner
-) -> Iterator[tuple[ClusterRef, Callable[[RbdJob], Totals] | None]]:
-    """Make the baseline ready for as long as the block lasts: the cluster reference to profile and the
-    function measuring one job there (None: fio's rbd engine on that reference)."""
-    if base.replicas is not None:
-        variant = make_sized_pool(runner, ref, base.replicas)
-        try:
-            yield variant, None
-        finally:
-            remove_variant(runner, ref, variant)
-        return
-    path = base.path
-    assert path is not None
-    size = _prepare(path, runner)
-    yield ref, lambda job: run_file_job(path, size, job, runner=runner)
-
-
-def _prepare(path: Path, runner: Runner) -> int | None:
-    """The size fio should use on ``path`` (None: a whole block device), creating the file if absent."""
+def prepare_file_baseline(path: Path, runner: Runner) -> int | None:
+    """Make ``path`` ready for a ``file:`` baseline: its size (None: a whole block device), the file created
+    (fully written, 1 GiB) if absent; refused if it holds data vmio did not put there."""
     check_target_write(str(path), (), runner)
     if is_block_device(str(path)):
         return None
@@ -103,24 +79,3 @@ def _prepare(path: Path, runner: Runner) -> int | None:
         return size
     prepare_file(path, DEFAULT_FILE_BYTES)
     return DEFAULT_FILE_BYTES
-
-
-def render_file_job(path: Path, size: int | None, job: RbdJob) -> str:
-    """The same job as :func:`vmio.dstore.rbdfio.render_job` (its ``pattern_options``), on a local file through
-    libaio."""
-    opts: dict[str, str | int | float] = {"ioengine": "libaio", "filename": str(path), **pattern_options(job)}
-    if size is not None:
-        opts["size"] = size
-    return jobfile.section("global", opts) + jobfile.section(f"file-{job.bs}", {})
-
-
-def run_file_job(path: Path, size: int | None, job: RbdJob, *, runner: Runner | None = None) -> Totals:
-    """Run ``job`` on ``path`` with fio's libaio engine; the totals of its ``json+`` output."""
-    runner = runner or Runner()
-    result = fiorun.run_job(
-        render_file_job(path, size, job),
-        timeout=job.runtime_s + job.ramp_s + 60.0,
-        runner=runner,
-        what=str(path),
-    )
-    return totals(result)

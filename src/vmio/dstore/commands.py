@@ -8,40 +8,50 @@ replicated-store model to a profile and asks it what-if questions.
 
 from __future__ import annotations
 
+import contextlib
+import tempfile
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
+from vmio.campaign.runner import Options
+from vmio.campaign.runner import Progress as Progress_
+from vmio.campaign.runner import run as run_campaign
 from vmio.dstore import cluster
-from vmio.dstore.baseline import baseline_measure, parse_baseline
+from vmio.dstore.baseline import parse_baseline, prepare_file_baseline
 from vmio.dstore.calibrate import Fit, fit_profile, parse_network, what_if
-from vmio.dstore.degraded import DegradedRun, Outage, run_degraded
-from vmio.dstore.guestrun import guest_measure, guest_target
+from vmio.dstore.degraded import DegradedRun, Outage, OutageWatch, stored_run
+from vmio.dstore.guestrun import guest_target
 from vmio.dstore.model import Prediction, StoreParams, predict
-from vmio.dstore.profile import (
-    DEFAULT_BS,
-    Criteria,
-    Point,
-    Profile,
-    degraded_warning,
-    load_profile,
-    ratios,
-    run_profile,
-)
+from vmio.dstore.profile import DEFAULT_BS, Criteria, Point, Profile, degraded_warning, load_profile, ratios
 from vmio.dstore.settings import ModelSettings, ProfileSettings, UpSettings
 from vmio.dstore.stored import (
-    Configured,
-    FioTap,
+    Config,
+    Labeller,
+    StoredConfig,
+    campaign_of,
     ceph_versions,
     check_name,
+    check_same,
     file_target,
     rbd_target,
-    store_profile,
+    read_profiles,
+    setup,
+    stored_point,
+    workload,
 )
-from vmio.dstore.variants import check_kind, make_variant, remove_variant
+from vmio.dstore.variants import (
+    check_kind,
+    make_sized_pool,
+    make_variant,
+    remove_variant,
+    sized_ref,
+    variant_ref,
+)
 from vmio.dstore.where import Where, target, writable_target
-from vmio.errors import InputError
+from vmio.errors import ClusterError, FioError, InputError
+from vmio.spec.dump import dumps
+from vmio.spec.model import HostTarget, Workload
 from vmio.store import Store
 from vmio.system import rbdimage
 from vmio.system.output_paths import all_or_none
@@ -113,6 +123,7 @@ class ProfileResult:
 
 Progress = Callable[[Point], None]
 Warn = Callable[[str], None]
+TEMP_NAME = "dstore-profile"  # the campaign of a profile not asked to be kept (--name), in a store of its own
 
 
 def profile(
@@ -123,8 +134,9 @@ def profile(
     on_point: Progress | None = None,
     warn: Warn | None = None,
 ) -> ProfileResult:
-    """``vmio dstore profile`` without ``--fail-osd``: every configuration asked, on the image of ``where``
-    (``settings.name`` also stores them in ``store`` as a campaign, its name checked before anything runs)."""
+    """``vmio dstore profile`` without ``--fail-osd``: every configuration asked, on the image of ``where``,
+    run as a campaign (``settings.name`` keeps it in ``store``, its name checked before anything runs, and
+    a stored profile of that name is resumed)."""
     if settings.fail_osd is not None:
         raise InputError("a run with --fail-osd is a time series: use degraded()")
     for flag, value in (("--at", settings.at_s), ("--back-at", settings.back_at_s)):
@@ -134,84 +146,153 @@ def profile(
         if store is None:
             raise InputError(f"--name {settings.name!r} needs a store to keep the profile in")
         check_name(store, settings.name)
-    runner = FioTap()
-    with writable_target(where, runner, settings.destroy_data) as ref:
+    runner = Runner()
+    with contextlib.ExitStack() as stack:
+        if store is None or settings.name is None:
+            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="vmio-dstore-"))
+            store = stack.enter_context(Store(str(Path(folder) / "profile.db")))
+        ref = stack.enter_context(writable_target(where, runner, settings.destroy_data))
         return _profile_on(ref, settings, runner, store, on_point, warn or (lambda _: None))
+
+
+def plan(ref: cluster.ClusterRef, settings: ProfileSettings, load: Workload) -> list[Config]:
+    """The configurations a profile runs, in order: the pool as configured, the baseline, the view from a
+    guest, the compared variant (names and targets only: nothing is made yet)."""
+    labels = check_kind(settings.compare) if settings.compare else None
+    base_label = labels[1] if labels else "as configured"
+    configs = [Config(rbd_target("host-librbd", ref), base_label, "base", setup(ref, load, base_label), ref)]
+    if settings.baseline:
+        base = parse_baseline(settings.baseline, ref)
+        if base.path is not None:
+            facts = setup(ref, load, base.label, where="local file, libaio", path=str(base.path))
+            facts |= {"pool": None, "image": None}
+            configs.append(Config(file_target("host-file", base.path), base.label, "baseline", facts, None))
+        else:
+            assert base.replicas is not None
+            on = sized_ref(ref, base.replicas)
+            name = f"host-librbd-size{base.replicas}"
+            configs.append(
+                Config(rbd_target(name, on), base.label, "baseline", setup(on, load, base.label), on)
+            )
+    if settings.from_guest:
+        facts = setup(ref, load, "from guest", where="guest", disk=f"QEMU rbd driver, {ref.pool}/{ref.image}")
+        configs.append(Config(guest_target(ref), "from guest", "guest", facts, ref))
+    if labels and settings.compare:
+        on = variant_ref(ref, settings.compare)
+        name = f"host-librbd-{'size2' if settings.compare == 'replicas' else 'striped'}"
+        configs.append(Config(rbd_target(name, on), labels[0], "compare", setup(on, load, labels[0]), on))
+    return configs
 
 
 def _profile_on(
     ref: cluster.ClusterRef,
     settings: ProfileSettings,
-    runner: FioTap,
-    store: Store | None,
+    runner: Runner,
+    store: Store,
     on_point: Progress | None,
     warn: Warn,
 ) -> ProfileResult:
-    labels = check_kind(settings.compare) if settings.compare else None
-    baseline = parse_baseline(settings.baseline, ref) if settings.baseline else None
-    configs: list[Configured] = []
+    load = workload(
+        settings.bs_list(), settings.rwmixread, settings.iodepth, settings.runtime(), settings.ramp_s
+    )
+    configs = plan(ref, settings, load)
+    campaign = campaign_of(settings.name or TEMP_NAME, configs, load)
+    check_same(store, campaign)
+    comment = f"stored by vmio dstore profile --name {campaign.name} (bitisle-dstore-2014's profile)"
+    text = dumps(campaign, comment=comment)
+    labeller = Labeller(
+        {c.target.name: c for c in configs}, settings.criteria, ceph_versions(runner, ref), runner
+    )
+    options = Options(
+        destroy_data=settings.destroy_data,
+        runner=runner,
+        boot_timeout=settings.boot_timeout_s,
+        around_point=labeller.around,
+    )
 
-    def run(
-        on: cluster.ClusterRef, label: str, name: str, measure: Any = None, watch: bool = True
-    ) -> Profile:
-        mark = len(runner.tapped)
-        prof = run_profile(
-            on,
-            settings.bs_list(),
-            runtime_s=settings.runtime(),
-            ramp_s=settings.ramp_s,
-            criteria=settings.criteria,
-            runner=runner,
-            iodepth=settings.iodepth,
-            rwmixread=settings.rwmixread,
-            on_point=on_point,
-            measure=measure,
-            watch=watch,
+    def progress(p: Progress_) -> None:
+        if p.status == "done" and on_point is not None and not p.tick:
+            (run,) = [r for r in store.runs(campaign.name) if r["point_key"] == p.point]
+            on_point(stored_point(store, run, settings.criteria))
+
+    with contextlib.ExitStack() as stack:
+        _make(stack, runner, ref, configs, settings)
+        outcome = run_campaign(campaign, text, store, options, progress)
+    if outcome.failed:
+        kept = f"; the done points are kept in campaign {campaign.name!r}: run the same command to measure the rest"
+        raise FioError(
+            f"{outcome.failed} of the profile's points failed ({outcome.failures[0]})"
+            + (kept if settings.name else ""),
         )
-        prof.setup["config"] = label
-        warning = degraded_warning(prof, label)
+    stored_configs = read_profiles(store, campaign.name, settings.criteria)
+    result = _result(stored_configs, settings.compare)
+    for config in stored_configs:
+        warning = degraded_warning(config.profile, config.label)
         if warning:
             warn(warning)
-        configs.append(Configured(rbd_target(name, on), prof, runner.tapped[mark:]))
-        return prof
-
-    base = run(ref, labels[1] if labels else "as configured", "host-librbd")
-    result = ProfileResult(base, labels=labels)
-    if baseline is not None:
-        with baseline_measure(baseline, ref, runner) as (on, measure):
-            other_base = run(
-                on,
-                baseline.label,
-                f"host-librbd-size{baseline.replicas}",
-                measure,
-                watch=baseline.path is None,
-            )
-        if baseline.path is not None:
-            other_base.setup.update(
-                where="local file, libaio", path=str(baseline.path), pool=None, image=None
-            )
-            configs[-1].target = file_target("host-file", baseline.path)
-        result.baseline = (baseline.label, other_base)
-        result.sides.append((baseline.label, other_base, "vs base"))
-    if settings.from_guest:
-        with guest_measure(ref, runner, boot_timeout=settings.boot_timeout_s) as (measure, facts):
-            guest = run(ref, "from guest", "guest-rbd", measure)
-        guest.setup.update(facts)
-        configs[-1].target = replace(guest_target(ref), name="guest-rbd")
-        result.guest = guest
-        result.sides.append((f"from guest ({guest.setup.get('accel')})", guest, "guest/host"))
-    if labels and settings.compare:
-        variant = make_variant(runner, ref, settings.compare)
-        try:
-            suffix = "size2" if settings.compare == "replicas" else "striped"
-            result.other = run(variant, labels[0], f"host-librbd-{suffix}")
-        finally:
-            remove_variant(runner, ref, variant)
-        result.compare = settings.compare
     if settings.plot_dir is not None:
         result.plots = _plots(result, settings.plot_dir)
-    if store is not None and settings.name is not None:
-        result.stored = store_profile(store, settings.name, configs, ceph_versions(runner, ref))
+    if settings.name is not None:
+        result.stored = [p.key for p in campaign.points()]
+    return result
+
+
+def _make(
+    stack: contextlib.ExitStack,
+    runner: Runner,
+    ref: cluster.ClusterRef,
+    configs: list[Config],
+    settings: ProfileSettings,
+) -> None:
+    """Make what the configurations need beside the cluster's image (a baseline pool, a file, a variant),
+    removed when ``stack`` closes."""
+    for config in configs:
+        if config.role == "baseline" and isinstance(config.target, HostTarget):
+            prepare_file_baseline(Path(config.target.path), runner)
+        elif config.role == "baseline" and config.watch is not None:
+            made = make_sized_pool(runner, ref, config.watch.replicas)
+            stack.callback(remove_variant, runner, ref, made)
+        elif config.role == "compare" and settings.compare:
+            made = make_variant(runner, ref, settings.compare)
+            stack.callback(remove_variant, runner, ref, made)
+
+
+def stored(store: Store, name: str, criteria: Criteria | None = None) -> ProfileResult:
+    """``vmio dstore show NAME``: a stored profile as ``dstore profile`` printed it, from its stored points
+    (judged against ``criteria``; None: the criteria it was run with)."""
+    return _result(read_profiles(store, name, criteria), _compare_kind(store, name))
+
+
+def _compare_kind(store: Store, name: str) -> str | None:
+    for stored_target in store.spec(name).targets:
+        if stored_target.name == "host-librbd-size2":
+            return "replicas"
+        if stored_target.name == "host-librbd-striped":
+            return "striping"
+    return None
+
+
+def _result(configs: list[StoredConfig], compare: str | None) -> ProfileResult:
+    """The printed profile of stored configurations (the pool as configured first)."""
+    by_role = {c.role: c for c in configs}
+    if "base" not in by_role:
+        raise InputError(
+            "the stored profile has no done point on its pool as configured (target host-librbd)"
+        )
+    base = by_role["base"]
+    result = ProfileResult(base.profile)
+    if "baseline" in by_role:
+        b = by_role["baseline"]
+        result.baseline = (b.label, b.profile)
+        result.sides.append((b.label, b.profile, "vs base"))
+    if "guest" in by_role:
+        g = by_role["guest"]
+        result.guest = g.profile
+        result.sides.append((f"from guest ({g.profile.setup.get('accel')})", g.profile, "guest/host"))
+    if "compare" in by_role:
+        other = by_role["compare"]
+        result.other, result.compare = other.profile, compare
+        result.labels = (other.label, base.label)
     return result
 
 
@@ -240,8 +321,9 @@ def _plots(result: ProfileResult, plot_dir: Path) -> list[Path]:
     return plotted
 
 
-def degraded(where: Where, settings: ProfileSettings) -> DegradedRun:
-    """``vmio dstore profile --fail-osd N``: one block size as a time series through the OSD's outage."""
+def degraded(where: Where, settings: ProfileSettings, *, store: Store | None = None) -> DegradedRun:
+    """``vmio dstore profile --fail-osd N``: one block size as a time series through the OSD's outage, a
+    campaign of one point (``settings.name`` keeps it in ``store``: its series, samples and outage)."""
     if settings.fail_osd is None:
         raise InputError("degraded() needs --fail-osd N")
     for flag, value in (("--baseline", settings.baseline), ("--compare", settings.compare)):
@@ -250,22 +332,57 @@ def degraded(where: Where, settings: ProfileSettings) -> DegradedRun:
     if settings.from_guest:
         raise InputError("--from-guest cannot be combined with --fail-osd; run them separately")
     if settings.name is not None:
-        raise InputError(
-            f"--name {settings.name!r}: a run with --fail-osd is a time series, not stored as a campaign; "
-            "drop --name/--db (-o keeps its JSON)"
-        )
-    ref = target(where)
-    rbdimage.check_write(Runner(), ref.conf, ref.pool, ref.image, settings.destroy_data, ref.auth())
+        if store is None:
+            raise InputError(f"--name {settings.name!r} needs a store to keep the run in")
+        check_name(store, settings.name)
+        if store.campaign(settings.name) is not None:
+            raise InputError(
+                f"--name {settings.name!r}: a campaign of that name is already stored in {store.path}; an "
+                "outage is not resumed (it would not be the same outage): give the run a new name"
+            )
     bs_list = settings.bs_list()
     if len(bs_list) != 1:
         raise InputError(f"--bs {_bs_text(settings)!r}: a run with --fail-osd takes one block size")
+    runner = Runner()
+    ref = target(where, runner)
+    rbdimage.check_write(runner, ref.conf, ref.pool, ref.image, settings.destroy_data, ref.auth())
     at, back = settings.outage_times()
     runtime = settings.runtime()
     outage = Outage(settings.fail_osd, at, back)
     outage.check(ref, runtime)
-    return run_degraded(
-        ref, outage, bs=bs_list[0], runtime_s=runtime, iodepth=settings.iodepth, rwmixread=settings.rwmixread
+    with contextlib.ExitStack() as stack:
+        if store is None or settings.name is None:
+            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="vmio-dstore-"))
+            store = stack.enter_context(Store(str(Path(folder) / "degraded.db")))
+        return _degraded_on(ref, outage, settings, runner, store)
+
+
+def _degraded_on(
+    ref: cluster.ClusterRef, outage: Outage, settings: ProfileSettings, runner: Runner, store: Store
+) -> DegradedRun:
+    bs, runtime = settings.bs_list()[0], settings.runtime()
+    load = workload([bs], settings.rwmixread, settings.iodepth, runtime, 0.0)
+    label = f"osd.{outage.osd} stopped at {outage.at_s:g} s, started at {outage.back_at_s:g} s"
+    config = Config(rbd_target("host-librbd", ref), label, "degraded", setup(ref, load, label), ref)
+    campaign = campaign_of(settings.name or "dstore-degraded", [config], load)
+    labels = Labeller({}, settings.criteria, ceph_versions(runner, ref), runner).facts(config)
+    watch = OutageWatch(
+        ref,
+        DegradedRun(outage, bs, runtime, settings.iodepth, settings.rwmixread, ref.replicas),
+        runner,
+        labels,
     )
+    options = Options(destroy_data=settings.destroy_data, runner=runner, around_point=watch.around)
+    run_campaign(
+        campaign,
+        dumps(campaign, comment=f"stored by vmio dstore profile --fail-osd {outage.osd}"),
+        store,
+        options,
+    )
+    (row,) = store.runs(campaign.name)
+    if watch.unclean is not None:
+        raise ClusterError(watch.unclean)
+    return stored_run(store, row, outage, ref.replicas)
 
 
 def _bs_text(settings: ProfileSettings) -> str:

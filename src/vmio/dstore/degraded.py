@@ -1,40 +1,44 @@
 """The replicated store through a failure: one OSD stopped part way through a time-series run of seed
 002's mix and started again later (a replicated store's promise is to keep serving meanwhile).
 
-The OSD is stopped as an operator stops one for maintenance: ``ceph osd set noout`` (the data stays where
-it is), then SIGTERM to the daemon, which tells the mon it is going down; it is started again with the
-same command ``vmio dstore up`` used, and ``noout`` is cleared once it is back up. fio (rbd engine, from
-this host) logs IOPS and mean latency per second (``write_iops_log``/``write_lat_log``,
-``log_avg_msec=1000``, epoch timestamps) and keeps going past I/O errors (``continue_on_error=all``) so
-they are counted rather than ending the run. Beside it, ``ceph osd tree`` and ``ceph pg stat`` are sampled
-about once a second. After fio ends the PGs are polled until all are active+clean; ``clean_after_s`` is
-the time from the OSD's restart to that moment. The health checks come from the mgr's PG statistics a
-report or two behind ``ceph pg stat`` (a run that ends on all PGs active+clean can still read
-PG_DEGRADED), so ``ceph health`` is then polled for up to ``HEALTH_SETTLE_S``: ``healthy_after_s`` is when
-it said HEALTH_OK, ``health_checks_after`` the checks it still raised if it never did.
+The run is a campaign of one point (the pool's image through fio's rbd engine, one block size), run by
+``campaign.runner``; the outage is the runner's watch around that point (``Options.around_point``). The OSD
+is stopped as an operator stops one for maintenance: ``ceph osd set noout`` (the data stays where it is),
+then SIGTERM to the daemon, which tells the mon it is going down; it is started again with the same command
+``vmio dstore up`` used, and ``noout`` is cleared once it is back up. Beside it, ``ceph osd tree`` and
+``ceph pg stat`` are sampled about once a second. After fio ends the PGs are polled until all are
+active+clean; ``clean_after_s`` is the time from the OSD's restart to that moment. The health checks come
+from the mgr's PG statistics a report or two behind ``ceph pg stat`` (a run that ends on all PGs
+active+clean can still read PG_DEGRADED), so ``ceph health`` is then polled for up to ``HEALTH_SETTLE_S``:
+``healthy_after_s`` is when it said HEALTH_OK, ``health_checks_after`` the checks it still raised if it
+never did.
 
-Times are seconds since fio was launched (its rbd connection takes a few tenths of a second more).
+Everything is the point's, in the store: its per-second figures are its series (fio's per-second latency
+histograms: the completions and their mean in each second, per direction), the cluster's samples are its
+samples (``ceph:osd.N`` ``up``, ``ceph:pgs`` per state), the outage's times its ``dstore`` facts; the run
+printed is read back from there (:func:`stored_run`). Times are seconds since the point's samplers and fio
+started (fio's rbd connection takes a few tenths of a second more).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import re
-import tempfile
 import threading
 import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from vmio.dstore import cluster, daemons
 from vmio.dstore.cluster import ClusterRef, ceph, pg_summary
-from vmio.dstore.rbdfio import RbdJob, render_job
-from vmio.errors import ClusterError, FioError, InputError, VmioError
-from vmio.fio import output
-from vmio.fio import run as fiorun
-from vmio.fio.totals import totals
+from vmio.dstore.figures import figures, of_stored
+from vmio.errors import ClusterError, InputError, VmioError
+from vmio.spec.model import Point as SpecPoint
+from vmio.stats import histogram
+from vmio.store import RunRecord, Store
+from vmio.store.summaries import RunRow
 from vmio.system.process import Runner
 from vmio.units import format_size
 
@@ -164,95 +168,185 @@ class DegradedRun:
         }
 
 
-def run_degraded(
-    ref: ClusterRef,
-    outage: Outage,
-    *,
-    bs: int = 4096,
-    runtime_s: float = 60.0,
-    iodepth: int = 50,
-    rwmixread: int = 30,
-    runner: Runner | None = None,
-    clean_deadline_s: float = CLEAN_DEADLINE_S,
-) -> DegradedRun:
-    """Run seed 002's mix on ``ref`` for ``runtime_s`` while ``outage`` stops and restarts one OSD."""
-    runner = runner or Runner()
-    outage.check(ref, runtime_s)
-    layout = cluster.layout_of(ref)
-    name = f"osd.{outage.osd}"
-    if daemons.owned_pid(layout.pid_file(name), layout.conf) is None:
-        raise ClusterError(f"{name} is not running; start from a healthy cluster (`vmio dstore status`)")
-    run = DegradedRun(outage, bs, runtime_s, iodepth, rwmixread, ref.replicas)
-    with tempfile.TemporaryDirectory(prefix="vmio-degraded-") as tmp:
-        prefix = str(Path(tmp) / "deg")
-        extra = {
-            "write_iops_log": prefix,
-            "write_lat_log": prefix,
-            "log_avg_msec": "1000",
-            "log_unix_epoch": "1",
-            "continue_on_error": "all",
-        }
-        job = RbdJob(bs=bs, runtime_s=runtime_s, iodepth=iodepth, rwmixread=rwmixread, extra=extra)
-        (Path(tmp) / "job.fio").write_text(render_job(ref, job))
-        ceph(runner, ref.conf, "osd", "set", "noout")
-        limit_s = runtime_s + 90.0
-        t0 = time.time()
-        fio = fiorun.Background(
-            [fiorun.Endpoint(None, Path(tmp) / "job.fio")],
-            timeout=limit_s,
-            cwd=Path(tmp),
-            log=Path(tmp) / "fio.json",
-            env=ref.env(),
-        )
+class OutageWatch:
+    """The runner's watch around the run's one point: ``noout`` set, the OSD stopped at ``at_s`` and
+    started at ``back_at_s`` (point seconds), the cluster sampled meanwhile, and after the point the wait for
+    active+clean and HEALTH_OK; what it saw goes into the point's record (samples and ``dstore`` facts)."""
+
+    def __init__(
+        self, ref: ClusterRef, run: DegradedRun, runner: Runner, labels: Mapping[str, object]
+    ) -> None:
+        self.ref, self.run, self.runner, self.labels = ref, run, runner, labels
+        self.layout = cluster.layout_of(ref)
+        self.name = f"osd.{run.outage.osd}"
+        if daemons.owned_pid(self.layout.pid_file(self.name), self.layout.conf) is None:
+            raise ClusterError(
+                f"{self.name} is not running; start from a healthy cluster (`vmio dstore status`)"
+            )
+        self.t0 = 0.0
+        self.unclean: str | None = None  # why the PGs did not come back active+clean, if they did not
+
+    @contextlib.contextmanager
+    def around(self, point: SpecPoint) -> Iterator[Callable[[RunRecord], None]]:
+        run = self.run
+        ceph(self.runner, self.ref.conf, "osd", "set", "noout")
+        self.t0 = time.time()
+        done = threading.Event()
+        threads = [
+            threading.Thread(target=self._drive, args=(done,), daemon=True),
+            threading.Thread(
+                target=_sample_loop, args=(run, self.runner, self.ref, self.t0, done), daemon=True
+            ),
+        ]
+        for thread in threads:
+            thread.start()
         try:
-            _drive(run, runner, ref, layout, name, fio, t0, limit_s)
+            yield self.record
         finally:
-            fio.stop()
+            done.set()
+            for thread in threads:
+                thread.join(timeout=60.0)
             if run.stopped_at_s is not None and run.started_at_s is None:
-                daemons.start(runner, layout, "osd", str(outage.osd))  # never leave it stopped
-                run.started_at_s = time.time() - t0
-            ceph(runner, ref.conf, "osd", "unset", "noout")
-        _read_fio(run, fio.text(), fio.returncode)
-        run.seconds = per_second(Path(tmp), "deg", t0)
-    _wait_clean(run, runner, ref, t0, time.monotonic() + clean_deadline_s)
-    _wait_healthy(run, runner, ref, t0, time.monotonic() + HEALTH_SETTLE_S)
+                daemons.start(self.runner, self.layout, "osd", str(run.outage.osd))  # never leave it stopped
+                run.started_at_s = round(time.time() - self.t0, 2)
+            ceph(self.runner, self.ref.conf, "osd", "unset", "noout")
+            self._settle()
+
+    def _drive(self, done: threading.Event) -> None:
+        """Stop and start the OSD on time until the point ends."""
+        run = self.run
+        while not done.is_set():
+            t = time.time() - self.t0
+            if run.stopped_at_s is None and t >= run.outage.at_s:
+                run.stopped_at_s = round(t, 2)
+                run.stop_clean = daemons.stop_one(self.layout.run_dir, self.layout.conf, self.name)
+            elif run.started_at_s is None and run.stopped_at_s is not None and t >= run.outage.back_at_s:
+                run.started_at_s = round(t, 2)
+                daemons.start(self.runner, self.layout, "osd", str(run.outage.osd))
+            else:
+                done.wait(0.05)
+
+    def _settle(self) -> None:
+        run = self.run
+        if run.started_at_s is not None:
+            started = run.started_at_s
+            run.clean_at_s = next((s.t_s for s in run.samples if s.t_s > started and _clean(s)), None)
+        try:
+            _wait_clean(run, self.runner, self.ref, self.t0, time.monotonic() + CLEAN_DEADLINE_S)
+        except ClusterError as exc:
+            self.unclean = str(exc)
+            return
+        _wait_healthy(run, self.runner, self.ref, self.t0, time.monotonic() + HEALTH_SETTLE_S)
+
+    def record(self, rec: RunRecord) -> None:
+        """The outage into the point's record, its times on the point's clock (its samplers' start)."""
+        shift = self.t0 - rec.samples_t0 if rec.samples_t0 is not None else 0.0
+        run = self.run
+        for s in run.samples:
+            t = round(s.t_s + shift, 2)
+            if s.osd_up is not None:
+                rec.samples.append((t, f"ceph:{self.name}", "up", 1.0 if s.osd_up else 0.0))
+            rec.samples.extend((t, "ceph:pgs", state, float(n)) for state, n in sorted(s.pg_states.items()))
+        moved = {k: None if v is None else round(v + shift, 2) for k, v in _times(run).items()}
+        rec.host["dstore"] = {
+            **self.labels,
+            "outage": {
+                "osd": run.outage.osd,
+                "at_s": run.outage.at_s,
+                "back_at_s": run.outage.back_at_s,
+                "stop_clean": run.stop_clean,
+                **moved,
+                "health_after": run.health_after,
+                "health_checks_after": run.health_checks_after,
+                "unclean": self.unclean,
+            },
+        }
+
+
+def _times(run: DegradedRun) -> dict[str, float | None]:
+    return {
+        "stopped_at_s": run.stopped_at_s,
+        "started_at_s": run.started_at_s,
+        "clean_at_s": run.clean_at_s,
+        "healthy_at_s": run.healthy_at_s,
+    }
+
+
+def stored_run(store: Store, row: RunRow, outage: Outage, replicas: int) -> DegradedRun:
+    """The degraded run as its point was stored: the outage's times, the cluster's samples, fio's seconds."""
+    host = json.loads(row["host_json"] or "{}")
+    facts = host.get("dstore", {}) if isinstance(host, dict) else {}
+    seen = facts.get("outage", {}) if isinstance(facts, dict) else {}
+    run = DegradedRun(
+        outage,
+        row["bs"],
+        float(facts.get("runtime_s") or 0.0),
+        int(facts.get("iodepth") or 0),
+        int(facts.get("rwmixread") or 0),
+        replicas,
+        stopped_at_s=seen.get("stopped_at_s"),
+        stop_clean=seen.get("stop_clean"),
+        started_at_s=seen.get("started_at_s"),
+        clean_at_s=seen.get("clean_at_s"),
+        health_after=seen.get("health_after") or "unknown",
+        health_checks_after=list(seen.get("health_checks_after") or []),
+        healthy_at_s=seen.get("healthy_at_s"),
+    )
+    run.samples = _stored_samples(store.samples(row["id"]), f"ceph:osd.{outage.osd}")
+    if row["status"] != "done":
+        run.fio_error = -1  # fio ended with an error (the point's): the I/O failed
+        return run
+    run.seconds = seconds(store.hist_log(row["id"]))
+    sides = of_stored(store, row["id"])
+    t = figures(sides, row["point_key"])
+    run.totals = {
+        "iops": t.iops,
+        "mean_lat_ms": t.mean_lat_ms,
+        "p99_lat_ms": t.p99_lat_ms,
+        "max_lat_ms": t.max_lat_ms,
+        "ios": sum(s.ios for s in sides),
+    }
     return run
 
 
-def _drive(
-    run: DegradedRun,
-    runner: Runner,
-    ref: ClusterRef,
-    layout: Any,
-    name: str,
-    fio: fiorun.Background,
-    t0: float,
-    limit_s: float,
-) -> None:
-    """Stop and start the OSD on time while a thread samples the cluster, until fio ends."""
-    done = threading.Event()
-    sampler = threading.Thread(target=_sample_loop, args=(run, runner, ref, t0, done), daemon=True)
-    sampler.start()
-    try:
-        while fio.running():
-            t = time.time() - t0
-            if run.stopped_at_s is None and t >= run.outage.at_s:
-                run.stopped_at_s = round(t, 2)
-                run.stop_clean = daemons.stop_one(layout.run_dir, layout.conf, name)
-            elif run.started_at_s is None and run.stopped_at_s is not None and t >= run.outage.back_at_s:
-                run.started_at_s = round(t, 2)
-                daemons.start(runner, layout, "osd", str(run.outage.osd))
-            else:
-                time.sleep(0.05)
-        if fio.timed_out:
-            raise FioError(f"fio ran past {limit_s:g} s under an OSD failure and was stopped")
-        fio.finished()
-    finally:
-        done.set()
-        sampler.join(timeout=60.0)
-    if run.started_at_s is not None:
-        started = run.started_at_s
-        run.clean_at_s = next((s.t_s for s in run.samples if s.t_s > started and _clean(s)), None)
+def _stored_samples(rows: list[Any], osd_source: str) -> list[Sample]:
+    by_t: dict[float, tuple[list[bool], dict[str, int]]] = {}
+    for r in rows:
+        if r["source"] == osd_source and r["metric"] == "up":
+            by_t.setdefault(r["t"], ([], {}))[0].append(bool(r["value"]))
+        elif r["source"] == "ceph:pgs":
+            by_t.setdefault(r["t"], ([], {}))[1][r["metric"]] = int(r["value"])
+    return [Sample(t, up[0] if up else None, pgs) for t, (up, pgs) in sorted(by_t.items())]
+
+
+def seconds(log: list[tuple[str, str, int, str, dict[int, int]]]) -> list[Second]:
+    """One row per logged second from fio's per-second latency histograms (``write_hist_log``,
+    ``log_hist_msec=1000``, at each interval's end): the completions of each direction in it, and their
+    mean latency (of the histogram's bins, within fio's bin width); a second with no completions has no
+    latency."""
+    per: dict[int, dict[str, dict[int, int]]] = defaultdict(dict)
+    for _, _, t_ms, ddir, bins in log:
+        if ddir in ("read", "write"):
+            mine = per[round(t_ms / 1000)].setdefault(ddir, {})
+            for value, count in bins.items():
+                mine[value] = mine.get(value, 0) + count
+    rows = []
+    for t_s in sorted(per):
+        counts = {d: sum(b.values()) for d, b in per[t_s].items()}
+        merged = histogram.merge(per[t_s].values())
+        total = sum(merged.values())
+        mean = sum(v * c for v, c in merged.items()) / total / 1e6 if total else None
+        read, write = counts.get("read", 0), counts.get("write", 0)
+        rows.append(
+            Second(
+                float(t_s),
+                float(read + write),
+                float(read),
+                float(write),
+                None if mean is None else round(mean, 3),
+            )
+        )
+    return rows
 
 
 def _sample_loop(run: DegradedRun, runner: Runner, ref: ClusterRef, t0: float, done: threading.Event) -> None:
@@ -269,66 +363,6 @@ def _sample(runner: Runner, ref: ClusterRef, osd: int, t0: float) -> Sample:
     status = next((n.get("status") for n in tree.get("nodes", []) if n.get("id") == osd), None)
     _, states = pg_summary(runner, ref.conf)
     return Sample(round(time.time() - t0, 2), None if status is None else status == "up", states)
-
-
-def _read_fio(run: DegradedRun, text: str, returncode: int | None) -> None:
-    """Errors fio counted (``total_err``) or ended with, and the run's totals."""
-    try:
-        result = output.parse(text, job_errors=True)
-    except FioError:
-        run.fio_error = returncode or -1
-        return
-    run.io_errors = result.io_errors
-    run.fio_error = result.job_error or (returncode or 0)
-    if result.job_error:
-        return
-    try:
-        t = totals(result).total
-    except FioError:
-        return
-    run.totals = {
-        "iops": t.iops,
-        "mean_lat_ms": t.mean_lat_ms,
-        "p99_lat_ms": t.p99_lat_ms,
-        "max_lat_ms": t.max_lat_ms,
-        "ios": t.ios,
-    }
-
-
-_LOG_LINE = re.compile(r"^\s*(\d+),\s*(\d+),\s*(\d+),")
-
-
-def per_second(folder: Path, prefix: str, t0: float) -> list[Second]:
-    """One row per logged second from fio's averaged IOPS and latency logs (epoch ms timestamps, at each
-    window's end); a second with no completions has no latency."""
-    iops: dict[int, dict[int, float]] = {}
-    lat: dict[int, dict[int, float]] = {}
-    first: int | None = None
-    for kind, into in (("iops", iops), ("lat", lat)):
-        for log in sorted(folder.glob(f"{prefix}_{kind}.*.log")):
-            rows = [m.groups() for m in map(_LOG_LINE.match, log.read_text().splitlines()) if m]
-            for t_ms, value, ddir in rows:
-                if first is None or kind == "iops" and int(t_ms) < first:
-                    first = int(t_ms)
-                key = round((int(t_ms) - first) / 1000)
-                into.setdefault(key, {})[int(ddir)] = float(value)
-    if first is None:
-        return []
-    rows_out = []
-    for key in range(0, max(iops, default=-1) + 1):
-        by_dir = iops.get(key, {})
-        r, w = by_dir.get(0, 0.0), by_dir.get(1, 0.0)
-        lats = lat.get(key, {})
-        weights = {d: by_dir.get(d, 0.0) for d in lats}
-        total_w = sum(weights.values())
-        mean = (
-            sum(lats[d] * weights[d] for d in lats) / total_w / 1e6
-            if total_w > 0
-            else (sum(lats.values()) / len(lats) / 1e6 if lats else None)
-        )
-        t = round(first / 1000 + key - t0, 2)
-        rows_out.append(Second(t, r + w, r, w, None if mean is None else round(mean, 3)))
-    return rows_out
 
 
 def _clean(sample: Sample) -> bool:

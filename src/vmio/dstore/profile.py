@@ -13,19 +13,15 @@ MB/s is 10^6 bytes per second, IOPS × block size.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vmio.dstore.cluster import ClusterRef
-from vmio.dstore.rbdfio import RbdJob, run_rbd_job
+from vmio.dstore.figures import Figures
 from vmio.dstore.settings import DEFAULT_BS as DEFAULT_BS  # re-exported: the profile's names
 from vmio.dstore.settings import Criteria as Criteria
-from vmio.dstore.watch import watch_point
 from vmio.errors import InputError
-from vmio.fio.totals import Totals
-from vmio.system.process import Runner
 from vmio.units import format_size, parse_size
 
 VERDICTS = ("ideal", "acceptable", "fails")
@@ -104,9 +100,8 @@ def judgement(p: Point, criteria: Criteria) -> str:
     return f"{mean}; spikes: {spikes}"
 
 
-def make_point(bs: int, result: Totals, criteria: Criteria) -> Point:
-    """A profile point from one fio result."""
-    t = result.total
+def make_point(bs: int, t: Figures, criteria: Criteria) -> Point:
+    """A profile point from one point's figures."""
     # MB/s from IOPS x block size: fio's bw_bytes counts bytes over a slightly different window for the
     # rbd engine (up to 10 % off at 1M with short runs), and the profile's block size is fixed.
     return Point(
@@ -116,8 +111,8 @@ def make_point(bs: int, result: Totals, criteria: Criteria) -> Point:
         mean_lat_ms=t.mean_lat_ms,
         p99_lat_ms=t.p99_lat_ms,
         verdict=verdict(t.mean_lat_ms, t.iops, criteria),
-        read_iops=result.read.iops,
-        write_iops=result.write.iops,
+        read_iops=t.read_iops,
+        write_iops=t.write_iops,
         meets_host_iops=t.iops >= criteria.min_iops_host,
         meets_cluster_iops=t.iops >= criteria.min_iops_cluster,
         max_lat_ms=t.max_lat_ms,
@@ -141,60 +136,6 @@ def parse_bs_list(text: str) -> list[int]:
             raise InputError(f"--bs {text!r}: {item.strip()!r} is given twice")
         sizes.append(size)
     return sorted(sizes)
-
-
-def run_profile(
-    ref: ClusterRef,
-    bs_list: Sequence[int] = DEFAULT_BS,
-    *,
-    runtime_s: float = 10.0,
-    ramp_s: float = 1.0,
-    criteria: Criteria | None = None,
-    runner: Runner | None = None,
-    iodepth: int = 50,
-    rwmixread: int = 30,
-    on_point: Callable[[Point], None] | None = None,
-    measure: Callable[[RbdJob], Totals] | None = None,
-    watch: bool = True,
-) -> Profile:
-    """Measure every block size in ``bs_list`` on ``ref`` and judge each against ``criteria``.
-
-    ``measure`` runs one job somewhere else (a local file, inside a VM); by default fio's rbd engine
-    on ``ref``'s image from this host. With ``watch`` (the I/O reaches the cluster) each point records
-    which OSDs the cluster's own map showed down while it ran (:mod:`vmio.dstore.watch`).
-    """
-    criteria = criteria or Criteria()
-    runner = runner or Runner()
-    run = measure or (lambda job: run_rbd_job(ref, job, runner=runner))
-    points = []
-    for bs in bs_list:
-        job = RbdJob(bs=bs, runtime_s=runtime_s, ramp_s=ramp_s, iodepth=iodepth, rwmixread=rwmixread)
-        if not watch:
-            point = make_point(bs, run(job), criteria)
-        else:
-            with watch_point(runner, ref.conf, ref.auth()) as seen:
-                totals = run(job)
-            point = replace(
-                make_point(bs, totals, criteria),
-                osds_down=sorted(seen.down),
-                osdmap_epochs=seen.epochs or None,
-                health_after=seen.health,
-                watch_note=seen.note,
-            )
-        points.append(point)
-        if on_point is not None:
-            on_point(point)
-    setup = {
-        "pool": ref.pool,
-        "image": ref.image,
-        "replicas": ref.replicas,
-        "osds": ref.osds,
-        "iodepth": iodepth,
-        "rwmixread": rwmixread,
-        "runtime_s": runtime_s,
-        "ramp_s": ramp_s,
-    }
-    return Profile(points, criteria, setup)
 
 
 def ratios(points: Sequence[Point], other: Sequence[Point]) -> dict[int, float | None]:

@@ -1,7 +1,7 @@
-"""fio jobs on an RBD image through fio's ``rbd`` engine, and QEMU arguments for a VM disk on RBD.
+"""The profile's job on an RBD image (its defaults: seed 002's mix), and QEMU arguments for a VM disk on RBD.
 
-fio's rbd engine finds the cluster only through ``CEPH_CONF``, and options given on fio's command line
-after a job file do not override it, so every option is written into the job file.
+fio itself runs the profile's points as a campaign's (``targets.rbd``: fio's ``rbd`` engine, every option in
+the job file, ``CEPH_CONF`` naming the cluster); this module only says what a VM needs to reach the image.
 """
 
 from __future__ import annotations
@@ -12,11 +12,6 @@ from dataclasses import dataclass, field
 from vmio.dstore.cluster import ClusterRef
 from vmio.dstore.settings import IODEPTH, RWMIXREAD
 from vmio.errors import InputError
-from vmio.fio import jobfile
-from vmio.fio import run as fiorun
-from vmio.fio.totals import Totals, totals
-from vmio.system.cephclient import client_conf
-from vmio.system.process import Runner
 
 
 @dataclass(frozen=True)
@@ -42,47 +37,6 @@ class RbdJob:
             raise InputError(f"iodepth {self.iodepth!r} and numjobs {self.numjobs!r} must be ≥ 1")
         if self.runtime_s <= 0:
             raise InputError(f"runtime {self.runtime_s!r} s must be positive")
-
-
-def pattern_options(job: RbdJob) -> dict[str, str | int | float]:
-    """The profile's I/O pattern and timing, the same whatever the engine (rbd here, libaio for a baseline)."""
-    return {
-        "rw": job.rw,
-        "rwmixread": job.rwmixread,
-        "bs": job.bs,
-        "iodepth": job.iodepth,
-        "numjobs": job.numjobs,
-        "direct": 1,
-        "time_based": 1,
-        "runtime": jobfile.seconds(max(0.001, job.runtime_s)),
-        "ramp_time": jobfile.seconds(job.ramp_s),
-        "group_reporting": 0,
-        "randrepeat": 0,
-        **job.extra,
-    }
-
-
-def render_job(ref: ClusterRef, job: RbdJob) -> str:
-    """The fio job file text (every option inside the file); the client is ``ref``'s when it names one."""
-    client = ref.client.name or job.clientname
-    engine = {"ioengine": "rbd", "clientname": client, "pool": ref.pool, "rbdname": ref.image}
-    return jobfile.section("global", {**engine, **pattern_options(job)}) + jobfile.section(
-        f"rbd-{job.bs}", {}
-    )
-
-
-def run_rbd_job(ref: ClusterRef, job: RbdJob, *, runner: Runner | None = None) -> Totals:
-    """Run ``job`` against ``ref`` with fio's rbd engine; the totals of its ``json+`` output."""
-    runner = runner or Runner()
-    with client_conf(ref.conf, ref.client) as conf:
-        result = fiorun.run_job(
-            render_job(ref, job),
-            timeout=job.runtime_s + job.ramp_s + 60.0,
-            runner=runner,
-            env={"CEPH_CONF": str(conf)},
-            what=f"rbd:{ref.pool}/{ref.image}",
-        )
-    return totals(result)
 
 
 def blockdev_args(

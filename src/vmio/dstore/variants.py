@@ -29,12 +29,23 @@ def check_kind(kind: str) -> tuple[str, str]:
     return KINDS[kind]
 
 
+def variant_ref(ref: ClusterRef, kind: str) -> ClusterRef:
+    """How the variant of ``kind`` beside ``ref`` is reached (its names follow from ``ref``'s)."""
+    check_kind(kind)
+    return sized_ref(ref, 2) if kind == "replicas" else replace(ref, image=f"{ref.image}-striped")
+
+
+def sized_ref(ref: ClusterRef, size: int) -> ClusterRef:
+    """The pool ``POOL-sizeN`` of ``size`` copies beside ``ref``'s, with an image of the same name."""
+    return replace(ref, pool=f"{ref.pool}-size{size}", replicas=size)
+
+
 def make_variant(runner: Runner, ref: ClusterRef, kind: str, image_mib: int = 1024) -> ClusterRef:
     """Create the variant configuration of ``kind`` beside ``ref``; return how to reach it."""
     check_kind(kind)
     if kind == "replicas":
         return make_sized_pool(runner, ref, 2, image_mib)
-    image = f"{ref.image}-striped"
+    image = variant_ref(ref, kind).image
     _rbd(
         runner,
         ref,
@@ -56,7 +67,7 @@ def make_sized_pool(runner: Runner, ref: ClusterRef, size: int, image_mib: int =
     ``mon allow pool size one`` (set by ``vmio dstore up``)."""
     if not 1 <= size <= ref.osds:
         raise InputError(f"a pool of {size!r} copies needs 1 to {ref.osds} copies on {ref.osds} OSDs")
-    pool = f"{ref.pool}-size{size}"
+    pool = sized_ref(ref, size).pool
     rule = json.loads(
         ceph(runner, ref.conf, "osd", "pool", "get", ref.pool, "crush_rule", "--format", "json")
     )["crush_rule"]
@@ -71,7 +82,7 @@ def make_sized_pool(runner: Runner, ref: ClusterRef, size: int, image_mib: int =
     except BaseException:
         _remove_pool(runner, ref, pool)
         raise
-    return replace(ref, pool=pool, replicas=size)
+    return sized_ref(ref, size)
 
 
 def remove_variant(runner: Runner, base: ClusterRef, variant: ClusterRef) -> None:

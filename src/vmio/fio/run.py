@@ -15,10 +15,11 @@ from __future__ import annotations
 import subprocess
 import tempfile
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import TypeVar
 
 from vmio.errors import FioError, ToolError, UnsafeTargetError
 from vmio.fio import options, output
@@ -29,6 +30,7 @@ FIO = "fio"
 INTERRUPT_S = 20.0  # a client past its time: SIGINT, so its servers end their jobs, then this long to end
 OUTPUT_FORMAT = "--output-format=json+"  # json with the latency histograms' bins
 VERSION_TIMEOUT_S = 30.0
+T = TypeVar("T")
 # fio options that run a program (a shell line): no job vmio starts has one
 PROGRAMS = frozenset(["exec_prerun", "exec_postrun"])
 
@@ -288,6 +290,22 @@ def _version(runner: Runner, binary: str) -> str | None:
         return runner.run([binary, "--version"], timeout=VERSION_TIMEOUT_S).stdout.strip() or None
     except ToolError:
         return None
+
+
+def loads(runner: Runner, binary: str, env: Mapping[str, str]) -> bool:
+    """Whether ``binary`` (a fio) starts with ``env`` (a library path of stand-ins): its loader satisfied,
+    ``fio --version`` exits 0."""
+    done = runner.run([binary, "--version"], timeout=VERSION_TIMEOUT_S, env=env, check=False)
+    return done.returncode == 0
+
+
+def start_via(start: Callable[[str, list[str], str], T], job: str, where: str) -> T:
+    """fio started by another program's hands (a libvirt guest's agent): ``start(program, args, job)``
+    with fio reading ``job`` on stdin (``stdin_argv``: under ``--readonly`` when it only reads), the job
+    checked first like every job vmio runs."""
+    check_job(job, where)
+    program, *args = stdin_argv(job)
+    return start(program, args, job)
 
 
 def version(runner: Runner, binary: str = FIO) -> str | None:

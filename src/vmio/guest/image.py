@@ -19,6 +19,7 @@ from importlib import resources
 from pathlib import Path
 
 from vmio.errors import InputError
+from vmio.fio import run as fiorun
 from vmio.guest import inputs, kmod, pvh, stubs
 from vmio.guest.cpio import CpioWriter
 from vmio.guest.kmod import read_module, resolve_modules
@@ -208,8 +209,7 @@ def _fio_libraries(runner: Runner, fio: Path, stub_dir: Path | None) -> tuple[li
         return libs, {}
     real = stubs.build(runner, fio, libs, stub_dir)
     env = {"LD_LIBRARY_PATH": str(stub_dir)}
-    done = runner.run([str(fio), "--version"], timeout=60, env=env, check=False)
-    if done.returncode != 0:  # the loader refused a stub: keep the real libraries
+    if not fiorun.loads(runner, str(fio), env):  # the loader refused a stub: keep the real libraries
         return libs, {}
     libs = inputs.shared_libraries(runner, str(fio), env=env)
     return libs, {stub_dir / name: path for name, path in real.items()}

@@ -98,7 +98,6 @@ class _GuestFio:
         d = self.domain
         folder = self.folder
         job = self.job_file.read_text().replace(str(self.cwd), folder)
-        program, *args = fiorun.stdin_argv(job)
         head = f"# fio in domain {d.ref.name} on {d.ref.uri} (guest clock offset {d.clock_offset:+.3f} s)"
         try:
             try:
@@ -113,7 +112,13 @@ class _GuestFio:
                     raise ToolError(
                         f"domain {d.ref.name!r}: another domain of the target could not start fio"
                     ) from None
-                self.pid = agent.start(d.virsh, d.ref.name, program, args, input_text=job)
+                self.pid = fiorun.start_via(
+                    lambda program, args, job: agent.start(
+                        d.virsh, d.ref.name, program, args, input_text=job
+                    ),
+                    job,
+                    f"domain {d.ref.name!r}: {self.job_file}",
+                )
                 done = agent.wait(d.virsh, d.ref.name, self.pid, timeout)
                 self._fetch_logs(folder)
             finally:

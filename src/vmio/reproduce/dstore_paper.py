@@ -2,32 +2,41 @@
 4K-1M) on a 3-way replicated Ceph RBD image, repeated, beside the same profile on a striped image (Fig. 3),
 each judged against the paper's service criteria.
 
-Each sample of a block size is one fio run through fio's rbd engine; the plain and the striped image take
-turns, sample by sample, so that a drift of the shared host hits both alike. While each sample runs, the
-disk under a cluster vmio started (its file OSDs all lie on it) is read from /proc/diskstats: its busy %,
-queue and writes per client write are what explains how striping compares here.
+The measuring is a campaign (``campaign.runner``), stored as ``bitisle-dstore-2014-SCALE-STAMP`` like the
+other reproductions: the plain and the striped image are its two rbd targets, each sample one repetition, so
+the images take turns, sample by sample, and a drift of the shared host hits both alike. Around each point
+(the runner's ``around_point``) the disk under a cluster vmio started (its file OSDs all lie on it) is read
+from /proc/diskstats, with the host's and the OSDs' CPU: the disk's busy %, queue and writes per client write
+are what explains how striping compares here. Each point's figures and verdict are read back from the store.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import statistics
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from vmio.campaign.runner import Options
+from vmio.campaign.runner import run as run_campaign
 from vmio.dstore import cluster, daemons, variants
 from vmio.dstore.cluster import ClusterRef
-from vmio.dstore.profile import Criteria, Point, run_profile
-from vmio.dstore.rbdfio import RbdJob, run_rbd_job
-from vmio.errors import ClusterError
-from vmio.fio.totals import Totals
-from vmio.metrics.procfs import cpu_shares, read_cpu, read_diskstats
+from vmio.dstore.figures import figures, of_results
+from vmio.dstore.profile import Criteria, Point
+from vmio.dstore.stored import rbd_target, stored_point, workload
+from vmio.errors import ClusterError, FioError
+from vmio.metrics.procfs import CpuCounters, DiskCounters, cpu_shares, read_cpu, read_diskstats
 from vmio.reproduce.result import Details, Measured, Spread, TableRow
+from vmio.spec.dump import dumps
+from vmio.spec.model import Campaign
+from vmio.spec.model import Point as SpecPoint
+from vmio.store import RunRecord, Store
 from vmio.system.blockdev import device_chain
 from vmio.system.process import Runner
 
@@ -73,6 +82,7 @@ class Setting:
     conf: Path | None = None  # an existing cluster's ceph.conf (else vmio starts one in ``work``)
     pool: str = "vmio"
     stamp: str = "run"
+    name: str = "bitisle-dstore-2014"  # the campaign its points are stored as
 
 
 @dataclass
@@ -90,7 +100,9 @@ class Runs:
     disk: str | None = None
 
 
-def run(s: Setting, runner: Runner | None = None) -> tuple[dict[str, Measured], Details, TableRow]:
+def run(
+    s: Setting, store: Store, runner: Runner | None = None
+) -> tuple[dict[str, Measured], Details, TableRow]:
     """Bring up (or use) a cluster, profile the plain and the striped image, judge; the claims'
     measurements, the page's tables and how it was set up."""
     runner = runner or Runner()
@@ -105,7 +117,7 @@ def run(s: Setting, runner: Runner | None = None) -> tuple[dict[str, Measured], 
         plain = _image(runner, base, f"vmio-reproduce-{s.stamp}", conf.image_mib, stack)
         striped = variants.make_variant(runner, plain, "striping", conf.image_mib)
         stack.callback(variants.remove_variant, runner, plain, striped)
-        runs = profile(runner, plain, striped, conf, disk_of(runner, base))
+        runs = profile(runner, plain, striped, conf, disk_of(runner, base), store, s.name)
     setup: TableRow = {
         "pool": plain.pool,
         "replicas": plain.replicas,
@@ -138,23 +150,32 @@ def _image(runner: Runner, base: ClusterRef, name: str, mib: int, stack: ExitSta
     return ref
 
 
-def profile(runner: Runner, plain: ClusterRef, striped: ClusterRef, conf: Scale, disk: str | None) -> Runs:
-    """``samples`` rounds, each the plain image's profile then the striped image's."""
+def profile(
+    runner: Runner,
+    plain: ClusterRef,
+    striped: ClusterRef,
+    conf: Scale,
+    disk: str | None,
+    store: Store,
+    name: str,
+) -> Runs:
+    """``samples`` rounds (the campaign's repetitions), each the plain image's profile then the striped
+    image's, at every block size of either (the runner crosses targets and block sizes)."""
+    load = workload(sorted(set(conf.bs) | set(conf.striped_bs)), 30, 50, conf.runtime, conf.ramp)
+    targets = (rbd_target("plain", plain), rbd_target("striped", striped))
+    campaign = Campaign(name, conf.samples, targets, (load,), "<vmio reproduce bitisle-dstore-2014>")
+    seen: dict[str, dict[str, float]] = {}  # point key -> what the host did meanwhile
+    refs = {"plain": plain, "striped": striped}
+    options = Options(runner=runner, around_point=lambda p: _watched(refs[p.target], disk, seen, p))
+    outcome = run_campaign(campaign, dumps(campaign), store, options)
+    if outcome.failed:
+        raise FioError(f"{outcome.failed} points of the profile failed ({outcome.failures[0]})")
     runs = Runs(disk=disk)
-    for _ in range(conf.samples):
-        for ref, bs_list, into in ((plain, conf.bs, runs.plain), (striped, conf.striped_bs, runs.striped)):
-            seen: dict[int, dict[str, float] | None] = {}
-            prof = run_profile(
-                ref,
-                bs_list,
-                runtime_s=conf.runtime,
-                ramp_s=conf.ramp,
-                runner=runner,
-                watch=False,
-                measure=_watched(runner, ref, disk, seen),
-            )
-            for p in prof.points:
-                into.setdefault(p.bs, []).append(Sample(p, seen.get(p.bs)))
+    for row in store.runs(name):
+        into = runs.plain if row["target"] == "plain" else runs.striped
+        if row["status"] == "done":
+            point = stored_point(store, row, Criteria())
+            into.setdefault(row["bs"], []).append(Sample(point, seen.get(row["point_key"])))
     return runs
 
 
@@ -191,22 +212,28 @@ def _cpu_seconds(pids: Sequence[int]) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
+@contextlib.contextmanager
 def _watched(
-    runner: Runner, ref: ClusterRef, disk: str | None, seen: dict[int, dict[str, float] | None]
-) -> Callable[[RbdJob], Totals]:
-    """Run a job and record, over it, the disk under the OSDs, the host's CPU and the OSDs' own CPU."""
+    ref: ClusterRef, disk: str | None, seen: dict[str, dict[str, float]], point: SpecPoint
+) -> Iterator[Callable[[RunRecord], None]]:
+    """Around one point: the disk under the OSDs, the host's CPU and the OSDs' own CPU, kept in ``seen``
+    under the point's key once its record says how many I/Os it did."""
     pids = osd_pids(ref.conf)
+    disk_a = read_diskstats().get(disk) if disk else None
+    cpu_a, osd_a, t0 = read_cpu(), _cpu_seconds(pids), time.monotonic()
+    after: list[tuple[DiskCounters | None, CpuCounters, float, float]] = []
 
-    def measure(job: RbdJob) -> Totals:
-        disk_a = read_diskstats().get(disk) if disk else None
-        cpu_a, osd_a, t0 = read_cpu(), _cpu_seconds(pids), time.monotonic()
-        totals = run_rbd_job(ref, job, runner=runner)
-        disk_b = read_diskstats().get(disk) if disk else None
-        cpu_b, osd_b, seconds = read_cpu(), _cpu_seconds(pids), time.monotonic() - t0
+    def keep(rec: RunRecord) -> None:
+        if rec.status != "done" or not after:
+            return
+        disk_b, cpu_b, osd_b, seconds = after[0]
+        window = rec.measured_window
+        measured_s = (window[1] - window[0]) if window else seconds
+        ios = figures(of_results(rec.results), rec.point_key).iops * measured_s
         shares = cpu_shares(cpu_a, cpu_b)
         row = {
             "host_cpu_pct": 100.0 - shares["idle_pct"] - shares["iowait_pct"],
-            "osd_cpu_ms_per_io": 1e3 * (osd_b - osd_a) / max(1.0, totals.total.iops * job.runtime_s),
+            "osd_cpu_ms_per_io": 1e3 * (osd_b - osd_a) / max(1.0, ios),
         }
         if pids:
             row["osd_cpu_pct"] = 100.0 * (osd_b - osd_a) / seconds / (os.cpu_count() or 1)
@@ -216,10 +243,13 @@ def _watched(
                 "queue": (disk_b.weighted_ms - disk_a.weighted_ms) / (seconds * 1000.0),
                 "write_iops": (disk_b.writes - disk_a.writes) / seconds,
             }
-        seen[job.bs] = row
-        return totals
+        seen[rec.point_key] = row
 
-    return measure
+    try:
+        yield keep
+    finally:
+        disk_b = read_diskstats().get(disk) if disk else None
+        after.append((disk_b, read_cpu(), _cpu_seconds(pids), time.monotonic() - t0))
 
 
 def _median(samples: Sequence[Sample], get: Callable[[Point], float]) -> Measured:

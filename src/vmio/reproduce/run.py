@@ -130,13 +130,16 @@ def _run_membal_live(req: Request, rep: Reproduction) -> None:
 def _run_dstore(req: Request, rep: Reproduction) -> None:
     files.make_folder(req.disk_dir)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-    setting = dstore_paper.Setting(req.scale, req.disk_dir, req.conf, req.pool, stamp)
+    name = f"{req.paper_id}-{req.scale}-{stamp}"
+    setting = dstore_paper.Setting(req.scale, req.disk_dir, req.conf, req.pool, stamp, name)
     try:
-        rep.measured, rep.details, setup = dstore_paper.run(setting)
+        with Store(req.db) as store:
+            rep.measured, rep.details, setup = dstore_paper.run(setting, store)
     except ToolError as exc:
         rep.failures.append(str(exc))
         return
     rep.details["setup"] = [setup]
+    rep.campaigns = [name]
 
 
 def _run_ops(req: Request, rep: Reproduction, progress: Callable[[Progress], None] | None) -> None:
