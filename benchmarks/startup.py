@@ -45,16 +45,23 @@ def commands() -> dict[str, list[str]]:
     return found
 
 
-def wall(src: str, args: list[str]) -> tuple[float, float]:
-    """Wall and CPU (user + system) seconds of `python -m vmio ARGS` run from ``src``."""
+def wall(src: str, args: list[str]) -> tuple[float, float] | None:
+    """Wall and CPU (user + system) seconds of `python -m vmio ARGS` run from ``src``; None where that
+    checkout has no such command (a command added since)."""
     env = {**os.environ, "PYTHONPATH": src}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(
-        [sys.executable, "-m", "vmio", *args], check=True, stdout=subprocess.DEVNULL, env=env, timeout=60
+    done = subprocess.run(
+        [sys.executable, "-m", "vmio", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        timeout=60,
     )
     took = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        return None
     return took, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
 
@@ -103,12 +110,16 @@ def main() -> None:
         base.append(bare())
         for name, cmd in cmds.items():
             for side, src in sides.items():
-                took, cpu = wall(src, cmd)
-                times.setdefault((side, name), []).append(took)
-                cpus.setdefault((side, name), []).append(cpu)
+                measured = wall(src, cmd)
+                if measured is not None:
+                    times.setdefault((side, name), []).append(measured[0])
+                    cpus.setdefault((side, name), []).append(measured[1])
 
     def med(side: str, name: str, of: dict[tuple[str, str], list[float]] = times) -> float:
         return statistics.median(of[(side, name)])
+
+    def has(side: str) -> list[str]:
+        return [n for n in cmds if (side, n) in times]
 
     print(
         f"over {args.runs} runs: wall median (min-max), its difference from --version, and the median CPU "
@@ -119,6 +130,9 @@ def main() -> None:
     for name in cmds:
         cells = ""
         for side in sides:
+            if (side, name) not in times:
+                cells += f"{'(no such command)':>53}"
+                continue
             values = times[(side, name)]
             cells += f"{med(side, name):7.3f} ({min(values):.3f}-{max(values):.3f})"
             cells += f"{med(side, name) - med(side, '--version'):+12.3f}"
@@ -128,11 +142,11 @@ def main() -> None:
         print(f"  {name:<30}{cells}")
     for side in sides:
         for what, of in (("wall", times), ("CPU", cpus)):
-            over = [n for n in cmds if med(side, n, of) - med(side, "--version", of) > GOAL_S]
-            worst = max(cmds, key=lambda n: med(side, n, of))
+            over = [n for n in has(side) if med(side, n, of) - med(side, "--version", of) > GOAL_S]
+            worst = max(has(side), key=lambda n: med(side, n, of))
             print(
                 f"{side}, {what}: the slowest is `vmio {worst}`, {med(side, worst, of) - med(side, '--version', of):+.3f} s "
-                f"from --version; {len(over)} of {len(cmds)} beyond +{GOAL_S} s{': ' + ', '.join(over) if over else ''}"
+                f"from --version; {len(over)} of {len(has(side))} beyond +{GOAL_S} s{': ' + ', '.join(over) if over else ''}"
             )
     for side, src in sides.items():
         print(f"heaviest imports outside vmio of `vmio --help` ({side}, cumulative):")
