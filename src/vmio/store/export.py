@@ -12,7 +12,6 @@ import csv
 import io
 import itertools
 import json
-import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypedDict
@@ -91,63 +90,51 @@ def samples(store: Store, campaign: str) -> list[PkbSample]:
 
 
 def ndjson(rows: list[PkbSample]) -> bytes:
-    """One ``json.dumps`` line per sample, built from pieces encoded once: a point's samples share one
-    labels object and one timestamp, and a few metric names and units recur."""
-    lines = []
-    heads: dict[tuple[object, object], tuple[str, str]] = {}
-    shared: tuple[object, object] = (None, None)
-    tail = ""
-    for r in rows:
-        if tuple(r) != _SAMPLE_KEYS:  # not the shape ``samples`` makes: as json.dumps prints it
-            lines.append(json.dumps(r) + "\n")
-            continue
-        if r["labels"] is not shared[0] or r["timestamp"] != shared[1]:
-            shared = (r["labels"], r["timestamp"])
-            tail = f', "labels": {json.dumps(r["labels"])}, "timestamp": {json.dumps(r["timestamp"])}}}\n'
-        key = (r["metric"], r["unit"])
-        if key not in heads:
-            heads[key] = (
-                f'{{"metric": {json.dumps(r["metric"])}, "value": ',
-                f', "unit": {json.dumps(r["unit"])}',
-            )
-        head, unit = heads[key]
-        v = r["value"]
-        value = repr(v) if type(v) is float and math.isfinite(v) else json.dumps(v)  # json.dumps's own text
-        lines.append(head + value + unit + tail)
-    return "".join(lines).encode()
-
-
-_SAMPLE_KEYS = ("metric", "value", "unit", "labels", "timestamp")  # a PkbSample's keys in samples' order
+    return "".join(json.dumps(r, sort_keys=False) + "\n" for r in rows).encode()
 
 
 def prometheus(rows: list[PkbSample]) -> bytes:
-    """A node-exporter textfile: ``vmio_<metric>_<unit>`` gauges, one series per point, the same labels."""
+    """A node-exporter textfile: one gauge per metric in Prometheus' base units (``prom_name``), one series per
+    point, the same labels."""
     by_metric: dict[str, list[PkbSample]] = {}
     for r in rows:
         by_metric.setdefault(r["metric"], []).append(r)
     lines = []
-    texts: dict[int, str] = {}  # each point's labels, written once (its samples share one labels object)
     for metric, unit, _ in SAMPLE_METRICS:
         mine = by_metric.get(metric)
         if not mine:
             continue
-        name = f"vmio_{metric}_{PROM_UNIT[unit]}"
-        lines += [f"# HELP {name} vmio point {metric} ({unit})", f"# TYPE {name} gauge"]
+        name, scale, base = prom_name(metric, unit)
+        lines += [f"# HELP {name} vmio point {metric} in {base}", f"# TYPE {name} gauge"]
         for r in mine:
-            shared = r["labels"]
-            labels = texts.get(id(shared))
-            if labels is None:
-                labels = texts[id(shared)] = ",".join(f'{k}="{_prom_escape(shared[k])}"' for k in LABELS)
-            lines.append(f"{name}{{{labels}}} {r['value']!r}")  # the textfile collector refuses timestamps
+            labels = ",".join(f'{k}="{_prom_escape(r["labels"][k])}"' for k in LABELS)
+            lines.append(
+                f"{name}{{{labels}}} {r['value'] * scale!r}"
+            )  # the textfile collector refuses timestamps
     return ("\n".join(lines) + "\n").encode()
 
 
+# vmio's unit → (Prometheus base unit, its name's suffix, the factor to it): seconds not nanoseconds, a ratio
+# (0 to 1) not a percent; a rate of operations or bytes per second (https://prometheus.io/docs/practices/naming/)
 PROM_UNIT = {
-    "ops/s": "ops_per_second",
-    "bytes/s": "bytes_per_second",
-    "ns": "nanoseconds",
-    "percent": "percent",
+    "ops/s": ("operations per second", "operations_per_second", 1.0),
+    "bytes/s": ("bytes per second", "bytes_per_second", 1.0),
+    "ns": ("seconds", "seconds", 1e-9),
+    "percent": ("a ratio from 0 to 1", "ratio", 0.01),
 }
+# the metric's name without its unit (which the suffix says once): read_iops → read, dev_busy_pct → device_busy
+PROM_STEM = {"dev_busy_pct": "device_busy", "cpu_usr_pct": "cpu_user", "cpu_sys_pct": "cpu_system"}
+
+
+def prom_name(metric: str, unit: str) -> tuple[str, float, str]:
+    """The Prometheus name of a sample metric, the factor from vmio's unit to its base unit, and that unit:
+    ``read_iops`` → ``vmio_read_operations_per_second``, ``read_lat_p99`` → ``vmio_read_latency_p99_seconds``,
+    ``cpu_sys_pct`` → ``vmio_cpu_system_ratio`` (CHANGELOG.md lists the former names)."""
+    base, suffix, scale = PROM_UNIT[unit]
+    stem = PROM_STEM.get(metric) or metric.removesuffix("_iops").removesuffix("_bw").replace(
+        "_lat_", "_latency_"
+    )
+    return f"vmio_{stem}_{suffix}", scale, base
 
 
 def _prom_escape(value: object) -> str:
@@ -178,6 +165,16 @@ def _offered(row: PointRow) -> str:
 
 SERIES_COLUMNS = ("point", "t", "source", "metric", "value")
 OPLAT_COLUMNS = ("point", "host", "job", "seq", "t_ms", "lat_ns", "ddir", "offset")
+# the points table of a campaign with no point: the columns every point has (show --json's contract)
+LAT_KEYS = ("min", "mean", "max", "p50", "p90", "p99", "p99_9", "p99_99")
+POINT_COLUMNS = ("campaign", "point", "target", "target_kind", "workload", "bs", "offered_iops", "load_processes",
+                 "repetition", "status", "accel", "read_iops", "write_iops", "read_bw", "write_bw",
+                 *(f"{d}_lat_{k}_ns" for d in ("read", "write") for k in LAT_KEYS),
+                 "dev_read_iops", "dev_write_iops", "dev_busy_pct", "cpu_usr_pct", "cpu_sys_pct", "cpu_iowait_pct",
+                 "cpu_steal_pct")  # fmt: skip
+COLUMN_TYPES = {"t": "float", "value": "float", "seq": "int", "t_ms": "float", "lat_ns": "int", "offset": "int",
+                "bs": "int", "load_processes": "int", "repetition": "int",
+                **{c: "float" for c in POINT_COLUMNS[11:]}}  # fmt: skip
 
 
 def series(store: Store, campaign: str) -> list[TableRow]:
@@ -239,63 +236,31 @@ def export(store: Store, campaign: str, fmt: str, path: Path) -> list[Path]:
     if fmt in SINGLE_FILE:
         _atomic(path, document(store, campaign, fmt))
         return [path]
-    if fmt == "csv":  # the series and operations (millions of rows) go from SQLite to the CSV writer
-        tables: list[tuple[str, Callable[[], bytes]]] = [
-            ("", lambda: _csv(flat_points(store, campaign))),
-            (
-                ".series",
-                lambda: _csv_table(store, campaign, "sample", SERIES_COLUMNS, "t.t, t.source, t.metric"),
-            ),
-            (".oplat", lambda: _csv_table(store, campaign, "oplat", OPLAT_COLUMNS, "t.seq")),
-        ]
-    else:
-        points, sampled, ops = (
-            flat_points(store, campaign),
-            series(store, campaign),
-            operations(store, campaign),
-        )
-        tables = [
-            ("", lambda: _parquet(points)),
-            (".series", lambda: _parquet(sampled)),
-            (".oplat", lambda: _parquet(ops)),
-        ]
+    points, sampled, ops = flat_points(store, campaign), series(store, campaign), operations(store, campaign)
+    write = _csv if fmt == "csv" else _parquet
     written: list[Path] = []
+    tables = (
+        ("", points, POINT_COLUMNS),
+        (".series", sampled, SERIES_COLUMNS),
+        (".oplat", ops, OPLAT_COLUMNS),
+    )
     with all_or_none(written):  # the three files, or none of them
-        for suffix, table in tables:
+        for suffix, table, columns in tables:
             side = path.with_name(f"{path.stem}{suffix}{path.suffix or '.' + fmt}") if suffix else path
-            _atomic(side, table())
+            _atomic(side, write(table, columns))
             written.append(side)
     return written
 
 
-def _csv(rows: list[TableRow]) -> bytes:
+def _csv(rows: list[TableRow], columns: tuple[str, ...]) -> bytes:
+    """The table as CSV: its header always (``columns`` for an empty table), every row's columns."""
     buf = io.StringIO()
-    if rows:
-        # every row's columns (some only on some rows)
-        names = list(dict.fromkeys(itertools.chain.from_iterable(rows)))
-        writer = csv.writer(buf, lineterminator="\n")
-        writer.writerow([inert(k) for k in names])
-        blank = [""] * len(names)  # a column a row does not have
-        starts = frozenset(FORMULA_STARTS)  # one character each: ``inert`` inline, per cell
-        writer.writerows(
-            [
-                ("'" + v if v[:1] in starts else v) if isinstance(v, str) else v
-                for v in map(row.get, names, blank)
-            ]
-            for row in rows
-        )
-    return buf.getvalue().encode()
-
-
-def _csv_table(store: Store, campaign: str, table: str, columns: tuple[str, ...], order: str) -> bytes:
-    """A detail table's rows of the campaign as ``_csv`` writes them (``columns``: the point, then the
-    table's), each cell made inert by SQLite as it is read."""
-    buf = io.StringIO()
+    # every row's columns (some only on some rows); an empty table still says what it would hold
+    names = list(dict.fromkeys(itertools.chain.from_iterable(rows))) if rows else list(columns)
     writer = csv.writer(buf, lineterminator="\n")
-    for i, chunk in enumerate(store.campaign_table_rows(table, columns[1:], order, campaign, inert_sql)):
-        if i == 0:  # no rows: no header either
-            writer.writerow([inert(k) for k in columns])
-        writer.writerows(chunk)
+    writer.writerow([inert(k) for k in names])
+    blank = [""] * len(names)  # a column a row does not have
+    writer.writerows([inert(v) for v in map(row.get, names, blank)] for row in rows)
     return buf.getvalue().encode()
 
 
@@ -311,23 +276,19 @@ def inert(value: object) -> object:
     return value
 
 
-def inert_sql(column: str) -> str:
-    """``inert`` as an SQL expression of ``column``: text starting with a formula character gets a leading
-    ``'``; numbers, NULL and blobs are as stored."""
-    starts = ", ".join(f"char({ord(c)})" for c in FORMULA_STARTS)
-    return (
-        f"CASE WHEN typeof({column}) = 'text' AND substr({column}, 1, 1) IN ({starts}) "
-        f"THEN '''' || {column} ELSE {column} END"
-    )
-
-
-def _parquet(rows: list[TableRow]) -> bytes:
+def _parquet(rows: list[TableRow], columns: tuple[str, ...]) -> bytes:
+    """The table as Parquet; an empty one keeps its ``columns`` (typed where ``COLUMN_TYPES`` knows them)."""
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError as exc:
         raise InputError("--format parquet needs pyarrow: pip install 'vmio[parquet]'") from exc
-    table = pa.Table.from_pylist(rows)
+    if rows:
+        table = pa.Table.from_pylist(rows)
+    else:
+        types = {"int": pa.int64(), "float": pa.float64(), "str": pa.string()}
+        schema = pa.schema([(c, types[COLUMN_TYPES.get(c, "str")]) for c in columns])
+        table = schema.empty_table()
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink)
     return bytes(sink.getvalue().to_pybytes())
