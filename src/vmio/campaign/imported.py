@@ -170,6 +170,8 @@ def _read(path: Path) -> tuple[output.FioOutput, dict[str, Any]]:
         doc, _ = output.extract_json(text)
         import_checks.check_document(doc, path)
         result = output.parse(text)
+    except InputError as exc:  # a figure out of its range: said as every refused import says it
+        raise InputError(f"{exc}; nothing was imported") from None
     except FioError as exc:
         raise InputError(
             f"{path}: {str(exc).splitlines()[0]}; vmio import takes fio's "

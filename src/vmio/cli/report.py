@@ -213,7 +213,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             "--fail-on-inconclusive goes with --fail-on-regression PCT (the size of change to judge)"
         )
     with open_store(args) as store:
-        loaded = [data.load(store, n) for n in names]
+        loaded = [data.load_points(store, n) for n in names]  # the stored summaries: no detail table
     if len(loaded) == 1:
         rows = compare.against_baseline(loaded[0], args.baseline)
         if not rows:
