@@ -1643,6 +1643,7 @@ def test_an_import_is_finite_or_refused(
     if rule == "off":
         monkeypatch.setattr(imported, "check_numbers", lambda doc, where, at="": None)
         monkeypatch.setattr(imported, "check_record", lambda rec, where: None)
+        monkeypatch.setattr(imported.import_checks, "check_document", lambda doc, path: None)
     code = main(["import", str(bad), "--campaign", "bad", "--db", str(db)])
     err = capsys.readouterr().err
     if rule == "on":
@@ -1654,7 +1655,9 @@ def test_an_import_is_finite_or_refused(
         assert main(["ls", "--db", str(db), "--json"]) == 0
         assert [c["name"] for c in json.loads(capsys.readouterr().out)] == ["good"]
     else:
-        assert code == 0 or db.exists()  # stored (or half-stored): the store now holds what it cannot read
+        # stored (or half-stored: the store holds what it cannot read), or refused only after the write by the
+        # store's own check of what it holds (NaN), never before the transaction as the rule refuses it
+        assert code == 0 or db.exists() or "nothing was imported" not in err, err
 
 
 @RULE
