@@ -1,0 +1,61 @@
+"""Each target kind answers for itself (``vmio.targets.kind_of``): preflight is one loop over the targets,
+and a QEMU target's build is resolved once per run (preflight resolves it; the rig takes the same one)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vmio.campaign import runner
+from vmio.errors import InputError
+from vmio.qemu import builds
+from vmio.spec import Campaign, loads_spec
+from vmio.targets import kind_of, qemu
+
+
+def campaign(tmp_path: Path, version: str = "") -> Campaign:
+    disk = tmp_path / "d.img"
+    disk.write_bytes(b"\0" * 4096)
+    wanted = f'qemu = "{version}"\n' if version else ""
+    return loads_spec(
+        f'[campaign]\nname = "c"\n[[target]]\nname = "bare"\nkind = "host"\npath = "{disk}"\n'
+        f'[[target]]\nname = "vm"\nkind = "qemu"\nbacking = ["{disk}"]\n{wanted}'
+        '[[workload]]\nname = "r"\nrw = "randread"\nruntime = "1s"\n',
+        str(tmp_path / "c.toml"),
+    )
+
+
+def test_the_qemu_build_is_resolved_once_per_target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str | None] = []
+    real = builds.resolve
+
+    def counted(wanted: str | None, *args: Any, **kwargs: Any) -> builds.QemuBuild:
+        calls.append(wanted)
+        return real(wanted, *args, **kwargs)
+
+    monkeypatch.setattr(builds, "resolve", counted)
+    camp = campaign(tmp_path)
+    options = runner.Options()
+    runner.preflight(camp, options)
+    assert calls == [None]  # the system's build, for the one QEMU target
+    vm = camp.targets[1]
+    first = qemu.resolved_build(vm, options.target_env())  # what the rig that boots the VMs takes
+    assert calls == [None] and first is options.builds["vm"]
+
+
+def test_a_missing_build_is_refused_by_the_qemu_kind(tmp_path: Path) -> None:
+    camp = campaign(tmp_path, "0.1")
+    with pytest.raises(InputError, match="vmio qemu add"):
+        runner.preflight(camp, runner.Options())
+
+
+def test_each_kind_answers_by_its_spec_kind(tmp_path: Path) -> None:
+    camp = campaign(tmp_path)
+    bare, vm = camp.targets
+    assert (kind_of(bare).bare, kind_of(bare).vm, kind_of(bare).qemu(bare)) == (True, False, None)
+    assert (kind_of(vm).bare, kind_of(vm).vm, kind_of(vm).qemu(vm)) == (False, True, vm)
+    assert kind_of(bare).size(bare) == 4096 and kind_of(vm).size(vm) == 4096  # the file's own size
+    config = kind_of(vm).qemu(vm)
+    assert config is not None and kind_of(vm).label(vm) == f"; cache {config.cache}, aio {config.aio}"
