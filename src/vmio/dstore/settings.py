@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from vmio.dstore.cluster import Shaping
 from vmio.dstore.profile import DEFAULT_BS, Criteria
 from vmio.dstore.rbdfio import RbdJob
 
@@ -19,10 +20,18 @@ AFTER_BACK_S = 20.0  # a --fail-osd run goes on this long after the OSD is start
 
 @dataclass(frozen=True)
 class UpSettings:
-    """``vmio dstore up``: the cluster's OSDs and the time allowed for every PG to be active+clean."""
+    """``vmio dstore up``: the cluster's OSDs, the time allowed for every PG to be active+clean, and the
+    network its daemons and client share: ``loopback`` (127.0.0.1) or ``netns`` (a namespace each, joined
+    through a bridge by links shaped to ``rate`` bit/s, with ``delay_ms`` where the kernel has netem)."""
 
     osds: int = 3
     deadline_s: float = 180.0
+    network: str = "loopback"
+    rate: int = Shaping.rate
+    delay_ms: float | None = None
+
+    def shaping(self) -> Shaping | None:
+        return Shaping(self.rate, self.delay_ms) if self.network == "netns" else None
 
 
 @dataclass(frozen=True)

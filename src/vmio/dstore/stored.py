@@ -50,9 +50,12 @@ SETUP_KEYS = (
     "iodepth",
     "runtime_s",
     "ramp_s",
+    "network",
 )
 # the setup every profile prints, in its order, and what a guest's adds
-PRINTED = ("pool", "image", "replicas", "osds", "iodepth", "rwmixread", "runtime_s", "ramp_s", "config")
+PRINTED = (
+    "pool", "image", "replicas", "osds", "iodepth", "rwmixread", "runtime_s", "ramp_s", "config", "network",
+)  # fmt: skip
 GUEST_KEYS = ("where", "disk", "accel", "accel_reason", "qemu_version")
 
 
@@ -92,6 +95,7 @@ def setup(ref: ClusterRef, load: Workload, label: str, **more: object) -> dict[s
         "runtime_s": load.runtime,
         "ramp_s": load.ramp,
         "config": label,
+        "network": ref.network_json(),  # the links its replicas crossed
         **more,
     }
 

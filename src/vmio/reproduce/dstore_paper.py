@@ -28,7 +28,7 @@ from vmio.campaign.runner import run as run_campaign
 from vmio.dstore import cluster, daemons, variants
 from vmio.dstore.cluster import ClusterRef
 from vmio.dstore.figures import figures, of_results
-from vmio.dstore.profile import Criteria, Point
+from vmio.dstore.profile import Criteria, Point, network_text
 from vmio.dstore.stored import rbd_target, stored_point, workload
 from vmio.errors import ClusterError, FioError
 from vmio.metrics.procfs import CpuCounters, DiskCounters, cpu_shares, read_cpu, read_diskstats
@@ -37,6 +37,7 @@ from vmio.spec.dump import dumps
 from vmio.spec.model import Campaign
 from vmio.spec.model import Point as SpecPoint
 from vmio.store import RunRecord, Store
+from vmio.system import netns
 from vmio.system.blockdev import device_chain
 from vmio.system.process import Runner
 
@@ -83,6 +84,8 @@ class Setting:
     pool: str = "vmio"
     stamp: str = "run"
     name: str = "bitisle-dstore-2014"  # the campaign its points are stored as
+    # a throwaway cluster's network: the paper's 10 GbE between the hosts holding the replicas (None: loopback)
+    shaping: cluster.Shaping | None = field(default_factory=cluster.Shaping)
 
 
 @dataclass
@@ -110,10 +113,14 @@ def run(
     with ExitStack() as stack:
         if s.conf is None:
             root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="dstore-", dir=s.work))) / "c"
-            base = cluster.up(root, osds=3, runner=runner)
+            shaping = s.shaping if s.shaping is not None and netns.available() else None
+            base = cluster.up(root, osds=3, runner=runner, shaping=shaping, owned=True)
             stack.callback(cluster.down, root)
         else:
             base = cluster.existing(s.conf, s.pool, "unused")
+        runner = cluster.client_runner(
+            base, runner
+        )  # a shaped cluster is reached from its client's namespace
         plain = _image(runner, base, f"vmio-reproduce-{s.stamp}", conf.image_mib, stack)
         striped = variants.make_variant(runner, plain, "striping", conf.image_mib)
         stack.callback(variants.remove_variant, runner, plain, striped)
@@ -129,8 +136,11 @@ def run(
         "striping": f"stripe unit {variants.STRIPE_UNIT // KIB}K x count {variants.STRIPE_COUNT}",
         "cluster": "throwaway (vmio dstore up, 3 file OSDs)" if s.conf is None else str(s.conf),
         "disk under the OSDs": runs.disk,
+        "network": network_text(base.network_json()),
     }
-    return measure(runs), {"profile": table(runs)}, setup
+    network: TableRow = {k: v for k, v in base.network_json().items() if isinstance(v, str | int | float)}
+    network |= {k: None for k in ("rate", "delay_ms") if k not in network}  # kind, rate (bit/s), delay_ms
+    return measure(runs), {"profile": table(runs), "network": [network]}, setup
 
 
 def _image(runner: Runner, base: ClusterRef, name: str, mib: int, stack: ExitStack) -> ClusterRef:
