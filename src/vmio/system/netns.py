@@ -178,9 +178,9 @@ def _build(runner: Runner, net: Network, delay_ms: float | None) -> Network:
     bridge = net.ns(BRIDGE)
     for ns in net.namespaces():
         _ip(runner, "netns", "add", ns)
-        _ip(runner, "-n", ns, "link", "set", "lo", "up")
+        _ip(runner, "-n", ns, "link", "set", "dev", "lo", "up")
     _ip(runner, "-n", bridge, "link", "add", "name", "br0", "type", "bridge")
-    _ip(runner, "-n", bridge, "link", "set", "br0", "up")
+    _ip(runner, "-n", bridge, "link", "set", "dev", "br0", "up")
     burst = burst_bytes(net.rate)
     shape = ["tbf", "rate", f"{net.rate}bit", "burst", str(burst), "latency", f"{LATENCY_MS}ms"]
     note: str | None = None
@@ -203,10 +203,10 @@ def _build(runner: Runner, net: Network, delay_ms: float | None) -> Network:
             "netns",
             ns,
         )
-        _ip(runner, "-n", bridge, "link", "set", role, "master", "br0")
-        _ip(runner, "-n", bridge, "link", "set", role, "up")
+        _ip(runner, "-n", bridge, "link", "set", "dev", role, "master", "br0")
+        _ip(runner, "-n", bridge, "link", "set", "dev", role, "up")
         _ip(runner, "-n", ns, "addr", "add", f"{net.addr(role)}/{SUBNET.prefixlen}", "dev", "eth0")
-        _ip(runner, "-n", ns, "link", "set", "eth0", "up")
+        _ip(runner, "-n", ns, "link", "set", "dev", "eth0", "up")
         for where, dev in ((ns, "eth0"), (bridge, role)):
             if delay_ms:
                 done = _tc(runner, where, "qdisc", "add", "dev", dev, "root", "handle", "1:", "netem",
