@@ -133,6 +133,13 @@ def test_a_shaped_cluster_stores_its_network_and_leaves_nothing_after_down(
         assert ref.network is not None
         names = ref.network.namespaces()
         assert sorted(names) == sorted(netns.listed()[ref.network.token])
+        nobody = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+        entered = subprocess.run(
+            [*nobody, "ip", "netns", "exec", ref.network.ns("client"), "true"],
+            capture_output=True,
+            timeout=20,
+        )
+        assert entered.returncode != 0 and b"not permitted" in entered.stderr  # only root enters them
         out = tmp_path / "p.json"
         argv = ["dstore", "profile", "--dir", str(root), "--bs", "64k", "--runtime", "2s", "--ramp", "0s"]
         assert main([*argv, "-o", str(out), "--name", "shaped", "--db", str(tmp_path / "v.db")]) == 0

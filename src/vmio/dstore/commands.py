@@ -152,6 +152,12 @@ def profile(
             folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="vmio-dstore-"))
             store = stack.enter_context(Store(str(Path(folder) / "profile.db")))
         ref = stack.enter_context(writable_target(where, runner, settings.destroy_data))
+        if settings.from_guest and ref.network is not None:
+            raise InputError(
+                f"--from-guest: the cluster in {str(ref.root)!r} lives in network namespaces "
+                "(dstore up --network netns) that a VM on this host cannot reach; profile from a guest on "
+                "a loopback cluster"
+            )
         runner = cluster.client_runner(ref, runner)  # a shaped cluster: its clients in its namespace
         return _profile_on(ref, settings, runner, store, on_point, warn or (lambda _: None))
 
