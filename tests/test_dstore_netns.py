@@ -17,6 +17,8 @@ import pytest
 
 from vmio.cli import main
 from vmio.dstore import cluster
+from vmio.reproduce import dstore_paper
+from vmio.reproduce.run import Request, reproduce
 from vmio.system import netns
 from vmio.system.process import Runner, Supervised
 
@@ -123,7 +125,7 @@ def test_a_transfer_between_two_namespaces_sees_the_configured_rate() -> None:
 @pytest.mark.slow
 @needs_tools(*CEPH_TOOLS)
 def test_a_shaped_cluster_stores_its_network_and_leaves_nothing_after_down(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = tmp_path / "c"
     before = _host_view()
@@ -157,6 +159,22 @@ def test_a_shaped_cluster_stores_its_network_and_leaves_nothing_after_down(
         osds = sum(v for k, v in sent.items() if k.startswith("osd"))
         assert sent["client"] > 10 << 20
         assert osds >= 2 * 0.8 * sent["client"], sent
+        # bitisle-dstore-2014's reproduction on that cluster (its conf brings the namespaces), at a tiny
+        # scale: result.json carries the network, and the large-block claims name the links
+        tiny = dstore_paper.Scale(
+            runtime=1.0, ramp=0.0, samples=1, image_mib=64, bs=(4096, 1 << 20), striped_bs=()
+        )
+        monkeypatch.setitem(dstore_paper.SCALES, "quick", tiny)
+        req = Request(
+            "bitisle-dstore-2014", "quick", tmp_path / "out", db=str(tmp_path / "r.db"), disk_dir=tmp_path,
+            conf=root / "ceph.conf",
+        )  # fmt: skip
+        rep = reproduce(req)
+        assert rep.failures == []
+        result = json.loads((tmp_path / "out" / "result.json").read_text())
+        assert result["network"] == {"kind": "netns", "rate": 10**9, "delay_ms": None}
+        (large,) = [c for c in result["claims"] if c["id"] == "fig2-latency-1m"]
+        assert "shaped by tc" in (large["why"] or "shaped by tc"), large  # a disagreement names the links
         assert _host_view() == before
     finally:
         assert main(["dstore", "down", "--dir", str(root)]) == 0

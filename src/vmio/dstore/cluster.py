@@ -415,10 +415,15 @@ def layout_of(ref: ClusterRef) -> ClusterLayout:
 def existing(
     conf: Path, pool: str, image: str, replicas: int = 3, client: CephClient | None = None
 ) -> ClusterRef:
-    """A reference to a cluster vmio did not start, after checking its ``ceph.conf`` exists."""
+    """A reference to a cluster named by its ``ceph.conf``, after checking it exists; the ``ceph.conf`` of a
+    shaped cluster of ``vmio dstore up`` brings its network (its clients must run in its namespace)."""
     if not conf.is_file():
         raise InputError(f"--conf {str(conf)!r} is not a file; give the cluster's ceph.conf")
-    return ClusterRef(conf.absolute(), pool, image, None, replicas, replicas, client or CephClient())
+    conf = conf.absolute()
+    network = _state_network(conf.parent) if conf.name == "ceph.conf" else None
+    if network is not None and not netns.listed().get(network.token):
+        network = None  # its namespaces are gone: the state is stale
+    return ClusterRef(conf, pool, image, None, replicas, replicas, client or CephClient(), network=network)
 
 
 def _write_state(root: Path, ref: ClusterRef, layout: ClusterLayout, owner: int | None) -> None:
