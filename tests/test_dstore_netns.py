@@ -129,7 +129,7 @@ def test_a_shaped_cluster_stores_its_network_and_leaves_nothing_after_down(
 ) -> None:
     root = tmp_path / "c"
     before = _host_view()
-    assert main(["dstore", "up", "--dir", str(root), "--network", "netns", "--rate", "1gbit"]) == 0
+    assert main(["dstore", "up", "--dir", str(root), "--network", "netns", "--rate", "2gbit"]) == 0
     try:
         ref = cluster.load(root)
         assert ref.network is not None
@@ -148,11 +148,11 @@ def test_a_shaped_cluster_stores_its_network_and_leaves_nothing_after_down(
         capsys.readouterr()
         assert json.loads(out.read_text())["setup"]["network"] == {
             "kind": "netns",
-            "rate": 10**9,
+            "rate": 2 * 10**9,
             "delay_ms": None,
         }
         assert main(["dstore", "show", "shaped", "--db", str(tmp_path / "v.db")]) == 0
-        assert "network: netns, 1 Gbit/s per link, no added delay" in capsys.readouterr().out
+        assert "network: netns, 2 Gbit/s per link, no added delay" in capsys.readouterr().out
         # every mirrored write crossed a link: the OSDs sent (to their replicas) at least twice what the
         # client sent them, as the kernel's own qdisc counters say
         sent = {role: _sent(ref.network.ns(role)) for role in ref.network.roles}
@@ -161,9 +161,7 @@ def test_a_shaped_cluster_stores_its_network_and_leaves_nothing_after_down(
         assert osds >= 2 * 0.8 * sent["client"], sent
         # bitisle-dstore-2014's reproduction on that cluster (its conf brings the namespaces), at a tiny
         # scale: result.json carries the network, and the large-block claims name the links
-        tiny = dstore_paper.Scale(
-            runtime=1.0, ramp=0.0, samples=1, image_mib=64, bs=(4096, 1 << 20), striped_bs=()
-        )
+        tiny = dstore_paper.Scale(1.0, 0.0, 1, 64, bs=(4096, 1 << 20), striped_bs=(), slow_link_bs=(1 << 20,))
         monkeypatch.setitem(dstore_paper.SCALES, "quick", tiny)
         req = Request(
             "bitisle-dstore-2014", "quick", tmp_path / "out", db=str(tmp_path / "r.db"), disk_dir=tmp_path,
@@ -172,7 +170,18 @@ def test_a_shaped_cluster_stores_its_network_and_leaves_nothing_after_down(
         rep = reproduce(req)
         assert rep.failures == []
         result = json.loads((tmp_path / "out" / "result.json").read_text())
-        assert result["network"] == {"kind": "netns", "rate": 10**9, "delay_ms": None}
+        slow = result["network"].pop("at_1gbit")
+        assert result["network"] == {"kind": "netns", "rate": 2 * 10**9, "delay_ms": None}
+        # the second run at 1 Gbit/s beside the latency stated before it: 50 outstanding x the busiest link's
+        # bytes per I/O (the client's writes, 70 % of 1 MiB) at 125 MB/s
+        (row,) = slow
+        stated = row["link-bound mean ms at 1 Gbit/s (stated before)"]
+        assert stated == pytest.approx(50 * 0.7 * (1 << 20) / 125e3, abs=0.1)
+        assert row["measured mean ms at 1 Gbit/s"] > 0 and row["measured mean ms at the cluster's rate"] > 0
+        shown = ["tc", "-n", ref.network.ns("osd0"), "qdisc", "show", "dev", "eth0"]
+        assert (
+            "rate 2Gbit" in subprocess.run(shown, capture_output=True, text=True, timeout=20).stdout
+        )  # put back
         (large,) = [c for c in result["claims"] if c["id"] == "fig2-latency-1m"]
         assert "shaped by tc" in (large["why"] or "shaped by tc"), large  # a disagreement names the links
         assert _host_view() == before

@@ -37,7 +37,7 @@ from vmio.spec.dump import dumps
 from vmio.spec.model import Campaign
 from vmio.spec.model import Point as SpecPoint
 from vmio.store import RunRecord, Store
-from vmio.system import netns
+from vmio.system import netns, rbdimage
 from vmio.system.blockdev import device_chain
 from vmio.system.process import Runner
 
@@ -52,6 +52,7 @@ class Scale:
     image_mib: int
     bs: tuple[int, ...]  # the plain image's block sizes
     striped_bs: tuple[int, ...]
+    slow_link_bs: tuple[int, ...] = ()  # on a shaped cluster, these again with every link at SLOW_RATE
 
 
 SCALES = {
@@ -70,8 +71,11 @@ SCALES = {
         image_mib=4096,
         bs=(4 * KIB, 8 * KIB, 16 * KIB, 32 * KIB, 64 * KIB, 128 * KIB, 256 * KIB, 512 * KIB, 1024 * KIB),
         striped_bs=(4 * KIB, 32 * KIB, 64 * KIB, 128 * KIB, 256 * KIB, 512 * KIB, 1024 * KIB),
+        slow_link_bs=(256 * KIB, 512 * KIB, 1024 * KIB),
     ),
 }
+SLOW_RATE = 1_000_000_000  # the second run's links: 1 Gbit/s, where a mirrored large write is link-bound
+IODEPTH, WRITE_SHARE = 50, 0.7  # bitisle-dstore-2014's profile
 SMALL = (4 * KIB, 64 * KIB)  # "4K-64K": the block sizes the paper calls practical
 STRIPED_RANGE = (32 * KIB, 256 * KIB)  # Fig. 3: "slightly better between 32K and 256K"
 
@@ -119,14 +123,16 @@ def run(
             stack.callback(cluster.down, root)
         else:
             base = cluster.existing(s.conf, s.pool, "unused")
-        runner = cluster.client_runner(
-            base, runner
-        )  # a shaped cluster is reached from its client's namespace
+        runner = cluster.client_runner(base, runner)  # a shaped cluster: reached from its client's namespace
         plain = _image(runner, base, f"vmio-reproduce-{s.stamp}", conf.image_mib, stack)
         striped = variants.make_variant(runner, plain, "striping", conf.image_mib)
         stack.callback(variants.remove_variant, runner, plain, striped)
-        runs = profile(runner, plain, striped, conf, disk_of(runner, base), store, s.name)
+        disk = disk_of(runner, base)
+        runs = profile(runner, plain, striped, conf, disk, store, s.name)
         runs.network = base.network_json()
+        slow: list[TableRow] = []
+        if conf.slow_link_bs and base.network is not None and base.network.rate != SLOW_RATE:
+            slow = slow_link(runner, base, plain, conf, disk, store, f"{s.name}-1gbit", runs)
     setup: TableRow = {
         "pool": plain.pool,
         "replicas": plain.replicas,
@@ -142,7 +148,71 @@ def run(
     }
     network: TableRow = {k: v for k, v in base.network_json().items() if isinstance(v, str | int | float)}
     network |= {k: None for k in ("rate", "delay_ms") if k not in network}  # kind, rate (bit/s), delay_ms
-    return measure(runs), {"profile": table(runs), "network": [network]}, setup
+    details: Details = {"profile": table(runs), "network": [network]}
+    if slow:
+        details["network-1gbit"] = slow
+    return measure(runs), details, setup
+
+
+def link_bound(bs: int, rate: int, replicas: int = 3, osds: int = 3) -> tuple[float, float]:
+    """(IOPS, mean latency ms) of the profile when the links alone bound it, stated before a run: per client
+    I/O the client sends w*bs (the writes to their primaries) and receives r*bs; each OSD receives w*bs*
+    replicas/osds (every write lands on ``replicas`` of the OSDs) and sends (w*(replicas-1) + r)*bs/osds (a
+    primary's copies to the other replicas, and the reads), primaries spread evenly. The busiest link sets
+    the IOPS; with 50 outstanding I/Os the mean latency is 50 / IOPS (Little's law)."""
+    w, r = WRITE_SHARE, 1 - WRITE_SHARE
+    per_io = max(w, r, w * replicas / osds, (w * (replicas - 1) + r) / osds) * bs  # bytes on the busiest link
+    iops = rate / 8 / per_io
+    return iops, IODEPTH / iops * 1000
+
+
+def slow_link(
+    runner: Runner,
+    base: ClusterRef,
+    plain: ClusterRef,
+    conf: Scale,
+    disk: str | None,
+    store: Store,
+    name: str,
+    fast: Runs,
+) -> list[TableRow]:
+    """The plain image again at ``slow_link_bs`` with every link at 1 Gbit/s (put back after), each size
+    beside the latency a link-bound mirrored write would show there (stated before the run) and beside the
+    same size at the cluster's own rate: does the latency follow the link, as the paper's explanation says?"""
+    assert base.network is not None
+    predicted = {bs: link_bound(bs, SLOW_RATE, plain.replicas, plain.osds) for bs in conf.slow_link_bs}
+    netns.set_rate(base.network, SLOW_RATE)
+    try:
+        scale = replace(conf, bs=conf.slow_link_bs, striped_bs=())
+        runs = profile(runner, plain, None, scale, disk, store, name)
+    finally:
+        netns.set_rate(base.network, base.network.rate)
+    rows: list[TableRow] = []
+    for bs, (iops, ms) in predicted.items():
+        got = runs.plain.get(bs, [])
+        at_rate = fast.plain.get(bs, [])
+        rows.append(
+            {
+                "bs": f"{bs // KIB}K",
+                "link-bound IOPS at 1 Gbit/s (stated before)": round(iops, 1),
+                "link-bound mean ms at 1 Gbit/s (stated before)": round(ms, 1),
+                "measured mean ms at 1 Gbit/s": round(statistics.median(x.point.mean_lat_ms for x in got), 1)
+                if got
+                else None,
+                "measured IOPS at 1 Gbit/s": round(statistics.median(x.point.iops for x in got), 1)
+                if got
+                else None,
+                "measured mean ms at the cluster's rate": round(
+                    statistics.median(x.point.mean_lat_ms for x in at_rate), 1
+                )
+                if at_rate
+                else None,
+                "link-bound mean ms at the cluster's rate": round(
+                    link_bound(bs, base.network.rate, plain.replicas, plain.osds)[1], 1
+                ),
+            }
+        )
+    return rows
 
 
 def _image(runner: Runner, base: ClusterRef, name: str, mib: int, stack: ExitStack) -> ClusterRef:
@@ -159,25 +229,27 @@ def _image(runner: Runner, base: ClusterRef, name: str, mib: int, stack: ExitSta
         timeout=120.0,
         error=ClusterError,
     )
+    rbdimage.mark(runner, str(ref.conf), ref.pool, name)  # vmio's own: a second run may write it again
     return ref
 
 
 def profile(
     runner: Runner,
     plain: ClusterRef,
-    striped: ClusterRef,
+    striped: ClusterRef | None,
     conf: Scale,
     disk: str | None,
     store: Store,
     name: str,
 ) -> Runs:
     """``samples`` rounds (the campaign's repetitions), each the plain image's profile then the striped
-    image's, at every block size of either (the runner crosses targets and block sizes)."""
-    load = workload(sorted(set(conf.bs) | set(conf.striped_bs)), 30, 50, conf.runtime, conf.ramp)
-    targets = (rbd_target("plain", plain), rbd_target("striped", striped))
+    image's, at every block size of either (the runner crosses targets and block sizes); without ``striped``
+    the plain image's alone."""
+    load = workload(sorted(set(conf.bs) | set(conf.striped_bs)), 30, IODEPTH, conf.runtime, conf.ramp)
+    targets = (rbd_target("plain", plain),) + (() if striped is None else (rbd_target("striped", striped),))
     campaign = Campaign(name, conf.samples, targets, (load,), "<vmio reproduce bitisle-dstore-2014>")
     seen: dict[str, dict[str, float]] = {}  # point key -> what the host did meanwhile
-    refs = {"plain": plain, "striped": striped}
+    refs = {"plain": plain, "striped": striped or plain}
     options = Options(runner=runner, around_point=lambda p: _watched(refs[p.target], disk, seen, p))
     outcome = run_campaign(campaign, dumps(campaign), store, options)
     if outcome.failed:

@@ -76,6 +76,10 @@ class Network:
         """The member's address (198.18.0.10 + its place)."""
         return str(SUBNET.network_address + 10 + self.roles.index(role))
 
+    def links(self, role: str) -> list[tuple[str, str]]:
+        """Both ends of a member's link, each (namespace, device): shaped alike."""
+        return [(self.ns(role), "eth0"), (self.ns(BRIDGE), role)]
+
     def namespaces(self) -> list[str]:
         return [self.ns(BRIDGE), *(self.ns(r) for r in self.roles)]
 
@@ -181,8 +185,6 @@ def _build(runner: Runner, net: Network, delay_ms: float | None) -> Network:
         _ip(runner, "-n", ns, "link", "set", "dev", "lo", "up")
     _ip(runner, "-n", bridge, "link", "add", "name", "br0", "type", "bridge")
     _ip(runner, "-n", bridge, "link", "set", "dev", "br0", "up")
-    burst = burst_bytes(net.rate)
-    shape = ["tbf", "rate", f"{net.rate}bit", "burst", str(burst), "latency", f"{LATENCY_MS}ms"]
     note: str | None = None
     applied: float | None = None
     for role in net.roles:
@@ -207,21 +209,41 @@ def _build(runner: Runner, net: Network, delay_ms: float | None) -> Network:
         _ip(runner, "-n", bridge, "link", "set", "dev", role, "up")
         _ip(runner, "-n", ns, "addr", "add", f"{net.addr(role)}/{SUBNET.prefixlen}", "dev", "eth0")
         _ip(runner, "-n", ns, "link", "set", "dev", "eth0", "up")
-        for where, dev in ((ns, "eth0"), (bridge, role)):
-            if delay_ms:
-                done = _tc(runner, where, "qdisc", "add", "dev", dev, "root", "handle", "1:", "netem",
-                           "delay", f"{delay_ms / 2:g}ms", check=False)  # fmt: skip
-                if done.returncode == 0:
-                    _tc(runner, where, "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:", *shape)
-                    applied = delay_ms
-                    continue
-                note = (
-                    f"a delay of {delay_ms:g} ms was asked but this kernel has no netem "
-                    f"({done.stderr.strip() or 'tc refused it'}): none was added"
-                )
-                delay_ms = None
-            _tc(runner, where, "qdisc", "add", "dev", dev, "root", *shape)
+        for where, dev in net.links(role):
+            absent = _shape(runner, where, dev, net.rate, delay_ms)
+            if absent is not None:
+                note, delay_ms = absent, None
+            applied = delay_ms
     return Network(net.token, net.roles, net.rate, applied, note)
+
+
+def _shape(runner: Runner, ns: str, dev: str, rate: int, delay_ms: float | None) -> str | None:
+    """``tbf`` at ``rate`` as the root qdisc of ``dev`` (below a ``netem`` half of ``delay_ms`` where the
+    kernel has it); why the delay was not added, or None."""
+    shape = ["tbf", "rate", f"{rate}bit", "burst", str(burst_bytes(rate)), "latency", f"{LATENCY_MS}ms"]
+    if delay_ms:
+        done = _tc(runner, ns, "qdisc", "add", "dev", dev, "root", "handle", "1:", "netem",
+                   "delay", f"{delay_ms / 2:g}ms", check=False)  # fmt: skip
+        if done.returncode == 0:
+            _tc(runner, ns, "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:", *shape)
+            return None
+        _tc(runner, ns, "qdisc", "add", "dev", dev, "root", *shape)
+        return (
+            f"a delay of {delay_ms:g} ms was asked but this kernel has no netem "
+            f"({done.stderr.strip() or 'tc refused it'}): none was added"
+        )
+    _tc(runner, ns, "qdisc", "add", "dev", dev, "root", *shape)
+    return None
+
+
+def set_rate(net: Network, rate: int, runner: Runner | None = None) -> Network:
+    """Shape every link of ``net`` to ``rate`` instead (its delay kept); the network as it now is."""
+    runner = runner or Runner()
+    for role in net.roles:
+        for ns, dev in net.links(role):
+            _tc(runner, ns, "qdisc", "del", "dev", dev, "root")
+            _shape(runner, ns, dev, rate, net.delay_ms)
+    return Network(net.token, net.roles, rate, net.delay_ms, net.delay_note)
 
 
 def listed(runner: Runner | None = None) -> dict[str, list[str]]:
