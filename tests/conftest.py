@@ -68,8 +68,11 @@ def scratch() -> Iterator[Path]:
 
 
 def make_loop(image: Path, size: int) -> str:
+    """A loop device over a new blank file, marked as vmio's scratch file (``files.MARK``): a loop device
+    is judged by its backing file, and this one holds nothing."""
     with open(image, "wb") as f:
         f.truncate(size)
+        os.setxattr(f.fileno(), "user.vmio.scratch", b"vmio")
     return subprocess.check_output(["losetup", "-f", "--show", str(image)], text=True, timeout=30).strip()
 
 

@@ -237,9 +237,13 @@ def test_write_heavy_usr_far_above_sys_on_an_idle_device_scales_out() -> None:
 def test_write_heavy_sys_far_above_usr_is_at_the_limit() -> None:
     d = run(**write_heavy(write_iops=3000, cpu_usr_pct=5, cpu_sys_pct=60))
     assert (d.at_limit, d.limit, d.actions) == (True, "host-cpu", ("none",))
-    # at or above: equal shares are the limit too, and idle CPUs do not change the seed's branch
-    equal = run(**write_heavy(write_iops=3000, cpu_usr_pct=4, cpu_sys_pct=4))
+    # at or above: equal shares are the limit too, once %sys is high (KERNEL_CPU_HIGH, 50 %)
+    equal = run(**write_heavy(write_iops=3000, cpu_usr_pct=50, cpu_sys_pct=50))
     assert (equal.at_limit, equal.limit) == (True, "host-cpu")
+    # issue 38: %sys >= %usr on idle CPUs is no limit ("if %sys is HIGH"): the walk judges the device
+    idle = run(**write_heavy(write_iops=3000, cpu_usr_pct=4, cpu_sys_pct=4))
+    assert idle.limit != "host-cpu" and idle.steps[-1].node == "e"
+    assert "but %sys is not high (below 50 %)" in idle.steps[-2].answer
 
 
 def test_write_heavy_usr_leading_on_a_device_at_capacity_is_at_the_limit() -> None:
@@ -361,16 +365,20 @@ def test_host_cpu_polluted_by_other_work_is_judged_by_fios_own_cpu_and_warned() 
     # issue 26: a shared host's %usr came from other work (78 % of 2 cores) while fio spent its time in the
     # kernel; (g) reads fio's own usr/sys, and the verdict warns that host-wide figures are unreliable
     polluted = {"read_iops": 0, "write_iops": 3000, "cpu_usr_pct": 78, "cpu_sys_pct": 6,
-                "fio_usr_pct": 2, "fio_sys_pct": 12, "own_cpu_pct": 14}  # fmt: skip
+                "fio_usr_pct": 2, "fio_sys_pct": 62, "own_cpu_pct": 64}  # fmt: skip
     d = run(vm=None, host={"cpus": 2, "load_avg_1m": 3.5}, workload={"read_pct": 0}, measured=polluted)
     assert (d.at_limit, d.limit, d.actions) == (True, "host-cpu", ("none",))
     step = d.steps[-1]
-    assert step.node == "g" and step.answer.startswith("fio's own %sys 12 >= %usr 2")
+    assert step.node == "g" and step.answer.startswith("fio's own %sys 62 >= %usr 2 and high")
     assert {c.figure for c in step.evidence} >= {"measured.fio_usr_pct", "measured.fio_sys_pct"}
     assert "measured.cpu_usr_pct" not in {c.figure for c in step.evidence}
-    # (78 + 6) % of 2 cores = 1.68 cores busy, 0.14 of them fio's: 1.54 cores of other work
+    # (78 + 6) % of 2 cores = 1.68 cores busy, 0.64 of them fio's: 1.04 cores of other work
     (other, load) = d.warnings
-    assert "1.68 of 2 cores" in other and "used 0.14" in other and "unreliable" in other
+    assert "1.68 of 2 cores" in other and "used 0.64" in other and "unreliable" in other
+    # issue 38's bare randwrite: fio's own 1.5 % usr, 9.6 % sys is not the kernel path at its limit
+    low = run(vm=None, host={"cpus": 2}, workload={"read_pct": 0},
+              measured={**polluted, "fio_usr_pct": 1.5, "fio_sys_pct": 9.6, "own_cpu_pct": 11.1})  # fmt: skip
+    assert low.limit != "host-cpu" and low.steps[-1].node == "e"
     assert "load average 3.5" in load
     # without fio's own figures the host-wide ones decide, and the warning stays
     hostwide = run(vm=None, host={"cpus": 2}, workload={"read_pct": 0},
@@ -399,7 +407,7 @@ FILE_CASES = {
     "host-cpu-polluted": (
         {"vm": None, "host": {"cpus": 2}, "workload": {"read_pct": 0},
          "measured": {"read_iops": 0, "write_iops": 3000, "cpu_usr_pct": 80, "cpu_sys_pct": 5,
-                      "fio_usr_pct": 2, "fio_sys_pct": 11, "own_cpu_pct": 13}},
+                      "fio_usr_pct": 2, "fio_sys_pct": 61, "own_cpu_pct": 63}},
         True, "host-cpu",
     ),
 }  # fmt: skip

@@ -93,8 +93,10 @@ def test_advise_json_gives_this_hosts_measured_ratio(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = str(tmp_path / "a.db")
-    assert main(["advise", "--json", "--db", str(tmp_path / "none.db")]) == 2  # a named store must exist
-    capsys.readouterr()
+    # a missing store, named or the default ./vmio.db, is the same case (issue 38): advice from the paper's
+    # ratios, and a note on stderr naming the store that is not there (a mistyped --db is seen); none is made
+    assert main(["advise", "--json", "--db", str(tmp_path / "none.db")]) == 0
+    assert "no store at" in capsys.readouterr().err and not (tmp_path / "none.db").exists()
     spec = ('[campaign]\nname = "m"\n[[target]]\nname = "bare"\npath = "/var/tmp/m.img"\n'
             '[[target]]\nname = "vm"\nkind = "qemu"\nbacking = ["/var/tmp/m.img"]\njobs_per_vm = 4\niothreads = 1\n'
             '[[workload]]\nname = "rw"\nrw = "randrw"\nruntime = "1s"\n')  # fmt: skip

@@ -4,6 +4,7 @@ with prometheus_client's own text parser."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -65,14 +66,54 @@ def test_prometheus_textfile_parses(db: Path, tmp_path: Path) -> None:
     out = tmp_path / "vmio.prom"
     assert main(["export", "exp", "--db", str(db), "--format", "prometheus", "-o", str(out)]) == 0
     families = {f.name: f for f in text_string_to_metric_families(out.read_text())}
-    iops = families["vmio_read_iops_ops_per_second"]
+    iops = families["vmio_read_operations_per_second"]
     assert iops.type == "gauge"
     assert [(s.labels["offered_iops"], s.labels["repetition"], s.value) for s in iops.samples] == [
         ("500", "1", 481.0), ("500", "2", 482.0), ("max", "1", 481.0)
     ]  # fmt: skip
     assert sorted(iops.samples[0].labels) == sorted(LABELS) and iops.samples[0].labels["host"] == 'h"1'
-    assert families["vmio_read_lat_p99_nanoseconds"].samples[0].value == 500_000.0
-    assert families["vmio_cpu_usr_pct_percent"].samples[0].value == 12.5
+    assert families["vmio_read_latency_p99_seconds"].samples[0].value == pytest.approx(500e-6)  # 500,000 ns
+    assert families["vmio_cpu_user_ratio"].samples[0].value == pytest.approx(0.125)  # 12.5 %
     ndjson = tmp_path / "s.ndjson"
     assert main(["export", "exp", "--db", str(db), "--format", "ndjson", "-o", str(ndjson)]) == 0
     assert sum(len(f.samples) for f in families.values()) == len(ndjson.read_text().splitlines())
+
+
+# Prometheus' naming rules (https://prometheus.io/docs/practices/naming/ and the exposition format): the metric
+# name's characters, one application prefix, a base unit's suffix in plural once at the end, never a unit that
+# is not a base unit (nanoseconds, percent) and never one unit twice.
+NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
+BASE_SUFFIXES = ("_seconds", "_bytes_per_second", "_operations_per_second", "_ratio")
+NOT_BASE = {"nanoseconds", "milliseconds", "microseconds", "percent", "pct", "ns", "ms", "us"}
+
+
+def test_prometheus_names_follow_the_naming_rules(db: Path, tmp_path: Path) -> None:
+    """Issue 38: ``vmio_cpu_sys_pct_percent`` said its unit twice and ``..._nanoseconds`` is not a base unit."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from vmio.store.export import SAMPLE_METRICS, prom_name
+
+    names = [prom_name(metric, unit)[0] for metric, unit, _ in SAMPLE_METRICS]
+    assert len(set(names)) == len(names)
+    for name in names:
+        assert NAME.fullmatch(name) and name.startswith("vmio_") and name.endswith(BASE_SUFFIXES), name
+        words = name.removeprefix("vmio_").split("_")
+        assert not NOT_BASE & set(words), name
+        assert sum(w in ("seconds", "ratio", "bytes", "operations") for w in words) == 1, name
+    out = tmp_path / "vmio.prom"
+    assert main(["export", "exp", "--db", str(db), "--format", "prometheus", "-o", str(out)]) == 0
+    assert {f.name for f in text_string_to_metric_families(out.read_text())} <= set(names)
+
+
+def test_every_table_has_its_header_even_empty(db: Path, tmp_path: Path) -> None:
+    """Issue 38: ``quick.oplat.csv`` was 0 bytes and ``oplat.parquet`` had 0 columns."""
+    out = tmp_path / "e.csv"
+    assert main(["export", "exp", "--db", str(db), "-o", str(out)]) == 0
+    oplat = (tmp_path / "e.oplat.csv").read_text().splitlines()
+    assert oplat == ["point,host,job,seq,t_ms,lat_ns,ddir,offset"]  # no timed operations stored: the header
+    assert (tmp_path / "e.series.csv").read_text().splitlines()[0] == "point,t,source,metric,value"
+    pq = pytest.importorskip("pyarrow.parquet")
+    assert main(["export", "exp", "--db", str(db), "-o", str(tmp_path / "e.parquet")]) == 0
+    table = pq.read_table(tmp_path / "e.oplat.parquet")
+    assert table.num_rows == 0 and table.column_names == ["point", "host", "job", "seq", "t_ms", "lat_ns", "ddir",
+                                                          "offset"]  # fmt: skip

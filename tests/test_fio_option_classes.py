@@ -184,10 +184,11 @@ def test_refused_options_are_named_with_their_class(
             said = subprocess.run(["fio", f"--cmdhelp={key}"], capture_output=True, text=True, timeout=30)
             known = f"No such command: {key}" not in said.stdout + said.stderr
             reason = fio_refusals.UNCLASSED if known else fio_refusals.UNKNOWN
+            text = text if known else key  # an option fio does not know: its value is not shown (security.md)
         assert f"{text} (in [{section}]): {reason}" in err, (text, err)
     if name == "later-fio":  # fio 3.33 itself does not know it
         need("fio")
-        assert "steadystate_check_interval=10s (in [global]): unknown to the installed fio" in err
+        assert "steadystate_check_interval (in [global]): unknown to the installed fio" in err
         assert parse_only(job).returncode != 0
 
 

@@ -205,7 +205,7 @@ def test_export_to_stdout_and_the_format_from_the_suffix(
     assert len(rows) == 1 and float(rows[0]["read_iops"]) == pytest.approx(doc["points"][0]["read_iops"])
     assert (tmp_path / "p.series.csv").exists()
     assert main(["export", "ssd-test", "-o", str(tmp_path / "p.prom"), "--db", db]) == 0
-    assert "vmio_read_iops" in (tmp_path / "p.prom").read_text()
+    assert "vmio_read_operations_per_second" in (tmp_path / "p.prom").read_text()
     assert main(["export", "ssd-test", "-o", str(tmp_path / "p.xyz"), "--db", db]) == 2
     assert "cannot tell the export format" in capsys.readouterr().err
 

@@ -152,6 +152,9 @@ def test_evaluate_rejects_bad_options(capsys: pytest.CaptureFixture[str]) -> Non
     assert main(["relocate", "evaluate"]) == 2
 
 
+@pytest.mark.skipif(
+    not CLOUDPHYSICS_SAMPLE.is_file(), reason=f"needs the shared CloudPhysics trace {CLOUDPHYSICS_SAMPLE}"
+)
 def test_analyze_cache_curve_against_a_plain_lru(capsys: pytest.CaptureFixture[str]) -> None:
     """The CloudPhysics sample's pages (each request's 4 KiB pages, read here with the csv module) through
     a plain LRU at 16M, 256M and 1G: the exact curve matches it to the rounding, a SHARDS sample at rate

@@ -14,6 +14,7 @@ from vmio.cli import main
 from vmio.stats import histogram
 from vmio.store import Store
 from vmio.store import rows as summary
+from vmio.system import device_facts
 from vmio.targets.remote import LocalFioServer
 
 pytestmark = pytest.mark.fio
@@ -53,6 +54,13 @@ def test_two_servers_start_together_and_report_per_host(
         assert all(0 < r["iops"] <= 200 * OVERSHOOT for r in per_host)
         merged = histogram.merge(store.histogram(r["id"]) for r in per_host)
         assert rr.read_lat_ns["p99"] == histogram.percentile(merged, 99)
+        # each path's storage: the disks fio's disk_util names there (the disk under the file, as this
+        # host's sysfs has it: fio reads /sys on the server's side)
+        disk = device_facts.of_path(files[0])["disks"][0]["disk"]  # type: ignore[index]
+        storage = rr.host_facts["storage"]
+        assert [(e["host"], e["path"], e["fio_disks"]) for e in storage] == [  # type: ignore[index,union-attr]
+            (s.address, str(f), [disk]) for s, f in zip(servers, files, strict=True)
+        ]
         ops_run = next(r for r in store.runs("remote") if r["workload"] == "ops")
         lat = store.oplat(ops_run["id"])
         assert len(lat) == 100 and {r["host"] for r in lat} == {s.address for s in servers}

@@ -204,6 +204,7 @@ def test_latency_sections_render_in_chromium(real: tuple[Path, Path], tmp_path: 
         try:
             page = ctx.new_page()
             page.goto((out / "report.html").as_uri(), wait_until="load")
+            page.evaluate("document.querySelector('#appendix').open = true")  # per-second figures are folded
             element = page.locator(f"section#{section}")
             element.screenshot(path=str(shot))
             rendered = page.evaluate(

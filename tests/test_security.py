@@ -11,6 +11,7 @@ did not create, ``ioengine``, CSV cells, signals. docs/security.md lists each pr
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import json
@@ -20,7 +21,9 @@ import re
 import shutil
 import signal
 import socket
+import sqlite3
 import stat
+import struct
 import subprocess
 import sys
 import tempfile
@@ -33,7 +36,7 @@ from typing import Any
 import pytest
 
 from vmio.advise.live_sample import Seams, diagnose_live
-from vmio.campaign import runner
+from vmio.campaign import imported, runner
 from vmio.cli import main
 from vmio.dstore import cluster
 from vmio.errors import ToolError, UnsafeTargetError
@@ -41,12 +44,16 @@ from vmio.fio import iolog as vmio_iolog
 from vmio.fio import jobfile
 from vmio.fio import options as fio_options
 from vmio.fio import run as fiorun
+from vmio.guest import image as guest_image
 from vmio.guest.image import READY_MARKER
+from vmio.qemu import builds
+from vmio.qemu import caps as qemu_caps
 from vmio.qemu.running import Monitor, QemuProcess
 from vmio.spec import fields, fiofile
-from vmio.store import Store, export
-from vmio.system import files, guard, rbdimage, safety
+from vmio.store import Store, export, integrity
+from vmio.system import blockdev, cephclient, files, grants, guard, rbdimage, safety
 from vmio.system.process import Runner
+from vmio.targets import host as host_module
 from vmio.targets.remote import LocalFioServer
 
 from conftest import need
@@ -157,6 +164,22 @@ def no_check(*args: object, **kwargs: object) -> None:
     return None
 
 
+@contextlib.contextmanager
+def by_name(path: str) -> Iterator[safety.Held]:
+    """``safety.hold`` switched off: the target handed on by its name, as before part 4."""
+
+    class ByName(safety.Held):
+        @property
+        def here(self) -> str:
+            return self.path
+
+        @property
+        def fio_path(self) -> str:
+            return self.path
+
+    yield ByName(-1, path)
+
+
 # -- Part 1: paths ------------------------------------------------------------------------------------------
 # Attack 1: a ':' in a target path
 
@@ -169,6 +192,9 @@ def test_a_colon_in_a_host_path_names_one_file(
     before = fs_state(ext4)
     if rule == "off":
         monkeypatch.setattr(jobfile, "fio_name", lambda path: path)
+        # fio gets the held target's descriptor (part 4), which has no ':'; by name, as calibrate, remote
+        # targets and the dry run still hand paths to fio, the escape is what keeps the device safe
+        monkeypatch.setattr(host_module, "hold", by_name)
     path = f"{scratch}/c.img:{ext4}"
     spec = hostile(pub, "c.toml", host_spec(tmp_path, path).read_text())
     code = main(["run", str(spec), "--db", str(tmp_path / "c.db")])
@@ -867,8 +893,10 @@ def listening(pids: list[int]) -> tuple[set[int], set[str]]:
 
 
 def qemu_disks(argv: list[str]) -> list[Path]:
+    """The disk files a QEMU command line names, as they resolve (vmio hands QEMU its descriptor of each
+    backing, ``/proc/PID/fd/N``: docs/security.md, part 4)."""
     return [
-        Path(part[len("filename=") :])
+        Path(os.path.realpath(part[len("filename=") :]))
         for arg in argv
         for part in arg.split(",")
         if part.startswith("filename=") and Path(part[len("filename=") :]).is_file()
@@ -1191,3 +1219,471 @@ def test_diagnose_live_contacts_no_qemu_of_another_user_unless_named(
     trusting = Seams(open_monitor=record, trusted=frozenset({0, os.getuid(), 65534}))  # the rule off
     diagnose_live(0.2, trusting)
     assert pid in asked
+
+
+# -- Part 4: what vmio opens, executes and stores (issue 37) ------------------------------------------------
+# What vmio opens, executes and stores is what it checked. docs/security.md, "Part 4", lists each rule.
+
+
+def data_file(path: Path, size: int = 4 << 20) -> Path:
+    """Somebody's data: random bytes, no filesystem or partition signature, no vmio mark."""
+    path.write_bytes(os.urandom(size))
+    return path
+
+
+@contextlib.contextmanager
+def attached(path: Path) -> Iterator[str]:
+    dev = subprocess.check_output(["losetup", "-f", "--show", str(path)], text=True, timeout=30).strip()
+    try:
+        yield dev
+    finally:
+        subprocess.run(["losetup", "-d", dev], check=False, timeout=30)
+
+
+@contextlib.contextmanager
+def mounted(device: str, at: Path) -> Iterator[Path]:
+    at.mkdir()
+    subprocess.run(["mount", device, str(at)], check=True, timeout=60)
+    try:
+        yield at
+    finally:
+        subprocess.run(["umount", str(at)], check=False, timeout=60)
+
+
+@RULE
+@pytest.mark.parametrize("where", ["data-file", "file-on-ext4"])
+def test_a_loop_device_is_judged_by_its_backing_file(
+    rule: str,
+    where: str,
+    ext4: str,
+    scratch: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``vmio run job.fio --target /dev/loopN`` over a file holding data (no signature anywhere): refused
+    as that file named directly is; with the backing rule switched off the data is overwritten."""
+    # file-on-ext4: the backing file lies in a mounted ext4 (itself on a loop device)
+    place = contextlib.nullcontext(scratch) if where == "data-file" else mounted(ext4, scratch / "mnt")
+    with place as folder:
+        data = data_file(folder / "someones.img")
+        before = checksum(data)
+        job = tmp_path / "w.fio"
+        job.write_text("[w]\nrw=randwrite\nbs=4k\ndirect=1\nioengine=psync\n")
+        if rule == "off":
+            monkeypatch.setattr(safety, "backing_reasons", lambda *a, **k: [])
+        with attached(data) as dev:
+            code = main(
+                ["run", str(job), "--target", dev, "--runtime", "0.2s", "--db", str(tmp_path / "l.db")]
+            )
+            err = capsys.readouterr().err
+            named_directly = main(["run", str(job), "--target", str(data), "--runtime", "0.2s",
+                                   "--db", str(tmp_path / "l.db")])  # fmt: skip
+        after = checksum(data)
+    assert named_directly == 3  # the file named directly: refused either way
+    if rule == "on":
+        refused_line = [line for line in err.splitlines() if "refusing" in line]
+        assert code == 3 and f"its backing file {data}" in err and len(refused_line) == 1, err
+        assert after == before
+    else:
+        assert code == 0 and after != before
+
+
+def synthetic_sysfs(root: Path, holder: str, member: str) -> tuple[Path, Path, Path]:
+    """A /sys, /proc and /dev where ``holder`` (dm-0 or md0) is built on ``member``, whose bytes hold a real
+    ext4 (made by mkfs.ext4, found by blkid): this host has no device-mapper or md to build them."""
+    sys_root, proc_root, dev_root = root / "sys", root / "proc", root / "dev"
+    for name in (holder, member):
+        (sys_root / "block" / name).mkdir(parents=True)
+        (sys_root / "class" / "block").mkdir(parents=True, exist_ok=True)
+        (sys_root / "class" / "block" / name).symlink_to(sys_root / "block" / name)
+    (sys_root / "block" / holder / "slaves").mkdir()
+    (sys_root / "block" / holder / "slaves" / member).symlink_to(sys_root / "block" / member)
+    (sys_root / "block" / member / "holders").mkdir()
+    (sys_root / "block" / member / "holders" / holder).symlink_to(sys_root / "block" / holder)
+    (proc_root / "self").mkdir(parents=True)
+    (proc_root / "self" / "mounts").write_text("")
+    (proc_root / "swaps").write_text("")
+    dev_root.mkdir()
+    with open(dev_root / holder, "wb") as f:
+        f.truncate(8 << 20)  # blank where the holder starts: its own signature check finds nothing
+    with open(dev_root / member, "wb") as f:
+        f.truncate(8 << 20)
+    subprocess.run(["mkfs.ext4", "-q", "-F", str(dev_root / member)], check=True, timeout=60)
+    return sys_root, proc_root, dev_root
+
+
+@RULE
+@pytest.mark.parametrize(("holder", "member"), [("dm-0", "sdz"), ("md0", "loop9")])
+def test_device_mapper_and_md_devices_are_judged_by_their_members(
+    rule: str, holder: str, member: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    need("mkfs.ext4")
+    sys_root, proc_root, dev_root = synthetic_sysfs(tmp_path, holder, member)
+    if rule == "off":
+        monkeypatch.setattr(safety, "members", lambda *a, **k: [])
+    reasons = safety.data_on_device(str(dev_root / holder), Runner(), sys_root, proc_root)
+    if rule == "on":
+        assert reasons == [f"its member {member}: it has a ext4 filesystem signature"]
+        assert safety.data_on_device(str(dev_root / holder), Runner(), sys_root, proc_root,
+                                     destroy=[str(dev_root / member)]) == []  # fmt: skip
+    else:
+        assert reasons == []  # the holder's own first bytes are blank
+
+
+@RULE
+def test_a_partition_is_judged_by_its_disk(
+    rule: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A blank partition of a disk holding a partition table (and so other partitions' data) is refused.
+    Synthetic /sys: this host's loop devices show no partitions (no partition scan in this container)."""
+    sys_root, dev_root = tmp_path / "sys", tmp_path / "dev"
+    (sys_root / "block" / "sdz" / "sdz1").mkdir(parents=True)
+    (sys_root / "block" / "sdz" / "sdz1" / "partition").write_text("1\n")
+    (sys_root / "class" / "block").mkdir(parents=True)
+    (sys_root / "class" / "block" / "sdz").symlink_to(sys_root / "block" / "sdz")
+    (sys_root / "class" / "block" / "sdz1").symlink_to(sys_root / "block" / "sdz" / "sdz1")
+    (tmp_path / "proc" / "self").mkdir(parents=True)
+    (tmp_path / "proc" / "self" / "mounts").write_text("")
+    (tmp_path / "proc" / "swaps").write_text("")
+    dev_root.mkdir()
+    with open(dev_root / "sdz", "wb") as f:  # an MBR with one Linux partition of 8 MiB at 1 MiB, by hand
+        f.truncate(32 << 20)
+        f.seek(446)
+        f.write(struct.pack("<B3sB3sII", 0, b"\0\0\0", 0x83, b"\0\0\0", 2048, 16384))
+        f.seek(510)
+        f.write(b"\x55\xaa")
+    with open(dev_root / "sdz1", "wb") as f:
+        f.truncate(8 << 20)
+    if rule == "off":
+        monkeypatch.setattr(blockdev, "_disk_of", lambda name, sys_root: name)
+    reasons = safety.data_on_device(str(dev_root / "sdz1"), Runner(), sys_root, tmp_path / "proc")
+    if rule == "on":
+        assert "it has a dos partition table" in reasons, reasons
+    else:
+        assert reasons == []
+
+
+# Executed and handed over: only what no other user could have changed
+
+
+def planted_qemu(folder: Path, proof: Path) -> Path:
+    """``nobody``'s "QEMU": it writes who ran it into ``proof`` (a file nobody may write, so only a
+    privileged run can), then answers like QEMU."""
+    script = f"#!/bin/sh\nid > {proof} 2>/dev/null\necho 'QEMU emulator version 10.0.0'\n"
+    return hostile(folder, "qemu-system-x86_64", script)
+
+
+@RULE
+def test_a_qemu_binary_another_user_owns_is_not_run(
+    rule: str, pub: Path, scratch: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """``qemu = "PUB/qemu-system-x86_64"`` in a spec: nobody's program must not run as root."""
+    proof = scratch / "ran"
+    binary = planted_qemu(pub, proof)
+    as_nobody("chmod", "755", str(binary))
+    spec = tmp_path / "q.toml"
+    spec.write_text(
+        f'[campaign]\nname = "q"\n[[target]]\nname = "vm"\nkind = "qemu"\nbacking = ["{scratch}/d.img"]\n'
+        f'size = "8M"\nqemu = "{binary}"\n[[workload]]\nname = "w"\nrw = "randread"\nruntime = "1s"\n'
+    )
+    if rule == "on":
+        code = main(["run", str(spec), "--db", str(tmp_path / "q.db")])
+        refused(capsys, code, str(pub), "nobody")
+        assert not proof.exists()
+    else:
+        monkeypatch.setattr(builds, "check_trusted", no_check)
+        builds.resolve(str(binary))  # what preflight does first
+        assert proof.read_text().startswith("uid=0(root)")
+
+
+@RULE
+@pytest.mark.parametrize("variable", ["VMIO_QEMU_CACHE", "XDG_CACHE_HOME"])
+def test_a_qemu_build_cache_another_user_controls_is_not_run(
+    rule: str, variable: str, pub: Path, scratch: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """``VMIO_QEMU_CACHE`` or ``XDG_CACHE_HOME`` naming nobody's folder: ``vmio qemu list`` runs nothing
+    from it."""
+    proof = scratch / "ran"
+    root = pub / "vmio" / "qemu" if variable == "XDG_CACHE_HOME" else pub
+    as_nobody("mkdir", "-p", str(root / "10.0.0"))
+    binary = planted_qemu(root / "10.0.0", proof)
+    as_nobody("chmod", "755", str(binary))
+    manifest = {"version": "10.0.0", "path": str(binary), "data_dirs": [], "env": {}}
+    hostile(root / "10.0.0", "build.json", json.dumps(manifest))
+    monkeypatch.setenv(variable, str(pub))
+    if rule == "off":  # both places: the cache's manifests and binaries, and the probe that runs them
+        monkeypatch.setattr(builds, "check_trusted", no_check)
+        monkeypatch.setattr(qemu_caps, "check_trusted", no_check)
+    code = main(["qemu", "list", "--json"])
+    err = capsys.readouterr().err
+    if rule == "on":
+        assert code == 3 and "nobody" in err and str(pub) in err and err.count("\n") == 1, err
+        assert not proof.exists()
+    else:
+        assert proof.read_text().startswith("uid=0(root)")
+
+
+@RULE
+def test_a_guest_image_from_a_cache_another_user_controls_is_not_booted(
+    rule: str, pub: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A guest image folder in nobody's cache (``XDG_CACHE_HOME``): its kernel would boot as root's VM."""
+    folder = pub / "guest-key"
+    as_nobody("mkdir", str(folder))
+    manifest = {"key": "k", "versions": {"kernel": "1", "busybox": "1", "fio": "1", "init": "1"},
+                "size": 1, "modules": []}  # fmt: skip
+    hostile(folder, "manifest.json", json.dumps(manifest))
+    hostile(folder, "vmlinuz", "not a kernel")
+    if rule == "off":
+        monkeypatch.setattr(guest_image, "check_trusted", no_check)
+        assert guest_image.load(folder).kernel == folder / "vmlinuz"
+        return
+    with pytest.raises(UnsafeTargetError, match="belongs to nobody"):
+        guest_image.load(folder)
+
+
+# The folder rule reads POSIX ACLs
+
+
+@pytest.fixture
+def acl_folder() -> Iterator[Path]:
+    """A root-owned 0755 folder whose POSIX ACL lets ``nobody`` write (``setfacl -m u:nobody:rwx``)."""
+    need("setfacl")
+    base = Path("/var/tmp") / f"vmio-acl-{os.getpid()}-{os.urandom(3).hex()}"
+    base.mkdir(mode=0o755)
+    subprocess.run(["setfacl", "-m", "u:nobody:rwx", str(base)], check=True, timeout=30)
+    try:
+        yield base
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@RULE
+def test_a_folder_an_acl_lets_another_user_write_is_refused(
+    rule: str, acl_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """Mode 0755, owner root, but ``u:nobody:rwx``: nobody can swap the target (see the race below)."""
+    assert stat.S_IMODE(acl_folder.stat().st_mode) & 0o022 == 0o020  # the mask, not a group grant
+    as_nobody("touch", str(acl_folder / "nobody-was-here"))  # the kernel honours the ACL
+    if rule == "off":
+        monkeypatch.setattr(grants, "acl_entries", lambda *a, **k: [])  # mode bits only, as before
+    code = main(["run", str(host_spec(tmp_path, f"{acl_folder}/t.img")), "--db", str(tmp_path / "a.db")])
+    if rule == "on":
+        refused(capsys, code, str(acl_folder), "ACL lets nobody write")
+    else:
+        assert code == 0
+
+
+SWAPPER = """
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+a, b, until = sys.argv[1].encode(), sys.argv[2].encode(), time.monotonic() + float(sys.argv[3])
+while time.monotonic() < until:  # RENAME_EXCHANGE: the target and the link trade places, atomically
+    libc.renameat2(-100, a, -100, b, 2)
+"""
+
+
+@RULE
+def test_the_target_fio_opens_is_the_one_vmio_checked(
+    rule: str, acl_folder: Path, victim: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``nobody`` (let in by the ACL; the folder rule switched off here) swaps the target for a link to a
+    root-only file in a tight loop while the points run. vmio holds the target it checked and fio opens
+    that object (``/proc/PID/fd/N``): the victim stays intact over 50 points. With the target opened by name
+    again (the hold switched off), fio writes through the link."""
+    monkeypatch.setattr(grants, "acl_entries", lambda *a, **k: [])  # nobody gets past the folder rule
+    target = acl_folder / "t.img"
+    assert (
+        main(["run", str(host_spec(tmp_path, str(target), name="make")), "--db", str(tmp_path / "m.db")]) == 0
+    )
+    points = 50 if rule == "on" else 3
+    spec = host_spec(tmp_path, str(target), name="race", extra='ioengine = "psync"\n').read_text()
+    spec = spec.replace('runtime = "1s"', 'runtime = "50ms"\nramp = "0s"')
+    (tmp_path / "race.toml").write_text(spec.replace("[[target]]", f"repetitions = {points}\n[[target]]"))
+    db = str(tmp_path / "race.db")
+    link = acl_folder / "link"
+    as_nobody("ln", "-s", str(victim), str(link))
+    before = checksum(victim)
+    if rule == "off":
+
+        @contextlib.contextmanager
+        def by_name(path: str) -> Iterator[Any]:
+            class ByName:
+                here = path
+                fio_path = path
+
+            yield ByName()
+
+        monkeypatch.setattr(host_module, "hold", by_name)
+    swapper = subprocess.Popen([*NOBODY, sys.executable, "-c", SWAPPER, str(target), str(link), "120"])
+    try:
+        codes, done = [], 0
+        # on: until all 50 points ran on the target vmio holds; off: its points again (--force) until fio,
+        # opening the name each time, has written through the link (each open is a coin toss)
+        while (done < points or rule == "off") and len(codes) < 60 and checksum(victim) == before:
+            run = ["run", str(tmp_path / "race.toml"), "--db", db, "--interval", "100ms"]
+            codes.append(main(run + (["--force"] if rule == "off" else [])))  # 3: a check saw the link
+            with Store(db) as store:
+                done = len(store.done_keys("race"))
+        assert set(codes) <= {0, 3}, codes
+    finally:
+        swapper.kill()
+        swapper.wait(10)
+    if rule == "on":
+        assert done == points and checksum(victim) == before
+    else:
+        assert checksum(victim) != before
+
+
+# A Ceph configuration or keyring another user wrote
+
+
+@RULE
+def test_a_ceph_conf_another_user_wrote_is_not_handed_to_fio(
+    rule: str, pub: Path, victim: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """nobody's ``ceph.conf`` with ``log file = ROOT-ONLY-FILE``: fio's rbd engine (no cluster needed)
+    would append its log to root's file."""
+    need("fio")
+    conf = hostile(pub, "ceph.conf", f"[global]\nmon host = 127.0.0.1:1\nclient mount timeout = 2\n"
+                   f"log file = {victim}\nauth client required = none\n")  # fmt: skip
+    spec = tmp_path / "r.toml"
+    spec.write_text(
+        f'[campaign]\nname = "r"\n[[target]]\nname = "r"\nkind = "rbd"\npool = "p"\nimage = "i"\n'
+        f'conf = "{conf}"\n[[workload]]\nname = "w"\nrw = "randread"\nruntime = "1s"\n'
+    )
+    before = checksum(victim)
+    if rule == "off":
+        monkeypatch.setattr(cephclient, "check_conf", no_check)
+    code = main(["run", str(spec), "--db", str(tmp_path / "r.db")])
+    if rule == "on":
+        refused(capsys, code, str(conf), "nobody")
+        assert checksum(victim) == before
+    else:
+        assert checksum(victim) != before  # librados, inside root's fio, wrote its log there
+
+
+@RULE
+def test_a_keyring_another_user_wrote_is_not_used(
+    rule: str, pub: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conf = tmp_path / "ceph.conf"
+    conf.write_text("[global]\nmon host = 127.0.0.1:1\n")
+    keyring = hostile(pub, "keyring", "[client.admin]\n\tkey = AQBsecretsecretsecretsecretsecret==\n")
+    client = cephclient.CephClient("admin", keyring)
+    if rule == "off":
+        monkeypatch.setattr(cephclient, "check_trusted", no_check)
+        with cephclient.client_conf(conf, client) as used:
+            assert f"keyring = {keyring}" in used.read_text()
+        return
+    with pytest.raises(UnsafeTargetError, match="belongs to nobody"):
+        cephclient.check_conf(conf, client)
+
+
+# Errors name a file, they do not quote it
+
+
+@RULE
+@pytest.mark.parametrize("kind", ["shadow", "keyring"])
+def test_an_error_names_a_file_it_does_not_quote(
+    rule: str, kind: str, scratch: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """``[[workload]] fio = "/etc/shadow"`` (a root-only file of that shape here) and a Ceph keyring: the
+    error names the file and line, never a byte of what is in it."""
+    secret = "AQBsecretsecretsecretsecretsecret=="
+    text = {
+        "shadow": f"root:$6${secret}:19000:0:99999:7:::\nbin:*:19000:0:99999:7:::\n",
+        "keyring": f'[client.admin]\n\tkey = {secret}\n\tcaps mon = "allow *"\n',
+    }[kind]
+    path = scratch / kind
+    path.write_text(text)
+    path.chmod(0o600)
+    spec = tmp_path / "f.toml"
+    spec.write_text(f'[campaign]\nname = "f"\n[[target]]\nname = "t"\npath = "{scratch}/t.img"\nsize = "1M"\n'
+                    f'[[workload]]\nname = "w"\nfio = "{path}"\n')  # fmt: skip
+    if rule == "off":
+        monkeypatch.setattr(fiofile, "quotable", lambda key: True)
+    code = main(["run", str(spec), "--dry-run"])
+    err = capsys.readouterr().err
+    assert code == 2 and str(path) in err and err.count("\n") == 1, err
+    if rule == "on":
+        assert "secret" not in err and "bin:" not in err and "allow" not in err, err
+    elif kind == "keyring":
+        assert secret in err  # the keyring's key printed, as before
+    # (a shadow-shaped file has no section: its message quoted nothing before the line was named only)
+
+
+# Imports are finite or refused
+
+
+def fio_json(tmp_path: Path, iops: str) -> Path:
+    """A real fio json+ document (the example a client/server run wrote) with one figure replaced."""
+    text = (Path(__file__).parent / "data" / "fio-examples" / "client-server-2hosts.jsonplus").read_text()
+    head, sep, rest = text.partition('"iops" : ')
+    number = rest.split(",", 1)[0]
+    path = tmp_path / f"iops-{iops}.json"
+    path.write_text(head + sep + iops + rest[len(number) :])
+    return path
+
+
+@RULE
+@pytest.mark.parametrize("iops", ["1e999", "NaN", "-1"])
+def test_an_import_is_finite_or_refused(
+    rule: str, iops: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "s.db"
+    bad = fio_json(tmp_path, iops)
+    if rule == "off":
+        monkeypatch.setattr(imported, "check_numbers", lambda doc, where, at="": None)
+        monkeypatch.setattr(imported, "check_record", lambda rec, where: None)
+        monkeypatch.setattr(imported.import_checks, "check_document", lambda doc, path: None)
+    code = main(["import", str(bad), "--campaign", "bad", "--db", str(db)])
+    err = capsys.readouterr().err
+    if rule == "on":
+        assert code == 2 and str(bad) in err and "iops" in err and "nothing was imported" in err, err
+        assert not db.exists()  # no store, no campaign, no row
+        assert main(["import", str(fio_json(tmp_path, "5")), "--campaign", "good", "--db", str(db)]) == 0
+        assert main(["import", str(bad), "--campaign", "bad", "--db", str(db)]) == 2
+        capsys.readouterr()
+        assert main(["ls", "--db", str(db), "--json"]) == 0
+        assert [c["name"] for c in json.loads(capsys.readouterr().out)] == ["good"]
+    else:
+        # stored (or half-stored: the store holds what it cannot read), or refused only after the write by the
+        # store's own check of what it holds (NaN), never before the transaction as the rule refuses it
+        assert code == 0 or db.exists() or "nothing was imported" not in err, err
+
+
+@RULE
+def test_a_damaged_row_names_its_campaign_and_the_command_that_removes_it(
+    rule: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store an older vmio (or another program) left with ``read_iops = inf`` in one campaign: every
+    command names that campaign and ``vmio rm``; after it, the store reads again."""
+    db = str(tmp_path / "s.db")
+    assert main(["import", str(fio_json(tmp_path, "5")), "--campaign", "good", "--db", db]) == 0
+    assert main(["import", str(fio_json(tmp_path, "6")), "--campaign", "old one", "--db", db]) == 0
+    with sqlite3.connect(db) as raw:
+        raw.execute("UPDATE run SET read_iops = 9e999 WHERE campaign_id = "
+                    "(SELECT id FROM campaign WHERE name = 'old one')")  # fmt: skip
+    capsys.readouterr()
+    if rule == "off":
+        monkeypatch.setattr(integrity, "campaign_of", lambda *a: None)
+    commands = [["ls"], ["show", "good"], ["report", "good", "-o", str(tmp_path / "r.html")],
+                ["export", "good", "--format", "csv", "-o", str(tmp_path / "e.csv")]]  # fmt: skip
+    for argv in commands:
+        assert main([*argv, "--db", db]) == 2, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "read_iops = inf" in err, err
+        if rule == "on":
+            assert "campaign 'old one'" in err and f"`vmio rm 'old one' --db {db}`" in err, err
+        else:
+            assert "old one" not in err
+    if rule == "on":
+        assert main(["rm", "old one", "--db", db]) == 0
+        assert main(["show", "good", "--db", db, "--json"]) == 0

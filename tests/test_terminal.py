@@ -66,7 +66,9 @@ def test_show_and_compare_tables_are_rich_on_a_terminal(
     assert main(["show", "t", "--db", str(db)]) == 0  # not a terminal: the plain table
     plain = capsys.readouterr().out
     with Store(db) as store:
-        assert plain == format_table(summary.point_rows(store, "t"))
+        rows = summary.point_rows(store, "t")
+        note = summary.shared_host_note(rows)  # other work on this host: said under the table
+        assert plain == format_table(rows) + (f"note: {note}\n" if note else "")
     assert main(["compare", "t", "--baseline", "a", "--db", str(db)]) == 0
     plain_compare = capsys.readouterr().out
 
@@ -77,7 +79,8 @@ def test_show_and_compare_tables_are_rich_on_a_terminal(
     drawn = out.getvalue()
     assert "\x1b[1m" in drawn  # bold heads: rich on a terminal
     text = ANSI.sub("", drawn)
-    for line in plain.splitlines()[1:] + plain_compare.splitlines()[2:]:  # every cell, in order, in one row
+    rows_of = [line for line in plain.splitlines()[1:] if not line.startswith("note: ")]  # the note: below it
+    for line in rows_of + plain_compare.splitlines()[2:]:  # every cell, in order, in one row
         cells = line.split("  ")
         cells = [c.strip() for c in cells if c.strip()]
         assert re.search(r"\s+".join(re.escape(c) for c in cells), text), line

@@ -44,6 +44,18 @@ def parse_size(value: object) -> int:
     return int(size)
 
 
+_FIO_SIZE = re.compile(r"([0-9]+)\s*([kmgtpe]?)(?:i?b)?", re.IGNORECASE)
+
+
+def fio_size(text: str) -> int | None:
+    """Bytes of a size as fio reads it (its suffixes up to P and E, 1024-based: ``bs=1E`` is 2**60 bytes to
+    fio), None for a form this does not read (a range, a split, a percentage)."""
+    match = _FIO_SIZE.fullmatch(text.strip())
+    if match is None or len(text) > 64:
+        return None
+    return int(match.group(1)) << (10 * " kmgtpe".index(match.group(2).lower() or " "))
+
+
 def parse_duration(value: object) -> float:
     """Seconds from ``10``, ``"500ms"``, ``"10s"``, ``"2m"``. Raises ``ValueError`` with the value."""
     if isinstance(value, bool):

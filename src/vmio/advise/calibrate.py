@@ -26,7 +26,7 @@ from vmio.store import capacity as stored
 from vmio.system.blockdev import device_chain, reported_device, stable_id
 from vmio.system.files import check_place
 from vmio.system.process import Runner
-from vmio.system.safety import data_in_file, data_on_device, is_block_device, named
+from vmio.system.safety import data_in_file, data_on_device, hold, is_block_device, named
 from vmio.targets.host import prepare_file
 
 QUEUE_DEPTHS = (1, 4, 16, 32, 64, 128)
@@ -89,13 +89,11 @@ def calibrate(
         if not target.parent.is_dir():
             raise InputError(f"calibrate PATH {path!r}: directory {str(target.parent)!r} does not exist")
         prepare_file(target, size or DEFAULT_SIZE)
-    why: str | None = None
-    reasons = [] if named(path, destroy) else data_on_device(path, runner) if block else data_in_file(path)
-    if reasons:
-        why = f"{path} holds data ({'; '.join(reasons)}); pass --destroy-data {path} to measure writes"
-    chain = device_chain(path)
-    device = reported_device(path, chain)
-    results = _run(path, runtime, writes=why is None, runner=runner, progress=progress)
+    with hold(path) as held:  # judged as opened; fio opens this same object (docs/security.md, part 4)
+        why = _why_no_writes(path, held.here, block, destroy, runner)
+        chain = device_chain(held.here)
+        device = reported_device(held.here, chain)
+        results = _run(held.fio_path, runtime, writes=why is None, runner=runner, progress=progress)
     by: dict[tuple[str, str], dict[str, float]] = {}
     for r in results:
         kind, _, qd = r.job.partition("-qd")
@@ -119,6 +117,16 @@ def calibrate(
     if store is not None:
         stored.save(store, result.host, result.device_id, path, device, result.to_dict())
     return result
+
+
+def _why_no_writes(path: str, opened: str, block: bool, destroy: Sequence[str], runner: Runner) -> str | None:
+    """Why calibrate must not write ``path`` (held open as ``opened``): it holds data and is not named."""
+    if named(path, destroy) or named(opened, destroy):
+        return None
+    reasons = data_on_device(opened, runner, destroy=destroy) if block else data_in_file(opened)
+    if not reasons:
+        return None
+    return f"{path} holds data ({'; '.join(reasons)}); pass --destroy-data {path} to measure writes"
 
 
 def _ordered(values: dict[str, float]) -> dict[str, float]:

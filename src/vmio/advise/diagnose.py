@@ -25,6 +25,7 @@ from vmio.advise.evidence import Evidence, Measured, Vm
 from vmio.advise.thresholds import (
     DEVIATIONS,
     IOTHREAD_VQ_MAPPING_QEMU,
+    KERNEL_CPU_HIGH,
     OTHER_WORK_CORES,
     THREAD_SATURATED_PCT,
     WRITE_HEAVY_READ_PCT,
@@ -440,7 +441,17 @@ class _Walk:
             self.note("g", question, f"{answer} -> {who}{note}", cited, dev)
             return Leaf("guest-cpu" if self.ev.vm is not None else "app-cpu", self.scale_out())
         cited.append(Cite(f"{cited[1].figure} vs {cited[0].figure}", sys, ">=", usr))
-        answer = f"{whose} %sys {sys:g} >= %usr {usr:g} -> the kernel's I/O path: at the limit (hitachi-nvme-2016 Fig. 10 (g)){note}"
+        high = KERNEL_CPU_HIGH.value
+        if sys < high:
+            cited.append(Cite(f"{cited[1].figure} vs kernel_cpu_high", sys, "<", high))
+            answer = (
+                f"{whose} %sys {sys:g} >= %usr {usr:g}, but %sys is not high (below {high:g} %) "
+                f"-> judging the device (e){note}"
+            )
+            self.note("g", question, answer, cited, _deviation("g", "%sys is high"))
+            return self.device_busy()
+        cited.append(Cite(f"{cited[1].figure} vs kernel_cpu_high", sys, ">=", high))
+        answer = f"{whose} %sys {sys:g} >= %usr {usr:g} and high (at least {high:g}) -> the kernel's I/O path: at the limit (hitachi-nvme-2016 Fig. 10 (g)){note}"
         limit: Limit = "host-cpu"
         if capacity.saturated:
             answer += f"; the device is at its capacity too ({capacity.answer})"

@@ -64,9 +64,10 @@ def explain() -> str:
     split, other = t.WRITE_HEAVY_READ_PCT.value, t.OTHER_WORK_CORES.value
     vq = ".".join(str(n) for n in t.IOTHREAD_VQ_MAPPING_QEMU)
     tree = f"""\
-Tuning guideline (seed 000, Fig. 10) as vmio walks it
-at_limit ("I/O 性能限界") is true only when no step below would raise I/O; limit names what the measured
-figures show saturated (unknown when none does), and "lifted by" the step outside the figure that lifts it.
+Tuning guideline (hitachi-nvme-2016, Fig. 10) as vmio walks it
+at_limit (the paper's "I/O performance limit") is true only when no step below would raise I/O; limit names
+what the measured figures show saturated (unknown when none does), and "lifted by" the step outside the
+figure that lifts it.
 A thread is saturated from {thread:g} % of one core.
 (a) VMs only: is a device dedicated to the VM (bus vfio or block)? no, and a free device for each VM
       -> dedicate-disk raises I/O (passed through: 1.0x bare, Fig. 5), whatever comes after
@@ -80,7 +81,8 @@ A thread is saturated from {thread:g} % of one core.
       no  -> (d)
 (d) Is the load write-heavy (read_pct < {split:g}; from measured IOPS when null)?
       yes -> (g) %usr > %sys -> scale-out-vms raises I/O (bare host: more jobs)
-                 %sys >= %usr -> at the limit (limit host-cpu: the kernel's I/O path)
+                 %sys >= %usr and %sys >= {t.KERNEL_CPU_HIGH.value:g} -> at the limit (limit host-cpu: the
+                   kernel's I/O path); %sys >= %usr below that -> (e)
                  %usr/%sys of fio's own jobs where stored, else host-wide
       no  -> (e) device busy -> at the limit (limit device); not busy -> scale-out-vms raises I/O;
                  capacity unknown -> not at the limit (limit unknown), measure it with vmio calibrate

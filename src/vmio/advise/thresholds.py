@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from vmio.store.rows import OTHER_WORK_LOAD
+
 
 @dataclass(frozen=True)
 class Threshold:
@@ -40,10 +42,18 @@ THREAD_SATURATED_PCT = Threshold(
     "without measuring it",
 )
 OTHER_WORK_CORES = Threshold(
-    0.5,
+    OTHER_WORK_LOAD,
     "cores busy beyond the run's own processes",
     "vmio: host-wide %usr/%sys count every process; when other work keeps more than half a core busy "
     "beside fio (or QEMU), the host-wide split says more about that work than about the I/O",
+)
+KERNEL_CPU_HIGH = Threshold(
+    50.0,
+    "% %sys: of one core for fio's own (its jobs together), of the host's CPUs for host-wide figures",
+    "hitachi-nvme-2016 Fig. 10 (g): 'if %sys is high' (%sys が高ければ) I/O is at its limit, and at the device neck "
+    "%sys rose above %usr; the paper states no level. vmio: the kernel path holds I/O back only when the "
+    "I/O spends at least half a core (or half the host) in it; below that the processes have time to issue "
+    "more (a bare randwrite at 9.6 % sys is far from it), so %sys >= %usr alone names no limit",
 )
 WRITE_HEAVY_READ_PCT = Threshold(
     50.0,
@@ -106,6 +116,12 @@ DEVIATIONS = (
         "%usr and %sys are those of the processes that did the I/O (fio's own), where stored; host-wide "
         "figures only otherwise, with a warning when other work on the host makes them unreliable",
         "vmio: host-wide %usr/%sys count every process on a shared host",
+    ),
+    Deviation(
+        "g",
+        "%sys is high only at KERNEL_CPU_HIGH (50 %); %sys >= %usr below it is no limit and the walk judges "
+        "the device (e) instead",
+        "hitachi-nvme-2016 Fig. 10 (g) says 'if %sys is high' without a level; see KERNEL_CPU_HIGH",
     ),
     Deviation(
         "cpu",

@@ -4,8 +4,9 @@ Each job name of a file becomes one point, with every clone of it (``numjobs``) 
 client/server run (``--client``) as its jobs, as vmio's own multi-host points are. The figures are fio's
 own: IOPS, bandwidth, latency min/mean/max/stddev and percentiles per job and direction, the latency
 histogram for json+ output (so percentiles merge across jobs and hosts as vmio's do), each job's CPU
-(fio's ``usr_cpu``, ``sys_cpu``) and ``disk_util`` (kept under that name in the point's host facts; its
-``util`` is the point's device busy %). What fio did not record stays absent, never zero: no samples, no
+(fio's ``usr_cpu``, ``sys_cpu``) and ``disk_util``: fio measures it over the whole run, so it belongs to the
+file (``vmio ls --json`` lists it once per imported file); a point has it, and its ``util`` as the point's
+device busy %, only when its file held that one job. What fio did not record stays absent, never zero: no samples, no
 host CPU, no percentiles a plain-JSON output left out. A file imported again, or another run of the same
 job, adds a repetition.
 
@@ -19,6 +20,7 @@ keeps the fio version that wrote its file.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import time
@@ -26,41 +28,98 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from vmio.campaign import import_checks
 from vmio.errors import FioError, InputError
 from vmio.fio import output
+from vmio.spec.fields import MAX_BLOCK
 from vmio.store import RunRecord, Store
-from vmio.units import format_size, parse_size
+from vmio.store.imported_spec import IMPORTED
+from vmio.units import fio_size, format_size
 
-IMPORTED = "<vmio import>"  # the spec path of an imported campaign (it has no spec)
 CANONICAL = json.dumps({"imported": "fio json"})
 MAX_FILE_BYTES = 256 << 20
 
 
-def import_files(store: Store, paths: Sequence[Path], campaign: str, target: str) -> list[str]:
-    """Store the jobs of each fio output file, or of every fio JSON file under each folder, as points of
-    ``campaign`` (created if new; an existing campaign must be an imported one); the keys stored, in
-    order. A file that is not fio's JSON is an ``InputError`` naming it, before anything is stored."""
+def read_files(paths: Sequence[Path], campaign: str, target: str) -> list[RunRecord]:
+    """The points of each fio output file, or of every fio JSON file under each folder (repetitions set when
+    stored), every number finite and within its range: a file that is not fio's JSON, or holds a figure out of
+    its range or a number vmio could not store or read back, is an ``InputError`` naming it and the field.
+    Nothing is written: call this before opening the store, so a refused import leaves no store."""
+    out = []
+    for path in [f for given in paths for f in expand(given)]:
+        result, doc = _read(path)
+        check_numbers(doc, str(path))
+        for rec in records(result, doc, campaign, target, path):
+            check_record(rec, str(path))
+            out.append(rec)
+    _name_by_rw(out)
+    return out
+
+
+def import_files(store: Store, recs: Sequence[RunRecord], campaign: str) -> list[str]:
+    """Write ``recs`` (``read_files``) as points of ``campaign`` (created if new; an existing campaign must be
+    an imported one), each a new repetition of its key, in one transaction with the campaign's own row: all of
+    them or nothing. The keys stored, in order."""
     row = store.campaign(campaign)
     if row is not None and row["spec_path"] != IMPORTED:
         raise InputError(
             f"campaign {campaign!r} was run by vmio from {row['spec_path']}; import into "
             "another campaign name (vmio ls lists the stored ones)"
         )
-    files = [f for path in paths for f in expand(path)]
-    pending = [rec for path in files for rec in records(*_read(path), campaign, target, path)]
-    _name_by_rw(pending)
-    store.ensure_campaign(campaign, IMPORTED, "", CANONICAL)
-    done = store.done_keys(campaign)
+    done = store.done_keys(campaign) if row is not None else set()
     keys = []
-    for rec in pending:
+    for rec in recs:
         rep = 1
         while _key(rec, rep) in done:
             rep += 1
         rec.repetition, rec.point_key = rep, _key(rec, rep)
-        store.record(rec)
         done.add(rec.point_key)
         keys.append(rec.point_key)
+    store.record_all(campaign, IMPORTED, "", CANONICAL, recs)
     return keys
+
+
+MAX_INT = (1 << 63) - 1  # SQLite's INTEGER
+
+
+def check_numbers(doc: object, where: str, at: str = "") -> None:
+    """Every number in fio's JSON ``doc`` is finite and fits SQLite (``InputError`` naming the field)."""
+    if isinstance(doc, dict):
+        for key, value in doc.items():
+            check_numbers(value, where, f"{at}.{key}" if at else str(key))
+    elif isinstance(doc, list):
+        for i, value in enumerate(doc):
+            check_numbers(value, where, f"{at}[{i}]")
+    elif isinstance(doc, float) and not math.isfinite(doc):
+        raise InputError(f"{where}: {at} = {doc!r} is not a finite number; nothing was imported")
+    elif isinstance(doc, int) and not isinstance(doc, bool) and abs(doc) > MAX_INT:
+        raise InputError(f"{where}: {at} = {doc} is out of range (at most {MAX_INT}); nothing was imported")
+
+
+def check_record(rec: RunRecord, where: str) -> None:
+    """The figures a point stores are finite and not negative (counts, rates, times, latencies)."""
+    for r in rec.results:
+        figures: dict[str, object] = {
+            "iops": r.iops,
+            "bw_bytes": r.bw_bytes,
+            "total_ios": r.total_ios,
+            "runtime_ms": r.runtime_ms,
+            "usr_cpu": r.usr_cpu,
+            "sys_cpu": r.sys_cpu,
+            **{f"lat_ns.{k}": v for k, v in r.lat_ns.items()},
+            **{f"bins[{k}]": v for k, v in r.bins.items()},
+        }
+        for name, value in figures.items():
+            if value is None:
+                continue
+            if not isinstance(value, int | float) or not math.isfinite(value) or not 0 <= value <= MAX_INT:
+                raise InputError(
+                    f"{where}: job {r.job!r} ({r.ddir}): {name} = {value!r} is not a finite figure of 0 or "
+                    "more; nothing was imported"
+                )
+    for (source, metric), value in rec.metrics.items():
+        if not math.isfinite(value):
+            raise InputError(f"{where}: {source} {metric} = {value!r} is not finite; nothing was imported")
 
 
 FOLDER_SUFFIXES = (".json", ".jsonplus", ".json+")  # fio --output files (bench-fio: <rw>-<qd>-<jobs>.json)
@@ -105,7 +164,10 @@ def _read(path: Path) -> tuple[output.FioOutput, dict[str, Any]]:
     text = path.read_text(encoding="utf-8", errors="replace")
     try:
         doc, _ = output.extract_json(text)
+        import_checks.check_document(doc, path)
         result = output.parse(text)
+    except InputError as exc:  # a figure out of its range: said as every refused import says it
+        raise InputError(f"{exc}; nothing was imported") from None
     except FioError as exc:
         raise InputError(
             f"{path}: {str(exc).splitlines()[0]}; vmio import takes fio's "
@@ -129,8 +191,9 @@ def records(
     stamp = doc.get("timestamp")
     ended = float(stamp) if isinstance(stamp, int | float) else time.time()
     out = []
+    names = list(dict.fromkeys(r.job for r in result.results))
     layout = from_layout(path)
-    for name in dict.fromkeys(r.job for r in result.results):
+    for name in names:
         mine = [r for r in result.results if r.job == name]
         opts = options.get(name, {})
         said = {**layout, **opts}  # the job's own options first, bench-fio's file name for older fio
@@ -141,7 +204,7 @@ def records(
             target=target,
             target_kind="import",
             workload=name,
-            bs=_bs(opts, mine),
+            bs=_bs(opts, mine, path),
             offered_iops=None,
             load_processes=0,
             repetition=1,
@@ -158,9 +221,14 @@ def records(
             rec.host["fio_rw"] = rw
         disks = [d for d in result.disk_util if _of(d, hosts)]
         if disks:
-            rec.host["fio_disk_util"] = disks  # fio's own names and figures
-            rec.device = str(disks[0]["name"])
-            rec.metrics[(f"dev:{rec.device}", "busy_pct")] = float(disks[0]["util"])
+            # fio's disk_util is the whole run's: it is the file's, and one point's busy % only when the file
+            # holds that one job (two jobs of one run do not each keep the disk 50 % busy)
+            rec.host["fio_disk_util_of_file"] = disks  # fio's own names and figures
+            rec.host["fio_file_jobs"] = names
+            if len(names) == 1:
+                rec.host["fio_disk_util"] = disks
+                rec.device = str(disks[0]["name"])
+                rec.metrics[(f"dev:{rec.device}", "busy_pct")] = float(disks[0]["util"])
         rate = _int(opts.get("rate_iops"))
         if rate is not None:  # fio's rate_iops is per job: the point's offered load is their total
             rec.offered_iops = rate * len({(r.host, r.job) for r in mine}) * (_int(opts.get("numjobs")) or 1)
@@ -201,13 +269,17 @@ def _key(rec: RunRecord, rep: int) -> str:
     )
 
 
-def _bs(options: Mapping[str, object], results: Sequence[output.JobResult]) -> int:
+def _bs(options: Mapping[str, object], results: Sequence[output.JobResult], path: Path) -> int:
     """The job's block size: its ``bs`` option, else fio's bytes over operations (its mean request)."""
     text = str(options.get("bs", "")).split(",")[0]
-    try:
-        return parse_size(text) if text else _mean_request(results)
-    except ValueError:
-        return _mean_request(results)
+    bs = fio_size(text) if text else _mean_request(results)
+    if bs is None:
+        return _mean_request(results)  # a form vmio does not read (a range, a split): fio's mean request
+    if not 0 < bs <= MAX_BLOCK:
+        raise InputError(
+            f"{path}: job option bs = {text!r} is not a block fio moves; fio's blocks are 512 to 1G"
+        )
+    return bs
 
 
 def _mean_request(results: Sequence[output.JobResult]) -> int:

@@ -185,6 +185,7 @@ def _run_point(
             start, end = measured_window(result, workload, sampler.wall0, end)
             rec.results = result.results
             rec.fio_version = result.version or rec.fio_version
+            _fio_disks(rec.host.get("storage"), result)
             rec.log = result.text or None
             rec.samples = sampler.samples
             rec.metrics = window_means(sampler.samples, start, end)
@@ -204,6 +205,20 @@ def _run_point(
     rec.host.update(notes.host)
     if notes.log:
         rec.log = (rec.log or "") + notes.log
+
+
+def _fio_disks(storage: object, result: FioOutput) -> None:
+    """A remote path's storage (its ``fio_disks`` left open by the rig): the disks fio's ``disk_util`` names
+    on that host, or "unknown" when it names none there."""
+    remote = (
+        [e for e in storage if isinstance(e, dict) and "fio_disks" in e] if isinstance(storage, list) else []
+    )
+    for entry in remote:
+        host = str(entry.get("host", "")).rsplit(":", 1)[0]
+        mine = [d for d in result.disk_util if d.get("hostname") == host]
+        if not mine and len(remote) == 1:  # one server: fio names its host as it calls itself
+            mine = list(result.disk_util)
+        entry["fio_disks"] = sorted({str(d.get("name")) for d in mine}) or "unknown"
 
 
 PUT_TIMEOUT_S = 120.0

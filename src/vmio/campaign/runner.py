@@ -7,6 +7,7 @@ nothing in the store and is simply run again.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import tempfile
 import threading
 import time
@@ -164,6 +165,11 @@ def preflight(campaign: Campaign, options: Options) -> None:
                     f"{plain[0]!r} is not one (add loop = true to attach a file as one, or use "
                     "virtio-blk)"
                 )
+        if isinstance(target, HostTarget) and target.size is None and not Path(target.path).exists():
+            raise InputError(  # before any point starts (and any progress line is printed)
+                f'target {target.name!r}: {target.path!r} does not exist; give its size (e.g. size = "1G") '
+                "so vmio can create it"
+            )
         paths = [target.path] if isinstance(target, HostTarget) else list(getattr(target, "backing", ()))
         for path in paths:
             if writes and not path.startswith("rbd:"):
@@ -312,7 +318,9 @@ def _open(campaign: Campaign, point: Point, options: Options) -> Opened:
     """Start the point's target (for VMs: boot them); a failure is kept for the point to record."""
     stack = contextlib.ExitStack()
     try:
-        rig = stack.enter_context(open_target(campaign.target(point.target), options.target_env()))
+        writes = any(w.writes for w in campaign.workloads)
+        env = dataclasses.replace(options.target_env(), writes=writes)
+        rig = stack.enter_context(open_target(campaign.target(point.target), env))
     except (UnsafeTargetError, InputError):
         stack.close()
         raise

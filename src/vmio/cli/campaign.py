@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from vmio.cli import argtypes
-from vmio.cli.store_args import add_db, default_db, open_store
+from vmio.cli.store_args import add_db, default_db, open_store, writing_store
 from vmio.errors import InputError
 from vmio.store.formats import FORMATS as EXPORT_FORMATS
 from vmio.units import format_size
@@ -73,9 +73,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(handler=cmd_run)
 
     p = sub.add_parser("show", help="show stored campaigns and their points")
-    p.add_argument("campaign", nargs="?")
+    p.add_argument(
+        "campaign",
+        nargs="?",
+        help="a campaign's name (without it: the list of campaigns; with --json, every point)",
+    )
     add_db(p)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print every point as JSON (show --json's fields)")
+    add_wide(p)
     p.add_argument(
         "--sla",
         metavar="METRIC=BOUND",
@@ -93,16 +98,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("ls", help="list stored campaigns: one line each (targets, workloads, points)")
     add_db(p)
     p.add_argument("--json", action="store_true", help="print the list as a JSON array")
+    add_wide(p)
     p.set_defaults(handler=cmd_ls)
 
     p = sub.add_parser("rm", help="remove a stored campaign and all of its points")
-    p.add_argument("campaign")
+    p.add_argument("campaign", help="the campaign to remove")
     add_db(p)
     p.set_defaults(handler=cmd_rm)
 
     p = sub.add_parser("rename", help="rename a stored campaign")
-    p.add_argument("old", metavar="OLD")
-    p.add_argument("new", metavar="NEW")
+    p.add_argument("old", metavar="OLD", help="the campaign's stored name")
+    p.add_argument("new", metavar="NEW", help="its new name (unique in the store)")
     add_db(p)
     p.set_defaults(handler=cmd_rename)
 
@@ -124,7 +130,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(handler=cmd_import)
 
     p = sub.add_parser("export", help="export a campaign's points and metric series")
-    p.add_argument("campaign")
+    p.add_argument("campaign", help="the campaign to export")
     add_db(p)
     p.add_argument(
         "--format",
@@ -143,6 +149,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(handler=cmd_export)
 
 
+def add_wide(p: argparse.ArgumentParser) -> None:
+    """``--wide``: on a terminal too narrow for every column, show them all (it wraps the lines)."""
+    p.add_argument(
+        "--wide",
+        action="store_true",
+        help="on a terminal, every column even when they do not fit its width (by default the least "
+        "needed columns are left out, and named, rather than any number cut)",
+    )
+
+
+# on a narrow terminal the columns of show and ls leave in this order (never a cut number)
+SHOW_DROP = ("%sys", "%usr", "steady", "MB/s r/w", "dev busy%", "status", "p50 ms", "accel")
+LS_DROP = ("created", "workloads", "targets", "accel")
 FIO_SUFFIXES = (".fio", ".job", ".ini")
 
 
@@ -178,6 +197,9 @@ def load_run_spec(args: argparse.Namespace) -> tuple[spec.Campaign, str]:
             raise InputError(
                 f"{args.spec} is a fio job file; say where it runs: vmio run {args.spec} --target PATH"
             )
+        from vmio.cli import run_checks
+
+        run_checks.check_job_flags(args)
         text = fio_campaign_text(args.spec, args.target, args.size, args.runtime, args.name)
         shown = f"<vmio run {args.spec} --target {args.target}>"
         return spec.loads_spec(text, shown, fio_names=fio_options.names), text
@@ -193,6 +215,7 @@ def load_run_spec(args: argparse.Namespace) -> tuple[spec.Campaign, str]:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from vmio.campaign import runner
+    from vmio.cli import run_checks
     from vmio.traces.vm_runs import beside_store
 
     camp, text = load_run_spec(args)
@@ -201,6 +224,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.dry_run:
         print_dry_run(camp, sys.stdout)
         return 0
+    job_file = Path(args.spec).suffix in FIO_SUFFIXES
+    if job_file:
+        run_checks.check_job_target(args)
+    run_checks.check_rerun(args, camp, args.db or default_db(), job_file)
     options = runner.Options(
         force=args.force,
         destroy_data=tuple(args.destroy_data),
@@ -209,8 +236,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         boot_timeout=args.boot_timeout,
         trace_root=beside_store(args.db or default_db()),
     )
+    sys.stderr.write(job_file_changes(camp))
     bar = ProgressPrinter(sys.stderr)
-    with open_store(args, write=True) as store:
+    with writing_store(args) as store:
         outcome = runner.run(camp, text, store, options, bar)
         bar.close()
         print(
@@ -221,6 +249,22 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"  failed: {failure}")
         print(format_stops(outcome.stops), end="")
     return 1 if outcome.failed else 0
+
+
+def job_file_changes(camp: spec.Campaign) -> str:
+    """What vmio changed in the user's fio job files, one line each, said before the first point runs (not
+    only by --dry-run): the options it replaced (with file:line) and sections it runs one at a time."""
+    where: dict[str, list[str]] = {}  # a change → the workloads (job sections) it was made in
+    for w in camp.workloads:
+        for change in w.fio_replaced:
+            where.setdefault(change, []).append(w.name)
+    lines = []
+    for change, names in where.items():
+        if change.startswith("ran alone"):  # each section's own: which others it ran beside in the file
+            lines.append(f"vmio: {names[0]} {change}\n")
+        else:
+            lines.append(f"vmio: replaced {change} in {', '.join(names)}\n")
+    return "".join(lines)
 
 
 def print_dry_run(camp: spec.Campaign, out: TextIO) -> None:
@@ -317,8 +361,11 @@ def cmd_import(args: argparse.Namespace) -> int:
     if "/" in target:
         raise InputError(f"--target {target!r}: a target label has no '/' (it is part of each point's key)")
     files = [f for given in args.files for f in imported.expand(Path(given))]
-    with open_store(args, write=True) as store:
-        keys = imported.import_files(store, files, name, target)
+    recs = imported.read_files(
+        files, name, target
+    )  # every file read and checked before any store opens: refused, no store is made
+    with writing_store(args) as store:
+        keys = imported.import_files(store, recs, name)
         print(
             f"campaign {name!r}: {len(keys)} point(s) imported from {len(files)} file(s); store {store.path}"
         )
@@ -335,8 +382,21 @@ def cmd_ls(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, indent=1))
     else:
-        print(format_campaigns(rows), end="")
+        print_campaigns(rows, args.wide)
     return 0
+
+
+def print_campaigns(rows: list[dict[str, object]], wide: bool) -> None:
+    """``vmio ls``'s table: through rich on a terminal (no cell cut), plain text otherwise."""
+    from vmio.cli import terminal
+
+    console = terminal.console_for(sys.stdout)
+    if console is None or not rows:
+        print(format_campaigns(rows), end="")
+        return
+    lines = campaign_lines(rows)
+    drop = terminal.by_name(lines[0], LS_DROP)
+    terminal.print_table(console, lines, right=frozenset({4, 5}), drop=drop, wide=wide)
 
 
 def format_campaigns(rows: list[dict[str, object]]) -> str:
@@ -345,12 +405,20 @@ def format_campaigns(rows: list[dict[str, object]]) -> str:
 
     if not rows:
         return "no campaigns stored\n"
+    return columns(campaign_lines(rows), right=frozenset({4, 5}))
+
+
+def campaign_lines(rows: list[dict[str, object]]) -> list[tuple[str, ...]]:
+    """The head and one line per campaign of ``vmio ls``."""
 
     def names(value: object) -> str:
         items = [str(v) for v in value] if isinstance(value, list) else []
         return ",".join(items) if len(items) <= 3 else f"{','.join(items[:2])},+{len(items) - 2} more"
 
-    lines = [("campaign", "created", "targets", "workloads", "done", "failed", "accel")] + [
+    lines: list[tuple[str, ...]] = [
+        ("campaign", "created", "targets", "workloads", "done", "failed", "accel")
+    ]
+    lines += [
         (
             str(r["name"]),
             str(r["created"] or "-"),
@@ -362,7 +430,7 @@ def format_campaigns(rows: list[dict[str, object]]) -> str:
         )
         for r in rows
     ]
-    return columns(lines, right=frozenset({4, 5}))
+    return lines
 
 
 def cmd_rm(args: argparse.Namespace) -> int:
@@ -398,7 +466,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         return show_sla(args)
     if not args.campaign and not args.json:  # the list of campaigns; `show --json` stays every point
         with open_store(args) as store:
-            print(format_campaigns(campaigns.campaign_rows(store)), end="")
+            listed = campaigns.campaign_rows(store)
+        print_campaigns(listed, args.wide)
         return 0
     if args.json:
         with open_store(args) as store:
@@ -411,18 +480,24 @@ def cmd_show(args: argparse.Namespace) -> int:
         stops = store.stops(args.campaign) if args.campaign else []
     console = terminal.console_for(sys.stdout)
     if console is not None and rows:
-        print_show_table(rows, console)
+        print_show_table(rows, console, args.wide)
     else:
         print(format_table(rows), end="")
+    note = summary.shared_host_note(rows)
+    if note:
+        print(f"note: {note}")
     print(format_stops(stops), end="")
     return 0
 
 
-def print_show_table(rows: list[summary.PointRow], console: terminal.Console) -> None:
-    """``vmio show``'s table through rich (on a terminal)."""
+def print_show_table(rows: list[summary.PointRow], console: terminal.Console, wide: bool = False) -> None:
+    """``vmio show``'s table through rich (on a terminal): the least needed columns left out, and named,
+    when the terminal is too narrow for all (``wide``: all the same)."""
     from vmio.cli import terminal
 
-    terminal.print_table(console, show_lines(rows), right=frozenset(range(3, 11)))
+    lines = show_lines(rows)
+    drop = terminal.by_name(lines[0], SHOW_DROP)
+    terminal.print_table(console, lines, right=frozenset(range(3, len(lines[0]))), drop=drop, wide=wide)
 
 
 def show_ops(args: argparse.Namespace) -> int:

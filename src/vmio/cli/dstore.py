@@ -34,7 +34,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     dsub.required = True
     p = dsub.add_parser("up", help="start a throwaway Ceph cluster on 127.0.0.1")
     p.add_argument("--dir", required=True, type=Path, help="new folder for the cluster")
-    p.add_argument("--osds", type=argtypes.count(1, 16), default=UpSettings.osds)
+    p.add_argument(
+        "--osds",
+        type=argtypes.count(1, 16),
+        default=UpSettings.osds,
+        help="how many OSDs (default %(default)s)",
+    )
     p.add_argument(
         "--deadline",
         default=f"{UpSettings.deadline_s:g}s",
@@ -57,11 +62,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.set_defaults(handler=_up)
     p = dsub.add_parser("down", help="stop every daemon of a cluster and remove its folder")
-    p.add_argument("--dir", required=True, type=Path)
+    p.add_argument("--dir", required=True, type=Path, help="the folder `vmio dstore up` made")
     p.set_defaults(handler=_down)
     p = dsub.add_parser("status", help="health, OSDs, PG states and daemons")
     _target_args(p)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(handler=_status)
     p = dsub.add_parser("profile", help="bitisle-dstore-2014's profile: 30/70 random, 50 outstanding, 4K-1M")
     _target_args(p)
@@ -69,7 +74,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(handler=_profile)
     p = dsub.add_parser("show", help="a stored profile (dstore profile --name) as dstore profile printed it")
     p.add_argument("name", metavar="NAME", help="the campaign the profile is stored as")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
     add_db(p)
     p.set_defaults(handler=_show)
     add_model_parser(dsub)
@@ -96,13 +101,45 @@ def _profile_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--runtime", help=f"per block size (default {PROFILE_RUNTIME_S:g}s; with --fail-osd: back-at + 20s)"
     )
-    p.add_argument("--ramp", default=f"{d.ramp_s:g}s")
-    p.add_argument("--iodepth", type=argtypes.count(1, 65536), default=d.iodepth)
-    p.add_argument("--rwmixread", type=argtypes.count(0, 100), default=d.rwmixread)
-    p.add_argument("--ideal-ms", type=argtypes.real(0, 1e6), default=c.ideal_ms)
-    p.add_argument("--acceptable-ms", type=argtypes.real(0, 1e6), default=c.acceptable_ms)
-    p.add_argument("--min-iops-host", type=argtypes.real(0, 1e9), default=c.min_iops_host)
-    p.add_argument("--min-iops-cluster", type=argtypes.real(0, 1e9), default=c.min_iops_cluster)
+    p.add_argument(
+        "--ramp", default=f"{d.ramp_s:g}s", help="warm-up before each point is measured (default %(default)s)"
+    )
+    p.add_argument(
+        "--iodepth",
+        type=argtypes.count(1, 65536),
+        default=d.iodepth,
+        help="outstanding I/Os (default %(default)s, bitisle-dstore-2014's 50)",
+    )
+    p.add_argument(
+        "--rwmixread",
+        type=argtypes.count(0, 100),
+        default=d.rwmixread,
+        help="%% reads in the mix (default %(default)s)",
+    )
+    p.add_argument(
+        "--ideal-ms",
+        type=argtypes.real(0, 1e6),
+        default=c.ideal_ms,
+        help="the ideal latency bound in ms (default %(default)s)",
+    )
+    p.add_argument(
+        "--acceptable-ms",
+        type=argtypes.real(0, 1e6),
+        default=c.acceptable_ms,
+        help="the acceptable latency bound in ms (default %(default)s)",
+    )
+    p.add_argument(
+        "--min-iops-host",
+        type=argtypes.real(0, 1e9),
+        default=c.min_iops_host,
+        help="the IOPS a host must get (default %(default)s)",
+    )
+    p.add_argument(
+        "--min-iops-cluster",
+        type=argtypes.real(0, 1e9),
+        default=c.min_iops_cluster,
+        help="the IOPS the cluster must get (default %(default)s)",
+    )
     p.add_argument(
         "--spike-ms", type=argtypes.real(0, 1e6), default=c.spike_ms, help="limit for the spikes (p99, max)"
     )
@@ -131,7 +168,7 @@ def _profile_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--plot-dir", type=argtypes.out_dir, help="write profile.png (and compare.png) here")
     p.add_argument("-o", "--output", type=argtypes.out_file, help="also write the JSON result to this file")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.add_argument(
         "--name",
         help="also keep the profile as campaign NAME for show, export, report (the same profile stored under "

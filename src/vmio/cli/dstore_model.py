@@ -46,7 +46,12 @@ def add_model_parser(dsub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--base-network", default=ModelSettings.base_network, help="link speed in bits, e.g. 10G"
     )
     base.add_argument("--rtt", default=ModelSettings.rtt, help="network round trip")
-    base.add_argument("--base-write-path", choices=WRITE_PATHS, default=ModelSettings.base_write_path)
+    base.add_argument(
+        "--base-write-path",
+        choices=WRITE_PATHS,
+        default=ModelSettings.base_write_path,
+        help="how the base configuration writes replicas (default %(default)s)",
+    )
     base.add_argument(
         "--dev-op", default=ModelSettings.dev_op, help="device service time per op (without --calibrate)"
     )
@@ -54,10 +59,12 @@ def add_model_parser(dsub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--dev-bw", default=ModelSettings.dev_bw, help="device bandwidth, bytes/s (without --calibrate)"
     )
     what = p.add_argument_group("what if")
-    what.add_argument("--replicas", type=argtypes.count(1, 64))
+    what.add_argument(
+        "--replicas", type=argtypes.count(1, 64), help="what if: this many copies of each write"
+    )
     what.add_argument("--stripe", type=argtypes.count(1, 1024), help="stripe width (pieces per I/O)")
     what.add_argument("--network", help="link speed in bits per second, e.g. 25G")
-    what.add_argument("--write-path", choices=WRITE_PATHS)
+    what.add_argument("--write-path", choices=WRITE_PATHS, help="what if: replicas written this way")
     what.add_argument(
         "--cache-share", type=argtypes.real(0, 1), help="fraction of writes absorbed by a write cache"
     )
@@ -66,7 +73,7 @@ def add_model_parser(dsub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         type=argtypes.count(1, 65536),
         help=f"outstanding I/Os (default: the profile's, else {ProfileSettings.iodepth})",
     )
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(handler=_model)
 
 

@@ -33,11 +33,11 @@ def register(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         help="the canary's disk: a block device, or a new file vmio creates (--size)",
     )
     define.add_argument("--size", type=argtypes.size, help="size of a backing file vmio creates (default 1G)")
-    define.add_argument("--bus", choices=canary.BUSES)
+    define.add_argument("--bus", choices=canary.BUSES, help="the disk's bus")
     define.add_argument("--iothreads", type=argtypes.count(0, 64), help="the domain's iothreads (0 = none)")
-    define.add_argument("--cache", choices=canary.CACHES)
-    define.add_argument("--aio", choices=canary.AIOS)
-    define.add_argument("--queues", type=argtypes.count(1, 64))
+    define.add_argument("--cache", choices=canary.CACHES, help="the disk's cache mode")
+    define.add_argument("--aio", choices=canary.AIOS, help="the disk's I/O mode (libvirt io=)")
+    define.add_argument("--queues", type=argtypes.count(1, 64), help="the disk's queues")
     define.add_argument(
         "--accel",
         choices=("auto", "kvm", "tcg"),
@@ -54,7 +54,7 @@ def register(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     define.add_argument("--json", action="store_true", help="print the canary as one JSON object")
     define.set_defaults(handler=_define)
     undefine = actions.add_parser("undefine", help="remove a canary domain and every file vmio made for it")
-    undefine.add_argument("name")
+    undefine.add_argument("name", help="the canary domain to remove")
     undefine.add_argument("--uri", default=DEFAULT_URI, help=f"libvirt URI (default {DEFAULT_URI})")
     undefine.set_defaults(handler=_undefine)
 

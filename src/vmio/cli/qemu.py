@@ -23,7 +23,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add.add_argument("version", metavar="VERSION", help="10.0 picks the newest 10.0.x offered")
     add.set_defaults(handler=_add)
     remove = actions.add_parser("remove", help="delete a build vmio installed")
-    remove.add_argument("version", metavar="VERSION")
+    remove.add_argument("version", metavar="VERSION", help="the installed version to delete (vmio qemu list)")
     remove.set_defaults(handler=_remove)
 
 

@@ -114,7 +114,7 @@ def _add_analyze(rsub: Sub) -> None:
         help="cache sizes for --cache-curve (default: 1/64, 1/16, 1/4, 1/2 and all of the pages each image touches)",
     )
     sampling_options(p, "--cache-curve (default: exact)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(handler=_analyze)
 
 
@@ -159,9 +159,23 @@ def _add_evaluate(rsub: Sub) -> None:
     src.add_argument(
         "--synthetic", choices=["ffsb"], help="an FFSB-like stream as kogakuin-relocate-2011 describes"
     )
-    p.add_argument("--format", default=EvaluateRequest.format)
-    p.add_argument("--extent", type=argtypes.extent, default=EvaluateRequest.extent)
-    p.add_argument("--vms", type=argtypes.count(1, 64), default=EvaluateRequest.vms)
+    p.add_argument(
+        "--format",
+        default=EvaluateRequest.format,
+        help="the traces' format: auto | blkparse | fio | qemu | cloudphysics | csv",
+    )
+    p.add_argument(
+        "--extent",
+        type=argtypes.extent,
+        default=EvaluateRequest.extent,
+        help="extent size (default %(default)s bytes)",
+    )
+    p.add_argument(
+        "--vms",
+        type=argtypes.count(1, 64),
+        default=EvaluateRequest.vms,
+        help="VMs sharing the disk (default %(default)s)",
+    )
     p.add_argument(
         "--image-size",
         type=size,
@@ -203,7 +217,12 @@ def _add_evaluate(rsub: Sub) -> None:
         default=EvaluateRequest.requests,
         help="synthetic requests per VM",
     )
-    p.add_argument("--seed", type=argtypes.count(0, 2**63 - 1), default=EvaluateRequest.seed)
+    p.add_argument(
+        "--seed",
+        type=argtypes.count(0, 2**63 - 1),
+        default=EvaluateRequest.seed,
+        help="the seed of the synthetic traces (default %(default)s)",
+    )
     p.add_argument("--disk", default=EvaluateRequest.disk, help="disk model: 7200 | hp97560")
     p.add_argument(
         "--policy",
@@ -231,13 +250,13 @@ def _add_evaluate(rsub: Sub) -> None:
         "--plot", type=argtypes.out_file_anywhere, help="PNG of the access distribution before and after"
     )
     p.add_argument("--save-plan", type=argtypes.out_file, help="write the plan used to this file")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(handler=_evaluate)
 
 
 def _add_apply(rsub: Sub) -> None:
     p = rsub.add_parser("apply", help="apply a plan: to an image file, or generate dm / LVM steps")
-    p.add_argument("plan", type=Path)
+    p.add_argument("plan", type=Path, help="the relocation plan (JSON) to apply")
     p.add_argument(
         "--to-image",
         type=argtypes.out_file,

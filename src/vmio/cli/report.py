@@ -8,13 +8,20 @@ import sys
 from typing import TYPE_CHECKING
 
 from vmio.cli import argtypes
+from vmio.cli.campaign import add_wide
 from vmio.cli.store_args import add_db, open_store
-from vmio.errors import InputError
+from vmio.errors import InputError, VmioError
 
 # the store and the report's modules are imported when a command runs, not for its --help
 if TYPE_CHECKING:
     from vmio.report import seed000
     from vmio.report import summary_table as saturation
+    from vmio.store import Store
+
+# on a narrow terminal the columns of compare leave in this order (never a cut number; the interval's head
+# names its level, as compare_text writes it)
+BASELINE_DROP = ("p50 ratio", "load", "p99 ratio")
+BEFORE_AFTER_DROP = ("{level} interval", "before", "after")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -47,8 +54,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="PCT",
         default=None,
         help="with two campaigns: exit 1 when a paired figure worsens by more than PCT percent "
-        "(IOPS or bandwidth lower, p50/p99 higher; significant by Welch with >= 2 repetitions a side)",
+        "(IOPS or bandwidth lower, p50/p99 higher): with >= 2 repetitions a side when the whole 95 %% "
+        "interval of the difference lies beyond PCT; an interval that reaches past it is 'inconclusive'",
     )
+    p.add_argument(
+        "--fail-on-inconclusive",
+        action="store_true",
+        help="with --fail-on-regression: exit 1 also when the repetitions cannot tell whether a figure "
+        "worsened by more than PCT (its 95 %% interval reaches past PCT without lying wholly beyond it)",
+    )
+    add_wide(p)
     add_db(p)
     p.set_defaults(handler=cmd_compare)
 
@@ -62,6 +77,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     names: list[str] = list(dict.fromkeys(args.campaigns))
     with open_store(args) as store:
         datas = [data.load(store, name) for name in names]
+        limits = diagnosed(store, names) if args.output is not None else {}
     loaded = datas[0] if len(datas) == 1 else side_by_side.merge(datas)
     if args.output is None and len(datas) > 1:
         raise InputError(
@@ -80,7 +96,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             rows, loaded.name, base, args.json, seed000.rows(loaded, seed000.bare_target(loaded, base))
         )
         return 0
-    report = page.build_many(datas, args.baseline, drawn=args.png_dir is None)  # PNGs need the figures
+    report = page.build_many(datas, args.baseline, drawn=args.png_dir is None, limits=limits)  # PNGs: figures
     try:
         written = page.write(report, args.output, args.png_dir)
     except OSError as exc:
@@ -93,6 +109,28 @@ def cmd_report(args: argparse.Namespace) -> int:
             + (f", PNGs in {args.png_dir})" if args.png_dir else ")")
         )
     return 0
+
+
+def diagnosed(store: Store, names: list[str]) -> dict[tuple[str, str], str]:
+    """What ``vmio diagnose`` names as the limit of each campaign's points at the highest load, for the
+    report's ``#answer`` (the report may not import the advisor: the CLI hands the verdicts over). A
+    campaign vmio cannot diagnose (an import, a spec it no longer reads) gives none."""
+    from vmio.advise import from_store
+    from vmio.advise.diagnose import diagnose
+
+    out: dict[tuple[str, str], str] = {}
+    for name in names:
+        try:
+            camp = from_store.stored_campaign(store, name)
+            for run in from_store.points_to_diagnose(store, name, None):
+                verdict = diagnose(from_store.evidence_for(store, camp, run))
+                text = verdict.limit + (" (at its limit)" if verdict.at_limit else "")
+                if verdict.accel == "tcg":
+                    text += " · TCG"
+                out[(name, run["point_key"])] = text
+        except VmioError:
+            continue
+    return out
 
 
 def _print_summary(
@@ -123,6 +161,7 @@ def _print_summary(
 def cmd_compare(args: argparse.Namespace) -> int:
     from vmio.cli import terminal
     from vmio.report import compare, compare_text, data
+    from vmio.stats.spread import LEVEL
 
     names: list[str] = args.campaigns
     if len(names) > 2:
@@ -138,10 +177,22 @@ def cmd_compare(args: argparse.Namespace) -> int:
     gate = _percent(args.fail_on_regression)
     if gate is not None and len(names) != 2:
         raise InputError("--fail-on-regression compares campaign A with campaign B; give two campaigns")
+    if args.fail_on_inconclusive and gate is None:
+        raise InputError(
+            "--fail-on-inconclusive goes with --fail-on-regression PCT (the size of change to judge)"
+        )
     with open_store(args) as store:
         loaded = [data.load(store, n) for n in names]
     if len(loaded) == 1:
         rows = compare.against_baseline(loaded[0], args.baseline)
+        if not rows:
+            others = [t for t in loaded[0].target_names() if t != args.baseline]
+            raise InputError(
+                f"campaign {names[0]!r}: no target shares a done point with the baseline {args.baseline!r} "
+                + (f"(its other targets: {', '.join(others)})" if others else "(it has no other target)")
+                + "; compare a second campaign instead: vmio compare "
+                + f"{names[0]} OTHER_CAMPAIGN"
+            )
         if args.json:
             print(
                 json.dumps(
@@ -159,6 +210,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
                     title=title,
                     tail=tail,
                     right=frozenset(range(6, len(lines[0]) if lines else 0)),
+                    drop=terminal.by_name(lines[0], BASELINE_DROP) if lines else (),
+                    wide=args.wide,
+                    fold=frozenset({0, 5}),  # the workload's and the target's names
                 )
             else:
                 print(compare_text.format_baseline(rows, names[0], args.baseline), end="")
@@ -171,25 +225,44 @@ def cmd_compare(args: argparse.Namespace) -> int:
         )
     for warning in result.warnings:
         print(f"vmio: warning: {warning}", file=sys.stderr)
-    failing = compare.regressions(result, gate) if gate is not None else []
+    flagged = compare.regressions(result, gate) if gate is not None else []
+    failing = [r for r in flagged if r.verdict == "regression"]
+    unsure = [r for r in flagged if r.verdict == "inconclusive"]
+    state = f"{len(failing)} regression(s)" if failing else "inconclusive" if unsure else "no regression"
     if args.json:
         doc = result.as_dict()
         if gate is not None:
-            doc["fail_on_regression"] = {"pct": gate, "regressions": [r.as_dict() for r in failing]}
+            doc["fail_on_regression"] = {
+                "pct": gate,
+                "verdict": state if not failing else "regression",
+                "regressions": [r.as_dict() for r in failing],
+                "inconclusive": [r.as_dict() for r in unsure],
+            }
         print(json.dumps(doc, indent=1))
     else:
         console = terminal.console_for(sys.stdout)
         if console is not None:
             title, lines, tail = compare_text.before_after_parts(result)
-            terminal.print_table(console, lines, title=title, tail=tail, empty="no common points\n")
+            terminal.print_table(
+                console,
+                lines,
+                title=title,
+                tail=tail,
+                empty="no common points\n",
+                drop=terminal.by_name(lines[0], [d.format(level=f"{LEVEL:.0%}") for d in BEFORE_AFTER_DROP])
+                if lines
+                else (),
+                wide=args.wide,
+            )
         else:
             print(compare_text.format_before_after(result), end="")
         if gate is not None:
-            state = f"{len(failing)} regression(s)" if failing else "no regression"
             print(f"--fail-on-regression {gate:g} %: {state}")
             for r in failing:
                 print(f"  regression: {r.text()}")
-    return 1 if failing else 0
+            for r in unsure:
+                print(f"  inconclusive: {r.text()}")
+    return 1 if failing or (unsure and args.fail_on_inconclusive) else 0
 
 
 def _percent(text: str | None) -> float | None:

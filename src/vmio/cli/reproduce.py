@@ -1,4 +1,5 @@
-"""``vmio reproduce --list [--json]`` and ``vmio reproduce ID [--scale quick|paper] -o DIR [--json] [--force]``."""
+"""``vmio reproduce --list [--json]``, ``vmio reproduce ID [--scale quick|paper] -o DIR [--json] [--force]`` and
+``vmio reproduce --diff A B [--json]``."""
 
 from __future__ import annotations
 
@@ -23,6 +24,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("paper", nargs="?", metavar="ID", help="the paper's id (see --list)")
     p.add_argument("--list", action="store_true", help="list the papers vmio implements")
+    p.add_argument(
+        "--diff",
+        nargs=2,
+        type=Path,
+        metavar=("A", "B"),
+        help="list the claims whose verdict or stability changed between two result.json (or their folders); "
+        "exit 1 when some did",
+    )
     p.add_argument(
         "--scale",
         choices=SCALES,
@@ -68,6 +77,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _reproduce(args: argparse.Namespace) -> int:
+    if args.diff is not None:
+        if args.paper is not None or args.list:
+            raise InputError("reproduce: --diff A B takes no ID and no --list")
+        return _diff(args.diff[0], args.diff[1], args.json)
     if args.list:
         if args.paper is not None:
             raise InputError(f"reproduce: --list takes no ID (got {args.paper!r})")
@@ -106,6 +119,25 @@ def _reproduce(args: argparse.Namespace) -> int:
     return 1 if rep.failures else 0
 
 
+def _diff(a: Path, b: Path, as_json: bool) -> int:
+    from vmio.reproduce.diff import diff, load
+
+    changes = diff(load(a), load(b))
+    if as_json:
+        print(json.dumps(changes, indent=2, ensure_ascii=False))
+    elif not changes:
+        print(f"no claim's verdict or stability changed between {a} and {b}")
+    for c in [] if as_json else changes:
+        print(
+            f"{c['id']}: {c['before']} -> {c['after']} (vmio {_num(c['measured_before'])} -> {_num(c['measured_after'])})"
+        )
+    return 1 if changes else 0
+
+
+def _num(v: object) -> str:
+    return "-" if not isinstance(v, int | float) else f"{v:.4g}"
+
+
 def _list(as_json: bool) -> int:
     from vmio.reproduce import papers
 
@@ -122,15 +154,25 @@ def _list(as_json: bool) -> int:
 
 
 def _print_claims(result: dict[str, object]) -> None:
+    from vmio.reproduce.result import verdict
+
     claims = result["claims"]
     assert isinstance(claims, list)
     print(f"{result['paper']} ({result['scale']} scale)")
+    shown = {"agree": "agrees", "disagree": "DISAGREES", "cannot_tell": "the repetitions cannot tell",
+             "not_judged": "not judged", "setup": "setup, not judged"}  # fmt: skip
     for c in claims:
-        agrees = {True: "agrees", False: "DISAGREES", None: "not judged"}[c["agrees"]]
         measured = "-" if c["measured"] is None else f"{c['measured']:.4g}"
-        print(f"  {c['id']}: paper {c['paper_value']:g} {c['unit']}, vmio {measured}: {agrees}")
+        reps = f" (n={c['repetitions']})" if c["repetitions"] > 1 else ""
+        print(
+            f"  {c['id']}: paper {c['paper_value']:g} {c['unit']}, vmio {measured}{reps}: {shown[verdict(c)]}"
+        )
         if c["why"]:
             print(f"      why: {c['why']}")
+    n = result["counts"]
+    assert isinstance(n, dict)
+    print(f"  result claims: {n['agree']} agree, {n['disagree']} disagree, {n['cannot_tell']} cannot tell, "
+          f"{n['not_judged']} not judged; {n['setup']} setup claims not counted")  # fmt: skip
     for kind, heading in (("retried", "measured on a second try"), ("failures", "failed")):
         items = result.get(kind)
         assert isinstance(items, list)

@@ -36,6 +36,9 @@ class Placement:
     lat_log_offsets: bool = False
     iolog: str | None = None  # the I/O log the measured jobs replay (seed 004's fixed offsets)
     cpus_allowed: str | None = None  # fio's CPU list for every process of the point (a host target's cpus)
+    # the target's own path when ``filename`` is vmio's descriptor of it (``safety.Held``: fio opens the
+    # object vmio checked); named in a comment so the stored job says what it ran on
+    opened_from: str | None = None
 
 
 NULL_ENGINE_SIZE = 1 << 30
@@ -105,7 +108,14 @@ def render(
         if workload.ops > 0:
             glob["exitall"] = 1  # loads stop when the measured operations are done
         sections.append(("load", load))
-    return _origin(workload) + "".join(section(name, options) for name, options in sections)
+    return _origin(workload) + _opened(place) + "".join(section(name, options) for name, options in sections)
+
+
+def _opened(place: Placement) -> str:
+    """A comment naming the target a descriptor ``filename`` stands for."""
+    if place.opened_from is None:
+        return ""
+    return f"; {place.filename} is {fio_name(place.opened_from)}, checked and held open by vmio\n"
 
 
 def _origin(workload: Workload) -> str:
@@ -144,7 +154,9 @@ def precondition(place: Placement, size: int | None) -> str:
         "stonewall": 1,
     }
     rand["io_size"] = 2 * size if size is not None else "200%"
-    return "".join(section(n, o) for n, o in (("global", glob), ("fill", fill), ("random", rand)))
+    return _opened(place) + "".join(
+        section(n, o) for n, o in (("global", glob), ("fill", fill), ("random", rand))
+    )
 
 
 def _rate(workload: Workload, total: int, jobs: int) -> str:

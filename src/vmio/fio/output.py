@@ -83,6 +83,8 @@ def extract_json(text: str) -> tuple[dict[str, Any], str]:
         except json.JSONDecodeError:
             start += 1
             continue
+        except RecursionError:  # arrays in arrays deeper than Python's stack: no output fio writes
+            raise FioError("fio's output is not fio's JSON: its arrays or objects nest too deeply") from None
         if isinstance(doc, dict) and ("jobs" in doc or "client_stats" in doc):
             return doc, text[:start] + text[end:]
         start += 1

@@ -23,6 +23,7 @@ from vmio.fio import run as fiorun
 from vmio.guest import inputs, kmod, pvh, stubs
 from vmio.guest.cpio import CpioWriter
 from vmio.guest.kmod import read_module, resolve_modules
+from vmio.system.files import check_place, check_trusted
 from vmio.system.process import Runner
 
 # Bump when the image layout changes (2: uncompressed initramfs; 3: fio's engine libraries stubbed,
@@ -107,7 +108,11 @@ def _stubbing(lean: bool) -> bool:
 
 
 def load(path: Path) -> GuestImage:
-    """The image whose manifest is in ``path``."""
+    """The image whose manifest is in ``path``; its files boot as root's VM, so no other user may have been
+    able to change them or their folders (``files.check_trusted``, exit 3)."""
+    for part in (path, path / "manifest.json", path / "vmlinuz", path / "vmlinux", path / "initramfs.img"):
+        if part == path or part.exists():
+            check_trusted(part, "the cached guest image", verb="boot")
     data = json.loads((path / "manifest.json").read_text())
     return GuestImage(
         path=path,
@@ -151,6 +156,7 @@ def build(
     final = (root or cache_root()) / vers.key()
     if (final / "manifest.json").is_file() and not force:
         return load(final)
+    check_place(final, new=True)  # the cache's folders (wherever XDG_CACHE_HOME puts it) are the user's own
     final.parent.mkdir(parents=True, exist_ok=True)
     with open(final.parent / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one builder at a time; a waiting one then finds the image

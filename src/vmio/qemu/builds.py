@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vmio.errors import InputError, ToolError
+from vmio.system.files import check_place, check_trusted
 from vmio.system.process import Runner
 
 QEMU_BINARY = "qemu-system-x86_64"
@@ -87,26 +88,42 @@ def system_build(runner: Runner | None = None) -> QemuBuild | None:
     path = shutil.which(QEMU_BINARY)
     if path is None:
         return None
+    check_trusted(path, "the system's QEMU")  # found through PATH, which may name any folder
     return QemuBuild(version_of(path, runner), path, "system")
 
 
 def installed(root: Path | None = None) -> list[QemuBuild]:
-    """The builds vmio installed, oldest first."""
+    """The builds vmio installed, oldest first. Each is run as root, so the cache (wherever
+    ``VMIO_QEMU_CACHE`` or ``XDG_CACHE_HOME`` puts it), each manifest, and every binary and folder a manifest
+    names must be such that no other user could have changed them (``files.check_trusted``, exit 3)."""
     root = root or cache_root()
+    if not root.exists():
+        return []
+    check_trusted(root, "the QEMU build cache", verb="use")
     found = []
     for manifest in sorted(root.glob(f"*/{MANIFEST}")):
+        check_trusted(manifest, "the QEMU build manifest", verb="use")
         data = json.loads(manifest.read_text())
-        found.append(
-            QemuBuild(
-                data["version"],
-                data["path"],
-                "vmio",
-                tuple(data["data_dirs"]),
-                data["env"],
-                data.get("package_version"),
-            )
+        build = QemuBuild(
+            data["version"],
+            data["path"],
+            "vmio",
+            tuple(data["data_dirs"]),
+            data["env"],
+            data.get("package_version"),
         )
+        check_build(build)
+        found.append(build)
     return sorted(found, key=lambda b: _key(b.version))
+
+
+def check_build(build: QemuBuild) -> None:
+    """Refuse an installed build whose binary, libraries, modules or firmware another user could change."""
+    check_trusted(build.path, f"QEMU {build.version}")
+    folders = [*build.data_dirs, *build.env.get("LD_LIBRARY_PATH", "").split(":")]
+    folders.append(build.env.get("QEMU_MODULE_DIR", ""))
+    for folder in filter(None, folders):
+        check_trusted(folder, f"the folder of QEMU {build.version}", verb="use")
 
 
 def available(runner: Runner | None = None, root: Path | None = None) -> list[QemuBuild]:
@@ -139,6 +156,7 @@ def resolve(wanted: str | None, runner: Runner | None = None, root: Path | None 
         return system
     if "/" in wanted:
         check_executable(wanted)
+        check_trusted(wanted, "qemu =")
         return QemuBuild(version_of(wanted, runner), str(Path(wanted).resolve()), "path")
     check_wanted(wanted)
     found = [b for b in available(runner, root) if matches(b.version, wanted)]
@@ -234,6 +252,10 @@ def add(wanted: str, runner: Runner | None = None, root: Path | None = None) -> 
     check_wanted(wanted)
     runner = runner or Runner()
     root = root or cache_root()
+    if root.exists():
+        check_trusted(root, "the QEMU build cache", verb="use")
+    else:
+        check_place(root, new=True)
     apt = PrivateApt(root / "apt", codename(), runner)
     apt.update()
     offered = [row for row in apt.offered() if matches(row[0], wanted)]

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from vmio.errors import ToolError
+from vmio.system.files import check_trusted
 from vmio.system.process import Runner
 
 QEMU_BINARY = "qemu-system-x86_64"
@@ -136,12 +137,14 @@ def probe_caps(
     source: str = "system",
 ) -> QemuCaps:
     """Ask ``binary`` (run with ``env``) for its version, devices, their properties and machine types (a
-    few fast calls, no guest)."""
+    few fast calls, no guest); a binary another user could have changed is refused first
+    (``files.check_trusted``, exit 3)."""
     runner = runner or Runner()
     path = shutil.which(binary)
     if path is None and binary == QEMU_BINARY:
         raise ToolError(f"{binary!r} is not installed; install the Debian package 'qemu-system-x86'")
     path = path or binary
+    check_trusted(path, "QEMU")  # run as root: no other user may have been able to change it
     env = dict(env or {})
     run_env = env or None
     text = runner.run([path, "--version"], timeout=30, env=run_env).stdout

@@ -167,6 +167,8 @@ class EvaluationReport:
     evaluation: Evaluation
     source: Source
     setup: ReplaySetup
+    before: NDArray[np.int64] | None = None  # each replayed request's disk address (bytes), original layout
+    after: NDArray[np.int64] | None = None  # the same requests' addresses under the plan
 
     @property
     def calibrated(self) -> bool:
@@ -303,9 +305,9 @@ def evaluate_request(args: EvaluateRequest) -> EvaluationReport:
     ev = evaluate(layout, profile, stream, setup, hot, position=args.zone, order=order, streams=streams)
     if args.save_plan:
         write_plan(ev.plan, args.save_plan)
+    before = layout.physical_offset(stream.image, stream.offset)
+    after = ev.plan.physical_offset(stream.image, stream.offset)
     if args.plot:
-        before = layout.physical_offset(stream.image, stream.offset)
-        after = ev.plan.physical_offset(stream.image, stream.offset)
         plots.access_distribution(
             before,
             after,
@@ -313,7 +315,7 @@ def evaluate_request(args: EvaluateRequest) -> EvaluationReport:
             disk_bytes=disk.capacity_bytes,
             title=f"{len(layout.names)} images, gain {ev.gain:+.1%}",
         )
-    return EvaluationReport(ev, source, setup)
+    return EvaluationReport(ev, source, setup, before, after)
 
 
 def evaluation_lines(r: EvaluationReport) -> list[str]:

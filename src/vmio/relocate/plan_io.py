@@ -114,17 +114,36 @@ def _mapping(data: Mapping[str, object], lay: Layout) -> tuple[np.ndarray, ...]:
     return tuple(mapping)
 
 
+TOP_KEYS = ("format", "version", "extent_bytes", "disk_bytes", "images", "zone", "moves")
+IMAGE_KEYS = ("name", "extents", "base_extent")
+ZONE_KEYS = ("start_extent", "extents", "start_bytes", "bytes", "position", "order", "placement",
+             "placement_reason")  # fmt: skip
+
+
+def _known(table: Mapping[str, object], keys: tuple[str, ...], at: str) -> None:
+    """A key a plan does not have (a typo such as ``moves_`` would otherwise be ignored) names itself."""
+    extra = sorted(set(table) - set(keys))
+    if extra:
+        raise InputError(
+            f"{at}{_shown(extra[0])[1:-1]} is not a field of a plan; its fields are {', '.join(keys)}"
+        )
+
+
 def plan_from_dict(data: Any, where: str = "plan") -> Plan:
     """Rebuild and validate a plan; errors name ``where`` and the bad field."""
     try:
         if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("version") != VERSION:
             shown = _shown(data.get("format")) if isinstance(data, dict) else "none"
             raise InputError(f"not a {FORMAT} v{VERSION} (format={shown})")
+        _known(data, TOP_KEYS, "")
         lay = _layout(data)
+        for n, img in enumerate(data["images"]):
+            _known(img, IMAGE_KEYS, f"images[{n}].")
         mapping = _mapping(data, lay)
         zone = data["zone"]
         if not isinstance(zone, dict):
             raise InputError(f"zone = {_shown(zone)} is not an object")
+        _known(zone, ZONE_KEYS, "zone.")
         plan = Plan(
             lay,
             mapping,

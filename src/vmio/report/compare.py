@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from vmio.errors import InputError
 from vmio.report.data import CampaignData, Group, GroupKey, Row, along, iops, latency, offered_label
+from vmio.stats import tell
 from vmio.stats.spread import LEVEL, Difference, Spread, ratio, welch
 from vmio.units import format_size
 
@@ -110,6 +111,8 @@ class Change:
     metric: str
     higher_is_better: bool
     diff: Difference
+    before_values: tuple[float, ...] = ()
+    after_values: tuple[float, ...] = ()
 
     @property
     def verdict(self) -> str:
@@ -214,9 +217,10 @@ def before_after(a: CampaignData, b: CampaignData) -> BeforeAfter:
         ddirs = [d for d in ("read", "write") if d in a.ddirs(ga.key[1]) or d in b.ddirs(ga.key[1])]
         for ddir in ddirs:
             for name, fn, higher in PAIRED_METRICS:
-                diff = welch(ga.values(along(fn, ddir)), gb.values(along(fn, ddir)))
+                va, vb = ga.values(along(fn, ddir)), gb.values(along(fn, ddir))
+                diff = welch(va, vb)
                 if diff is not None:
-                    changes.append(Change(ga.key, ddir, name, higher, diff))
+                    changes.append(Change(ga.key, ddir, name, higher, diff, tuple(va), tuple(vb)))
     return BeforeAfter(a.name, b.name, changes, only_a, list(after), build_changes(a, b), pairs, mismatches)
 
 
@@ -236,43 +240,79 @@ def pair_mismatches(a: CampaignData, ga: Group, b: CampaignData, gb: Group) -> l
 
 @dataclass(frozen=True)
 class Regression:
-    """A paired figure that worsened by more than the gate allows."""
+    """A paired figure the gate flags: worse by more than it allows (``verdict`` "regression"), or with a spread
+    too wide to tell whether it is (``verdict`` "inconclusive", by ``vmio.stats.tell.change``)."""
 
     change: Change
     significant: bool | None  # None: fewer than 2 repetitions a side, the plain difference decided
+    verdict: str = "regression"
+    pct: float = 0.0
 
     def text(self) -> str:
         c, d = self.change, self.change.diff
         rel = f"{d.rel:+.1%}" if d.rel is not None else "from 0"
+        unit = UNITS.get(c.metric, "us")
+        shown = f"{_in_unit(c.metric, d.before)} -> {_in_unit(c.metric, d.after)} {unit} ({rel})"
+        if self.verdict == "inconclusive":
+            return (
+                f"{point_label(c.key)} {c.ddir} {c.metric}: {shown}, inconclusive: the {LEVEL:.0%} interval of the "
+                f"difference ({_in_unit(c.metric, d.lo)} to {_in_unit(c.metric, d.hi)} {unit}) reaches past a "
+                f"{self.pct:g} % worsening (n = {d.n_before} and {d.n_after}); more repetitions narrow it"
+            )
         why = (
-            "significant (Welch, alpha = 0.05)"
+            f"its whole {LEVEL:.0%} interval (Welch) lies beyond {self.pct:g} %"
             if self.significant
-            else f"plain difference, no significance (n = {d.n_before} and {d.n_after}; Welch needs 2 a side)"
+            else f"plain difference, no interval (n = {d.n_before} and {d.n_after}; Welch needs 2 a side)"
         )
-        return f"{point_label(c.key)} {c.ddir} {c.metric}: {d.before:.6g} -> {d.after:.6g} ({rel}), {why}"
+        return f"{point_label(c.key)} {c.ddir} {c.metric}: {shown}, {why}"
 
     def as_dict(self) -> dict[str, object]:
-        return {**self.change.as_dict(), "significance": self.significant}
+        return {**self.change.as_dict(), "significance": self.significant, "gate": self.verdict}
+
+
+UNITS = {"IOPS": "IOPS", "bandwidth": "MiB/s"}  # latencies: us, as the compare table prints them
+
+
+def _in_unit(metric: str, value: float | None) -> str:
+    """A figure in its table's unit: IOPS, MiB/s, or latency in us (stored in ns)."""
+    if value is None:
+        return "-"
+    if metric == "bandwidth":
+        return f"{value / (1 << 20):.1f}"
+    return f"{value:.1f}" if metric == "IOPS" else f"{value / 1e3:.1f}"
 
 
 def regressions(result: BeforeAfter, pct: float) -> list[Regression]:
-    """The paired figures that worsened by more than ``pct`` percent: IOPS or bandwidth lower, p50 or p99
-    latency higher. With 2 or more repetitions a side the worsening must also be significant (Welch,
-    alpha = 0.05); with fewer, the plain difference decides and the regression says it has no significance."""
+    """What the gate flags at ``pct`` percent: IOPS or bandwidth lower, p50 or p99 latency higher. With 2 or
+    more repetitions a side the rule is ``vmio.stats.tell.change`` (size ``pct``): a worsening whose whole 95 %
+    interval lies beyond ``pct`` is a regression; an interval that reaches past ``pct`` on the worse side
+    without lying wholly beyond it is "inconclusive"; with fewer, the plain difference decides."""
     found = []
     for c in result.changes:
         d = c.diff
         if d.rel is None:
             continue
         worse = -d.rel if c.higher_is_better else d.rel
-        if worse * 100 <= pct:
+        if not d.decided:
+            if worse * 100 > pct:
+                found.append(Regression(c, None, "regression", pct))
             continue
-        if d.decided:
-            if d.significant:
-                found.append(Regression(c, True))
-        else:
-            found.append(Regression(c, None))
+        said = tell.change(c.before_values, c.after_values, pct / 100)
+        if said == ("lower" if c.higher_is_better else "higher"):
+            found.append(Regression(c, True, "regression", pct))
+        elif said == "inconclusive" and _reaches_worse(c, pct / 100):
+            found.append(Regression(c, False, "inconclusive", pct))
     return found
+
+
+def _reaches_worse(c: Change, size: float) -> bool:
+    """Whether the interval of the difference reaches past a worsening of ``size`` (relative to before)."""
+    d = c.diff
+    if d.lo is None or d.hi is None or d.before == 0:
+        return True
+    if c.higher_is_better:
+        return d.lo / abs(d.before) < -size
+    return d.hi / abs(d.before) > size
 
 
 def build_changes(a: CampaignData, b: CampaignData) -> list[BuildChange]:

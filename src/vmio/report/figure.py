@@ -10,21 +10,28 @@ figure's text (``report.layout``) and then draw once.
 from __future__ import annotations
 
 import contextlib
+import html
 import io
 import re
 import textwrap
 from dataclasses import dataclass, field
 
 import matplotlib as mpl
+import numpy as np
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
 from matplotlib.legend import Legend
-from matplotlib.ticker import FuncFormatter, LogLocator
+from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
-from vmio.report.layout import lay_out
+from vmio.report.layout import lay_out, text_width
 
-PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
+# Okabe and Ito's colours, told apart with every common colour-vision deficiency (the baseline is black;
+# their yellow last: it is faint on white)
+PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442")
+TEXT_PT = 8.0  # the smallest text on a figure: 10.7 px where the page shows it at its own size
+LEGEND_PT = 8.0
 BASELINE_COLOR = "#000000"
 
 
@@ -41,6 +48,7 @@ class Plot:
     series: list[str] = field(default_factory=list)  # the labels of the plotted series
     values: dict[str, list[list[float]]] = field(default_factory=dict)  # series id → plotted [x, y] pairs
     svg: str | None = None  # the SVG once drawn
+    titles: dict[str, list[str]] = field(default_factory=dict)  # series id → each point's hover text
 
     def tag(self, artist: Artist | list[Artist] | tuple[Artist, ...], label: str) -> None:
         """Name a series' artists in the SVG and remember the label."""
@@ -58,8 +66,11 @@ class Plot:
         return [f"{self.id}--{slug(s)}" for s in self.series]
 
 
+MAX_WIDTH = 13.5  # inches (972 pt, 1,296 px): a figure fits the page's 1,400 px column at its own size
+
+
 def new_figure(rows: int, cols: int, width: float = 4.6, height: float = 3.2) -> Figure:
-    return Figure(figsize=(max(width * cols, 6.4), height * rows + 0.8))
+    return Figure(figsize=(min(max(width * cols, 6.4), MAX_WIDTH), height * rows + 0.8))
 
 
 def color(targets: list[str], target: str, baseline: str | None) -> str:
@@ -80,21 +91,60 @@ def log_scale(ax: Axes) -> None:
     ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if f"{v:g}"[0] in "25" else ""))
 
 
-def legend(ax: Axes, size: int = 7) -> None:
-    """A legend when the panel has labelled series (an empty one warns)."""
-    if ax.get_legend_handles_labels()[0]:
-        inside(ax.legend(fontsize=size, handlelength=3.5))  # long enough to show a line's dashes
+def plotted(ax: Axes, which: str) -> list[float]:
+    """The positive x (``which="x"``) or y values of the panel's lines."""
+    out: list[float] = []
+    for line in ax.get_lines():
+        data = line.get_xdata() if which == "x" else line.get_ydata()
+        out += [float(v) for v in np.asarray(data, dtype=float) if v > 0]
+    return out
 
 
-def shared_legend(axes: list[Axes], size: int = 7) -> None:
-    """One legend for panels whose series look alike (a repetition the same colour in each): every label
-    of theirs once, in the first panel."""
-    handles: dict[str, Artist] = {}
+def wide_x(ax: Axes) -> None:
+    """A log x axis in plain numbers when the plotted x values span a decade or more (else linear)."""
+    xs = plotted(ax, "x")
+    if xs and max(xs) / min(xs) >= 10:
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+        ax.xaxis.set_minor_locator(NullLocator())
+
+
+def legend(ax: Axes, size: int = 8) -> None:
+    """The figure gets a legend of its labelled series, above its panels (never over the data):
+    ``finish`` draws one for the whole figure, every label once."""
+    ax.figure._vmio_legend = True  # type: ignore[union-attr]
+
+
+def shared_legend(axes: list[Axes], size: int = 8) -> None:
+    """One legend for panels whose series look alike (a repetition the same colour in each): the
+    figure's (see ``legend``)."""
     for ax in axes:
+        legend(ax, size)
+
+
+def legend_of(fig: Figure, handles: dict[str, Artist]) -> None:
+    """The figure's legend: these entries (label → handle) instead of its panels' series."""
+    fig._vmio_legend = handles  # type: ignore[attr-defined]
+
+
+def figure_legend(fig: Figure) -> None:
+    """Every panel's labelled series once (or the entries ``legend_of`` gave), in columns above the panels
+    (``layout`` makes the room)."""
+    given = getattr(fig, "_vmio_legend", True)
+    handles: dict[str, Artist] = dict(given) if isinstance(given, dict) else {}
+    for ax in fig.axes if not handles else ():
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
             handles.setdefault(label, handle)
-    if handles:
-        inside(axes[0].legend(list(handles.values()), list(handles), fontsize=size, handlelength=3.5))
+    if not handles:
+        return
+    font = FontProperties(family="DejaVu Sans", size=LEGEND_PT)
+    column = max(text_width(label, font) for label in handles) + 4.5 * LEGEND_PT / 72  # line sample, gaps
+    ncol = max(1, min(len(handles), int(fig.get_figwidth() * 0.96 // column)))
+    made = fig.legend(
+        list(handles.values()), list(handles), loc="upper center", ncol=ncol, fontsize=LEGEND_PT,
+        handlelength=3.0, frameon=False, borderaxespad=0.0, columnspacing=1.0,
+    )  # fmt: skip
+    made.set_in_layout(False)
 
 
 def inside(legend: Legend) -> None:
@@ -105,7 +155,9 @@ def inside(legend: Legend) -> None:
 def finish(fig: Figure, title: str, caption: str) -> None:
     """Title on top, the labels line (accelerator, versions, spread) at the bottom, both inside the layout."""
     fig.suptitle(textwrap.fill(title, int(fig.get_figwidth() * 12)), fontsize=10)
-    fig.supxlabel(textwrap.fill(caption, int(fig.get_figwidth() * 17)), fontsize=7, color="#444444")
+    fig.supxlabel(textwrap.fill(caption, int(fig.get_figwidth() * 15)), fontsize=TEXT_PT, color="#444444")
+    if getattr(fig, "_vmio_legend", False):
+        figure_legend(fig)
 
 
 def style() -> contextlib.AbstractContextManager[None]:
@@ -113,7 +165,13 @@ def style() -> contextlib.AbstractContextManager[None]:
     # axes titles sit just above their axes (none has tick labels on top): placed automatically, matplotlib
     # measured every y axis again for each title, a fifth of the drawing time
     return mpl.rc_context(
-        {"font.family": "DejaVu Sans", "font.size": 8, "axes.titlesize": 9, "axes.titley": 1.0}
+        {
+            "font.family": "DejaVu Sans",
+            "font.size": TEXT_PT,
+            "axes.titlesize": 9,
+            "axes.titley": 1.0,
+            "legend.fontsize": LEGEND_PT,
+        }  # fmt: skip
     )
 
 
@@ -136,7 +194,26 @@ def to_svg(plot: Plot) -> str:
         if title is not None:
             title.set_visible(True)
     text = buf.getvalue()
-    return text[text.index("<svg") :]
+    return titled(text[text.index("<svg") :], plot.titles)
+
+
+def titled(svg: str, titles: dict[str, list[str]]) -> str:
+    """Each marker of a series (``<use>`` in its group, in plotting order) given its ``<title>``: the
+    browser shows it on hover."""
+    for gid, texts in titles.items():
+        at = svg.find(f'<g id="{gid}">')
+        if at < 0:
+            continue
+        parts = [svg[:at]]
+        for text in texts:
+            use = svg.find("<use ", at)
+            end = svg.find("/>", use)
+            if use < 0 or end < 0:
+                break
+            parts.append(svg[at:end] + f"><title>{html.escape(text)}</title></use>")
+            at = end + 2
+        svg = "".join(parts) + svg[at:]
+    return svg
 
 
 def to_png(plot: Plot, dpi: int = 100) -> bytes:

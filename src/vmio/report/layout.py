@@ -18,6 +18,7 @@ from matplotlib.axes import Axes
 from matplotlib.axis import Axis
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
+from matplotlib.legend import Legend
 from matplotlib.text import Text
 from matplotlib.textpath import text_to_path
 
@@ -81,8 +82,20 @@ def _down(
         caption.set_y(GAP / height)  # its foot (matplotlib: 1 % of the height above the figure's)
     if title:
         title.set_y(1 - GAP / height)  # its head
+    if fig.legends:  # the figure's legend (report.figure.figure_legend): under the title, over the panels
+        legend = fig.legends[0]
+        legend.set_bbox_to_anchor((0.5, 1 - head / height), transform=fig.transFigure)
+        head += legend_height(legend) + GAP
     panel = (height - foot - below - head - above - (rows - 1) * (between + above)) / rows
     return foot + below, head + above, between + above, panel
+
+
+def legend_height(legend: Legend) -> float:
+    """Inches a legend's rows take (entries in ``ncols`` columns; a row: its text and the spacing)."""
+    entries = len(legend.get_texts())
+    rows = -(-entries // max(legend._ncols, 1))  # type: ignore[attr-defined]
+    size = legend.get_texts()[0].get_fontsize() if entries else 0.0
+    return float(rows * size * (LINE + legend.labelspacing) * PT)
 
 
 def _fit(title: Text, room: float) -> None:

@@ -12,6 +12,8 @@ from pathlib import Path
 
 from vmio.errors import InputError
 from vmio.report import (
+    answer,
+    curves,
     drawing,
     plots_latency,
     plots_load,
@@ -39,6 +41,8 @@ from vmio.system.output_paths import all_or_none
 from vmio.units import format_size, human_bytes
 
 SECTIONS: tuple[tuple[str, str, Callable[[CampaignData, str | None], list[Plot]]], ...] = (
+    ("curves", "How do IOPS and latency move along each swept axis? (one line per target)",
+     curves.curve_plots),
     ("iops", "How many IOPS does each target achieve as the offered load rises?", plots_load.iops_plots),
     ("depth", "How do IOPS and latency change with queue depth and jobs?", plots_sweep.sweep_plots),
     ("latency-vs-iops", "Where does latency turn up as IOPS rise? (p50 and p99 against achieved IOPS)",
@@ -55,17 +59,26 @@ SECTIONS: tuple[tuple[str, str, Callable[[CampaignData, str | None], list[Plot]]
     ("qemu-threads", "Which QEMU threads use the CPU?", plots_run.qemu_thread_plots),
 )  # fmt: skip
 # with build(drawn=True): the sections a second process builds and draws (about half the work)
-FORKED = ("over-time", "qemu-threads")
+FORKED = ("over-time", "qemu-threads", "latency-over-time")
+# folded under the page's appendix (<details>): figures per second or per thread, and the categorical view
+# of IOPS per offered load that #curves draws on a numeric axis
+APPENDIX = ("iops", "latency-over-time", "over-time", "qemu-threads")
 CSS = """
 body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 1400px; color: #222; padding: 0 1em; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; border-bottom: 1px solid #ccc; margin-top: 2em; }
 table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0; }
 th, td { border: 1px solid #ccc; padding: 0.2em 0.5em; text-align: left; vertical-align: top; }
 th { background: #f0f0f0; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
-figure { margin: 1em 0; border: 1px solid #ddd; padding: 0.5em; }
-figure svg { width: 100%; max-width: 100%; height: auto; display: block; }
+figure { margin: 0.5em 0.5em 0.5em 0; border: 1px solid #ddd; padding: 0.5em; display: inline-block;
+         vertical-align: top; max-width: calc(100% - 1.6em); }
+figure svg { max-width: 100%; height: auto; display: block; }
+ul.words { columns: 2; font-size: 0.9em; margin: 0.3em 0; padding-left: 1.2em; } ul.words li { break-inside: avoid; }
+table.answer td { white-space: nowrap; } table.answer td:last-child { white-space: normal; }
+details#appendix > summary { cursor: pointer; } details#appendix > summary h2 { display: inline; }
+p.note { font-size: 0.85em; color: #444; }
 nav.toc ol { columns: 2; font-size: 0.9em; }
-figcaption { font-weight: 600; margin-bottom: 0.3em; } p.labels { font-size: 0.8em; color: #555; }
+figcaption { font-weight: 600; margin-bottom: 0.3em; }
+figure.plot > figcaption { width: 0; min-width: 100%; } p.labels { font-size: 0.8em; color: #555; }
 pre { background: #f7f7f7; padding: 0.5em; overflow-x: auto; font-size: 0.8em; } .no { color: #b00; }
 """
 
@@ -86,6 +99,7 @@ class Report:
     knees: list[sla.Knee] = field(default_factory=list)  # with the spec's [campaign] sla
     seed: list[seed000.SeedRow] = field(default_factory=list)  # seed 000's configurations matched
     campaigns: list[CampaignData] = field(default_factory=list)  # several side by side: each, reference first
+    answers: list[tuple[str, list[answer.AnswerRow]]] = field(default_factory=list)  # per campaign
 
     @property
     def plots(self) -> list[Plot]:
@@ -103,9 +117,12 @@ def default_baseline(data: CampaignData) -> str | None:
     return first[0] if first else None
 
 
-def build(data: CampaignData, baseline: str | None = None, drawn: bool = False) -> Report:
+def build(
+    data: CampaignData, baseline: str | None = None, drawn: bool = False, limits: answer.Limits | None = None
+) -> Report:
     """The report's sections and tables; with ``drawn``, its figures drawn too (in two processes when two
-    CPUs are free: then only their SVGs are kept, and no PNG can be made of them)."""
+    CPUs are free: then only their SVGs are kept, and no PNG can be made of them). ``limits``: what
+    ``vmio diagnose`` names as each point's limit (by campaign and point key), for ``#answer``."""
     if baseline is not None and baseline not in data.target_names():
         known = ", ".join(data.target_names())
         raise InputError(
@@ -119,7 +136,9 @@ def build(data: CampaignData, baseline: str | None = None, drawn: bool = False) 
     sections = [Section(sid, title, plots) for (sid, title, _), plots in zip(SECTIONS, built, strict=True)]
     knees = sla.knees(data, data.sla) if data.sla else []
     seed = seed000.rows(data, seed000.bare_target(data, base))
-    return Report(data, base, summary, [s for s in sections if s.plots], knees, seed)
+    report = Report(data, base, summary, [s for s in sections if s.plots], knees, seed)
+    report.answers = [(data.name, answer.rows_of(data, summary, knees, limits or {}))]
+    return report
 
 
 def _plots(
@@ -128,10 +147,15 @@ def _plots(
     return [p for p in make(data, base) if p.series]
 
 
-def build_many(datas: list[CampaignData], baseline: str | None = None, drawn: bool = False) -> Report:
+def build_many(
+    datas: list[CampaignData],
+    baseline: str | None = None,
+    drawn: bool = False,
+    limits: answer.Limits | None = None,
+) -> Report:
     """Several campaigns side by side, the first as the reference (``baseline``: one of its targets)."""
     if len(datas) == 1:
-        return build(datas[0], baseline, drawn)
+        return build(datas[0], baseline, drawn, limits)
     if baseline is not None and baseline not in datas[0].target_names():
         raise InputError(
             f"--baseline {baseline!r} is not a target of the reference campaign {datas[0].name!r}; "
@@ -140,8 +164,18 @@ def build_many(datas: list[CampaignData], baseline: str | None = None, drawn: bo
     merged = side_by_side.merge(datas)
     report = build(merged, side_by_side.reference_target(datas, baseline), drawn)
     report.campaigns = datas
+    report.answers = [(d.name, _answer_rows(d, baseline, limits or {})) for d in datas]
     report.seed = []  # seed 000's table compares one campaign's targets with the paper's
     return report
+
+
+def _answer_rows(data: CampaignData, baseline: str | None, limits: answer.Limits) -> list[answer.AnswerRow]:
+    """One campaign's rows of ``#answer`` on a page of several: against its own baseline target (the
+    reference's when it has one of that name, else its default)."""
+    base = baseline if baseline in data.target_names() else default_baseline(data)
+    summary = summarize(data, base) if base else []
+    knees = sla.knees(data, data.sla) if data.sla else []
+    return answer.rows_of(data, summary, knees, limits)
 
 
 def write(report: Report, out: Path, png_dir: Path | None = None) -> list[Path]:
@@ -168,28 +202,59 @@ def render(report: Report) -> str:
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
         f"<title>vmio report: {e(data.name)}</title><style>{CSS}</style></head><body>",
         f"<h1>vmio report: {'campaigns' if report.campaigns else 'campaign'} {e(data.name)}</h1>",
+        answer.section_html(  # several campaigns: each against its own baseline target
+            report.answers,
+            "baseline" if report.campaigns else report.baseline,
+            _bound(report),
+            _answer_note(report),
+        ),
         side_by_side.campaigns_html(report.campaigns) if report.campaigns else "",
-        '<h2 id="summary">Summary: what does each target deliver, and where does it saturate?</h2>',
-        _summary_note(report),
-        _summary_table(report),
-        side_by_side.welch_html(report.campaigns) if report.campaigns else "",
-        _seed_table(report),
         _toc(report),
         _failures(data),
-        _sweeps(report),
         _guest_warnings(data),
+    ]
+    main = [s for s in report.sections if s.id not in APPENDIX]
+    folded = [s for s in report.sections if s.id in APPENDIX]
+    parts += [_section(sec, svgs) for sec in main]
+    parts += [
+        side_by_side.welch_html(report.campaigns) if report.campaigns else "",
+        _seed_table(report),
+        _sweeps(report),
         '<h2 id="setup">What was measured, and on what host?</h2>',
         _facts(data),
         _steady_precondition(data),
+        '<details id="appendix"><summary><h2>Appendix: offered rates met, figures per second and per '
+        "thread, IOPS per offered load</h2></summary>",
+        '<h3 id="offered-rates">Offered rates met, per target</h3>',
+        _summary_note(report),
+        _summary_table(report),
+        *(_section(sec, svgs) for sec in folded),
+        "</details>",
     ]
-    for sec in report.sections:
-        parts.append(f'<section id="{e(sec.id)}"><h2>{e(sec.title)}</h2>')
-        parts.extend(_figure(p, svgs[p.id]) for p in sec.plots)
-        parts.append("</section>")
     parts.append(
         f'<p class="labels">made by vmio on {time.strftime("%Y-%m-%d %H:%M:%S %Z")}</p></body></html>\n'
     )
     return "\n".join(parts)
+
+
+def _section(sec: Section, svgs: Mapping[str, str]) -> str:
+    e = html.escape
+    figures = "".join(_figure(p, svgs[p.id]) for p in sec.plots)
+    return f'<section id="{e(sec.id)}"><h2>{e(sec.title)}</h2><div class="figures">{figures}</div></section>'
+
+
+def _bound(report: Report) -> str | None:
+    bound = report.data.sla
+    return f"{bound.metric} <= {bound.bound_ms:g} ms" if bound else None
+
+
+def _answer_note(report: Report) -> str:
+    return (
+        f"Medians over repetitions [min-max]; IOPS per direction at the highest offered load; an offered rate is "
+        f"achieved at {ACHIEVED:.0%} of it or more; the knee is the lowest rate not achieved (none: every rate "
+        "was); latencies at the knee, or at the highest load without one; the limit is the one vmio diagnose "
+        "names at the highest load. Every rate per target: the appendix."
+    )
 
 
 def _summary_note(report: Report) -> str:
@@ -201,7 +266,9 @@ def _summary_note(report: Report) -> str:
 
 def _toc(report: Report) -> str:
     items = ['<li><a href="#campaigns">Campaigns side by side</a></li>'] if report.campaigns else []
-    items.append('<li><a href="#summary">Summary</a></li>')
+    items.append('<li><a href="#answer">Answer</a> (<a href="#summary">its table</a>)</li>')
+    main = [s for s in report.sections if s.id not in APPENDIX]
+    items += [f'<li><a href="#{html.escape(s.id)}">{html.escape(s.title)}</a></li>' for s in main]
     if report.campaigns:
         items.append('<li><a href="#welch">Against the reference (Welch)</a></li>')
     if report.seed:
@@ -211,7 +278,9 @@ def _toc(report: Report) -> str:
     items.append('<li><a href="#setup">Host and tools</a></li>')
     if _conditioned(report.data):
         items.append(f'<li><a href="#steady-state">{html.escape(STEADY_TITLE)}</a></li>')
-    items += [f'<li><a href="#{html.escape(s.id)}">{html.escape(s.title)}</a></li>' for s in report.sections]
+    items.append('<li><a href="#appendix">Appendix</a>: offered rates met; ' + ", ".join(
+        f'<a href="#{html.escape(s.id)}">{html.escape(s.id)}</a>' for s in report.sections if s.id in APPENDIX
+    ) + "</li>")  # fmt: skip
     return f'<nav class="toc"><h2 id="contents">Contents</h2><ol>{"".join(items)}</ol></nav>'
 
 
@@ -229,7 +298,70 @@ def _facts(data: CampaignData) -> str:
         for k in keep
     )
     count = f"{len(data.done())} of {len(data.rows)} points done"
-    return f'<p>{html.escape(count)}; host facts of the first point:</p><table class="facts">{cells}</table>'
+    return (
+        f'<p>{html.escape(count)}; host facts of the first point:</p><table class="facts">{cells}</table>'
+        + _storage(data)
+    )
+
+
+def _storage(data: CampaignData) -> str:
+    """Per target, the storage its first done point recorded: each path's filesystem and mount options,
+    the devices it goes through and the disks under them (model, firmware, rotational, scheduler,
+    ``nr_requests``, logical block size); an rbd image's pool and cluster; a remote path's disks as fio
+    named them. Points from before vmio recorded storage show none."""
+    e = html.escape
+    out = []
+    for target in data.target_names():
+        row = next((r for r in data.done() if r.target == target and r.host_facts.get("storage")), None)
+        storage = row.host_facts.get("storage") if row else None
+        entries = storage if isinstance(storage, list) else []
+        out += [
+            f"<tr><td>{e(target)}</td>" + "".join(f"<td>{e(c)}</td>" for c in _storage_cells(entry))
+            for entry in entries
+        ]
+    if not out:
+        return ""
+    head = ("target", "path", "filesystem · mount options", "through", "disk · model · firmware",
+            "rotational", "scheduler", "nr_requests", "logical block")  # fmt: skip
+    return (
+        '<table class="storage"><tr>' + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr>" + "".join(out)
+        + "</table>"
+    )  # fmt: skip
+
+
+def _storage_cells(entry: object) -> list[str]:
+    """One path's cells of the storage table."""
+    if not isinstance(entry, Mapping):
+        return ["-"] * 8
+    path = str(entry.get("path") or "-")
+    if "pool" in entry:  # an rbd image
+        return [path, "-", f"cluster {entry.get('cluster_id') or 'unknown'}", "-", "-", "-", "-", "-"]
+    if "fio_disks" in entry:  # a remote path: what fio there named
+        named = entry.get("fio_disks")
+        shown = ", ".join(map(str, named)) if isinstance(named, list) else "unknown"
+        return [f"{entry.get('host')}:{path}", "-", "-", f"{shown} (fio's disk_util)", "-", "-", "-", "-"]
+    fs = " · ".join(str(entry[k]) for k in ("filesystem", "mount_options") if entry.get(k)) or "-"
+    chain = entry.get("chain")
+    through = " → ".join(map(str, chain)) if isinstance(chain, list) and chain else "-"
+    disks = [d for d in entry.get("disks") or [] if isinstance(d, Mapping)]
+
+    def each(key: str, show: Callable[[object], str] = str) -> str:
+        return ", ".join("-" if d.get(key) is None else show(d.get(key)) for d in disks) or "unknown"
+
+    named = ", ".join(
+        " · ".join(str(d[k]) for k in ("disk", "model", "firmware") if d.get(k)) for d in disks
+    ) or ("unknown" if entry.get("disks") == "unknown" else "-")
+    rotational = each("rotational", lambda v: "yes" if v else "no")
+    return [
+        path,
+        fs,
+        through,
+        named,
+        rotational,
+        each("scheduler"),
+        each("nr_requests"),
+        each("logical_block_size"),
+    ]
 
 
 STEADY_TITLE = "Did each point reach steady state, and what did preconditioning write first?"

@@ -13,7 +13,7 @@ from matplotlib.patches import Patch
 
 from vmio.report.data import CampaignData, Group, Offered, labels
 from vmio.report.data import offered_label as olabel
-from vmio.report.figure import PALETTE, Plot, color, finish, inside, legend, log_scale, new_figure, style
+from vmio.report.figure import PALETTE, Plot, color, finish, legend, legend_of, log_scale, new_figure, style
 from vmio.spec.model import QemuTarget
 from vmio.units import format_size
 
@@ -119,7 +119,7 @@ def _panel(plot: Plot, ax: Axes, data: CampaignData, sets: list[OpSet], baseline
     ax.set_ylabel("latency per operation (µs)")
     log_scale(ax)
     ax.grid(alpha=0.3, axis="y")
-    inside(ax.legend(handles=handles, fontsize=7))
+    legend_of(ax.figure, {str(h.get_label()): h for h in handles})  # type: ignore[arg-type]
 
 
 def _marks(plot: Plot, ax: Axes, pos: list[float], sets: list[OpSet], c: str, label: str) -> None:

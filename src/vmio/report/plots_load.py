@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.ticker import FuncFormatter
 
 from vmio.report.data import (
     CampaignData,
@@ -21,7 +22,8 @@ from vmio.report.data import (
     offered_axis,
 )
 from vmio.report.data import offered_label as olabel
-from vmio.report.figure import Plot, color, finish, legend, log_scale, new_figure, style
+from vmio.report.figure import Plot, color, finish, legend, log_scale, new_figure, style, wide_x
+from vmio.store.rows import shared_host_note
 from vmio.units import format_size
 
 
@@ -44,9 +46,14 @@ def curve(
     colour: str,
     linestyle: str = "-",
     bold: bool = False,
+    shown: str | None = None,
+    numeric: bool = False,
 ) -> None:
-    """Median over repetitions at each offered load, bars from min to max."""
-    points = [(axis.index(g.offered), s) for g in groups if (s := g.spread(value)) is not None]
+    """Median over repetitions at each offered load, bars from min to max (``shown``: its legend label,
+    when not ``label``). ``numeric``: at the offered rate itself, the unthrottled point at the IOPS it
+    achieved (else one evenly spaced place per offered load)."""
+    points = [(_x(axis, g, numeric), s) for g in groups if (s := g.spread(value)) is not None]
+    points.sort(key=lambda p: p[0])
     if not points:
         return
     xs = [x for x, _ in points]
@@ -54,10 +61,36 @@ def curve(
     err = [[s.median - s.lo for _, s in points], [s.hi - s.median for _, s in points]]
     width = 2.2 if bold else 1.4
     bars = ax.errorbar(
-        xs, med, yerr=err, marker="o", ms=4, capsize=3, color=colour, ls=linestyle, lw=width, label=label
+        xs,
+        med,
+        yerr=err,
+        marker="o",
+        ms=4,
+        capsize=3,
+        color=colour,
+        ls=linestyle,
+        lw=width,
+        label=shown or label,
     )
     plot.tag(bars.lines[0], label)
     plot.keep(label, [float(x) for x in xs], med)  # the medians the page states beside the SVG
+
+
+def _x(axis: list[Offered], g: Group, numeric: bool) -> float:
+    if not numeric:
+        return float(axis.index(g.offered))
+    if g.offered is not None:
+        return float(g.offered)
+    achieved = g.spread(lambda r: iops(r, "read") + iops(r, "write"))
+    return achieved.median if achieved else 0.0
+
+
+def numeric_offered(ax: Axes) -> None:
+    """An offered-load axis in IOPS (log when it spans a decade)."""
+    wide_x(ax)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    ax.set_xlabel("offered IOPS")
+    ax.grid(alpha=0.3)
 
 
 def offered_ticks(ax: Axes, axis: list[Offered], xlabel: str = "offered IOPS") -> None:
@@ -118,40 +151,35 @@ def busy_cpu_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
     names = data.target_names()
     for i, (family, by_target) in enumerate(families(data).items()):
         axis = offered_axis(g for gs in by_target.values() for g in gs)
-        with style():
-            fig = new_figure(1, 2)
+        with style():  # %usr and %sys in panels of their own: one line per target in each
+            fig = new_figure(1, 3, width=2.2, height=2.6)
             plot = Plot(
                 f"busy-cpu-{i}",
                 f"Device busy % and host CPU against offered load: {family_title(family)}",
                 labels(data, by_target),
                 fig,
             )
-            busy, cpu = fig.subplots(1, 2)
+            busy, usr, sys_ = fig.subplots(1, 3, sharey=True)
             for target, groups in by_target.items():
                 c, bold = color(names, target, baseline), target == baseline
                 label = series_label(target, baseline)
-                curve(plot, busy, axis, groups, lambda r: r.metric("dev_busy_pct"), label, c, bold=bold)
-                curve(
-                    plot, cpu, axis, groups, lambda r: r.metric("cpu_usr_pct"), f"{target} %usr", c, bold=bold
-                )
-                curve(
-                    plot,
-                    cpu,
-                    axis,
-                    groups,
-                    lambda r: r.metric("cpu_sys_pct"),
-                    f"{target} %sys",
-                    c,
-                    "--",
-                    bold,
-                )
-            for ax, what in ((busy, "device busy %"), (cpu, "host CPU % (usr solid, sys dashed)")):
-                offered_ticks(ax, axis)
-                ax.set_ylabel(what)
+                curve(plot, busy, axis, groups, lambda r: r.metric("dev_busy_pct"), label, c, bold=bold,
+                      numeric=True)  # fmt: skip
+                curve(plot, usr, axis, groups, lambda r: r.metric("cpu_usr_pct"), f"{target} %usr", c, bold=bold,
+                      shown=label, numeric=True)  # fmt: skip
+                curve(plot, sys_, axis, groups, lambda r: r.metric("cpu_sys_pct"), f"{target} %sys", c, bold=bold,
+                      shown=label, numeric=True)  # fmt: skip
+            for ax, what in ((busy, "device busy %"), (usr, "host CPU %usr"), (sys_, "host CPU %sys")):
+                numeric_offered(ax)
+                ax.set_title(what)
                 ax.set_ylim(0, 105)
-                legend(ax, 7)
+                legend(ax)
+            busy.set_ylabel("% of the time or of the CPUs")
+            plot.caption += " · offered load in IOPS; the unthrottled (max) point at the IOPS it achieved"
             busy.set_title("device busy % (/proc/diskstats)")
-            cpu.set_title("host CPU %usr / %sys (/proc/stat)")
+            shared = shared_host_note(r for gs in by_target.values() for g in gs for r in g.rows)
+            if shared:
+                plot.caption += f" Note: {shared}."
             finish(fig, plot.title, plot.caption)
         plots.append(plot)
     return plots

@@ -14,7 +14,17 @@ from matplotlib.ticker import FixedLocator, NullLocator
 
 from vmio.report.data import CampaignData, Family, Group, families, iops, labels, offered_axis
 from vmio.report.data import offered_label as olabel
-from vmio.report.figure import Plot, color, finish, legend, log_scale, new_figure, shared_legend, style
+from vmio.report.figure import (
+    Plot,
+    color,
+    finish,
+    legend,
+    log_scale,
+    new_figure,
+    shared_legend,
+    style,
+    wide_x,
+)
 from vmio.report.plots_load import family_title, series_label
 from vmio.stats import histogram
 from vmio.stats.histogram import Histogram
@@ -112,24 +122,28 @@ def knee_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
         if len(offered_axis(g for gs in by_target.values() for g in gs)) < 2:
             continue  # no sweep, no curve
         ddirs = _ddirs(data, family)
-        with style():
-            fig = new_figure(1, len(ddirs))
+        with style():  # p50 and p99 in panels of their own: one line per target in each
+            fig = new_figure(1, 2 * len(ddirs), width=3.3, height=2.6)
             plot = Plot(
                 f"latiops-{i}",
                 f"Latency against achieved IOPS: {family_title(family)}",
                 labels(data, by_target),
                 fig,
             )
-            for ax, ddir in zip(fig.subplots(1, len(ddirs), squeeze=False)[0], ddirs, strict=True):
+            panels = fig.subplots(1, 2 * len(ddirs), squeeze=False)[0]
+            for j, ddir in enumerate(ddirs):
+                pair = {name: panels[2 * j + k] for k, (name, _, _) in enumerate(KNEE)}
                 for target, groups in by_target.items():
                     label, c = series_label(target, baseline), color(names, target, baseline)
-                    _knee_lines(plot, ax, data, groups, ddir, label, c)
-                ax.set_xlabel(f"achieved {ddir} IOPS (median over repetitions)")
-                ax.set_ylabel(f"{ddir} latency (µs)")
-                ax.set_title(f"{ddir}s: p99 solid (circles), p50 dashed (squares)")
-                log_scale(ax)
-                ax.grid(alpha=0.3, which="both")
-                legend(ax, 7)
+                    _knee_lines(plot, pair, data, groups, ddir, label, c)
+                for name, ax in pair.items():
+                    wide_x(ax)
+                    ax.set_xlabel(f"achieved {ddir} IOPS")
+                    ax.set_ylabel(f"{ddir} {name} latency (µs)")
+                    ax.set_title(f"{ddir}s: {name}")
+                    log_scale(ax)
+                    ax.grid(alpha=0.3, which="both")
+                    legend(ax)
             plot.caption += " · one marker per offered load (ascending); latency from the merged histograms"
             finish(fig, plot.title, plot.caption)
         plots.append(plot)
@@ -137,9 +151,16 @@ def knee_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
 
 
 def _knee_lines(
-    plot: Plot, ax: Axes, data: CampaignData, groups: list[Group], ddir: str, label: str, colour: str
+    plot: Plot,
+    axes: dict[str, Axes],
+    data: CampaignData,
+    groups: list[Group],
+    ddir: str,
+    label: str,
+    colour: str,
 ) -> None:
     for name, p, ls in KNEE:
+        ax = axes[name]
         xs, ys = [], []
         for g in groups:
             achieved = g.spread(lambda r: iops(r, ddir))
@@ -149,9 +170,7 @@ def _knee_lines(
                 ys.append(value / 1e3)
         if xs:
             marker, width = MARKS[name]
-            (line,) = ax.plot(
-                xs, ys, marker=marker, ms=4, color=colour, ls=ls, lw=width, label=f"{label} {name}"
-            )
+            (line,) = ax.plot(xs, ys, marker=marker, ms=4, color=colour, ls=ls, lw=width, label=label)
             plot.tag(line, f"{label} {name}")
             plot.keep(f"{label} {name}", xs, ys)
 

@@ -13,7 +13,17 @@ from matplotlib.ticker import MaxNLocator
 
 from vmio.report.data import CampaignData, Group, Row, families, labels, offered_axis, offered_order
 from vmio.report.data import offered_label as olabel
-from vmio.report.figure import PALETTE, Plot, finish, inside, new_figure, shared_legend, slug, style
+from vmio.report.figure import (
+    PALETTE,
+    TEXT_PT,
+    Plot,
+    finish,
+    legend_of,
+    new_figure,
+    shared_legend,
+    slug,
+    style,
+)
 from vmio.report.plots_load import curve, family_title, offered_ticks, series_label
 from vmio.spec.model import QemuTarget
 from vmio.units import format_size
@@ -94,7 +104,7 @@ def _panel_title(target: str, g: Group, baseline: str | None) -> str:
 def _time_panel(ax: Axes, title: str, ylabel: str) -> None:
     """A panel's title, y label and axes: four or five ticks a side (these panels are small, and the ticks
     of 42 panels were a third of the report's drawing)."""
-    ax.set_title(title, fontsize=7)
+    ax.set_title(title, fontsize=TEXT_PT)
     ax.set_ylabel(ylabel)
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
@@ -191,7 +201,7 @@ def _class_legend(panels: list[Axes], targets: list[str]) -> None:
             shown.setdefault(label.removeprefix(f"{target} "), handle)
     order = [name for _, name in QEMU_CLASSES if name in shown]
     if order:
-        inside(panels[0].legend([shown[n] for n in order], order, fontsize=7, handlelength=3.5))
+        legend_of(panels[0].figure, {n: shown[n] for n in order})  # type: ignore[arg-type]
 
 
 def _thread_value(means: dict[str, dict[str, float]], metric: str) -> Callable[[Row], float | None]:

@@ -3,6 +3,13 @@
 A claims file has a ``[paper]`` table (id, titles, authors, year, keywords, needs) and one ``[[claim]]``
 table per statement: its text, where in the paper it is (text, a table, or a figure with the reading
 named), the paper's value and unit, and the tolerance by which a measurement agrees with it.
+
+A claim's ``kind`` is ``result`` (something the paper's experiment measured or computed, judged against
+vmio's) or ``setup`` (the paper's own setting, or a place vmio chose: shown beside vmio's value for reference,
+never judged nor counted). ``statistic`` names the measure the paper reports and vmio computes for it
+(a peak over windows, a whole-run mean, the maximum of 100 operations, a ratio of what to what).
+``scale = "log"`` marks a ratio or a time: its repetitions are judged on their logarithm (a ratio's
+natural scale, where 2x and 0.5x are equally far from 1), by the same rule (``vmio.stats.tell.side``).
 """
 
 from __future__ import annotations
@@ -16,6 +23,8 @@ from vmio.errors import InputError
 
 NEEDS = ("qemu", "ceph", "kvm", "hdd", "root")
 TOLERANCES = ("relative", "absolute", "at_least", "at_most")
+KINDS = ("result", "setup")
+SCALES_OF_VALUES = ("linear", "log")
 TCG_WHY = "TCG: the guest CPU is emulated"
 
 
@@ -65,6 +74,9 @@ class Claim:
     unit: str
     tolerance: Tolerance
     virtualization_cost: bool = False  # not judged under TCG
+    kind: str = "result"  # "result" | "setup" (an input shown for reference: never judged or counted)
+    statistic: str = ""  # the measure the paper reports and vmio computes for it
+    scale: str = "linear"  # "log": a ratio or a time, judged on the logarithm of its values (result.decided)
 
 
 @dataclass(frozen=True)
@@ -144,6 +156,11 @@ def _claim(name: str, c: dict[str, Any]) -> Claim:  # a [[claim]] table as tomll
         raise ValueError(
             f"{name}: claim {c['id']!r}: tolerance kind {tol['kind']!r} is not one of {TOLERANCES}"
         )
+    kind, scale = c.get("kind", "result"), c.get("scale", "linear")
+    if scale not in SCALES_OF_VALUES:
+        raise ValueError(f"{name}: claim {c['id']!r}: scale {scale!r} is not one of {SCALES_OF_VALUES}")
+    if kind not in KINDS:
+        raise ValueError(f"{name}: claim {c['id']!r}: kind {kind!r} is not one of {KINDS}")
     return Claim(
         id=c["id"],
         text=c["text"],
@@ -152,4 +169,7 @@ def _claim(name: str, c: dict[str, Any]) -> Claim:  # a [[claim]] table as tomll
         unit=c["unit"],
         tolerance=Tolerance(tol["kind"], float(tol["value"])),
         virtualization_cost=bool(c.get("virtualization_cost", False)),
+        kind=kind,
+        statistic=str(c.get("statistic", "")),
+        scale=scale,
     )

@@ -356,12 +356,16 @@ def measure(runs: Runs) -> dict[str, Measured]:
         medians = {bs: _median(plain[bs], lambda p: p.iops) for bs in small}
         low = min(small, key=lambda bs: medians[bs].value or 0.0)
         m = medians[low]
-        out["fig2-iops-4k-64k"] = Measured(m.value, m.spread, why=_small_why(runs, low))
+        out["fig2-iops-4k-64k"] = Measured(m.value, m.spread, why=_small_why(runs, low), values=m.values)
         lat = {bs: _median(plain[bs], lambda p: p.mean_lat_ms) for bs in small}
         worst = max(small, key=lambda bs: lat[bs].value or 0.0)
         w = lat[worst]
-        out["criteria-acceptable-4k-64k"] = Measured(w.value, w.spread, why=_small_why(runs, worst))
-        out["criteria-host-iops-4k-64k"] = Measured(m.value, m.spread, why=_small_why(runs, low))
+        out["criteria-acceptable-4k-64k"] = Measured(
+            w.value, w.spread, why=_small_why(runs, worst), values=w.values
+        )
+        out["criteria-host-iops-4k-64k"] = Measured(
+            m.value, m.spread, why=_small_why(runs, low), values=m.values
+        )
         if 4 * KIB in plain:
             out["criteria-ideal-4k"] = _ideal(plain[4 * KIB])
     for bs, claim in (
@@ -371,7 +375,9 @@ def measure(runs: Runs) -> dict[str, Measured]:
     ):
         if bs in plain:
             m = _median(plain[bs], lambda p: p.mean_lat_ms)
-            out[claim] = Measured(m.value, m.spread, why=_large_why(plain[bs], bs, runs.network))
+            out[claim] = Measured(
+                m.value, m.spread, why=_large_why(plain[bs], bs, runs.network), values=m.values
+            )
     striping = _striping(runs)
     if striping is not None:
         out["fig3-striping-32k-256k"] = striping

@@ -195,12 +195,13 @@ def measure(best: dict[tuple[str, str], tuple[float, list[float]]]) -> dict[str,
         out["fig7-two-devices-write"] = Measured(
             two.value,
             two.spread,
+            values=two.values,
             why="both device files lie on this host's one disk (the paper spread the VMs' devices over two "
             "SSDs), so the second file adds no device",
         )
         read = out.get("fig7-two-devices-read")
         if read is not None:
-            out["fig7-two-devices-read"] = Measured(read.value, read.spread, why=two.why)
+            out["fig7-two-devices-read"] = Measured(read.value, read.spread, why=two.why, values=read.values)
     return out
 
 
@@ -211,7 +212,7 @@ def _ratio(
     if a is None or b is None or not b[0]:
         return None
     reps = [x / b[0] for x in a[1]]
-    return Measured(a[0] / b[0], Spread.of(reps) if len(reps) > 1 else None)
+    return Measured(a[0] / b[0], Spread.of(reps) if len(reps) > 1 else None, values=tuple(reps))
 
 
 def fig6(sweep: list[SweepPoint], bare: dict[str, float]) -> dict[str, Measured]:

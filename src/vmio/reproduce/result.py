@@ -1,13 +1,23 @@
-"""A reproduction's result: each claim beside what vmio measured, judged by the claim's tolerance."""
+"""A reproduction's result: each claim beside what vmio measured, judged by the claim's tolerance.
+
+A claim measured more than once (repetitions, or seeds of a simulation) is judged on its repetitions by
+``vmio.stats.tell``: ``stable`` is true when the 95 % interval of their mean lies wholly on one side of each
+boundary the tolerance draws, and ``agrees`` is then the side it lies on; otherwise ``stable`` is false
+(the repetitions cannot tell) and ``agrees`` is the tolerance applied to the measured value, shown as not
+settled. ``setup`` claims (the paper's own settings) are shown for reference: ``agrees`` null, never counted.
+"""
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TypedDict
 
-from vmio.reproduce.claims import TCG_WHY, Claim, Paper, ToleranceJson
+from vmio.reproduce.claims import TCG_WHY, Claim, Paper, Tolerance, ToleranceJson
+from vmio.reproduce.figure import Figure
+from vmio.stats.tell import Interval, interval, side
 
 Cell = str | int | float | None
 TableRow = dict[str, Cell]  # one row of a table on the page, by column
@@ -21,19 +31,55 @@ class SpreadJson(TypedDict):
     n: int
 
 
+class IntervalJson(TypedDict):
+    mean: float | None  # on a log claim: the geometric mean, lo and hi taken back from the log scale
+    lo: float | None
+    hi: float | None
+    scale: str  # "linear" | "log"
+
+
 class ClaimRow(TypedDict):
     """One claim's row of ``result.json``."""
 
     id: str
+    kind: str  # "result" | "setup"
     text: str
     source: str
+    statistic: str
     paper_value: float
     measured: float | None
     unit: str
+    repetitions: int  # how many values the verdict rests on (0: not measured)
+    values: list[float]  # each repetition's (or seed's) value
     spread: SpreadJson | None
+    interval: IntervalJson | None  # the 95 % Student interval of the values' mean (2 values or more)
     tolerance: ToleranceJson
     agrees: bool | None
+    stable: bool | None  # null where nothing is judged; false: the repetitions cannot tell
     why: str | None
+
+
+class BeyondRow(TypedDict):
+    """A what-if beyond the paper (``result.json``'s ``beyond``): measured, with no paper value."""
+
+    id: str
+    text: str
+    statistic: str
+    measured: float | None
+    unit: str
+    values: list[float]
+    spread: SpreadJson | None
+    note: str
+
+
+class Counts(TypedDict):
+    """How the result claims came out; setup claims are counted apart, never as agreements."""
+
+    agree: int
+    disagree: int
+    cannot_tell: int
+    not_judged: int
+    setup: int
 
 
 class Fitted(TypedDict):
@@ -69,10 +115,11 @@ class Measured:
     spread: Spread | None = None
     why: str | None = None
     note: str | None = None
+    values: tuple[float, ...] = ()  # the repetitions the verdict rests on (empty: ``value`` alone)
 
     @classmethod
     def median_of(cls, values: Sequence[float], why: str | None = None, note: str | None = None) -> Measured:
-        return cls(statistics.median(values), Spread.of(values), why, note)
+        return cls(statistics.median(values), Spread.of(values), why, note, tuple(float(v) for v in values))
 
 
 @dataclass
@@ -87,9 +134,15 @@ class Reproduction:
     failures: list[str] = field(default_factory=list)
     retried: list[str] = field(default_factory=list)  # failed once, measured on a second try: the first error
     details: Details = field(default_factory=dict)
+    beyond: list[BeyondRow] = field(default_factory=list)
+    figures: list[Figure] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # how vmio read the paper where it allows several readings
 
     def claim_rows(self) -> list[ClaimRow]:
         return [judge(c, self.measured.get(c.id), self.accel) for c in self.paper.claims]
+
+    def counts(self) -> Counts:
+        return counts(self.claim_rows())
 
     def json(self) -> dict[str, object]:
         """``result.json``."""
@@ -103,38 +156,145 @@ class Reproduction:
             "fitted": self.fitted,
             "failures": self.failures,
             "retried": self.retried,
+            "notes": self.notes,
+            "counts": self.counts(),
             "claims": self.claim_rows(),
+            "beyond": self.beyond,
+            "figures": [f.json() for f in self.figures],
         }
 
 
+def beyond(name: str, text: str, statistic: str, m: Measured, unit: str, note: str) -> BeyondRow:
+    """A ``beyond`` row from a measurement."""
+    return {
+        "id": name,
+        "text": text,
+        "statistic": statistic,
+        "measured": _round(m.value),
+        "unit": unit,
+        "values": [_round_f(v) for v in m.values],
+        "spread": m.spread.json() if m.spread is not None else None,
+        "note": note,
+    }
+
+
+def counts(rows: Sequence[ClaimRow]) -> Counts:
+    out: Counts = {"agree": 0, "disagree": 0, "cannot_tell": 0, "not_judged": 0, "setup": 0}
+    for r in rows:
+        out[verdict(r)] += 1  # type: ignore[literal-required]
+    return out
+
+
+def verdict(row: ClaimRow) -> str:
+    """``agree`` | ``disagree`` | ``cannot_tell`` (repetitions that cannot tell) | ``not_judged`` | ``setup``."""
+    if row["kind"] == "setup":
+        return "setup"
+    if row["agrees"] is None:
+        return "not_judged"
+    if row["stable"] is False:
+        return "cannot_tell"
+    return "agree" if row["agrees"] else "disagree"
+
+
 def judge(claim: Claim, m: Measured | None, accel: str | None) -> ClaimRow:
-    """One claim's row of ``result.json``: ``agrees`` by the tolerance, null where it cannot be judged."""
+    """One claim's row of ``result.json``: ``agrees`` by the tolerance over the repetitions, with ``stable``;
+    null where it cannot be judged (a setup claim, TCG for a virtualization cost, nothing measured). The
+    reason (``why``) is kept whatever the verdict."""
     value = None if m is None else m.value
+    values = [] if m is None or value is None else list(m.values or (value,))
+    finite = bool(values) and all(math.isfinite(v) for v in values)
+    log = claim.scale == "log" and finite and all(v > 0 for v in values)
+    ci = interval([math.log(v) for v in values] if log else values) if finite else None
     row: ClaimRow = {
         "id": claim.id,
+        "kind": claim.kind,
         "text": claim.text,
         "source": claim.source,
+        "statistic": claim.statistic,
         "paper_value": claim.paper_value,
         "measured": _round(value),
         "unit": claim.unit,
+        "repetitions": len(values),
+        "values": [_round_f(v) for v in values],
         "spread": m.spread.json() if m is not None and m.spread is not None else None,
+        "interval": None if ci is None else _interval(ci, log),
         "tolerance": claim.tolerance.json(),
         "agrees": None,
+        "stable": None,
         "why": None,
     }
+    said = "; ".join(x for x in ((m.why, m.note) if m is not None else ()) if x)
+    if claim.kind == "setup":
+        row["why"] = "a setting, not a result: shown for reference, not judged, not counted" + (
+            f"; {said}" if said else ""
+        )
+        return row
     if claim.virtualization_cost and accel == "tcg":
-        row["why"] = TCG_WHY + (f"; {m.why}" if m is not None and m.why else "")
+        row["why"] = TCG_WHY + (f"; {said}" if said else "")
         return row
     if m is None or value is None:
-        row["why"] = (m.why if m is not None and m.why else None) or "not measured in this run"
+        row["why"] = said or "not measured in this run"
         return row
-    agrees = claim.tolerance.holds(claim.paper_value, value)
-    row["agrees"] = agrees
-    if not agrees:
-        row["why"] = m.why or "no explanation was found"
-    if m.note:
-        row["why"] = m.note if row["why"] is None else f"{row['why']}; {m.note}"
+    settled = decided(claim.tolerance, claim.paper_value, values, log) if finite else None
+    row["stable"] = settled is not None
+    row["agrees"] = settled if settled is not None else claim.tolerance.holds(claim.paper_value, value)
+    row["why"] = said or None
+    if settled is None:
+        lead = (
+            "one measurement: no repetitions to tell by"
+            if len(values) < 2
+            else "a repetition gave no finite value"
+            if not finite
+            else f"the repetitions cannot tell: the 95 % interval of their {'geometric ' if log else ''}mean "
+            f"({_g(row['interval']['lo'] if row['interval'] else None)}..{_g(row['interval']['hi'] if row['interval'] else None)}, "
+            f"n={len(values)}) crosses the tolerance's boundary"
+            if ci is not None
+            else ""
+        )
+        row["why"] = lead + (f"; {said}" if said else "")
+    elif not row["agrees"] and not said:
+        row["why"] = "no explanation was found"
     return row
+
+
+def decided(tol: Tolerance, paper_value: float, values: Sequence[float], log: bool = False) -> bool | None:
+    """Whether ``values`` agree with ``paper_value`` by ``tol``, as ``vmio.stats.tell.side`` decides it
+    for each boundary the tolerance draws (``log``: on the logarithms of the values and boundaries, a
+    boundary at or below 0 lying below every value); None when the repetitions cannot tell."""
+
+    def at(threshold: float) -> str:
+        if not log:
+            return side(values, threshold)
+        if threshold <= 0:
+            return "above"
+        return side([math.log(v) for v in values], math.log(threshold))
+
+    if tol.kind == "at_least":
+        return {"above": True, "below": False}.get(at(tol.value))
+    if tol.kind == "at_most":
+        return {"below": True, "above": False}.get(at(tol.value))
+    width = tol.value * abs(paper_value) if tol.kind == "relative" else tol.value
+    low, high = at(paper_value - width), at(paper_value + width)
+    if low == "above" and high == "below":
+        return True
+    if low == "below" or high == "above":
+        return False
+    return None
+
+
+def _interval(ci: Interval, log: bool) -> IntervalJson:
+    if not log:
+        return {"mean": _round(ci.mean), "lo": _round(ci.lo), "hi": _round(ci.hi), "scale": "linear"}
+    back = [None if x is None else math.exp(x) for x in (ci.mean, ci.lo, ci.hi)]
+    return {"mean": _round(back[0]), "lo": _round(back[1]), "hi": _round(back[2]), "scale": "log"}
+
+
+def _g(x: float | None) -> str:
+    return "-" if x is None else f"{x:.4g}"
+
+
+def _round_f(x: float) -> float:
+    return round(float(x), 6)
 
 
 def _round(x: float | None) -> float | None:

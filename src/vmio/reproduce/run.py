@@ -80,12 +80,13 @@ def reproduce(req: Request, progress: Callable[[Progress], None] | None = None) 
     p = paper(req.paper_id)
     rep = Reproduction(p, req.scale, facts.collect())
     if p.id == "hitachi-membal-2014":
-        rep.measured, details = membal_paper.run(req.scale)
-        rep.details = details
+        rep.measured, rep.details, rep.figures = membal_paper.run(req.scale)
+        rep.notes = list(membal_paper.NOTES)
         if req.live and shutil.which("qemu-system-x86_64"):
             _run_membal_live(req, rep)
     elif p.id == "kogakuin-relocate-2011":
-        rep.measured, rep.details, rep.fitted = relocate_paper.run(req.scale)
+        rep.measured, rep.details, rep.fitted, rep.beyond, rep.figures = relocate_paper.run(req.scale)
+        rep.notes = list(relocate_paper.NOTES)
     elif p.id == "bitisle-dstore-2014":
         _run_dstore(req, rep)
     elif p.id == "hitachi-nvme-2016":
@@ -123,6 +124,7 @@ def _run_membal_live(req: Request, rep: Reproduction) -> None:
             return
     rep.accel = case.accel
     measured, details = membal_live_paper.measure(case)
+    rep.figures.append(membal_live_paper.figure(case))
     rep.measured.update(measured)
     rep.details.update(details)
 
@@ -149,11 +151,12 @@ def _run_ops(req: Request, rep: Reproduction, progress: Callable[[Progress], Non
     with tempfile.TemporaryDirectory(prefix="reproduce-", dir=req.disk_dir) as disks:
         setting = ops_paper.Setting(req.scale, Path(disks), name, req.boot_timeout)
         with Store(req.db) as store:
-            rep.measured, rep.details, tries, rep.accel = ops_paper.run(
+            rep.measured, rep.details, tries, rep.accel, rep.figures = ops_paper.run(
                 setting, store, req.trace_root, progress
             )
     rep.failures, rep.retried = tries.failures, tries.retried
     rep.campaigns = [name, f"{name}-fig6"]
+    rep.notes = list(ops_paper.NOTES)
 
 
 def write(rep: Reproduction, out: Path) -> None:

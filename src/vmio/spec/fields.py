@@ -64,6 +64,38 @@ def string(value: object) -> str:
     return value
 
 
+MAX_NAME = 100  # a campaign's, target's or workload's name: part of every point's key and of file names
+
+
+def name(value: object) -> str:
+    """A name (campaign, target, workload): a string of at most ``MAX_NAME`` characters, since it becomes part
+    of each point's key and of the names of the files a point writes (a file name holds 255 bytes)."""
+    text = string(value)
+    if len(text) > MAX_NAME:
+        raise ValueError(f"is {len(text)} characters long; a name holds at most {MAX_NAME}")
+    return text
+
+
+NAME_MAX = 255  # bytes in one file name (Linux's NAME_MAX)
+PATH_MAX = 4095  # bytes in a path the kernel opens (PATH_MAX less its terminating zero)
+
+
+def path(value: object) -> str:
+    """A path the kernel can open: each name in it at most 255 bytes, the whole at most 4095 (a longer one
+    fails every open with 'File name too long', after vmio had begun)."""
+    text = string(value)
+    encoded = os.fsencode(text)
+    if len(encoded) > PATH_MAX:
+        raise ValueError(f"is a path of {len(encoded)} bytes; the kernel opens paths of at most {PATH_MAX}")
+    longest = max(encoded.split(b"/"), key=len)
+    if len(longest) > NAME_MAX:
+        raise ValueError(
+            f"holds a file name of {len(longest)} bytes ({longest[:20].decode(errors='replace')!r}...); "
+            f"a file name holds at most {NAME_MAX}"
+        )
+    return text
+
+
 def token(value: object) -> str:
     """A fio option value that is one word (an ioengine, a pool): letters, digits and ``_.:/-+``."""
     text = string(value)

@@ -15,6 +15,7 @@ another, and says so for sections fio would have run side by side.
 from __future__ import annotations
 
 import re
+import shutil
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from vmio.errors import InputError, SpecError
 from vmio.spec import fio_refusals
 from vmio.spec.fields import ENGINES, MAX_BLOCK
 from vmio.system.input_file import read_text
-from vmio.units import parse_duration, parse_size
+from vmio.units import fio_size, parse_duration, parse_size
 
 # Options that only tune or bound a block workload (flow control, stop rules, error handling, what a log
 # line carries, the options of the engines vmio runs): run as given, as the pattern is.
@@ -403,18 +404,21 @@ def read_sections(path: Path, shown: str, names: OptionNames = BUILT_IN) -> list
                 current = list(glob)
                 sections.append((name, lineno, current))
             continue
-        if line.startswith("include ") or "$" in line:
-            unsupported.append(f"{shown}:{lineno}: {line!r} (includes and $variables are not expanded)")
+        if line.startswith("include ") or "$" in line:  # named, not quoted: it may not be a job file
+            unsupported.append(f"{shown}:{lineno}: an include or a $variable (vmio expands neither)")
             continue
         if current is None:
-            raise SpecError(f"{shown}:{lineno}: {line!r} comes before any [section]")
+            raise SpecError(
+                f"{shown}:{lineno}: a line before any [section]; this is not a fio job file "
+                "(vmio does not show the text of a file that is not the input it claims to be)"
+            )
         key, sep, value = line.partition("=")
         key = key.strip()
         opt = Option(key, value.strip() if sep else None, lineno, names.canonical(key))
         before = own.get(opt.option)
         if before is not None and before.value != opt.value:
             raise SpecError(
-                f"{shown}:{before.line}: {before.text()} and {shown}:{lineno}: {opt.text()} in {where} set "
+                f"{shown}:{before.line}: {_shown(before)} and {shown}:{lineno}: {_shown(opt)} in {where} set "
                 f"fio's option {opt.option!r} twice with different values (fio would take the last); "
                 "keep one"
             )
@@ -462,7 +466,7 @@ def patterns(path: Path, shown: str, names: OptionNames = BUILT_IN) -> list[Patt
         for opt in sec.options:
             if opt.option not in KEPT and opt.option not in REPLACED:
                 own = f" (in [{sec.name}])" if opt.line > sec.line else " (in [global])"
-                problems.append(f"{shown}:{opt.line}: {opt.text()}{own}: {fio_refusals.reason(opt.key)}")
+                problems.append(f"{shown}:{opt.line}: {_shown(opt)}{own}: {fio_refusals.reason(opt.key)}")
         try:
             out.append(_pattern(sec, shown, beside=_beside(sections, groups, sizes, i)))
         except ValueError as exc:
@@ -475,6 +479,25 @@ def patterns(path: Path, shown: str, names: OptionNames = BUILT_IN) -> list[Patt
             "docs/fio-files.md lists each option's class)"
         )
     return out
+
+
+def quotable(key: str) -> bool:
+    """Whether an option of a job file may be shown with its value in an error: only when it is one of fio's
+    options, by vmio's table of them (``fio_refusals.REFUSED``) or the installed fio (``fio_knows``). A file
+    with lines fio does not know may not be a job file at all (root may have been handed ``/etc/shadow`` or
+    a Ceph keyring): their values are never shown."""
+    return key in fio_refusals.REFUSED or (shutil.which("fio") is not None and fio_refusals.fio_knows(key))
+
+
+def _shown(opt: Option) -> str:
+    """``key=value`` of an option fio knows; of one it does not, the name alone when it looks like an
+    option name, else nothing of the line (docs/security.md, part 4)."""
+    if opt.option != opt.key or quotable(opt.key):  # an alias fio's names resolved is an option fio knows
+        return opt.text()
+    return opt.key if _OPTION_NAME.fullmatch(opt.key) else "a line fio does not read as an option"
+
+
+_OPTION_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
 
 def _groups(sections: list[Section]) -> list[int]:
@@ -601,9 +624,8 @@ def _fio_time(text: str | None) -> float | None:
 def _check_block_sizes(text: str, where: str) -> None:
     """Each size in a ``bs`` value (``4k``, ``4k,64k``) that reads as a size must be a block fio can move."""
     for part in text.split(","):
-        try:
-            n = parse_size(part.strip())
-        except ValueError:
+        n = fio_size(part.strip())
+        if n is None:
             continue  # a form vmio does not read (ranges, splits): fio checks it
         if n > MAX_BLOCK:
             raise SpecError(

@@ -47,7 +47,7 @@ from vmio.system.safety import is_block_device
 def campaign_name(value: str, where: str) -> str:
     """A campaign name given on the command line (``--name``, ``vmio rename``), checked as the spec's is."""
     try:
-        return f.string(value)
+        return f.name(value)
     except ValueError as exc:
         raise InputError(f"{where} {value!r}: {exc}") from None
 
@@ -87,7 +87,7 @@ def _campaign(
             extra[0], 0, None, f"unknown table [{extra[0]}]; use [campaign], [[target]], [[workload]]"
         )
     head = Fields(data.get("campaign", {}), loc, "campaign")
-    name = head.take("name", f.string)
+    name = head.take("name", f.name)
     repetitions = head.take("repetitions", f.integer(1, 1000), 1)
     sla: Sla | None = head.take("sla", parse_stored_sla if stored else parse_sla, None)
     seed: int | None = head.take("seed", f.integer(0, MAX_SEED), None)
@@ -157,6 +157,10 @@ def _array(data: dict[str, Any], key: str, loc: Locator) -> list[Any]:
 def _unique(items: tuple[Target, ...] | tuple[Workload, ...], table: str, loc: Locator) -> None:
     seen: set[str] = set()
     for i, item in enumerate(items):
+        try:
+            f.name(item.name)
+        except ValueError as exc:
+            raise loc.error(table, i, "name", f"{table}[{i}].name = {item.name[:40]!r}...: {exc}") from None
         if item.name in seen:
             raise loc.error(
                 table, i, "name", f"{table}[{i}].name = {item.name!r} is used twice; names must differ"
@@ -172,7 +176,7 @@ def _target(data: object, loc: Locator, i: int, stored: bool = False) -> Target:
     if kind == "host":
         target = HostTarget(
             name,
-            t.take("path", f.string),
+            t.take("path", f.path),
             t.take("size", f.size, None),
             t.take("loop", f.boolean, False),
             cpus=t.take("cpus", f.integer(1, 4096), None),
@@ -183,8 +187,8 @@ def _target(data: object, loc: Locator, i: int, stored: bool = False) -> Target:
         _check_size_fits(t, (target.path,), target.size)
     elif kind == "remote":
         hosts = t.take("hosts", f.one_or_many(_host_port))
-        paths: tuple[str, ...] = t.take("paths", f.one_or_many(f.string), ())
-        paths = paths or (t.take("path", f.string),) * len(hosts)
+        paths: tuple[str, ...] = t.take("paths", f.one_or_many(f.path), ())
+        paths = paths or (t.take("path", f.path),) * len(hosts)
         if len(paths) != len(hosts):
             raise t.error("paths", f"target[{i}].paths has {len(paths)} entries for {len(hosts)} hosts")
         target = RemoteTarget(name, hosts, paths, t.take("size", f.size, None))
@@ -204,9 +208,9 @@ def _target(data: object, loc: Locator, i: int, stored: bool = False) -> Target:
             name,
             t.take("pool", f.token, "rbd"),
             t.take("image", f.token),
-            t.take("conf", f.string),
+            t.take("conf", f.path),
             t.take("clientname", f.token, "admin"),
-            keyring=t.take("keyring", f.string, None),
+            keyring=t.take("keyring", f.path, None),
         )
     else:
         target = _qemu_target(t, name, stored)
@@ -240,7 +244,7 @@ def _qemu_target(t: Fields, name: str, stored: bool = False) -> QemuTarget:
         )
     return QemuTarget(
         name=name,
-        backing=t.take("backing", f.one_or_many(f.string)),
+        backing=t.take("backing", f.one_or_many(f.path)),
         bus=t.take("bus", f.choice(*BUSES), "virtio-blk"),
         iothreads=t.take("iothreads", f.count(0, 64), 0),
         queues=t.take("queues", f.count(1, 64), 1),
@@ -254,9 +258,9 @@ def _qemu_target(t: Fields, name: str, stored: bool = False) -> QemuTarget:
         accel=t.take("accel", f.choice(*ACCELS), "auto"),
         size=t.take("size", f.size, None),
         trace=t.take("trace", f.boolean, False),
-        conf=t.take("conf", f.string, None),
+        conf=t.take("conf", f.path, None),
         clientname=t.take("clientname", f.token, None),
-        keyring=t.take("keyring", f.string, None),
+        keyring=t.take("keyring", f.path, None),
         qemu=t.take("qemu", _qemu, None),
         machine=t.take("machine", f.choice(*MACHINES), "q35"),
         loop=t.take("loop", f.boolean, False),
@@ -409,7 +413,13 @@ def _offered(value: object) -> Offered:
             "is not an offered load; use a positive number of IOPS, a share of the max point "
             'such as "50%", or "max"'
         )
+    if value > MAX_OFFERED:
+        raise ValueError(f"is more IOPS than fio can be asked for; offered loads go up to {MAX_OFFERED:,}")
     return value
+
+
+# fio's rate_iops is a 32-bit count per job; no device serves a billion IOPS
+MAX_OFFERED = 1_000_000_000
 
 
 _PCT = re.compile(r"\d+(\.\d+)?%")
@@ -519,7 +529,7 @@ def _check_conditioning(w: Fields, workload: Workload) -> None:
 
 def _fio_workloads(w: Fields, loc: Locator, fio_names: Callable[[], OptionNames]) -> tuple[Workload, ...]:
     """One workload per job section of ``fio = "FILE"`` (relative to the spec's folder)."""
-    given = w.take("fio", f.string)
+    given = w.take("fio", f.path)
     label: str | None = w.take("name", f.string, None)
     path = Path(given)
     if not path.is_absolute() and loc.path not in ("<spec>", ""):

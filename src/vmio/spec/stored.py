@@ -58,3 +58,27 @@ def _workload(data: dict[str, Any]) -> Workload:
     if isinstance(fields.get("stop_at"), str):  # kept as Sla's text, "p99<=5ms"
         fields["stop_at"] = parse_stored_sla(fields["stop_at"].replace("<=", "=", 1))
     return Workload(**fields)
+
+
+Change = tuple[str, str, str, object, object]  # table ("target" | "workload"), its name, key, stored, new
+
+
+def changes(stored: str, new: str) -> list[Change]:
+    """What differs between a stored campaign's canonical text and a new one: per target and workload (by
+    name) each key whose value changed (None: absent on that side); a name only on one side is its key
+    ``""`` with the name as value. ``fio_replaced`` (derived from the others) is left out unless it is all."""
+    old_body, new_body = json.loads(stored or "{}"), json.loads(new or "{}")
+    found: list[Change] = []
+    for table in ("target", "workload"):
+        old_items = {str(t.get("name")): t for t in old_body.get(f"{table}s", [])}
+        new_items = {str(t.get("name")): t for t in new_body.get(f"{table}s", [])}
+        for name in [*old_items, *(n for n in new_items if n not in old_items)]:
+            a, b = old_items.get(name), new_items.get(name)
+            if a is None or b is None:
+                found.append((table, name, "", name if a else None, name if b else None))
+                continue
+            found += [(table, name, k, a.get(k), b.get(k)) for k in sorted({*a, *b}) if a.get(k) != b.get(k)]
+    if old_body.get("seed") != new_body.get("seed"):
+        found.append(("campaign", "", "seed", old_body.get("seed"), new_body.get("seed")))
+    plain = [c for c in found if c[2] != "fio_replaced"]
+    return plain or found

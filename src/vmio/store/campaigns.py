@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 import time
 from collections.abc import Mapping
 
-from vmio.spec import Campaign, loads_spec
+from vmio.spec import Campaign
 from vmio.store.database import Store
+from vmio.store.imported_spec import IMPORTED
 from vmio.units import format_size
 
 
@@ -21,9 +21,27 @@ def normal_key(key: str) -> str:
 
 def stored_campaign(store: Store, name: str) -> Campaign:
     """Campaign ``name`` as its stored spec defines it, under its stored name (which ``vmio run --name`` or
-    ``vmio rename`` may have set apart from the name in the spec's text)."""
-    row = store.require(name)
-    return dataclasses.replace(loads_spec(row["spec_text"], row["spec_path"] or name, stored=True), name=name)
+    ``vmio rename`` may have set apart from the name in the spec's text).
+
+    Restored from the store alone (``Store.spec``: its canonical targets and workloads), as the report reads
+    it: a campaign with no spec text of vmio's own (an imported one, whose points came from fio's JSON) or
+    one whose fio job file has moved since is a campaign like any other."""
+    return store.spec(name)
+
+
+def _imported_files(store: Store, name: str) -> list[dict[str, object]]:
+    """Each file imported into campaign ``name`` once (a file imported twice: once per import): its path, its
+    jobs and fio's run-wide ``disk_util`` as fio wrote it (not any one job's)."""
+    files: dict[str, dict[str, object]] = {}
+    for run in store.runs(name):
+        facts = json.loads(run["host_json"] or "{}")
+        key = f"{facts.get('imported_from')}@{run['ended']}"
+        entry = files.setdefault(key, {"file": facts.get("imported_from"), "jobs": [], "disk_util": None})
+        jobs = entry["jobs"]
+        if isinstance(jobs, list) and run["workload"] not in jobs:
+            jobs.append(run["workload"])
+        entry["disk_util"] = facts.get("fio_disk_util_of_file", facts.get("fio_disk_util"))
+    return list(files.values())
 
 
 def campaign_rows(store: Store) -> list[dict[str, object]]:
@@ -55,6 +73,8 @@ def campaign_rows(store: Store) -> list[dict[str, object]]:
                 "accel": sorted(accels.get(c["id"], ())),
             }
         )
+        if c["spec_path"] == IMPORTED:
+            rows[-1]["imported_files"] = _imported_files(store, c["name"])
         stops = store.stops(c["name"])
         if stops:  # only campaigns whose sweeps stopped at their stop_at bound
             rows[-1]["stops"] = stops

@@ -26,6 +26,7 @@ from vmio.errors import InputError, StoreError
 from vmio.spec.model import Campaign
 from vmio.spec.stored import restore
 from vmio.store.failures import GuardedConnection, GuardedCursor, explain, missing, not_a_store
+from vmio.store.imported_spec import IMPORTED, imported_campaign
 from vmio.store.integrity import DETAIL_TABLES, check_rows, check_store
 from vmio.store.point_metrics import write as write_point_metrics
 from vmio.store.records import JobResult, RunRecord
@@ -126,8 +127,21 @@ class Store:
                 db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
             finally:
                 db.close()
-        except sqlite3.Error:
-            pass  # not ours to write (permissions, a lock): SQLite's side files stay as SQLite left them
+        except sqlite3.Error as exc:
+            # not ours to write (permissions, a lock): SQLite's side files stay as SQLite left them; a store
+            # too damaged to read through leaves its own (empty) ones, removed here
+            if "malformed" in str(exc) or "not a database" in str(exc):
+                self._remove_empty_sides(_side_files(self.path) - before)
+
+    def _remove_empty_sides(self, made: set[str]) -> None:
+        """Side files this open made that SQLite could not remove (a damaged store it cannot read through):
+        removed when the WAL holds no frame, so they carry nothing and no other connection uses them."""
+        wal = self.path + "-wal"
+        if not made or (os.path.lexists(wal) and os.path.getsize(wal) > 0):
+            return
+        for side in made:
+            with contextlib.suppress(OSError):
+                os.unlink(side)
 
     def __enter__(self) -> Store:
         return self
@@ -328,6 +342,8 @@ class Store:
     def rename_campaign(self, old: str, new: str) -> None:
         """Give campaign ``old`` the name ``new`` (which no stored campaign has)."""
         row = self.require(old)
+        if new == old:
+            raise StoreError(f"cannot rename {old!r} to {new!r}: that is its name already", exit_code=2)
         if self.campaign(new) is not None:
             raise StoreError(
                 f"cannot rename {old!r} to {new!r}: a campaign {new!r} is already stored in "
@@ -348,6 +364,8 @@ class Store:
         """Campaign ``name``'s spec as its model, restored from what was stored (no file outside the store
         is read); a stored spec that no longer reads is one error naming the campaign."""
         row = self.require(name)
+        if row["spec_path"] == IMPORTED:  # fio's JSON, imported: the model is what fio recorded per point
+            return imported_campaign(name, [dict(r) for r in self.runs(name)])
         try:
             return restore(name, row["spec_text"], row["canonical"], row["spec_path"] or name)
         except (InputError, ValueError, TypeError) as exc:
@@ -394,35 +412,52 @@ class Store:
 
     # runs -------------------------------------------------------------------------------------
 
+    def record_all(
+        self, name: str, spec_path: str, spec_text: str, canonical: str, recs: Sequence[RunRecord]
+    ) -> None:
+        """Create campaign ``name`` if it is new and write every point of ``recs``, in one transaction: a
+        failure leaves neither the campaign nor any of the points (``vmio import``)."""
+        with self.transaction() as db:
+            if self.campaign(name) is None:
+                db.execute(
+                    "INSERT INTO campaign (name, spec_path, spec_text, canonical, created) VALUES (?, ?, ?, ?, ?)",
+                    (name, spec_path, spec_text, canonical, time.time()),
+                )
+            for rec in recs:
+                self._record(db, rec)
+
     def record(self, rec: RunRecord) -> int:
         """Write one point and everything it produced in one transaction, replacing an older try."""
         with self.transaction() as db:
-            cid = db.execute("SELECT id FROM campaign WHERE name = ?", (rec.campaign,)).fetchone()[0]
-            # the point's older try, also under the key's older spelling (bs=4096 where it now says bs=4k)
-            legacy = rec.point_key.replace(f"/bs={format_size(rec.bs)}/", f"/bs={rec.bs}/")
-            db.execute(
-                "DELETE FROM run WHERE campaign_id = ? AND point_key IN (?, ?)", (cid, rec.point_key, legacy)
-            )
-            run_id = _insert_run(db, cid, rec)
-            for res in rec.results:
-                _insert_result(db, run_id, res)
-            db.executemany("INSERT INTO sample VALUES (?, ?, ?, ?, ?)", [(run_id, *s) for s in rec.samples])
-            db.executemany(
-                "INSERT INTO run_metric VALUES (?, ?, ?, ?)",
-                [(run_id, src, metric, value) for (src, metric), value in rec.metrics.items()],
-            )
-            db.executemany(
-                "INSERT INTO oplat (run_id, host, job, seq, t_ms, lat_ns, ddir, offset) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [(run_id, *o[:2], i, *o[2:5], o[5] if len(o) > 5 else None) for i, o in enumerate(rec.oplat)],
-            )
-            db.executemany(
-                "INSERT INTO hist_log VALUES (?, ?, ?, ?, ?, ?)",
-                [(run_id, h, j, t, d, json.dumps(sorted(b.items()))) for h, j, t, d, b in rec.hist_log],
-            )
-            write_summaries(db, [run_id])  # from the rows just written, as the migrations compute them
-            write_point_metrics(db, [run_id])
-            return run_id
+            return self._record(db, rec)
+
+    def _record(self, db: sqlite3.Connection, rec: RunRecord) -> int:
+        cid = db.execute("SELECT id FROM campaign WHERE name = ?", (rec.campaign,)).fetchone()[0]
+        # the point's older try, also under the key's older spelling (bs=4096 where it now says bs=4k)
+        legacy = rec.point_key.replace(f"/bs={format_size(rec.bs)}/", f"/bs={rec.bs}/")
+        db.execute(
+            "DELETE FROM run WHERE campaign_id = ? AND point_key IN (?, ?)", (cid, rec.point_key, legacy)
+        )
+        run_id = _insert_run(db, cid, rec)
+        for res in rec.results:
+            _insert_result(db, run_id, res)
+        db.executemany("INSERT INTO sample VALUES (?, ?, ?, ?, ?)", [(run_id, *s) for s in rec.samples])
+        db.executemany(
+            "INSERT INTO run_metric VALUES (?, ?, ?, ?)",
+            [(run_id, src, metric, value) for (src, metric), value in rec.metrics.items()],
+        )
+        db.executemany(
+            "INSERT INTO oplat (run_id, host, job, seq, t_ms, lat_ns, ddir, offset) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [(run_id, *o[:2], i, *o[2:5], o[5] if len(o) > 5 else None) for i, o in enumerate(rec.oplat)],
+        )
+        db.executemany(
+            "INSERT INTO hist_log VALUES (?, ?, ?, ?, ?, ?)",
+            [(run_id, h, j, t, d, json.dumps(sorted(b.items()))) for h, j, t, d, b in rec.hist_log],
+        )
+        write_summaries(db, [run_id])  # from the rows just written, as the migrations compute them
+        write_point_metrics(db, [run_id])
+        return run_id
 
     def runs(self, campaign: str) -> list[sqlite3.Row]:
         return list(

@@ -94,7 +94,8 @@ def ndjson(rows: list[PkbSample]) -> bytes:
 
 
 def prometheus(rows: list[PkbSample]) -> bytes:
-    """A node-exporter textfile: ``vmio_<metric>_<unit>`` gauges, one series per point, the same labels."""
+    """A node-exporter textfile: one gauge per metric in Prometheus' base units (``prom_name``), one series per
+    point, the same labels."""
     by_metric: dict[str, list[PkbSample]] = {}
     for r in rows:
         by_metric.setdefault(r["metric"], []).append(r)
@@ -103,20 +104,37 @@ def prometheus(rows: list[PkbSample]) -> bytes:
         mine = by_metric.get(metric)
         if not mine:
             continue
-        name = f"vmio_{metric}_{PROM_UNIT[unit]}"
-        lines += [f"# HELP {name} vmio point {metric} ({unit})", f"# TYPE {name} gauge"]
+        name, scale, base = prom_name(metric, unit)
+        lines += [f"# HELP {name} vmio point {metric} in {base}", f"# TYPE {name} gauge"]
         for r in mine:
             labels = ",".join(f'{k}="{_prom_escape(r["labels"][k])}"' for k in LABELS)
-            lines.append(f"{name}{{{labels}}} {r['value']!r}")  # the textfile collector refuses timestamps
+            lines.append(
+                f"{name}{{{labels}}} {r['value'] * scale!r}"
+            )  # the textfile collector refuses timestamps
     return ("\n".join(lines) + "\n").encode()
 
 
+# vmio's unit → (Prometheus base unit, its name's suffix, the factor to it): seconds not nanoseconds, a ratio
+# (0 to 1) not a percent; a rate of operations or bytes per second (https://prometheus.io/docs/practices/naming/)
 PROM_UNIT = {
-    "ops/s": "ops_per_second",
-    "bytes/s": "bytes_per_second",
-    "ns": "nanoseconds",
-    "percent": "percent",
+    "ops/s": ("operations per second", "operations_per_second", 1.0),
+    "bytes/s": ("bytes per second", "bytes_per_second", 1.0),
+    "ns": ("seconds", "seconds", 1e-9),
+    "percent": ("a ratio from 0 to 1", "ratio", 0.01),
 }
+# the metric's name without its unit (which the suffix says once): read_iops → read, dev_busy_pct → device_busy
+PROM_STEM = {"dev_busy_pct": "device_busy", "cpu_usr_pct": "cpu_user", "cpu_sys_pct": "cpu_system"}
+
+
+def prom_name(metric: str, unit: str) -> tuple[str, float, str]:
+    """The Prometheus name of a sample metric, the factor from vmio's unit to its base unit, and that unit:
+    ``read_iops`` → ``vmio_read_operations_per_second``, ``read_lat_p99`` → ``vmio_read_latency_p99_seconds``,
+    ``cpu_sys_pct`` → ``vmio_cpu_system_ratio`` (CHANGELOG.md lists the former names)."""
+    base, suffix, scale = PROM_UNIT[unit]
+    stem = PROM_STEM.get(metric) or metric.removesuffix("_iops").removesuffix("_bw").replace(
+        "_lat_", "_latency_"
+    )
+    return f"vmio_{stem}_{suffix}", scale, base
 
 
 def _prom_escape(value: object) -> str:
@@ -147,6 +165,16 @@ def _offered(row: PointRow) -> str:
 
 SERIES_COLUMNS = ("point", "t", "source", "metric", "value")
 OPLAT_COLUMNS = ("point", "host", "job", "seq", "t_ms", "lat_ns", "ddir", "offset")
+# the points table of a campaign with no point: the columns every point has (show --json's contract)
+LAT_KEYS = ("min", "mean", "max", "p50", "p90", "p99", "p99_9", "p99_99")
+POINT_COLUMNS = ("campaign", "point", "target", "target_kind", "workload", "bs", "offered_iops", "load_processes",
+                 "repetition", "status", "accel", "read_iops", "write_iops", "read_bw", "write_bw",
+                 *(f"{d}_lat_{k}_ns" for d in ("read", "write") for k in LAT_KEYS),
+                 "dev_read_iops", "dev_write_iops", "dev_busy_pct", "cpu_usr_pct", "cpu_sys_pct", "cpu_iowait_pct",
+                 "cpu_steal_pct")  # fmt: skip
+COLUMN_TYPES = {"t": "float", "value": "float", "seq": "int", "t_ms": "float", "lat_ns": "int", "offset": "int",
+                "bs": "int", "load_processes": "int", "repetition": "int",
+                **{c: "float" for c in POINT_COLUMNS[11:]}}  # fmt: skip
 
 
 def series(store: Store, campaign: str) -> list[TableRow]:
@@ -211,23 +239,28 @@ def export(store: Store, campaign: str, fmt: str, path: Path) -> list[Path]:
     points, sampled, ops = flat_points(store, campaign), series(store, campaign), operations(store, campaign)
     write = _csv if fmt == "csv" else _parquet
     written: list[Path] = []
+    tables = (
+        ("", points, POINT_COLUMNS),
+        (".series", sampled, SERIES_COLUMNS),
+        (".oplat", ops, OPLAT_COLUMNS),
+    )
     with all_or_none(written):  # the three files, or none of them
-        for suffix, table in (("", points), (".series", sampled), (".oplat", ops)):
+        for suffix, table, columns in tables:
             side = path.with_name(f"{path.stem}{suffix}{path.suffix or '.' + fmt}") if suffix else path
-            _atomic(side, write(table))
+            _atomic(side, write(table, columns))
             written.append(side)
     return written
 
 
-def _csv(rows: list[TableRow]) -> bytes:
+def _csv(rows: list[TableRow], columns: tuple[str, ...]) -> bytes:
+    """The table as CSV: its header always (``columns`` for an empty table), every row's columns."""
     buf = io.StringIO()
-    if rows:
-        # every row's columns (some only on some rows)
-        names = list(dict.fromkeys(itertools.chain.from_iterable(rows)))
-        writer = csv.writer(buf, lineterminator="\n")
-        writer.writerow([inert(k) for k in names])
-        blank = [""] * len(names)  # a column a row does not have
-        writer.writerows([inert(v) for v in map(row.get, names, blank)] for row in rows)
+    # every row's columns (some only on some rows); an empty table still says what it would hold
+    names = list(dict.fromkeys(itertools.chain.from_iterable(rows))) if rows else list(columns)
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow([inert(k) for k in names])
+    blank = [""] * len(names)  # a column a row does not have
+    writer.writerows([inert(v) for v in map(row.get, names, blank)] for row in rows)
     return buf.getvalue().encode()
 
 
@@ -243,13 +276,19 @@ def inert(value: object) -> object:
     return value
 
 
-def _parquet(rows: list[TableRow]) -> bytes:
+def _parquet(rows: list[TableRow], columns: tuple[str, ...]) -> bytes:
+    """The table as Parquet; an empty one keeps its ``columns`` (typed where ``COLUMN_TYPES`` knows them)."""
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError as exc:
         raise InputError("--format parquet needs pyarrow: pip install 'vmio[parquet]'") from exc
-    table = pa.Table.from_pylist(rows)
+    if rows:
+        table = pa.Table.from_pylist(rows)
+    else:
+        types = {"int": pa.int64(), "float": pa.float64(), "str": pa.string()}
+        schema = pa.schema([(c, types[COLUMN_TYPES.get(c, "str")]) for c in columns])
+        table = schema.empty_table()
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink)
     return bytes(sink.getvalue().to_pybytes())

@@ -12,6 +12,7 @@ valid JSON of the kind vmio writes (an object, an array, a list of [value, count
 
 from __future__ import annotations
 
+import shlex
 import sqlite3
 
 from vmio.errors import StoreError
@@ -52,6 +53,45 @@ def damaged(path: str, why: str) -> StoreError:
         f"the store {path!r} is not one vmio can read: {why}; give --db the file `vmio run` wrote",
         exit_code=2,
     )
+
+
+def damaged_row(db: sqlite3.Connection, path: str, table: str, rowid: object, why: str) -> StoreError:
+    """A damaged row, naming the campaign it belongs to and the command that removes it (the rest of the
+    store stays as it is); a row of no campaign is ``damaged`` as a whole store."""
+    name = campaign_of(db, table, rowid)
+    where = f"table {table}, row {rowid}: {why}"
+    if name is None:
+        return damaged(path, where)
+    return StoreError(
+        f"the store {path!r} holds a damaged point of campaign {name!r} ({where}); vmio reads no store "
+        f"holding one: remove that campaign with `vmio rm {shlex.quote(name)} --db {shlex.quote(path)}` "
+        "(then run or import it again)",
+        exit_code=2,
+    )
+
+
+def campaign_of(db: sqlite3.Connection, table: str, rowid: object) -> str | None:
+    """The name of the campaign row ``rowid`` of ``table`` belongs to (through ``campaign_id`` or a run's
+    ``run_id``, as its foreign keys say), or None."""
+    keys = {
+        str(r[2]): str(r[3]) for r in sqlite3.Connection.execute(db, f'PRAGMA foreign_key_list("{table}")')
+    }
+    if table == "campaign":
+        sql = "SELECT name FROM campaign WHERE rowid = ?"
+    elif "campaign" in keys:
+        sql = f'SELECT c.name FROM "{table}" t JOIN campaign c ON c.id = t."{keys["campaign"]}" WHERE t.rowid = ?'
+    elif "run" in keys:
+        sql = (
+            f'SELECT c.name FROM "{table}" t JOIN run r ON r.id = t."{keys["run"]}" '
+            "JOIN campaign c ON c.id = r.campaign_id WHERE t.rowid = ?"
+        )
+    else:
+        return None
+    try:
+        row = sqlite3.Connection.execute(db, sql, (rowid,)).fetchone()
+    except sqlite3.Error:
+        return None
+    return str(row[0]) if row is not None and row[0] is not None else None
 
 
 def reference_columns(version: int) -> dict[str, list[tuple[str, str]]]:
@@ -116,7 +156,7 @@ def _check_table(db: sqlite3.Connection, path: str, table: str, cols: list[tuple
     for col in REQUIRED.get(table, ()):
         row = _one(db, f'SELECT rowid FROM "{table}" WHERE "{col}" IS NULL LIMIT 1')
         if row is not None:
-            raise damaged(path, f"table {table}, row {row[0]}: {col} is empty (NULL); vmio always fills it")
+            raise damaged_row(db, path, table, row[0], f"{col} is empty (NULL); vmio always fills it")
     for col, _t in cols:
         kind = JSON_COLUMNS.get((table, col))
         if kind:
@@ -168,7 +208,7 @@ def _check_numbers(db: sqlite3.Connection, path: str, table: str, cols: list[str
         ).fetchone()
         v = value[0] if value else None
         if v is not None and (not isinstance(v, (int, float)) or isinstance(v, float) and abs(v) > MAX_FLOAT):
-            raise damaged(path, f"table {table}, row {row[0]}: {col} = {shown(v)} is not a finite number")
+            raise damaged_row(db, path, table, row[0], f"{col} = {shown(v)} is not a finite number")
 
 
 _KIND_SQL = {
@@ -188,13 +228,11 @@ def _check_json(db: sqlite3.Connection, path: str, table: str, col: str, kind: s
     c = f'"{col}"'
     row = _one(db, f'SELECT rowid, {c} FROM "{table}" WHERE {c} IS NOT NULL AND json_valid({c}) = 0 LIMIT 1')
     if row is not None:
-        raise damaged(path, f"table {table}, row {row[0]}: {col} = {shown(row[1])} is not valid JSON")
+        raise damaged_row(db, path, table, row[0], f"{col} = {shown(row[1])} is not valid JSON")
     cond = _KIND_SQL[kind].format(c=c)
     row = _one(db, f'SELECT rowid, {c} FROM "{table}" WHERE {c} IS NOT NULL AND ({cond}) LIMIT 1')
     if row is not None:
-        raise damaged(
-            path, f"table {table}, row {row[0]}: {col} = {shown(row[1])} is not {_KIND_WORDS[kind]}"
-        )
+        raise damaged_row(db, path, table, row[0], f"{col} = {shown(row[1])} is not {_KIND_WORDS[kind]}")
     if (table, col) == ("campaign", "canonical"):
         _check_canonical(db, path)
 
@@ -213,4 +251,4 @@ def _check_canonical(db: sqlite3.Connection, path: str) -> None:
             f"AND ({cond}) LIMIT 1",
         )
         if row is not None:
-            raise damaged(path, f"table campaign, row {row[0]}: canonical.{key} is not a list of objects")
+            raise damaged_row(db, path, "campaign", row[0], f"canonical.{key} is not a list of objects")

@@ -11,11 +11,11 @@ import functools
 import gc
 import json
 import sqlite3
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
-from vmio.store import point_metrics, summaries
+from vmio.store import point_metrics, storage_fields, summaries
 from vmio.store.database import Store
 from vmio.store.point_metrics import QemuCpu
 from vmio.store.records import FioJob, Precondition, Steady
@@ -75,6 +75,8 @@ class PointRow:
     fio_figures: Mapping[str, object] = field(default_factory=dict)
     # a stored dstore profile's point: what it ran on (Ceph version, pool, replicas, ...) and its verdicts
     dstore: Mapping[str, object] | None = None
+    # the disks and filesystem under the target (``storage_fields.KEYS``; runs from before have none)
+    storage: Mapping[str, object] | None = None
 
     @property
     def done(self) -> bool:
@@ -140,6 +142,8 @@ class PointRow:
         out.update(self.fio_figures)
         if self.dstore is not None:  # only a stored dstore profile's points
             out["dstore"] = dict(self.dstore)
+        if self.storage is not None:  # only runs that recorded their storage
+            out.update(self.storage)
         return out
 
 
@@ -270,6 +274,7 @@ def _row(
         if run["target_kind"] == "import"
         else {},
         dstore=facts["dstore"] if isinstance(facts.get("dstore"), dict) else None,
+        storage=storage_fields.fields(facts.get("storage")),
     )
 
 
@@ -384,3 +389,29 @@ def _ops_head(run: sqlite3.Row, target: Mapping[str, Any], rw: str) -> OpsRow:
         "machine": facts.get("qemu_machine", target.get("machine", "q35")) if vm else None,
         "accel": run["accel"] if vm else None,
     }
+
+
+# other work beyond this many busy cores makes host-wide %usr/%sys say more about it than about the I/O (the
+# one declaration: advise.thresholds.OTHER_WORK_CORES takes it)
+OTHER_WORK_LOAD = 0.5
+
+
+def shared_host_note(points: Iterable[PointRow]) -> str:
+    """A sentence when other work shared the host while points ran: the load average at a point's start
+    (before vmio's own processes began) above ``OTHER_WORK_LOAD``; empty otherwise. Tables and the report
+    that show host-wide %usr/%sys say it beside them."""
+    loads = []
+    for row in points:
+        load = row.host_facts.get("loadavg")
+        if row.done and isinstance(load, list) and load and isinstance(load[0], int | float):
+            loads.append((float(load[0]), row.host_facts.get("cores")))
+    shared = [(load, cores) for load, cores in loads if load > OTHER_WORK_LOAD]
+    if not shared:
+        return ""
+    top, cores = max(shared, key=lambda pair: pair[0])
+    on = f" on {cores} cores" if isinstance(cores, int) else ""
+    return (
+        f"other work shared the host: the load average was above {OTHER_WORK_LOAD:g} at the start of "
+        f"{len(shared)} of {len(loads)} points (up to {top:.2f}{on}); %usr and %sys are host-wide and count "
+        "that work (vmio diagnose cites the run's own CPU)"
+    )

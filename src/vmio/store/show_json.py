@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from json import encoder as _encoder
 from typing import Any
 
-from vmio.store import jsontext, rows, summaries
+from vmio.store import jsontext, rows, storage_fields, summaries
 from vmio.store.database import Store
 from vmio.store.point_metrics import CPU_FIELDS, DEVICE_FIELDS
 from vmio.store.summaries import LAT_COLUMNS, LAT_NAMES
@@ -149,14 +149,22 @@ def _point(
     dstore = facts.get("dstore")
     if isinstance(dstore, dict):
         _whole(dict(dstore), values, nested)
-    return _template((read, write, len(hosts), qemu, decoded, sweep, isinstance(dstore, dict)))
+    storage = storage_fields.fields(facts.get("storage"))
+    for value in (storage or {}).values():
+        _value(value, values, nested)
+    shape = (read, write, len(hosts), qemu, decoded, sweep, isinstance(dstore, dict), storage is not None)
+    return _template(shape)
 
 
 def _facts(text: str | None) -> Mapping[str, object]:
     """The host facts, decoded only when they can hold one that show prints: a JSON object's key is its
     name in quotes unless written with an escape (a VM point's facts are 1.5 kB, 12 µs to decode)."""
     if text and (
-        '"qemu_machine"' in text or '"guest_io_warnings"' in text or '"dstore"' in text or "\\" in text
+        '"qemu_machine"' in text
+        or '"guest_io_warnings"' in text
+        or '"dstore"' in text
+        or '"storage"' in text
+        or "\\" in text
     ):
         facts: Mapping[str, object] = json.loads(text)  # an object: the store's integrity check holds it
         return facts
@@ -212,10 +220,12 @@ def _qemu(qemu: object, values: list[object], nested: dict[int, str]) -> int | N
 
 
 @functools.cache
-def _template(shape: tuple[bool, bool, int, int | None, tuple[bool, ...], tuple[bool, ...], bool]) -> str:
+def _template(
+    shape: tuple[bool, bool, int, int | None, tuple[bool, ...], tuple[bool, ...], bool, bool],
+) -> str:
     """A row's text as an element of show's list, ``%s`` for each value: ``json.dumps`` of
     ``PointRow.to_json`` of a row of this shape whose values are slots."""
-    read, write, hosts, qemu, decoded, sweep, dstore = shape
+    read, write, hosts, qemu, decoded, sweep, dstore, storage = shape
     s: Any = _SLOT
     lat = {n: s for n in LAT_NAMES}
     whole: Any = _OPAQUE
@@ -230,7 +240,7 @@ def _template(shape: tuple[bool, bool, int, int | None, tuple[bool, ...], tuple[
         steady=whole if decoded[0] else None, precondition=whole if decoded[1] else None,
         fio_job=whole if decoded[2] else None,
         **{k: s for k, on in zip(("iodepth", "numjobs", "offered_pct", "arrivals"), sweep, strict=True) if on},
-        dstore=whole if dstore else None,
+        dstore=whole if dstore else None, storage=dict.fromkeys(storage_fields.KEYS, s) if storage else None,
     )  # fmt: skip
     text = json.dumps([point.to_json(facts=False)], indent=1)[2:-2]  # " {...}": the list's element
     slot = json.dumps(_SLOT)

@@ -83,6 +83,11 @@ def _disk_of(name: str, sys_root: Path) -> str:
     return link.resolve().parent.name if link.exists() else name
 
 
+def disk_of(name: str, sys_root: str | Path = "/sys") -> str:
+    """The disk a partition ``name`` is on (``vda1`` → ``vda``); a disk gives itself."""
+    return _disk_of(name, Path(sys_root))
+
+
 def is_rotational(name: str, sys_root: str | Path = "/sys") -> bool | None:
     flag = Path(sys_root) / "block" / _disk_of(name, Path(sys_root)) / "queue" / "rotational"
     return flag.read_text().strip() == "1" if flag.exists() else None
@@ -106,12 +111,14 @@ def uses(
     dev_root: str | Path = "/dev",
     vm_disks: Sequence[str] = (),
     runner: Runner | None = None,
+    holder: str | None = None,
 ) -> list[str]:
     """What uses the device (empty: free). A device is in use when it or a partition of it holds data (a
     partition table, a filesystem or RAID signature), is mounted or swap, has a holder (LVM, dm, md), backs a
     loop device or a VM disk (a ``qemu-system-*`` process holds it open), or holds a file that backs one of
     those (a loop device's backing file, a VM disk image). ``vm_disks`` are VM disk paths known to the
-    caller (a campaign's VM targets) whose QEMU is not running now."""
+    caller (a campaign's VM targets) whose QEMU is not running now. ``holder``: the device being judged
+    through this one (a device-mapper or md device over it), which is not a use of its own."""
     sys_p, proc_p = Path(sys_root), Path(proc_root)
     disk = _disk_of(name, sys_p)
     family = {disk} | {
@@ -127,8 +134,9 @@ def uses(
     for member in sorted(family):
         base = sys_p / "block" / disk / (member if member != disk else "")
         holders = base / "holders"
-        if holders.is_dir() and any(holders.iterdir()):
-            found.append(f"{member} is held by {', '.join(sorted(h.name for h in holders.iterdir()))}")
+        others = sorted(h.name for h in holders.iterdir() if h.name != holder) if holders.is_dir() else []
+        if others:
+            found.append(f"{member} is held by {', '.join(others)}")
     found += signatures(Path(dev_root) / disk, runner or Runner())
     for backing in sorted(sys_p.glob("block/loop*/loop/backing_file")):
         loop, path = backing.parent.parent.name, backing.read_text().strip()

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vmio.errors import InputError, ToolError
+from vmio.system.files import check_trusted
 from vmio.system.process import Runner
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -80,7 +81,9 @@ class CephClient:
 @contextmanager
 def client_conf(conf: Path, client: CephClient) -> Iterator[Path]:
     """The conf a conf-only client (fio's rbd engine, QEMU) reads for ``client``: ``conf`` itself without a
-    keyring, else a copy naming the keyring, in a 0700 folder removed afterwards."""
+    keyring, else a copy naming the keyring, in a 0700 folder removed afterwards. Both are checked first
+    (``check_conf``): this is the conf fio's rbd engine and QEMU read as root."""
+    check_conf(conf, client)
     if client.keyring is None:
         yield conf
         return
@@ -91,9 +94,20 @@ def client_conf(conf: Path, client: CephClient) -> Iterator[Path]:
         yield path
 
 
+def check_conf(conf: Path, client: CephClient) -> None:
+    """Refuse (``UnsafeTargetError``, exit 3) a ``ceph.conf`` or keyring another user could have changed: a
+    conf names files Ceph's clients write as root (``log file``, ``admin socket``) and a keyring is the key
+    they present (``files.check_trusted``)."""
+    check_trusted(conf, "the Ceph configuration", verb="use")
+    if client.keyring is not None:
+        check_trusted(client.keyring, "the Ceph keyring", verb="use")
+
+
 def authenticate(runner: Runner, conf: Path, client: CephClient, timeout: float = 60.0) -> None:
-    """Connect once as ``client`` (``ceph health``); a key the cluster refuses is one sentence
-    (``InputError``); a cluster that cannot be reached stays a ``ToolError``."""
+    """Check the conf and keyring (``check_conf``), then connect once as ``client`` (``ceph health``); a key
+    the cluster refuses is one sentence (``InputError``); a cluster that cannot be reached stays a
+    ``ToolError``."""
+    check_conf(conf, client)
     if client.name is None and client.keyring is None:
         return
     client.check()

@@ -2,9 +2,12 @@
 controls, and the files vmio makes to write into carry a mark.
 
 - :func:`check_place` refuses a path below a folder, at any level, that another unprivileged user owns or
-  can write (group or others), unless that folder is sticky and what sits in it is ours (root's or the
+  can write (mode bits, POSIX ACLs, group members: ``grants.other_writers``), unless that folder is sticky and what sits in it is ours (root's or the
   invoking user's) or the file vmio is about to create there. It checks both the path as written and what
   it resolves to, so a symlink planted on the way is caught where it lies.
+- :func:`check_trusted` refuses a file vmio executes or hands to a program (a QEMU binary, a ``ceph.conf``,
+  a keyring, a guest kernel) unless it and every folder above it are such that no other user could have
+  changed them.
 - :func:`write_atomic` writes a whole file: a ``mkstemp`` temporary beside it (``O_EXCL``, 0600 then the
   final mode), fsync, ``rename`` over the name. A rename replaces a planted link, never its target.
 - :func:`create_exclusive` makes a new file (``O_EXCL | O_NOFOLLOW``), :func:`open_lock` a lock file
@@ -20,7 +23,6 @@ import contextlib
 import errno
 import io
 import os
-import pwd
 import stat
 import tempfile
 from collections.abc import Iterator
@@ -28,7 +30,9 @@ from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
 from vmio.errors import UnsafeTargetError
+from vmio.system import grants
 from vmio.system.output_paths import write_failed
+from vmio.system.paths import resolved
 
 MARK = "user.vmio.scratch"
 MARK_VALUE = b"vmio"
@@ -70,19 +74,7 @@ def make_folder(path: str | os.PathLike[str]) -> Path:
 
 def trusted_uids() -> frozenset[int]:
     """Owners whose folders and files vmio trusts: root and the user running vmio."""
-    return frozenset({0, os.geteuid()})
-
-
-def _user(uid: int) -> str:
-    try:
-        return pwd.getpwuid(uid).pw_name
-    except KeyError:
-        return f"uid {uid}"
-
-
-def _others_write(st: os.stat_result) -> bool:
-    """Writable by someone not trusted: others, or a group other than root's."""
-    return bool(st.st_mode & stat.S_IWOTH) or (bool(st.st_mode & stat.S_IWGRP) and st.st_gid != 0)
+    return grants.trusted_uids()
 
 
 def _chain(path: Path) -> list[Path]:
@@ -90,18 +82,20 @@ def _chain(path: Path) -> list[Path]:
     return [*reversed(path.parents), path]
 
 
-def check_place(path: str | os.PathLike[str], *, new: bool = False) -> None:
-    """Raise ``UnsafeTargetError`` when another unprivileged user controls a folder above ``path``.
+def check_place(path: str | os.PathLike[str], *, new: bool = False, verb: str = "write") -> None:
+    """Raise ``UnsafeTargetError`` when another unprivileged user controls a folder above ``path``: owns it,
+    or may write it (mode bits, POSIX ACLs: ``grants.other_writers``).
 
-    ``new``: vmio is about to create ``path`` itself, exclusively (a sticky parent is then fine)."""
+    ``new``: vmio is about to create ``path`` itself, exclusively (a sticky parent is then fine).
+    ``verb``: what vmio would do with ``path``, for the message (``write``, ``run``, ``read``)."""
     written = Path(os.path.abspath(path))
-    real = Path(os.path.realpath(path))
+    real = Path(resolved(path))
     for chain in (_chain(written), _chain(real)):
         for folder, child in zip(chain, chain[1:], strict=False):
-            _check_folder(path, folder, child, last=child == chain[-1], new=new)
+            _check_folder(path, folder, child, last=child == chain[-1], new=new, verb=verb)
 
 
-def _check_folder(shown: object, folder: Path, child: Path, *, last: bool, new: bool) -> None:
+def _check_folder(shown: object, folder: Path, child: Path, *, last: bool, new: bool, verb: str) -> None:
     try:
         st = os.stat(folder)
     except OSError:
@@ -109,10 +103,12 @@ def _check_folder(shown: object, folder: Path, child: Path, *, last: bool, new: 
     trusted = trusted_uids()
     if st.st_uid not in trusted:
         raise UnsafeTargetError(
-            f"refusing to write {str(shown)!r}: its folder {str(folder)!r} belongs to {_user(st.st_uid)}, "
-            "who could swap what vmio writes there for a link; use a folder only you can write"
+            f"refusing to {verb} {str(shown)!r}: its folder {str(folder)!r} belongs to "
+            f"{grants.user_name(st.st_uid)}, who could swap what is there for a link; use a folder only you "
+            "can write"
         )
-    if not _others_write(st):
+    writers = grants.other_writers(folder, st)
+    if not writers:
         return
     try:
         child_uid: int | None = os.lstat(child).st_uid
@@ -121,9 +117,35 @@ def _check_folder(shown: object, folder: Path, child: Path, *, last: bool, new: 
     ours = child_uid in trusted or (child_uid is None and last and new)
     if not (st.st_mode & stat.S_ISVTX and ours):
         raise UnsafeTargetError(
-            f"refusing to write {str(shown)!r}: its folder {str(folder)!r} can be written by other users "
-            f"(mode {stat.S_IMODE(st.st_mode):o}); use a folder only you can write"
+            f"refusing to {verb} {str(shown)!r}: its folder {str(folder)!r} can be written by other users "
+            f"({writers[0]}); use a folder only you can write"
         )
+
+
+def check_trusted(path: str | os.PathLike[str], what: str, verb: str = "run") -> None:
+    """Raise ``UnsafeTargetError`` unless no other user could have changed ``path``, a file vmio executes
+    or hands to a program (a QEMU binary, a build's libraries, a ``ceph.conf``, a keyring, a guest kernel):
+    it (and what it resolves to) belongs to root or the invoking user, no other user may write it, and no
+    folder up to ``/`` is another user's (``check_place``)."""
+    check_place(path, verb=verb)
+    for name in dict.fromkeys([str(path), resolved(path)]):
+        try:
+            st = os.stat(name) if name != str(path) else os.lstat(name)
+        except OSError:
+            continue  # a missing file: the program that opens it says so
+        if stat.S_ISLNK(st.st_mode):
+            continue  # a link's own owner does not matter: what it resolves to is checked next
+        if st.st_uid not in trusted_uids():
+            raise UnsafeTargetError(
+                f"refusing to {verb} {what} {name!r}: it belongs to {grants.user_name(st.st_uid)}, "
+                "who could have changed it; use a copy only root or you can write"
+            )
+        writers = grants.other_writers(name, st)
+        if writers:
+            raise UnsafeTargetError(
+                f"refusing to {verb} {what} {name!r}: other users could have changed it ({writers[0]}); "
+                "use a copy only root or you can write"
+            )
 
 
 def write_atomic(path: str | os.PathLike[str], data: bytes, mode: int = 0o644) -> Path:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import posixpath
 
-from vmio.errors import InputError
+from vmio.errors import InputError, UnsafeTargetError
 
 UNESCAPABLE = {"\n": "a line break", "\r": "a carriage return", "\0": "a NUL byte", "${": "'${'"}
 
@@ -31,8 +31,19 @@ def fio_name(path: str) -> str:
 
 
 def resolved(path: str | os.PathLike[str]) -> str:
-    """The absolute path ``path`` names on this host, every symlink, ``.``, ``..`` and extra slash gone."""
-    return os.path.realpath(path)
+    """The absolute path ``path`` names on this host, every symlink, ``.``, ``..`` and extra slash gone.
+
+    A name swapped between a link and a file while it is read (``realpath``'s ``readlink`` then fails) is
+    read again; one that keeps changing is refused (``UnsafeTargetError``): someone is racing vmio."""
+    for _ in range(RESOLVE_TRIES):
+        try:
+            return os.path.realpath(path)
+        except OSError:
+            continue
+    raise UnsafeTargetError(f"refusing {str(path)!r}: it kept changing while vmio resolved it")
+
+
+RESOLVE_TRIES = 5
 
 
 def remote_normal(path: str) -> str:

@@ -32,6 +32,7 @@ class Env:
     boot_timeout: float = 90.0
     trace_root: Path | None = None  # where VM targets with trace = true keep each point's request traces
     destroy: tuple[str, ...] = ()  # paths named with --destroy-data: existing files vmio may replace
+    writes: bool = True  # a workload writes: what a target opens is judged by the write rules again
 
 
 @dataclass(frozen=True)

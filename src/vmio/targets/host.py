@@ -11,9 +11,9 @@ from pathlib import Path
 from vmio.errors import InputError, UnsafeTargetError
 from vmio.metrics.sampler import CpuProbe, DiskProbe, Probe
 from vmio.spec import HostTarget, Workload
-from vmio.system import files
+from vmio.system import device_facts, files
 from vmio.system.blockdev import Loop, device_chain, loop_device, reported_device
-from vmio.system.safety import is_block_device, named
+from vmio.system.safety import check_target_write, hold, is_block_device, named
 from vmio.targets import placement
 from vmio.targets.base import Endpoint, Env, Facts, Notes, nothing_to_watch
 
@@ -81,17 +81,29 @@ class HostRig:
         if target.loop:
             self.loop = stack.enter_context(loop_device(target.path, env.runner, env.sys_root))
             target = dataclasses.replace(target, path=self.loop.device)
-        self.target = target
-        chain = device_chain(target.path, env.sys_root, env.proc_root)
-        self.device = reported_device(target.path, chain)
+        held = stack.enter_context(hold(target.path))  # resolved and opened once; fio opens this object
+        if env.writes:
+            check_target_write(target.path, env.destroy, env.runner, env.sys_root, env.proc_root, held.here)
+        self.opened = {"path": target.path, "fio_filename": held.fio_path}
+        self.env = env
+        chain = device_chain(held.here, env.sys_root, env.proc_root)
+        self.device = reported_device(held.here, chain)
+        self.target = dataclasses.replace(target, path=held.fio_path)
         self.probes: list[Probe] = [DiskProbe(d, env.proc_root) for d in chain]
         self.probes.append(CpuProbe(env.proc_root))
 
     def endpoints(self, workload: Workload) -> list[Endpoint]:
-        return placement.endpoints(self.target, workload, size=self.size)
+        eps = placement.endpoints(self.target, workload, size=self.size)
+        opened = str(self.opened["path"])
+        return [
+            dataclasses.replace(ep, place=dataclasses.replace(ep.place, opened_from=opened)) for ep in eps
+        ]
 
     def facts(self) -> Facts:
-        return Facts(device=self.device, host=loop_facts([self.loop] if self.loop else []))
+        # the storage under the path as the user named it (a held descriptor's name has no mount to match)
+        storage = [device_facts.of_path(str(self.opened["path"]), self.env.sys_root, self.env.proc_root)]
+        host = loop_facts([self.loop] if self.loop else [])
+        return Facts(device=self.device, host={**host, "target_opened": self.opened, "storage": storage})
 
     def watch(self, campaign: str, point_key: str) -> contextlib.AbstractContextManager[Notes]:
         return nothing_to_watch()

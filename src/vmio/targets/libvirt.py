@@ -32,6 +32,7 @@ from vmio.libvirt.virsh import Virsh, is_local
 from vmio.metrics.sampler import CpuProbe, DiskProbe, Probe
 from vmio.qemu.threads import COMM_LEN, Snapshot, cpu_between, read_threads
 from vmio.spec import LibvirtDomain, LibvirtTarget, Workload
+from vmio.system import device_facts
 from vmio.system.blockdev import device_chain, reported_device
 from vmio.targets.base import Endpoint, Env, Facts, Notes, nothing_to_watch
 
@@ -158,11 +159,20 @@ class LibvirtRig:
             host={
                 "libvirt_domains": [d.to_json() for d in self.domains],
                 "qemu_machine": ",".join(sorted({d.shape.machine or "?" for d in self.domains})),
+                "storage": [self._storage(d) for d in self.domains],
             },
         )
 
     def watch(self, campaign: str, point_key: str) -> contextlib.AbstractContextManager[Notes]:
         return nothing_to_watch()
+
+    def _storage(self, domain: Domain) -> dict[str, object]:
+        """A domain disk's storage: a local file's or device's filesystem and disks; a disk on another
+        host or of another kind: its source, the rest unknown."""
+        source = domain.disk.source
+        if source and is_local(domain.ref.uri) and domain.disk.source_type in ("file", "block"):
+            return device_facts.of_path(str(source), self.env.sys_root, self.env.proc_root)
+        return {"path": source, "device": None, "disks": "unknown"}
 
     def run_fio(
         self, files: Sequence[fiorun.Endpoint], *, timeout: float, cwd: Path, read_pct: int | None = None

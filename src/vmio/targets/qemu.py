@@ -26,11 +26,11 @@ from vmio.qemu.argv import nvme_timeout_needed, plan_iothreads
 from vmio.qemu.threads import COMM_LEN, Snapshot, cpu_between, read_threads
 from vmio.qemu.tracing import qemu_trace_args, trace_events
 from vmio.spec import QemuTarget, RbdTarget, Workload
-from vmio.system import files
+from vmio.system import device_facts, files
 from vmio.system.blockdev import Loop, device_chain, loop_device, reported_device, size_of
 from vmio.system.cephclient import CephClient, client_conf
 from vmio.system.process import Runner
-from vmio.system.safety import is_block_device
+from vmio.system.safety import check_target_write, hold, is_block_device
 from vmio.targets import host, placement
 from vmio.targets.base import Endpoint, Env, Facts, Notes
 from vmio.traces.vm_runs import point_dir, vm_trace_name
@@ -168,6 +168,25 @@ class QemuRig:
         conf = stack.enter_context(client_conf(Path(self.target.conf).resolve(), client))
         return [dataclasses.replace(d, rbd_conf=conf, rbd_user=client.id) if d.is_rbd else d for d in disks]
 
+    def _held(self, disks: list[Disk], stack: contextlib.ExitStack) -> list[Disk]:
+        """Local backings resolved and opened once (``safety.hold``), judged as opened (write workloads)
+        and handed to QEMU as vmio's descriptor of them: QEMU opens the object that was checked."""
+        if self.target.bus == "vfio":
+            return disks
+        held: dict[Path, Path] = {}
+        out = []
+        for disk in disks:
+            if not disk.is_rbd and disk.path not in held:
+                h = stack.enter_context(hold(str(disk.path)))
+                if self.env.writes:
+                    env = self.env
+                    check_target_write(
+                        str(disk.path), env.destroy, env.runner, env.sys_root, env.proc_root, h.here
+                    )
+                held[disk.path] = Path(h.fio_path)
+            out.append(disk if disk.is_rbd else dataclasses.replace(disk, path=held[disk.path]))
+        return out
+
     def __init__(self, target: QemuTarget, env: Env, stack: contextlib.ExitStack) -> None:
         self.loops = attach_loops(target, env, stack)
         if self.loops:
@@ -200,7 +219,7 @@ class QemuRig:
                 extra_args=self._trace_args(i),
                 loglevel=GUEST_LOGLEVEL,
             )
-            for i, disk in enumerate(self._rbd_client(layout(target, env.destroy), stack))
+            for i, disk in enumerate(self._held(self._rbd_client(layout(target, env.destroy), stack), stack))
         ]
         idle = [  # seed 004's second VM: booted alongside with the same CPUs and memory, no disk, no fio
             VMConfig(
@@ -252,8 +271,21 @@ class QemuRig:
                 "nvme_io_timeout_workaround": nvme_timeout_needed(self.fleet.vms[0].config, self.caps),
                 "idle_vms": [{"name": vm.config.name, "pid": vm.pid} for vm in self.idle],
                 **host.loop_facts(self.loops),
+                "storage": self.storage(),
             },
         )
+
+    def storage(self) -> list[dict[str, object]]:
+        """The storage under each backing: an rbd image's pool, image and cluster; a file's or device's
+        filesystem and disks."""
+        out = []
+        for path in dict.fromkeys(self.target.backing):
+            if path.startswith("rbd:"):
+                pool, _, image = path.removeprefix("rbd:").partition("/")
+                out.append(device_facts.rbd_facts(pool, image, self.target.conf or ""))
+            else:
+                out.append(device_facts.of_path(path, self.env.sys_root, self.env.proc_root))
+        return out
 
     @contextlib.contextmanager
     def watch(self, campaign: str, point_key: str) -> Iterator[Notes]:

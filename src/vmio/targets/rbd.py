@@ -12,6 +12,7 @@ from pathlib import Path
 from vmio.errors import InputError
 from vmio.metrics.sampler import CpuProbe, DiskProbe, Probe
 from vmio.spec import RbdTarget, Workload
+from vmio.system import device_facts
 from vmio.system.blockdev import device_chain, reported_device
 from vmio.targets import placement
 from vmio.targets.base import Endpoint, Env, Facts, Notes, nothing_to_watch
@@ -38,7 +39,8 @@ class RbdRig:
         return placement.endpoints(self.target, workload)
 
     def facts(self) -> Facts:
-        return Facts(device=self.device)
+        t = self.target
+        return Facts(device=self.device, host={"storage": [device_facts.rbd_facts(t.pool, t.image, t.conf)]})
 
     def watch(self, campaign: str, point_key: str) -> contextlib.AbstractContextManager[Notes]:
         return nothing_to_watch()

@@ -53,7 +53,12 @@ class RemoteRig:
         return placement.endpoints(self.target, workload)
 
     def facts(self) -> Facts:
-        return Facts()
+        """Each remote path with ``fio_disks`` to be filled from the disks fio names there (measure)."""
+        storage = [
+            {"path": path, "host": host, "fio_disks": None}
+            for host, path in zip(self.target.hosts, self.target.paths, strict=True)
+        ]
+        return Facts(host={"storage": storage})
 
     def watch(self, campaign: str, point_key: str) -> contextlib.AbstractContextManager[Notes]:
         return nothing_to_watch()
