@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from vmio.cli import main
-from vmio.dstore import cluster
+from vmio.dstore import cluster, daemons
 from vmio.reproduce import dstore_paper
 from vmio.reproduce.run import Request, reproduce
 from vmio.system import netns
@@ -214,9 +214,14 @@ def test_a_cluster_whose_vmio_was_killed_is_swept_whole(tmp_path: Path) -> None:
     up = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 90
-        while time.monotonic() < deadline and not ceph_processes(str(root)) and up.poll() is None:
+        mon = root / "run" / "mon.a.pid"  # the monitor runs as a daemon in its namespace
+        while (
+            time.monotonic() < deadline
+            and daemons.owned_pid(mon, root / "ceph.conf") is None
+            and up.poll() is None
+        ):
             time.sleep(0.2)
-        assert ceph_processes(str(root)), "the monitor never started"
+        assert daemons.owned_pid(mon, root / "ceph.conf") is not None, "the monitor never started"
         token = json.loads((root / cluster.STATE_FILE).read_text())["network"]["token"]
     finally:
         os.kill(up.pid, signal.SIGKILL)

@@ -314,7 +314,9 @@ def sweep(runner: Runner | None = None) -> list[str]:
     """Remove vmio's namespaces that no live cluster or live vmio owns: those whose maker died before any
     daemon ran in them, and every namespace, daemon and the folder of a cluster whose owning vmio died
     (SIGKILL during ``up``, or during a run that brings its own cluster up and down). A cluster that is up
-    (``dstore up`` returned) is left alone. The namespaces removed."""
+    (``dstore up`` returned) is left alone. A cluster's folder is found through its running daemons' command
+    lines: one killed before any daemon ran keeps its folder (files only; ``dstore down --dir`` removes it).
+    The namespaces removed."""
     runner = runner or Runner()
     removed: list[str] = []
     for token, names in netns.listed(runner).items():
