@@ -1,11 +1,11 @@
-# vmio: `make demo` runs the default campaign; `make test` runs the test suite.
+# vmio: `make demo` runs the default campaign; `make test` runs the test suite; `make check` its fast tier.
 # Both install what is missing (system packages with apt-get, Python packages into .venv).
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint bench system venv clean qemu-builds
+.PHONY: demo test check lint bench system venv clean qemu-builds
 
 system:
 	bash scripts/setup-system.sh full
@@ -25,6 +25,13 @@ qemu-builds: venv
 
 test: system venv qemu-builds
 	$(BIN)/python -m pytest -q
+
+# The fast tier for the inner loop: every test that needs no VM, cluster or browser and is not slow (the
+# markers of pyproject.toml; real fio, SQLite and loop devices still run). Goal: 5 minutes on 2 cores.
+CHECK_MARKERS := not qemu and not ceph and not browser and not slow
+
+check: system venv
+	$(BIN)/python -m pytest -q -m "$(CHECK_MARKERS)" --durations=10
 
 lint: venv
 	$(BIN)/ruff check src tests benchmarks scripts

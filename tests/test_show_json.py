@@ -114,6 +114,33 @@ def test_the_same_text_as_the_rows_json_dumps_prints(data: st.DataObject) -> Non
                 store.db.execute("UPDATE run SET host_json = ? WHERE id = ?", (odd, run_id))
         for campaign in ("a", "b%s", None):
             assert show_json.text(store, campaign) == reference(store, campaign)
+        facts_as_decoded(store)
+
+
+def facts_as_decoded(store: Store) -> None:
+    """Each row's host facts and the fields taken out of them are what a plain ``json.loads`` of the stored
+    text gives (rows decode the facts only when they can hold such a field, else on first read)."""
+    stored = [
+        r
+        for name in store.campaigns()
+        for r in store.db.execute(
+            "SELECT host_json, target_kind, qemu_version FROM run JOIN campaign c ON c.id = run.campaign_id "
+            "WHERE c.name = ? ORDER BY run.id",
+            (name,),
+        )
+    ]
+    points = rows.point_rows(store, None)
+    assert len(points) == len(stored)
+    for row, (text, kind, qemu_version) in zip(points, stored, strict=True):
+        facts = json.loads(text or "{}")
+        vm = kind in ("qemu", "libvirt")
+        assert row.qemu_machine == (
+            facts.get("qemu_machine", "q35" if qemu_version else None) if vm else None
+        )
+        assert row.guest_io_warnings == facts.get("guest_io_warnings")
+        assert row.dstore == (facts["dstore"] if isinstance(facts.get("dstore"), dict) else None)
+        assert row.fio_figures.get("disk_util") == (facts.get("fio_disk_util") if kind == "import" else None)
+        assert dict(row.host_facts) == facts and len(row.host_facts) == len(facts)
 
 
 def test_the_golden_store_and_a_campaign_without_points(tmp_path: Path) -> None:

@@ -56,10 +56,12 @@ def read_files(paths: Sequence[Path], campaign: str, target: str) -> list[RunRec
     return out
 
 
-def import_files(store: Store, recs: Sequence[RunRecord], campaign: str) -> list[str]:
+def import_files(
+    store: Store, recs: Sequence[RunRecord], campaign: str, series: str | None = None
+) -> list[str]:
     """Write ``recs`` (``read_files``) as points of ``campaign`` (created if new; an existing campaign must be
     an imported one), each a new repetition of its key, in one transaction with the campaign's own row: all of
-    them or nothing. The keys stored, in order."""
+    them or nothing; then put the campaign in ``series`` when given. The keys stored, in order."""
     row = store.campaign(campaign)
     if row is not None and row["spec_path"] != IMPORTED:
         raise InputError(
@@ -76,6 +78,8 @@ def import_files(store: Store, recs: Sequence[RunRecord], campaign: str) -> list
         done.add(rec.point_key)
         keys.append(rec.point_key)
     store.record_all(campaign, IMPORTED, "", CANONICAL, recs)
+    if series is not None:
+        store.set_series(campaign, series)
     return keys
 
 

@@ -16,7 +16,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vmio.campaign import offsets, sweep
+from vmio.campaign import offsets, sweep, until_stable
 from vmio.campaign.measure import measure_point, precondition
 from vmio.errors import InputError, UnsafeTargetError, VmioError
 from vmio.metrics.sampler import Sampler
@@ -187,7 +187,36 @@ def run(
 ) -> Outcome:
     preflight(campaign, options)
     with store.exclusive_run():
-        return _run(campaign, spec_text, store, options, progress)
+        store.ensure_campaign(campaign.name, campaign.path, spec_text, campaign.canonical())
+        if campaign.series is not None:
+            store.set_series(campaign.name, campaign.series)
+        if campaign.until is None:
+            return _run(campaign, spec_text, store, options, progress)
+        passes = _passes(spec_text, store, options, progress)
+        return until_stable.run_passes(campaign, store, options.force, passes, lambda o: o.failed > 0, _add)
+
+
+def _add(a: Outcome, b: Outcome) -> Outcome:
+    """Two passes' outcomes as one (the points skipped are those of the first)."""
+    return dataclasses.replace(
+        a,
+        done=a.done + b.done,
+        failed=a.failed + b.failed,
+        failures=a.failures + b.failures,
+        stopped=a.stopped + b.stopped,
+        stops=b.stops or a.stops,
+    )
+
+
+def _passes(
+    spec_text: str, store: Store, options: Options, progress: Callable[[Progress], None] | None
+) -> Callable[[Campaign, bool], Outcome]:
+    """One call runs the campaign's points up to its ``repetitions`` (skipping those done unless forced)."""
+
+    def one(campaign: Campaign, force: bool) -> Outcome:
+        return _run(campaign, spec_text, store, dataclasses.replace(options, force=force), progress)
+
+    return one
 
 
 def _run(

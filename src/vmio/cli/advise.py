@@ -8,13 +8,9 @@ import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vmio.advise.config_guideline import ADVISE_BUSES, Requirements, advise, parse_buses
-from vmio.advise.diagnose import diagnose
-from vmio.advise.disk_config import Config
-from vmio.advise.evidence import load_evidence
-from vmio.advise.inventory import read_host_facts
-from vmio.advise.text import explain, format_advice, format_diagnosis
 from vmio.cli import argtypes
 from vmio.cli.store_args import add_db, default_db, open_store
 from vmio.errors import InputError
@@ -24,6 +20,10 @@ from vmio.system import files
 from vmio.system.process import Runner
 from vmio.system.safety import is_block_device
 from vmio.units import human_rate
+
+# the diagnosis (its evidence, thresholds and texts) is imported when a command runs, not for its --help
+if TYPE_CHECKING:
+    from vmio.advise.disk_config import Config
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -127,6 +127,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run_advise(args: argparse.Namespace) -> int:
+    from vmio.advise.inventory import read_host_facts
+    from vmio.advise.text import format_advice
+
     req = Requirements(
         scale_out=args.scale_out == "yes",
         dedicated_disk=args.dedicated_disk == "yes",
@@ -241,6 +244,10 @@ def _measured(args: argparse.Namespace) -> Callable[[Config], Ratio | None] | No
 
 
 def run_diagnose(args: argparse.Namespace) -> int:
+    from vmio.advise.diagnose import diagnose
+    from vmio.advise.evidence import load_evidence
+    from vmio.advise.text import explain, format_diagnosis
+
     if args.explain:
         sys.stdout.write(explain())
         return 0
@@ -277,6 +284,8 @@ def run_diagnose(args: argparse.Namespace) -> int:
 
 def _diagnose_campaign(args: argparse.Namespace) -> int:
     from vmio.advise import from_store
+    from vmio.advise.diagnose import diagnose
+    from vmio.advise.text import format_diagnosis
 
     with open_store(args) as store:
         camp = from_store.stored_campaign(store, args.campaign)

@@ -46,6 +46,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="the campaign's name (default: the spec's [campaign] name, or the job "
         "file's name without its suffix)",
     )
+    p.add_argument(
+        "--series",
+        metavar="NAME",
+        help="put the campaign in series NAME (overrides [campaign] series; see vmio trend)",
+    )
     p.add_argument("--dry-run", action="store_true", help="print the points and their fio job files")
     p.add_argument("--force", action="store_true", help="redo points already done")
     p.add_argument(
@@ -126,6 +131,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--campaign", required=True, help="the campaign to store them in (new, or an imported one)"
     )
     p.add_argument("--target", default="fio", help="the target label of the points (default fio)")
+    p.add_argument("--series", metavar="NAME", help="put the campaign in series NAME (see vmio trend)")
     add_db(p)
     p.set_defaults(handler=cmd_import)
 
@@ -202,7 +208,7 @@ def load_run_spec(args: argparse.Namespace) -> tuple[spec.Campaign, str]:
         run_checks.check_job_flags(args)
         text = fio_campaign_text(args.spec, args.target, args.size, args.runtime, args.name)
         shown = f"<vmio run {args.spec} --target {args.target}>"
-        return spec.loads_spec(text, shown, fio_names=fio_options.names), text
+        return with_series(spec.loads_spec(text, shown, fio_names=fio_options.names), args.series), text
     if args.target or args.size or args.runtime:
         raise InputError(
             f"--target, --size and --runtime go with a fio job file (.fio), not the spec {args.spec}"
@@ -210,7 +216,23 @@ def load_run_spec(args: argparse.Namespace) -> tuple[spec.Campaign, str]:
     camp = spec.load_spec(args.spec, fio_names=fio_options.names)
     if args.name:
         camp = dataclasses.replace(camp, name=spec.campaign_name(args.name, "--name"))
-    return camp, Path(args.spec).read_text(encoding="utf-8")
+    return with_series(camp, args.series), Path(args.spec).read_text(encoding="utf-8")
+
+
+def with_series(camp: spec.Campaign, series: str | None) -> spec.Campaign:
+    """The campaign in series ``--series`` when given."""
+    if series is None:
+        return camp
+    return dataclasses.replace(camp, series=checked_series(series))
+
+
+def checked_series(series: str) -> str:
+    from vmio.spec.series import series_name
+
+    try:
+        return series_name(series)
+    except ValueError as exc:
+        raise InputError(f"--series {series!r}: {exc}") from None
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -274,6 +296,13 @@ def print_dry_run(camp: spec.Campaign, out: TextIO) -> None:
 
     points = camp.points()
     out.write(f"campaign {camp.name!r}: {len(points)} points\n")
+    if camp.series is not None:
+        out.write(f"series {camp.series!r} (vmio trend {camp.series})\n")
+    if camp.until is not None:
+        out.write(
+            f"then more passes while a point's IOPS spread exceeds {camp.until.bound * 100:g}% "
+            f"(until_spread), up to {camp.until.max_repetitions} repetitions (max_repetitions)\n"
+        )
     for w in camp.workloads:
         if w.stop_at is not None:
             out.write(
@@ -360,12 +389,13 @@ def cmd_import(args: argparse.Namespace) -> int:
     target = spec.campaign_name(args.target, "--target")
     if "/" in target:
         raise InputError(f"--target {target!r}: a target label has no '/' (it is part of each point's key)")
+    series = checked_series(args.series) if args.series is not None else None
     files = [f for given in args.files for f in imported.expand(Path(given))]
     recs = imported.read_files(
         files, name, target
     )  # every file read and checked before any store opens: refused, no store is made
     with writing_store(args) as store:
-        keys = imported.import_files(store, recs, name)
+        keys = imported.import_files(store, recs, name, series)
         print(
             f"campaign {name!r}: {len(keys)} point(s) imported from {len(files)} file(s); store {store.path}"
         )
@@ -415,8 +445,10 @@ def campaign_lines(rows: list[dict[str, object]]) -> list[tuple[str, ...]]:
         items = [str(v) for v in value] if isinstance(value, list) else []
         return ",".join(items) if len(items) <= 3 else f"{','.join(items[:2])},+{len(items) - 2} more"
 
+    series = any(r.get("series") for r in rows)  # the column only in stores that hold a series
     lines: list[tuple[str, ...]] = [
         ("campaign", "created", "targets", "workloads", "done", "failed", "accel")
+        + (("series",) if series else ())
     ]
     lines += [
         (
@@ -428,6 +460,7 @@ def campaign_lines(rows: list[dict[str, object]]) -> list[tuple[str, ...]]:
             str(r["points_failed"]),
             names(r["accel"]) or "-",
         )
+        + ((str(r.get("series") or "-"),) if series else ())
         for r in rows
     ]
     return lines
@@ -478,6 +511,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         rows = summary.point_rows(store, args.campaign)
         stops = store.stops(args.campaign) if args.campaign else []
+        settles = store.settles(args.campaign) if args.campaign else {}
+        until = store.spec(args.campaign).until if settles else None
     console = terminal.console_for(sys.stdout)
     if console is not None and rows:
         print_show_table(rows, console, args.wide)
@@ -487,7 +522,21 @@ def cmd_show(args: argparse.Namespace) -> int:
     if note:
         print(f"note: {note}")
     print(format_stops(stops), end="")
+    print(format_settles(settles, until.max_repetitions if until else None), end="")
     return 0
+
+
+def format_settles(settles: Mapping[str, tuple[int, bool, float | None]], most: int | None) -> str:
+    """Repeat-until-stable's outcome per point: the repetitions it took, whether its IOPS spread settled."""
+    if not settles:
+        return ""
+    lines = ["repeat until stable (IOPS spread: half-width of the 95 % interval of the mean):\n"]
+    for point, (taken, settled, spread) in sorted(settles.items()):
+        said = "-" if spread is None else f"{spread * 100:.1f}%"
+        verdict = "settled" if settled else "did NOT settle"
+        verdict += f" (max_repetitions = {most})" if not settled and taken == most else ""
+        lines.append(f"  {point}: {verdict} after {taken} repetition(s), spread {said}\n")
+    return "".join(lines)
 
 
 def print_show_table(rows: list[summary.PointRow], console: terminal.Console, wide: bool = False) -> None:

@@ -12,17 +12,16 @@ from typing import TYPE_CHECKING
 from vmio.cli import argtypes
 from vmio.cli.dstore_model import add_model_parser
 from vmio.cli.store_args import add_db, open_store
-from vmio.dstore.degraded import format_run
-from vmio.dstore.profile import Criteria, Point, format_side_by_side, format_table, parse_bs_list
-from vmio.dstore.settings import AT_S, BACK_AT_S, PROFILE_RUNTIME_S, ProfileSettings, UpSettings
-from vmio.dstore.where import Where
+from vmio.dstore.settings import AT_S, BACK_AT_S, PROFILE_RUNTIME_S, Criteria, ProfileSettings, UpSettings
 from vmio.errors import InputError
 from vmio.system import files
 from vmio.units import parse_duration
 
-# the cluster's commands (campaigns, QMP, numpy) are imported when a command runs, not for its --help
+# the cluster's commands (Ceph, fio, campaigns, QMP, numpy) are imported when a command runs, not for --help
 if TYPE_CHECKING:
     from vmio.dstore import commands
+    from vmio.dstore.profile import Point
+    from vmio.dstore.where import Where
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -88,7 +87,6 @@ def _target_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--replicas",
         type=argtypes.count(1, 16),
-        default=Where.replicas,
         help="pool size of the existing cluster",
     )
     p.add_argument("--client", metavar="NAME", help="connect as client.NAME (default: the conf's, admin)")
@@ -178,7 +176,10 @@ def _profile_args(p: argparse.ArgumentParser) -> None:
 
 
 def _where(args: argparse.Namespace) -> Where:
-    return Where(args.dir, args.conf, args.pool, args.image, args.replicas, args.client, args.keyring)
+    from vmio.dstore.where import Where
+
+    replicas = Where.replicas if args.replicas is None else args.replicas
+    return Where(args.dir, args.conf, args.pool, args.image, replicas, args.client, args.keyring)
 
 
 def _duration(flag: str, text: str) -> float:
@@ -190,6 +191,8 @@ def _duration(flag: str, text: str) -> float:
 
 def _settings(args: argparse.Namespace) -> ProfileSettings:
     """The profile's settings from the flags: what was not given keeps ``ProfileSettings``' default."""
+    from vmio.dstore.profile import parse_bs_list
+
     criteria = Criteria(
         args.ideal_ms, args.acceptable_ms, args.min_iops_host, args.min_iops_cluster, args.spike_ms
     )
@@ -259,6 +262,7 @@ def _status(args: argparse.Namespace) -> int:
 
 def _profile(args: argparse.Namespace) -> int:
     from vmio.dstore import commands
+    from vmio.dstore.degraded import format_run
 
     if args.db is not None and args.name is None:
         raise InputError(f"--db {args.db!r} names the store for --name; give --name NAME too")
@@ -302,6 +306,8 @@ def _write_json(args: argparse.Namespace, out: Mapping[str, object]) -> None:
 
 
 def _print_profile(result: commands.ProfileResult, as_json: bool) -> None:
+    from vmio.dstore.profile import format_side_by_side, format_table
+
     base, labels = result.base, result.labels
     if as_json:
         print(json.dumps(result.to_json(), indent=2))

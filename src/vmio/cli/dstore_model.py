@@ -8,8 +8,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 from vmio.cli import argtypes
-from vmio.dstore.profile import Criteria, parse_bs_list, verdict
-from vmio.dstore.settings import WRITE_PATHS, ModelSettings, ProfileSettings
+from vmio.dstore.settings import WRITE_PATHS, Criteria, ModelSettings, ProfileSettings
 from vmio.units import format_size
 
 # the model and the cluster commands (numpy, QMP) are imported when `dstore model` runs, not for its --help
@@ -80,6 +79,7 @@ def add_model_parser(dsub: argparse._SubParsersAction[argparse.ArgumentParser]) 
 def _model(args: argparse.Namespace) -> int:
     from vmio.cli.store_args import default_db
     from vmio.dstore import commands
+    from vmio.dstore.profile import parse_bs_list
 
     result = commands.model(
         ModelSettings(
@@ -112,6 +112,8 @@ def _model(args: argparse.Namespace) -> int:
 
 
 def _row(p: Prediction, criteria: Criteria) -> dict[str, object]:
+    from vmio.dstore.profile import verdict
+
     return {**asdict(p), "verdict": verdict(p.mean_lat_ms, p.iops, criteria)}
 
 
@@ -133,6 +135,8 @@ def _json(result: commands.ModelResult) -> dict[str, object]:
 
 
 def _table(result: commands.ModelResult) -> str:
+    from vmio.dstore.profile import verdict
+
     fit, criteria, changes = result.fit, result.criteria, result.changes
     p = fit.params
     lines = [

@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vmio.cli import guest_define
 from vmio.errors import InputError
-from vmio.guest import image
-from vmio.guest.inputs import KernelSource
+
+# the image builder (and the fio it packs) is imported when a command runs, not for its --help
+if TYPE_CHECKING:
+    from vmio.guest.inputs import KernelSource
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -47,10 +50,14 @@ def _source_args(parser: argparse.ArgumentParser) -> None:
 def _source(args: argparse.Namespace) -> KernelSource:
     if args.initrd_modules is not None and args.kernel is None:
         raise InputError("--initrd-modules needs --kernel; give both, or neither for Debian's cloud kernel")
+    from vmio.guest.inputs import KernelSource
+
     return KernelSource(kernel=args.kernel, modules=args.initrd_modules)
 
 
 def _build(args: argparse.Namespace) -> int:
+    from vmio.guest import image
+
     built = image.build(_source(args), force=args.force)
     print(f"guest {built.key}: {built.path} ({_mib(built.size)})")
     if args.prune:
@@ -60,6 +67,8 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _info(args: argparse.Namespace) -> int:
+    from vmio.guest import image
+
     found = image.find(_source(args))
     if found is None:
         if args.json:
@@ -85,6 +94,7 @@ def _mib(size: int) -> str:
 
 
 def _probe(args: argparse.Namespace) -> int:
+    from vmio.guest import image
     from vmio.qemu import AccelProber, probe_caps
 
     caps = probe_caps()

@@ -5,12 +5,15 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+from typing import TYPE_CHECKING
 
 from vmio.cli import argtypes
 from vmio.errors import InputError
-from vmio.guest import GuestImage, image
 from vmio.libvirt import canary, domxml
 from vmio.libvirt.virsh import DEFAULT_URI, Virsh
+
+if TYPE_CHECKING:
+    from vmio.guest import GuestImage
 
 
 def register(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -83,6 +86,8 @@ def _domain_type(accel: str, built: GuestImage, virsh: Virsh) -> str:
 
 
 def _define(args: argparse.Namespace) -> int:
+    from vmio.guest import image  # the image builder: when a canary is defined, not for --help
+
     virsh = Virsh(args.uri)
     shape = _shape(args, virsh)
     built = image.build()

@@ -41,6 +41,7 @@ FEATURES: dict[str, tuple[str, ...]] = {
     "advise": ("advise", "diagnose", "calibrate", "tune"),
     "relocate": ("relocate",),
     "report": ("report", "compare"),
+    "trend": ("trend",),
     "dstore": ("dstore",),
     "guest": ("guest",),
     "qemu": ("qemu",),

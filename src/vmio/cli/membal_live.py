@@ -14,7 +14,6 @@ from vmio.cli import argtypes
 from vmio.cli.argtypes import duration, size
 from vmio.errors import InputError
 from vmio.membal.guest_reports import LIVE_POLICIES
-from vmio.membal.livework import Load, load_config
 from vmio.units import format_size
 
 # the controller (QMP, numpy) and the store are imported when `membal run` runs, not for its --help
@@ -96,6 +95,7 @@ def settings_from(args: argparse.Namespace) -> LiveSettings:
     """Command-line options over the ``--config`` file over the defaults."""
     from vmio.membal.live import policy_params
     from vmio.membal.liverun import LiveSettings
+    from vmio.membal.livework import Load, load_config
 
     conf = load_config(args.config) if args.config else None
     values = dict(_DEFAULTS)
@@ -178,6 +178,7 @@ def _run_domains(args: argparse.Namespace) -> int:
     from vmio.libvirt.virsh import DEFAULT_URI
     from vmio.membal.domains import read_domains, run_domains, with_domains
     from vmio.membal.liverun import describe
+    from vmio.membal.livework import load_config
     from vmio.store import Store
 
     names = tuple(d.strip() for d in args.domains.split(",") if d.strip())
@@ -294,6 +295,8 @@ def _scenario_path(args: argparse.Namespace) -> Path | None:
         return Path(args.sim)
     if args.config is None:
         return None
+    from vmio.membal.livework import load_config
+
     sim = load_config(args.config).run.get("sim")
     return None if sim is None else Path(args.config).parent / str(sim)
 

@@ -29,9 +29,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("report", help="an HTML report with plots, and the summary table")
     p.add_argument(
         "campaigns",
-        nargs="+",
+        nargs="*",
         metavar="CAMPAIGN",
         help="the campaign; several: side by side on one page, the first as the reference",
+    )
+    p.add_argument(
+        "--series",
+        metavar="SERIES",
+        help="instead of campaigns: each figure over series SERIES, one line per point, changes marked (with -o)",
     )
     p.add_argument(
         "-o",
@@ -69,6 +74,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    if args.series is not None or not args.campaigns:
+        return report_series(args)
     if args.png_dir is not None and args.output is None:
         raise InputError("--png-dir needs -o/--output: the PNGs are the HTML report's plots")
     from vmio.report import data, page, seed000, side_by_side  # page: matplotlib (0.3 s), only for `report`
@@ -108,6 +115,30 @@ def cmd_report(args: argparse.Namespace) -> int:
             f"wrote {written[0]} ({len(report.plots)} plots"
             + (f", PNGs in {args.png_dir})" if args.png_dir else ")")
         )
+    return 0
+
+
+def report_series(args: argparse.Namespace) -> int:
+    """``vmio report --series SERIES -o PAGE.html``."""
+    from vmio.cli.trend import checked_series
+
+    if args.series is None:
+        raise InputError("vmio report needs a CAMPAIGN, or --series SERIES")
+    if args.campaigns or args.output is None or args.png_dir is not None or args.baseline is not None:
+        raise InputError(
+            "vmio report --series SERIES takes -o PAGE.html and no campaign, --png-dir or --baseline"
+        )
+    from vmio.report import page, trend, trend_page
+
+    with open_store(args) as store:
+        result = trend.build(store, checked_series(args.series))
+    try:
+        written = page.atomic_write(args.output, trend_page.render(result, page.CSS).encode())
+    except OSError as exc:
+        raise InputError(f"cannot write the report to {str(args.output)!r}: {exc.strerror or exc}") from None
+    figures = sum(1 for f in trend.FIGURES if any(f in p.figures for p in result.points))
+    print(f"wrote {written} (series {result.series!r}: {len(result.campaigns)} campaigns, {figures} figures, "
+          f"{len(result.changes)} changes)")  # fmt: skip
     return 0
 
 
@@ -182,7 +213,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             "--fail-on-inconclusive goes with --fail-on-regression PCT (the size of change to judge)"
         )
     with open_store(args) as store:
-        loaded = [data.load(store, n) for n in names]
+        loaded = [data.load_points(store, n) for n in names]  # the stored summaries: no detail table
     if len(loaded) == 1:
         rows = compare.against_baseline(loaded[0], args.baseline)
         if not rows:

@@ -19,36 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from vmio.dstore.figures import Figures
+from vmio.dstore.settings import DEFAULT_BS as DEFAULT_BS  # re-exported: the profile's names
+from vmio.dstore.settings import Criteria as Criteria
 from vmio.errors import InputError
 from vmio.units import format_size, parse_size
 
-DEFAULT_BS = (4 << 10, 8 << 10, 16 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10, 512 << 10, 1 << 20)
 VERDICTS = ("ideal", "acceptable", "fails")
 SPIKES = ("ok", "max-over", "p99-over")
-
-
-@dataclass(frozen=True)
-class Criteria:
-    """Service criteria of seed 002 (all configurable)."""
-
-    ideal_ms: float = 20.0
-    acceptable_ms: float = 100.0
-    min_iops_host: float = 500.0
-    min_iops_cluster: float = 4000.0
-    spike_ms: float = 100.0
-
-    def __post_init__(self) -> None:
-        if not 0 < self.ideal_ms <= self.acceptable_ms:
-            raise InputError(
-                f"criteria: ideal {self.ideal_ms!r} ms must be > 0 and ≤ acceptable {self.acceptable_ms!r} ms"
-            )
-        if self.min_iops_host < 0 or self.min_iops_cluster < 0:
-            raise InputError(
-                f"criteria: IOPS minimums {self.min_iops_host!r}, {self.min_iops_cluster!r} "
-                "must not be negative"
-            )
-        if not self.spike_ms > 0:
-            raise InputError(f"criteria: spike limit {self.spike_ms!r} ms must be > 0")
 
 
 @dataclass(frozen=True)

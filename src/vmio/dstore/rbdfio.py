@@ -10,6 +10,7 @@ import json
 from dataclasses import dataclass, field
 
 from vmio.dstore.cluster import ClusterRef
+from vmio.dstore.settings import IODEPTH, RWMIXREAD
 from vmio.errors import InputError
 
 
@@ -21,8 +22,8 @@ class RbdJob:
     runtime_s: float = 10.0
     ramp_s: float = 0.0
     rw: str = "randrw"
-    rwmixread: int = 30
-    iodepth: int = 50
+    rwmixread: int = RWMIXREAD
+    iodepth: int = IODEPTH
     numjobs: int = 1
     clientname: str = "admin"
     extra: dict[str, str] = field(default_factory=dict)

@@ -5,17 +5,48 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from vmio.dstore.cluster import Shaping
-from vmio.dstore.profile import DEFAULT_BS, Criteria
-from vmio.dstore.rbdfio import RbdJob
+from vmio.errors import InputError
 
+if TYPE_CHECKING:
+    from vmio.dstore.cluster import Shaping
+
+# bitisle-dstore-2014's block sizes, mix (30 % reads) and depth (50 outstanding I/Os); apart from
+# vmio.dstore.profile and .rbdfio (which use them) so that `vmio dstore --help` shows them without fio or Ceph
+DEFAULT_BS = (4 << 10, 8 << 10, 16 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10, 512 << 10, 1 << 20)
+RWMIXREAD = 30
+IODEPTH = 50
 FAIL_OSD_BS = 4096  # the one block size of a --fail-osd time series
 PROFILE_RUNTIME_S = 10.0  # per block size
 AT_S = 10.0  # a --fail-osd run stops the OSD this long after its start
 BACK_AT_S = 40.0  # and starts it again at this time
 WRITE_PATHS = ("primary", "fanout")  # how the model sends a write to its replicas (vmio.dstore.model)
 AFTER_BACK_S = 20.0  # a --fail-osd run goes on this long after the OSD is started again
+
+
+@dataclass(frozen=True)
+class Criteria:
+    """Service criteria of seed 002 (all configurable)."""
+
+    ideal_ms: float = 20.0
+    acceptable_ms: float = 100.0
+    min_iops_host: float = 500.0
+    min_iops_cluster: float = 4000.0
+    spike_ms: float = 100.0
+
+    def __post_init__(self) -> None:
+        if not 0 < self.ideal_ms <= self.acceptable_ms:
+            raise InputError(
+                f"criteria: ideal {self.ideal_ms!r} ms must be > 0 and ≤ acceptable {self.acceptable_ms!r} ms"
+            )
+        if self.min_iops_host < 0 or self.min_iops_cluster < 0:
+            raise InputError(
+                f"criteria: IOPS minimums {self.min_iops_host!r}, {self.min_iops_cluster!r} "
+                "must not be negative"
+            )
+        if not self.spike_ms > 0:
+            raise InputError(f"criteria: spike limit {self.spike_ms!r} ms must be > 0")
 
 
 @dataclass(frozen=True)
@@ -27,10 +58,12 @@ class UpSettings:
     osds: int = 3
     deadline_s: float = 180.0
     network: str = "loopback"
-    rate: int = Shaping.rate
+    rate: int = 10_000_000_000  # bit/s: bitisle-dstore-2014's 10 GbE (vmio.system.netns.DEFAULT_RATE)
     delay_ms: float | None = None
 
     def shaping(self) -> Shaping | None:
+        from vmio.dstore.cluster import Shaping  # not for --help: settings stay free of Ceph's modules
+
         return Shaping(self.rate, self.delay_ms) if self.network == "netns" else None
 
 
@@ -44,8 +77,8 @@ class ProfileSettings:
     bs: tuple[int, ...] | None = None
     runtime_s: float | None = None
     ramp_s: float = 1.0
-    iodepth: int = RbdJob.iodepth  # bitisle-dstore-2014: 50 outstanding I/Os
-    rwmixread: int = RbdJob.rwmixread  # bitisle-dstore-2014: 30 % reads
+    iodepth: int = IODEPTH
+    rwmixread: int = RWMIXREAD
     criteria: Criteria = field(default_factory=Criteria)
     compare: str | None = None  # replicas | striping
     baseline: str | None = None  # replicas=N | file:PATH

@@ -10,8 +10,38 @@ KernelSource(kernel: Path | None = None, modules: Path | None = None)
 FIO_PORT (8765, the guest's fio server port), READY_MARKER ("VMIO-READY", on the serial console)
 """
 
-from vmio.guest.image import FIO_PORT, READY_MARKER, GuestImage, build, cache_root, find
-from vmio.guest.inputs import KernelSource, Versions
+import importlib as _importlib
+import typing as _typing
+
+if _typing.TYPE_CHECKING:
+    from vmio.guest.image import FIO_PORT, READY_MARKER, GuestImage, build, cache_root, find
+    from vmio.guest.inputs import KernelSource, Versions
+
+# The names above are imported on first use (PEP 562), so that one module of the package (``guest.cpio``
+# for a libvirt canary's initramfs) comes without the image builder and the fio it packs.
+_LAZY = {
+    "FIO_PORT": "vmio.guest.image",
+    "GuestImage": "vmio.guest.image",
+    "KernelSource": "vmio.guest.inputs",
+    "READY_MARKER": "vmio.guest.image",
+    "Versions": "vmio.guest.inputs",
+    "build": "vmio.guest.image",
+    "cache_root": "vmio.guest.image",
+    "find": "vmio.guest.image",
+}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'vmio.guest' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "FIO_PORT",

@@ -13,7 +13,6 @@ import shutil
 from pathlib import Path
 
 from vmio.errors import InputError
-from vmio.guest import inputs
 from vmio.guest.cpio import CpioWriter
 from vmio.libvirt.virsh import AGENT_CHANNEL
 from vmio.system.process import Runner
@@ -51,6 +50,8 @@ def find_agent(runner: Runner) -> Path:
 
 def write(base: Path, out: Path, runner: Runner) -> None:
     """``base`` (the guest's initramfs) followed by the agent's archive, into ``out``."""
+    from vmio.guest import inputs  # fio's runner and the spec: when a canary's initramfs is written
+
     agent = find_agent(runner)
     libs = inputs.shared_libraries(runner, str(agent))
     dirs = sorted({str(lib.parent) for lib in libs} | set(LIB_DIRS))

@@ -94,10 +94,18 @@ class CampaignData:
     sla: Sla | None = None  # the spec's [campaign] sla
     workload_specs: dict[str, Workload] = field(default_factory=dict)  # each workload's spec, by name
     stops: list[dict[str, object]] = field(default_factory=list)  # where sweeps stopped at stop_at, and why
+    # repeat-until-stable, by point key without the repetition: (repetitions taken, settled, IOPS spread)
+    settles: dict[str, tuple[int, bool, float | None]] = field(default_factory=dict)
     _builds: dict[str, str] | None = field(default=None, init=False, repr=False, compare=False)
+    # read once from the rows (each group's table line asks them: 100k points, 200 groups)
+    _done: list[Row] | None = field(default=None, init=False, repr=False, compare=False)
+    _ddirs: dict[str, list[str]] | None = field(default=None, init=False, repr=False, compare=False)
+    _tcg: set[str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def done(self) -> list[Row]:
-        return [r for r in self.rows if r.done]
+        if self._done is None:
+            self._done = [r for r in self.rows if r.done]
+        return list(self._done)
 
     def groups(self) -> list[Group]:
         return group(self.rows, self.target_names(), self.workloads())
@@ -111,8 +119,12 @@ class CampaignData:
 
     def ddirs(self, workload: str) -> list[str]:
         """The directions a workload moved data in."""
-        rows = [r for r in self.done() if r.workload == workload]
-        return [d for d in DDIRS if any(r.ops(d) for r in rows)]
+        if self._ddirs is None:
+            moved: dict[str, set[str]] = {}
+            for r in self.done():
+                moved.setdefault(r.workload, set()).update(d for d in DDIRS if r.ops(d))
+            self._ddirs = {w: [d for d in DDIRS if d in found] for w, found in moved.items()}
+        return list(self._ddirs.get(workload, []))
 
     def builds(self) -> dict[str, str]:
         """Each VM target's QEMU build (``qemu 10.0.2 / q35``) from its done points; a target whose points
@@ -136,7 +148,9 @@ class CampaignData:
         differ only in build are told apart wherever a target is named)."""
         build = self.builds().get(target) if self.several_builds() else None
         label = f"{target} ({build})" if build else target
-        if any(r.accel == "tcg" for r in self.done() if r.target == target):
+        if self._tcg is None:
+            self._tcg = {r.target for r in self.done() if r.accel == "tcg"}
+        if target in self._tcg:
             label += f" {TCG_MARK}"  # its ratio to bare metal measures an emulated CPU, not KVM
         return label
 
@@ -166,6 +180,8 @@ def tcg_note(labels: Iterable[str]) -> str:
 
 
 def load(store: Store, campaign: str) -> CampaignData:
+    """A campaign's points with their detail: samples, operations, merged histograms and their per-second
+    logs, and each point's ``run`` row (what a report draws)."""
     spec = store.spec(campaign)
     runs = {r["point_key"]: r for r in store.runs(campaign)}
     every_samples, every_oplat = store.campaign_samples(campaign), store.campaign_oplat(campaign)
@@ -181,8 +197,23 @@ def load(store: Store, campaign: str) -> CampaignData:
     specs = {w.name: w for w in spec.workloads}
     rows, workloads = swept_labels(point_rows(store, campaign), [w.name for w in spec.workloads], specs)
     targets, stops = {t.name: t for t in spec.targets}, store.stops(campaign)
-    return CampaignData(
+    data = CampaignData(
         campaign, rows, runs, targets, workloads, samples, oplat, hists, logs, spec.sla, specs, stops
+    )
+    data.settles = store.settles(campaign)
+    return data
+
+
+def load_points(store: Store, campaign: str) -> CampaignData:
+    """A campaign's points without their detail (no samples, operations, histograms or run rows): all that
+    ``compare`` and the summary table read, so 100k points are read from their stored summaries alone and
+    the big per-point detail tables are neither read nor checked."""
+    spec = store.spec(campaign)
+    specs = {w.name: w for w in spec.workloads}
+    rows, workloads = swept_labels(point_rows(store, campaign), [w.name for w in spec.workloads], specs)
+    targets, stops = {t.name: t for t in spec.targets}, store.stops(campaign)
+    return CampaignData(
+        campaign, rows, {}, targets, workloads, sla=spec.sla, workload_specs=specs, stops=stops
     )
 
 
@@ -196,6 +227,9 @@ def swept_labels(
     labels: dict[str, list[str]] = {}
     out = []
     for row in rows:
+        if "qd=" not in row.point and "jobs=" not in row.point:  # no sweep (most points): no search
+            out.append(row)
+            continue
         middle = row.point.partition("/bs=")[2].partition("/offered=")[0]
         swept = re.findall(r"/((?:qd|jobs)=\d+)", middle)
         if not swept:

@@ -301,6 +301,26 @@ def _facts(data: CampaignData) -> str:
     return (
         f'<p>{html.escape(count)}; host facts of the first point:</p><table class="facts">{cells}</table>'
         + _storage(data)
+        + _settles(data)
+    )
+
+
+def _settles(data: CampaignData) -> str:
+    """Repeat-until-stable (``until_spread``): how many repetitions each point took and whether it settled."""
+    if not data.settles:
+        return ""
+    rows = "".join(
+        f"<tr><td>{html.escape(point)}</td><td class='num'>{taken}</td>"
+        f"<td{'' if settled else ' class=no'}>{'settled' if settled else 'did NOT settle'}</td>"
+        f"<td class='num'>{'-' if spread is None else f'{spread * 100:.1f}%'}</td></tr>"
+        for point, (taken, settled, spread) in sorted(data.settles.items())
+    )
+    return (
+        "<p id='until-stable'>Repeat until stable: each point's repetitions and whether its IOPS spread (the "
+        "half-width of the 95 % interval of the mean) came within <code>until_spread</code>:</p>"
+        "<table><tr><th>point</th><th>repetitions</th><th>settled</th><th>spread</th></tr>"
+        + rows
+        + "</table>"
     )
 
 

@@ -20,6 +20,11 @@ def dumps(campaign: Campaign, comment: str = "") -> str:
         lines.append(f'sla = "{campaign.sla.metric}={campaign.sla.bound_ms:g}ms"')
     if campaign.seed is not None:
         lines.append(f"seed = {campaign.seed}")
+    if campaign.series is not None:
+        lines.append(f"series = {_value(campaign.series)}")
+    if campaign.until is not None:
+        lines.append(f'until_spread = "{campaign.until.bound * 100:g}%"')
+        lines.append(f"max_repetitions = {campaign.until.max_repetitions}")
     for target in campaign.targets:
         lines += ["", "[[target]]", *_table(target)]
     for workload in campaign.workloads:

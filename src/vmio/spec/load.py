@@ -37,6 +37,7 @@ from vmio.spec.model import (
     Workload,
     swept_jobs,
 )
+from vmio.spec.series import series_name, until_stable
 from vmio.spec.sla import Sla, parse_sla, parse_stored_sla
 from vmio.spec.steady import parse_steady
 from vmio.spec.tomlfile import Locator, load_toml, loads_toml
@@ -91,6 +92,8 @@ def _campaign(
     repetitions = head.take("repetitions", f.integer(1, 1000), 1)
     sla: Sla | None = head.take("sla", parse_stored_sla if stored else parse_sla, None)
     seed: int | None = head.take("seed", f.integer(0, MAX_SEED), None)
+    series: str | None = head.take("series", series_name, None)
+    until = until_stable(head, repetitions)
     head.done()
     targets = tuple(_target(t, loc, i, stored) for i, t in enumerate(_array(data, "target", loc)))
     workloads = tuple(
@@ -120,7 +123,7 @@ def _campaign(
             "no workload has ops = N (the operations per process to replay at those offsets)"
         )
         raise loc.error("campaign", 0, "seed", why)
-    return Campaign(name, repetitions, targets, workloads, loc.path, sla, seed)
+    return Campaign(name, repetitions, targets, workloads, loc.path, sla, seed, series, until)
 
 
 def _check_ops_loads(targets: tuple[Target, ...], workloads: tuple[Workload, ...], loc: Locator) -> None:

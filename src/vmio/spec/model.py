@@ -12,6 +12,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from functools import cached_property
 
+from vmio.spec.series import UntilStable
 from vmio.spec.sla import Sla
 from vmio.spec.steady import Steady
 from vmio.units import format_size
@@ -169,6 +170,8 @@ class Campaign:
     path: str = "<spec>"
     sla: Sla | None = None  # a latency bound the report's summary states the highest IOPS within
     seed: int | None = None  # seed 004: the ``ops`` workloads' operation offsets are generated from it
+    series: str | None = None  # the series the campaign belongs to (``vmio trend``)
+    until: UntilStable | None = None  # repeat-until-stable: ``until_spread`` and ``max_repetitions``
 
     def canonical(self) -> str:
         """A stable JSON text of what defines the points (not the path, not repetitions)."""

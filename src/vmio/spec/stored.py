@@ -11,6 +11,7 @@ from typing import Any
 from vmio.spec import fields as f
 from vmio.spec.load import MAX_SEED
 from vmio.spec.model import Campaign, HostTarget, QemuTarget, RbdTarget, RemoteTarget, Target, Workload
+from vmio.spec.series import series_name, until_stable
 from vmio.spec.sla import Sla, parse_stored_sla
 from vmio.spec.steady import parse_steady
 from vmio.spec.tomlfile import Locator
@@ -37,7 +38,9 @@ def restore(name: str, spec_text: str | None, canonical: str | None, path: str =
     repetitions = table.take("repetitions", f.integer(1, 1000), 1)
     sla: Sla | None = table.take("sla", parse_stored_sla, None)  # older stores may hold a bare number
     seed: int | None = table.take("seed", f.integer(0, MAX_SEED), body.get("seed"))
-    return Campaign(name, repetitions, targets, workloads, path, sla, seed)
+    series: str | None = table.take("series", series_name, None)
+    until = until_stable(table, repetitions)
+    return Campaign(name, repetitions, targets, workloads, path, sla, seed, series, until)
 
 
 def _target(data: dict[str, Any]) -> Target:

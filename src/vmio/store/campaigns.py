@@ -45,7 +45,8 @@ def _imported_files(store: Store, name: str) -> list[dict[str, object]]:
 
 
 def campaign_rows(store: Store) -> list[dict[str, object]]:
-    """Every campaign, oldest first: name, created, targets, workloads, points done/failed, accelerators."""
+    """Every campaign, oldest first: name, created, targets, workloads, points done/failed, accelerators, the
+    series it belongs to (null: none)."""
     counts: dict[int, dict[str, int]] = {}
     accels: dict[int, set[str]] = {}
     ran: dict[int, tuple[list[str], list[str]]] = {}
@@ -57,6 +58,7 @@ def campaign_rows(store: Store) -> list[dict[str, object]]:
         _add(targets, r[3])
         _add(workloads, r[4])
     rows: list[dict[str, object]] = []
+    series = {name: store.series_of(name) for name in store.campaigns()}
     for c in store.db.execute("SELECT id, name, created, canonical, spec_path FROM campaign ORDER BY id"):
         defined = _defined(c["canonical"])
         targets, workloads = ran.get(c["id"], ([], []))
@@ -71,6 +73,7 @@ def campaign_rows(store: Store) -> list[dict[str, object]]:
                 "points_done": done.get("done", 0),
                 "points_failed": done.get("failed", 0),
                 "accel": sorted(accels.get(c["id"], ())),
+                "series": series.get(c["name"]),
             }
         )
         if c["spec_path"] == IMPORTED:

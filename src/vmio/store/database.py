@@ -403,6 +403,79 @@ class Store:
                 (json.dumps(list(stops), sort_keys=True) if stops else None, name),
             )
 
+    # series ----------------------------------------------------------------------------------
+
+    def series_of(self, name: str) -> str | None:
+        """The series campaign ``name`` belongs to (None: none, or a store from before series)."""
+        value = self._campaign_column(name, "series")
+        return None if value is None else str(value)
+
+    def set_series(self, name: str, series: str | None) -> None:
+        """Put campaign ``name`` in ``series`` (None: in none)."""
+        self.require(name)
+        with self.transaction() as db:
+            db.execute("UPDATE campaign SET series = ? WHERE name = ?", (series, name))
+
+    def series_campaigns(self, series: str) -> list[sqlite3.Row]:
+        """The campaigns of ``series`` in time order (when each one's first point started: an import's fio run
+        time, not when it was imported; a campaign without points, when it was created), with ``accepted``."""
+        if "series" not in self._campaign_columns():
+            return []
+        return list(
+            self.db.execute(
+                "SELECT c.id, c.name, COALESCE(MIN(r.started), c.created) AS created, c.accepted, c.spec_path, "
+                "c.canonical, c.spec_text FROM campaign c LEFT JOIN run r ON r.campaign_id = c.id "
+                "WHERE c.series = ? GROUP BY c.id ORDER BY created, c.id",
+                (series,),
+            )
+        )
+
+    def series_names(self) -> list[str]:
+        if "series" not in self._campaign_columns():
+            return []
+        return [
+            r[0]
+            for r in self.db.execute(
+                "SELECT DISTINCT series FROM campaign WHERE series IS NOT NULL ORDER BY series"
+            )
+        ]
+
+    def accept(self, name: str) -> None:
+        """Mark campaign ``name`` as an expected change of its series: its series' window starts there."""
+        self.require(name)
+        with self.transaction() as db:
+            db.execute("UPDATE campaign SET accepted = ? WHERE name = ?", (time.time(), name))
+
+    def settles(self, name: str) -> dict[str, tuple[int, bool, float | None]]:
+        """Per point (its key without the repetition): repetitions taken, settled, IOPS spread (a fraction)."""
+        if "series" not in self._campaign_columns():
+            return {}
+        rows = self.db.execute(
+            "SELECT point, repetitions, settled, spread FROM point_settle JOIN campaign c ON c.id = campaign_id "
+            "WHERE c.name = ?",
+            (name,),
+        )
+        return {r[0]: (int(r[1]), bool(r[2]), r[3]) for r in rows}
+
+    def set_settle(
+        self, name: str, point: str, repetitions: int, settled: bool, spread: float | None
+    ) -> None:
+        cid = self.require(name)["id"]
+        with self.transaction() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO point_settle VALUES (?, ?, ?, ?, ?)",
+                (cid, point, repetitions, int(settled), spread),
+            )
+
+    def _campaign_column(self, name: str, column: str) -> object:
+        row = self.db.execute("SELECT * FROM campaign WHERE name = ?", (name,)).fetchone()
+        if row is None or column not in self._campaign_columns():  # older stores have no such column
+            return None
+        return row[column]
+
+    def _campaign_columns(self) -> set[str]:
+        return {r[1] for r in self.db.execute("PRAGMA table_info(campaign)")}
+
     def done_keys(self, name: str) -> set[str]:
         rows = self.db.execute(
             "SELECT point_key FROM run JOIN campaign c ON c.id = run.campaign_id WHERE c.name = ? AND status = 'done'",

@@ -1,7 +1,8 @@
 """Export a campaign's points and metric series as CSV, JSON or Parquet, written atomically.
 
 NDJSON gives one sample per line and per done point and metric in PKB's shape (labels as an object);
-Prometheus a node-exporter textfile with the same labels. CSV and Parquet give three tables: the points at ``PATH``, the series at ``PATH`` with ``.series``
+Prometheus a node-exporter textfile with the same labels; a campaign in a series (``vmio trend``) also carries
+the label ``series``, so a dashboard draws the same line as the trend. CSV and Parquet give three tables: the points at ``PATH``, the series at ``PATH`` with ``.series``
 before the suffix and the per-operation latencies (``ops`` workloads) with ``.oplat``. JSON gives one
 document ``{"campaign", "points", "series", "oplat"}``.
 """
@@ -57,6 +58,7 @@ def samples(store: Store, campaign: str) -> list[PkbSample]:
     """PKB's sample shape, one per done point and metric with a value: metric, value, unit, labels
     (an object), timestamp (the point's end, seconds since the epoch)."""
     ended = {r["point_key"]: r["ended"] for r in store.runs(campaign)}
+    series = store.series_of(campaign)  # a label only for a campaign in a series (vmio trend)
     out: list[PkbSample] = []
     for row in point_rows(store, campaign):
         if not row.done:
@@ -73,6 +75,8 @@ def samples(store: Store, campaign: str) -> list[PkbSample]:
             "qemu_version": row.qemu_version,
             "host": row.host_facts.get("hostname"),
         }
+        if series is not None:
+            labels["series"] = series
         for metric, unit, read in SAMPLE_METRICS:
             value = read(row)
             if value is None or (metric.endswith(("_iops", "_bw")) and not row.ops(metric.split("_")[0])):
@@ -107,7 +111,8 @@ def prometheus(rows: list[PkbSample]) -> bytes:
         name, scale, base = prom_name(metric, unit)
         lines += [f"# HELP {name} vmio point {metric} in {base}", f"# TYPE {name} gauge"]
         for r in mine:
-            labels = ",".join(f'{k}="{_prom_escape(r["labels"][k])}"' for k in LABELS)
+            keys = (*LABELS, "series") if "series" in r["labels"] else LABELS
+            labels = ",".join(f'{k}="{_prom_escape(r["labels"][k])}"' for k in keys)
             lines.append(
                 f"{name}{{{labels}}} {r['value'] * scale!r}"
             )  # the textfile collector refuses timestamps

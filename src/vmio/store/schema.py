@@ -196,6 +196,24 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         ALTER TABLE run ADD COLUMN qemu_cpu_json TEXT;
         """,
     ),
+    (
+        10,
+        "series: the series a campaign belongs to and the campaigns accepted in it; per point, the repetitions "
+        "repeat-until-stable took and whether it settled",
+        """
+        ALTER TABLE campaign ADD COLUMN series TEXT;
+        ALTER TABLE campaign ADD COLUMN accepted REAL;
+        CREATE INDEX campaign_series ON campaign(series);
+        CREATE TABLE point_settle (
+            campaign_id INTEGER NOT NULL REFERENCES campaign(id) ON DELETE CASCADE,
+            point TEXT NOT NULL,
+            repetitions INTEGER NOT NULL,
+            settled INTEGER NOT NULL CHECK (settled IN (0, 1)),
+            spread REAL,
+            PRIMARY KEY (campaign_id, point)
+        );
+        """,
+    ),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 PCT_COLUMNS = {"p50": "p50", "p90": "p90", "p99": "p99", "p99.9": "p999", "p99.99": "p9999"}
