@@ -128,9 +128,14 @@ def test_a_stored_profile_reads_back_with_show_and_export(
         assert value == pytest.approx(mine[f"{ddir}_iops"] / theirs[f"{ddir}_iops"], rel=1e-9)
 
     # the JSON keeps the shape and keys vmio printed before its profiles were campaigns (the golden, from
-    # the same options with --compare as well)
+    # the same options with --compare as well), and each configuration's setup now names the network its
+    # replicas crossed (the file baseline none); a profile stored before that prints none
     golden = json_shape(json.loads(DSTORE_GOLDEN_JSON.read_text()))
-    assert json_shape(out) == {k: v for k, v in golden.items() if k != "compare"}  # type: ignore[union-attr]
+    assert isinstance(golden, dict)
+    golden["setup"] |= {"network": {"kind": "str", "rate": None, "delay_ms": None}}
+    golden["baseline"]["setup"] |= {"network": None}
+    assert json_shape(out) == {k: v for k, v in golden.items() if k != "compare"}
+    assert out["setup"]["network"] == {"kind": "loopback", "rate": None, "delay_ms": None}
 
     # the same profile again resumes the stored one: nothing is measured, the same profile is printed
     with Store(str(db), readonly=True) as store:

@@ -44,6 +44,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=f"{UpSettings.deadline_s:g}s",
         help="time allowed for all PGs to be active+clean",
     )
+    p.add_argument(
+        "--network",
+        choices=("loopback", "netns"),
+        default=UpSettings.network,
+        help="loopback: every daemon on 127.0.0.1; netns: the mon, each OSD and the client each in a network "
+        "namespace of its own, joined through a bridge by rate-shaped links (replicas cross them)",
+    )
+    p.add_argument(
+        "--rate", help="with --network netns: each link's rate (default 10gbit; e.g. 1gbit, 100mbit)"
+    )
+    p.add_argument(
+        "--delay-ms",
+        type=argtypes.real(0, 10000),
+        help="with --network netns: one-way delay added per link where the kernel has netem (else named absent)",
+    )
     p.set_defaults(handler=_up)
     p = dsub.add_parser("down", help="stop every daemon of a cluster and remove its folder")
     p.add_argument("--dir", required=True, type=Path, help="the folder `vmio dstore up` made")
@@ -203,10 +218,24 @@ def _settings(args: argparse.Namespace) -> ProfileSettings:
 
 def _up(args: argparse.Namespace) -> int:
     from vmio.dstore import commands
+    from vmio.dstore.profile import network_text
+    from vmio.system.netns import parse_rate
 
-    ref = commands.up(args.dir, UpSettings(args.osds, _duration("--deadline", args.deadline)))
+    if args.network != "netns":
+        for flag, value in (("--rate", args.rate), ("--delay-ms", args.delay_ms)):
+            if value is not None:
+                raise InputError(f"{flag} {value!r} shapes a network of namespaces; give --network netns too")
+    settings = UpSettings(
+        args.osds,
+        _duration("--deadline", args.deadline),
+        args.network,
+        parse_rate(args.rate) if args.rate is not None else UpSettings.rate,
+        args.delay_ms,
+    )
+    ref = commands.up(args.dir, settings)
     print(
-        f"cluster up in {ref.root}: conf {ref.conf}, pool {ref.pool} (size {ref.replicas}), image {ref.image}"
+        f"cluster up in {ref.root}: conf {ref.conf}, pool {ref.pool} (size {ref.replicas}), image {ref.image}; "
+        f"network: {network_text(ref.network_json())}"
     )
     return 0
 

@@ -10,6 +10,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from vmio.system.netns import SUBNET, Network
 from vmio.system.ports import free_port
 
 LOOPBACK = "127.0.0.1"
@@ -28,6 +29,16 @@ class ClusterLayout:
     image_size_mib: int = 1024
     pg_num: int = 32
     osd_block_mib: int = 4096
+    network: Network | None = None  # the monitor, each OSD and the client in namespaces of their own
+
+    def role(self, name: str) -> str:
+        """The network member a daemon (``mon.a``, ``mgr.x``, ``osd.2``) lives in: the mgr beside the mon."""
+        kind, _, ident = name.partition(".")
+        return "mon" if kind in ("mon", "mgr") else f"{kind}{ident}"
+
+    @property
+    def mon_addr(self) -> str:
+        return LOOPBACK if self.network is None else self.network.addr("mon")
 
     @property
     def conf(self) -> Path:
@@ -53,9 +64,31 @@ class ClusterLayout:
         return self.root / "osd" / f"ceph-{osd_id}"
 
 
-def new_layout(root: Path, osds: int = 3) -> ClusterLayout:
-    """A layout for a new cluster in ``root`` with a fresh fsid and a free mon port on 127.0.0.1."""
-    return ClusterLayout(root=root, fsid=str(uuid.uuid4()), mon_port=free_port(), osds=osds)
+def new_layout(root: Path, osds: int = 3, network: Network | None = None) -> ClusterLayout:
+    """A layout for a new cluster in ``root`` with a fresh fsid and a free mon port on 127.0.0.1 (Ceph's
+    own 3300 inside a network of namespaces, where nothing else listens)."""
+    port = free_port() if network is None else 3300
+    return ClusterLayout(root=root, fsid=str(uuid.uuid4()), mon_port=port, osds=osds, network=network)
+
+
+def _addresses(layout: ClusterLayout) -> list[str]:
+    """Where the daemons bind: 127.0.0.1, or each its own namespace's address (a section per daemon)."""
+    net = layout.network
+    if net is None:
+        return [f"public addr = {LOOPBACK}", f"cluster addr = {LOOPBACK}", "public network = 127.0.0.0/8"]
+    return [f"public network = {SUBNET}", f"cluster network = {SUBNET}"]
+
+
+def _sections(layout: ClusterLayout) -> list[str]:
+    net = layout.network
+    if net is None:
+        return []
+    lines: list[str] = []
+    names = ["mon.a", "mgr.x", *(f"osd.{i}" for i in range(layout.osds))]
+    for name in names:
+        addr = net.addr(layout.role(name))
+        lines += [f"[{name}]", f"public addr = {addr}", f"cluster addr = {addr}", ""]
+    return lines
 
 
 def render_conf(layout: ClusterLayout) -> str:
@@ -64,10 +97,8 @@ def render_conf(layout: ClusterLayout) -> str:
     lines = [
         "[global]",
         f"fsid = {layout.fsid}",
-        f"mon host = v2:{LOOPBACK}:{layout.mon_port}",
-        f"public addr = {LOOPBACK}",
-        f"cluster addr = {LOOPBACK}",
-        "public network = 127.0.0.0/8",
+        f"mon host = v2:{layout.mon_addr}:{layout.mon_port}",
+        *_addresses(layout),
         "ms bind ipv6 = false",
         "ms bind msgr1 = false",
         # cephx: the mon and OSD ports stay open on 127.0.0.1; only holders of the keyring (0600, in the
@@ -124,5 +155,6 @@ def render_conf(layout: ClusterLayout) -> str:
         f"log file = {layout.log_dir}/$name.$pid.log",
         "rbd cache = false",
         "",
+        *_sections(layout),
     ]
     return "\n".join(lines)

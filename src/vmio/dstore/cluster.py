@@ -2,6 +2,13 @@
 
 ``up`` builds it in a folder and waits for every PG to be active+clean; ``down`` stops each daemon by the
 PID in its pid file (checking the PID still runs a daemon of this cluster) and removes the folder.
+
+With a ``Shaping`` the monitor (and the mgr beside it), each OSD and the client live each in a network
+namespace of their own, joined through a bridge by rate-shaped links (``vmio.system.netns``): every
+mirrored write crosses the link from its primary OSD to each replica's. Every ``ceph``, ``rbd`` and ``fio``
+of the cluster then runs in the client's namespace (``client_runner``). The namespaces go with the cluster
+(``down``, a failed ``up``); those of a cluster whose owning vmio died (SIGKILL) are removed, with its
+daemons and folder, by the next ``up`` (``sweep``).
 """
 
 from __future__ import annotations
@@ -20,13 +27,23 @@ from typing import Any
 from vmio.dstore import daemons
 from vmio.dstore.cephconf import ClusterLayout, new_layout, render_conf
 from vmio.errors import ClusterError, InputError, UnsafeTargetError
-from vmio.system import rbdimage
+from vmio.system import netns, rbdimage
 from vmio.system.cephclient import CephClient
-from vmio.system.process import Runner
+from vmio.system.netns import Network
+from vmio.system.process import Runner, alive
 
 STATE_FILE = "vmio-dstore.json"
 CMD_TIMEOUT = 60.0
 DAEMON_TOOLS = ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph", "monmaptool", "rbd")
+CLIENT_TOOLS = ("ceph", "rbd", "rados", "fio")  # what runs in the client's namespace
+
+
+@dataclass(frozen=True)
+class Shaping:
+    """``vmio dstore up --network netns``: each link's rate (bit/s) and the delay asked (ms, or none)."""
+
+    rate: int = netns.DEFAULT_RATE
+    delay_ms: float | None = None
 
 
 @dataclass(frozen=True)
@@ -40,6 +57,7 @@ class ClusterRef:
     replicas: int = 3
     osds: int = 3
     client: CephClient = CephClient()  # the cephx client to connect as (default: the conf's, admin)
+    network: Network | None = None  # the namespaces of a shaped cluster vmio started (None: loopback)
 
     def auth(self) -> tuple[str, ...]:
         """``--id NAME --keyring PATH`` for the ``ceph`` and ``rbd`` commands (empty: the conf's client)."""
@@ -48,6 +66,22 @@ class ClusterRef:
     def env(self) -> dict[str, str]:
         """Environment for clients that read only ``CEPH_CONF`` (fio's rbd engine)."""
         return {"CEPH_CONF": str(self.conf)}
+
+    def network_json(self) -> dict[str, object]:
+        """What a profile stores and prints about the network its replicas crossed."""
+        if self.network is not None:
+            return self.network.to_json()
+        kind = "loopback" if self.root is not None else "existing"
+        return {"kind": kind, "rate": None, "delay_ms": None}
+
+
+def client_runner(ref: ClusterRef, runner: Runner | None = None) -> Runner:
+    """A runner whose ``ceph``, ``rbd`` and ``fio`` reach the cluster: in the client's namespace when it has
+    one (it is unreachable from anywhere else), as ``runner`` otherwise."""
+    runner = runner or Runner()
+    if ref.network is None or isinstance(runner, netns.InNamespace):
+        return runner
+    return netns.InNamespace(ref.network.ns("client"), CLIENT_TOOLS, runner)
 
 
 def ceph(
@@ -67,8 +101,18 @@ def health(
     return str(raw.get("status", "unknown")), sorted(raw.get("checks", {}))
 
 
-def up(root: Path, *, osds: int = 3, runner: Runner | None = None, deadline_s: float = 180.0) -> ClusterRef:
-    """Start a new cluster in ``root`` (absent or empty); tear it down again if any step fails."""
+def up(
+    root: Path,
+    *,
+    osds: int = 3,
+    runner: Runner | None = None,
+    deadline_s: float = 180.0,
+    shaping: Shaping | None = None,
+    owned: bool = False,
+) -> ClusterRef:
+    """Start a new cluster in ``root`` (absent or empty); tear it down again if any step fails. ``shaping``:
+    in namespaces over shaped links. ``owned``: the cluster lives only as long as this process (a sweep
+    after its death removes it); otherwise it stays until ``down`` once it is up."""
     runner = runner or Runner()
     if not 1 <= osds <= 12:
         raise InputError(f"--osds {osds!r} is out of range; use 1 to 12 OSDs")
@@ -82,16 +126,35 @@ def up(root: Path, *, osds: int = 3, runner: Runner | None = None, deadline_s: f
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise InputError(f"--dir {str(root)!r} exists and is not an empty folder; give a new folder")
     check_own_folder(root)
+    if shaping is not None:
+        sweep(runner)
+    made = not root.exists()
     root.mkdir(mode=0o700, parents=True, exist_ok=True)
     root.chmod(0o700)  # the keyring, the conf and the daemons' sockets: vmio's user only
-    layout = new_layout(root, osds)
-    for sub in ("run", "log", "crash", "mon", "mgr", "osd"):
-        (root / sub).mkdir(parents=True, exist_ok=True)
-    layout.conf.write_text(render_conf(layout))
-    ref = ClusterRef(layout.conf, layout.pool, layout.image, root, min(3, osds), osds)
-    _write_state(root, ref, layout)
+    network = None
+    if shaping is not None:
+        roles = ["mon", *(f"osd{i}" for i in range(osds)), "client"]
+        try:
+            network = netns.make(roles, rate=shaping.rate, delay_ms=shaping.delay_ms, runner=runner)
+        except BaseException:
+            if made:
+                root.rmdir()
+            raise
+    layout = new_layout(root, osds, network)
+    ref = ClusterRef(layout.conf, layout.pool, layout.image, root, min(3, osds), osds, network=network)
+    try:
+        for sub in ("run", "log", "crash", "mon", "mgr", "osd"):
+            (root / sub).mkdir(parents=True, exist_ok=True)
+        layout.conf.write_text(render_conf(layout))
+        _write_state(root, ref, layout, owner=os.getpid())
+    except BaseException:
+        if network is not None:
+            netns.remove(network.token, runner)
+        raise
     try:
         _bootstrap(runner, layout, ref.replicas, time.monotonic() + deadline_s)
+        if not owned:
+            _write_state(root, ref, layout, owner=None)  # up: it stays until `dstore down`
     except BaseException:
         down(root)
         raise
@@ -139,7 +202,7 @@ def _bootstrap(runner: Runner, layout: ClusterLayout, replicas: int, deadline: f
     conf = str(layout.conf)
     monmap = str(layout.root / "monmap")
     _keyring(runner, layout)
-    addr = f"[v2:127.0.0.1:{layout.mon_port}]"
+    addr = f"[v2:{layout.mon_addr}:{layout.mon_port}]"
     runner.run(
         ["monmaptool", "--create", "--fsid", layout.fsid, "--addv", "a", addr, monmap],
         timeout=CMD_TIMEOUT,
@@ -152,6 +215,8 @@ def _bootstrap(runner: Runner, layout: ClusterLayout, replicas: int, deadline: f
     )
     daemons.start(runner, layout, "mon", "a")
     daemons.start(runner, layout, "mgr", "x")
+    if layout.network is not None:  # the monitor is reachable only from the client's namespace
+        runner = netns.InNamespace(layout.network.ns("client"), CLIENT_TOOLS, runner)
     for _ in range(layout.osds):
         _add_osd(runner, layout)
     ceph(runner, layout.conf, "osd", "crush", "rule", "create-replicated", "vmio-osd", "default", "osd")
@@ -187,8 +252,11 @@ def _add_osd(runner: Runner, layout: ClusterLayout) -> None:
     with layout.keyring.open("a") as keyring:
         keyring.write(key if key.endswith("\n") else key + "\n")
     layout.osd_dir(osd_id).mkdir(parents=True)
+    mkfs = ["ceph-osd", "-c", str(layout.conf), "-i", str(osd_id), "--mkfs", "--osd-uuid", osd_uuid]
+    if layout.network is not None:
+        mkfs = ["ip", "netns", "exec", layout.network.ns(f"osd{osd_id}"), *mkfs]
     runner.run(
-        ["ceph-osd", "-c", str(layout.conf), "-i", str(osd_id), "--mkfs", "--osd-uuid", osd_uuid],
+        mkfs,
         timeout=120.0,
         error=ClusterError,
     )
@@ -222,9 +290,76 @@ def down(root: Path, *, term_wait_s: float = 20.0) -> list[str]:
         raise InputError(f"--dir {str(root)!r} does not exist; give the folder `vmio dstore up` made")
     if not (root / STATE_FILE).is_file():
         raise InputError(f"--dir {str(root)!r} has no {STATE_FILE}; it is not a cluster vmio started")
-    stopped = daemons.stop_all(root / "run", root / "ceph.conf", term_wait_s)
+    network = _state_network(root)
+    try:
+        stopped = daemons.stop_all(root / "run", root / "ceph.conf", term_wait_s)
+    finally:
+        if network is not None:
+            netns.remove(network.token)
     shutil.rmtree(root)
     return stopped
+
+
+def _state_network(root: Path) -> Network | None:
+    """The network a cluster's state file names (None: loopback, or no readable state)."""
+    try:
+        data = json.loads((root / STATE_FILE).read_text())
+        raw = data.get("network")
+        return None if raw is None else Network.from_json(raw)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def sweep(runner: Runner | None = None) -> list[str]:
+    """Remove vmio's namespaces that no live cluster or live vmio owns: those whose maker died before any
+    daemon ran in them, and every namespace, daemon and the folder of a cluster whose owning vmio died
+    (SIGKILL during ``up``, or during a run that brings its own cluster up and down). A cluster that is up
+    (``dstore up`` returned) is left alone. A cluster's folder is found through its running daemons' command
+    lines: one killed before any daemon ran keeps its folder (files only; ``dstore down --dir`` removes it).
+    The namespaces removed."""
+    runner = runner or Runner()
+    removed: list[str] = []
+    for token, names in netns.listed(runner).items():
+        maker = netns.maker(token)
+        running = {pid for ns in names for pid in netns.pids(ns, runner) if alive(pid)}
+        roots = {r for r in (_cluster_root(pid) for pid in running) if r is not None}
+        owners: list[int | None] = []
+        for root in roots:
+            network = _state_network(root)
+            if network is not None and network.token == token:
+                owners.append(_state_owner(root))
+        if any(owner is None or alive(owner) for owner in owners):
+            continue  # a cluster that is up, or whose owner is alive
+        if not owners and (maker is None or alive(maker)):
+            continue  # its maker may still be building it
+        for root in roots:
+            if _state_network(root) is not None:
+                daemons.stop_all(root / "run", root / "ceph.conf", 5.0)
+                shutil.rmtree(root, ignore_errors=True)
+        removed += netns.remove(token, runner, namespaces=names)
+    return removed
+
+
+def _cluster_root(pid: int) -> Path | None:
+    """The folder of the cluster a Ceph daemon runs for (its ``-c ROOT/ceph.conf``), if it has a state."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    for flag, value in zip(argv, argv[1:], strict=False):
+        if flag == b"-c" and value.endswith(b"/ceph.conf"):
+            root = Path(value.decode(errors="replace")).parent
+            if (root / STATE_FILE).is_file():
+                return root
+    return None
+
+
+def _state_owner(root: Path) -> int | None:
+    try:
+        owner = json.loads((root / STATE_FILE).read_text()).get("owner")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return None if owner is None else int(owner)
 
 
 def load(root: Path) -> ClusterRef:
@@ -247,6 +382,7 @@ def load(root: Path) -> ClusterRef:
             Path(data["root"]),
             int(data["replicas"]),
             int(data["osds"]),
+            network=None if data.get("network") is None else Network.from_json(data["network"]),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(f"{str(path)!r} lacks field {exc}; it was not written by `vmio dstore up`") from exc
@@ -272,6 +408,7 @@ def layout_of(ref: ClusterRef) -> ClusterLayout:
             osds=ref.osds,
             pool=ref.pool,
             image=ref.image,
+            network=ref.network,
         )
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise InputError(f"{str(path)!r} lacks the cluster's fsid and mon port: {exc}") from exc
@@ -280,15 +417,26 @@ def layout_of(ref: ClusterRef) -> ClusterLayout:
 def existing(
     conf: Path, pool: str, image: str, replicas: int = 3, client: CephClient | None = None
 ) -> ClusterRef:
-    """A reference to a cluster vmio did not start, after checking its ``ceph.conf`` exists."""
+    """A reference to a cluster named by its ``ceph.conf``, after checking it exists; the ``ceph.conf`` of a
+    shaped cluster of ``vmio dstore up`` brings its network (its clients must run in its namespace)."""
     if not conf.is_file():
         raise InputError(f"--conf {str(conf)!r} is not a file; give the cluster's ceph.conf")
-    return ClusterRef(conf.absolute(), pool, image, None, replicas, replicas, client or CephClient())
+    conf = conf.absolute()
+    network = _state_network(conf.parent) if conf.name == "ceph.conf" else None
+    if network is not None and not netns.listed().get(network.token):
+        network = None  # its namespaces are gone: the state is stale
+    return ClusterRef(conf, pool, image, None, replicas, replicas, client or CephClient(), network=network)
 
 
-def _write_state(root: Path, ref: ClusterRef, layout: ClusterLayout) -> None:
-    data = {k: str(v) if isinstance(v, Path) else v for k, v in asdict(ref).items() if k != "client"}
-    data.update(fsid=layout.fsid, mon_port=layout.mon_port, pid=os.getpid())
+def _write_state(root: Path, ref: ClusterRef, layout: ClusterLayout, owner: int | None) -> None:
+    """The cluster's state file; ``owner``: the vmio whose death ends the cluster (None: ``down`` does)."""
+    data = {
+        k: str(v) if isinstance(v, Path) else v
+        for k, v in asdict(ref).items()
+        if k not in ("client", "network")
+    }
+    data.update(fsid=layout.fsid, mon_port=layout.mon_port, pid=os.getpid(), owner=owner)
+    data["network"] = None if ref.network is None else ref.network.state()
     (root / STATE_FILE).write_text(json.dumps(data, indent=2) + "\n")
 
 
@@ -310,6 +458,7 @@ class ClusterStatus:
     pool_size: int | None
     dir: str | None = None
     daemons: dict[str, int] | None = None  # daemon name -> PID
+    network: dict[str, object] | None = None  # kind, rate (bit/s), delay_ms of a cluster vmio started
 
     @property
     def healthy(self) -> bool:
@@ -320,12 +469,13 @@ class ClusterStatus:
     def to_json(self) -> dict[str, object]:
         out = asdict(self)
         if self.dir is None:
-            del out["dir"], out["daemons"]
+            del out["dir"], out["daemons"], out["network"]
         return out
 
 
 def status(runner: Runner, ref: ClusterRef) -> ClusterStatus:
     """Health, OSDs up/in, PG states, pool size and the live daemons (for clusters vmio owns)."""
+    runner = client_runner(ref, runner)
     auth = ref.auth()
     raw = json.loads(ceph(runner, ref.conf, "status", "--format", "json", auth=auth))
     osdmap = raw.get("osdmap", {})
@@ -356,4 +506,5 @@ def status(runner: Runner, ref: ClusterRef) -> ClusterStatus:
         pool_size=size.get("size"),
         dir=None if ref.root is None else str(ref.root),
         daemons=None if ref.root is None else daemons.running(ref.root / "run", ref.conf),
+        network=None if ref.root is None else ref.network_json(),
     )

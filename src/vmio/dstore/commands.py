@@ -61,7 +61,7 @@ from vmio.units import format_size, parse_duration, parse_size
 
 def up(root: Path, settings: UpSettings) -> cluster.ClusterRef:
     """``vmio dstore up``: a new cluster in ``root``."""
-    return cluster.up(root, osds=settings.osds, deadline_s=settings.deadline_s)
+    return cluster.up(root, osds=settings.osds, deadline_s=settings.deadline_s, shaping=settings.shaping())
 
 
 def down(root: Path) -> list[str]:
@@ -152,6 +152,13 @@ def profile(
             folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="vmio-dstore-"))
             store = stack.enter_context(Store(str(Path(folder) / "profile.db")))
         ref = stack.enter_context(writable_target(where, runner, settings.destroy_data))
+        if settings.from_guest and ref.network is not None:
+            raise InputError(
+                f"--from-guest: the cluster in {str(ref.root)!r} lives in network namespaces "
+                "(dstore up --network netns) that a VM on this host cannot reach; profile from a guest on "
+                "a loopback cluster"
+            )
+        runner = cluster.client_runner(ref, runner)  # a shaped cluster: its clients in its namespace
         return _profile_on(ref, settings, runner, store, on_point, warn or (lambda _: None))
 
 
@@ -165,7 +172,7 @@ def plan(ref: cluster.ClusterRef, settings: ProfileSettings, load: Workload) -> 
         base = parse_baseline(settings.baseline, ref)
         if base.path is not None:
             facts = setup(ref, load, base.label, where="local file, libaio", path=str(base.path))
-            facts |= {"pool": None, "image": None}
+            facts |= {"pool": None, "image": None, "network": None}
             configs.append(Config(file_target("host-file", base.path), base.label, "baseline", facts, None))
         else:
             assert base.replicas is not None
@@ -344,8 +351,8 @@ def degraded(where: Where, settings: ProfileSettings, *, store: Store | None = N
     bs_list = settings.bs_list()
     if len(bs_list) != 1:
         raise InputError(f"--bs {_bs_text(settings)!r}: a run with --fail-osd takes one block size")
-    runner = Runner()
-    ref = target(where, runner)
+    ref = target(where)
+    runner = cluster.client_runner(ref)
     rbdimage.check_write(runner, ref.conf, ref.pool, ref.image, settings.destroy_data, ref.auth())
     at, back = settings.outage_times()
     runtime = settings.runtime()

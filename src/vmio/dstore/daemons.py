@@ -23,6 +23,8 @@ def start(runner: Runner, layout: ClusterLayout, kind: str, ident: str) -> int:
     """Start ``ceph-KIND -i IDENT`` (it daemonizes itself); return the PID from its pid file."""
     name = f"{kind}.{ident}"
     argv = [f"ceph-{kind}", "-c", str(layout.conf), "-i", ident]
+    if layout.network is not None:  # in its own namespace: it binds that namespace's address
+        argv = ["ip", "netns", "exec", layout.network.ns(layout.role(name)), *argv]
     runner.run(argv, timeout=START_TIMEOUT, error=ClusterError, leaves_daemon=True)
     pid_file = layout.pid_file(name)
     deadline = time.monotonic() + 15.0

@@ -235,6 +235,9 @@ def format_table(profile: Profile) -> str:
         f"constant load; spikes (p99, max) ≤ {c.spike_ms:g} ms",
         f"{'bs':>6} {'IOPS':>9} {'MB/s':>8} {'mean ms':>9} {'p99 ms':>9} {'max ms':>9}  verdict",
     ]
+    network = profile.setup.get("network")
+    if isinstance(network, dict):
+        lines.insert(0, f"network: {network_text(network)}")
     for p in profile.points:
         flag = "" if p.meets_cluster_iops else "  (below cluster IOPS target)"
         flag += f"  ({degraded_text(p)})" if p.osds_down else ""
@@ -243,6 +246,20 @@ def format_table(profile: Profile) -> str:
             f"{p.p99_lat_ms:9.2f} {p.max_lat_ms:9.2f}  {p.verdict}: {judgement(p, c)}{flag}"
         )
     return "\n".join(lines)
+
+
+def network_text(network: dict[str, Any]) -> str:
+    """``netns, 10 Gbit/s per link, no added delay``; ``loopback``; ``existing cluster's own``."""
+    kind = network.get("kind")
+    if kind != "netns":
+        return "the cluster's own (not shaped by vmio)" if kind == "existing" else str(kind)
+    rate = float(network.get("rate") or 0)
+    delay = network.get("delay_ms")
+    text = (
+        f"netns, {rate / 1e9:g} Gbit/s per link" if rate >= 1e9 else f"netns, {rate / 1e6:g} Mbit/s per link"
+    )
+    text += f", {delay:g} ms delay" if delay else ", no added delay"
+    return text + (f" ({network['delay_note']})" if network.get("delay_note") else "")
 
 
 def degraded_text(p: Point) -> str:

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vmio.errors import InputError
+
+if TYPE_CHECKING:
+    from vmio.dstore.cluster import Shaping
 
 # bitisle-dstore-2014's block sizes, mix (30 % reads) and depth (50 outstanding I/Os); apart from
 # vmio.dstore.profile and .rbdfio (which use them) so that `vmio dstore --help` shows them without fio or Ceph
@@ -47,10 +51,20 @@ class Criteria:
 
 @dataclass(frozen=True)
 class UpSettings:
-    """``vmio dstore up``: the cluster's OSDs and the time allowed for every PG to be active+clean."""
+    """``vmio dstore up``: the cluster's OSDs, the time allowed for every PG to be active+clean, and the
+    network its daemons and client share: ``loopback`` (127.0.0.1) or ``netns`` (a namespace each, joined
+    through a bridge by links shaped to ``rate`` bit/s, with ``delay_ms`` where the kernel has netem)."""
 
     osds: int = 3
     deadline_s: float = 180.0
+    network: str = "loopback"
+    rate: int = 10_000_000_000  # bit/s: bitisle-dstore-2014's 10 GbE (vmio.system.netns.DEFAULT_RATE)
+    delay_ms: float | None = None
+
+    def shaping(self) -> Shaping | None:
+        from vmio.dstore.cluster import Shaping  # not for --help: settings stay free of Ceph's modules
+
+        return Shaping(self.rate, self.delay_ms) if self.network == "netns" else None
 
 
 @dataclass(frozen=True)

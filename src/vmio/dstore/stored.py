@@ -50,6 +50,7 @@ SETUP_KEYS = (
     "iodepth",
     "runtime_s",
     "ramp_s",
+    "network",
 )
 # the setup every profile prints, in its order, and what a guest's adds
 PRINTED = ("pool", "image", "replicas", "osds", "iodepth", "rwmixread", "runtime_s", "ramp_s", "config")
@@ -92,6 +93,7 @@ def setup(ref: ClusterRef, load: Workload, label: str, **more: object) -> dict[s
         "runtime_s": load.runtime,
         "ramp_s": load.ramp,
         "config": label,
+        "network": ref.network_json(),  # the links its replicas crossed
         **more,
     }
 
@@ -294,6 +296,8 @@ def role_of(target: str, facts: Mapping[str, Any]) -> str:
 def _setup(facts: Mapping[str, Any]) -> dict[str, object]:
     """A configuration's setup as the profile printed it, from a point's stored facts."""
     out: dict[str, object] = {k: facts.get(k) for k in PRINTED}
+    if "network" in facts:  # stored since profiles name the network their replicas crossed
+        out["network"] = facts["network"]
     where = facts.get("where")
     if where == "guest":
         out |= {k: facts.get(k) for k in GUEST_KEYS}

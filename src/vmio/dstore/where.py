@@ -45,7 +45,7 @@ def ceph_client(where: Where) -> CephClient:
 def target(where: Where, runner: Runner | None = None) -> cluster.ClusterRef:
     """The cluster named by --dir, or by --conf/--pool/--image, as --client (its key checked first)."""
     ref = _target(where)
-    authenticate(runner or Runner(), ref.conf, ref.client)
+    authenticate(cluster.client_runner(ref, runner), ref.conf, ref.client)
     return ref
 
 
@@ -82,5 +82,6 @@ def writable_target(
             rbdimage.remove_scratch(runner, base.conf, base.pool, image, base.auth())
         return
     ref = target(where, runner)
+    runner = cluster.client_runner(ref, runner)
     rbdimage.check_write(runner, ref.conf, ref.pool, ref.image, destroy_data, ref.auth())
     yield ref

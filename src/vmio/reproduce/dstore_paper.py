@@ -28,7 +28,7 @@ from vmio.campaign.runner import run as run_campaign
 from vmio.dstore import cluster, daemons, variants
 from vmio.dstore.cluster import ClusterRef
 from vmio.dstore.figures import figures, of_results
-from vmio.dstore.profile import Criteria, Point
+from vmio.dstore.profile import Criteria, Point, network_text
 from vmio.dstore.stored import rbd_target, stored_point, workload
 from vmio.errors import ClusterError, FioError
 from vmio.metrics.procfs import CpuCounters, DiskCounters, cpu_shares, read_cpu, read_diskstats
@@ -37,6 +37,7 @@ from vmio.spec.dump import dumps
 from vmio.spec.model import Campaign
 from vmio.spec.model import Point as SpecPoint
 from vmio.store import RunRecord, Store
+from vmio.system import netns, rbdimage
 from vmio.system.blockdev import device_chain
 from vmio.system.process import Runner
 
@@ -51,6 +52,7 @@ class Scale:
     image_mib: int
     bs: tuple[int, ...]  # the plain image's block sizes
     striped_bs: tuple[int, ...]
+    slow_link_bs: tuple[int, ...] = ()  # on a shaped cluster, these again with every link at SLOW_RATE
 
 
 SCALES = {
@@ -69,8 +71,11 @@ SCALES = {
         image_mib=4096,
         bs=(4 * KIB, 8 * KIB, 16 * KIB, 32 * KIB, 64 * KIB, 128 * KIB, 256 * KIB, 512 * KIB, 1024 * KIB),
         striped_bs=(4 * KIB, 32 * KIB, 64 * KIB, 128 * KIB, 256 * KIB, 512 * KIB, 1024 * KIB),
+        slow_link_bs=(256 * KIB, 512 * KIB, 1024 * KIB),
     ),
 }
+SLOW_RATE = 1_000_000_000  # the second run's links: 1 Gbit/s, where a mirrored large write is link-bound
+IODEPTH, WRITE_SHARE = 50, 0.7  # bitisle-dstore-2014's profile
 SMALL = (4 * KIB, 64 * KIB)  # "4K-64K": the block sizes the paper calls practical
 STRIPED_RANGE = (32 * KIB, 256 * KIB)  # Fig. 3: "slightly better between 32K and 256K"
 
@@ -83,6 +88,8 @@ class Setting:
     pool: str = "vmio"
     stamp: str = "run"
     name: str = "bitisle-dstore-2014"  # the campaign its points are stored as
+    # a throwaway cluster's network: the paper's 10 GbE between the hosts holding the replicas (None: loopback)
+    shaping: cluster.Shaping | None = field(default_factory=cluster.Shaping)
 
 
 @dataclass
@@ -98,6 +105,7 @@ class Runs:
     plain: dict[int, list[Sample]] = field(default_factory=dict)
     striped: dict[int, list[Sample]] = field(default_factory=dict)
     disk: str | None = None
+    network: dict[str, object] | None = None  # the links the replicas crossed (ClusterRef.network_json)
 
 
 def run(
@@ -110,14 +118,21 @@ def run(
     with ExitStack() as stack:
         if s.conf is None:
             root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="dstore-", dir=s.work))) / "c"
-            base = cluster.up(root, osds=3, runner=runner)
+            shaping = s.shaping if s.shaping is not None and netns.available() else None
+            base = cluster.up(root, osds=3, runner=runner, shaping=shaping, owned=True)
             stack.callback(cluster.down, root)
         else:
             base = cluster.existing(s.conf, s.pool, "unused")
+        runner = cluster.client_runner(base, runner)  # a shaped cluster: reached from its client's namespace
         plain = _image(runner, base, f"vmio-reproduce-{s.stamp}", conf.image_mib, stack)
         striped = variants.make_variant(runner, plain, "striping", conf.image_mib)
         stack.callback(variants.remove_variant, runner, plain, striped)
-        runs = profile(runner, plain, striped, conf, disk_of(runner, base), store, s.name)
+        disk = disk_of(runner, base)
+        runs = profile(runner, plain, striped, conf, disk, store, s.name)
+        runs.network = base.network_json()
+        slow: list[TableRow] = []
+        if conf.slow_link_bs and base.network is not None and base.network.rate != SLOW_RATE:
+            slow = slow_link(runner, base, plain, conf, disk, store, f"{s.name}-1gbit", runs)
     setup: TableRow = {
         "pool": plain.pool,
         "replicas": plain.replicas,
@@ -129,8 +144,75 @@ def run(
         "striping": f"stripe unit {variants.STRIPE_UNIT // KIB}K x count {variants.STRIPE_COUNT}",
         "cluster": "throwaway (vmio dstore up, 3 file OSDs)" if s.conf is None else str(s.conf),
         "disk under the OSDs": runs.disk,
+        "network": network_text(base.network_json()),
     }
-    return measure(runs), {"profile": table(runs)}, setup
+    network: TableRow = {k: v for k, v in base.network_json().items() if isinstance(v, str | int | float)}
+    network |= {k: None for k in ("rate", "delay_ms") if k not in network}  # kind, rate (bit/s), delay_ms
+    details: Details = {"profile": table(runs), "network": [network]}
+    if slow:
+        details["network-1gbit"] = slow
+    return measure(runs), details, setup
+
+
+def link_bound(bs: int, rate: int, replicas: int = 3, osds: int = 3) -> tuple[float, float]:
+    """(IOPS, mean latency ms) of the profile when the links alone bound it, stated before a run: per client
+    I/O the client sends w*bs (the writes to their primaries) and receives r*bs; each OSD receives w*bs*
+    replicas/osds (every write lands on ``replicas`` of the OSDs) and sends (w*(replicas-1) + r)*bs/osds (a
+    primary's copies to the other replicas, and the reads), primaries spread evenly. The busiest link sets
+    the IOPS; with 50 outstanding I/Os the mean latency is 50 / IOPS (Little's law)."""
+    w, r = WRITE_SHARE, 1 - WRITE_SHARE
+    per_io = max(w, r, w * replicas / osds, (w * (replicas - 1) + r) / osds) * bs  # bytes on the busiest link
+    iops = rate / 8 / per_io
+    return iops, IODEPTH / iops * 1000
+
+
+def slow_link(
+    runner: Runner,
+    base: ClusterRef,
+    plain: ClusterRef,
+    conf: Scale,
+    disk: str | None,
+    store: Store,
+    name: str,
+    fast: Runs,
+) -> list[TableRow]:
+    """The plain image again at ``slow_link_bs`` with every link at 1 Gbit/s (put back after), each size
+    beside the latency a link-bound mirrored write would show there (stated before the run) and beside the
+    same size at the cluster's own rate: does the latency follow the link, as the paper's explanation says?"""
+    assert base.network is not None
+    predicted = {bs: link_bound(bs, SLOW_RATE, plain.replicas, plain.osds) for bs in conf.slow_link_bs}
+    netns.set_rate(base.network, SLOW_RATE)
+    try:
+        scale = replace(conf, bs=conf.slow_link_bs, striped_bs=())
+        runs = profile(runner, plain, None, scale, disk, store, name)
+    finally:
+        netns.set_rate(base.network, base.network.rate)
+    rows: list[TableRow] = []
+    for bs, (iops, ms) in predicted.items():
+        got = runs.plain.get(bs, [])
+        at_rate = fast.plain.get(bs, [])
+        rows.append(
+            {
+                "bs": f"{bs // KIB}K",
+                "link-bound IOPS at 1 Gbit/s (stated before)": round(iops, 1),
+                "link-bound mean ms at 1 Gbit/s (stated before)": round(ms, 1),
+                "measured mean ms at 1 Gbit/s": round(statistics.median(x.point.mean_lat_ms for x in got), 1)
+                if got
+                else None,
+                "measured IOPS at 1 Gbit/s": round(statistics.median(x.point.iops for x in got), 1)
+                if got
+                else None,
+                "measured mean ms at the cluster's rate": round(
+                    statistics.median(x.point.mean_lat_ms for x in at_rate), 1
+                )
+                if at_rate
+                else None,
+                "link-bound mean ms at the cluster's rate": round(
+                    link_bound(bs, base.network.rate, plain.replicas, plain.osds)[1], 1
+                ),
+            }
+        )
+    return rows
 
 
 def _image(runner: Runner, base: ClusterRef, name: str, mib: int, stack: ExitStack) -> ClusterRef:
@@ -147,25 +229,27 @@ def _image(runner: Runner, base: ClusterRef, name: str, mib: int, stack: ExitSta
         timeout=120.0,
         error=ClusterError,
     )
+    rbdimage.mark(runner, str(ref.conf), ref.pool, name)  # vmio's own: a second run may write it again
     return ref
 
 
 def profile(
     runner: Runner,
     plain: ClusterRef,
-    striped: ClusterRef,
+    striped: ClusterRef | None,
     conf: Scale,
     disk: str | None,
     store: Store,
     name: str,
 ) -> Runs:
     """``samples`` rounds (the campaign's repetitions), each the plain image's profile then the striped
-    image's, at every block size of either (the runner crosses targets and block sizes)."""
-    load = workload(sorted(set(conf.bs) | set(conf.striped_bs)), 30, 50, conf.runtime, conf.ramp)
-    targets = (rbd_target("plain", plain), rbd_target("striped", striped))
+    image's, at every block size of either (the runner crosses targets and block sizes); without ``striped``
+    the plain image's alone."""
+    load = workload(sorted(set(conf.bs) | set(conf.striped_bs)), 30, IODEPTH, conf.runtime, conf.ramp)
+    targets = (rbd_target("plain", plain),) + (() if striped is None else (rbd_target("striped", striped),))
     campaign = Campaign(name, conf.samples, targets, (load,), "<vmio reproduce bitisle-dstore-2014>")
     seen: dict[str, dict[str, float]] = {}  # point key -> what the host did meanwhile
-    refs = {"plain": plain, "striped": striped}
+    refs = {"plain": plain, "striped": striped or plain}
     options = Options(runner=runner, around_point=lambda p: _watched(refs[p.target], disk, seen, p))
     outcome = run_campaign(campaign, dumps(campaign), store, options)
     if outcome.failed:
@@ -291,20 +375,34 @@ def measure(runs: Runs) -> dict[str, Measured]:
     ):
         if bs in plain:
             m = _median(plain[bs], lambda p: p.mean_lat_ms)
-            out[claim] = Measured(m.value, m.spread, why=_large_why(plain[bs], bs), values=m.values)
+            out[claim] = Measured(
+                m.value, m.spread, why=_large_why(plain[bs], bs, runs.network), values=m.values
+            )
     striping = _striping(runs)
     if striping is not None:
         out["fig3-striping-32k-256k"] = striping
     return out
 
 
-def _large_why(samples: Sequence[Sample], bs: int) -> str:
+def _large_why(samples: Sequence[Sample], bs: int, network: dict[str, object] | None = None) -> str:
     mb_s = statistics.median(x.point.mb_s for x in samples)
     seen = _disk_text(samples)
     return (
         f"{bs // KIB}K moved {mb_s:.0f} MB/s{' (' + seen + ')' if seen else ''}; the paper puts its large-block "
         "latency down to waiting for every copy over 10 Gb Ethernet between hosts (and, its own caveat, perhaps "
-        "a buffer overflowing); here the three copies travel over loopback inside one host"
+        f"a buffer overflowing); {_copies_text(network)}"
+    )
+
+
+def _copies_text(network: dict[str, object] | None) -> str:
+    """How the copies of a write travelled here."""
+    if network is None or network.get("kind") == "loopback":
+        return "here the three copies travel over loopback inside one host"
+    if network.get("kind") != "netns":
+        return "here the copies travel over the existing cluster's own network"
+    return (
+        "here each copy crosses a link between network namespaces of one host, shaped by tc (the client's "
+        f"link, then the primary OSD's to each replica; {network_text(network)})"
     )
 
 
