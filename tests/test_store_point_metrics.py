@@ -13,6 +13,7 @@ import pytest
 from vmio.cli import main
 from vmio.store import RunRecord, Store
 from vmio.store.point_metrics import METRIC_COLUMNS
+from vmio.store.schema import SCHEMA_VERSION
 
 STORES = Path(__file__).parent / "data" / "stores"
 VM_METRICS = [
@@ -46,7 +47,7 @@ def test_the_v8_fixture_migrates_and_shows_the_same(
         c.executemany("INSERT INTO run_metric VALUES (1, ?, ?, ?)", VM_METRICS)
     c.close()
     with Store(db) as s:
-        assert s.schema_version == 9
+        assert s.schema_version == SCHEMA_VERSION  # migrated to the newest
         row = s.db.execute("SELECT * FROM run WHERE id = 1").fetchone()
         assert (row["dev_busy_pct"], row["cpu_usr_pct"], row["dev_read_iops"]) == (42.5, 13.0, None)
         # vCPUs 80.004 + 20.0 = 100.004 -> 100.0; iothread1 of vmio-1 alone, iothread0 none
