@@ -1279,7 +1279,7 @@ def test_a_loop_device_is_judged_by_its_backing_file(
             )
             err = capsys.readouterr().err
             named_directly = main(["run", str(job), "--target", str(data), "--runtime", "0.2s",
-                                   "--db", str(tmp_path / "l.db")])  # fmt: skip
+                                   "--db", str(tmp_path / "direct.db")])  # fmt: skip  # not a re-run of l.db's
         after = checksum(data)
     assert named_directly == 3  # the file named directly: refused either way
     if rule == "on":

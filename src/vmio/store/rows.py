@@ -141,7 +141,7 @@ class Facts(Mapping[str, object]):
 
 def facts_read(text: str | None) -> bool:
     """Whether host facts stored as ``text`` can hold one that a point's row takes out of them
-    (``qemu_machine``, ``guest_io_warnings``, ``dstore``, ``fio_disk_util``): a JSON object's key is its
+    (``qemu_machine``, ``guest_io_warnings``, ``dstore``, ``fio_disk_util``, ``storage``): a JSON object's key is its
     name in quotes unless written with an escape."""
     if not text:
         return False
@@ -150,6 +150,7 @@ def facts_read(text: str | None) -> bool:
         or '"guest_io_warnings"' in text
         or '"dstore"' in text
         or '"fio_disk_util"' in text
+        or '"storage"' in text
         or "\\" in text
     )
 

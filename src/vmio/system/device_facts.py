@@ -149,7 +149,10 @@ def mount_of(path: Path, proc_root: Path) -> Mount | None:
         lines = (proc_root / "self" / "mountinfo").read_text().splitlines()
     except OSError:
         return None
-    target = os.path.realpath(path)
+    try:
+        target = os.path.realpath(path)
+    except OSError:  # a name changing under us (another user's swap): no mount rather than a wrong one
+        return None
     best: Mount | None = None
     for line in lines:
         mine, _, theirs = line.partition(" - ")

@@ -101,8 +101,10 @@ class HostRig:
         ]
 
     def facts(self) -> Facts:
-        # the storage under the path as the user named it (a held descriptor's name has no mount to match)
-        storage = [device_facts.of_path(str(self.opened["path"]), self.env.sys_root, self.env.proc_root)]
+        # the storage under the object fio opens (the held descriptor: its link names the file as it is now,
+        # whatever another user did to the name since), shown under the path as the user named it
+        held = device_facts.of_path(str(self.opened["fio_filename"]), self.env.sys_root, self.env.proc_root)
+        storage = [{**held, "path": self.opened["path"]}]
         host = loop_facts([self.loop] if self.loop else [])
         return Facts(device=self.device, host={**host, "target_opened": self.opened, "storage": storage})
 
