@@ -133,11 +133,21 @@ class Outcome:
     stops: list[dict[str, object]] = field(default_factory=list)  # where each such sweep stopped, and why
 
 
+def _paths(target: object) -> list[str]:
+    """The local files a target with a ``size`` creates: a host target's path, a QEMU target's backings."""
+    path = getattr(target, "path", None)
+    backing = getattr(target, "backing", None)
+    return [str(path)] if isinstance(path, str) else [str(b) for b in backing or ()]
+
+
 def preflight(campaign: Campaign, options: Options) -> None:
     """Refuse the whole campaign before any I/O if a write would touch a device or file holding data (or
     one in a folder another user controls), or if a target cannot run (a QEMU build that is not installed:
     the error says ``vmio qemu add``). Each target's kind judges it by its own rules."""
-    checks = Checks(any(w.writes for w in campaign.workloads), options.destroy_data, options.target_env())
+    made = frozenset(p for t in campaign.targets if getattr(t, "size", None) for p in _paths(t))
+    checks = Checks(
+        any(w.writes for w in campaign.workloads), options.destroy_data, options.target_env(), made
+    )
     for target in campaign.targets:
         kind_of(target).preflight(target, checks)
 

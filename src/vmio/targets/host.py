@@ -132,7 +132,7 @@ class HostKind:
 
     def preflight(self, target: Target, checks: Checks) -> None:
         t = _host(target)
-        if t.size is None and not Path(t.path).exists():
+        if t.size is None and not Path(t.path).exists() and t.path not in checks.made:
             raise InputError(  # before any point starts (and any progress line is printed)
                 f'target {t.name!r}: {t.path!r} does not exist; give its size (e.g. size = "1G") '
                 "so vmio can create it"

@@ -28,6 +28,7 @@ class Checks:
     writes: bool
     destroy: tuple[str, ...]
     env: Env
+    made: frozenset[str] = frozenset()  # files a target of the campaign creates (given a size) before it runs
 
 
 class Kind(Protocol):
