@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -34,8 +35,17 @@ def vm_target(name: str, backing: str, **keys: object) -> str:
 
 
 def qemu_pids(marker: str) -> list[int]:
+    """The live processes naming ``marker`` on their command line or holding it open (QEMU opens a backing
+    vmio holds through ``/proc/PID/fd/N``, so its command line no longer names the file)."""
     out = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout
-    return [int(p) for p in out.split() if alive(int(p))]
+    pids = {int(p) for p in out.split()}
+    qemus = subprocess.run(["pgrep", "qemu-system"], capture_output=True, text=True).stdout
+    for pid in (int(p) for p in qemus.split()):
+        with contextlib.suppress(OSError):
+            fds = Path(f"/proc/{pid}/fd")
+            if any(os.readlink(fds / fd) == marker for fd in os.listdir(fds)):
+                pids.add(pid)
+    return sorted(p for p in pids if alive(p))
 
 
 @pytest.fixture(scope="module")
