@@ -134,6 +134,7 @@ def fio_server(tmp_path: Path) -> Iterator[FioServer]:
         port = int(s.getsockname()[1])
     process = subprocess.Popen(["fio", f"--server=ip:127.0.0.1,{port}"], cwd=tmp_path,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    (tmp_path / "f.img").write_bytes(b"\0" * (4 << 20))  # a read-only job (fio --readonly) lays out no file
     job = tmp_path / "long.fio"
     job.write_text(f"[j]\nioengine=psync\nrw=randread\nbs=4k\nsize=4M\nfilename={tmp_path}/f.img\n"
                    "runtime=120\ntime_based=1\n")  # fmt: skip
