@@ -178,8 +178,8 @@ def busy_cpu_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
             plot.caption += " · offered load in IOPS; the unthrottled (max) point at the IOPS it achieved"
             busy.set_title("device busy % (/proc/diskstats)")
             shared = shared_host_note(r for gs in by_target.values() for g in gs for r in g.rows)
-            if shared:
-                plot.caption += f" Note: {shared}."
+            if shared:  # in the title: the caption holds the labels line (accelerator, versions, spread)
+                plot.title += " (other work shared the host: %usr and %sys count it)"
             finish(fig, plot.title, plot.caption)
         plots.append(plot)
     return plots
