@@ -82,10 +82,11 @@ def test_a_second_client_profiles_with_its_own_keyring(
             f'pool = "{live_cluster.pool}"\nimage = "{live_cluster.image}"\nclientname = "{NAME}"\n'
             f'keyring = "{key}"\n[[workload]]\nname = "r"\nrw = "randread"\nbs = "4k"\nruntime = "1s"\n'
         )
-        assert main(["run", str(spec), "--db", str(tmp_path / "c.db")]) == code
+        # a store each: the wrong key's run is not a re-run of the stored campaign with a changed keyring
+        assert main(["run", str(spec), "--db", str(tmp_path / f"c{code}.db")]) == code
         err = capsys.readouterr().err
         assert code == 0 or (f"client.{NAME}" in err and str(wrong) in err and "Traceback" not in err)
-    con = sqlite3.connect(tmp_path / "c.db")
+    con = sqlite3.connect(tmp_path / "c0.db")
     (job_file,) = con.execute("SELECT job_file FROM run").fetchone()
     assert f"clientname={NAME}" in job_file
 
