@@ -10,8 +10,9 @@ KernelSource(kernel: Path | None = None, modules: Path | None = None)
 FIO_PORT (8765, the guest's fio server port), READY_MARKER ("VMIO-READY", on the serial console)
 """
 
-import importlib as _importlib
 import typing as _typing
+
+from vmio.lazy import exports as _exports
 
 if _typing.TYPE_CHECKING:
     from vmio.guest.image import FIO_PORT, READY_MARKER, GuestImage, build, cache_root, find
@@ -31,16 +32,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> _typing.Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'vmio.guest' has no attribute {name!r}")
-    value = getattr(_importlib.import_module(_LAZY[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = _exports(__name__, _LAZY, globals())
 
 
 __all__ = [

@@ -7,8 +7,9 @@ The names below are imported on first use (PEP 562): every paper's experiment pu
 (campaigns, the simulators, plotting), which ``vmio reproduce --help`` and ``--list`` need none of.
 """
 
-import importlib as _importlib
 import typing as _typing
+
+from vmio.lazy import exports as _exports
 
 if _typing.TYPE_CHECKING:
     from vmio.reproduce.claims import NEEDS, TCG_WHY, Claim, Paper, paper, papers
@@ -34,16 +35,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> _typing.Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'vmio.reproduce' has no attribute {name!r}")
-    value = getattr(_importlib.import_module(_LAZY[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = _exports(__name__, _LAZY, globals())
 
 
 __all__ = [

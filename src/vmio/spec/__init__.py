@@ -1,7 +1,8 @@
 """Validated inputs: experiment specs (TOML with file:line errors), their model, and writing them back."""
 
-import importlib as _importlib
 import typing as _typing
+
+from vmio.lazy import exports as _exports
 
 if _typing.TYPE_CHECKING:
     from vmio.spec.load import campaign_name, load_spec, loads_spec
@@ -47,16 +48,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> _typing.Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'vmio.spec' has no attribute {name!r}")
-    value = getattr(_importlib.import_module(_LAZY[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = _exports(__name__, _LAZY, globals())
 
 
 __all__ = [

@@ -4,8 +4,9 @@ The names below are imported on first use (PEP 562), so that a light module of t
 (``vmio.store.formats`` for ``vmio export --help``) comes without SQLite and the spec model.
 """
 
-import importlib as _importlib
 import typing as _typing
+
+from vmio.lazy import exports as _exports
 
 if _typing.TYPE_CHECKING:
     from vmio.store.database import Store
@@ -21,16 +22,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> _typing.Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'vmio.store' has no attribute {name!r}")
-    value = getattr(_importlib.import_module(_LAZY[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = _exports(__name__, _LAZY, globals())
 
 
 __all__ = ["MIGRATIONS", "PCT_COLUMNS", "SCHEMA_VERSION", "RunRecord", "Store"]
