@@ -145,8 +145,8 @@ class Reproduction:
         return counts(self.claim_rows())
 
     def json(self) -> dict[str, object]:
-        """``result.json``."""
-        return {
+        """``result.json`` (and what ``reproduce --json`` prints)."""
+        doc: dict[str, object] = {
             "paper": self.paper.id,
             "title": self.paper.title,
             "scale": self.scale,
@@ -162,6 +162,14 @@ class Reproduction:
             "beyond": self.beyond,
             "figures": [f.json() for f in self.figures],
         }
+        network = self.details.get("network")
+        if isinstance(network, list) and network and isinstance(network[0], dict):  # bitisle-dstore-2014's links
+            shown: dict[str, object] = dict(network[0])
+            slow = self.details.get("network-1gbit")
+            if isinstance(slow, list) and slow:  # the second run at 1 Gbit/s (--scale paper)
+                shown["at_1gbit"] = slow
+            doc["network"] = shown
+        return doc
 
 
 def beyond(name: str, text: str, statistic: str, m: Measured, unit: str, note: str) -> BeyondRow:

@@ -163,13 +163,6 @@ def write(rep: Reproduction, out: Path) -> None:
     """``out/result.json`` and ``out/index.html``, each written whole (a temporary file renamed)."""
     out.mkdir(parents=True, exist_ok=True)
     doc = rep.json()
-    network = rep.details.get("network")
-    if isinstance(network, list) and network and isinstance(network[0], dict):  # bitisle-dstore-2014's links
-        shown: dict[str, object] = dict(network[0])
-        slow = rep.details.get("network-1gbit")
-        if isinstance(slow, list) and slow:  # the second run at 1 Gbit/s (--scale paper)
-            shown["at_1gbit"] = slow
-        doc["network"] = shown
     _atomic(out / "result.json", json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     _atomic(out / "index.html", page.render(rep))
 
