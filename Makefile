@@ -23,8 +23,13 @@ venv: $(STAMP)
 qemu-builds: venv
 	$(BIN)/vmio qemu add 10.0 || echo "vmio: no QEMU 10.0 offered here; the two-build tests will try again and fail"
 
+# Two workers (pytest-xdist) where tests wait on guests, fio runtimes and Ceph: the tests that share a cluster,
+# a guest, a campaign or libvirtd stay in one worker, the slow ones start first (tests/conftest.py's
+# shared_groups). TEST_WORKERS=0 runs the suite in one process; the 30 slowest tests are printed at the end.
+TEST_WORKERS ?= 2
+
 test: system venv qemu-builds
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=30
 
 # The fast tier for the inner loop: every test that needs no VM, cluster or browser and is not slow (the
 # markers of pyproject.toml; real fio, SQLite and loop devices still run). Goal: 5 minutes on 2 cores.

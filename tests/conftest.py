@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 import shutil
@@ -93,19 +94,70 @@ def loopdev(scratch: Path) -> Iterator[str]:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """pytest-randomly (dev extra) shuffles the tests before this runs (``--randomly-seed=N`` replays an
     order, ``-p no:randomly`` keeps the written one). Tests marked ``ceph`` share a real cluster per
-    module whose state one test may leave for the next (an OSD stopped and restarted): they run after the others, together, in the order they are written."""
+    module whose state one test may leave for the next (an OSD stopped and restarted): they run after the others, together, in the order they are written.
+    Under pytest-xdist's ``--dist loadgroup`` (``make test``) each test also gets its worker group
+    (``shared_groups``: the Ceph tests are one, still in the order written) and the groups holding a slow
+    test are handed out first, the Ceph group among them."""
     ceph = [item for item in items if item.get_closest_marker("ceph")]
-    if not ceph:
-        return
-    written = {item.nodeid: i for i, item in enumerate(sorted(ceph, key=_written_order))}
-    items[:] = [item for item in items if not item.get_closest_marker("ceph")] + sorted(
-        ceph, key=lambda item: written[item.nodeid]
-    )
+    if ceph:
+        written = {item.nodeid: i for i, item in enumerate(sorted(ceph, key=_written_order))}
+        items[:] = [item for item in items if not item.get_closest_marker("ceph")] + sorted(
+            ceph, key=lambda item: written[item.nodeid]
+        )
+    if config.getoption("dist", "no") == "loadgroup":
+        groups = shared_groups(items)
+        group = {item.nodeid: groups.get(item.nodeid, item.nodeid) for item in items}
+        slow = {group[item.nodeid] for item in items if item.get_closest_marker("slow")}
+        size = collections.Counter(group.values())
+        for item in items:
+            if item.nodeid in groups:
+                item.add_marker(pytest.mark.xdist_group(groups[item.nodeid]))
+        # the longest first (groups holding a slow test, the largest of them first; `make test` keeps this
+        # order with --no-loadscope-reorder), so that no long test starts last beside an idle worker
+        items.sort(key=lambda item: (group[item.nodeid] not in slow, -size[group[item.nodeid]]))
 
 
 def _written_order(item: pytest.Item) -> tuple[str, int, str]:
     path, line, name = item.location
     return path, line if line is not None else -1, name
+
+
+def shared_groups(items: list[pytest.Item]) -> dict[str, str]:
+    """nodeid -> the xdist group of each test that shares something with another, so that a worker runs
+    all of them: every test marked ``ceph`` (the one cluster, in written order), and the tests that use one
+    module- or session-scoped fixture of this folder (built once, by one worker: a reproduction, a
+    campaign, libvirtd), named by the ``uses`` marker where a test asks for it by name
+    (``request.getfixturevalue``). Tests in no group are handed out one by one."""
+    here = Path(__file__).parent
+    parent: dict[str, str] = {}
+
+    def find(key: str) -> str:
+        while parent.setdefault(key, key) != key:
+            key = parent[key]
+        return key
+
+    shared: dict[str, list[str]] = {}
+    for item in items:
+        module = item.nodeid.split("::")[0]
+        keys = ["ceph"] if item.get_closest_marker("ceph") else []
+        keys += [f"{module}::{name}" for mark in item.iter_markers("uses") for name in mark.args]
+        infos = getattr(item, "_fixtureinfo", None)
+        for name, found in (infos.name2fixturedefs if infos else {}).items():
+            fixture = found[-1]
+            code = getattr(fixture.func, "__code__", None)
+            if (
+                fixture.scope in ("module", "package", "session")
+                and code
+                and here in Path(code.co_filename).parents
+            ):
+                keys.append(f"{fixture.baseid or module}::{name}")
+        if keys:
+            shared[item.nodeid] = keys
+            for key in keys[1:]:
+                parent[find(key)] = find(keys[0])
+    return {
+        nodeid: "ceph" if find(keys[0]) == find("ceph") else find(keys[0]) for nodeid, keys in shared.items()
+    }
 
 
 # -- no fio, QEMU or Ceph process of the test run outlives it ------------------------------------------------
@@ -115,12 +167,19 @@ TOOLS = ("fio", "qemu-system", "ceph-", "rados", "rbd", "blktrace")
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    # children inherit the environment, so the mark tells this run's processes from other users' on the host
-    os.environ[SESSION_MARK] = f"{os.getpid()}-{os.urandom(6).hex()}"
+    # children inherit the environment, so the mark tells this run's processes from other users' on the host;
+    # a pytest-xdist worker inherits its controller's mark and adds its own name (its tests count only the
+    # processes of their own worker; the controller checks the whole run's at the end)
+    worker, run = os.environ.get("PYTEST_XDIST_WORKER"), os.environ.get(SESSION_MARK)
+    if worker and run:
+        os.environ[SESSION_MARK] = f"{run}-{worker}"
+    else:
+        os.environ[SESSION_MARK] = f"{os.getpid()}-{os.urandom(6).hex()}"
 
 
-def leftover_processes(mark: str, proc: Path = Path("/proc")) -> list[tuple[int, str]]:
-    """(pid, command line) of every fio/QEMU/Ceph process whose environment carries ``mark``."""
+def leftover_processes(mark: str, proc: Path = Path("/proc"), workers: bool = False) -> list[tuple[int, str]]:
+    """(pid, command line) of every fio/QEMU/Ceph process whose environment carries ``mark`` (with
+    ``workers``, also the marks of the pytest-xdist workers of the run that ``mark`` names)."""
     found = []
     needle = f"{SESSION_MARK}={mark}".encode()
     for entry in proc.iterdir():
@@ -130,7 +189,8 @@ def leftover_processes(mark: str, proc: Path = Path("/proc")) -> list[tuple[int,
             comm = (entry / "comm").read_text().strip()
             if not comm.startswith(TOOLS):
                 continue
-            if needle not in (entry / "environ").read_bytes().split(b"\0"):
+            env = (entry / "environ").read_bytes().split(b"\0")
+            if needle not in env and not (workers and any(v.startswith(needle + b"-") for v in env)):
                 continue
             cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
         except OSError:
@@ -144,13 +204,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     import time
 
     mark = os.environ.get(SESSION_MARK)
-    if not mark:
-        return
+    if not mark or os.environ.get("PYTEST_XDIST_WORKER"):
+        return  # a worker's processes are its controller's to find, after every worker has ended
     deadline = time.monotonic() + 5  # a process being torn down may take a moment to go
-    left = leftover_processes(mark)
+    left = leftover_processes(mark, workers=True)
     while left and time.monotonic() < deadline:
         time.sleep(0.2)
-        left = leftover_processes(mark)
+        left = leftover_processes(mark, workers=True)
     if not left:
         return
     for pid, _ in left:

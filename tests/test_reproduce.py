@@ -550,8 +550,10 @@ def test_host_cpus_limit_the_measured_and_load_processes(tmp_path: Path, scratch
 @pytest.mark.browser
 @pytest.mark.parametrize(
     "paper",
-    ["membal", pytest.param("relocate", marks=pytest.mark.slow),
-     pytest.param("hypervisors", marks=[needs_qemu, pytest.mark.qemu, pytest.mark.root, pytest.mark.slow])],
+    [pytest.param("membal", marks=pytest.mark.uses("membal")),
+     pytest.param("relocate", marks=[pytest.mark.slow, pytest.mark.uses("relocate")]),
+     pytest.param("hypervisors", marks=[needs_qemu, pytest.mark.qemu, pytest.mark.root, pytest.mark.slow,
+                                        pytest.mark.uses("hypervisors")])],
 )  # fmt: skip
 def test_pages_render_in_chromium(paper: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     if not Path(CHROMIUM).exists():
