@@ -29,7 +29,7 @@ qemu-builds: venv
 TEST_WORKERS ?= 2
 
 test: system venv qemu-builds
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=30
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=30
 
 # The fast tier for the inner loop: every test that needs no VM, cluster or browser and is not slow (the
 # markers of pyproject.toml; real fio, SQLite and loop devices still run). Goal: 5 minutes on 2 cores.

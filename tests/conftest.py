@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import json
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -91,30 +93,65 @@ def loopdev(scratch: Path) -> Iterator[str]:
 # -- any order for the rest; Ceph tests last, together, as written -----------------------------------------
 
 
+@pytest.hookimpl(tryfirst=True)  # after pytest-randomly's shuffle (a wrapper), before the other plugins
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """pytest-randomly (dev extra) shuffles the tests before this runs (``--randomly-seed=N`` replays an
     order, ``-p no:randomly`` keeps the written one). Tests marked ``ceph`` share a real cluster per
     module whose state one test may leave for the next (an OSD stopped and restarted): they run after the others, together, in the order they are written.
-    Under pytest-xdist's ``--dist loadgroup`` (``make test``) each test also gets its worker group
-    (``shared_groups``: the Ceph tests are one, still in the order written) and the groups holding a slow
-    test are handed out first, the Ceph group among them."""
+    In a pytest-xdist worker of ``--dist loadgroup`` (``make test``) each test also gets its group
+    (``shared_groups``: the Ceph tests are one, still in the order written), left for the controller's
+    scheduler (``pytest_xdist_make_scheduler``), and the groups holding a slow test come first."""
     ceph = [item for item in items if item.get_closest_marker("ceph")]
     if ceph:
         written = {item.nodeid: i for i, item in enumerate(sorted(ceph, key=_written_order))}
         items[:] = [item for item in items if not item.get_closest_marker("ceph")] + sorted(
             ceph, key=lambda item: written[item.nodeid]
         )
-    if config.getoption("dist", "no") == "loadgroup":
+    target = os.environ.get(GROUPS)
+    if target and getattr(config.option, "loadgroup", False):  # an xdist worker under --dist loadgroup
         groups = shared_groups(items)
         group = {item.nodeid: groups.get(item.nodeid, item.nodeid) for item in items}
         slow = {group[item.nodeid] for item in items if item.get_closest_marker("slow")}
         size = collections.Counter(group.values())
-        for item in items:
-            if item.nodeid in groups:
-                item.add_marker(pytest.mark.xdist_group(groups[item.nodeid]))
-        # the longest first (groups holding a slow test, the largest of them first; `make test` keeps this
-        # order with --no-loadscope-reorder), so that no long test starts last beside an idle worker
+        # the longest first (groups holding a slow test, the largest of them first; the scheduler keeps this
+        # order), so that no long test starts last beside an idle worker
         items.sort(key=lambda item: (group[item.nodeid] not in slow, -size[group[item.nodeid]]))
+        mine = f"{target}.{os.getpid()}"  # every worker writes the same map; each one whole, then renamed
+        Path(mine).write_text(json.dumps(groups))
+        os.replace(mine, target)
+
+
+# where the workers leave each test's group for the controller (xdist's own xdist_group marks need the test's
+# nodeid to change, which pytest 9 no longer allows)
+GROUPS = "VMIO_TEST_GROUPS"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("dist", "no") == "loadgroup" and not os.environ.get("PYTEST_XDIST_WORKER"):
+        folder = tempfile.mkdtemp(prefix="vmio-test-groups-")
+        os.environ[GROUPS] = str(Path(folder) / "groups.json")  # the workers, started later, inherit it
+        config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """``--dist loadgroup``'s scheduler, with the groups of ``shared_groups``: a group's tests go to one
+    worker together, one group or test at a time to whichever worker is nearly out of work, in the workers'
+    order (slow groups first)."""
+    if config.getoption("dist", "no") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedGroups(LoadScopeScheduling):  # type: ignore[misc]
+        groups: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.groups is None:  # every worker has written it before it reports its collection
+                self.groups = json.loads(Path(os.environ[GROUPS]).read_text())
+            return self.groups.get(nodeid, nodeid)
+
+    config.option.loadscopereorder = False
+    return SharedGroups(config, log)
 
 
 def _written_order(item: pytest.Item) -> tuple[str, int, str]:
