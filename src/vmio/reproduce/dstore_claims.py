@@ -216,16 +216,19 @@ def _slow_link(runs: Runs, replicas: int, osds: int) -> Measured:
             return Measured(None, why="the replicas crossed no network vmio shapes (not a shaped cluster)")
         return Measured(None, why="the second run at 1 Gbit/s is made at --scale paper only")
     fast = runs.plain.get(1 << 20, [])
-    at_rate = (
-        f"; at the cluster's own rate {statistics.median(x.point.mean_lat_ms for x in fast):.0f} ms"
-        if fast
-        else ""
-    )
+    slow_ms = statistics.median(x.point.mean_lat_ms for x in samples)
     why = (
         f"stated before the run: {stated:.1f} ms ({IODEPTH} in flight x {WRITE_SHARE} MiB per I/O on the "
-        f"busiest link / 125 MB/s, {replicas} replicas on {osds} OSDs){at_rate}. "
-        + cause(samples, 1 << 20, {**(runs.network or {}), "rate": SLOW_RATE})
+        f"busiest link / 125 MB/s, {replicas} replicas on {osds} OSDs). "
     )
+    rate = float(str((runs.network or {}).get("rate") or 0))
+    if fast and rate:
+        fast_ms = statistics.median(x.point.mean_lat_ms for x in fast)
+        why += (
+            f"From the cluster's own rate ({rate / 1e9:g} Gbit/s: {fast_ms:.0f} ms) to 1 Gbit/s the mean rose "
+            f"{slow_ms / fast_ms:.2f}x; a latency the links alone set rises {rate / SLOW_RATE:g}x. "
+        )
+    why += cause(samples, 1 << 20, {**(runs.network or {}), "rate": SLOW_RATE})
     return Measured.median_of([x.point.mean_lat_ms for x in samples], why=why)
 
 

@@ -246,7 +246,9 @@ def profile(
     campaign = Campaign(name, conf.samples, targets, (load,), "<vmio reproduce bitisle-dstore-2014>")
     seen: dict[str, dict[str, float]] = {}  # point key -> what the host did meanwhile
     refs = {"plain": plain, "striped": striped or plain}
-    options = Options(runner=runner, around_point=lambda p: _watched(refs[p.target], disk, seen, p))
+    options = Options(
+        runner=runner, around_point=lambda p: _watched(refs[p.target], disk, seen, p, conf.ramp)
+    )
     outcome = run_campaign(campaign, dumps(campaign), store, options)
     if outcome.failed:
         raise FioError(f"{outcome.failed} points of the profile failed ({outcome.failures[0]})")
@@ -294,11 +296,13 @@ def _cpu_seconds(pids: Sequence[int]) -> float:
 
 @contextlib.contextmanager
 def _watched(
-    ref: ClusterRef, disk: str | None, seen: dict[str, dict[str, float]], point: SpecPoint
+    ref: ClusterRef, disk: str | None, seen: dict[str, dict[str, float]], point: SpecPoint, ramp: float = 0.0
 ) -> Iterator[Callable[[RunRecord], None]]:
     """Around one point: the disk under the OSDs, the host's CPU and the OSDs' own CPU and, on a shaped
     network, the busiest link's share of its rate (either direction of any member's link, from the kernel's
-    byte counters), kept in ``seen`` under the point's key once its record says how many I/Os it did."""
+    byte counters), kept in ``seen`` under the point's key once its record says how many I/Os it did. The
+    disk's, the OSDs' and the links' rates are over the time fio moved data (its ramp and measured window),
+    not over fio's start (connecting to the cluster moves nothing); the host's CPU is its share over all."""
     pids = osd_pids(ref.conf)
     disk_a = read_diskstats().get(disk) if disk else None
     links_a = netns.link_bytes(ref.network) if ref.network is not None else {}
@@ -313,18 +317,19 @@ def _watched(
         window = rec.measured_window
         measured_s = (window[1] - window[0]) if window else seconds
         ios = figures(of_results(rec.results), rec.point_key).iops * measured_s
+        active = min(seconds, measured_s + ramp) if window else seconds
         shares = cpu_shares(cpu_a, cpu_b)
         row = {
             "host_cpu_pct": 100.0 - shares["idle_pct"] - shares["iowait_pct"],
             "osd_cpu_ms_per_io": 1e3 * (osd_b - osd_a) / max(1.0, ios),
         }
         if pids:
-            row["osd_cpu_pct"] = 100.0 * (osd_b - osd_a) / seconds / (os.cpu_count() or 1)
+            row["osd_cpu_pct"] = 100.0 * (osd_b - osd_a) / active / (os.cpu_count() or 1)
         if disk_a is not None and disk_b is not None:
             row |= {
-                "busy_pct": min(100.0, (disk_b.io_ms - disk_a.io_ms) / (seconds * 10.0)),
-                "queue": (disk_b.weighted_ms - disk_a.weighted_ms) / (seconds * 1000.0),
-                "write_iops": (disk_b.writes - disk_a.writes) / seconds,
+                "busy_pct": min(100.0, (disk_b.io_ms - disk_a.io_ms) / (active * 10.0)),
+                "queue": (disk_b.weighted_ms - disk_a.weighted_ms) / (active * 1000.0),
+                "write_iops": (disk_b.writes - disk_a.writes) / active,
             }
         moved = [
             b - a
@@ -333,7 +338,7 @@ def _watched(
             for a, b in zip(links_a[role], now, strict=True)
         ]
         if moved and ref.network is not None:
-            row["link_pct"] = 100.0 * max(moved) * 8 / seconds / ref.network.rate
+            row["link_pct"] = min(100.0, 100.0 * max(moved) * 8 / active / ref.network.rate)
         seen[rec.point_key] = row
 
     try:
