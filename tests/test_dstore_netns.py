@@ -180,7 +180,7 @@ def test_a_shaped_cluster_stores_its_network_and_leaves_nothing_after_down(
                 "-c",
                 str(conf),
                 "--connect-timeout",
-                "10",
+                "5",
                 "osd",
                 "ls",
             ]
