@@ -139,15 +139,16 @@ def _per_size(
 
 
 def cause(samples: Sequence[Sample], bs: int, network: dict[str, object] | None) -> str:
-    """What bounded the cluster at ``bs``, as measured over its samples: the busiest of the host's CPU,
-    the disk under the OSDs and the busiest link, named as the limit when it is near saturation."""
+    """What bounded the cluster at ``bs``, as measured over its samples: the host's CPU or the busiest link
+    named as the limit when near saturation, the disk under the OSDs beside them (its busy time alone does
+    not show a disk that serves requests in parallel saturated, so it is never named the limit by it)."""
     iops = statistics.median(x.point.iops for x in samples)
     mb_s = statistics.median(x.point.mb_s for x in samples)
     head = (
         f"At {size(bs)} the cluster completed {iops:.0f} IOPS ({mb_s:.0f} MB/s) with {IODEPTH} in flight, so "
         f"each I/O took {IODEPTH / max(iops, 1e-9) * 1000:.0f} ms on average (Little's law)"
     )
-    loads: list[tuple[float, str]] = []
+    loads: list[tuple[float, str]] = []  # (share of capacity, what) of what can be named the limit
     host = _seen(samples, "host_cpu_pct")
     if host is not None:
         text = f"the host's CPU ({host:.0f} % busy"
@@ -158,24 +159,24 @@ def cause(samples: Sequence[Sample], bs: int, network: dict[str, object] | None)
                 "I/O; the rest fio, the monitor and the other work of this shared host"
             )
         loads.append((host / 100, text + ")"))
-    busy = _seen(samples, "busy_pct")
-    if busy is not None:
-        loads.append(
-            (
-                busy / 100,
-                f"the disk under the OSDs ({busy:.0f} % busy, queue {_seen(samples, 'queue') or 0:.1f})",
-            )
-        )
     link = _seen(samples, "link_pct")
     if link is not None and network is not None:
         loads.append((link / 100, f"the busiest link ({link:.0f} % of its {network_text(network)})"))
-    if not loads:
+    beside = []
+    busy = _seen(samples, "busy_pct")
+    if busy is not None:
+        busy_text = f"the disk under the OSDs ({busy:.0f} % busy, queue {_seen(samples, 'queue') or 0:.1f}"
+        caveat = "; busy time alone does not show a disk serving requests in parallel saturated"
+        beside.append(busy_text + (caveat if busy >= 100 * SATURATED else "") + ")")
+    if not loads and not beside:
         return head + "; the host's CPU, disk and links could not be read (the OSDs are not on this host)"
-    share, text = max(loads)
-    if share >= SATURATED:
-        rest = "; ".join(t for s, t in loads if t != text)
-        return f"{head}. The measured limit: {text}" + (f"; beside it {rest}" if rest else "")
-    return f"{head}. No measured resource was saturated: " + "; ".join(t for _, t in loads)
+    limits = [t for share, t in loads if share >= SATURATED]
+    rest = [t for share, t in loads if share < SATURATED] + beside
+    if limits:
+        return f"{head}. The measured limit: {' and '.join(limits)}" + (
+            f"; beside it {'; '.join(rest)}" if rest else ""
+        )
+    return f"{head}. No measured resource was saturated: " + "; ".join(rest)
 
 
 def _copies_text(network: dict[str, object] | None) -> str:
@@ -283,10 +284,7 @@ def _striping_finding(runs: Runs, sizes: Sequence[int]) -> str:
         if (b := _seen(side[bs], "busy_pct")) is not None
     ]
     if busy:
-        verdict = "below" if max(busy) < 100 * SATURATED else "at"
-        said.append(
-            f"the disk under the OSDs was {min(busy):.0f}-{max(busy):.0f} % busy ({verdict} saturation)"
-        )
+        said.append(f"the disk under the OSDs was {min(busy):.0f}-{max(busy):.0f} % busy")
     host = [
         h for bs in sizes for side in (runs.plain, runs.striped) if (h := _seen(side[bs], "host_cpu_pct"))
     ]
