@@ -205,6 +205,20 @@ def test_the_gate_says_inconclusive_in_the_tables_units(
     assert {r["metric"] for r in gate["inconclusive"]} >= {"IOPS"}
     code, out, _ = cli(["compare", "before", "steady", "--fail-on-regression", "10", "--db", db], capsys)
     assert code == 1 and "regression: fio/rr/bs=4k/offered=max/load=0 read IOPS" in out
+    # the plain table and its JSON: the same rule (tell.change at --min-change, 5 % unless given) and words
+    code, out, _ = cli(["compare", "before", "after", "--db", db], capsys)
+    assert code == 0 and "no significant change" not in out and "verdict at a change of 5 %" in out
+    rows = {line.split()[2]: line for line in out.splitlines() if line.startswith("fio/rr/")}
+    assert rows["IOPS"].endswith("inconclusive"), rows
+    # p99 in us, as the column says: fio's own p99 (ns) of each file, their mean over the two repetitions
+    p99 = [json.loads((tmp_path / f"before{i}.json").read_text())["jobs"][0]["read"]["clat_ns"]["percentile"]["99.000000"] for i in (0, 1)]  # fmt: skip
+    assert rows["p99"].split()[4] == f"{sum(p99) / 2 / 1e3:.1f}", (rows["p99"], p99)
+    code, out, _ = cli(["compare", "before", "after", "--json", "--db", db], capsys)
+    said = {c["metric"]: c for c in json.loads(out)["changes"]}
+    assert said["IOPS"]["verdict"] == "inconclusive" and said["IOPS"]["min_change"] == 0.05
+    assert said["p99"]["unit"] == "ns" and said["p99"]["before_mean"] == pytest.approx(sum(p99) / 2)
+    code, out, _ = cli(["compare", "before", "before", "--json", "--db", db], capsys)  # rate-held: 800 both
+    assert {c["metric"]: c["verdict"] for c in json.loads(out)["changes"]}["IOPS"] == "no change"
 
 
 @pytest.mark.fio
