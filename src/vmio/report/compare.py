@@ -73,6 +73,7 @@ class RatioRow:
             "ddir": self.ddir,
             "ratio": {m: s.as_dict() if s else None for m, s in self.ratios.items()},
             "value": {m: s.as_dict() if s else None for m, s in self.values.items()},
+            "unit": {m: JSON_UNITS.get(m, "ns") for m in self.values},  # of ``value``; ratios have none
         }
 
 
