@@ -390,11 +390,10 @@ def cmd_import(args: argparse.Namespace) -> int:
         raise InputError(f"--target {target!r}: a target label has no '/' (it is part of each point's key)")
     series = checked_series(args.series) if args.series is not None else None
     files = [f for given in args.files for f in imported.expand(Path(given))]
-    recs = imported.read_files(
-        files, name, target
-    )  # every file read and checked before any store opens: refused, no store is made
+    # every file read and checked before any store opens: refused, no store is made
+    recs, read = imported.read_files(files, name, target)
     with writing_store(args) as store:
-        keys = imported.import_files(store, recs, name, series)
+        keys = imported.import_files(store, recs, name, series, read)
         print(
             f"campaign {name!r}: {len(keys)} point(s) imported from {len(files)} file(s); store {store.path}"
         )
