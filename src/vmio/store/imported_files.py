@@ -77,7 +77,10 @@ def migrate(db: sqlite3.Connection) -> None:
     for run_id, campaign_id, workload, ended, text in db.execute(
         "SELECT id, campaign_id, workload, ended, host_json FROM run WHERE target_kind = 'import' ORDER BY id"
     ).fetchall():
-        facts = json.loads(text or "{}")
+        try:
+            facts = json.loads(text or "{}")
+        except ValueError:  # facts vmio did not write: the store's integrity check names them when read
+            continue
         if not isinstance(facts, dict) or "imported_from" not in facts:
             continue
         key = (campaign_id, str(facts["imported_from"]), float(ended or 0))

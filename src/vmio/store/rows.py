@@ -242,7 +242,7 @@ def _row(
     read, write = summary.read, summary.write
     text = run["host_json"]
     imported = run["target_kind"] == "import"
-    read_now = imported or facts_read(text)
+    read_now = facts_read(text) or (imported and bool(text))  # an import: its file is named there
     facts: dict[str, Any] = json.loads(text) if read_now else {}  # none the row takes out: left for later
     vm = run["target_kind"] in ("qemu", "libvirt")
     before = "q35" if run["qemu_version"] else None  # runs before machine types were all q35
