@@ -133,6 +133,12 @@ def test_small_points_of_the_walk(mixed: Path, tmp_path: Path, capsys: pytest.Ca
     code, _, named = cli(["advise", "--db", str(tmp_path / "missing.db")], capsys)
     assert code == 0 and "no store at" in named
     assert not (tmp_path / "missing.db").exists()
+    with pytest.MonkeyPatch.context() as mp:  # the default ./vmio.db, missing: the same note, nothing made
+        mp.delenv("VMIO_DB", raising=False)
+        mp.chdir(tmp_path)
+        code, _, default = cli(["advise"], capsys)
+    assert code == 0 and default == named.replace(str(tmp_path / "missing.db"), "vmio.db")
+    assert not (tmp_path / "vmio.db").exists()
     code, text, _ = cli(["diagnose", "--explain"], capsys)
     assert code == 0 and "seed 000" not in text and "hitachi-nvme-2016" in text
     assert all(ord(c) < 0x3000 for c in text), "an untranslated term"
@@ -256,3 +262,19 @@ def test_the_demo_prints_its_own_wall_time(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     (line,) = [x for x in done.stdout.splitlines() if x.startswith("demo: took ")]
     assert line.startswith(("demo: took 2 min 5 s", "demo: took 2 min 6 s", "demo: took 2 min 7 s")), line
+
+
+def test_the_license_is_the_spdx_string_setuptools_reads_without_a_banner() -> None:
+    """Issue 38 item 8: ``make demo`` printed setuptools' deprecation banner for ``project.license`` written as a
+    table. PEP 639's form is an SPDX expression (``packaging`` canonicalizes it), which setuptools reads from
+    77.0 on without the banner, so the build requires at least that."""
+    import tomllib
+
+    from packaging.licenses import canonicalize_license_expression
+    from packaging.requirements import Requirement
+
+    doc = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    license_ = doc["project"]["license"]
+    assert isinstance(license_, str) and canonicalize_license_expression(license_) == license_
+    (setuptools,) = [Requirement(r) for r in doc["build-system"]["requires"] if r.startswith("setuptools")]
+    assert not setuptools.specifier.contains("76.9") and setuptools.specifier.contains("77.0")
