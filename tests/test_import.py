@@ -125,6 +125,12 @@ def test_import_keeps_fios_own_figures(
     code, listed, _ = cli(["ls", "--json", "--db", str(db)], capsys)
     (files,) = [c["imported_files"] for c in json.loads(listed) if c["name"] == "mine"]
     assert files == [the_file]
+    code, text, _ = cli(["show", "mine", "--db", str(db)], capsys)  # the table says it under the points
+    disk = doc["disk_util"][0]
+    assert (
+        f"{out.resolve()} (2 jobs: rr, sw): disk busy over the whole run {disk['name']} {disk['util']:.1f} %"
+        in text
+    )
     with sqlite3.connect(db) as c:  # once: one row for the file, none of it in either point's facts
         assert c.execute("SELECT COUNT(*) FROM imported_file").fetchone() == (1,)
         assert not any("disk_util" in text for (text,) in c.execute("SELECT host_json FROM run"))
