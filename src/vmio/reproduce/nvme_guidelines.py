@@ -26,9 +26,9 @@ from vmio.advise.config_guideline import (
     advise,
 )
 from vmio.advise.diagnose import Diagnosis, diagnose
-from vmio.advise.evidence import Device
+from vmio.advise.evidence import Evidence
 from vmio.advise.inventory import BlockDevice, HostFacts
-from vmio.reproduce.result import Measured, TableRow
+from vmio.reproduce.result import Measured, Spread, TableRow
 from vmio.store import Store
 
 # The host the paper describes (§3.2, Table 1, Table 3), as ``advise`` reads a host.
@@ -156,61 +156,50 @@ def step_of(d: Diagnosis, node: str) -> str:
     return leaf[0] if leaf else "none"
 
 
-def diagnoses(store: Store, campaign: str, target: str) -> list[tuple[str, Diagnosis]]:
-    """``vmio diagnose`` on each done point of ``target`` (every workload and repetition), by point key."""
-    camp = from_store.stored_campaign(store, campaign)
-    runs = [r for r in store.runs(campaign) if r["target"] == target and r["status"] == "done"]
-    return [(r["point_key"], diagnose(from_store.evidence_for(store, camp, r))) for r in runs]
+def diagnoses(store: Store, campaigns: Sequence[str], target: str) -> list[tuple[str, Evidence, Diagnosis]]:
+    """``vmio diagnose`` on each done point of ``target`` (every workload and repetition): its point key,
+    the evidence read from the store and the verdict."""
+    out = []
+    for name in campaigns:
+        camp = from_store.stored_campaign(store, name)
+        for r in store.runs(name):
+            if r["target"] == target and r["status"] == "done":
+                evidence = from_store.evidence_for(store, camp, r)
+                out.append((r["point_key"], evidence, diagnose(evidence)))
+    return out
 
 
 def fig10(
     store: Store, campaigns: Sequence[str], untested: Mapping[str, str]
 ) -> tuple[dict[str, Measured], list[TableRow]]:
-    """Each configuration's points through Fig. 10 beside the paper's step there: 1.0 per point whose step
-    is the paper's, 0.0 otherwise (the points are the claim's repetitions). ``untested``: by target, why
-    this host cannot put the paper's question (no free device, VFIO absent)."""
+    """Each configuration's points through Fig. 10 beside the paper's step there: the share of its points
+    (the claim's repetitions, 1.0 each whose step is the paper's). ``untested``: by target, why this host
+    cannot put the paper's question (VFIO absent); Fig. 10 (b) is untested where no device is free."""
     measured: dict[str, Measured] = {}
     rows: list[TableRow] = []
     for c in FIG10:
-        found = [x for name in campaigns for x in diagnoses(store, name, c.target)]
+        found = diagnoses(store, campaigns, c.target)
         if not found:
             continue
-        values = [1.0 if step_of(d, c.node) == c.paper_step else 0.0 for _, d in found]
-        key, first = found[0]
+        values = tuple(1.0 if step_of(d, c.node) == c.paper_step else 0.0 for _, _, d in found)
+        key, evidence, first = found[0]
         path = "; ".join(f"({s.node}) {s.answer}" for s in first.steps)
         said = f"the paper: {c.paper_says}; diagnose on {key}: {path}"
         why = untested.get(c.target)
-        if (
-            why is None
-            and c.node == "b"
-            and not any(d.in_use is False for d in _devices(store, campaigns, c.target))
-        ):
+        if why is None and c.node == "b" and not any(d.in_use is False for d in evidence.devices):
             why = "this host has no free device, so Fig. 10 (b) cannot answer yes here (the paper had a second SSD)"
-        measured[c.claim] = (
-            Measured.median_of(values, note=said)
-            if why is None
-            else Measured(statistics.median(values), values=tuple(values), untested=why, note=said)
-        )
-        for point, d in found:
-            rows.append(
-                {
-                    "claim": c.claim,
-                    "point": point,
-                    "paper's step": c.paper_step,
-                    "diagnose's step": step_of(d, c.node),
-                    "actions": ", ".join(d.actions),
-                    "at the limit": "yes" if d.at_limit else "no",
-                    "limit": d.limit,
-                }
-            )
+        share = statistics.fmean(values)
+        measured[c.claim] = Measured(share, Spread.of(values), values=values, untested=why, note=said)
+        rows += [
+            {
+                "claim": c.claim,
+                "point": point,
+                "paper's step": c.paper_step,
+                "diagnose's step": step_of(d, c.node),
+                "actions": ", ".join(d.actions),
+                "at the limit": "yes" if d.at_limit else "no",
+                "limit": d.limit,
+            }
+            for point, _, d in found
+        ]
     return measured, rows
-
-
-def _devices(store: Store, campaigns: Sequence[str], target: str) -> list[Device]:
-    """The devices the evidence of ``target``'s first point names."""
-    for name in campaigns:
-        camp = from_store.stored_campaign(store, name)
-        for r in store.runs(name):
-            if r["target"] == target and r["status"] == "done":
-                return list(from_store.evidence_for(store, camp, r).devices)
-    return []
