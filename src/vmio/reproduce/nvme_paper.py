@@ -580,6 +580,12 @@ def fig6_figures(sweep: list[SweepPoint], bare: dict[str, float]) -> list[Figure
                     claim="fig6-read-sys-over-usr",
                 )
             )
+    writes = [p[0] for s in busy if s.name.startswith("writes") for p in s.points]
+    writes_full = (  # the paper: the device 100 % busy under writes at every offered load
+        (Series("paper: writes 100 % busy", tuple((x, 100.0) for x in writes), kind="paper"),)
+        if writes
+        else ()
+    )
     x = "offered IOPS / Bare's maximum IOPS of the same I/O (4 KiB random)"
     source = "Fig. 6 (Bare 環境での性能ネック解析) and §4.1 (入力負荷が 600kIOPS 以上でデバイスビジー率が 100%; %usr よりも %sys が高くなる)"
     figs = []
@@ -591,11 +597,8 @@ def fig6_figures(sweep: list[SweepPoint], bare: dict[str, float]) -> list[Figure
                 source=source,
                 x=x,
                 y="device busy (%)",
-                series=tuple(busy),
-                marks=(
-                    Mark("y", 100.0, "paper: writes 100 % busy at every load"),
-                    Mark("x", 600 / 438, "paper: reads 100 % busy from 600k (1.37 of 438k)"),
-                ),
+                series=(*busy, *writes_full),
+                marks=(Mark("x", 600 / 438, "paper: reads 100 % from 600k"),),
             )
         )
     if cpu:
@@ -605,9 +608,9 @@ def fig6_figures(sweep: list[SweepPoint], bare: dict[str, float]) -> list[Figure
                 title="Fig. 6, right: Bare, random reads, the fio processes' CPU against the offered load",
                 source=source,
                 x=x,
-                y="CPU (% of one core, summed over the fio processes)",
+                y="fio CPU (% of one core, summed)",
                 series=tuple(cpu),
-                marks=(Mark("x", 600 / 438, "paper: %sys above %usr where the device becomes the limit"),),
+                marks=(Mark("x", 600 / 438, "paper: %sys > %usr from 600k"),),
             )
         )
     return figs
