@@ -12,7 +12,7 @@ paper's configuration there. ``advise`` on this host, with the same answers, is 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from vmio.advise import from_store
@@ -26,8 +26,10 @@ from vmio.advise.config_guideline import (
     advise,
 )
 from vmio.advise.diagnose import Diagnosis, diagnose
+from vmio.advise.disk_config import Config
 from vmio.advise.evidence import Evidence
 from vmio.advise.inventory import BlockDevice, HostFacts
+from vmio.published import Ratio
 from vmio.reproduce.result import Measured, Spread, TableRow
 from vmio.store import Store
 
@@ -83,17 +85,24 @@ def _host_line(facts: HostFacts) -> str:
     return f"QEMU {facts.qemu_version}, {facts.cpus} CPUs, block devices: {disks or 'none'}"
 
 
-def fig9(here: HostFacts | None, why_not_here: str = "") -> tuple[dict[str, Measured], list[TableRow]]:
+def fig9(
+    here: HostFacts | None,
+    why_not_here: str = "",
+    measured_here: Callable[[Config], Ratio | None] | None = None,
+) -> tuple[dict[str, Measured], list[TableRow]]:
     """Each leaf of Fig. 9: 1.0 when ``advise`` on the paper's case gives the paper's configuration, else 0.0;
-    ``advise`` on this host (``here``; None: its facts could not be read, ``why_not_here`` says why) beside it."""
+    ``advise`` on this host (``here``; None: its facts could not be read, ``why_not_here`` says why; with
+    ``measured_here``, this host's stored ratios, as ``vmio advise --db`` reads them) beside it."""
     measured: dict[str, Measured] = {}
     rows: list[TableRow] = []
     for leaf in LEAVES:
         paper = advise(PAPER_HOST, leaf.requirements())
-        mine = advise(here, leaf.requirements()) if here is not None else None
+        mine = advise(here, leaf.requirements(), measured=measured_here) if here is not None else None
         got = paper.config.name
         here_text = (
-            f"on this host ({_host_line(here)}) advise gives {mine.config.name} on {mine.config.bus}: {_path(mine)}"
+            f"on this host ({_host_line(here)}) advise gives {mine.config.name} on {mine.config.bus}: "
+            f"{_path(mine)}; expected {mine.ratio.read:g}x Bare's reads, {mine.ratio.write:g}x its writes "
+            f"({mine.ratio.source}: {mine.ratio.basis})"
             if mine is not None and here is not None
             else f"advise could not read this host: {why_not_here}"
         )

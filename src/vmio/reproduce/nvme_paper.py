@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from vmio.advise.inventory import HostFacts, read_block_devices
+from vmio.advise.measured import measured_ratios, pick
 from vmio.campaign import runner
 from vmio.published import SEED_BY_KEY, SEED_N
 from vmio.qemu import VfioBinding, iommu_present
@@ -249,7 +250,8 @@ def run(
     n = n_of(s.scale)
     measured = measure(best, n, s.passthrough)
     measured.update(fig6(sweep, bare))
-    chose, fig9_rows = nvme_guidelines.fig9(here, why_not_here)
+    ratios = measured_ratios(store)  # this host's, as `vmio advise --db` reads them
+    chose, fig9_rows = nvme_guidelines.fig9(here, why_not_here, lambda config: pick(ratios, config))
     measured.update(chose)
     untested = {TARGET_OF["passthrough"]: why} if (why := s.passthrough.untested()) else {}
     walked, fig10_rows = nvme_guidelines.fig10(store, campaigns(s)[:-1], untested)
