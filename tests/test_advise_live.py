@@ -43,7 +43,7 @@ def busy_vm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[VM, Path
     """A VM with one iothread and a 32 MiB disk on a loop device over a file (as root; else the file itself);
     two fio jobs read it until the tests end."""
     work = tmp_path_factory.mktemp("live")
-    image = Path("/var/tmp") / f"vmio-live-{work.name}.img"
+    image = Path("/var/tmp") / f"vmio-live-{os.getpid()}-{work.name}.img"
     with open(image, "wb") as f:  # written, not sparse: a hole is read without touching the disk
         for _ in range(64):
             f.write(b"\x5a" * (1 << 20))

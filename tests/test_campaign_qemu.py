@@ -51,7 +51,7 @@ def qemu_pids(marker: str) -> list[int]:
 @pytest.fixture(scope="module")
 def vm_campaign(tmp_path_factory: pytest.TempPathFactory) -> Store:
     work = tmp_path_factory.mktemp("vm")
-    scratch = Path("/var/tmp") / f"vmio-qemu-test-{work.name}"
+    scratch = Path("/var/tmp") / f"vmio-qemu-test-{os.getpid()}-{work.name}"
     scratch.mkdir(exist_ok=True)
     img = f"{scratch}/disk.img"
     targets = "".join([

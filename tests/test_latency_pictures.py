@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import shutil
 from collections.abc import Iterator
@@ -44,7 +45,7 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str,
     if shutil.which("fio") is None:
         pytest.skip("needs fio")
     work = tmp_path_factory.mktemp("lat")
-    scratch = Path("/var/tmp") / f"vmio-lat-{work.name}"
+    scratch = Path("/var/tmp") / f"vmio-lat-{os.getpid()}-{work.name}"
     scratch.mkdir(exist_ok=True)
     (work / "lat.toml").write_text(SPEC.format(scratch=scratch))
     db = work / "vmio.db"

@@ -115,7 +115,7 @@ def ten() -> builds.QemuBuild:
 @pytest.fixture(scope="module")
 def two_builds(tmp_path_factory: pytest.TempPathFactory, ten: builds.QemuBuild) -> list[dict[str, object]]:
     work = tmp_path_factory.mktemp("builds")
-    scratch = Path("/var/tmp") / f"vmio-builds-{work.name}"
+    scratch = Path("/var/tmp") / f"vmio-builds-{os.getpid()}-{work.name}"
     scratch.mkdir(exist_ok=True)
     v = ten.version
     targets = "".join([
