@@ -113,6 +113,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         group = {item.nodeid: groups.get(item.nodeid, item.nodeid) for item in items}
         slow = {group[item.nodeid] for item in items if item.get_closest_marker("slow")}
         size = collections.Counter(group.values())
+        alone = {group[item.nodeid] for item in items if item.get_closest_marker("alone")}
+        for item in items:  # a shared fixture is made in whichever test of its group runs first
+            if group[item.nodeid] in alone and not item.get_closest_marker("alone"):
+                item.add_marker(pytest.mark.alone)
         # the longest first (groups holding a slow test, the largest of them first; the scheduler keeps this
         # order), so that no long test starts last beside an idle worker
         items.sort(key=lambda item: (group[item.nodeid] not in slow, -size[group[item.nodeid]]))
@@ -152,6 +156,30 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
 
     config.option.loadscopereorder = False
     return SharedGroups(config, log)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[object]:
+    """In ``make test``'s workers a test marked ``alone`` (it measures a CPU share that a test beside it would
+    take) runs with no test of the other worker beside it: it waits for the one running there to end, and the
+    next one there waits for it. Every other test runs beside any other. A gate taken before the shared
+    lock keeps a waiting ``alone`` test from being passed over by the tests that keep coming."""
+    shared = os.environ.get(GROUPS)
+    if not shared or not os.environ.get("PYTEST_XDIST_WORKER"):
+        return (yield)
+    import fcntl
+
+    alone = item.get_closest_marker("alone") is not None
+    with open(f"{shared}.gate", "a") as gate, open(f"{shared}.beside", "a") as beside:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        fcntl.flock(beside, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        if not alone:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        try:
+            return (yield)
+        finally:
+            fcntl.flock(beside, fcntl.LOCK_UN)
+            fcntl.flock(gate, fcntl.LOCK_UN)
 
 
 def _written_order(item: pytest.Item) -> tuple[str, int, str]:

@@ -272,6 +272,7 @@ class ProcessCpu:
         return 100.0 * used / (end - start)
 
 
+@pytest.mark.alone  # the I/O thread's share of a core, against fixed bounds
 def test_qemu_thread_classes_add_up_to_the_process_and_follow_the_load(scratch: Path, tmp_path: Path) -> None:
     """Per-thread CPU against the QEMU process's own total, and each class where the load is: a guest
     job that only computes (fio's null engine) loads the vCPU and leaves the I/O thread idle; a guest

@@ -164,6 +164,7 @@ def test_two_builds_in_one_campaign(two_builds: list[dict[str, object]]) -> None
 @needs_qemu
 @pytest.mark.qemu
 @pytest.mark.slow
+@pytest.mark.alone  # each I/O thread's share of a core (the campaign of two_builds), against fixed bounds
 def test_each_iothread_carries_io_on_10_and_7_2_falls_back(two_builds: list[dict[str, object]]) -> None:
     # two queues need two guest CPUs (blk-mq gives a disk at most one queue per CPU)
     rows = by_target(two_builds)
