@@ -665,19 +665,35 @@ class Store:
         return out
 
     def campaign_table(
-        self, table: str, columns: Sequence[str], order: str, campaign: str
-    ) -> list[tuple[Any, ...]]:
+        self,
+        table: str,
+        columns: Sequence[str],
+        order: str,
+        campaign: str,
+        cell: str = "{c}",
+        size: int = 5000,
+    ) -> Iterator[list[tuple[Any, ...]]]:
         """A detail table's rows of the campaign's runs as plain tuples: each run's point key, then ``columns``,
-        by run and then ``order`` (``export`` of a million samples)."""
+        by run and then ``order`` (``export`` of a million samples), ``size`` rows at a time (never all held at
+        once). ``cell`` is the SQL each value is read through (``{c}``: the column), e.g. export's
+        guard of CSV cells.
+
+        The runs are walked in id order and each run's rows read through the table's ``run_id`` index (SQLite
+        sorts one run's rows at a time, not the whole table's in one temporary tree)."""
         self._detail(table)
+        row = self.db.execute("SELECT id FROM campaign WHERE name = ?", (campaign,)).fetchone()
+        if row is None:
+            return
+        picked = ", ".join(cell.format(c=c) for c in ("r.point_key", *(f"t.{c}" for c in columns)))
         cur = self.db.cursor(GuardedCursor)
         cur.row_factory = None
-        cur.execute(
-            f"SELECT r.point_key, {', '.join(f't.{c}' for c in columns)} FROM {table} t JOIN run r ON r.id = t.run_id "
-            f"JOIN campaign c ON c.id = r.campaign_id WHERE c.name = ? ORDER BY r.id, {order}",
-            (campaign,),
+        cur.execute(  # "+": the runs in id order, not through the campaign's index (which SQLite would sort)
+            f"SELECT {picked} FROM run r CROSS JOIN {table} t ON t.run_id = r.id "
+            f"WHERE +r.campaign_id = ? ORDER BY r.id, {order}, t.rowid",  # rowid: ties in the order written
+            (row[0],),
         )
-        return cur.fetchall()
+        while chunk := cur.fetchmany(size):  # in chunks: a row at a time is a Python call a row (the guard)
+            yield chunk
 
     def run_metrics(self, run_id: int) -> dict[tuple[str, str], float]:
         rows = self.db.execute(

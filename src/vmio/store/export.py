@@ -150,18 +150,31 @@ def _prom_escape(value: object) -> str:
 def flat_points(store: Store, campaign: str) -> list[TableRow]:
     rows = []
     for row in point_rows(store, campaign):
-        shown = row.to_json(facts=False)
-        flat = {k: v for k, v in shown.items() if k not in ("read_lat_ns", "write_lat_ns", "hosts", "dstore")}
+        flat = row.to_json(facts=False)
+        for key in NESTED:  # dropped in place: the other columns keep their order
+            flat.pop(key, None)
         for key, value in (row.dstore or {}).items():  # a stored dstore profile's labels, one column each
             flat[f"dstore_{key}"] = json.dumps(value) if isinstance(value, list | dict) else value
         flat["offered_iops"] = _offered(row)
         flat["hosts"] = " ".join(row.hosts)
-        for ddir in ("read", "write"):
+        for ddir, columns in LAT_FLAT:
             lat = row.lat_ns(ddir) or {}
-            for key in ("min", "mean", "max", "p50", "p90", "p99", "p99.9", "p99.99"):
-                flat[f"{ddir}_lat_{key.replace('.', '_')}_ns"] = lat.get(key)
+            flat.update([(column, lat.get(key)) for column, key in columns])
         rows.append(flat)
     return rows
+
+
+NESTED = ("read_lat_ns", "write_lat_ns", "hosts", "dstore")  # show --json's keys a flat table spreads out
+LAT_FLAT = tuple(
+    (
+        ddir,
+        tuple(
+            (f"{ddir}_lat_{k.replace('.', '_')}_ns", k)
+            for k in ("min", "mean", "max", "p50", "p90", "p99", "p99.9", "p99.99")
+        ),
+    )
+    for ddir in ("read", "write")
+)  # each direction's latency columns and the keys they take
 
 
 def _offered(row: PointRow) -> str:
@@ -183,13 +196,16 @@ COLUMN_TYPES = {"t": "float", "value": "float", "seq": "int", "t_ms": "float", "
 
 
 def series(store: Store, campaign: str) -> list[TableRow]:
-    rows = store.campaign_table("sample", SERIES_COLUMNS[1:], "t.t, t.source, t.metric", campaign)
-    return [dict(zip(SERIES_COLUMNS, r, strict=True)) for r in rows]
+    chunks = store.campaign_table("sample", SERIES_COLUMNS[1:], SERIES_ORDER, campaign)
+    return [dict(zip(SERIES_COLUMNS, r, strict=True)) for rows in chunks for r in rows]
 
 
 def operations(store: Store, campaign: str) -> list[TableRow]:
-    rows = store.campaign_table("oplat", OPLAT_COLUMNS[1:], "t.seq", campaign)
-    return [dict(zip(OPLAT_COLUMNS, r, strict=True)) for r in rows]
+    chunks = store.campaign_table("oplat", OPLAT_COLUMNS[1:], OPLAT_ORDER, campaign)
+    return [dict(zip(OPLAT_COLUMNS, r, strict=True)) for rows in chunks for r in rows]
+
+
+SERIES_ORDER, OPLAT_ORDER = "t.t, t.source, t.metric", "t.seq"
 
 
 SINGLE_FILE = ("json", "ndjson", "prometheus")  # one document; csv and parquet write side files
@@ -241,18 +257,23 @@ def export(store: Store, campaign: str, fmt: str, path: Path) -> list[Path]:
     if fmt in SINGLE_FILE:
         _atomic(path, document(store, campaign, fmt))
         return [path]
-    points, sampled, ops = flat_points(store, campaign), series(store, campaign), operations(store, campaign)
-    write = _csv if fmt == "csv" else _parquet
+    if fmt == "csv":  # the side tables straight from SQLite to the CSV writer, a row at a time
+        tables: tuple[tuple[str, Callable[[], bytes]], ...] = (
+            ("", lambda: _csv(flat_points(store, campaign), POINT_COLUMNS)),
+            (".series", lambda: _csv_rows(store, campaign, "sample", SERIES_COLUMNS, SERIES_ORDER)),
+            (".oplat", lambda: _csv_rows(store, campaign, "oplat", OPLAT_COLUMNS, OPLAT_ORDER)),
+        )
+    else:
+        tables = (
+            ("", lambda: _parquet(flat_points(store, campaign), POINT_COLUMNS)),
+            (".series", lambda: _parquet(series(store, campaign), SERIES_COLUMNS)),
+            (".oplat", lambda: _parquet(operations(store, campaign), OPLAT_COLUMNS)),
+        )
     written: list[Path] = []
-    tables = (
-        ("", points, POINT_COLUMNS),
-        (".series", sampled, SERIES_COLUMNS),
-        (".oplat", ops, OPLAT_COLUMNS),
-    )
     with all_or_none(written):  # the three files, or none of them
-        for suffix, table, columns in tables:
+        for suffix, table in tables:
             side = path.with_name(f"{path.stem}{suffix}{path.suffix or '.' + fmt}") if suffix else path
-            _atomic(side, write(table, columns))
+            _atomic(side, table())
             written.append(side)
     return written
 
@@ -265,12 +286,32 @@ def _csv(rows: list[TableRow], columns: tuple[str, ...]) -> bytes:
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow([inert(k) for k in names])
     blank = [""] * len(names)  # a column a row does not have
-    writer.writerows([inert(v) for v in map(row.get, names, blank)] for row in rows)
+    starts = FORMULA_STARTS
+    writer.writerows(  # ``inert`` written out: a call per cell was most of the time of 100k points
+        [("'" + v if v.__class__ is str and v.startswith(starts) else v) for v in map(row.get, names, blank)]
+        for row in rows
+    )
+    return buf.getvalue().encode()
+
+
+def _csv_rows(store: Store, campaign: str, table: str, columns: tuple[str, ...], order: str) -> bytes:
+    """A detail table (``sample``, ``oplat``) of the campaign as CSV, as ``_csv`` writes its rows as dicts:
+    the header, then each row, its text cells made inert by SQLite as it reads them (``INERT_SQL``)."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow([inert(k) for k in columns])
+    for rows in store.campaign_table(table, columns[1:], order, campaign, cell=INERT_SQL):
+        writer.writerows(rows)
     return buf.getvalue().encode()
 
 
 # A text cell starting with one of these is a formula to a spreadsheet (OWASP "CSV injection").
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+# ``inert`` in SQL, for a column ``{c}`` as SQLite reads it (text only: a number stays a number)
+INERT_SQL = (
+    "CASE WHEN typeof({c}) = 'text' AND substr({c}, 1, 1) IN ('=', '+', '-', '@', char(9), char(13)) "
+    "THEN '''' || {c} ELSE {c} END"
+)
 
 
 def inert(value: object) -> object:
