@@ -61,6 +61,7 @@ import argparse
 import contextlib
 import functools
 import io
+import json
 import os
 import random
 import resource
@@ -282,34 +283,92 @@ def timed(argv: list[str]) -> tuple[float, float]:
     return took
 
 
+# A child timing one command in-process (its imports done first: they are start-up, not the store's cost):
+# ``python -c CHILD ARGV_JSON`` with one tree's ``src`` first on the path prints "WALL CPU".
+CHILD = """
+import contextlib, importlib, io, json, sys, time
+from vmio.cli import main
+for name in ("vmio.report.data", "vmio.report.compare", "vmio.store.export", "vmio.report.page"):
+    with contextlib.suppress(ImportError):
+        importlib.import_module(name)
+argv = json.loads(sys.argv[1])
+started, cpu = time.perf_counter(), time.process_time()
+with contextlib.redirect_stdout(io.StringIO()):
+    code = main(argv)
+took = (time.perf_counter() - started, time.process_time() - cpu)
+sys.exit(code) if code else print(*took)
+"""
+
+
+def timed_child(argv: list[str], src: Path) -> tuple[float, float]:
+    """(wall, CPU) seconds ``vmio ARGV`` took in a child with ``src`` first on its path (imports excluded)."""
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, json.dumps(argv)],
+        env={**os.environ, "PYTHONPATH": str(src)},
+        capture_output=True,
+        text=True,
+        timeout=3600,
+        check=False,
+    )
+    if done.returncode != 0:
+        sys.exit(f"store_scale: vmio {' '.join(argv)} ({src}) exited {done.returncode}: {done.stderr[-500:]}")
+    wall, cpu = done.stdout.split()
+    return float(wall), float(cpu)
+
+
 def commands(
-    db: Path, work: Path, points: int, report_max: int
+    db: Path,
+    work: Path,
+    points: int,
+    report_max: int,
+    run: Callable[[list[str]], tuple[float, float]] = timed,
 ) -> dict[str, Callable[[], tuple[float, float]]]:
     d = ["--db", str(db)]
     out = {
-        "show --json": lambda: timed(["show", "scale", "--json", *d]),
-        "export csv": lambda: timed(["export", "scale", "--format", "csv", "-o", str(work / "p.csv"), *d]),
-        "export parquet": lambda: timed(
-            ["export", "scale", "--format", "parquet", "-o", str(work / "p.parquet"), *d]
-        ),
+        "show --json": lambda: run(["show", "scale", "--json", *d]),
         **{
             f"export {fmt}": functools.partial(
-                timed, ["export", "scale", "--format", fmt, "-o", str(work / f"p.{fmt}"), *d]
+                run, ["export", "scale", "--format", fmt, "-o", str(work / f"p.{fmt}"), *d]
             )
-            for fmt in ("json", "ndjson", "prometheus")
+            for fmt in ("csv", "parquet", "json", "ndjson", "prometheus")
         },
-        "compare": lambda: timed(["compare", "scale", "--baseline", "bare", *d]),
+        "compare": lambda: run(["compare", "scale", "--baseline", "bare", *d]),
     }
     if points <= report_max:
-        out["report"] = lambda: timed(["report", "scale", "-o", str(work / "r.html"), *d])
+        out["report"] = lambda: run(["report", "scale", "-o", str(work / "r.html"), *d])
     return out
 
 
 def figures(took: list[tuple[float, float]], points: int) -> str:
-    """Median wall and CPU seconds of the repetitions, the CPU range, and CPU ms per point."""
+    """Median wall and CPU seconds of the repetitions, the CPU range, and CPU µs per point."""
     wall, cpu = statistics.median(w for w, _ in took), statistics.median(c for _, c in took)
     spread = f"{min(c for _, c in took):.2f}-{max(c for _, c in took):.2f}"
-    return f"{wall:8.2f} {cpu:8.2f} {spread:>13}  {cpu / points * 1e3:12.3f}"
+    return f"{wall:8.2f} {cpu:8.2f} {spread:>13}  {cpu / points * 1e6:12.0f}"
+
+
+def by_turns(db: Path, work: Path, n: int, args: argparse.Namespace) -> None:
+    """Each command timed in a child of the ``--before`` tree, then of this one, ``--repeat`` times by turns
+    (both read the same store: trees of one schema), printed side by side with CPU µs a point."""
+    after = Path(vmio.__file__).parents[1]
+    sides = {
+        side: commands(db, work, n, args.report_max, functools.partial(timed_child, src=src))
+        for side, src in (("before", args.before), ("after", after))
+    }
+    for name in sides["after"]:
+        if args.only and name not in args.only.split(","):
+            continue
+        took: dict[str, list[tuple[float, float]]] = {"before": [], "after": []}
+        for _ in range(args.repeat):
+            for side, chosen in sides.items():
+                took[side].append(chosen[name]())
+        cpu = {side: statistics.median(c for _, c in runs) for side, runs in took.items()}
+        wall = {side: statistics.median(w for w, _ in runs) for side, runs in took.items()}
+        print(
+            f"{n:>8}  {name:<17} before {wall['before']:7.2f} s wall {cpu['before']:7.2f} s CPU "
+            f"{cpu['before'] / n * 1e6:6.0f} µs/pt | after {wall['after']:7.2f} s wall {cpu['after']:7.2f} s CPU "
+            f"{cpu['after'] / n * 1e6:6.0f} µs/pt",
+            flush=True,
+        )
 
 
 def main_(argv: list[str] | None = None) -> int:
@@ -319,7 +378,9 @@ def main_(argv: list[str] | None = None) -> int:
     ap.add_argument("--dir", default="/var/tmp", help="where the stores are built (a real disk)")
     ap.add_argument("--demo-repeat", type=int, default=3, help="times report of the demo runs")
     ap.add_argument(
-        "--before", type=Path, help="another checkout's src: time its report of the demo too, by turns"
+        "--before",
+        type=Path,
+        help="another checkout's src: time its commands (and report of the demo) too, by turns",
     )
     ap.add_argument("--keep", type=Path, help="keep the filled stores in this folder and reuse them")
     ap.add_argument("--repeat", type=int, default=1, help="times each command is timed (median and range)")
@@ -335,18 +396,20 @@ def main_(argv: list[str] | None = None) -> int:
         if not sizes:
             return 0
         print(
-            f"{'points':>8}  {'command':<15} {'wall s':>8} {'CPU s':>8} {'CPU range':>13}  {'CPU ms/point':>12}"
+            f"{'points':>8}  {'command':<15} {'wall s':>8} {'CPU s':>8} {'CPU range':>13}  {'CPU µs/point':>12}"
         )
         for n in sizes:
             db = (args.keep or work) / f"s{n}.db"
-            chosen = commands(db, work, n, args.report_max)
-            if args.only:
-                chosen = {name: run for name, run in chosen.items() if name in args.only.split(",")}
-            steps = [(name, run, args.repeat) for name, run in chosen.items()]
             if not db.exists():
-                steps.insert(0, ("fill (record)", functools.partial(fill, db, n), 1))
-            for name, run, times in steps:
-                print(f"{n:>8}  {name:<15} {figures([run() for _ in range(times)], n)}", flush=True)
+                print(f"{n:>8}  {'fill (record)':<15} {figures([fill(db, n)], n)}", flush=True)
+            if args.before:
+                by_turns(db, work, n, args)
+            else:
+                chosen = commands(db, work, n, args.report_max)
+                if args.only:
+                    chosen = {name: run for name, run in chosen.items() if name in args.only.split(",")}
+                for name, run in chosen.items():
+                    print(f"{n:>8}  {name:<15} {figures([run() for _ in range(args.repeat)], n)}", flush=True)
             if not args.keep:
                 db.unlink()
     finally:
