@@ -75,6 +75,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default="90s",
         help="time a guest has to become ready (default 90s)",
     )
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="print each point's timeline (target start, fio start, measuring, samplers, logs, store "
+        "write) and the share of the wall time spent measuring",
+    )
     p.set_defaults(handler=cmd_run)
 
     p = sub.add_parser("show", help="show stored campaigns and their points")
@@ -259,7 +266,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         trace_root=beside_store(args.db or default_db()),
     )
     sys.stderr.write(job_file_changes(camp))
-    bar = ProgressPrinter(sys.stderr)
+    bar = ProgressPrinter(sys.stderr, verbose=args.verbose)
     with writing_store(args) as store:
         outcome = runner.run(camp, text, store, options, bar)
         bar.close()
@@ -267,6 +274,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"campaign {camp.name!r}: {outcome.done} done, {outcome.failed} failed, "
             f"{outcome.skipped} already done; store {store.path}"
         )
+        if args.verbose and outcome.wall_s > 0:
+            print(
+                f"measuring (fio's ramp and runtime) {outcome.measuring_s:.1f} s of {outcome.wall_s:.1f} s "
+                f"({outcome.measuring_s / outcome.wall_s * 100:.0f} %)"
+            )
         for failure in outcome.failures:
             print(f"  failed: {failure}")
         print(format_stops(outcome.stops), end="")
@@ -334,10 +346,13 @@ def print_dry_run(camp: spec.Campaign, out: TextIO) -> None:
 class ProgressPrinter:
     """rich's bar on a terminal (``console``: a rich Console to draw on); plain lines otherwise."""
 
-    def __init__(self, stream: TextIO, console: terminal.Console | None = None) -> None:
+    def __init__(
+        self, stream: TextIO, console: terminal.Console | None = None, verbose: bool = False
+    ) -> None:
         from vmio.cli import terminal
 
         self.stream = stream
+        self.verbose = verbose  # each point's timeline too
         self.console = console or terminal.console_for(stream)
         self.bar = terminal.RichBar(self.console) if self.console is not None else None
         self.last_line = 0.0
@@ -345,6 +360,18 @@ class ProgressPrinter:
     PLAIN_EVERY_S = 10.0  # off a terminal, a running point's countdown is printed this often
 
     def __call__(self, p: runner.Progress) -> None:
+        self.show(p)
+        if self.verbose and p.wall_s is not None:
+            from vmio.campaign import timeline
+
+            line = timeline.format_line(p.point, list(p.timeline), p.wall_s)
+            if self.console is not None:
+                self.console.print(line, markup=False, highlight=False)
+            else:
+                self.stream.write(line + "\n")
+                self.stream.flush()
+
+    def show(self, p: runner.Progress) -> None:
         if self.bar is not None:
             if p.status == "failed" and self.console is not None:  # above the bar, where it stays
                 self.console.print(f"failed {p.point}: {p.error or 'no reason recorded'}", markup=False)

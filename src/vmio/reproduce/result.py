@@ -163,7 +163,9 @@ class Reproduction:
             "figures": [f.json() for f in self.figures],
         }
         network = self.details.get("network")
-        if isinstance(network, list) and network and isinstance(network[0], dict):  # bitisle-dstore-2014's links
+        if (
+            isinstance(network, list) and network and isinstance(network[0], dict)
+        ):  # bitisle-dstore-2014's links
             shown: dict[str, object] = dict(network[0])
             slow = self.details.get("network-1gbit")
             if isinstance(slow, list) and slow:  # the second run at 1 Gbit/s (--scale paper)

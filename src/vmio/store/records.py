@@ -69,9 +69,16 @@ class RunRecord(StoredPoint):
     ops_seed: int | None = None  # the campaign seed whose offsets the operations replayed
     samples_t0: float | None = None  # the samples' clock on the wall (Unix seconds at t = 0)
     measured_window: tuple[float, float] | None = None  # the window the means cover, s from samples_t0
+    # where the point's time went: [step, start s, end s] from its start (``vmio.campaign.timeline``)
+    timeline: list[list[object]] | None = None
 
     def host_json(self) -> dict[str, object]:
         """The host facts with the run's own data, as the store keeps them (``run.host_json``)."""
         window = list(self.measured_window) if self.measured_window is not None else None
-        run = {"ops_seed": self.ops_seed, "samples_t0": self.samples_t0, "measured_window": window}
+        run = {
+            "ops_seed": self.ops_seed,
+            "samples_t0": self.samples_t0,
+            "measured_window": window,
+            "timeline": self.timeline,
+        }
         return {**self.host, **{k: v for k, v in run.items() if v is not None}}
