@@ -94,7 +94,23 @@ def samples(store: Store, campaign: str) -> list[PkbSample]:
 
 
 def ndjson(rows: list[PkbSample]) -> bytes:
-    return "".join(json.dumps(r, sort_keys=False) + "\n" for r in rows).encode()
+    """One ``json.dumps(sample)`` a line; a point's labels (one object shared by its samples) encoded once."""
+    encode = json.JSONEncoder().encode  # json.dumps' own settings
+    lines, labels, shown = [], None, ""
+    for r in rows:
+        if r["labels"] is not labels:
+            labels, shown = r["labels"], encode(r["labels"])
+        if list(r) != PKB_KEYS:  # a sample of another shape: as json.dumps writes it
+            lines.append(encode(r) + "\n")
+            continue
+        lines.append(
+            f'{{"metric": {encode(r["metric"])}, "value": {encode(r["value"])}, "unit": {encode(r["unit"])}, '
+            f'"labels": {shown}, "timestamp": {encode(r["timestamp"])}}}\n'
+        )
+    return "".join(lines).encode()
+
+
+PKB_KEYS = list(PkbSample.__annotations__)  # a sample's keys in the order ``samples`` writes them
 
 
 def prometheus(rows: list[PkbSample]) -> bytes:
@@ -110,9 +126,13 @@ def prometheus(rows: list[PkbSample]) -> bytes:
             continue
         name, scale, base = prom_name(metric, unit)
         lines += [f"# HELP {name} vmio point {metric} in {base}", f"# TYPE {name} gauge"]
+        shown: dict[int, str] = {}  # a point's labels (one object shared by its samples), written once
         for r in mine:
-            keys = (*LABELS, "series") if "series" in r["labels"] else LABELS
-            labels = ",".join(f'{k}="{_prom_escape(r["labels"][k])}"' for k in keys)
+            labels = shown.get(id(r["labels"]))
+            if labels is None:
+                keys = (*LABELS, "series") if "series" in r["labels"] else LABELS
+                labels = ",".join(f'{k}="{_prom_escape(r["labels"][k])}"' for k in keys)
+                shown[id(r["labels"])] = labels
             lines.append(
                 f"{name}{{{labels}}} {r['value'] * scale!r}"
             )  # the textfile collector refuses timestamps
