@@ -25,6 +25,7 @@ import json
 import os
 import re
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -87,11 +88,12 @@ def run_once(src: Path, spec: Path, db: Path) -> tuple[float, dict[str, float], 
     iops: dict[str, float] = {}
     steps: dict[str, float] = {}
     for row in json.loads(shown.stdout):
-        if row["status"] != "done":
-            continue
-        iops[row["point"]] = row["read_iops"] + row["write_iops"]
-        for name, start, end in row.get("host_facts", {}).get("timeline") or []:
-            steps[name] = steps.get(name, 0.0) + end - start
+        if row["status"] == "done":
+            iops[row["point"]] = row["read_iops"] + row["write_iops"]
+    with sqlite3.connect(db) as con:  # the timelines kept with the host facts (run.host_json), if any
+        for (facts,) in con.execute("SELECT host_json FROM run"):
+            for name, start, end in json.loads(facts or "{}").get("timeline") or []:
+                steps[name] = steps.get(name, 0.0) + end - start
     return wall, iops, steps
 
 
