@@ -234,7 +234,8 @@ def _run(
                 report(Progress(outcome.skipped + i, len(points), point.key, "running", eta))
                 if current is not None and current.target != point.target:
                     # One target's executor at a time: idle VMs must not disturb another target's points.
-                    current.stack.close()
+                    with steps.step(tl.STOP):
+                        current.stack.close()
                     current = None
                 if current is None:
                     with steps.step(tl.BOOT):

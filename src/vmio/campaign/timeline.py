@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 # the steps, in the order a point runs them (a step that did not happen is left out)
+STOP = "target stop"  # the previous target's VMs and servers stopped (a target's first point only)
 BOOT = "target start"  # the target made ready: VMs booted, servers up (the first point of a target only)
 PRECONDITION = "precondition"
 FACTS = "facts"  # host and target facts
