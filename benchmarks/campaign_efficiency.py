@@ -108,9 +108,10 @@ def run_once(src: Path, spec: Path, db: Path) -> tuple[float, dict[str, float], 
         if row["status"] == "done":
             iops[row["point"]] = row["read_iops"] + row["write_iops"]
     with sqlite3.connect(db) as con:  # the timelines kept with the host facts (run.host_json), if any
-        for (facts,) in con.execute("SELECT host_json FROM run"):
+        for target, facts in con.execute("SELECT target, host_json FROM run"):
             for name, start, end in json.loads(facts or "{}").get("timeline") or []:
                 steps[name] = steps.get(name, 0.0) + end - start
+                steps[f"{target}: {name}"] = steps.get(f"{target}: {name}", 0.0) + end - start
     return wall, iops, steps
 
 
@@ -179,8 +180,8 @@ def report(runs: dict[str, list[tuple[float, dict[str, float], dict[str, float]]
                 steps[step] = steps.get(step, 0.0) + s / len(took)
         if steps:
             print(f"\n{name}: seconds of each step over the campaign (mean of the runs, from the store):")
-            for step, s in sorted(steps.items(), key=lambda kv: -kv[1]):
-                print(f"  {step:<16} {s:8.1f}")
+            for step, s in sorted(steps.items(), key=lambda kv: (":" in kv[0], kv[0].split(":")[0], -kv[1])):
+                print(f"  {step:<40} {s:8.1f}")
 
 
 if __name__ == "__main__":
