@@ -214,6 +214,21 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         );
         """,
     ),
+    (
+        11,
+        "imported files: the run-wide disk_util fio measured, once per imported file, not in the facts of each point",
+        """
+        CREATE TABLE imported_file (
+            id INTEGER PRIMARY KEY,
+            campaign_id INTEGER NOT NULL REFERENCES campaign(id) ON DELETE CASCADE,
+            path TEXT NOT NULL,
+            ended REAL NOT NULL,
+            jobs_json TEXT NOT NULL,
+            disk_util_json TEXT
+        );
+        CREATE INDEX imported_file_campaign ON imported_file(campaign_id);
+        """,
+    ),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 PCT_COLUMNS = {"p50": "p50", "p90": "p90", "p99": "p99", "p99.9": "p999", "p99.99": "p9999"}
