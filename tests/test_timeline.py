@@ -5,6 +5,7 @@ runtime."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import sqlite3
@@ -71,7 +72,7 @@ def test_each_point_has_its_timeline(
         assert [s[0] for s in steps] == [n for n in (ORDER if i == 0 else ORDER[1:]) if n != timeline.STORE]
         assert steps[-1][0] == timeline.LOGS  # the store write ends after the record is written
         assert all(0 <= start <= end for _, start, end in steps)
-        assert all(a[2] <= b[1] + 1e-3 for a, b in zip(steps, steps[1:])), steps  # one after the other
+        assert all(a[2] <= b[1] + 1e-3 for a, b in itertools.pairwise(steps)), steps  # one after the other
         assert steps[-1][2] <= wall
         measuring = [end - start for name, start, end in steps if name == timeline.MEASURING]
         # fio's own runtime (its JSON) plus the ramp the spec asks
