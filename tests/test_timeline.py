@@ -96,3 +96,13 @@ def test_fio_steps_clamp_to_the_run() -> None:
         (timeline.MEASURING, 3.0, 6.0),
         (timeline.FIO_END, 6.0, 6.5),
     ]
+
+
+def test_steps_starting_together_keep_the_order_run() -> None:
+    """fio's end clamped to its exit starts with the samplers' stop: the order a point runs them, whatever
+    the order they were noted in."""
+    steps = timeline.Timeline(clock=lambda: 0.0)
+    steps.add(timeline.SAMPLER_STOP, 5.0, 5.1)
+    steps.add(timeline.FIO_END, 5.0, 5.0)
+    steps.add(timeline.MEASURING, 2.0, 5.0)
+    assert [s[0] for s in steps.steps] == [timeline.MEASURING, timeline.FIO_END, timeline.SAMPLER_STOP]

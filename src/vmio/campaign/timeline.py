@@ -22,12 +22,18 @@ PRECONDITION = "precondition"
 FACTS = "facts"  # host and target facts
 JOBS = "job files"  # rendered and written (and the seeded I/O logs put on the fio servers)
 SAMPLER_START = "sampler start"
+# fio's run from launch to exit is split at its measured window (fio's own end timestamp, on the server's
+# clock for a VM's fio server: a guest clock ahead of the host's shows as a longer start and no end)
 FIO_START = "fio start"  # fio's client and servers started, the jobs sent, until the ramp begins
 MEASURING = "measuring"  # fio's ramp and runtime
 FIO_END = "fio end"  # from the end of the runtime until fio's client exited
 SAMPLER_STOP = "sampler stop"
 LOGS = "logs"  # fio's latency and histogram logs read back
 STORE = "store write"
+
+ORDER = (STOP, BOOT, PRECONDITION, FACTS, JOBS, SAMPLER_START, FIO_START, MEASURING, FIO_END, SAMPLER_STOP,
+         LOGS, STORE)  # fmt: skip
+RANK = {name: i for i, name in enumerate(ORDER)}  # steps starting at the same instant: in the order run
 
 Step = tuple[str, float, float]  # name, start and end in seconds from the point's start
 
@@ -50,7 +56,8 @@ class Timeline:
     def add(self, name: str, start: float, end: float) -> None:
         """A span given in seconds from the point's start (end never before start); the steps stay in the
         order they started."""
-        bisect.insort(self.steps, (name, round(start, 4), round(max(start, end), 4)), key=lambda s: s[1])
+        step = (name, round(start, 4), round(max(start, end), 4))
+        bisect.insort(self.steps, step, key=lambda s: (s[1], RANK.get(s[0], len(RANK))))
 
     @contextlib.contextmanager
     def step(self, name: str) -> Iterator[None]:
