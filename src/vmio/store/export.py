@@ -120,13 +120,13 @@ def prometheus(rows: list[PkbSample]) -> bytes:
     for r in rows:
         by_metric.setdefault(r["metric"], []).append(r)
     lines = []
+    shown: dict[int, str] = {}  # a point's labels (one object shared by its samples), written once
     for metric, unit, _ in SAMPLE_METRICS:
         mine = by_metric.get(metric)
         if not mine:
             continue
         name, scale, base = prom_name(metric, unit)
         lines += [f"# HELP {name} vmio point {metric} in {base}", f"# TYPE {name} gauge"]
-        shown: dict[int, str] = {}  # a point's labels (one object shared by its samples), written once
         for r in mine:
             labels = shown.get(id(r["labels"]))
             if labels is None:
