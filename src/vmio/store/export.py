@@ -37,6 +37,11 @@ SAMPLE_METRICS: tuple[tuple[str, str, Callable[[PointRow], float | None]], ...] 
     ("cpu_usr_pct", "percent", lambda r: r.metric("cpu_usr_pct")),
     ("cpu_sys_pct", "percent", lambda r: r.metric("cpu_sys_pct")),
 )
+# each metric with the direction whose operations it needs (IOPS and bandwidth: none without operations)
+SAMPLE_CHECKS = tuple(
+    (metric, unit, read, metric.split("_")[0] if metric.endswith(("_iops", "_bw")) else None)
+    for metric, unit, read in SAMPLE_METRICS
+)
 LABELS = ("campaign", "target", "workload", "bs", "offered_iops", "load_processes", "repetition", "accel",
           "qemu_version", "host")  # fmt: skip
 
@@ -57,7 +62,7 @@ class PkbSample(TypedDict):
 def samples(store: Store, campaign: str) -> list[PkbSample]:
     """PKB's sample shape, one per done point and metric with a value: metric, value, unit, labels
     (an object), timestamp (the point's end, seconds since the epoch)."""
-    ended = {r["point_key"]: r["ended"] for r in store.runs(campaign)}
+    ended = {k: t for rows in store.run_tuples(campaign, ("point_key", "ended")) for k, t in rows}
     series = store.series_of(campaign)  # a label only for a campaign in a series (vmio trend)
     out: list[PkbSample] = []
     for row in point_rows(store, campaign):
@@ -77,9 +82,9 @@ def samples(store: Store, campaign: str) -> list[PkbSample]:
         }
         if series is not None:
             labels["series"] = series
-        for metric, unit, read in SAMPLE_METRICS:
+        for metric, unit, read, moved in SAMPLE_CHECKS:
             value = read(row)
-            if value is None or (metric.endswith(("_iops", "_bw")) and not row.ops(metric.split("_")[0])):
+            if value is None or (moved is not None and not row.ops(moved)):
                 continue
             out.append(
                 {
