@@ -20,7 +20,7 @@ from typing import Any, TypedDict
 from vmio.errors import InputError
 from vmio.store.database import Store
 from vmio.store.formats import FORMATS
-from vmio.store.rows import PointRow, point_rows
+from vmio.store.rows import PointRow, gc_paused, point_rows
 from vmio.system import files
 from vmio.system.output_paths import all_or_none, check_output_file
 
@@ -259,6 +259,11 @@ def format_for(path: str) -> str:
 
 def document(store: Store, campaign: str, fmt: str) -> bytes:
     """The whole export in one document, for the formats that are one (``SINGLE_FILE``)."""
+    with gc_paused():  # millions of rows, none in a cycle: the collector would walk them again and again
+        return _document(store, campaign, fmt)
+
+
+def _document(store: Store, campaign: str, fmt: str) -> bytes:
     store.require(campaign)
     if fmt not in SINGLE_FILE:
         raise InputError(
@@ -293,6 +298,11 @@ def _json_document(store: Store, campaign: str) -> str:
 
 def export(store: Store, campaign: str, fmt: str, path: Path) -> list[Path]:
     """Write the files; return their paths."""
+    with gc_paused():  # as ``document``
+        return _export(store, campaign, fmt, path)
+
+
+def _export(store: Store, campaign: str, fmt: str, path: Path) -> list[Path]:
     store.require(campaign)
     if fmt not in FORMATS:
         raise InputError(f"--format {fmt!r} is not known; use one of {', '.join(FORMATS)}")
