@@ -5,6 +5,9 @@ A claim measured more than once (repetitions, or seeds of a simulation) is judge
 boundary the tolerance draws, and ``agrees`` is then the side it lies on; otherwise ``stable`` is false
 (the repetitions cannot tell) and ``agrees`` is the tolerance applied to the measured value, shown as not
 settled. ``setup`` claims (the paper's own settings) are shown for reference: ``agrees`` null, never counted.
+A measurement may say that it does not test the claim's sentence (``untested``: shown, not judged), that this
+setup cannot decide it whatever the repetitions (``cannot_tell``), or that it is a decision procedure's answer,
+the same on every run (``exact``: judged by the tolerance alone, nothing to repeat).
 """
 
 from __future__ import annotations
@@ -42,7 +45,8 @@ class ClaimRow(TypedDict):
     """One claim's row of ``result.json``."""
 
     id: str
-    kind: str  # "result" | "setup"
+    kind: str  # "result" | "setup" | "absent"
+    bs: list[int]  # the block sizes (bytes) the claim speaks of; empty: not a per-size claim
     text: str
     source: str
     statistic: str
@@ -73,13 +77,14 @@ class BeyondRow(TypedDict):
 
 
 class Counts(TypedDict):
-    """How the result claims came out; setup claims are counted apart, never as agreements."""
+    """How the result claims came out; setup and absent claims are counted apart, never as agreements."""
 
     agree: int
     disagree: int
     cannot_tell: int
     not_judged: int
     setup: int
+    absent: int
 
 
 class Fitted(TypedDict):
@@ -116,6 +121,12 @@ class Measured:
     why: str | None = None
     note: str | None = None
     values: tuple[float, ...] = ()  # the repetitions the verdict rests on (empty: ``value`` alone)
+    # a decision procedure's answer (1 = the paper's), the same on every run: judged by the tolerance alone
+    exact: bool = False
+    # why this setup cannot decide the claim whatever the repetitions say (shown as "cannot tell")
+    cannot_tell: str | None = None
+    # why the measurement does not test the claim's sentence (shown beside it, not judged)
+    untested: str | None = None
 
     @classmethod
     def median_of(cls, values: Sequence[float], why: str | None = None, note: str | None = None) -> Measured:
@@ -189,16 +200,17 @@ def beyond(name: str, text: str, statistic: str, m: Measured, unit: str, note: s
 
 
 def counts(rows: Sequence[ClaimRow]) -> Counts:
-    out: Counts = {"agree": 0, "disagree": 0, "cannot_tell": 0, "not_judged": 0, "setup": 0}
+    out: Counts = {"agree": 0, "disagree": 0, "cannot_tell": 0, "not_judged": 0, "setup": 0, "absent": 0}
     for r in rows:
         out[verdict(r)] += 1  # type: ignore[literal-required]
     return out
 
 
 def verdict(row: ClaimRow) -> str:
-    """``agree`` | ``disagree`` | ``cannot_tell`` (repetitions that cannot tell) | ``not_judged`` | ``setup``."""
-    if row["kind"] == "setup":
-        return "setup"
+    """``agree`` | ``disagree`` | ``cannot_tell`` (repetitions that cannot tell) | ``not_judged`` | ``setup``
+    | ``absent``."""
+    if row["kind"] in ("setup", "absent"):
+        return row["kind"]
     if row["agrees"] is None:
         return "not_judged"
     if row["stable"] is False:
@@ -218,6 +230,7 @@ def judge(claim: Claim, m: Measured | None, accel: str | None) -> ClaimRow:
     row: ClaimRow = {
         "id": claim.id,
         "kind": claim.kind,
+        "bs": list(claim.bs),
         "text": claim.text,
         "source": claim.source,
         "statistic": claim.statistic,
@@ -233,9 +246,14 @@ def judge(claim: Claim, m: Measured | None, accel: str | None) -> ClaimRow:
         "stable": None,
         "why": None,
     }
-    said = "; ".join(x for x in ((m.why, m.note) if m is not None else ()) if x)
+    said = "; ".join(x for x in ((m.untested, m.cannot_tell, m.why, m.note) if m is not None else ()) if x)
     if claim.kind == "setup":
         row["why"] = "a setting, not a result: shown for reference, not judged, not counted" + (
+            f"; {said}" if said else ""
+        )
+        return row
+    if claim.kind == "absent":
+        row["why"] = "absent: a finding of the paper vmio cannot test here, not judged, not counted" + (
             f"; {said}" if said else ""
         )
         return row
@@ -244,6 +262,13 @@ def judge(claim: Claim, m: Measured | None, accel: str | None) -> ClaimRow:
         return row
     if m is None or value is None:
         row["why"] = said or "not measured in this run"
+        return row
+    if m.untested:  # shown, not judged
+        row["why"] = said
+        return row
+    if m.cannot_tell or m.exact:
+        row["stable"], row["agrees"] = m.exact, claim.tolerance.holds(claim.paper_value, value)
+        row["why"] = said or None
         return row
     settled = decided(claim.tolerance, claim.paper_value, values, log) if finite else None
     row["stable"] = settled is not None
