@@ -20,8 +20,8 @@ bare,2fio-1vm,2fio-1vm-sysqemu --offered 2000,max --before`` main's ``src``, one
 timeline only: no cut yet); each point's IOPS within the two runs' spread (bare: 80,794 against 87,922 at
 max; the VMs' points moved by up to 1.7x between the two runs). Where the 52 s went (after): the two VM
 targets' start 27.3 s (13-14 s a boot), fio's start 20.3 s (2.1-2.4 s a VM point: the fio client reaching the
-guest's fio server and the guest's fio setting its jobs up under TCG; 0.6 s a bare point; the same with
-``thread=1`` in the job), fio's end, logs, samplers, facts, job files and the previous target's stop 1.3 s
+guest's fio server and the guest's fio setting its jobs up under TCG; 0.6 s a bare point; no shorter
+with ``thread=1`` in the job), fio's end, logs, samplers, facts, job files and the previous target's stop 1.3 s
 together, vmio's start-up and the store writes about 3 s. Scaled to ``make demo``'s 42 points (6 VM
 targets, 8 VMs, 36 VM points): about 84 s of boots and 86 s of fio starts against 210 s measuring, 55-61 %.
 The 80 % target needs both cut: a guest booted while another measures takes the same 2 CPUs under TCG.
