@@ -34,9 +34,13 @@ side tables go through json's C encoder (its separators carry the indentation: `
 pure Python), ndjson and Prometheus encode a point's labels once, and the cycle collector is paused for the
 whole export. Every format's output is byte-identical to main's (``cmp`` on the 1k store with formula cells,
 NULL values, tied ``oplat`` rows added, on tests/data/stores/dstore-profile-v9.db and demo000.db).
-10k: ``export csv`` 301 -> 219, ``export json`` 444 -> 265, ``compare`` 84 -> 63; 100k ``export csv``
-490 -> 456 (before the collector was paused; in-process at 100k: points flattened 8.5 s -> 5.7 s CPU
-with it paused, the 2M sample rows 15.5 s -> 13.2 s, about 7 µs a row to fetch and write under that load).
+Two runs by turns at 10k (single runs each, the load moving them by up to 1.5x): ``export csv`` 301 -> 219
+and 471 -> 257, ``export json`` 444 -> 265 and 432 -> 403, ``export ndjson`` 256 -> 175, ``export
+prometheus`` 243 -> 137, ``export parquet`` 223 -> 200, ``compare`` 84 -> 63 and 84 -> 102, ``show --json``
+66 -> 70; 100k: ``export csv`` 364 -> 267 (36.4 s -> 26.7 s CPU, 106 s -> 35 s wall), ``compare`` 72 -> 68
+(in-process at 100k: points flattened 8.5 s -> 5.7 s CPU with the collector paused, the 2M sample rows
+15.5 s -> 13.2 s, about 7 µs a row to fetch and write under that load). ``report`` of the demo (not changed
+here): 10.8 s CPU before, 11.7 s after, 52 s and 48 s wall under that load.
 Not at the targets: on this machine as loaded the floor is the C work of fetching and formatting each sample
 row (``repr`` of a float took 2-3 µs in these hours against about 0.1 µs idle).
 
