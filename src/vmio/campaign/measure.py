@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from vmio.campaign import facts
+from vmio.campaign.layers import tracing
 from vmio.errors import InputError, ToolError, UnsafeTargetError, VmioError
 from vmio.fio import iolog, jobfile
 from vmio.fio import run as fiorun
@@ -37,6 +38,7 @@ def measure_point(
     interval: float,
     runner: Runner,
     proc_root: str = "/proc",
+    sys_root: str = "/sys",
     preconditioned: Precondition | None = None,
     offsets: Sequence[int] | None = None,
     live: Callable[[Sampler], None] | None = None,
@@ -77,7 +79,8 @@ def measure_point(
         replay = _replay(campaign, workload, point, offsets)
         if replay is not None:  # the operations replayed the offsets stored with the campaign
             rec.ops_seed = campaign.seed
-        _measure(point, workload, rig, rundir, rec, interval, runner, replay, live)
+        layers = sys_root if campaign.layers else None
+        _measure(point, workload, rig, rundir, rec, interval, runner, replay, live, layers)
     except (UnsafeTargetError, InputError):
         raise
     except VmioError as exc:
@@ -111,6 +114,7 @@ def _measure(
     runner: Runner,
     replay: str | None = None,
     live: Callable[[Sampler], None] | None = None,
+    layers: str | None = None,
 ) -> None:
     found = rig.facts()
     rec.device, rec.accel = found.device, found.accel
@@ -148,7 +152,7 @@ def _measure(
     if puts:  # before the measured run, which only reads (fio's --readonly)
         fiorun.run(puts, timeout=PUT_TIMEOUT_S, runner=runner, cwd=rundir, env=rig.fio_env, what=PUT_WHAT)
     try:
-        _run_point(workload, rig, files, timeout, runner, rundir, rec, interval, live)
+        _run_point(workload, rig, files, timeout, runner, rundir, rec, interval, live, layers)
     finally:
         if drops:  # the logs put above are removed again, whatever the point did
             _drop_logs(drops, runner, rundir, rig, rec)
@@ -172,10 +176,16 @@ def _run_point(
     rec: RunRecord,
     interval: float,
     live: Callable[[Sampler], None] | None,
+    layers: str | None = None,
 ) -> None:
+    """fio's run of one point with the samplers (and, with ``layers``, the sys root: the layers' tracers)
+    around it."""
     notes = None
     try:
-        with rig.watch(rec.campaign, rec.point_key) as notes:
+        with (
+            rig.watch(rec.campaign, rec.point_key) as notes,
+            tracing(layers is not None, rig, runner, layers or "/sys", timeout) as traced,
+        ):
             sampler = Sampler(rig.probes, interval)
             with sampler:
                 if live is not None:  # the run's progress reads the device's IOPS while fio runs
@@ -183,6 +193,7 @@ def _run_point(
                 result = _run_fio(rig, files, timeout, runner, rundir, workload.read_pct)
                 end = sampler.elapsed()
             start, end = measured_window(result, workload, sampler.wall0, end)
+            window = (sampler.t0 + start, sampler.t0 + end)
             rec.results = result.results
             rec.fio_version = result.version or rec.fio_version
             _fio_disks(rec.host.get("storage"), result)
@@ -202,6 +213,8 @@ def _run_point(
     except VmioError:
         rec.log = (rec.log or "") + (notes.log if notes else "") or None
         raise
+    if traced is not None:  # stopped: its last slice is in
+        traced.finish(rec, result.results, window)
     rec.host.update(notes.host)
     if notes.log:
         rec.log = (rec.log or "") + notes.log

@@ -253,6 +253,7 @@ def _run(
                         interval=options.interval,
                         runner=options.runner,
                         proc_root=options.proc_root,
+                        sys_root=options.sys_root,
                         preconditioned=conditioned,
                         offsets=ops_offsets,
                         live=keep,

@@ -54,6 +54,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--dry-run", action="store_true", help="print the points and their fio job files")
     p.add_argument("--force", action="store_true", help="redo points already done")
     p.add_argument(
+        "--layers",
+        action="store_true",
+        help="trace where each point's latency goes, per layer (as [campaign] layers = true; docs/layers.md)",
+    )
+    p.add_argument(
         "--destroy-data",
         action="append",
         default=[],
@@ -241,6 +246,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from vmio.traces.vm_runs import beside_store
 
     camp, text = load_run_spec(args)
+    if args.layers:
+        camp = dataclasses.replace(camp, layers=True)
     if args.interval < 0.1:
         raise InputError(f"--interval {args.interval:g}s is below the 100ms floor")
     if args.dry_run:
