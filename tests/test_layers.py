@@ -21,6 +21,7 @@ from vmio.system.blockdev import device_chain
 from vmio.system.process import Runner, alive
 
 from conftest import need
+from qemu_support import needs_qemu
 
 __all__ = ["busy_loopdev"]  # the fixture, used by name
 
@@ -246,3 +247,50 @@ def _parent(pid: int) -> int:
         return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
     except (OSError, ValueError, IndexError):
         return -1
+
+
+@needs_qemu
+@pytest.mark.qemu
+@pytest.mark.slow
+def test_a_tcg_guest_nests_app_qemu_host_block(
+    traced_run: tuple[Path, dict[str, str], set[int]], scratch: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One real guest, virtio-blk with cache = "none" (direct through to the disk): QEMU's layer counts one
+    request per fio read, and the means nest, app >= qemu >= host_block (under TCG the gaps are wide: the
+    guest's own time dwarfs the sampling error of 200 ms slices and µs stamps); nothing left behind."""
+    db, before, pids = traced_run
+    text = f"""
+[campaign]
+name = "lay"
+layers = true
+
+[[target]]
+name = "vblk"
+kind = "qemu"
+backing = ["{scratch / "vm.img"}"]
+size = "32M"
+cache = "none"
+
+[[workload]]
+name = "rr"
+rw = "randread"
+bs = "4k"
+iodepth = 4
+runtime = "3s"
+ramp = "1s"
+"""
+    spec_path = scratch / "vm.toml"
+    spec_path.write_text(text)
+    assert main(["run", str(spec_path), "--db", str(db)]) == 0
+    assert bpftrace_pids() <= pids and enabled_events() == before
+    point = show(db, capsys)
+    layers = point["layers"]
+    assert isinstance(layers, dict) and set(layers) == {"app", "qemu", "host_block"}
+    app, qemu, host = (layers[k]["read"] for k in ("app", "qemu", "host_block"))
+    assert app["ios"] == point["read_ops"]
+    assert qemu["ios"] == pytest.approx(app["ios"], rel=0.1)
+    assert app["mean_us"] >= qemu["mean_us"] >= host["mean_us"], layers
+    with Store(db) as store:
+        [run] = store.runs("lay")
+        stored = {(h[0], h[1]): h for h in store.layer_hists(run["id"])}
+    assert sum(stored[("qemu", "read")][4].values()) == qemu["ios"]

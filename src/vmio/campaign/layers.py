@@ -9,16 +9,19 @@ fio's own results) and ``layer_hists`` (the histograms the store keeps) over the
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
-from vmio.metrics import blocktrace
+from vmio.errors import VmioError
+from vmio.metrics import blocktrace, qemutrace
 from vmio.metrics import layers as lay
 from vmio.metrics.sampler import DiskProbe
 from vmio.store.records import JobResult, RunRecord
 from vmio.system.process import Runner
 from vmio.targets import Rig
+from vmio.targets.base import TracesQemu
 
 ATTACH_S = blocktrace.ATTACH_TIMEOUT_S
 
@@ -44,8 +47,11 @@ class Tracing:
         self.runner, self.sys_root, self.limit_s = runner, sys_root, limit_s
         self.host: blocktrace.HostBlockTrace | None = None
         self.why: dict[str, str] = {}
+        self.rig = rig
+        self.qemu: list[tuple[Path, int]] = []  # each VM's log and where the point's lines start
 
     def __enter__(self) -> Tracing:
+        self._start_qemu()
         why = blocktrace.why_not(self.disks, self.sys_root, self.runner)
         if why is None:
             trace = blocktrace.HostBlockTrace(self.disks, self.limit_s + ATTACH_S)
@@ -59,16 +65,37 @@ class Tracing:
             self.why["host_block"] = why
         return self
 
+    def _start_qemu(self) -> None:
+        """QEMU's request events on, in a rig whose VMs vmio started with their log."""
+        if not isinstance(self.rig, TracesQemu):
+            return
+        logs = self.rig.qemu_logs()
+        if isinstance(logs, str):
+            self.why["qemu"] = logs
+            return
+        try:
+            self.rig.qemu_events(True)
+        except VmioError as exc:
+            self.why["qemu"] = f"QEMU's request events could not be switched on: {exc}"
+            return
+        self.qemu = [(log, log.stat().st_size if log.exists() else 0) for log in logs]
+
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if self.host is not None:
-            self.host.stop()
+        try:
+            if self.qemu and isinstance(self.rig, TracesQemu):
+                self.rig.qemu_events(False)
+        finally:
+            if self.host is not None:
+                self.host.stop()
 
     def finish(self, rec: RunRecord, results: Sequence[JobResult], window: tuple[float, float]) -> None:
         """The record's ``layers`` and ``layer_hists`` over ``window`` (``time.monotonic`` seconds)."""
         shown: dict[str, object] = {"app": lay.app(results)}
         spans: dict[str, lay.Spans] = {}
+        if self.qemu:
+            window = self._qemu(window, spans, shown)
         if self.host is not None:
             spans["host_block"] = self.host.window(*window)
             shown["host_block"] = {
@@ -79,6 +106,25 @@ class Tracing:
             shown[layer] = lay.untraced(why)
         rec.layers = lay.shown(shown)
         rec.layer_hists = lay.rows(spans)
+
+    def _qemu(
+        self, window: tuple[float, float], spans: dict[str, lay.Spans], shown: dict[str, object]
+    ) -> tuple[float, float]:
+        """The qemu layer from the VMs' logs; the window moved to end where the VMs' requests ended, for the
+        layers traced on the host."""
+        spans["qemu"] = lay.Spans()
+        wall = time.time() - time.monotonic()  # QEMU stamps its lines with the wall clock
+        read = [
+            qemutrace.read(log, start, (window[0] + wall, window[1] + wall), spans["qemu"])
+            for log, start in self.qemu
+        ]
+        qemu = lay.traced(spans["qemu"])
+        if not all(whole for whole, _ in read):
+            qemu["cut"] = f"a VM's log passed {qemutrace.LIMIT >> 20} MiB in the point: the rest was not read"
+        shown["qemu"] = qemu
+        shifts = [shift for _, shift in read if shift is not None]
+        shift = min(shifts) if shifts else 0.0
+        return window[0] - shift, window[1] - shift
 
 
 def tracing(

@@ -323,7 +323,7 @@ def _open(campaign: Campaign, point: Point, options: Options) -> Opened:
     stack = contextlib.ExitStack()
     try:
         writes = any(w.writes for w in campaign.workloads)
-        env = dataclasses.replace(options.target_env(), writes=writes)
+        env = dataclasses.replace(options.target_env(), writes=writes, layers=campaign.layers)
         rig = stack.enter_context(open_target(campaign.target(point.target), env))
     except (UnsafeTargetError, InputError):
         stack.close()

@@ -3,8 +3,8 @@
 ``block:block_rq_insert``, ``block:block_rq_issue`` and ``block:block_rq_complete`` are attached (by
 ``perf_event_open``: no kprobe, no tracefs ``enable`` file is written) with a filter on the run's own disks'
 ``dev_t``. A request is matched from issue (and insertion) to completion by its disk and start sector; its
-latency goes into a BPF hash map keyed by span, direction and fio's log-linear bucket index, with the sum of
-latencies beside it, so the kernel aggregates and only the maps cross to vmio, printed every ``SLICE_MS``
+latency from issue goes into a BPF hash map keyed by direction and fio's log-linear bucket index, with the
+sum of latencies beside it (from insertion: the count and sum only), so the kernel aggregates and only the maps cross to vmio, printed every ``SLICE_MS``
 with the time on ``CLOCK_MONOTONIC`` (the clock ``time.monotonic`` reads). The maps are never cleared (a
 clear after a print would lose what completed between the two): each print is the total so far, and
 ``window`` takes the difference between the totals at the ends of the slices whose middle lies in the
@@ -57,28 +57,26 @@ tracepoint:block:block_rq_complete /FILTER/ {
   if (strncmp(args->rwbs, "R", 1) == 0 || strncmp(args->rwbs, "FR", 2) == 0) { $d = 0; }
   if (strncmp(args->rwbs, "W", 1) == 0 || strncmp(args->rwbs, "FW", 2) == 0) { $d = 1; }
   if ($t1 && $d < 2) {
+    $lat = (uint64)(nsecs - $t1);
+    $v = $lat; $m = (uint64)0;
+    if ($v >> 32) { $v = $v >> 32; $m = $m + 32; }
+    if ($v >> 16) { $v = $v >> 16; $m = $m + 16; }
+    if ($v >> 8) { $v = $v >> 8; $m = $m + 8; }
+    if ($v >> 4) { $v = $v >> 4; $m = $m + 4; }
+    if ($v >> 2) { $v = $v >> 2; $m = $m + 2; }
+    if ($v >> 1) { $m = $m + 1; }
+    $i = $lat;
+    if ($lat >= 128) { $e = $m - 6; $i = (($e + 1) << 6) + (($lat >> $e) & 63); }
+    @h[$d, $i] = count();
+    @s[0, $d] = sum($lat);
     if ($t0 == 0 || $t0 > $t1) { $t0 = $t1; }
-    $span = (uint64)0;
-    while ($span < 2) {
-      $lat = (uint64)(nsecs - ($span == 0 ? $t1 : $t0));
-      $v = $lat; $m = (uint64)0;
-      if ($v >> 32) { $v = $v >> 32; $m = $m + 32; }
-      if ($v >> 16) { $v = $v >> 16; $m = $m + 16; }
-      if ($v >> 8) { $v = $v >> 8; $m = $m + 8; }
-      if ($v >> 4) { $v = $v >> 4; $m = $m + 4; }
-      if ($v >> 2) { $v = $v >> 2; $m = $m + 2; }
-      if ($v >> 1) { $m = $m + 1; }
-      $i = $lat;
-      if ($lat >= 128) { $e = $m - 6; $i = (($e + 1) << 6) + (($lat >> $e) & 63); }
-      @h[$span, $d, $i] = count();
-      @s[$span, $d] = sum($lat);
-      $span = $span + 1;
-    }
+    @s[1, $d] = sum(nsecs - $t0);
+    @n[$d] = count();
   }
 }
-interval:ms:SLICE { printf("{\\"t\\": %llu}\\n", nsecs); print(@h); print(@s); }
+interval:ms:SLICE { printf("{\\"t\\": %llu}\\n", nsecs); print(@h); print(@s); print(@n); }
 interval:s:LIMIT { exit(); }
-END { printf("{\\"t\\": %llu}\\n", nsecs); print(@h); print(@s); clear(@h); clear(@s); clear(@iss); clear(@ins); }
+END { printf("{\\"t\\": %llu}\\n", nsecs); print(@h); print(@s); print(@n); clear(@h); clear(@s); clear(@n); clear(@iss); clear(@ins); }
 """
 
 
@@ -272,8 +270,12 @@ class HostBlockTrace:
         hist = data.get("@h")
         if isinstance(hist, dict):
             for key, count in hist.items():
-                span, ddir, index = (int(k) for k in str(key).split(","))
-                spans.add(ddirs[ddir], names[span], {histogram.bucket_value(index): int(count)}, 0)
+                ddir, index = (int(k) for k in str(key).split(","))
+                spans.add(ddirs[ddir], "issue", {histogram.bucket_value(index): int(count)}, 0)
+        counts = data.get("@n")  # the insert span: its count and sum only (its mean is what iostat compares)
+        if isinstance(counts, dict):
+            for key, count in counts.items():
+                spans.counts[(ddirs[int(key)], "insert")] = int(count)
         sums = data.get("@s")
         if isinstance(sums, dict):
             for key, total in sums.items():
@@ -289,4 +291,6 @@ def _minus(total: Spans, before: Spans) -> Spans:
         out.add(*key, {b: n - earlier.get(b, 0) for b, n in bins.items() if n > earlier.get(b, 0)}, 0)
     for key, total_ns in total.sum_ns.items():
         out.add(*key, {}, total_ns - before.sum_ns.get(key, 0))
+    for key, count in total.counts.items():
+        out.counts[key] = count - before.counts.get(key, 0)
     return out

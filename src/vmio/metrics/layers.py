@@ -31,6 +31,7 @@ class Spans:
 
     hist: dict[tuple[str, str], dict[int, int]] = field(default_factory=dict)
     sum_ns: dict[tuple[str, str], int] = field(default_factory=dict)
+    counts: dict[tuple[str, str], int] = field(default_factory=dict)  # spans kept as a count and sum only
 
     def add(self, ddir: str, span: str, bins: Mapping[int, int], total_ns: int) -> None:
         """Add counts by bucket value (ns) and their latencies' sum."""
@@ -40,6 +41,8 @@ class Spans:
         self.sum_ns[(ddir, span)] = self.sum_ns.get((ddir, span), 0) + total_ns
 
     def ios(self, ddir: str, span: str = "issue") -> int:
+        if (ddir, span) in self.counts:
+            return self.counts[(ddir, span)]
         return sum(self.hist.get((ddir, span), {}).values())
 
 
