@@ -177,6 +177,9 @@ def test_run_layers_traces_host_block_and_leaves_nothing(
     # and its time there is part of fio's
     assert host["read"]["ios"] >= 0.8 * app["read"]["ios"]
     assert app["read"]["mean_us"] > host["read"]["mean_us"]
+    assert main(["report", "lay", "--db", str(db), "-o", str(scratch / "r.html")]) == 0
+    page = (scratch / "r.html").read_text()
+    assert 'id="layers-0"' in page and "host block layer and device" in page
     with Store(db) as store:
         [run] = store.runs("lay")
         hists = store.layer_hists(run["id"])
@@ -294,3 +297,14 @@ ramp = "1s"
         [run] = store.runs("lay")
         stored = {(h[0], h[1]): h for h in store.layer_hists(run["id"])}
     assert sum(stored[("qemu", "read")][4].values()) == qemu["ios"]
+
+
+def test_own_costs_stack_to_the_outer_mean() -> None:
+    """Each layer's own share is its mean less the next traced layer inside; the stack adds up to app."""
+    from vmio.report.plots_layers import own_costs
+
+    layered = {"app": 4382.0, "qemu": 406.0, "host_block": 77.0}
+    costs = own_costs(layered)
+    assert costs == [("host_block", 77.0), ("qemu", 329.0), ("app", 3976.0)]
+    assert sum(c for _, c in costs) == layered["app"]
+    assert own_costs({"app": 50.0, "host_block": 80.0}) == [("host_block", 80.0), ("app", 0.0)]  # no nesting
