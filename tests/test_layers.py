@@ -297,6 +297,14 @@ ramp = "1s"
         [run] = store.runs("lay")
         stored = {(h[0], h[1]): h for h in store.layer_hists(run["id"])}
     assert sum(stored[("qemu", "read")][4].values()) == qemu["ios"]
+    # diagnose cites the layer that dominates, with the stored figures
+    capsys.readouterr()
+    assert main(["diagnose", "lay", "--db", str(db), "--json"]) == 0
+    [verdict] = json.loads(capsys.readouterr().out).values()
+    [step] = [s for s in verdict["steps"] if s["node"] == "layers"]
+    before = 1 - host["mean_us"] / app["mean_us"]
+    assert step["answer"].startswith(f"{before:.0%} of the VM's read latency is spent before the host's block")
+    assert [c["value"] for c in step["evidence"][:2]] == [app["mean_us"], host["mean_us"]]
 
 
 def test_own_costs_stack_to_the_outer_mean() -> None:

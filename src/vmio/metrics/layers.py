@@ -123,3 +123,11 @@ def rows(layers: Mapping[str, Spans]) -> list[tuple[str, str, str, int, dict[int
 def shown(stored: Mapping[str, Any], order: Iterable[str] = LAYERS) -> dict[str, object]:
     """``layers`` in the layers' order (outermost first)."""
     return {name: stored[name] for name in order if name in stored}
+
+
+def mean_us(layers: Mapping[str, Any] | None, layer: str, ddir: str) -> float | None:
+    """A stored point's mean latency (µs) in ``layer`` for ``ddir`` (None: not traced, or no such I/O)."""
+    entry = (layers or {}).get(layer)
+    figures = entry.get(ddir) if isinstance(entry, dict) else None
+    value = figures.get("mean_us") if isinstance(figures, dict) else None
+    return float(value) if isinstance(value, int | float) else None
