@@ -177,6 +177,11 @@ def test_run_layers_traces_host_block_and_leaves_nothing(
     # and its time there is part of fio's
     assert host["read"]["ios"] >= 0.8 * app["read"]["ios"]
     assert app["read"]["mean_us"] > host["read"]["mean_us"]
+    capsys.readouterr()  # compare pairs the layers' means too (here a campaign with itself: equal)
+    assert main(["compare", "lay", "lay", "--db", str(db), "--json"]) == 0
+    changes = json.loads(capsys.readouterr().out)["changes"]
+    means = {(c["ddir"], c["metric"]): c["before_mean"] for c in changes if "layer" in c["metric"]}
+    assert means[("read", "host_block layer mean")] == pytest.approx(host["read"]["mean_us"] * 1000)
     assert main(["report", "lay", "--db", str(db), "-o", str(scratch / "r.html")]) == 0
     page = (scratch / "r.html").read_text()
     assert 'id="layers-0"' in page and "host block layer and device" in page
@@ -303,7 +308,9 @@ ramp = "1s"
     [verdict] = json.loads(capsys.readouterr().out).values()
     [step] = [s for s in verdict["steps"] if s["node"] == "layers"]
     before = 1 - host["mean_us"] / app["mean_us"]
-    assert step["answer"].startswith(f"{before:.0%} of the VM's read latency is spent before the host's block")
+    assert step["answer"].startswith(
+        f"{before:.0%} of the VM's read latency is spent before the host's block"
+    )
     assert [c["value"] for c in step["evidence"][:2]] == [app["mean_us"], host["mean_us"]]
 
 
