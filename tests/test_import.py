@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import socket
 import sqlite3
 import subprocess
@@ -115,11 +116,34 @@ def test_import_keeps_fios_own_figures(
     # not recorded by fio: absent, never zero
     assert rr["cpu_usr_pct"] is None and rr["dev_await_ms"] is None and rr["accel"] is None
     # fio's disk_util is the whole run's (issue 38): two jobs of one file do not each keep the disk busy, so
-    # neither point has it; the campaign lists it once for the file
+    # neither point has it; it is stored once for the file, which ls --json lists and each of its points in
+    # show --json names (imported_file)
+    assert doc.get("disk_util"), "fio measured no disk here: nothing to attribute"
     assert "disk_util" not in rr and rr["dev_busy_pct"] is None and sw["dev_busy_pct"] is None
+    the_file = {"file": str(out.resolve()), "jobs": ["rr", "sw"], "disk_util": doc["disk_util"]}
+    assert rr["imported_file"] == sw["imported_file"] == the_file
     code, listed, _ = cli(["ls", "--json", "--db", str(db)], capsys)
     (files,) = [c["imported_files"] for c in json.loads(listed) if c["name"] == "mine"]
-    assert files == [{"file": str(out.resolve()), "jobs": ["rr", "sw"], "disk_util": doc.get("disk_util")}]
+    assert files == [the_file]
+    code, text, _ = cli(["show", "mine", "--db", str(db)], capsys)  # the table says it under the points
+    disk = doc["disk_util"][0]
+    assert (
+        f"{out.resolve()} (2 jobs: rr, sw): disk busy over the whole run {disk['name']} {disk['util']:.1f} %"
+        in text
+    )
+    with sqlite3.connect(db) as c:  # once: one row for the file, none of it in either point's facts
+        assert c.execute("SELECT COUNT(*) FROM imported_file").fetchone() == (1,)
+        assert not any("disk_util" in text for (text,) in c.execute("SELECT host_json FROM run"))
+    # a file of one job: that job's busy % is fio's util
+    one = tmp_path / "one.json"
+    subprocess.run(["fio", f"--output-format={form}", f"--output={one}", f"--filename={scratch}/data.img", "--size=8M",
+                    "--runtime=300ms", "--time_based", "--ioengine=psync", "--name=solo", "--rw=randread"],
+                   check=True, timeout=60, capture_output=True)  # fmt: skip
+    assert cli(["import", str(one), "--campaign", "solo", "--target", "lab", "--db", str(db)], capsys)[0] == 0
+    (solo,) = shown(db, "solo", capsys).values()
+    util = fio_doc(one)["disk_util"]
+    assert solo["disk_util"] == solo["imported_file"]["disk_util"] == util
+    assert solo["dev_busy_pct"] == util[0]["util"] and solo["device"] == util[0]["name"]
     # the same file again is a second repetition
     code, printed, _ = cli(
         ["import", str(out), "--campaign", "mine", "--target", "lab", "--db", str(db)], capsys
@@ -206,3 +230,50 @@ def test_import_of_a_live_client_server_run(
     assert row["read_iops"] == pytest.approx(sum(j["read"]["iops"] for j in jobs), rel=1e-12)
     for p in (50.0, 99.0):
         assert row["read_lat_ns"][f"p{p:g}"] == reference_percentile(jobs, "read", p)
+
+
+STORES = Path(__file__).parent / "data" / "stores"
+
+
+@pytest.mark.parametrize("written", ["issue 38, round 1", "before issue 38"])
+def test_migration_11_stores_a_files_disk_util_once(
+    written: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """tests/data/stores/import-v10.db: ``vmio import`` (schema 10) of fio's JSON of two jobs (a, b: one run,
+    its disk_util in each point's facts as ``fio_disk_util_of_file``), then of one job (``one``: its own
+    ``fio_disk_util`` and busy %). Before issue 38 every point held a copy as ``fio_disk_util`` with its util
+    as busy %; that store is made from the fixture here. Migration 11 keeps it once per file and takes the
+    busy % off the points of the two-job file."""
+    db = tmp_path / "v.db"
+    shutil.copy(STORES / "import-v10.db", db)
+    with sqlite3.connect(db) as c:
+        facts = [json.loads(t) for (t,) in c.execute("SELECT host_json FROM run ORDER BY id")]
+        two, one = facts[0]["fio_disk_util_of_file"], facts[2]["fio_disk_util"]  # as fio wrote them
+        if written == "before issue 38":
+            for run_id in (1, 2):
+                old = {
+                    k: v
+                    for k, v in facts[run_id - 1].items()
+                    if k not in ("fio_disk_util_of_file", "fio_file_jobs")
+                }
+                c.execute("UPDATE run SET host_json = ?, dev_busy_pct = ?, device = 'vda' WHERE id = ?",
+                          (json.dumps({**old, "fio_disk_util": two}), two[0]["util"], run_id))  # fmt: skip
+                c.execute(
+                    "INSERT INTO run_metric VALUES (?, 'dev:vda', 'busy_pct', ?)", (run_id, two[0]["util"])
+                )
+    for _ in ("read through a copy in memory", "migrated by a write"):
+        rows = shown(db, "imp", capsys)
+        a, b, solo = rows.values()
+        assert a["imported_file"] == b["imported_file"] and a["imported_file"]["disk_util"] == two
+        assert a["imported_file"]["jobs"] == ["a", "b"] and solo["imported_file"]["jobs"] == ["one"]
+        assert "disk_util" not in a and a["dev_busy_pct"] is None and b["dev_busy_pct"] is None
+        assert solo["disk_util"] == one and solo["dev_busy_pct"] == one[0]["util"]
+        code, listed, _ = cli(["ls", "--json", "--db", str(db)], capsys)
+        (files,) = [c["imported_files"] for c in json.loads(listed) if c["name"] == "imp"]
+        assert [f["disk_util"] for f in files] == [two, one]
+        assert cli(["rename", "imp", "imp2", "--db", str(db)], capsys)[0] == 0  # a write: migrates the file
+        assert cli(["rename", "imp2", "imp", "--db", str(db)], capsys)[0] == 0
+    with sqlite3.connect(db) as c:
+        assert c.execute("SELECT COUNT(*) FROM imported_file").fetchone() == (2,)
+        assert not any("fio_disk_util_of_file" in t for (t,) in c.execute("SELECT host_json FROM run"))
+        assert c.execute("SELECT COUNT(*) FROM run_metric WHERE metric = 'busy_pct'").fetchone() == (1,)

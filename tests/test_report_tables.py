@@ -161,14 +161,15 @@ def before_after_store(store: Store) -> Store:
 
 BEFORE_AFTER = """\
 'before' -> 'after': difference of means (after - before) per point, 95% interval (Welch t) over repetitions
+verdict at a change of 5 %: higher/lower when the whole 95% interval lies beyond 5 % of the before mean, no change when within 5 %, else inconclusive (fewer than 2 a side too)
 point                              dir   metric  before        after        difference       95% interval      verdict
-bare/rr/bs=4k/offered=1000/load=0  read  IOPS    1000.0 (n=1)  990.0 (n=1)  -10.0 (-1.0%)    -                 too few repetitions
-bare/rr/bs=4k/offered=1000/load=0  read  MiB/s   3.9 (n=1)     3.9 (n=1)    +0.0 (-1.0%)     -                 too few repetitions
-bare/rr/bs=4k/offered=1000/load=0  read  p50 us  100.0 (n=1)   100.0 (n=1)  +0.0 (+0.0%)     -                 too few repetitions
-bare/rr/bs=4k/offered=1000/load=0  read  p99 us  900.0 (n=1)   900.0 (n=1)  +0.0 (+0.0%)     -                 too few repetitions
+bare/rr/bs=4k/offered=1000/load=0  read  IOPS    1000.0 (n=1)  990.0 (n=1)  -10.0 (-1.0%)    -                 inconclusive
+bare/rr/bs=4k/offered=1000/load=0  read  MiB/s   3.9 (n=1)     3.9 (n=1)    +0.0 (-1.0%)     -                 inconclusive
+bare/rr/bs=4k/offered=1000/load=0  read  p50 us  100.0 (n=1)   100.0 (n=1)  +0.0 (+0.0%)     -                 inconclusive
+bare/rr/bs=4k/offered=1000/load=0  read  p99 us  900.0 (n=1)   900.0 (n=1)  +0.0 (+0.0%)     -                 inconclusive
 bare/rr/bs=4k/offered=max/load=0   read  IOPS    100.0 (n=3)   120.0 (n=3)  +20.0 (+20.0%)   [+15.8, +24.2]    higher (better)
 bare/rr/bs=4k/offered=max/load=0   read  MiB/s   0.4 (n=3)     0.5 (n=3)    +0.1 (+20.0%)    [+0.1, +0.1]      higher (better)
-bare/rr/bs=4k/offered=max/load=0   read  p50 us  100.0 (n=3)   100.3 (n=3)  +0.3 (+0.3%)     [-21.3, +22.0]    no significant change
+bare/rr/bs=4k/offered=max/load=0   read  p50 us  100.0 (n=3)   100.3 (n=3)  +0.3 (+0.3%)     [-21.3, +22.0]    inconclusive
 bare/rr/bs=4k/offered=max/load=0   read  p99 us  1000.0 (n=3)  802.0 (n=3)  -198.0 (-19.8%)  [-200.5, -195.5]  lower (better)
 only in 'before': bare/rr/bs=4k/offered=2000/load=0
 """
@@ -192,7 +193,14 @@ def test_before_after_cli(store: Store, tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["compare", "before", "after", "--db", str(db), "--json"]) == 0
     verdicts = [c["verdict"] for c in json.loads(capsys.readouterr().out)["changes"]]
     # per point: IOPS, bandwidth, p50, p99
-    assert verdicts[4:] == ["higher (better)", "higher (better)", "no significant change", "lower (better)"]
+    # the p50's interval (-21 % to +22 %) reaches across 5 %: the repetitions cannot tell (it was "no
+    # significant change" before issue 38's rule); the table's words, by tell.change at --min-change
+    assert verdicts[4:] == ["higher (better)", "higher (better)", "inconclusive", "lower (better)"]
+    # the same intervals (IOPS +15.8 % to +24.2 %, p50 -21 % to +22 %, p99 -20.1 % to -19.6 %) at other sizes
+    for pct, want in (("25", ["no change"] * 4), ("18", [*["inconclusive"] * 3, "lower (better)"])):
+        assert main(["compare", "before", "after", "--db", str(db), "--json", "--min-change", pct]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        assert doc["min_change"] == float(pct) / 100 and [c["verdict"] for c in doc["changes"]][4:] == want
 
 
 @pytest.mark.parametrize(

@@ -5,8 +5,8 @@ client/server run (``--client``) as its jobs, as vmio's own multi-host points ar
 own: IOPS, bandwidth, latency min/mean/max/stddev and percentiles per job and direction, the latency
 histogram for json+ output (so percentiles merge across jobs and hosts as vmio's do), each job's CPU
 (fio's ``usr_cpu``, ``sys_cpu``) and ``disk_util``: fio measures it over the whole run, so it belongs to the
-file (``vmio ls --json`` lists it once per imported file); a point has it, and its ``util`` as the point's
-device busy %, only when its file held that one job. What fio did not record stays absent, never zero: no samples, no
+file: stored once per imported file (``vmio.store.imported_files``); a point has it, and its ``util`` as the
+point's device busy %, only when its file held that one job. What fio did not record stays absent, never zero: no samples, no
 host CPU, no percentiles a plain-JSON output left out. A file imported again, or another run of the same
 job, adds a repetition.
 
@@ -33,6 +33,7 @@ from vmio.errors import FioError, InputError
 from vmio.fio import output
 from vmio.spec.fields import MAX_BLOCK
 from vmio.store import RunRecord, Store
+from vmio.store.imported_files import ImportedFile
 from vmio.store.imported_spec import IMPORTED
 from vmio.units import fio_size, format_size
 
@@ -40,28 +41,42 @@ CANONICAL = json.dumps({"imported": "fio json"})
 MAX_FILE_BYTES = 256 << 20
 
 
-def read_files(paths: Sequence[Path], campaign: str, target: str) -> list[RunRecord]:
+def read_files(
+    paths: Sequence[Path], campaign: str, target: str
+) -> tuple[list[RunRecord], list[ImportedFile]]:
     """The points of each fio output file, or of every fio JSON file under each folder (repetitions set when
-    stored), every number finite and within its range: a file that is not fio's JSON, or holds a figure out of
-    its range or a number vmio could not store or read back, is an ``InputError`` naming it and the field.
+    stored), every number finite and within its range, and the files with what fio measured over each whole
+    run (its ``disk_util``): a file that is not fio's JSON, or holds a figure out of its range or a number vmio
+    could not store or read back, is an ``InputError`` naming it and the field.
     Nothing is written: call this before opening the store, so a refused import leaves no store."""
-    out = []
+    out: list[RunRecord] = []
+    read: list[tuple[Path, list[RunRecord], list[output.DiskUtil]]] = []
     for path in [f for given in paths for f in expand(given)]:
         result, doc = _read(path)
         check_numbers(doc, str(path))
-        for rec in records(result, doc, campaign, target, path):
+        mine = records(result, doc, campaign, target, path)
+        for rec in mine:
             check_record(rec, str(path))
-            out.append(rec)
+        out += mine
+        read.append((path, mine, result.disk_util))
     _name_by_rw(out)
-    return out
+    files = [
+        ImportedFile(str(path.resolve()), mine[0].ended, tuple(r.workload for r in mine), list(disks) or None)
+        for path, mine, disks in read
+    ]
+    return out, files
 
 
 def import_files(
-    store: Store, recs: Sequence[RunRecord], campaign: str, series: str | None = None
+    store: Store,
+    recs: Sequence[RunRecord],
+    campaign: str,
+    series: str | None = None,
+    files: Sequence[ImportedFile] = (),
 ) -> list[str]:
-    """Write ``recs`` (``read_files``) as points of ``campaign`` (created if new; an existing campaign must be
-    an imported one), each a new repetition of its key, in one transaction with the campaign's own row: all of
-    them or nothing; then put the campaign in ``series`` when given. The keys stored, in order."""
+    """Write ``recs`` and ``files`` (``read_files``) as points of ``campaign`` (created if new; an existing
+    campaign must be an imported one), each a new repetition of its key, in one transaction with the campaign's
+    own row: all of them or nothing; then put the campaign in ``series`` when given. The keys stored, in order."""
     row = store.campaign(campaign)
     if row is not None and row["spec_path"] != IMPORTED:
         raise InputError(
@@ -77,7 +92,7 @@ def import_files(
         rec.repetition, rec.point_key = rep, _key(rec, rep)
         done.add(rec.point_key)
         keys.append(rec.point_key)
-    store.record_all(campaign, IMPORTED, "", CANONICAL, recs)
+    store.record_all(campaign, IMPORTED, "", CANONICAL, recs, files)
     if series is not None:
         store.set_series(campaign, series)
     return keys
@@ -224,15 +239,12 @@ def records(
         if rw := rw_label(said):
             rec.host["fio_rw"] = rw
         disks = [d for d in result.disk_util if _of(d, hosts)]
-        if disks:
-            # fio's disk_util is the whole run's: it is the file's, and one point's busy % only when the file
-            # holds that one job (two jobs of one run do not each keep the disk 50 % busy)
-            rec.host["fio_disk_util_of_file"] = disks  # fio's own names and figures
-            rec.host["fio_file_jobs"] = names
-            if len(names) == 1:
-                rec.host["fio_disk_util"] = disks
-                rec.device = str(disks[0]["name"])
-                rec.metrics[(f"dev:{rec.device}", "busy_pct")] = float(disks[0]["util"])
+        if disks and len(names) == 1:
+            # fio's disk_util is the whole run's: it is the file's (stored once, read_files), and one point's
+            # busy % only when the file holds that one job (two jobs of one run do not each keep the disk busy)
+            rec.host["fio_disk_util"] = disks  # fio's own names and figures
+            rec.device = str(disks[0]["name"])
+            rec.metrics[(f"dev:{rec.device}", "busy_pct")] = float(disks[0]["util"])
         rate = _int(opts.get("rate_iops"))
         if rate is not None:  # fio's rate_iops is per job: the point's offered load is their total
             rec.offered_iops = rate * len({(r.host, r.job) for r in mine}) * (_int(opts.get("numjobs")) or 1)

@@ -7,7 +7,7 @@ import dataclasses
 import json
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from vmio.campaign import runner
     from vmio.cli import terminal
     from vmio.store import rows as summary
+    from vmio.store.imported_files import ImportedFile
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -296,6 +297,10 @@ def job_file_changes(camp: spec.Campaign) -> str:
     return "".join(lines)
 
 
+def _pct(value: object) -> str:
+    return f"{value:.1f} %" if isinstance(value, int | float) else "-"
+
+
 def print_dry_run(camp: spec.Campaign, out: TextIO) -> None:
     from vmio.campaign.measure import point_job, swept_place, swept_workload
     from vmio.targets import kind_of, placement
@@ -397,11 +402,10 @@ def cmd_import(args: argparse.Namespace) -> int:
         raise InputError(f"--target {target!r}: a target label has no '/' (it is part of each point's key)")
     series = checked_series(args.series) if args.series is not None else None
     files = [f for given in args.files for f in imported.expand(Path(given))]
-    recs = imported.read_files(
-        files, name, target
-    )  # every file read and checked before any store opens: refused, no store is made
+    # every file read and checked before any store opens: refused, no store is made
+    recs, read = imported.read_files(files, name, target)
     with writing_store(args) as store:
-        keys = imported.import_files(store, recs, name, series)
+        keys = imported.import_files(store, recs, name, series, read)
         print(
             f"campaign {name!r}: {len(keys)} point(s) imported from {len(files)} file(s); store {store.path}"
         )
@@ -519,6 +523,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         stops = store.stops(args.campaign) if args.campaign else []
         settles = store.settles(args.campaign) if args.campaign else {}
         until = store.spec(args.campaign).until if settles else None
+        files = store.files_imported(args.campaign) if args.campaign else []
     console = terminal.console_for(sys.stdout)
     if console is not None and rows:
         print_show_table(rows, console, args.wide)
@@ -529,7 +534,23 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(f"note: {note}")
     print(format_stops(stops), end="")
     print(format_settles(settles, until.max_repetitions if until else None), end="")
+    print(format_imported(files), end="")
     return 0
+
+
+def format_imported(files: Sequence[ImportedFile]) -> str:
+    """fio's whole-run ``disk_util`` of each imported file of more than one job, one line each (a point of a
+    one-job file shows it as its busy %)."""
+    lines = []
+    for f in files:
+        if len(f.jobs) < 2 or not f.disk_util:
+            continue
+        disks = ", ".join(f"{d.get('name')} {_pct(d.get('util'))}" for d in f.disk_util)
+        lines.append(
+            f"{f.path} ({len(f.jobs)} jobs: {', '.join(f.jobs)}): disk busy over the whole run {disks} "
+            "(fio's disk_util: the file's, no one job's)\n"
+        )
+    return "".join(lines)
 
 
 def format_settles(settles: Mapping[str, tuple[int, bool, float | None]], most: int | None) -> str:

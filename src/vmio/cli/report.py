@@ -68,6 +68,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="with --fail-on-regression: exit 1 also when the repetitions cannot tell whether a figure "
         "worsened by more than PCT (its 95 %% interval reaches past PCT without lying wholly beyond it)",
     )
+    p.add_argument(
+        "--min-change",
+        metavar="PCT",
+        default=None,
+        help="with two campaigns: the size of change each verdict is about, in percent of the before mean "
+        "(default 5; with --fail-on-regression its PCT): 'higher'/'lower' when the whole 95 %% interval of "
+        "the difference lies beyond it, 'no change' when within it, else 'inconclusive'",
+    )
     add_wide(p)
     add_db(p)
     p.set_defaults(handler=cmd_compare)
@@ -192,6 +200,7 @@ def _print_summary(
 def cmd_compare(args: argparse.Namespace) -> int:
     from vmio.cli import terminal
     from vmio.report import compare, compare_text, data
+    from vmio.stats import tell
     from vmio.stats.spread import LEVEL
 
     names: list[str] = args.campaigns
@@ -205,7 +214,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise InputError(
             "--baseline compares targets inside one campaign; give one campaign with it, not two"
         )
-    gate = _percent(args.fail_on_regression)
+    gate = _percent("--fail-on-regression", args.fail_on_regression)
+    size = _percent("--min-change", args.min_change)
+    if size is not None and len(names) != 2:
+        raise InputError("--min-change judges campaign A against campaign B; give two campaigns")
+    if size is not None and gate is not None and size != gate:
+        raise InputError(
+            f"--min-change {size:g} and --fail-on-regression {gate:g} ask about two sizes of change; the "
+            "table's verdicts are the gate's, so give one of them"
+        )
     if gate is not None and len(names) != 2:
         raise InputError("--fail-on-regression compares campaign A with campaign B; give two campaigns")
     if args.fail_on_inconclusive and gate is None:
@@ -248,7 +265,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
             else:
                 print(compare_text.format_baseline(rows, names[0], args.baseline), end="")
         return 0
-    result = compare.before_after(loaded[0], loaded[1])
+    judged = gate if gate is not None else size
+    result = compare.before_after(
+        loaded[0], loaded[1], tell.DEFAULT_MIN_CHANGE if judged is None else judged / 100
+    )
     if result.pairs == 0:
         raise InputError(
             f"campaigns {names[0]!r} and {names[1]!r} have no point in common (paired by target, workload, "
@@ -296,14 +316,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 1 if failing or (unsure and args.fail_on_inconclusive) else 0
 
 
-def _percent(text: str | None) -> float | None:
-    """``--fail-on-regression PCT``: a percentage from 0 to 1000 (``5`` or ``5%``)."""
+def _percent(flag: str, text: str | None) -> float | None:
+    """``--fail-on-regression PCT`` or ``--min-change PCT``: a percentage from 0 to 1000 (``5`` or ``5%``)."""
     if text is None:
         return None
     try:
         value = float(text.strip().removesuffix("%"))
     except ValueError:
-        raise InputError(f"--fail-on-regression {text!r} is not a percentage; give one such as 5") from None
+        raise InputError(f"{flag} {text!r} is not a percentage; give one such as 5") from None
     if not 0 <= value <= 1000 or value != value:
-        raise InputError(f"--fail-on-regression {text!r} is out of range; use 0 to 1000 (percent)")
+        raise InputError(f"{flag} {text!r} is out of range; use 0 to 1000 (percent)")
     return value

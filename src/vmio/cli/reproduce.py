@@ -160,7 +160,8 @@ def _print_claims(result: dict[str, object]) -> None:
     assert isinstance(claims, list)
     print(f"{result['paper']} ({result['scale']} scale)")
     shown = {"agree": "agrees", "disagree": "DISAGREES", "cannot_tell": "the repetitions cannot tell",
-             "not_judged": "not judged", "setup": "setup, not judged"}  # fmt: skip
+             "not_judged": "not judged", "setup": "setup, not judged",
+             "absent": "absent: not tested here"}  # fmt: skip
     for c in claims:
         measured = "-" if c["measured"] is None else f"{c['measured']:.4g}"
         reps = f" (n={c['repetitions']})" if c["repetitions"] > 1 else ""
@@ -172,7 +173,8 @@ def _print_claims(result: dict[str, object]) -> None:
     n = result["counts"]
     assert isinstance(n, dict)
     print(f"  result claims: {n['agree']} agree, {n['disagree']} disagree, {n['cannot_tell']} cannot tell, "
-          f"{n['not_judged']} not judged; {n['setup']} setup claims not counted")  # fmt: skip
+          f"{n['not_judged']} not judged; {n['setup']} setup and {n.get('absent', 0)} absent claims not "
+          "counted")  # fmt: skip
     for kind, heading in (("retried", "measured on a second try"), ("failures", "failed")):
         items = result.get(kind)
         assert isinstance(items, list)

@@ -3,7 +3,10 @@
 Against a baseline the ratio is of medians over repetitions, with a range from the extreme ratios of
 the two ranges (a conservative spread). Before/after, points are paired by target, workload name, block
 size and offered load (and load processes); each pair's difference of means comes with its 95% interval
-(Welch's t); an interval that spans zero is "no significant change". Every parameter that differs within a
+(Welch's t), and its verdict is ``vmio.stats.tell.change``'s at a size of change (``--min-change``, 5 % unless
+given; the gate's PCT with ``--fail-on-regression``): the whole interval beyond that share of the before mean
+is a change ("higher"/"lower", better or worse), the whole interval within it "no change", anything else
+(an interval reaching across it, fewer than 2 repetitions a side) "inconclusive". Every parameter that differs within a
 pair (iodepth, rw, numjobs, runtime, direct, engine, QEMU build, accelerator) is a warning: the difference
 includes it. ``regressions`` finds the paired figures that worsened by more than a given percentage.
 """
@@ -91,6 +94,7 @@ class RatioRow:
             "ddir": self.ddir,
             "ratio": {m: s.as_dict() if s else None for m, s in self.ratios.items()},
             "value": {m: s.as_dict() if s else None for m, s in self.values.items()},
+            "unit": {m: JSON_UNITS.get(m, "ns") for m in self.values},  # of ``value``; ratios have none
         }
 
 
@@ -134,16 +138,24 @@ class Change:
     diff: Difference
     before_values: tuple[float, ...] = ()
     after_values: tuple[float, ...] = ()
+    size: float = tell.DEFAULT_MIN_CHANGE  # the size of change asked about, a fraction of the before mean
+
+    @property
+    def change(self) -> tell.Change:
+        """``vmio.stats.tell.change`` of the repetitions at ``size``: the one rule of the table, JSON and gate."""
+        return tell.change(self.before_values, self.after_values, self.size)
 
     @property
     def verdict(self) -> str:
-        d = self.diff
-        if not d.decided:
-            return "too few repetitions"
-        if not d.significant:
-            return "no significant change"
-        better = (d.diff > 0) == self.higher_is_better
-        return f"{'higher' if d.diff > 0 else 'lower'} ({'better' if better else 'worse'})"
+        """The table's and the JSON's word: ``higher (better)``, ``lower (worse)``, ``no change`` or
+        ``inconclusive``."""
+        said = self.change
+        if said == "unchanged":
+            return "no change"
+        if said == "inconclusive":
+            return "inconclusive"
+        better = (said == "higher") == self.higher_is_better
+        return f"{said} ({'better' if better else 'worse'})"
 
     def as_dict(self) -> dict[str, object]:
         d = self.diff
@@ -161,7 +173,10 @@ class Change:
             "ci_low": d.lo,
             "ci_high": d.hi,
             "significant": d.significant,
+            "min_change": self.size,
+            "change": self.change,
             "verdict": self.verdict,
+            "unit": JSON_UNITS.get(self.metric, "ns"),
         }
 
 
@@ -204,6 +219,16 @@ class BeforeAfter:
     builds: list[BuildChange] = field(default_factory=list)  # targets that ran on different builds
     pairs: int = 0  # points found in both
     mismatches: list[PairWarning] = field(default_factory=list)
+    size: float = tell.DEFAULT_MIN_CHANGE  # the size of change each verdict is about
+
+    @property
+    def rule(self) -> str:
+        """How each verdict is decided, in words (the table's title and the JSON's ``rule``)."""
+        pct = f"{self.size * 100:g} %"
+        return (
+            f"verdict at a change of {pct}: higher/lower when the whole {LEVEL:.0%} interval lies beyond "
+            f"{pct} of the before mean, no change when within {pct}, else inconclusive (fewer than 2 a side too)"
+        )
 
     @property
     def warnings(self) -> list[str]:
@@ -214,6 +239,8 @@ class BeforeAfter:
             "before": self.before,
             "after": self.after,
             "ci_level": LEVEL,
+            "min_change": self.size,
+            "rule": self.rule,
             "pairs": self.pairs,
             "warnings": self.warnings,
             "build_changes": [b.as_dict() for b in self.builds],
@@ -223,9 +250,10 @@ class BeforeAfter:
         }
 
 
-def before_after(a: CampaignData, b: CampaignData) -> BeforeAfter:
+def before_after(a: CampaignData, b: CampaignData, size: float = tell.DEFAULT_MIN_CHANGE) -> BeforeAfter:
     """Pair ``a``'s points with ``b``'s by target, workload name, block size, offered load (and load
-    processes); the difference of every paired figure, and a warning per parameter that differs."""
+    processes); the difference of every paired figure, judged at a change of ``size`` (a fraction of the
+    before mean), and a warning per parameter that differs."""
     after = {g.key: g for g in b.groups()}
     changes, only_a, mismatches, pairs = [], [], [], 0
     for ga in a.groups():
@@ -241,8 +269,10 @@ def before_after(a: CampaignData, b: CampaignData) -> BeforeAfter:
                 va, vb = ga.values(along(fn, ddir)), gb.values(along(fn, ddir))
                 diff = welch(va, vb)
                 if diff is not None:
-                    changes.append(Change(ga.key, ddir, name, higher, diff, tuple(va), tuple(vb)))
-    return BeforeAfter(a.name, b.name, changes, only_a, list(after), build_changes(a, b), pairs, mismatches)
+                    changes.append(Change(ga.key, ddir, name, higher, diff, tuple(va), tuple(vb), size))
+    return BeforeAfter(
+        a.name, b.name, changes, only_a, list(after), build_changes(a, b), pairs, mismatches, size
+    )
 
 
 def pair_setup(data: CampaignData, g: Group) -> dict[str, object]:
@@ -292,6 +322,7 @@ class Regression:
 
 
 UNITS = {"IOPS": "IOPS", "bandwidth": "MiB/s"}  # latencies: us, as the compare table prints them
+JSON_UNITS = {"IOPS": "IOPS", "bandwidth": "B/s"}  # the JSON's figures as stored: latencies in ns
 
 
 def _in_unit(metric: str, value: float | None) -> str:

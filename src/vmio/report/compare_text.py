@@ -88,7 +88,7 @@ def before_after_parts(result: BeforeAfter) -> tuple[str, Lines, str]:
     """The title, the table's lines (head first; none without common points) and the points in one only."""
     title = (
         f"{result.before!r} -> {result.after!r}: difference of means (after - before) per point, "
-        f"{LEVEL:.0%} interval (Welch t) over repetitions\n"
+        f"{LEVEL:.0%} interval (Welch t) over repetitions\n{result.rule}\n"
     )
     title += "".join(
         f"build differs: target {c.target!r} ran on {c.before or 'no QEMU'} in {result.before!r} and on "

@@ -35,7 +35,7 @@ from vmio.units import format_size
 WINDOW = 5
 OUTLIERS = 3.0
 MAD_SCALE = 1.4826  # the median absolute deviation of a normal sample times this estimates its sigma
-DEFAULT_MIN_CHANGE = 0.05
+DEFAULT_MIN_CHANGE = tell.DEFAULT_MIN_CHANGE
 # figure -> (direction, what, whether higher is worse)
 FIGURES: dict[str, tuple[str, str, bool]] = {
     "read_iops": ("read", "iops", False),

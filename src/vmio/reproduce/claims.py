@@ -5,8 +5,10 @@ table per statement: its text, where in the paper it is (text, a table, or a fig
 named), the paper's value and unit, and the tolerance by which a measurement agrees with it.
 
 A claim's ``kind`` is ``result`` (something the paper's experiment measured or computed, judged against
-vmio's) or ``setup`` (the paper's own setting, or a place vmio chose: shown beside vmio's value for reference,
-never judged nor counted). ``statistic`` names the measure the paper reports and vmio computes for it
+vmio's), ``setup`` (the paper's own setting, or a place vmio chose: shown beside vmio's value for reference,
+never judged nor counted) or ``absent`` (a finding of the paper that vmio cannot test, for want of what the
+paper measured it on, e.g. another provider's cloud; named with what is missing, never judged nor counted).
+``bs``: the block sizes a claim speaks of (``["4k", "8k"]``), where the paper states it per block size. ``statistic`` names the measure the paper reports and vmio computes for it
 (a peak over windows, a whole-run mean, the maximum of 100 operations, a ratio of what to what).
 ``scale = "log"`` marks a ratio or a time: its repetitions are judged on their logarithm (a ratio's
 natural scale, where 2x and 0.5x are equally far from 1), by the same rule (``vmio.stats.tell.side``).
@@ -20,10 +22,11 @@ from importlib import resources
 from typing import Any, TypedDict
 
 from vmio.errors import InputError
+from vmio.units import parse_size
 
 NEEDS = ("qemu", "ceph", "kvm", "hdd", "root")
 TOLERANCES = ("relative", "absolute", "at_least", "at_most")
-KINDS = ("result", "setup")
+KINDS = ("result", "setup", "absent")
 SCALES_OF_VALUES = ("linear", "log")
 TCG_WHY = "TCG: the guest CPU is emulated"
 
@@ -74,9 +77,10 @@ class Claim:
     unit: str
     tolerance: Tolerance
     virtualization_cost: bool = False  # not judged under TCG
-    kind: str = "result"  # "result" | "setup" (an input shown for reference: never judged or counted)
+    kind: str = "result"  # "result" | "setup" (an input shown for reference) | "absent" (not testable here)
     statistic: str = ""  # the measure the paper reports and vmio computes for it
     scale: str = "linear"  # "log": a ratio or a time, judged on the logarithm of its values (result.decided)
+    bs: tuple[int, ...] = ()  # the block sizes (bytes) the claim speaks of; empty: not a per-size claim
 
 
 @dataclass(frozen=True)
@@ -172,4 +176,5 @@ def _claim(name: str, c: dict[str, Any]) -> Claim:  # a [[claim]] table as tomll
         kind=kind,
         statistic=str(c.get("statistic", "")),
         scale=scale,
+        bs=tuple(parse_size(str(b)) for b in c.get("bs", ())),
     )

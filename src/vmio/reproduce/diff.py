@@ -11,7 +11,7 @@ from vmio.errors import InputError
 
 class Change(TypedDict):
     id: str
-    before: str  # "agree" | "disagree" | "cannot tell" | "not judged" | "setup" | "absent"
+    before: str  # "agree" | "disagree" | "cannot tell" | "not judged" | "setup" | "absent" | "missing"
     after: str
     measured_before: float | None
     measured_after: float | None
@@ -35,11 +35,13 @@ def load(path: Path) -> dict[str, Any]:
 
 def state(claim: dict[str, Any] | None) -> str:
     """A claim's verdict as the page shows it: a claim the repetitions cannot tell is "cannot tell" whichever
-    side its value lies on (older results without ``kind``/``stable`` read as result, stable)."""
+    side its value lies on (older results without ``kind``/``stable`` read as result, stable); "missing": the
+    result has no such claim."""
     if claim is None:
-        return "absent"
-    if claim.get("kind", "result") == "setup":
-        return "setup"
+        return "missing"
+    kind = claim.get("kind", "result")
+    if kind in ("setup", "absent"):
+        return str(kind)
     agrees = claim.get("agrees")
     if agrees is None:
         return "not judged"

@@ -27,7 +27,7 @@ table.claims td.why { width: 30%; }
 tr.agree td.verdict { background: #dff3df; }
 tr.disagree td.verdict { background: #f8dcdc; }
 tr.cannot_tell td.verdict { background: #fff3c4; }
-tr.not_judged td.verdict, tr.setup td.verdict { background: #eee; }
+tr.not_judged td.verdict, tr.setup td.verdict, tr.absent td.verdict { background: #eee; }
 .small { color: #555; font-size: 90%; }
 figure { margin: 1.5em 0; max-width: 100%; }
 svg.figure { max-width: 100%; height: auto; }
@@ -40,6 +40,7 @@ SHOWN = {
     "cannot_tell": "cannot tell",
     "not_judged": "not judged",
     "setup": "setup (not judged)",
+    "absent": "absent (not tested here)",
 }
 
 
@@ -57,7 +58,8 @@ def render(rep: Reproduction) -> str:
         f"Host: {_e(_host_line(rep.host))}.</p>",
         f"<p id='counts'>Result claims: {n['agree']} agree, {n['disagree']} disagree, {n['cannot_tell']} the "
         f"repetitions cannot tell, {n['not_judged']} not judged; {n['setup']} setup claims (the paper's own "
-        "settings) shown for reference, not counted.</p>",
+        f"settings) shown for reference and {n['absent']} absent (findings vmio cannot test here), not "
+        "counted.</p>",
     ]
     if rep.notes:
         parts.append("<h2 id='notes'>How vmio reads the paper</h2>")
@@ -110,7 +112,9 @@ def _claims_table(claims: list[ClaimRow]) -> str:
         measured = "" if c["measured"] is None else _g(c["measured"])
         tol = c["tolerance"]
         stat = f"<br><span class='small'>statistic: {_e(c['statistic'])}</span>" if c["statistic"] else ""
-        kind = " <span class='small'>[setup]</span>" if c["kind"] == "setup" else ""
+        kind = f" <span class='small'>[{_e(c['kind'])}]</span>" if c["kind"] != "result" else ""
+        sizes = ", ".join(_size(b) for b in c["bs"])
+        kind += f"<br><span class='small'>block sizes: {sizes}</span>" if sizes else ""
         rows.append(
             f"<tr class='{v}' id='claim-{_e(c['id'])}'><td class='claim'><b>{_e(c['id'])}</b>{kind}<br>"
             f"{_e(c['text'])}<br><span class='small'>{_e(c['source'])}</span>{stat}</td>"
@@ -172,6 +176,10 @@ def _fmt(v: object) -> str:
     if isinstance(v, list):
         return ", ".join(_fmt(x) for x in v)
     return "" if v is None else str(v)
+
+
+def _size(b: int) -> str:
+    return f"{b >> 20}M" if b >= 1 << 20 and not b % (1 << 20) else f"{b >> 10}K" if not b % 1024 else str(b)
 
 
 def _g(v: float | None) -> str:

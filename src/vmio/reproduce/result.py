@@ -42,7 +42,8 @@ class ClaimRow(TypedDict):
     """One claim's row of ``result.json``."""
 
     id: str
-    kind: str  # "result" | "setup"
+    kind: str  # "result" | "setup" | "absent"
+    bs: list[int]  # the block sizes (bytes) the claim speaks of; empty: not a per-size claim
     text: str
     source: str
     statistic: str
@@ -73,13 +74,14 @@ class BeyondRow(TypedDict):
 
 
 class Counts(TypedDict):
-    """How the result claims came out; setup claims are counted apart, never as agreements."""
+    """How the result claims came out; setup and absent claims are counted apart, never as agreements."""
 
     agree: int
     disagree: int
     cannot_tell: int
     not_judged: int
     setup: int
+    absent: int
 
 
 class Fitted(TypedDict):
@@ -163,7 +165,9 @@ class Reproduction:
             "figures": [f.json() for f in self.figures],
         }
         network = self.details.get("network")
-        if isinstance(network, list) and network and isinstance(network[0], dict):  # bitisle-dstore-2014's links
+        if (
+            isinstance(network, list) and network and isinstance(network[0], dict)
+        ):  # bitisle-dstore-2014's links
             shown: dict[str, object] = dict(network[0])
             slow = self.details.get("network-1gbit")
             if isinstance(slow, list) and slow:  # the second run at 1 Gbit/s (--scale paper)
@@ -187,16 +191,17 @@ def beyond(name: str, text: str, statistic: str, m: Measured, unit: str, note: s
 
 
 def counts(rows: Sequence[ClaimRow]) -> Counts:
-    out: Counts = {"agree": 0, "disagree": 0, "cannot_tell": 0, "not_judged": 0, "setup": 0}
+    out: Counts = {"agree": 0, "disagree": 0, "cannot_tell": 0, "not_judged": 0, "setup": 0, "absent": 0}
     for r in rows:
         out[verdict(r)] += 1  # type: ignore[literal-required]
     return out
 
 
 def verdict(row: ClaimRow) -> str:
-    """``agree`` | ``disagree`` | ``cannot_tell`` (repetitions that cannot tell) | ``not_judged`` | ``setup``."""
-    if row["kind"] == "setup":
-        return "setup"
+    """``agree`` | ``disagree`` | ``cannot_tell`` (repetitions that cannot tell) | ``not_judged`` | ``setup``
+    | ``absent``."""
+    if row["kind"] in ("setup", "absent"):
+        return row["kind"]
     if row["agrees"] is None:
         return "not_judged"
     if row["stable"] is False:
@@ -216,6 +221,7 @@ def judge(claim: Claim, m: Measured | None, accel: str | None) -> ClaimRow:
     row: ClaimRow = {
         "id": claim.id,
         "kind": claim.kind,
+        "bs": list(claim.bs),
         "text": claim.text,
         "source": claim.source,
         "statistic": claim.statistic,
@@ -234,6 +240,11 @@ def judge(claim: Claim, m: Measured | None, accel: str | None) -> ClaimRow:
     said = "; ".join(x for x in ((m.why, m.note) if m is not None else ()) if x)
     if claim.kind == "setup":
         row["why"] = "a setting, not a result: shown for reference, not judged, not counted" + (
+            f"; {said}" if said else ""
+        )
+        return row
+    if claim.kind == "absent":
+        row["why"] = "absent: a finding of the paper vmio cannot test here, not judged, not counted" + (
             f"; {said}" if said else ""
         )
         return row

@@ -136,10 +136,12 @@ def _run_dstore(req: Request, rep: Reproduction) -> None:
     setting = dstore_paper.Setting(req.scale, req.disk_dir, req.conf, req.pool, stamp, name)
     try:
         with Store(req.db) as store:
-            rep.measured, rep.details, setup = dstore_paper.run(setting, store)
+            rep.measured, rep.details, setup, rep.figures = dstore_paper.run(setting, store)
     except ToolError as exc:
         rep.failures.append(str(exc))
         return
+    finally:
+        rep.notes = list(dstore_paper.NOTES)
     rep.details["setup"] = [setup]
     rep.campaigns = [name]
 

@@ -25,6 +25,9 @@ from typing import Literal
 from vmio.stats.spread import LEVEL, welch
 from vmio.stats.student import t_quantile
 
+# the size of change asked about when the user names none (``vmio compare``'s and ``vmio trend``'s --min-change)
+DEFAULT_MIN_CHANGE = 0.05
+
 Side = Literal["above", "below", "inconclusive"]
 Change = Literal["higher", "lower", "unchanged", "inconclusive"]
 

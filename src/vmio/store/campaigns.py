@@ -32,16 +32,7 @@ def stored_campaign(store: Store, name: str) -> Campaign:
 def _imported_files(store: Store, name: str) -> list[dict[str, object]]:
     """Each file imported into campaign ``name`` once (a file imported twice: once per import): its path, its
     jobs and fio's run-wide ``disk_util`` as fio wrote it (not any one job's)."""
-    files: dict[str, dict[str, object]] = {}
-    for run in store.runs(name):
-        facts = json.loads(run["host_json"] or "{}")
-        key = f"{facts.get('imported_from')}@{run['ended']}"
-        entry = files.setdefault(key, {"file": facts.get("imported_from"), "jobs": [], "disk_util": None})
-        jobs = entry["jobs"]
-        if isinstance(jobs, list) and run["workload"] not in jobs:
-            jobs.append(run["workload"])
-        entry["disk_util"] = facts.get("fio_disk_util_of_file", facts.get("fio_disk_util"))
-    return list(files.values())
+    return [f.entry() for f in store.files_imported(name)]
 
 
 def campaign_rows(store: Store) -> list[dict[str, object]]:

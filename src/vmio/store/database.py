@@ -25,6 +25,7 @@ from urllib.parse import quote
 from vmio.errors import InputError, StoreError
 from vmio.spec.model import Campaign
 from vmio.spec.stored import restore
+from vmio.store import imported_files
 from vmio.store.failures import GuardedConnection, GuardedCursor, explain, missing, not_a_store
 from vmio.store.fields import COLUMN_NAMES as POINT_COLUMN_NAMES
 from vmio.store.fields import COLUMNS as POINT_COLUMNS
@@ -44,6 +45,7 @@ DEFAULT_TIMEOUT_S = 30.0
 # them for older points
 SUMMARIES_MIGRATION = 8
 METRICS_MIGRATION = 9
+IMPORTED_FILES_MIGRATION = 11
 
 
 def lock_timeout() -> float:
@@ -271,6 +273,8 @@ class Store:
                     write_summaries(db)
                 if version == METRICS_MIGRATION:
                     write_point_metrics(db)
+                if version == IMPORTED_FILES_MIGRATION:
+                    imported_files.migrate(db)
                 db.execute("INSERT INTO migrations VALUES (?, ?, ?)", (version, name, time.time()))
 
     def _detail(self, *tables: str) -> None:
@@ -488,10 +492,17 @@ class Store:
     # runs -------------------------------------------------------------------------------------
 
     def record_all(
-        self, name: str, spec_path: str, spec_text: str, canonical: str, recs: Sequence[RunRecord]
+        self,
+        name: str,
+        spec_path: str,
+        spec_text: str,
+        canonical: str,
+        recs: Sequence[RunRecord],
+        files: Sequence[imported_files.ImportedFile] = (),
     ) -> None:
-        """Create campaign ``name`` if it is new and write every point of ``recs``, in one transaction: a
-        failure leaves neither the campaign nor any of the points (``vmio import``)."""
+        """Create campaign ``name`` if it is new and write every point of ``recs`` and the ``files`` they were
+        imported from, in one transaction: a failure leaves neither the campaign nor any of the points
+        (``vmio import``)."""
         with self.transaction() as db:
             if self.campaign(name) is None:
                 db.execute(
@@ -500,6 +511,13 @@ class Store:
                 )
             for rec in recs:
                 self._record(db, rec)
+            if files:
+                cid = db.execute("SELECT id FROM campaign WHERE name = ?", (name,)).fetchone()[0]
+                imported_files.write(db, cid, files)
+
+    def files_imported(self, campaign: str) -> list[imported_files.ImportedFile]:
+        """The files imported into ``campaign`` (``vmio import``), in import order; none for other campaigns."""
+        return imported_files.read(self.db, campaign)
 
     def record(self, rec: RunRecord) -> int:
         """Write one point and everything it produced in one transaction, replacing an older try."""

@@ -38,6 +38,8 @@ JSON_COLUMNS: dict[tuple[str, str], str] = {
     ("membal_run", "summary"): "any",
     ("membal_decision", "inputs"): "any",
     ("device_capacity", "result"): "any",
+    ("imported_file", "jobs_json"): "array",
+    ("imported_file", "disk_util_json"): "any",
 }
 # per-point detail: checked on a command's first read of the table, not at open
 DETAIL_TABLES = frozenset({"result", "histogram", "sample", "hist_log", "oplat", "layer_hist"})

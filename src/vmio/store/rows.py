@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
-from vmio.store import fields, point_metrics, storage_fields, summaries
+from vmio.store import fields, imported_files, point_metrics, storage_fields, summaries
 from vmio.store.database import Store
 from vmio.store.fields import StoredPoint
 from vmio.store.point_metrics import QemuCpu
@@ -203,6 +203,10 @@ class Detail:
     def metrics(self) -> dict[int, dict[tuple[str, str], float]]:
         return self.store.campaign_metrics(self.campaign)
 
+    @functools.cached_property
+    def imported(self) -> dict[tuple[str, float], imported_files.Entry]:
+        return imported_files.by_point(self.store.files_imported(self.campaign))
+
 
 def stored_row(campaign: str, run: summaries.RunRow, detail: Detail) -> PointRow:
     """A point from its stored summary and figures; from its results, histograms and metrics where the store
@@ -213,7 +217,8 @@ def stored_row(campaign: str, run: summaries.RunRow, detail: Detail) -> PointRow
         summary = summaries.summarize(results, detail.hists)
     if figures is None:
         figures = point_metrics.figures(detail.metrics.get(run["id"], {}), run["device"])
-    return _row(campaign, run, summary, figures, results)
+    files = detail.imported if run["target_kind"] == "import" else {}
+    return _row(campaign, run, summary, figures, results, files)
 
 
 def point_row(store: Store, campaign: str, run: sqlite3.Row) -> PointRow:
@@ -222,7 +227,8 @@ def point_row(store: Store, campaign: str, run: sqlite3.Row) -> PointRow:
     if summary is None:
         summary = summaries.summarize(results, {r["id"]: store.histogram(r["id"]) for r in results})
     figures = point_metrics.stored(run) or point_metrics.figures(store.run_metrics(run["id"]), run["device"])
-    return _row(campaign, run, summary, figures, results)
+    files = imported_files.by_point(store.files_imported(campaign)) if run["target_kind"] == "import" else {}
+    return _row(campaign, run, summary, figures, results, files)
 
 
 def _row(
@@ -231,10 +237,12 @@ def _row(
     summary: summaries.Summary,
     figures: point_metrics.Figures,
     every: list[sqlite3.Row],
+    files: Mapping[tuple[str, float], imported_files.Entry],
 ) -> PointRow:
     read, write = summary.read, summary.write
     text = run["host_json"]
-    read_now = facts_read(text)
+    imported = run["target_kind"] == "import"
+    read_now = facts_read(text) or (imported and bool(text))  # an import: its file is named there
     facts: dict[str, Any] = json.loads(text) if read_now else {}  # none the row takes out: left for later
     vm = run["target_kind"] in ("qemu", "libvirt")
     before = "q35" if run["qemu_version"] else None  # runs before machine types were all q35
@@ -256,17 +264,24 @@ def _row(
         qemu_machine=facts.get("qemu_machine", before) if vm else None,
         qemu_cpu_pct=figures.qemu_cpu_pct if vm else None,
         guest_io_warnings=facts.get("guest_io_warnings"),  # None for host targets
-        fio_figures=imported_fields(facts, [r for r in every if r["role"] == "measure"])
-        if run["target_kind"] == "import"
+        fio_figures=imported_fields(facts, [r for r in every if r["role"] == "measure"], files, run["ended"])
+        if imported
         else {},
         dstore=facts["dstore"] if isinstance(facts.get("dstore"), dict) else None,
         storage=storage_fields.fields(facts.get("storage")),
     )
 
 
-def imported_fields(facts: Mapping[str, object], results: list[sqlite3.Row]) -> dict[str, object]:
+def imported_fields(
+    facts: Mapping[str, object],
+    results: list[sqlite3.Row],
+    files: Mapping[tuple[str, float], imported_files.Entry],
+    ended: float | None,
+) -> dict[str, object]:
     """An imported point's figures fio recorded that vmio's samplers would have: the measured jobs' CPU
-    (fio's ``usr_cpu``, ``sys_cpu``, % of one CPU, summed) and fio's ``disk_util`` as fio wrote it."""
+    (fio's ``usr_cpu``, ``sys_cpu``, % of one CPU, summed), fio's ``disk_util`` as fio wrote it when the
+    point's file held this one job, and the file it came from (``imported_file``: path, jobs, the run's
+    ``disk_util``; the same object for each point of the file)."""
     jobs: dict[tuple[str, str], list[sqlite3.Row]] = {}
     for r in results:  # a job's CPU is on each of its directions' rows: count it once per clone
         jobs.setdefault((r["host"], r["job"]), []).append(r)
@@ -277,6 +292,7 @@ def imported_fields(facts: Mapping[str, object], results: list[sqlite3.Row]) -> 
             out[name] = round(sum(v / n for v, n in values), 4)
     if "fio_disk_util" in facts:
         out["disk_util"] = facts["fio_disk_util"]
+    out["imported_file"] = files.get((str(facts.get("imported_from")), float(ended or 0)))
     return out
 
 

@@ -216,6 +216,21 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     ),
     (
         11,
+        "imported files: the run-wide disk_util fio measured, once per imported file, not in the facts of each point",
+        """
+        CREATE TABLE imported_file (
+            id INTEGER PRIMARY KEY,
+            campaign_id INTEGER NOT NULL REFERENCES campaign(id) ON DELETE CASCADE,
+            path TEXT NOT NULL,
+            ended REAL NOT NULL,
+            jobs_json TEXT NOT NULL,
+            disk_util_json TEXT
+        );
+        CREATE INDEX imported_file_campaign ON imported_file(campaign_id);
+        """,
+    ),
+    (
+        12,
         "layers: per point, the latency of each layer and direction (as show prints it) and their histograms",
         """
         ALTER TABLE run ADD COLUMN layers_json TEXT;

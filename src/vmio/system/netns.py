@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
+import json
 import os
 import re
 import secrets
@@ -244,6 +245,22 @@ def set_rate(net: Network, rate: int, runner: Runner | None = None) -> Network:
             _tc(runner, ns, "qdisc", "del", "dev", dev, "root")
             _shape(runner, ns, dev, rate, net.delay_ms)
     return Network(net.token, net.roles, rate, net.delay_ms, net.delay_note)
+
+
+def link_bytes(net: Network, runner: Runner | None = None) -> dict[str, tuple[int, int]]:
+    """Bytes each member has sent and received over its link so far, by role, as the kernel counts them on
+    the bridge's ports (one ``ip -s -j`` in the bridge's namespace: a port transmits what its member
+    receives). Empty when the counters cannot be read."""
+    done = _ip(runner or Runner(), "-s", "-j", "-n", net.ns(BRIDGE), "link", "show", check=False)
+    try:
+        ports = json.loads(done.stdout) if done.returncode == 0 else []
+        return {
+            str(p["ifname"]): (int(p["stats64"]["rx"]["bytes"]), int(p["stats64"]["tx"]["bytes"]))
+            for p in ports
+            if p.get("ifname") in net.roles
+        }
+    except (ValueError, KeyError, TypeError):
+        return {}
 
 
 def listed(runner: Runner | None = None) -> dict[str, list[str]]:

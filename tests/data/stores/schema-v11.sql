@@ -28,11 +28,13 @@ CREATE TABLE histogram (
             bins TEXT NOT NULL
         );
 INSERT INTO "histogram" VALUES(1,'[[395264, 2600], [501760, 2300], [700416, 90], [888832, 10]]');
-CREATE TABLE layer_hist (
-            run_id INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,
-            layer TEXT NOT NULL, ddir TEXT NOT NULL, span TEXT NOT NULL,
-            sum_ns INTEGER NOT NULL,
-            bins TEXT NOT NULL
+CREATE TABLE imported_file (
+            id INTEGER PRIMARY KEY,
+            campaign_id INTEGER NOT NULL REFERENCES campaign(id) ON DELETE CASCADE,
+            path TEXT NOT NULL,
+            ended REAL NOT NULL,
+            jobs_json TEXT NOT NULL,
+            disk_util_json TEXT
         );
 CREATE TABLE membal_decision (
             id INTEGER PRIMARY KEY,
@@ -64,7 +66,7 @@ INSERT INTO "migrations" VALUES(7,'sweeps: the queue depth, job count, share of 
 INSERT INTO "migrations" VALUES(8,'the figures of each point summed and merged over its measured jobs, stored when it is written',1795543200.0);
 INSERT INTO "migrations" VALUES(9,'the device, CPU and QEMU-process figures of each point, stored when it is written',1795550400.0);
 INSERT INTO "migrations" VALUES(10,'series: the series a campaign belongs to and the campaigns accepted in it; per point, the repetitions repeat-until-stable took and whether it settled',1.79579621869396853454e+09);
-INSERT INTO "migrations" VALUES(11,'layers: per point, the latency of each layer and direction (as show prints it) and their histograms',1.79580455531329059599e+09);
+INSERT INTO "migrations" VALUES(11,'imported files: the run-wide disk_util fio measured, once per imported file, not in the facts of each point',1.79580508318863749507e+09);
 CREATE TABLE oplat (
             run_id INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,
             host TEXT, job TEXT, seq INTEGER, t_ms INTEGER, lat_ns INTEGER, ddir TEXT
@@ -99,14 +101,14 @@ CREATE TABLE run (
             status TEXT NOT NULL CHECK (status IN ('done', 'failed')),
             started REAL, ended REAL,
             accel TEXT, fio_version TEXT, qemu_version TEXT, host_json TEXT,
-            job_file TEXT, qemu_argv TEXT, device TEXT, error TEXT, log TEXT, steady_json TEXT, precondition_json TEXT, fio_job_json TEXT, iodepth INTEGER, numjobs INTEGER, offered_pct REAL, arrivals TEXT, read_jobs INTEGER, read_iops REAL, read_bw REAL, read_ops INTEGER, read_lat_min REAL, read_lat_mean REAL, read_lat_max REAL, read_p50 REAL, read_p90 REAL, read_p99 REAL, read_p999 REAL, read_p9999 REAL, write_jobs INTEGER, write_iops REAL, write_bw REAL, write_ops INTEGER, write_lat_min REAL, write_lat_mean REAL, write_lat_max REAL, write_p50 REAL, write_p90 REAL, write_p99 REAL, write_p999 REAL, write_p9999 REAL, hosts_json TEXT, dev_read_iops REAL, dev_write_iops REAL, dev_busy_pct REAL, dev_queue REAL, dev_await_ms REAL, dev_read_bw REAL, dev_write_bw REAL, cpu_usr_pct REAL, cpu_sys_pct REAL, cpu_iowait_pct REAL, cpu_steal_pct REAL, cpu_idle_pct REAL, cpu_guest_pct REAL, qemu_cpu_json TEXT, layers_json TEXT,
+            job_file TEXT, qemu_argv TEXT, device TEXT, error TEXT, log TEXT, steady_json TEXT, precondition_json TEXT, fio_job_json TEXT, iodepth INTEGER, numjobs INTEGER, offered_pct REAL, arrivals TEXT, read_jobs INTEGER, read_iops REAL, read_bw REAL, read_ops INTEGER, read_lat_min REAL, read_lat_mean REAL, read_lat_max REAL, read_p50 REAL, read_p90 REAL, read_p99 REAL, read_p999 REAL, read_p9999 REAL, write_jobs INTEGER, write_iops REAL, write_bw REAL, write_ops INTEGER, write_lat_min REAL, write_lat_mean REAL, write_lat_max REAL, write_p50 REAL, write_p90 REAL, write_p99 REAL, write_p999 REAL, write_p9999 REAL, hosts_json TEXT, dev_read_iops REAL, dev_write_iops REAL, dev_busy_pct REAL, dev_queue REAL, dev_await_ms REAL, dev_read_bw REAL, dev_write_bw REAL, cpu_usr_pct REAL, cpu_sys_pct REAL, cpu_iowait_pct REAL, cpu_steal_pct REAL, cpu_idle_pct REAL, cpu_guest_pct REAL, qemu_cpu_json TEXT,
             UNIQUE (campaign_id, point_key)
         );
 INSERT INTO "run" VALUES(1,1,'host/randread/4k/max/1','host','host','randread',4096,NULL,0,1,'done',1700000000.0,1700000002.0,NULL,NULL,NULL,'{"kernel": "6.1.0"}','[measure]
 rw=randread
-',NULL,'loop0',NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,1,2500.0,10240000.0,5000,100000.0,400000.0,900000.0,395264.0,501760.0,700416.0,888832.0,888832.0,0,0.0,0.0,0,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,'["local"]',NULL,NULL,NULL,NULL,NULL,NULL,NULL,13.0,NULL,NULL,NULL,NULL,NULL,'null',NULL);
-INSERT INTO "run" VALUES(2,1,'host/randread/4k/max/2','host','host','randread',4096,NULL,0,2,'failed',1700000003.0,1700000004.0,NULL,NULL,NULL,'{}',NULL,NULL,NULL,'fio exited with code 1',NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,0,0.0,0.0,0,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,0,0.0,0.0,0,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,'[]',NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,'null',NULL);
-INSERT INTO "run" VALUES(3,1,'host/randread/4k/qd=8/50%/1','host','host','randread',4096,1250,0,1,'failed',1700000005.0,1700000006.0,NULL,NULL,NULL,'{}',NULL,NULL,NULL,'fio exited with code 1',NULL,NULL,NULL,NULL,8,1,50.0,'poisson',0,0.0,0.0,0,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,0,0.0,0.0,0,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,'[]',NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,'null',NULL);
+',NULL,'loop0',NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,1,2500.0,10240000.0,5000,100000.0,400000.0,900000.0,395264.0,501760.0,700416.0,888832.0,888832.0,0,0.0,0.0,0,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,'["local"]',NULL,NULL,NULL,NULL,NULL,NULL,NULL,13.0,NULL,NULL,NULL,NULL,NULL,'null');
+INSERT INTO "run" VALUES(2,1,'host/randread/4k/max/2','host','host','randread',4096,NULL,0,2,'failed',1700000003.0,1700000004.0,NULL,NULL,NULL,'{}',NULL,NULL,NULL,'fio exited with code 1',NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,0,0.0,0.0,0,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,0,0.0,0.0,0,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,'[]',NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,'null');
+INSERT INTO "run" VALUES(3,1,'host/randread/4k/qd=8/50%/1','host','host','randread',4096,1250,0,1,'failed',1700000005.0,1700000006.0,NULL,NULL,NULL,'{}',NULL,NULL,NULL,'fio exited with code 1',NULL,NULL,NULL,NULL,8,1,50.0,'poisson',0,0.0,0.0,0,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,0,0.0,0.0,0,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,'[]',NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,'null');
 CREATE TABLE run_metric (
             run_id INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,
             source TEXT NOT NULL, metric TEXT NOT NULL, value REAL,
@@ -126,5 +128,5 @@ CREATE INDEX oplat_run ON oplat(run_id);
 CREATE INDEX membal_decision_run ON membal_decision(run_id, vm, step);
 CREATE INDEX hist_log_run ON hist_log(run_id);
 CREATE INDEX campaign_series ON campaign(series);
-CREATE INDEX layer_hist_run ON layer_hist(run_id);
+CREATE INDEX imported_file_campaign ON imported_file(campaign_id);
 COMMIT;
