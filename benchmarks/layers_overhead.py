@@ -44,8 +44,11 @@ ramp = "1s"
 def one(spec: Path, db: Path, layers: bool) -> tuple[float, float, object]:
     """IOPS, host CPU µs per I/O, and the layers of one run."""
     argv = [sys.executable, "-m", "vmio", "run", str(spec), "--db", str(db), "--force"]
-    subprocess.run([*argv, "--layers"] if layers else argv, capture_output=True, text=True, timeout=600,
-                   check=True)  # fmt: skip
+    done = subprocess.run(
+        [*argv, "--layers"] if layers else argv, capture_output=True, text=True, timeout=600
+    )
+    if done.returncode != 0:
+        sys.exit(f"vmio run failed ({done.returncode}):\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
     with Store(db) as store:
         [row] = point_rows(store, "layers-overhead")
         iops = float(row.read_iops)
