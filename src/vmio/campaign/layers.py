@@ -85,7 +85,9 @@ class Tracing:
     ) -> None:
         try:
             if self.qemu and isinstance(self.rig, TracesQemu):
-                self.rig.qemu_events(False)
+                # a VM that cannot answer is failing the point already; its log goes with it
+                with contextlib.suppress(VmioError):
+                    self.rig.qemu_events(False)
         finally:
             if self.host is not None:
                 self.host.stop()
