@@ -309,6 +309,10 @@ def print_dry_run(camp: spec.Campaign, out: TextIO) -> None:
     out.write(f"campaign {camp.name!r}: {len(points)} points\n")
     if camp.series is not None:
         out.write(f"series {camp.series!r} (vmio trend {camp.series})\n")
+    if camp.layers:
+        out.write(
+            "layers: each point's latency traced per layer (host_block; qemu in virtio-blk VMs; docs/layers.md)\n"
+        )
     if camp.until is not None:
         out.write(
             f"then more passes while a point's IOPS spread exceeds {camp.until.bound * 100:g}% "
