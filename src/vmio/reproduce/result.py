@@ -5,6 +5,9 @@ A claim measured more than once (repetitions, or seeds of a simulation) is judge
 boundary the tolerance draws, and ``agrees`` is then the side it lies on; otherwise ``stable`` is false
 (the repetitions cannot tell) and ``agrees`` is the tolerance applied to the measured value, shown as not
 settled. ``setup`` claims (the paper's own settings) are shown for reference: ``agrees`` null, never counted.
+A measurement may say that it does not test the claim's sentence (``untested``: shown, not judged), that this
+setup cannot decide it whatever the repetitions (``cannot_tell``), or that it is a decision procedure's answer,
+the same on every run (``exact``: judged by the tolerance alone, nothing to repeat).
 """
 
 from __future__ import annotations
@@ -118,6 +121,12 @@ class Measured:
     why: str | None = None
     note: str | None = None
     values: tuple[float, ...] = ()  # the repetitions the verdict rests on (empty: ``value`` alone)
+    # a decision procedure's answer (1 = the paper's), the same on every run: judged by the tolerance alone
+    exact: bool = False
+    # why this setup cannot decide the claim whatever the repetitions say (shown as "cannot tell")
+    cannot_tell: str | None = None
+    # why the measurement does not test the claim's sentence (shown beside it, not judged)
+    untested: str | None = None
 
     @classmethod
     def median_of(cls, values: Sequence[float], why: str | None = None, note: str | None = None) -> Measured:
@@ -237,7 +246,7 @@ def judge(claim: Claim, m: Measured | None, accel: str | None) -> ClaimRow:
         "stable": None,
         "why": None,
     }
-    said = "; ".join(x for x in ((m.why, m.note) if m is not None else ()) if x)
+    said = "; ".join(x for x in ((m.untested, m.cannot_tell, m.why, m.note) if m is not None else ()) if x)
     if claim.kind == "setup":
         row["why"] = "a setting, not a result: shown for reference, not judged, not counted" + (
             f"; {said}" if said else ""
@@ -253,6 +262,13 @@ def judge(claim: Claim, m: Measured | None, accel: str | None) -> ClaimRow:
         return row
     if m is None or value is None:
         row["why"] = said or "not measured in this run"
+        return row
+    if m.untested:  # shown, not judged
+        row["why"] = said
+        return row
+    if m.cannot_tell or m.exact:
+        row["stable"], row["agrees"] = m.exact, claim.tolerance.holds(claim.paper_value, value)
+        row["why"] = said or None
         return row
     settled = decided(claim.tolerance, claim.paper_value, values, log) if finite else None
     row["stable"] = settled is not None

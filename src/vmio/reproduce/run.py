@@ -13,7 +13,7 @@ from pathlib import Path
 
 from vmio.campaign import facts
 from vmio.campaign.runner import Progress
-from vmio.errors import InputError, ToolError
+from vmio.errors import InputError, ToolError, VmioError
 from vmio.reproduce import (
     SCALES,
     dstore_paper,
@@ -102,14 +102,25 @@ def _campaign_name(req: Request) -> str:
 
 
 def _run_nvme(req: Request, rep: Reproduction, progress: Callable[[Progress], None] | None) -> None:
+    from vmio.advise.inventory import read_host_facts
+    from vmio.system.process import Runner
+
     name = _campaign_name(req)
     files.make_folder(req.disk_dir)
+    here, why_not = None, ""
+    try:
+        here = read_host_facts(Runner())
+    except VmioError as exc:
+        why_not = str(exc)
     with tempfile.TemporaryDirectory(prefix="reproduce-", dir=req.disk_dir) as disks:
-        setting = nvme_paper.Setting(req.scale, Path(disks), name, req.boot_timeout)
+        setting = nvme_paper.Setting(
+            req.scale, Path(disks), name, req.boot_timeout, passthrough=nvme_paper.passthrough()
+        )
         with Store(req.db) as store:
-            rep.measured, rep.details, tries, rep.accel = nvme_paper.run(setting, store, progress)
-    rep.failures, rep.retried = tries.failures, tries.retried
-    rep.campaigns = [name, f"{name}-fig6"]
+            out = nvme_paper.run(setting, store, progress, here, why_not)
+    rep.measured, rep.details, rep.figures, rep.beyond = out.measured, out.details, out.figures, out.beyond
+    rep.accel, rep.campaigns, rep.notes = out.accel, out.campaigns, list(nvme_paper.NOTES)
+    rep.failures, rep.retried = out.tries.failures, out.tries.retried
 
 
 def _run_membal_live(req: Request, rep: Reproduction) -> None:
