@@ -14,6 +14,7 @@ from pathlib import Path
 
 from vmio.campaign import facts
 from vmio.campaign import timeline as tl
+from vmio.campaign.layers import tracing
 from vmio.errors import InputError, ToolError, UnsafeTargetError, VmioError
 from vmio.fio import iolog, jobfile
 from vmio.fio import run as fiorun
@@ -38,6 +39,7 @@ def measure_point(
     interval: float,
     runner: Runner,
     proc_root: str = "/proc",
+    sys_root: str = "/sys",
     preconditioned: Precondition | None = None,
     offsets: Sequence[int] | None = None,
     live: Callable[[Sampler], None] | None = None,
@@ -82,7 +84,8 @@ def measure_point(
         replay = _replay(campaign, workload, point, offsets)
         if replay is not None:  # the operations replayed the offsets stored with the campaign
             rec.ops_seed = campaign.seed
-        _measure(point, workload, rig, rundir, rec, interval, runner, replay, live, steps, facts_at)
+        layers = sys_root if campaign.layers else None
+        _measure(point, workload, rig, rundir, rec, interval, runner, replay, live, layers, steps, facts_at)
     except (UnsafeTargetError, InputError):
         raise
     except VmioError as exc:
@@ -116,6 +119,7 @@ def _measure(
     runner: Runner,
     replay: str | None = None,
     live: Callable[[Sampler], None] | None = None,
+    layers: str | None = None,
     steps: tl.Timeline | None = None,
     facts_at: float = 0.0,
 ) -> None:
@@ -159,7 +163,7 @@ def _measure(
         fiorun.run(puts, timeout=PUT_TIMEOUT_S, runner=runner, cwd=rundir, env=rig.fio_env, what=PUT_WHAT)
     steps.add(tl.JOBS, jobs_at, steps.now())
     try:
-        _run_point(workload, rig, files, timeout, runner, rundir, rec, interval, live, steps)
+        _run_point(workload, rig, files, timeout, runner, rundir, rec, interval, live, layers, steps)
     finally:
         if drops:  # the logs put above are removed again, whatever the point did
             _drop_logs(drops, runner, rundir, rig, rec)
@@ -183,11 +187,18 @@ def _run_point(
     rec: RunRecord,
     interval: float,
     live: Callable[[Sampler], None] | None,
-    steps: tl.Timeline,
+    layers: str | None = None,
+    steps: tl.Timeline | None = None,
 ) -> None:
+    """fio's run of one point with the samplers (and, with ``layers``, the sys root: the layers' tracers)
+    around it; its steps go on ``steps``."""
+    steps = steps if steps is not None else tl.Timeline()
     notes = None
     try:
-        with rig.watch(rec.campaign, rec.point_key) as notes:
+        with (
+            rig.watch(rec.campaign, rec.point_key) as notes,
+            tracing(layers is not None, rig, runner, layers or "/sys", timeout) as traced,
+        ):
             sampler = Sampler(rig.probes, interval)
             with steps.step(tl.SAMPLER_START):
                 sampler.start()
@@ -202,6 +213,7 @@ def _run_point(
                 with steps.step(tl.SAMPLER_STOP):
                     sampler.stop()
             start, end = measured_window(result, workload, sampler.wall0, exited)
+            window = (sampler.t0 + start, sampler.t0 + end)
             fio_steps(steps, offset, launched, start - (0.0 if workload.ops else workload.ramp), end, exited)
             rec.results = result.results
             rec.fio_version = result.version or rec.fio_version
@@ -223,6 +235,8 @@ def _run_point(
     except VmioError:
         rec.log = (rec.log or "") + (notes.log if notes else "") or None
         raise
+    if traced is not None:  # stopped: its last slice is in
+        traced.finish(rec, result.results, window)
     rec.host.update(notes.host)
     if notes.log:
         rec.log = (rec.log or "") + notes.log

@@ -268,6 +268,7 @@ def _run(
                         interval=options.interval,
                         runner=options.runner,
                         proc_root=options.proc_root,
+                        sys_root=options.sys_root,
                         preconditioned=conditioned,
                         offsets=ops_offsets,
                         live=keep,
@@ -348,7 +349,7 @@ def _open(campaign: Campaign, point: Point, options: Options) -> Opened:
     stack = contextlib.ExitStack()
     try:
         writes = any(w.writes for w in campaign.workloads)
-        env = dataclasses.replace(options.target_env(), writes=writes)
+        env = dataclasses.replace(options.target_env(), writes=writes, layers=campaign.layers)
         rig = stack.enter_context(open_target(campaign.target(point.target), env))
     except (UnsafeTargetError, InputError):
         stack.close()

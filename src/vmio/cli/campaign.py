@@ -55,6 +55,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--dry-run", action="store_true", help="print the points and their fio job files")
     p.add_argument("--force", action="store_true", help="redo points already done")
     p.add_argument(
+        "--layers",
+        action="store_true",
+        help="trace where each point's latency goes, per layer (as [campaign] layers = true; docs/layers.md)",
+    )
+    p.add_argument(
         "--destroy-data",
         action="append",
         default=[],
@@ -249,6 +254,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from vmio.traces.vm_runs import beside_store
 
     camp, text = load_run_spec(args)
+    if args.layers:
+        camp = dataclasses.replace(camp, layers=True)
     if args.interval < 0.1:
         raise InputError(f"--interval {args.interval:g}s is below the 100ms floor")
     if args.dry_run:
@@ -314,6 +321,10 @@ def print_dry_run(camp: spec.Campaign, out: TextIO) -> None:
     out.write(f"campaign {camp.name!r}: {len(points)} points\n")
     if camp.series is not None:
         out.write(f"series {camp.series!r} (vmio trend {camp.series})\n")
+    if camp.layers:
+        out.write(
+            "layers: each point's latency traced per layer (host_block; qemu in virtio-blk VMs; docs/layers.md)\n"
+        )
     if camp.until is not None:
         out.write(
             f"then more passes while a point's IOPS spread exceeds {camp.until.bound * 100:g}% "

@@ -548,6 +548,10 @@ class Store:
             "INSERT INTO hist_log VALUES (?, ?, ?, ?, ?, ?)",
             [(run_id, h, j, t, d, json.dumps(sorted(b.items()))) for h, j, t, d, b in rec.hist_log],
         )
+        db.executemany(
+            "INSERT INTO layer_hist VALUES (?, ?, ?, ?, ?, ?)",
+            [(run_id, *h[:4], json.dumps(sorted(h[4].items()))) for h in rec.layer_hists],
+        )
         write_summaries(db, [run_id])  # from the rows just written, as the migrations compute them
         write_point_metrics(db, [run_id])
         return run_id
@@ -728,6 +732,15 @@ class Store:
         self._detail("hist_log")
         rows = self.db.execute(
             "SELECT host, job, t_ms, ddir, bins FROM hist_log WHERE run_id = ? ORDER BY t_ms, rowid",
+            (run_id,),
+        )
+        return [(r[0], r[1], r[2], r[3], {int(v): int(c) for v, c in json.loads(r[4])}) for r in rows]
+
+    def layer_hists(self, run_id: int) -> list[tuple[str, str, str, int, dict[int, int]]]:
+        """The run's layer histograms (docs/layers.md): (layer, ddir, span, sum of latencies ns, bins)."""
+        self._detail("layer_hist")
+        rows = self.db.execute(
+            "SELECT layer, ddir, span, sum_ns, bins FROM layer_hist WHERE run_id = ? ORDER BY rowid",
             (run_id,),
         )
         return [(r[0], r[1], r[2], r[3], {int(v): int(c) for v, c in json.loads(r[4])}) for r in rows]

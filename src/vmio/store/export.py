@@ -82,6 +82,7 @@ def samples(store: Store, campaign: str) -> list[PkbSample]:
         }
         if series is not None:
             labels["series"] = series
+        out += _layer_samples(row, labels, ended[row.point])
         for metric, unit, read, moved in SAMPLE_CHECKS:
             value = read(row)
             if value is None or (moved is not None and not row.ops(moved)):
@@ -95,6 +96,23 @@ def samples(store: Store, campaign: str) -> list[PkbSample]:
                     "timestamp": ended[row.point],
                 }
             )
+    return out
+
+
+def _layer_samples(row: PointRow, labels: dict[str, object], ended: float) -> list[PkbSample]:
+    """A traced point's layers (docs/layers.md): ``{read|write}_layer_{mean|p50|p99}_us`` and
+    ``{read|write}_layer_ios`` per layer, labelled with ``layer``."""
+    out: list[PkbSample] = []
+    for name, layer in (row.layers or {}).items():
+        for ddir in ("read", "write"):
+            figures = layer.get(ddir) if isinstance(layer, dict) else None
+            for key in LAYER_FIGURES if isinstance(figures, dict) else ():
+                value = figures.get(key) if isinstance(figures, dict) else None
+                if isinstance(value, int | float):
+                    unit = "count" if key == "ios" else "us"
+                    metric = f"{ddir}_layer_{key}"
+                    out.append({"metric": metric, "value": float(value), "unit": unit,
+                                "labels": {**labels, "layer": name}, "timestamp": ended})  # fmt: skip
     return out
 
 
@@ -178,6 +196,7 @@ def flat_points(store: Store, campaign: str) -> list[TableRow]:
         flat = row.to_json(facts=False)
         for key in NESTED:  # dropped in place: the other columns keep their order
             flat.pop(key, None)
+        flat.update(layer_columns(row.layers))
         for key, value in (row.dstore or {}).items():  # a stored dstore profile's labels, one column each
             flat[f"dstore_{key}"] = json.dumps(value) if isinstance(value, list | dict) else value
         flat["offered_iops"] = _offered(row)
@@ -189,7 +208,8 @@ def flat_points(store: Store, campaign: str) -> list[TableRow]:
     return rows
 
 
-NESTED = ("read_lat_ns", "write_lat_ns", "hosts", "dstore")  # show --json's keys a flat table spreads out
+# show --json's keys a flat table spreads out
+NESTED = ("read_lat_ns", "write_lat_ns", "hosts", "dstore", "layers")
 LAT_FLAT = tuple(
     (
         ddir,
@@ -200,6 +220,25 @@ LAT_FLAT = tuple(
     )
     for ddir in ("read", "write")
 )  # each direction's latency columns and the keys they take
+
+
+LAYER_FIGURES = ("mean_us", "p50_us", "p99_us", "ios")
+
+
+def layer_columns(layers: dict[str, object] | None) -> TableRow:
+    """A point's ``layers`` (docs/layers.md) as flat columns: ``layer_{name}_{read|write}_{figure}``, and
+    ``layer_{name}_why`` for a layer that was not traced."""
+    out: TableRow = {}
+    for name, layer in (layers or {}).items():
+        if not isinstance(layer, dict):
+            continue
+        for ddir in ("read", "write"):
+            figures = layer.get(ddir) or {}
+            for key in LAYER_FIGURES:
+                out[f"layer_{name}_{ddir}_{key}"] = figures.get(key)
+        if "why" in layer:
+            out[f"layer_{name}_why"] = layer["why"]
+    return out
 
 
 def _offered(row: PointRow) -> str:

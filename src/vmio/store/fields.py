@@ -140,6 +140,8 @@ class StoredPoint:
     numjobs: int | None = optional("INTEGER")  # each fio process's jobs (a VM's jobs_per_vm)
     offered_pct: float | None = optional("REAL", unit="%")  # of the max point's achieved IOPS
     arrivals: str | None = optional("TEXT")  # an offered rate's spacing: "uniform" | "poisson"
+    # where the latency went, per layer and direction (docs/layers.md): {layer: {read, write}} or its ``why``
+    layers: dict[str, Any] | None = optional("TEXT", column="layers_json", read="json")
 
 
 def declared(cls: type[Any] = StoredPoint) -> tuple[Field, ...]:

@@ -65,6 +65,8 @@ class RunRecord(StoredPoint):
     oplat: Sequence[OpLat] = field(default_factory=list)
     # per-second latency histograms of a timed run: host, job, t_ms (end of the interval), ddir, bins
     hist_log: Sequence[tuple[str, str, int, str, Mapping[int, int]]] = field(default_factory=list)
+    # each traced layer's histograms (docs/layers.md): layer, direction, span, sum of latencies (ns), bins
+    layer_hists: Sequence[tuple[str, str, str, int, Mapping[int, int]]] = field(default_factory=list)
     # the run's own data, stored with the host facts (host_json) as it always was
     ops_seed: int | None = None  # the campaign seed whose offsets the operations replayed
     samples_t0: float | None = None  # the samples' clock on the wall (Unix seconds at t = 0)
