@@ -266,6 +266,10 @@ class Store:
             if version <= have:
                 continue
             with self.transaction() as db:
+                # another vmio may have opened this store at the same moment and applied it first: the
+                # version is read again under the write lock, so each migration runs once
+                if self._stored_version() >= version:
+                    continue
                 for statement in sql.split(";"):
                     if statement.strip():
                         db.execute(statement)
