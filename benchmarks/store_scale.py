@@ -25,6 +25,25 @@ merged: export is main's again, not at the target.
 ``report`` of the demo, one run each by turns: 7.25 s CPU before, 6.86 s after (45.9 s and 38.5 s wall
 under that load); not at the target.
 
+Measured for issue 42, second round (2 cores shared, load average 4-16, ``--before`` main's ``src`` by turns,
+each command in a child process, its imports excluded; CPU µs a point): the ``.series`` and ``.oplat`` tables
+stream from SQLite to the CSV writer in chunks of 5000 rows (their text cells made inert by SQLite:
+``export.INERT_SQL``; each campaign's runs walked in id order, each run's rows sorted alone), the points
+table is flattened without a call per field or cell (``fields.load_columns``, ``fields.HEAD_SHOWN``), JSON's
+side tables go through json's C encoder (its separators carry the indentation: ``json.dumps(indent=...)`` is
+pure Python), ndjson and Prometheus encode a point's labels once, and the cycle collector is paused for the
+whole export. Every format's output is byte-identical to main's (``cmp`` on the 1k store with formula cells,
+NULL values, tied ``oplat`` rows added, on tests/data/stores/dstore-profile-v9.db and demo000.db).
+Two runs by turns at 10k (single runs each, the load moving them by up to 1.5x): ``export csv`` 301 -> 219
+and 471 -> 257, ``export json`` 444 -> 265 and 432 -> 403, ``export ndjson`` 256 -> 175, ``export
+prometheus`` 243 -> 137, ``export parquet`` 223 -> 200, ``compare`` 84 -> 63 and 84 -> 102, ``show --json``
+66 -> 70; 100k: ``export csv`` 364 -> 267 (36.4 s -> 26.7 s CPU, 106 s -> 35 s wall), ``compare`` 72 -> 68
+(in-process at 100k: points flattened 8.5 s -> 5.7 s CPU with the collector paused, the 2M sample rows
+15.5 s -> 13.2 s, about 7 µs a row to fetch and write under that load). ``report`` of the demo (not changed
+here): 10.8 s CPU before, 11.7 s after, 52 s and 48 s wall under that load.
+Not at the targets: on this machine as loaded the floor is the C work of fetching and formatting each sample
+row (``repr`` of a float took 2-3 µs in these hours against about 0.1 µs idle).
+
 Measured (2 cores shared with other developers' tests, load 2-3; ``--only 'show --json' --repeat 5``, CPU
 seconds (user+sys) as median and range; each tree read its own copy of the same stores, one after the
 other): ``show --json`` before ``store.show_json`` (each point a ``PointRow``, then a dict, then
@@ -61,6 +80,7 @@ import argparse
 import contextlib
 import functools
 import io
+import json
 import os
 import random
 import resource
@@ -282,34 +302,92 @@ def timed(argv: list[str]) -> tuple[float, float]:
     return took
 
 
+# A child timing one command in-process (its imports done first: they are start-up, not the store's cost):
+# ``python -c CHILD ARGV_JSON`` with one tree's ``src`` first on the path prints "WALL CPU".
+CHILD = """
+import contextlib, importlib, io, json, sys, time
+from vmio.cli import main
+for name in ("vmio.report.data", "vmio.report.compare", "vmio.store.export", "vmio.report.page"):
+    with contextlib.suppress(ImportError):
+        importlib.import_module(name)
+argv = json.loads(sys.argv[1])
+started, cpu = time.perf_counter(), time.process_time()
+with contextlib.redirect_stdout(io.StringIO()):
+    code = main(argv)
+took = (time.perf_counter() - started, time.process_time() - cpu)
+sys.exit(code) if code else print(*took)
+"""
+
+
+def timed_child(argv: list[str], src: Path) -> tuple[float, float]:
+    """(wall, CPU) seconds ``vmio ARGV`` took in a child with ``src`` first on its path (imports excluded)."""
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, json.dumps(argv)],
+        env={**os.environ, "PYTHONPATH": str(src)},
+        capture_output=True,
+        text=True,
+        timeout=3600,
+        check=False,
+    )
+    if done.returncode != 0:
+        sys.exit(f"store_scale: vmio {' '.join(argv)} ({src}) exited {done.returncode}: {done.stderr[-500:]}")
+    wall, cpu = done.stdout.split()
+    return float(wall), float(cpu)
+
+
 def commands(
-    db: Path, work: Path, points: int, report_max: int
+    db: Path,
+    work: Path,
+    points: int,
+    report_max: int,
+    run: Callable[[list[str]], tuple[float, float]] = timed,
 ) -> dict[str, Callable[[], tuple[float, float]]]:
     d = ["--db", str(db)]
     out = {
-        "show --json": lambda: timed(["show", "scale", "--json", *d]),
-        "export csv": lambda: timed(["export", "scale", "--format", "csv", "-o", str(work / "p.csv"), *d]),
-        "export parquet": lambda: timed(
-            ["export", "scale", "--format", "parquet", "-o", str(work / "p.parquet"), *d]
-        ),
+        "show --json": lambda: run(["show", "scale", "--json", *d]),
         **{
             f"export {fmt}": functools.partial(
-                timed, ["export", "scale", "--format", fmt, "-o", str(work / f"p.{fmt}"), *d]
+                run, ["export", "scale", "--format", fmt, "-o", str(work / f"p.{fmt}"), *d]
             )
-            for fmt in ("json", "ndjson", "prometheus")
+            for fmt in ("csv", "parquet", "json", "ndjson", "prometheus")
         },
-        "compare": lambda: timed(["compare", "scale", "--baseline", "bare", *d]),
+        "compare": lambda: run(["compare", "scale", "--baseline", "bare", *d]),
     }
     if points <= report_max:
-        out["report"] = lambda: timed(["report", "scale", "-o", str(work / "r.html"), *d])
+        out["report"] = lambda: run(["report", "scale", "-o", str(work / "r.html"), *d])
     return out
 
 
 def figures(took: list[tuple[float, float]], points: int) -> str:
-    """Median wall and CPU seconds of the repetitions, the CPU range, and CPU ms per point."""
+    """Median wall and CPU seconds of the repetitions, the CPU range, and CPU µs per point."""
     wall, cpu = statistics.median(w for w, _ in took), statistics.median(c for _, c in took)
     spread = f"{min(c for _, c in took):.2f}-{max(c for _, c in took):.2f}"
-    return f"{wall:8.2f} {cpu:8.2f} {spread:>13}  {cpu / points * 1e3:12.3f}"
+    return f"{wall:8.2f} {cpu:8.2f} {spread:>13}  {cpu / points * 1e6:12.0f}"
+
+
+def by_turns(db: Path, work: Path, n: int, args: argparse.Namespace) -> None:
+    """Each command timed in a child of the ``--before`` tree, then of this one, ``--repeat`` times by turns
+    (both read the same store: trees of one schema), printed side by side with CPU µs a point."""
+    after = Path(vmio.__file__).parents[1]
+    sides = {
+        side: commands(db, work, n, args.report_max, functools.partial(timed_child, src=src))
+        for side, src in (("before", args.before), ("after", after))
+    }
+    for name in sides["after"]:
+        if args.only and name not in args.only.split(","):
+            continue
+        took: dict[str, list[tuple[float, float]]] = {"before": [], "after": []}
+        for _ in range(args.repeat):
+            for side, chosen in sides.items():
+                took[side].append(chosen[name]())
+        cpu = {side: statistics.median(c for _, c in runs) for side, runs in took.items()}
+        wall = {side: statistics.median(w for w, _ in runs) for side, runs in took.items()}
+        print(
+            f"{n:>8}  {name:<17} before {wall['before']:7.2f} s wall {cpu['before']:7.2f} s CPU "
+            f"{cpu['before'] / n * 1e6:6.0f} µs/pt | after {wall['after']:7.2f} s wall {cpu['after']:7.2f} s CPU "
+            f"{cpu['after'] / n * 1e6:6.0f} µs/pt",
+            flush=True,
+        )
 
 
 def main_(argv: list[str] | None = None) -> int:
@@ -319,7 +397,9 @@ def main_(argv: list[str] | None = None) -> int:
     ap.add_argument("--dir", default="/var/tmp", help="where the stores are built (a real disk)")
     ap.add_argument("--demo-repeat", type=int, default=3, help="times report of the demo runs")
     ap.add_argument(
-        "--before", type=Path, help="another checkout's src: time its report of the demo too, by turns"
+        "--before",
+        type=Path,
+        help="another checkout's src: time its commands (and report of the demo) too, by turns",
     )
     ap.add_argument("--keep", type=Path, help="keep the filled stores in this folder and reuse them")
     ap.add_argument("--repeat", type=int, default=1, help="times each command is timed (median and range)")
@@ -335,18 +415,20 @@ def main_(argv: list[str] | None = None) -> int:
         if not sizes:
             return 0
         print(
-            f"{'points':>8}  {'command':<15} {'wall s':>8} {'CPU s':>8} {'CPU range':>13}  {'CPU ms/point':>12}"
+            f"{'points':>8}  {'command':<15} {'wall s':>8} {'CPU s':>8} {'CPU range':>13}  {'CPU µs/point':>12}"
         )
         for n in sizes:
             db = (args.keep or work) / f"s{n}.db"
-            chosen = commands(db, work, n, args.report_max)
-            if args.only:
-                chosen = {name: run for name, run in chosen.items() if name in args.only.split(",")}
-            steps = [(name, run, args.repeat) for name, run in chosen.items()]
             if not db.exists():
-                steps.insert(0, ("fill (record)", functools.partial(fill, db, n), 1))
-            for name, run, times in steps:
-                print(f"{n:>8}  {name:<15} {figures([run() for _ in range(times)], n)}", flush=True)
+                print(f"{n:>8}  {'fill (record)':<15} {figures([fill(db, n)], n)}", flush=True)
+            if args.before:
+                by_turns(db, work, n, args)
+            else:
+                chosen = commands(db, work, n, args.report_max)
+                if args.only:
+                    chosen = {name: run for name, run in chosen.items() if name in args.only.split(",")}
+                for name, run in chosen.items():
+                    print(f"{n:>8}  {name:<15} {figures([run() for _ in range(args.repeat)], n)}", flush=True)
             if not args.keep:
                 db.unlink()
     finally:

@@ -23,6 +23,7 @@ want xz-utils
 want procps
 want blktrace
 want sysstat
+want bpftrace                   # [campaign] layers = true: the host block layer traced (docs/layers.md)
 want acl                        # setfacl: the security tests grant another user write through a POSIX ACL
 have_cmd python3 || need+=(python3)
 python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)

@@ -131,6 +131,10 @@ measured_keys = (
     "fio_usr_pct",
     "fio_sys_pct",
     "own_cpu_pct",
+    "layer_app_read_us",
+    "layer_host_block_read_us",
+    "layer_app_write_us",
+    "layer_host_block_write_us",
 )
 pct_keys = (
     "dev_busy_pct",

@@ -517,20 +517,28 @@ def test_an_external_ioengine_in_a_job_file_is_refused(
 def test_csv_cells_are_not_formulas(
     rule: str, formula_store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The points and the samples (``.series``: the point key starts ``-t/``, which SQLite guards as it reads)."""
     if rule == "off":
         monkeypatch.setattr(export, "inert", lambda value: value)
+        monkeypatch.setattr(export, "INERT_SQL", "{c}")
     out = tmp_path / "f.csv"
     assert main(["export", "f", "--format", "csv", "-o", str(out), "--db", str(formula_store)]) == 0
     with out.open(newline="") as f:
         rows = list(csv.DictReader(f))
+    with (tmp_path / "f.series.csv").open(newline="") as f:
+        series = list(csv.DictReader(f))
     cells = [v for row in rows for v in row.values()]
-    formulas = [c for c in cells if c[:1] in ("=", "+", "-", "@", "\t", "\r")]
+    sampled = [v for row in series for v in row.values()]
+    formulas = [c for c in cells + sampled if c[:1] in ("=", "+", "-", "@", "\t", "\r")]
+    assert series and series[0]["point"].lstrip("'").startswith("-t/")
     if rule == "on":
         assert formulas == []
         assert '\'=HYPERLINK("http://x")' in cells and "'-t" in cells
         assert any(c.replace(".", "", 1).isdigit() for c in cells)  # numbers stay numbers
+        assert all(row["point"].startswith("'-t/") for row in series)
+        assert all(float(row["value"]) == float(row["value"]) for row in series)  # numbers stay numbers
     else:
-        assert '=HYPERLINK("http://x")' in formulas
+        assert '=HYPERLINK("http://x")' in formulas and series[0]["point"] in formulas
 
 
 # Signals: every command, not only `vmio run`

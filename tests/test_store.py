@@ -162,3 +162,30 @@ def test_a_stored_spec_that_no_longer_reads_is_one_error(tmp_path: Path) -> None
             StoreError, match=r"campaign 'r' in .*s\.db: its stored spec no longer reads .*sla"
         ):
             store.spec("r")
+
+
+def test_two_opens_of_an_old_store_at_once_migrate_it_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two vmio commands opening a store of an older schema at the same moment: the one that reads the old
+    version first finds the other has migrated meanwhile, and applies nothing twice (it used to fail with
+    "table imported_file already exists")."""
+    import shutil
+
+    db = tmp_path / "old.db"
+    shutil.copy(Path(__file__).parent / "data" / "stores" / "import-v10.db", db)
+    apply = Store._apply
+    raced: list[int] = []
+
+    def another_vmio_first(self: Store, have: int) -> None:
+        if not raced:
+            raced.append(have)
+            Store(str(db)).close()  # the other command migrates between our read and our writes
+        apply(self, have)
+
+    monkeypatch.setattr(Store, "_apply", another_vmio_first)
+    with Store(str(db)) as store:
+        assert store.schema_version == SCHEMA_VERSION
+    assert raced == [10]
+    versions = [r[0] for r in sqlite3.connect(db).execute("SELECT version FROM migrations ORDER BY version")]
+    assert versions == sorted(set(versions)) and versions[-1] == SCHEMA_VERSION

@@ -158,6 +158,7 @@ def diagnose(evidence: Evidence) -> Diagnosis:
     if walk.free_devices():
         first.append("spread-disks")
     leaf = walk.leaf()
+    walk.layers()
     actions = first + [a for a in leaf.actions if a not in first]
     return Diagnosis(
         leaf.limit,
@@ -168,6 +169,11 @@ def diagnose(evidence: Evidence) -> Diagnosis:
         accel=evidence.host.accel,
         warnings=tuple(walk.warnings()),
     )
+
+
+LAYER_DOMINATES = (
+    0.5  # a share of fio's mean latency: the part before or in the block layer that is most of it
+)
 
 
 def _saturated(pct: float | None) -> bool:
@@ -468,6 +474,30 @@ class _Walk:
             return m.fio_usr_pct, m.fio_sys_pct, "fio's own", cites
         cites = [fact("measured.cpu_usr_pct", m.cpu_usr_pct), fact("measured.cpu_sys_pct", m.cpu_sys_pct)]
         return m.cpu_usr_pct, m.cpu_sys_pct, "host-wide", cites
+
+    def layers(self) -> None:
+        """Where the latency went, for a point traced with layers (docs/layers.md): the share of fio's mean
+        spent before the host's block layer (the virtualization path and the host kernel above the block
+        layer) against the share in the block layer and the device."""
+        m, vm = self.m, self.ev.vm is not None
+        for ddir, app, host in (("read", m.layer_app_read_us, m.layer_host_block_read_us),
+                                ("write", m.layer_app_write_us, m.layer_host_block_write_us)):  # fmt: skip
+            if not app or host is None:
+                continue
+            before = max(0.0, 1 - host / app)
+            whose = "the VM's" if vm else "fio's"
+            above = "the virtualization path" if vm else "the host kernel above the block layer and fio"
+            if before >= LAYER_DOMINATES:
+                answer = f"{before:.0%} of {whose} {ddir} latency is spent before the host's block layer: {above}, not the device"
+            else:
+                answer = f"{1 - before:.0%} of {whose} {ddir} latency is spent in the host's block layer and the device: the device, not {above}"
+            share = Cite(f"1 - measured.layer_host_block_{ddir}_us / measured.layer_app_{ddir}_us", round(before, 4),
+                         ">=" if before >= LAYER_DOMINATES else "<", LAYER_DOMINATES)  # fmt: skip
+            cited = [
+                fact(f"measured.layer_app_{ddir}_us", app),
+                fact(f"measured.layer_host_block_{ddir}_us", host),
+            ]
+            self.note("layers", f"Where does the {ddir} latency go? (layers traced)", answer, [*cited, share])
 
     def warnings(self) -> list[str]:
         """Host-wide figures made unreliable by other work on the host."""

@@ -98,6 +98,11 @@ class Measured:
     fio_usr_pct: float | None = field(default=None, metadata=_kind("number"))
     fio_sys_pct: float | None = field(default=None, metadata=_kind("number"))
     own_cpu_pct: float | None = field(default=None, metadata=_kind("number"))
+    # a point traced with layers = true (docs/layers.md): fio's mean and the host block layer's, per direction
+    layer_app_read_us: float | None = field(default=None, metadata=_kind("number"))
+    layer_host_block_read_us: float | None = field(default=None, metadata=_kind("number"))
+    layer_app_write_us: float | None = field(default=None, metadata=_kind("number"))
+    layer_host_block_write_us: float | None = field(default=None, metadata=_kind("number"))
 
 
 class EvidenceJson(TypedDict):

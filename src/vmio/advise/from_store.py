@@ -19,6 +19,7 @@ from typing import Any
 
 from vmio.advise.evidence import Device, Evidence, Host, Measured, Vm, Workload
 from vmio.errors import InputError
+from vmio.metrics import layers
 from vmio.spec import Campaign, HostTarget
 from vmio.store import Store, campaigns
 from vmio.store import capacity as calibrated
@@ -112,6 +113,10 @@ def evidence_for(
         fio_usr_pct=fio_cpu(store, run, "usr_cpu"),
         fio_sys_pct=fio_cpu(store, run, "sys_cpu"),
         own_cpu_pct=_own_cpu(store, run, row),
+        layer_app_read_us=layers.mean_us(row.layers, "app", "read"),
+        layer_host_block_read_us=layers.mean_us(row.layers, "host_block", "read"),
+        layer_app_write_us=layers.mean_us(row.layers, "app", "write"),
+        layer_host_block_write_us=layers.mean_us(row.layers, "host_block", "write"),
     )
     return Evidence(
         host=Host(

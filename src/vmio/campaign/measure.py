@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from vmio.campaign import facts
+from vmio.campaign import timeline as tl
+from vmio.campaign.layers import tracing
 from vmio.errors import InputError, ToolError, UnsafeTargetError, VmioError
 from vmio.fio import iolog, jobfile
 from vmio.fio import run as fiorun
@@ -37,11 +39,16 @@ def measure_point(
     interval: float,
     runner: Runner,
     proc_root: str = "/proc",
+    sys_root: str = "/sys",
     preconditioned: Precondition | None = None,
     offsets: Sequence[int] | None = None,
     live: Callable[[Sampler], None] | None = None,
+    timeline: tl.Timeline | None = None,
 ) -> RunRecord:
-    """Measure ``point`` on ``rig`` (or record the error that kept its target from starting)."""
+    """Measure ``point`` on ``rig`` (or record the error that kept its target from starting); each step's
+    span goes on ``timeline``."""
+    steps = timeline if timeline is not None else tl.Timeline()
+    facts_at = steps.now()
     workload = swept_workload(campaign.workload(point.workload), point)
     target = campaign.target(point.target)
     rec = RunRecord(
@@ -77,7 +84,8 @@ def measure_point(
         replay = _replay(campaign, workload, point, offsets)
         if replay is not None:  # the operations replayed the offsets stored with the campaign
             rec.ops_seed = campaign.seed
-        _measure(point, workload, rig, rundir, rec, interval, runner, replay, live)
+        layers = sys_root if campaign.layers else None
+        _measure(point, workload, rig, rundir, rec, interval, runner, replay, live, layers, steps, facts_at)
     except (UnsafeTargetError, InputError):
         raise
     except VmioError as exc:
@@ -111,11 +119,17 @@ def _measure(
     runner: Runner,
     replay: str | None = None,
     live: Callable[[Sampler], None] | None = None,
+    layers: str | None = None,
+    steps: tl.Timeline | None = None,
+    facts_at: float = 0.0,
 ) -> None:
+    steps = steps if steps is not None else tl.Timeline()
     found = rig.facts()
     rec.device, rec.accel = found.device, found.accel
     rec.qemu_version, rec.qemu_argv = found.qemu_version, found.qemu_argv
     rec.host.update(found.host)
+    steps.add(tl.FACTS, facts_at, steps.now())
+    jobs_at = steps.now()
     endpoints = rig.endpoints(workload)
     files, texts, puts, drops = [], [], [], []
     for i, ep in enumerate(endpoints):
@@ -147,8 +161,9 @@ def _measure(
     timeout = (jobfile.OPS_TIME_LIMIT_S if workload.ops else workload.runtime) + workload.ramp + FIO_GRACE_S
     if puts:  # before the measured run, which only reads (fio's --readonly)
         fiorun.run(puts, timeout=PUT_TIMEOUT_S, runner=runner, cwd=rundir, env=rig.fio_env, what=PUT_WHAT)
+    steps.add(tl.JOBS, jobs_at, steps.now())
     try:
-        _run_point(workload, rig, files, timeout, runner, rundir, rec, interval, live)
+        _run_point(workload, rig, files, timeout, runner, rundir, rec, interval, live, layers, steps)
     finally:
         if drops:  # the logs put above are removed again, whatever the point did
             _drop_logs(drops, runner, rundir, rig, rec)
@@ -172,17 +187,34 @@ def _run_point(
     rec: RunRecord,
     interval: float,
     live: Callable[[Sampler], None] | None,
+    layers: str | None = None,
+    steps: tl.Timeline | None = None,
 ) -> None:
+    """fio's run of one point with the samplers (and, with ``layers``, the sys root: the layers' tracers)
+    around it; its steps go on ``steps``."""
+    steps = steps if steps is not None else tl.Timeline()
     notes = None
     try:
-        with rig.watch(rec.campaign, rec.point_key) as notes:
+        with (
+            rig.watch(rec.campaign, rec.point_key) as notes,
+            tracing(layers is not None, rig, runner, layers or "/sys", timeout) as traced,
+        ):
             sampler = Sampler(rig.probes, interval)
-            with sampler:
+            with steps.step(tl.SAMPLER_START):
+                sampler.start()
+            try:
                 if live is not None:  # the run's progress reads the device's IOPS while fio runs
                     live(sampler)
+                offset = steps.now() - sampler.elapsed()  # the sampler's clock on the point's
+                launched = sampler.elapsed()
                 result = _run_fio(rig, files, timeout, runner, rundir, workload.read_pct)
-                end = sampler.elapsed()
-            start, end = measured_window(result, workload, sampler.wall0, end)
+                exited = sampler.elapsed()
+            finally:
+                with steps.step(tl.SAMPLER_STOP):
+                    sampler.stop()
+            start, end = measured_window(result, workload, sampler.wall0, exited)
+            window = (sampler.t0 + start, sampler.t0 + end)
+            fio_steps(steps, offset, launched, start - (0.0 if workload.ops else workload.ramp), end, exited)
             rec.results = result.results
             rec.fio_version = result.version or rec.fio_version
             _fio_disks(rec.host.get("storage"), result)
@@ -195,16 +227,32 @@ def _run_point(
             # the samples line up with anything else logged meanwhile (iostat, Ceph, a guest's log)
             rec.samples_t0 = round(sampler.wall0, 6)
             rec.measured_window = (round(start, 6), round(end, 6))
-            if workload.ops:
-                rec.oplat = fiorun.op_latencies(rundir, [ep.server for ep in files])
-            else:
-                rec.hist_log = fiorun.hist_logs(rundir, [ep.server for ep in files])
+            with steps.step(tl.LOGS):
+                if workload.ops:
+                    rec.oplat = fiorun.op_latencies(rundir, [ep.server for ep in files])
+                else:
+                    rec.hist_log = fiorun.hist_logs(rundir, [ep.server for ep in files])
     except VmioError:
         rec.log = (rec.log or "") + (notes.log if notes else "") or None
         raise
+    if traced is not None:  # stopped: its last slice is in
+        traced.finish(rec, result.results, window)
     rec.host.update(notes.host)
     if notes.log:
         rec.log = (rec.log or "") + notes.log
+
+
+def fio_steps(
+    steps: tl.Timeline, offset: float, launched: float, began: float, end: float, exited: float
+) -> None:
+    """fio's run as three steps on the point's clock (``offset``: the sampler's clock to it): from its
+    launch to the start of the ramp (client and servers starting, the jobs sent), the ramp and runtime, and
+    from the runtime's end to the client's exit."""
+    began = min(max(launched, began), exited)
+    end = min(max(began, end), exited)
+    steps.add(tl.FIO_START, offset + launched, offset + began)
+    steps.add(tl.MEASURING, offset + began, offset + end)
+    steps.add(tl.FIO_END, offset + end, offset + exited)
 
 
 def _fio_disks(storage: object, result: FioOutput) -> None:

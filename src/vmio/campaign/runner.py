@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vmio.campaign import offsets, sweep, until_stable
+from vmio.campaign import timeline as tl
 from vmio.campaign.measure import measure_point, precondition
 from vmio.errors import InputError, UnsafeTargetError, VmioError
 from vmio.metrics.sampler import Sampler
@@ -71,6 +72,10 @@ class Progress:
     )
     tick: bool = False  # a refresh while a point runs (sent every ``Options.tick_s``), not a new point
     error: str | None = None  # failed: the first line of what kept the point from being measured
+    # done or failed: where the point's time went (``timeline``: steps from the point's start, store write
+    # included) and its wall seconds, from the end of the point before it
+    timeline: tuple[tl.Step, ...] = ()
+    wall_s: float | None = None
 
 
 class Live:
@@ -131,6 +136,8 @@ class Outcome:
     failures: list[str] = field(default_factory=list)
     stopped: list[str] = field(default_factory=list)  # points not run: their sweep passed its stop_at bound
     stops: list[dict[str, object]] = field(default_factory=list)  # where each such sweep stopped, and why
+    measuring_s: float = 0.0  # fio's ramp and runtime, summed over the points run
+    wall_s: float = 0.0  # the points' wall time, from the first's start to the last's store write
 
 
 def _paths(target: object) -> list[str]:
@@ -179,6 +186,8 @@ def _add(a: Outcome, b: Outcome) -> Outcome:
         failures=a.failures + b.failures,
         stopped=a.stopped + b.stopped,
         stops=b.stops or a.stops,
+        measuring_s=a.measuring_s + b.measuring_s,
+        wall_s=a.wall_s + b.wall_s,
     )
 
 
@@ -214,6 +223,7 @@ def _run(
         current: Opened | None = None
         try:
             for i, planned in enumerate(todo):
+                steps = tl.Timeline()
                 sweeps.catch_up(planned)  # done points before this one: their latency may stop its sweep
                 if sweeps.stopped(planned):
                     outcome.stopped.append(planned.key)
@@ -224,13 +234,18 @@ def _run(
                 report(Progress(outcome.skipped + i, len(points), point.key, "running", eta))
                 if current is not None and current.target != point.target:
                     # One target's executor at a time: idle VMs must not disturb another target's points.
-                    current.stack.close()
+                    with steps.step(tl.STOP):
+                        current.stack.close()
                     current = None
                 if current is None:
-                    current = _open(campaign, point, options)
+                    with steps.step(tl.BOOT):
+                        current = _open(campaign, point, options)
                 rundir = workdir / point.key.replace("/", "_").replace("%", "pct")
                 rundir.mkdir(parents=True, exist_ok=True)
-                conditioned = _precondition(campaign, point, current, workdir, options, preconditioned)
+                with steps.step(tl.PRECONDITION):
+                    conditioned = _precondition(campaign, point, current, workdir, options, preconditioned)
+                if conditioned is None:  # nothing run: no step
+                    steps.steps = [s for s in steps.steps if s[0] != tl.PRECONDITION]
                 workload = campaign.workload(point.workload)
                 live = Live(None if workload.ops else workload.runtime + workload.ramp)
                 rest = _after(started, i, campaign, todo[i + 1 :])
@@ -253,12 +268,19 @@ def _run(
                         interval=options.interval,
                         runner=options.runner,
                         proc_root=options.proc_root,
+                        sys_root=options.sys_root,
                         preconditioned=conditioned,
                         offsets=ops_offsets,
                         live=keep,
+                        timeline=steps,
                     )
                 finish(rec)
-                store.record(rec)
+                rec.timeline = steps.stored()
+                with steps.step(tl.STORE):
+                    store.record(rec)
+                wall = steps.now()
+                outcome.measuring_s += steps.seconds(tl.MEASURING)
+                outcome.wall_s += wall
                 sweeps.measured(point)
                 if rec.status == "done":
                     outcome.done += 1
@@ -270,7 +292,12 @@ def _run(
                         current = None
                 iops = sum(r.iops for r in rec.results if r.role == "measure") if rec.results else None
                 done = outcome.skipped + i + 1
-                report(Progress(done, len(points), point.key, rec.status, None, iops, error=rec.error))
+                report(
+                    Progress(
+                        done, len(points), point.key, rec.status, None, iops, error=rec.error,
+                        timeline=tuple(steps.steps), wall_s=wall,
+                    )
+                )  # fmt: skip
         finally:
             if current is not None:
                 current.stack.close()
@@ -322,7 +349,7 @@ def _open(campaign: Campaign, point: Point, options: Options) -> Opened:
     stack = contextlib.ExitStack()
     try:
         writes = any(w.writes for w in campaign.workloads)
-        env = dataclasses.replace(options.target_env(), writes=writes)
+        env = dataclasses.replace(options.target_env(), writes=writes, layers=campaign.layers)
         rig = stack.enter_context(open_target(campaign.target(point.target), env))
     except (UnsafeTargetError, InputError):
         stack.close()

@@ -55,6 +55,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--dry-run", action="store_true", help="print the points and their fio job files")
     p.add_argument("--force", action="store_true", help="redo points already done")
     p.add_argument(
+        "--layers",
+        action="store_true",
+        help="trace where each point's latency goes, per layer (as [campaign] layers = true; docs/layers.md)",
+    )
+    p.add_argument(
         "--destroy-data",
         action="append",
         default=[],
@@ -75,6 +80,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         type=argtypes.duration,
         default="90s",
         help="time a guest has to become ready (default 90s)",
+    )
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="print each point's timeline (target start, fio start, measuring, samplers, logs, store "
+        "write) and the share of the wall time spent measuring",
     )
     p.set_defaults(handler=cmd_run)
 
@@ -242,6 +254,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from vmio.traces.vm_runs import beside_store
 
     camp, text = load_run_spec(args)
+    if args.layers:
+        camp = dataclasses.replace(camp, layers=True)
     if args.interval < 0.1:
         raise InputError(f"--interval {args.interval:g}s is below the 100ms floor")
     if args.dry_run:
@@ -260,7 +274,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         trace_root=beside_store(args.db or default_db()),
     )
     sys.stderr.write(job_file_changes(camp))
-    bar = ProgressPrinter(sys.stderr)
+    bar = ProgressPrinter(sys.stderr, verbose=args.verbose)
     with writing_store(args) as store:
         outcome = runner.run(camp, text, store, options, bar)
         bar.close()
@@ -268,6 +282,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"campaign {camp.name!r}: {outcome.done} done, {outcome.failed} failed, "
             f"{outcome.skipped} already done; store {store.path}"
         )
+        if args.verbose and outcome.wall_s > 0:
+            print(
+                f"measuring (fio's ramp and runtime) {outcome.measuring_s:.1f} s of {outcome.wall_s:.1f} s "
+                f"({outcome.measuring_s / outcome.wall_s * 100:.0f} %)"
+            )
         for failure in outcome.failures:
             print(f"  failed: {failure}")
         print(format_stops(outcome.stops), end="")
@@ -302,6 +321,10 @@ def print_dry_run(camp: spec.Campaign, out: TextIO) -> None:
     out.write(f"campaign {camp.name!r}: {len(points)} points\n")
     if camp.series is not None:
         out.write(f"series {camp.series!r} (vmio trend {camp.series})\n")
+    if camp.layers:
+        out.write(
+            "layers: each point's latency traced per layer (host_block; qemu in virtio-blk VMs; docs/layers.md)\n"
+        )
     if camp.until is not None:
         out.write(
             f"then more passes while a point's IOPS spread exceeds {camp.until.bound * 100:g}% "
@@ -339,10 +362,13 @@ def print_dry_run(camp: spec.Campaign, out: TextIO) -> None:
 class ProgressPrinter:
     """rich's bar on a terminal (``console``: a rich Console to draw on); plain lines otherwise."""
 
-    def __init__(self, stream: TextIO, console: terminal.Console | None = None) -> None:
+    def __init__(
+        self, stream: TextIO, console: terminal.Console | None = None, verbose: bool = False
+    ) -> None:
         from vmio.cli import terminal
 
         self.stream = stream
+        self.verbose = verbose  # each point's timeline too
         self.console = console or terminal.console_for(stream)
         self.bar = terminal.RichBar(self.console) if self.console is not None else None
         self.last_line = 0.0
@@ -350,6 +376,18 @@ class ProgressPrinter:
     PLAIN_EVERY_S = 10.0  # off a terminal, a running point's countdown is printed this often
 
     def __call__(self, p: runner.Progress) -> None:
+        self.show(p)
+        if self.verbose and p.wall_s is not None:
+            from vmio.campaign import timeline
+
+            line = timeline.format_line(p.point, list(p.timeline), p.wall_s)
+            if self.console is not None:
+                self.console.print(line, markup=False, highlight=False)
+            else:
+                self.stream.write(line + "\n")
+                self.stream.flush()
+
+    def show(self, p: runner.Progress) -> None:
         if self.bar is not None:
             if p.status == "failed" and self.console is not None:  # above the bar, where it stays
                 self.console.print(f"failed {p.point}: {p.error or 'no reason recorded'}", markup=False)

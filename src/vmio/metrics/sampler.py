@@ -111,6 +111,11 @@ class Sampler:
     def elapsed(self) -> float:
         return self.clock() - self._t0
 
+    @property
+    def t0(self) -> float:
+        """The sampler's clock at its start (``time.monotonic`` unless a test gave another clock)."""
+        return self._t0
+
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
             self.tick()

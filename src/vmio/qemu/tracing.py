@@ -11,6 +11,8 @@ from pathlib import Path
 from vmio.errors import InputError
 
 QEMU_EVENTS = ("virtio_blk_handle_read", "virtio_blk_handle_write", "blk_co_preadv", "blk_co_pwritev")
+# the qemu layer (docs/layers.md): a virtio-blk request from the virtqueue to its completion
+LAYER_EVENTS = ("virtio_blk_handle_read", "virtio_blk_handle_write", "virtio_blk_req_complete")
 
 
 def qemu_trace_args(
@@ -35,3 +37,9 @@ def trace_events(bus: str) -> tuple[str, ...]:
     if bus in ("virtio-blk", "block"):
         return ("virtio_blk_handle_read", "virtio_blk_handle_write")
     return ("blk_co_preadv", "blk_co_pwritev")
+
+
+def layer_log_args(log_path: Path) -> list[str]:
+    """QEMU arguments for the qemu layer's log: timestamped lines to ``log_path``; the events themselves are
+    switched on for each point only (QMP ``trace-event-set-state``), so the log holds the points' requests."""
+    return ["-msg", "timestamp=on", "-D", str(log_path)]

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from vmio.errors import InputError
+from vmio.metrics import layers
 from vmio.report.data import CampaignData, Group, GroupKey, Row, along, iops, latency, offered_label
 from vmio.stats import tell
 from vmio.stats.spread import LEVEL, Difference, Spread, ratio, welch
@@ -36,7 +37,27 @@ def bandwidth(row: Row, ddir: str) -> float | None:
 
 
 # before/after also pairs bandwidth (bytes/s), which a regression gate needs
-PAIRED_METRICS: tuple[Metric, ...] = (*METRICS[:1], ("bandwidth", bandwidth, True), *METRICS[1:])
+
+
+def _layer(name: str) -> Callable[[Row, str], float | None]:
+    """A traced layer's mean (docs/layers.md) in ns, as the other latencies are kept."""
+
+    def value(row: Row, ddir: str) -> float | None:
+        mean = layers.mean_us(row.layers, name, ddir)
+        return None if mean is None else mean * 1000
+
+    return value
+
+
+# the layers' means (points traced with layers = true): compared, but not gated (they explain the point's
+# own figures; host_block counts everything on a shared disk)
+LAYER_METRICS: tuple[Metric, ...] = tuple((f"{n} layer mean", _layer(n), False) for n in layers.LAYERS)
+PAIRED_METRICS: tuple[Metric, ...] = (
+    *METRICS[:1],
+    ("bandwidth", bandwidth, True),
+    *METRICS[1:],
+    *LAYER_METRICS,
+)
 # the workload's parameters that must match within a pair, as the spec names them
 PAIR_PARAMETERS = ("iodepth", "rw", "numjobs", "runtime", "direct", "ioengine")
 
@@ -321,7 +342,7 @@ def regressions(result: BeforeAfter, pct: float) -> list[Regression]:
     found = []
     for c in result.changes:
         d = c.diff
-        if d.rel is None:
+        if d.rel is None or c.metric.endswith("layer mean"):
             continue
         worse = -d.rel if c.higher_is_better else d.rel
         if not d.decided:

@@ -25,6 +25,8 @@ def dumps(campaign: Campaign, comment: str = "") -> str:
     if campaign.until is not None:
         lines.append(f'until_spread = "{campaign.until.bound * 100:g}%"')
         lines.append(f"max_repetitions = {campaign.until.max_repetitions}")
+    if campaign.layers:
+        lines.append("layers = true")
     for target in campaign.targets:
         lines += ["", "[[target]]", *_table(target)]
     for workload in campaign.workloads:

@@ -94,6 +94,7 @@ def _campaign(
     seed: int | None = head.take("seed", f.integer(0, MAX_SEED), None)
     series: str | None = head.take("series", series_name, None)
     until = until_stable(head, repetitions)
+    layers: bool = head.take("layers", f.boolean, False)
     head.done()
     targets = tuple(_target(t, loc, i, stored) for i, t in enumerate(_array(data, "target", loc)))
     workloads = tuple(
@@ -123,7 +124,7 @@ def _campaign(
             "no workload has ops = N (the operations per process to replay at those offsets)"
         )
         raise loc.error("campaign", 0, "seed", why)
-    return Campaign(name, repetitions, targets, workloads, loc.path, sla, seed, series, until)
+    return Campaign(name, repetitions, targets, workloads, loc.path, sla, seed, series, until, layers)
 
 
 def _check_ops_loads(targets: tuple[Target, ...], workloads: tuple[Workload, ...], loc: Locator) -> None:

@@ -172,6 +172,7 @@ class Campaign:
     seed: int | None = None  # seed 004: the ``ops`` workloads' operation offsets are generated from it
     series: str | None = None  # the series the campaign belongs to (``vmio trend``)
     until: UntilStable | None = None  # repeat-until-stable: ``until_spread`` and ``max_repetitions``
+    layers: bool = False  # trace each point's latency per layer (docs/layers.md); not part of the points
 
     def canonical(self) -> str:
         """A stable JSON text of what defines the points (not the path, not repetitions)."""

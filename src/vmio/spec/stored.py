@@ -40,7 +40,8 @@ def restore(name: str, spec_text: str | None, canonical: str | None, path: str =
     seed: int | None = table.take("seed", f.integer(0, MAX_SEED), body.get("seed"))
     series: str | None = table.take("series", series_name, None)
     until = until_stable(table, repetitions)
-    return Campaign(name, repetitions, targets, workloads, path, sla, seed, series, until)
+    layers: bool = table.take("layers", f.boolean, False)
+    return Campaign(name, repetitions, targets, workloads, path, sla, seed, series, until, layers)
 
 
 def _target(data: dict[str, Any]) -> Target:

@@ -266,6 +266,10 @@ class Store:
             if version <= have:
                 continue
             with self.transaction() as db:
+                # another vmio may have opened this store at the same moment and applied it first: the
+                # version is read again under the write lock, so each migration runs once
+                if self._stored_version() >= version:
+                    continue
                 for statement in sql.split(";"):
                     if statement.strip():
                         db.execute(statement)
@@ -548,6 +552,10 @@ class Store:
             "INSERT INTO hist_log VALUES (?, ?, ?, ?, ?, ?)",
             [(run_id, h, j, t, d, json.dumps(sorted(b.items()))) for h, j, t, d, b in rec.hist_log],
         )
+        db.executemany(
+            "INSERT INTO layer_hist VALUES (?, ?, ?, ?, ?, ?)",
+            [(run_id, *h[:4], json.dumps(sorted(h[4].items()))) for h in rec.layer_hists],
+        )
         write_summaries(db, [run_id])  # from the rows just written, as the migrations compute them
         write_point_metrics(db, [run_id])
         return run_id
@@ -683,19 +691,35 @@ class Store:
         return out
 
     def campaign_table(
-        self, table: str, columns: Sequence[str], order: str, campaign: str
-    ) -> list[tuple[Any, ...]]:
+        self,
+        table: str,
+        columns: Sequence[str],
+        order: str,
+        campaign: str,
+        cell: str = "{c}",
+        size: int = 5000,
+    ) -> Iterator[list[tuple[Any, ...]]]:
         """A detail table's rows of the campaign's runs as plain tuples: each run's point key, then ``columns``,
-        by run and then ``order`` (``export`` of a million samples)."""
+        by run and then ``order`` (``export`` of a million samples), ``size`` rows at a time (never all held at
+        once). ``cell`` is the SQL each value is read through (``{c}``: the column), e.g. export's
+        guard of CSV cells.
+
+        The runs are walked in id order and each run's rows read through the table's ``run_id`` index (SQLite
+        sorts one run's rows at a time, not the whole table's in one temporary tree)."""
         self._detail(table)
+        row = self.db.execute("SELECT id FROM campaign WHERE name = ?", (campaign,)).fetchone()
+        if row is None:
+            return
+        picked = ", ".join(cell.format(c=c) for c in ("r.point_key", *(f"t.{c}" for c in columns)))
         cur = self.db.cursor(GuardedCursor)
         cur.row_factory = None
-        cur.execute(
-            f"SELECT r.point_key, {', '.join(f't.{c}' for c in columns)} FROM {table} t JOIN run r ON r.id = t.run_id "
-            f"JOIN campaign c ON c.id = r.campaign_id WHERE c.name = ? ORDER BY r.id, {order}",
-            (campaign,),
+        cur.execute(  # "+": the runs in id order, not through the campaign's index (which SQLite would sort)
+            f"SELECT {picked} FROM run r CROSS JOIN {table} t ON t.run_id = r.id "
+            f"WHERE +r.campaign_id = ? ORDER BY r.id, {order}, t.rowid",  # rowid: ties in the order written
+            (row[0],),
         )
-        return cur.fetchall()
+        while chunk := cur.fetchmany(size):  # in chunks: a row at a time is a Python call a row (the guard)
+            yield chunk
 
     def run_metrics(self, run_id: int) -> dict[tuple[str, str], float]:
         rows = self.db.execute(
@@ -712,6 +736,15 @@ class Store:
         self._detail("hist_log")
         rows = self.db.execute(
             "SELECT host, job, t_ms, ddir, bins FROM hist_log WHERE run_id = ? ORDER BY t_ms, rowid",
+            (run_id,),
+        )
+        return [(r[0], r[1], r[2], r[3], {int(v): int(c) for v, c in json.loads(r[4])}) for r in rows]
+
+    def layer_hists(self, run_id: int) -> list[tuple[str, str, str, int, dict[int, int]]]:
+        """The run's layer histograms (docs/layers.md): (layer, ddir, span, sum of latencies ns, bins)."""
+        self._detail("layer_hist")
+        rows = self.db.execute(
+            "SELECT layer, ddir, span, sum_ns, bins FROM layer_hist WHERE run_id = ? ORDER BY rowid",
             (run_id,),
         )
         return [(r[0], r[1], r[2], r[3], {int(v): int(c) for v, c in json.loads(r[4])}) for r in rows]

@@ -13,14 +13,14 @@ import csv
 import io
 import itertools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from vmio.errors import InputError
 from vmio.store.database import Store
 from vmio.store.formats import FORMATS
-from vmio.store.rows import PointRow, point_rows
+from vmio.store.rows import PointRow, gc_paused, point_rows
 from vmio.system import files
 from vmio.system.output_paths import all_or_none, check_output_file
 
@@ -36,6 +36,11 @@ SAMPLE_METRICS: tuple[tuple[str, str, Callable[[PointRow], float | None]], ...] 
     ("dev_busy_pct", "percent", lambda r: r.metric("dev_busy_pct")),
     ("cpu_usr_pct", "percent", lambda r: r.metric("cpu_usr_pct")),
     ("cpu_sys_pct", "percent", lambda r: r.metric("cpu_sys_pct")),
+)
+# each metric with the direction whose operations it needs (IOPS and bandwidth: none without operations)
+SAMPLE_CHECKS = tuple(
+    (metric, unit, read, metric.split("_")[0] if metric.endswith(("_iops", "_bw")) else None)
+    for metric, unit, read in SAMPLE_METRICS
 )
 LABELS = ("campaign", "target", "workload", "bs", "offered_iops", "load_processes", "repetition", "accel",
           "qemu_version", "host")  # fmt: skip
@@ -57,7 +62,7 @@ class PkbSample(TypedDict):
 def samples(store: Store, campaign: str) -> list[PkbSample]:
     """PKB's sample shape, one per done point and metric with a value: metric, value, unit, labels
     (an object), timestamp (the point's end, seconds since the epoch)."""
-    ended = {r["point_key"]: r["ended"] for r in store.runs(campaign)}
+    ended = {k: t for rows in store.run_tuples(campaign, ("point_key", "ended")) for k, t in rows}
     series = store.series_of(campaign)  # a label only for a campaign in a series (vmio trend)
     out: list[PkbSample] = []
     for row in point_rows(store, campaign):
@@ -77,9 +82,10 @@ def samples(store: Store, campaign: str) -> list[PkbSample]:
         }
         if series is not None:
             labels["series"] = series
-        for metric, unit, read in SAMPLE_METRICS:
+        out += _layer_samples(row, labels, ended[row.point])
+        for metric, unit, read, moved in SAMPLE_CHECKS:
             value = read(row)
-            if value is None or (metric.endswith(("_iops", "_bw")) and not row.ops(metric.split("_")[0])):
+            if value is None or (moved is not None and not row.ops(moved)):
                 continue
             out.append(
                 {
@@ -93,8 +99,41 @@ def samples(store: Store, campaign: str) -> list[PkbSample]:
     return out
 
 
+def _layer_samples(row: PointRow, labels: dict[str, object], ended: float) -> list[PkbSample]:
+    """A traced point's layers (docs/layers.md): ``{read|write}_layer_{mean|p50|p99}_us`` and
+    ``{read|write}_layer_ios`` per layer, labelled with ``layer``."""
+    out: list[PkbSample] = []
+    for name, layer in (row.layers or {}).items():
+        for ddir in ("read", "write"):
+            figures = layer.get(ddir) if isinstance(layer, dict) else None
+            for key in LAYER_FIGURES if isinstance(figures, dict) else ():
+                value = figures.get(key) if isinstance(figures, dict) else None
+                if isinstance(value, int | float):
+                    unit = "count" if key == "ios" else "us"
+                    metric = f"{ddir}_layer_{key}"
+                    out.append({"metric": metric, "value": float(value), "unit": unit,
+                                "labels": {**labels, "layer": name}, "timestamp": ended})  # fmt: skip
+    return out
+
+
 def ndjson(rows: list[PkbSample]) -> bytes:
-    return "".join(json.dumps(r, sort_keys=False) + "\n" for r in rows).encode()
+    """One ``json.dumps(sample)`` a line; a point's labels (one object shared by its samples) encoded once."""
+    encode = json.JSONEncoder().encode  # json.dumps' own settings
+    lines, labels, shown = [], None, ""
+    for r in rows:
+        if r["labels"] is not labels:
+            labels, shown = r["labels"], encode(r["labels"])
+        if list(r) != PKB_KEYS:  # a sample of another shape: as json.dumps writes it
+            lines.append(encode(r) + "\n")
+            continue
+        lines.append(
+            f'{{"metric": {encode(r["metric"])}, "value": {encode(r["value"])}, "unit": {encode(r["unit"])}, '
+            f'"labels": {shown}, "timestamp": {encode(r["timestamp"])}}}\n'
+        )
+    return "".join(lines).encode()
+
+
+PKB_KEYS = list(PkbSample.__annotations__)  # a sample's keys in the order ``samples`` writes them
 
 
 def prometheus(rows: list[PkbSample]) -> bytes:
@@ -104,6 +143,7 @@ def prometheus(rows: list[PkbSample]) -> bytes:
     for r in rows:
         by_metric.setdefault(r["metric"], []).append(r)
     lines = []
+    shown: dict[int, str] = {}  # a point's labels (one object shared by its samples), written once
     for metric, unit, _ in SAMPLE_METRICS:
         mine = by_metric.get(metric)
         if not mine:
@@ -111,8 +151,11 @@ def prometheus(rows: list[PkbSample]) -> bytes:
         name, scale, base = prom_name(metric, unit)
         lines += [f"# HELP {name} vmio point {metric} in {base}", f"# TYPE {name} gauge"]
         for r in mine:
-            keys = (*LABELS, "series") if "series" in r["labels"] else LABELS
-            labels = ",".join(f'{k}="{_prom_escape(r["labels"][k])}"' for k in keys)
+            labels = shown.get(id(r["labels"]))
+            if labels is None:
+                keys = (*LABELS, "series") if "series" in r["labels"] else LABELS
+                labels = ",".join(f'{k}="{_prom_escape(r["labels"][k])}"' for k in keys)
+                shown[id(r["labels"])] = labels
             lines.append(
                 f"{name}{{{labels}}} {r['value'] * scale!r}"
             )  # the textfile collector refuses timestamps
@@ -150,18 +193,52 @@ def _prom_escape(value: object) -> str:
 def flat_points(store: Store, campaign: str) -> list[TableRow]:
     rows = []
     for row in point_rows(store, campaign):
-        shown = row.to_json(facts=False)
-        flat = {k: v for k, v in shown.items() if k not in ("read_lat_ns", "write_lat_ns", "hosts", "dstore")}
+        flat = row.to_json(facts=False)
+        for key in NESTED:  # dropped in place: the other columns keep their order
+            flat.pop(key, None)
+        flat.update(layer_columns(row.layers))
         for key, value in (row.dstore or {}).items():  # a stored dstore profile's labels, one column each
             flat[f"dstore_{key}"] = json.dumps(value) if isinstance(value, list | dict) else value
         flat["offered_iops"] = _offered(row)
         flat["hosts"] = " ".join(row.hosts)
-        for ddir in ("read", "write"):
+        for ddir, columns in LAT_FLAT:
             lat = row.lat_ns(ddir) or {}
-            for key in ("min", "mean", "max", "p50", "p90", "p99", "p99.9", "p99.99"):
-                flat[f"{ddir}_lat_{key.replace('.', '_')}_ns"] = lat.get(key)
+            flat.update([(column, lat.get(key)) for column, key in columns])
         rows.append(flat)
     return rows
+
+
+# show --json's keys a flat table spreads out
+NESTED = ("read_lat_ns", "write_lat_ns", "hosts", "dstore", "layers")
+LAT_FLAT = tuple(
+    (
+        ddir,
+        tuple(
+            (f"{ddir}_lat_{k.replace('.', '_')}_ns", k)
+            for k in ("min", "mean", "max", "p50", "p90", "p99", "p99.9", "p99.99")
+        ),
+    )
+    for ddir in ("read", "write")
+)  # each direction's latency columns and the keys they take
+
+
+LAYER_FIGURES = ("mean_us", "p50_us", "p99_us", "ios")
+
+
+def layer_columns(layers: dict[str, object] | None) -> TableRow:
+    """A point's ``layers`` (docs/layers.md) as flat columns: ``layer_{name}_{read|write}_{figure}``, and
+    ``layer_{name}_why`` for a layer that was not traced."""
+    out: TableRow = {}
+    for name, layer in (layers or {}).items():
+        if not isinstance(layer, dict):
+            continue
+        for ddir in ("read", "write"):
+            figures = layer.get(ddir) or {}
+            for key in LAYER_FIGURES:
+                out[f"layer_{name}_{ddir}_{key}"] = figures.get(key)
+        if "why" in layer:
+            out[f"layer_{name}_why"] = layer["why"]
+    return out
 
 
 def _offered(row: PointRow) -> str:
@@ -183,13 +260,16 @@ COLUMN_TYPES = {"t": "float", "value": "float", "seq": "int", "t_ms": "float", "
 
 
 def series(store: Store, campaign: str) -> list[TableRow]:
-    rows = store.campaign_table("sample", SERIES_COLUMNS[1:], "t.t, t.source, t.metric", campaign)
-    return [dict(zip(SERIES_COLUMNS, r, strict=True)) for r in rows]
+    chunks = store.campaign_table("sample", SERIES_COLUMNS[1:], SERIES_ORDER, campaign)
+    return [dict(zip(SERIES_COLUMNS, r, strict=True)) for rows in chunks for r in rows]
 
 
 def operations(store: Store, campaign: str) -> list[TableRow]:
-    rows = store.campaign_table("oplat", OPLAT_COLUMNS[1:], "t.seq", campaign)
-    return [dict(zip(OPLAT_COLUMNS, r, strict=True)) for r in rows]
+    chunks = store.campaign_table("oplat", OPLAT_COLUMNS[1:], OPLAT_ORDER, campaign)
+    return [dict(zip(OPLAT_COLUMNS, r, strict=True)) for rows in chunks for r in rows]
+
+
+SERIES_ORDER, OPLAT_ORDER = "t.t, t.source, t.metric", "t.seq"
 
 
 SINGLE_FILE = ("json", "ndjson", "prometheus")  # one document; csv and parquet write side files
@@ -218,6 +298,11 @@ def format_for(path: str) -> str:
 
 def document(store: Store, campaign: str, fmt: str) -> bytes:
     """The whole export in one document, for the formats that are one (``SINGLE_FILE``)."""
+    with gc_paused():  # millions of rows, none in a cycle: the collector would walk them again and again
+        return _document(store, campaign, fmt)
+
+
+def _document(store: Store, campaign: str, fmt: str) -> bytes:
     store.require(campaign)
     if fmt not in SINGLE_FILE:
         raise InputError(
@@ -227,13 +312,36 @@ def document(store: Store, campaign: str, fmt: str) -> bytes:
     if fmt in ("ndjson", "prometheus"):
         rows = samples(store, campaign)
         return ndjson(rows) if fmt == "ndjson" else prometheus(rows)
-    points, sampled, ops = flat_points(store, campaign), series(store, campaign), operations(store, campaign)
-    doc = {"campaign": campaign, "points": points, "series": sampled, "oplat": ops}
-    return json.dumps(doc, indent=1).encode()
+    return _json_document(store, campaign).encode()
+
+
+def _json_document(store: Store, campaign: str) -> str:
+    """``json.dumps({"campaign", "points", "series", "oplat"}, indent=1)``, the same text, written a part at
+    a time: Python's encoder is its slow pure-Python one wherever ``indent`` is given, so the flat rows of
+    the side tables (20 and more a point) go through the C one, their separators carrying the indentation."""
+    flat = json.JSONEncoder(separators=(",\n   ", ": "))  # a side table's row, two levels deep
+
+    def rows(chunks: Iterator[list[tuple[Any, ...]]], columns: tuple[str, ...]) -> str:
+        items = [
+            "{\n   " + flat.encode(dict(zip(columns, r, strict=True)))[1:-1] + "\n  }"
+            for c in chunks
+            for r in c
+        ]
+        return "[\n  " + ",\n  ".join(items) + "\n ]" if items else "[]"
+
+    points = json.dumps(flat_points(store, campaign), indent=1).replace("\n", "\n ")  # no newline in a string
+    sampled = rows(store.campaign_table("sample", SERIES_COLUMNS[1:], SERIES_ORDER, campaign), SERIES_COLUMNS)
+    ops = rows(store.campaign_table("oplat", OPLAT_COLUMNS[1:], OPLAT_ORDER, campaign), OPLAT_COLUMNS)
+    return f'{{\n "campaign": {json.dumps(campaign)},\n "points": {points},\n "series": {sampled},\n "oplat": {ops}\n}}'
 
 
 def export(store: Store, campaign: str, fmt: str, path: Path) -> list[Path]:
     """Write the files; return their paths."""
+    with gc_paused():  # as ``document``
+        return _export(store, campaign, fmt, path)
+
+
+def _export(store: Store, campaign: str, fmt: str, path: Path) -> list[Path]:
     store.require(campaign)
     if fmt not in FORMATS:
         raise InputError(f"--format {fmt!r} is not known; use one of {', '.join(FORMATS)}")
@@ -241,18 +349,23 @@ def export(store: Store, campaign: str, fmt: str, path: Path) -> list[Path]:
     if fmt in SINGLE_FILE:
         _atomic(path, document(store, campaign, fmt))
         return [path]
-    points, sampled, ops = flat_points(store, campaign), series(store, campaign), operations(store, campaign)
-    write = _csv if fmt == "csv" else _parquet
+    if fmt == "csv":  # the side tables straight from SQLite to the CSV writer, a row at a time
+        tables: tuple[tuple[str, Callable[[], bytes]], ...] = (
+            ("", lambda: _csv(flat_points(store, campaign), POINT_COLUMNS)),
+            (".series", lambda: _csv_rows(store, campaign, "sample", SERIES_COLUMNS, SERIES_ORDER)),
+            (".oplat", lambda: _csv_rows(store, campaign, "oplat", OPLAT_COLUMNS, OPLAT_ORDER)),
+        )
+    else:
+        tables = (
+            ("", lambda: _parquet(flat_points(store, campaign), POINT_COLUMNS)),
+            (".series", lambda: _parquet(series(store, campaign), SERIES_COLUMNS)),
+            (".oplat", lambda: _parquet(operations(store, campaign), OPLAT_COLUMNS)),
+        )
     written: list[Path] = []
-    tables = (
-        ("", points, POINT_COLUMNS),
-        (".series", sampled, SERIES_COLUMNS),
-        (".oplat", ops, OPLAT_COLUMNS),
-    )
     with all_or_none(written):  # the three files, or none of them
-        for suffix, table, columns in tables:
+        for suffix, table in tables:
             side = path.with_name(f"{path.stem}{suffix}{path.suffix or '.' + fmt}") if suffix else path
-            _atomic(side, write(table, columns))
+            _atomic(side, table())
             written.append(side)
     return written
 
@@ -265,12 +378,30 @@ def _csv(rows: list[TableRow], columns: tuple[str, ...]) -> bytes:
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow([inert(k) for k in names])
     blank = [""] * len(names)  # a column a row does not have
-    writer.writerows([inert(v) for v in map(row.get, names, blank)] for row in rows)
+    writer.writerows(  # ``inert`` only for text: a call per number was a third of 100k points' time
+        [inert(v) if isinstance(v, str) else v for v in map(row.get, names, blank)] for row in rows
+    )
+    return buf.getvalue().encode()
+
+
+def _csv_rows(store: Store, campaign: str, table: str, columns: tuple[str, ...], order: str) -> bytes:
+    """A detail table (``sample``, ``oplat``) of the campaign as CSV, as ``_csv`` writes its rows as dicts:
+    the header, then each row, its text cells made inert by SQLite as it reads them (``INERT_SQL``)."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow([inert(k) for k in columns])
+    for rows in store.campaign_table(table, columns[1:], order, campaign, cell=INERT_SQL):
+        writer.writerows(rows)
     return buf.getvalue().encode()
 
 
 # A text cell starting with one of these is a formula to a spreadsheet (OWASP "CSV injection").
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+# ``inert`` in SQL, for a column ``{c}`` as SQLite reads it (text only: a number stays a number)
+INERT_SQL = (
+    "CASE WHEN typeof({c}) = 'text' AND substr({c}, 1, 1) IN ('=', '+', '-', '@', char(9), char(13)) "
+    "THEN '''' || {c} ELSE {c} END"
+)
 
 
 def inert(value: object) -> object:

@@ -30,8 +30,10 @@ JSON_COLUMNS: dict[tuple[str, str], str] = {
     ("run", "fio_job_json"): "any",
     ("run", "hosts_json"): "array",
     ("run", "qemu_cpu_json"): "any",
+    ("run", "layers_json"): "object",
     ("histogram", "bins"): "pairs",
     ("hist_log", "bins"): "pairs",
+    ("layer_hist", "bins"): "pairs",
     ("membal_run", "settings"): "any",
     ("membal_run", "summary"): "any",
     ("membal_decision", "inputs"): "any",
@@ -40,7 +42,7 @@ JSON_COLUMNS: dict[tuple[str, str], str] = {
     ("imported_file", "disk_util_json"): "any",
 }
 # per-point detail: checked on a command's first read of the table, not at open
-DETAIL_TABLES = frozenset({"result", "histogram", "sample", "hist_log", "oplat"})
+DETAIL_TABLES = frozenset({"result", "histogram", "sample", "hist_log", "oplat", "layer_hist"})
 # canonical's lists that reports read as lists of objects
 CANONICAL_LISTS = ("targets", "workloads")
 MAX_FLOAT = 1.7976931348623157e308

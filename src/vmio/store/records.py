@@ -65,13 +65,22 @@ class RunRecord(StoredPoint):
     oplat: Sequence[OpLat] = field(default_factory=list)
     # per-second latency histograms of a timed run: host, job, t_ms (end of the interval), ddir, bins
     hist_log: Sequence[tuple[str, str, int, str, Mapping[int, int]]] = field(default_factory=list)
+    # each traced layer's histograms (docs/layers.md): layer, direction, span, sum of latencies (ns), bins
+    layer_hists: Sequence[tuple[str, str, str, int, Mapping[int, int]]] = field(default_factory=list)
     # the run's own data, stored with the host facts (host_json) as it always was
     ops_seed: int | None = None  # the campaign seed whose offsets the operations replayed
     samples_t0: float | None = None  # the samples' clock on the wall (Unix seconds at t = 0)
     measured_window: tuple[float, float] | None = None  # the window the means cover, s from samples_t0
+    # where the point's time went: [step, start s, end s] from its start (``vmio.campaign.timeline``)
+    timeline: list[list[object]] | None = None
 
     def host_json(self) -> dict[str, object]:
         """The host facts with the run's own data, as the store keeps them (``run.host_json``)."""
         window = list(self.measured_window) if self.measured_window is not None else None
-        run = {"ops_seed": self.ops_seed, "samples_t0": self.samples_t0, "measured_window": window}
+        run = {
+            "ops_seed": self.ops_seed,
+            "samples_t0": self.samples_t0,
+            "measured_window": window,
+            "timeline": self.timeline,
+        }
         return {**self.host, **{k: v for k, v in run.items() if v is not None}}

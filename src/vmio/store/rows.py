@@ -84,7 +84,11 @@ class PointRow(StoredPoint):
     def to_json(self, facts: bool = True) -> dict[str, object]:
         """The row as ``vmio show --json`` prints it (the contract: same keys, same order, "max" for an
         unthrottled point); ``facts=False`` leaves out ``host_facts``."""
-        out: dict[str, object] = {f.json: f.shown(getattr(self, f.name)) for f in fields.HEAD}
+        out: dict[str, object] = {  # ``Field.shown`` of each head field, without a call per field
+            key: "max" if value is None and as_max else value
+            for key, name, as_max in fields.HEAD_SHOWN
+            for value in (getattr(self, name),)
+        }
         for ddir in ("read", "write"):
             lat = self.lat_ns(ddir)
             out[f"{ddir}_iops"] = self.iops(ddir)
@@ -248,7 +252,7 @@ def _row(
     before = "q35" if run["qemu_version"] else None  # runs before machine types were all q35
     return PointRow(
         campaign=campaign,
-        **{f.name: f.load(run) for f in fields.COLUMNS},
+        **fields.load_columns(run),
         read_iops=read.iops,
         read_bw=read.bw,
         read_lat_ns=read.lat_ns,

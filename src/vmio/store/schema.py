@@ -229,6 +229,20 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         CREATE INDEX imported_file_campaign ON imported_file(campaign_id);
         """,
     ),
+    (
+        12,
+        "layers: per point, the latency of each layer and direction (as show prints it) and their histograms",
+        """
+        ALTER TABLE run ADD COLUMN layers_json TEXT;
+        CREATE TABLE layer_hist (
+            run_id INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,
+            layer TEXT NOT NULL, ddir TEXT NOT NULL, span TEXT NOT NULL,
+            sum_ns INTEGER NOT NULL,
+            bins TEXT NOT NULL
+        );
+        CREATE INDEX layer_hist_run ON layer_hist(run_id);
+        """,
+    ),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 PCT_COLUMNS = {"p50": "p50", "p90": "p90", "p99": "p99", "p99.9": "p999", "p99.99": "p9999"}

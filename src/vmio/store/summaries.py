@@ -97,18 +97,18 @@ def _latency(
 
 
 _STORED = {
-    d: (f"{d}_jobs", f"{d}_iops", f"{d}_bw", f"{d}_ops", *(f"{d}_{c}" for c in LAT_COLUMNS))
+    d: (f"{d}_jobs", f"{d}_iops", f"{d}_bw", f"{d}_ops", tuple(f"{d}_{c}" for c in LAT_COLUMNS))
     for d in ("read", "write")
 }
 
 
 def direction(row: RunRow, ddir: str) -> Direction:
     """One direction's stored summary from a ``run`` row (as ``summarize`` computed it)."""
-    jobs_c, iops_c, bw_c, ops_c, *lat_c = _STORED[ddir]
+    jobs_c, iops_c, bw_c, ops_c, lat_c = _STORED[ddir]
     jobs = int(row[jobs_c])
     if jobs == 0:  # nothing measured this direction: the sums of nothing, as summarize gives them
         return Direction(0, 0, 0, 0, None)
-    lat = None if row[lat_c[1]] is None else {n: row[c] for n, c in zip(LAT_NAMES, lat_c, strict=True)}
+    lat = None if row[lat_c[1]] is None else dict(zip(LAT_NAMES, map(row.__getitem__, lat_c), strict=True))
     return Direction(jobs, row[iops_c], row[bw_c], row[ops_c], lat)
 
 

@@ -34,6 +34,7 @@ class Env:
     trace_root: Path | None = None  # where VM targets with trace = true keep each point's request traces
     destroy: tuple[str, ...] = ()  # paths named with --destroy-data: existing files vmio may replace
     writes: bool = True  # a workload writes: what a target opens is judged by the write rules again
+    layers: bool = False  # the campaign traces its layers (docs/layers.md): VMs start with QEMU's log
     # each QEMU target's build, resolved once per run (by target name; ``targets.qemu.resolved_build``)
     builds: dict[str, QemuBuild] = field(default_factory=dict, compare=False)
 
@@ -86,6 +87,17 @@ class RunsFio(Protocol):
     def run_fio(
         self, files: Sequence[fiorun.Endpoint], *, timeout: float, cwd: Path, read_pct: int | None = None
     ) -> FioOutput: ...
+
+
+@runtime_checkable
+class TracesQemu(Protocol):
+    """A rig whose VMs vmio started for a campaign with layers (docs/layers.md): QEMU's request events are
+    switched on for a point and off after it; ``qemu_logs`` are the logs they go to, one per measured VM, or
+    the sentence saying why QEMU's layer is not traced."""
+
+    def qemu_logs(self) -> list[Path] | str: ...
+
+    def qemu_events(self, enable: bool) -> None: ...
 
 
 @contextlib.contextmanager

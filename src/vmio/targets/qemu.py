@@ -24,7 +24,7 @@ from vmio.metrics.sampler import CpuProbe, DiskProbe, Probe
 from vmio.qemu import VM, AccelProber, Disk, Fleet, QemuCaps, VMConfig, builds, probe_caps
 from vmio.qemu.argv import nvme_timeout_needed, plan_iothreads
 from vmio.qemu.threads import COMM_LEN, Snapshot, cpu_between, read_threads
-from vmio.qemu.tracing import qemu_trace_args, trace_events
+from vmio.qemu.tracing import LAYER_EVENTS, layer_log_args, qemu_trace_args, trace_events
 from vmio.spec import QemuTarget, RbdTarget, Target, Workload
 from vmio.system import device_facts, files, rbdimage
 from vmio.system.blockdev import Loop, device_chain, loop_device, reported_device, size_of
@@ -157,6 +157,9 @@ def attach_loops(target: QemuTarget, env: Env, stack: contextlib.ExitStack) -> l
     return loops
 
 
+VIRTIO_BLK = ("virtio-blk", "block")  # buses whose disk is a virtio-blk device (QEMU's virtio_blk_* events)
+
+
 class QemuRig:
     """A VM target made ready: its fleet booted, the devices under its backing files and every QEMU
     thread sampled. The fleet lives in ``stack`` and goes down with it."""
@@ -207,6 +210,14 @@ class QemuRig:
         if target.trace:
             live = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="vmio-trace-")))
             self.live_traces = [live / vm_trace_name(i) for i in range(target.vms)]
+        self.layer_logs: list[Path] | str = "the campaign does not trace layers"
+        if env.layers and target.bus in VIRTIO_BLK:
+            logs = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="vmio-layers-")))  # 0700
+            self.layer_logs = self.live_traces or [logs / f"qemu-{i}.log" for i in range(target.vms)]
+        elif env.layers:
+            self.layer_logs = (
+                f"QEMU's request events are traced on virtio-blk disks only (bus = {target.bus!r})"
+            )
         configs = [
             VMConfig(
                 index=i,
@@ -315,8 +326,19 @@ class QemuRig:
 
     def _trace_args(self, index: int) -> tuple[str, ...]:
         if not self.live_traces:
-            return ()
+            logs = self.layer_logs
+            return tuple(layer_log_args(logs[index])) if isinstance(logs, list) else ()
         return tuple(qemu_trace_args(self.live_traces[index], events=trace_events(self.target.bus)))
+
+    def qemu_logs(self) -> list[Path] | str:
+        """Each measured VM's log of QEMU's request events (``TracesQemu``), or why there is none."""
+        return self.layer_logs
+
+    def qemu_events(self, enable: bool) -> None:
+        """Switch QEMU's request events on (for a point) or off, in every measured VM."""
+        for vm in self.vms:
+            for event in LAYER_EVENTS:
+                vm.qmp("trace-event-set-state", {"name": event, "enable": enable})
 
     def _keep_traces(self, starts: list[int], campaign: str, point_key: str) -> None:
         """Copy what each VM traced during the point into the point's trace folder."""

@@ -1,0 +1,200 @@
+"""How much of a campaign's wall time is spent measuring: the demo's campaign (or a part of it), run by
+``vmio run`` in a fresh process, once per tree and by turns with ``--before``.
+
+Measuring is fio's ramp and runtime (the spec's, times the points done); wall is the ``vmio run`` process's,
+start-up included. Each point's IOPS (``show --json``: read + write) is printed for each tree with the range
+over the repetitions, so a change that saves time can be seen not to move the figures beyond their spread.
+Where a tree stores each point's timeline (issue 42), the seconds of each step over the campaign are
+printed too: where the time between the measurements goes.
+
+Target (issue 42): measuring >= 80 % of the wall time of ``make demo``'s campaign.
+
+The spec is ``examples/demo.toml`` with its files moved under ``--dir``; ``--targets`` keeps only some of
+its targets (default: ``bare`` and ``2fio-1vm-sysqemu``, which needs no QEMU build but the system's),
+``--offered`` only some offered loads (default: all three). The demo's own paths (/var/lib/vmio) are not
+touched. Needs root for the VM targets (as ``make demo``), the guest image in vmio's cache.
+
+Measured (2 cores shared with other developers' tests, load average 7-16, TCG; ``--targets
+bare,2fio-1vm,2fio-1vm-sysqemu --offered 2000,max --before`` main's ``src``, one run each by turns; 12 points of
+1 s ramp + 4 s runtime): measuring 60 s of 116 s wall (52 %) before, 60 s of 112 s (54 %) after (the
+timeline only: no cut yet); each point's IOPS within the two runs' spread (bare: 80,794 against 87,922 at
+max; the VMs' points moved by up to 1.7x between the two runs). Where the 52 s went (after): the two VM
+targets' start 27.3 s (13-14 s a boot), fio's start 20.3 s (2.1-2.4 s a VM point: the fio client reaching the
+guest's fio server and the guest's fio setting its jobs up under TCG; 0.6 s a bare point; no shorter
+with ``thread=1`` in the job), fio's end, logs, samplers, facts, job files and the previous target's stop 1.3 s
+together, vmio's start-up and the store writes about 3 s. Scaled to ``make demo``'s 42 points (6 VM
+targets, 8 VMs, 36 VM points): about 84 s of boots and 86 s of fio starts against 210 s measuring, 55-61 %.
+The 80 % target needs both cut: a guest booted while another measures takes the same 2 CPUs under TCG.
+
+Usage: python benchmarks/campaign_efficiency.py [--targets bare,2fio-1vm-sysqemu | --targets all]
+       [--offered 500,max] [--repeat 2] [--before OTHER_CHECKOUT/src] [--dir /var/tmp]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+from pathlib import Path
+
+DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo.toml"
+HERE = Path(__file__).resolve().parents[1] / "src"
+
+
+def scaled_spec(folder: Path, targets: list[str] | None, offered: list[str] | None) -> tuple[str, float]:
+    """The demo's spec with its files under ``folder``, only ``targets`` (None: all) and ``offered`` loads;
+    and each point's ramp + runtime in seconds (the demo's workloads share theirs)."""
+    text = DEMO.read_text().replace("/var/lib/vmio/", f"{folder}/")
+    parsed = tomllib.loads(text)
+    blocks = re.split(r"(?m)^(?=\[\[target\]\]|\[\[workload\]\])", text)
+    kept = []
+    for block in blocks:
+        name = re.search(r'(?m)^name = "([^"]+)"', block)
+        if block.startswith("[[target]]") and targets is not None and name and name[1] not in targets:
+            continue
+        if block.startswith("[[workload]]") and offered is not None:
+            loads = ", ".join(o if o != "max" else '"max"' for o in offered)
+            block = re.sub(r"(?m)^offered_iops = .*$", f"offered_iops = [{loads}]", block)
+        kept.append(block)
+    work = parsed["workload"][0]
+    return "".join(kept), seconds(work["runtime"]) + seconds(work["ramp"])
+
+
+def prepare_files(text: str) -> None:
+    """The spec's files written once before the runs, as ``make demo`` finds them after its first run (each
+    run would otherwise spend its first seconds writing 2 GiB)."""
+    from vmio.spec import loads_spec
+    from vmio.targets.host import prepare_file
+
+    campaign = loads_spec(text, "demo.toml")
+    sizes: dict[str, int] = {}  # each file at the largest size a target asks (bare: 1G, the VMs: 512M)
+    for target in campaign.targets:
+        size = getattr(target, "size", None)
+        paths = [getattr(target, "path", None), *(getattr(target, "backing", None) or ())]
+        for path in (p for p in paths if isinstance(p, str) and size):
+            sizes[path] = max(sizes.get(path, 0), size)
+    for path, size in sizes.items():
+        prepare_file(path, size)
+
+
+def seconds(text: str) -> float:
+    return float(text[:-2]) / 1000 if text.endswith("ms") else float(text.rstrip("s"))
+
+
+def run_once(src: Path, spec: Path, db: Path) -> tuple[float, dict[str, float], dict[str, float]]:
+    """``vmio run SPEC`` in a fresh process of the tree ``src``: its wall seconds, each point's IOPS, and the
+    seconds of each timeline step over the points (empty where the tree stores none)."""
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "vmio", "run", str(spec), "--db", str(db), "--force"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=7200,
+        check=False,
+    )
+    wall = time.perf_counter() - started
+    if done.returncode != 0:
+        sys.exit(f"campaign_efficiency: vmio run ({src}) exited {done.returncode}: {done.stderr[-800:]}")
+    shown = subprocess.run(
+        [sys.executable, "-m", "vmio", "show", "demo", "--json", "--db", str(db)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
+    iops: dict[str, float] = {}
+    steps: dict[str, float] = {}
+    for row in json.loads(shown.stdout):
+        if row["status"] == "done":
+            iops[row["point"]] = row["read_iops"] + row["write_iops"]
+    with sqlite3.connect(db) as con:  # the timelines kept with the host facts (run.host_json), if any
+        for target, facts in con.execute("SELECT target, host_json FROM run"):
+            for name, start, end in json.loads(facts or "{}").get("timeline") or []:
+                steps[name] = steps.get(name, 0.0) + end - start
+                steps[f"{target}: {name}"] = steps.get(f"{target}: {name}", 0.0) + end - start
+    return wall, iops, steps
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap.add_argument("--targets", default="bare,2fio-1vm-sysqemu", help="the demo's targets to run, or 'all'")
+    ap.add_argument("--offered", help="offered loads to keep, e.g. 500,max (default: the demo's)")
+    ap.add_argument("--repeat", type=int, default=1, help="runs of each tree, by turns")
+    ap.add_argument("--before", type=Path, help="another checkout's src, run by turns with this one")
+    ap.add_argument("--dir", default="/var/tmp", help="where the campaign's files and stores go")
+    args = ap.parse_args(argv)
+    targets = None if args.targets == "all" else args.targets.split(",")
+    offered = args.offered.split(",") if args.offered else None
+    folder = Path(tempfile.mkdtemp(prefix="vmio-efficiency-", dir=args.dir))
+    try:
+        text, per_point = scaled_spec(folder, targets, offered)
+        spec = folder / "demo.toml"
+        spec.write_text(text)
+        prepare_files(text)
+        trees = {"before": args.before, "after": HERE} if args.before else {"this tree": HERE}
+        runs: dict[str, list[tuple[float, dict[str, float], dict[str, float]]]] = {t: [] for t in trees}
+        for i in range(args.repeat):
+            for name, src in trees.items():
+                db = folder / f"{name.replace(' ', '-')}-{i}.db"
+                runs[name].append(result := run_once(src, spec, db))
+                wall, iops, _ = result
+                measuring = per_point * len(iops)
+                print(
+                    f"{name} run {i + 1}: {len(iops)} points, measuring {measuring:.0f} s of {wall:.0f} s "
+                    f"wall ({measuring / wall * 100:.0f} %)",
+                    flush=True,
+                )
+        report(runs, per_point)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return 0
+
+
+def report(runs: dict[str, list[tuple[float, dict[str, float], dict[str, float]]]], per_point: float) -> None:
+    names = list(runs)
+    print("\nmeasuring / wall, median of the runs (range):")
+    for name, took in runs.items():
+        shares = [per_point * len(iops) / wall * 100 for wall, iops, _ in took]
+        walls = [wall for wall, _, _ in took]
+        print(
+            f"  {name}: {statistics.median(shares):.0f} % ({min(shares):.0f}-{max(shares):.0f} %), "
+            f"wall {statistics.median(walls):.0f} s ({min(walls):.0f}-{max(walls):.0f} s)"
+        )
+    print("\neach point's IOPS, median (range over the runs):")
+    points = list(dict.fromkeys(p for took in runs.values() for _, iops, _ in took for p in iops))
+    print(f"  {'point':<55}" + "".join(f"{n:>28}" for n in names))
+    for point in points:
+        cells = []
+        for name in names:
+            values = [iops[point] for _, iops, _ in runs[name] if point in iops]
+            cells.append(
+                f"{statistics.median(values):>10,.0f} ({min(values):,.0f}-{max(values):,.0f})"
+                if values
+                else "-"
+            )
+        print(f"  {point:<55}" + "".join(f"{c:>28}" for c in cells))
+    for name, took in runs.items():
+        steps: dict[str, float] = {}
+        for _, _, mine in took:
+            for step, s in mine.items():
+                steps[step] = steps.get(step, 0.0) + s / len(took)
+        if steps:
+            print(f"\n{name}: seconds of each step over the campaign (mean of the runs, from the store):")
+            for step, s in sorted(steps.items(), key=lambda kv: (":" in kv[0], kv[0].split(":")[0], -kv[1])):
+                print(f"  {step:<40} {s:8.1f}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

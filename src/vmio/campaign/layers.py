@@ -1,0 +1,136 @@
+"""A point's latency per layer, traced around its fio run (``[campaign] layers = true``; docs/layers.md).
+
+``Tracing`` starts what can be started before fio (the host's block layer: ``metrics.blocktrace``) and says
+why a layer was not traced (no local disk, no root, no bpftrace, no tracefs, a failed attach): the point is
+measured either way. ``finish`` fills the record's ``layers`` (``show --json``'s figures, with ``app`` from
+fio's own results) and ``layer_hists`` (the histograms the store keeps) over the measured window.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+
+from vmio.errors import VmioError
+from vmio.metrics import blocktrace, qemutrace
+from vmio.metrics import layers as lay
+from vmio.metrics.sampler import DiskProbe
+from vmio.store.records import JobResult, RunRecord
+from vmio.system.process import Runner
+from vmio.targets import Rig
+from vmio.targets.base import TracesQemu
+
+ATTACH_S = blocktrace.ATTACH_TIMEOUT_S
+
+
+def rig_disks(rig: Rig, sys_root: str | Path) -> list[blocktrace.Disk]:
+    """The whole disks a rig's I/O lands on: under each device it samples that is not a loop device (a loop
+    device's backing file's device is sampled too)."""
+    out: list[blocktrace.Disk] = []
+    for probe in rig.probes:
+        if not isinstance(probe, DiskProbe) or (Path(sys_root) / "block" / probe.device / "loop").exists():
+            continue
+        for disk in blocktrace.landing_disks([probe.device], sys_root):
+            if disk not in out:
+                out.append(disk)
+    return out
+
+
+class Tracing:
+    """The layers of one point: started on entry, stopped on exit (however the point ends)."""
+
+    def __init__(self, rig: Rig, runner: Runner, sys_root: str | Path, limit_s: float) -> None:
+        self.disks = rig_disks(rig, sys_root)
+        self.runner, self.sys_root, self.limit_s = runner, sys_root, limit_s
+        self.host: blocktrace.HostBlockTrace | None = None
+        self.why: dict[str, str] = {}
+        self.rig = rig
+        self.qemu: list[tuple[Path, int]] = []  # each VM's log and where the point's lines start
+
+    def __enter__(self) -> Tracing:
+        self._start_qemu()
+        why = blocktrace.why_not(self.disks, self.sys_root, self.runner)
+        if why is None:
+            trace = blocktrace.HostBlockTrace(self.disks, self.limit_s + ATTACH_S)
+            try:
+                trace.start()
+            except (RuntimeError, OSError) as exc:
+                why = str(exc)
+            else:
+                self.host = trace
+        if why is not None:
+            self.why["host_block"] = why
+        return self
+
+    def _start_qemu(self) -> None:
+        """QEMU's request events on, in a rig whose VMs vmio started with their log."""
+        if not isinstance(self.rig, TracesQemu):
+            return
+        logs = self.rig.qemu_logs()
+        if isinstance(logs, str):
+            self.why["qemu"] = logs
+            return
+        try:
+            self.rig.qemu_events(True)
+        except VmioError as exc:
+            self.why["qemu"] = f"QEMU's request events could not be switched on: {exc}"
+            return
+        self.qemu = [(log, log.stat().st_size if log.exists() else 0) for log in logs]
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        try:
+            if self.qemu and isinstance(self.rig, TracesQemu):
+                # a VM that cannot answer is failing the point already; its log goes with it
+                with contextlib.suppress(VmioError):
+                    self.rig.qemu_events(False)
+        finally:
+            if self.host is not None:
+                self.host.stop()
+
+    def finish(self, rec: RunRecord, results: Sequence[JobResult], window: tuple[float, float]) -> None:
+        """The record's ``layers`` and ``layer_hists`` over ``window`` (``time.monotonic`` seconds)."""
+        shown: dict[str, object] = {"app": lay.app(results)}
+        spans: dict[str, lay.Spans] = {}
+        if self.qemu:
+            window = self._qemu(window, spans, shown)
+        if self.host is not None:
+            spans["host_block"] = self.host.window(*window)
+            shown["host_block"] = {
+                **lay.traced(spans["host_block"], insert=True),
+                "disks": [d.name for d in self.disks],
+            }
+        for layer, why in self.why.items():
+            shown[layer] = lay.untraced(why)
+        rec.layers = lay.shown(shown)
+        rec.layer_hists = lay.rows(spans)
+
+    def _qemu(
+        self, window: tuple[float, float], spans: dict[str, lay.Spans], shown: dict[str, object]
+    ) -> tuple[float, float]:
+        """The qemu layer from the VMs' logs; the window moved to end where the VMs' requests ended, for the
+        layers traced on the host."""
+        spans["qemu"] = lay.Spans()
+        wall = time.time() - time.monotonic()  # QEMU stamps its lines with the wall clock
+        read = [
+            qemutrace.read(log, start, (window[0] + wall, window[1] + wall), spans["qemu"])
+            for log, start in self.qemu
+        ]
+        qemu = lay.traced(spans["qemu"])
+        if not all(whole for whole, _ in read):
+            qemu["cut"] = f"a VM's log passed {qemutrace.LIMIT >> 20} MiB in the point: the rest was not read"
+        shown["qemu"] = qemu
+        shifts = [shift for _, shift in read if shift is not None]
+        shift = min(shifts) if shifts else 0.0
+        return window[0] - shift, window[1] - shift
+
+
+def tracing(
+    wanted: bool, rig: Rig, runner: Runner, sys_root: str | Path, limit_s: float
+) -> contextlib.AbstractContextManager[Tracing | None]:
+    """``Tracing`` when the campaign asks for layers, else nothing."""
+    return Tracing(rig, runner, sys_root, limit_s) if wanted else contextlib.nullcontext()

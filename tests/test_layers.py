@@ -1,0 +1,325 @@
+"""Latency per layer (docs/layers.md): the host's block layer traced with bpftrace around real fio runs,
+held against iostat; a refused trace still measures; nothing is left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from test_campaign_host import Iostat, busy_loopdev, need_iostat
+from vmio.cli import main
+from vmio.metrics import blocktrace
+from vmio.store import Store
+from vmio.system.blockdev import device_chain
+from vmio.system.process import Runner, alive
+
+from conftest import need
+from qemu_support import needs_qemu
+
+__all__ = ["busy_loopdev"]  # the fixture, used by name
+
+pytestmark = [pytest.mark.fio, pytest.mark.root]
+
+
+def need_tracing() -> None:
+    need("bpftrace")
+    if os.geteuid() != 0:
+        pytest.skip("needs root (bpftrace)")
+    why = blocktrace.tracefs("/sys", Runner())
+    if why is not None:
+        pytest.skip(why)
+
+
+def enabled_events() -> dict[str, str]:
+    """Every tracefs ``enable`` file of the block events and the dynamic event lists, as they read now."""
+    base = next(Path("/sys", p) for p in blocktrace.TRACEFS if Path("/sys", p, blocktrace.EVENT).exists())
+    files = sorted((base / "events" / "block").glob("*/enable")) + [
+        base / "events" / "block" / "enable",
+        base / "kprobe_events",
+        base / "uprobe_events",
+        base / "set_event",
+    ]
+    return {str(f): f.read_text() for f in files if f.exists()}
+
+
+def bpftrace_pids() -> set[int]:
+    out = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "comm").read_text().strip() == "bpftrace":
+                    out.add(int(entry.name))
+            except OSError:
+                continue
+    return out
+
+
+def fio_on(device: str, seconds: int) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        ["fio", "--name=mix", f"--filename={device}", "--rw=randrw", "--rwmixread=70", "--bs=4k",
+         "--iodepth=16", "--ioengine=libaio", "--direct=1", "--time_based", f"--runtime={seconds}",
+         "--output-format=json"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def test_host_block_agrees_with_iostat_from_insertion(busy_loopdev: str) -> None:
+    """The disk under a loop device: host_block from insertion to completion against iostat's r_await and
+    w_await (which count from the request's start, as insertion), over exactly iostat's whole reports,
+    reads and writes apart; and the requests counted against iostat's."""
+    need_iostat()
+    need("stdbuf")
+    need_tracing()
+    disks = blocktrace.landing_disks(device_chain(busy_loopdev))
+    assert disks and not disks[0].name.startswith("loop"), disks
+    iostat = Iostat(f"/dev/{disks[0].name}")
+    trace = blocktrace.HostBlockTrace(disks[:1], 60)
+    try:
+        trace.start()
+        began = time.time()
+        fio = fio_on(busy_loopdev, 6)
+        fio.communicate(timeout=60)
+        ended = time.time()
+        time.sleep(0.3)
+    finally:
+        trace.stop()
+        iostat.stop()
+    assert fio.returncode == 0
+    first, last, _ = iostat.over(began, ended)
+    offset = time.time() - time.monotonic()  # iostat stamps the wall clock, the trace the monotonic one
+    spans = trace.window(first - offset, last - offset)
+    inside = [r for (t0, _), (t1, r) in zip(iostat.reports, iostat.reports[1:], strict=False)
+              if t0 >= first and t1 <= last]  # fmt: skip
+    assert inside
+    for ddir, rate, waited in (("read", "r/s", "r_await"), ("write", "w/s", "w_await")):
+        ios = spans.ios(ddir, "insert")
+        ours_ms = spans.sum_ns[(ddir, "insert")] / ios / 1e6
+        count = sum(r[rate] for r in inside)  # one report a second: its rate is its count
+        theirs_ms = sum(r[rate] * r[waited] for r in inside) / count
+        assert count > 200, f"the disk did too few {ddir}s to compare: {count}"
+        assert ours_ms == pytest.approx(theirs_ms, rel=0.10), (ddir, ours_ms, theirs_ms)
+        assert ios == pytest.approx(count, rel=0.10), (ddir, ios, count)
+        # issue to completion is part of insertion to completion
+        assert spans.sum_ns[(ddir, "issue")] <= spans.sum_ns[(ddir, "insert")]
+
+
+@pytest.fixture
+def traced_run(scratch: Path, tmp_path: Path) -> Iterator[tuple[Path, dict[str, str], set[int]]]:
+    need_tracing()
+    before, pids = enabled_events(), bpftrace_pids()
+    yield tmp_path / "l.db", before, pids
+
+
+def spec(tmp_path: Path, path: str, *, layers: bool, direct: bool = True, size: str = "32M") -> Path:
+    text = f"""
+[campaign]
+name = "lay"
+layers = {str(layers).lower()}
+
+[[target]]
+name = "bare"
+kind = "host"
+path = "{path}"
+size = "{size}"
+
+[[workload]]
+name = "mix"
+rw = "randrw"
+rwmixread = 70
+bs = "4k"
+iodepth = 8
+direct = {str(direct).lower()}
+runtime = "3s"
+ramp = "1s"
+"""
+    out = tmp_path / "s.toml"
+    out.write_text(text)
+    return out
+
+
+def show(db: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
+    capsys.readouterr()
+    assert main(["show", "lay", "--json", "--db", str(db)]) == 0
+    [point] = json.loads(capsys.readouterr().out)
+    assert isinstance(point, dict)
+    return point
+
+
+def test_run_layers_traces_host_block_and_leaves_nothing(
+    traced_run: tuple[Path, dict[str, str], set[int]], scratch: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``vmio run --layers`` on a file: app and host_block per direction, their histograms stored (the counts
+    add up to the figures shown), app above host_block on direct I/O, and after the point no tracer runs and
+    no tracefs switch changed."""
+    db, before, pids = traced_run
+    assert main(["run", str(spec(scratch, str(scratch / "f.img"), layers=False)), "--db", str(db),
+                 "--layers"]) == 0  # fmt: skip
+    assert bpftrace_pids() <= pids, "a tracer outlived its point"
+    assert enabled_events() == before
+    point = show(db, capsys)
+    layers = point["layers"]
+    assert isinstance(layers, dict) and list(layers) == ["app", "host_block"]
+    app, host = layers["app"], layers["host_block"]
+    assert host["disks"] == [d.name for d in blocktrace.landing_disks(device_chain(str(scratch)))]
+    for ddir in ("read", "write"):
+        assert app[ddir]["ios"] == point[f"{ddir}_ops"]  # fio's own count
+        assert app[ddir]["mean_us"] == pytest.approx(point[f"{ddir}_lat_ns"]["mean"] / 1000, rel=1e-3)
+        figures = host[ddir]
+        assert figures["ios"] > 0 and 0 < figures["p50_us"] <= figures["p99_us"]
+    # each fio read is one request on the disk (the window's ends are within a 200 ms slice of fio's 3 s),
+    # and its time there is part of fio's
+    assert host["read"]["ios"] >= 0.8 * app["read"]["ios"]
+    assert app["read"]["mean_us"] > host["read"]["mean_us"]
+    capsys.readouterr()  # compare pairs the layers' means too (here a campaign with itself: equal)
+    assert main(["compare", "lay", "lay", "--db", str(db), "--json"]) == 0
+    changes = json.loads(capsys.readouterr().out)["changes"]
+    means = {(c["ddir"], c["metric"]): c["before_mean"] for c in changes if "layer" in c["metric"]}
+    assert means[("read", "host_block layer mean")] == pytest.approx(host["read"]["mean_us"] * 1000)
+    assert main(["report", "lay", "--db", str(db), "-o", str(scratch / "r.html")]) == 0
+    page = (scratch / "r.html").read_text()
+    assert 'id="layers-0"' in page and "host block layer and device" in page
+    with Store(db) as store:
+        [run] = store.runs("lay")
+        hists = store.layer_hists(run["id"])
+    stored = {(layer, ddir, span): (total, sum(bins.values())) for layer, ddir, span, total, bins in hists}
+    for ddir in ("read", "write"):
+        total, count = stored[("host_block", ddir, "issue")]
+        assert count == host[ddir]["ios"]
+        assert total / count / 1000 == pytest.approx(host[ddir]["mean_us"], abs=0.001)
+
+
+def test_refused_trace_says_why_and_the_point_measures(
+    traced_run: tuple[Path, dict[str, str], set[int]],
+    scratch: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No bpftrace: the point is measured and host_block says why."""
+    db, _, _ = traced_run
+    monkeypatch.setattr(blocktrace, "BPFTRACE", "vmio-no-such-bpftrace")
+    assert main(["run", str(spec(scratch, str(scratch / "f.img"), layers=True)), "--db", str(db)]) == 0
+    point = show(db, capsys)
+    assert point["status"] == "done" and point["read_iops"] > 0
+    layers = point["layers"]
+    assert isinstance(layers, dict)
+    assert layers["host_block"] == {
+        "read": None,
+        "write": None,
+        "why": "vmio-no-such-bpftrace is not installed (Debian package bpftrace)",
+    }
+    assert layers["app"]["read"]["ios"] == point["read_ops"]
+    with Store(db) as store:
+        [run] = store.runs("lay")
+        assert store.layer_hists(run["id"]) == []
+
+
+def test_the_tracer_dies_with_vmio(tmp_path: Path) -> None:
+    """vmio killed by SIGKILL mid-trace: its tracer (under the supervisor) dies with it."""
+    need_tracing()
+    disks = blocktrace.landing_disks(device_chain(str(tmp_path)))
+    if not disks:
+        pytest.skip(f"{tmp_path} is on no block device")
+    code = (
+        "import sys, time\n"
+        "from vmio.metrics import blocktrace\n"
+        f"t = blocktrace.HostBlockTrace([blocktrace.Disk({disks[0].name!r}, {disks[0].major}, "
+        f"{disks[0].minor})], 120)\n"
+        "t.start()\n"
+        "print(t.pid, flush=True)\n"
+        "time.sleep(120)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")})  # fmt: skip
+    assert proc.stdout is not None
+    supervisor = int(proc.stdout.readline())
+    tracers = [p for p in bpftrace_pids() if _parent(p) == supervisor]
+    assert tracers, "no bpftrace under the supervisor"
+    proc.kill()
+    proc.wait(timeout=10)
+    proc.stdout.close()
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and any(alive(p) for p in [supervisor, *tracers]):
+        time.sleep(0.1)
+    assert not any(alive(p) for p in [supervisor, *tracers])
+
+
+def _parent(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return -1
+
+
+@needs_qemu
+@pytest.mark.qemu
+@pytest.mark.slow
+def test_a_tcg_guest_nests_app_qemu_host_block(
+    traced_run: tuple[Path, dict[str, str], set[int]], scratch: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One real guest, virtio-blk with cache = "none" (direct through to the disk): QEMU's layer counts one
+    request per fio read, and the means nest, app >= qemu >= host_block (under TCG the gaps are wide: the
+    guest's own time dwarfs the sampling error of 200 ms slices and µs stamps); nothing left behind."""
+    db, before, pids = traced_run
+    text = f"""
+[campaign]
+name = "lay"
+layers = true
+
+[[target]]
+name = "vblk"
+kind = "qemu"
+backing = ["{scratch / "vm.img"}"]
+size = "32M"
+cache = "none"
+
+[[workload]]
+name = "rr"
+rw = "randread"
+bs = "4k"
+iodepth = 4
+runtime = "3s"
+ramp = "1s"
+"""
+    spec_path = scratch / "vm.toml"
+    spec_path.write_text(text)
+    assert main(["run", str(spec_path), "--db", str(db)]) == 0
+    assert bpftrace_pids() <= pids and enabled_events() == before
+    point = show(db, capsys)
+    layers = point["layers"]
+    assert isinstance(layers, dict) and set(layers) == {"app", "qemu", "host_block"}
+    app, qemu, host = (layers[k]["read"] for k in ("app", "qemu", "host_block"))
+    assert app["ios"] == point["read_ops"]
+    assert qemu["ios"] == pytest.approx(app["ios"], rel=0.1)
+    assert app["mean_us"] >= qemu["mean_us"] >= host["mean_us"], layers
+    with Store(db) as store:
+        [run] = store.runs("lay")
+        stored = {(h[0], h[1]): h for h in store.layer_hists(run["id"])}
+    assert sum(stored[("qemu", "read")][4].values()) == qemu["ios"]
+    # diagnose cites the layer that dominates, with the stored figures
+    capsys.readouterr()
+    assert main(["diagnose", "lay", "--db", str(db), "--json"]) == 0
+    [verdict] = json.loads(capsys.readouterr().out).values()
+    [step] = [s for s in verdict["steps"] if s["node"] == "layers"]
+    before = 1 - host["mean_us"] / app["mean_us"]
+    assert step["answer"].startswith(
+        f"{before:.0%} of the VM's read latency is spent before the host's block"
+    )
+    assert [c["value"] for c in step["evidence"][:2]] == [app["mean_us"], host["mean_us"]]
+
+
+def test_own_costs_stack_to_the_outer_mean() -> None:
+    """Each layer's own share is its mean less the next traced layer inside; the stack adds up to app."""
+    from vmio.report.plots_layers import own_costs
+
+    layered = {"app": 4382.0, "qemu": 406.0, "host_block": 77.0}
+    costs = own_costs(layered)
+    assert costs == [("host_block", 77.0), ("qemu", 329.0), ("app", 3976.0)]
+    assert sum(c for _, c in costs) == layered["app"]
+    assert own_costs({"app": 50.0, "host_block": 80.0}) == [("host_block", 80.0), ("app", 0.0)]  # no nesting
