@@ -74,7 +74,7 @@ def test_each_point_has_its_timeline(
         assert steps[-1][0] == timeline.LOGS  # the store write ends after the record is written
         assert all(0 <= start <= end for _, start, end in steps)
         assert all(a[2] <= b[1] + 1e-3 for a, b in itertools.pairwise(steps)), steps  # one after the other
-        assert steps[-1][2] <= wall
+        assert steps[-1][2] <= wall + 0.005  # the wall as printed, to 0.01 s
         measuring = [end - start for name, start, end in steps if name == timeline.MEASURING]
         # fio's own runtime (its JSON) plus the ramp the spec asks
         assert measuring == [pytest.approx(runtimes[key] / 1000 + 0.5, abs=0.01)]
