@@ -36,7 +36,7 @@ test: system venv qemu-builds
 CHECK_MARKERS := not qemu and not ceph and not browser and not slow
 
 check: system venv
-	$(BIN)/python -m pytest -q -m "$(CHECK_MARKERS)" --durations=10
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "$(CHECK_MARKERS)" --durations=10
 
 lint: venv
 	$(BIN)/ruff check src tests benchmarks scripts
