@@ -204,3 +204,33 @@ def test_a_vm_target_names_each_backing(tmp_path: Path) -> None:
         "image": "disk1",
         "cluster_id": "0a0b0c0d-0000-4000-8000-000000000002",
     }
+
+
+def test_a_file_on_tmpfs_is_on_no_disk(tmp_path: Path) -> None:
+    """A file on a filesystem with no device (tmpfs) is on no disk: its figures are not the root disk's,
+    whatever is mounted at / (it used to fall through to the longest mount point with a /dev source)."""
+    from vmio.system.blockdev import device_chain
+
+    proc = tmp_path / "proc"
+    (proc / "self").mkdir(parents=True)
+    shm = tmp_path / "shm"
+    shm.mkdir()
+    (shm / "f.img").write_bytes(b"x")
+    (proc / "self" / "mounts").write_text(
+        f"/dev/vda1 / ext4 rw 0 0\ntmpfs {tmp_path} tmpfs rw 0 0\n/dev/vdb {shm} ext4 rw 0 0\n"
+        f"tmpfs {shm} tmpfs rw 0 0\n"  # mounted over the disk: the top one is what the file is on
+    )
+    empty_sys = tmp_path / "sys"  # no /sys/dev/block entry: the mount table decides
+    empty_sys.mkdir()
+    assert device_chain(shm / "f.img", empty_sys, proc) == []
+    (proc / "self" / "mounts").write_text(
+        f"/dev/vda1 / ext4 rw 0 0\ntmpfs {tmp_path} tmpfs rw 0 0\n/dev/vdb {shm} ext4 rw 0 0\n"
+    )
+    assert device_chain(shm / "f.img", empty_sys, proc) == ["vdb"]
+    if Path("/dev/shm").is_dir() and "tmpfs /dev/shm " in Path("/proc/self/mounts").read_text():
+        probe = Path("/dev/shm") / f"vmio-test-{os.getpid()}"
+        probe.write_bytes(b"x")
+        try:
+            assert device_chain(probe) == []
+        finally:
+            probe.unlink()

@@ -61,7 +61,8 @@ def _device_of(path: Path, sys_root: Path, proc_root: Path) -> str | None:
 
 
 def _mount_source(path: Path, proc_root: Path) -> str | None:
-    """The /dev name mounted at the longest mount point above ``path`` (for filesystems like btrfs)."""
+    """The /dev name mounted at the longest mount point above ``path`` (for filesystems like btrfs); None
+    when the filesystem there has no device (a file on tmpfs is on no disk, not on the root's)."""
     best, source = "", None
     target = str(path.resolve())
     for line in (proc_root / "self" / "mounts").read_text().splitlines():
@@ -70,8 +71,9 @@ def _mount_source(path: Path, proc_root: Path) -> str | None:
             continue
         point = parts[1]
         inside = target == point or target.startswith(point.rstrip("/") + "/")
-        if inside and len(point) > len(best) and parts[0].startswith("/dev/"):
-            best, source = point, Path(parts[0]).resolve().name
+        if inside and len(point) >= len(best):  # the last of equal mount points is the one on top
+            best = point
+            source = Path(parts[0]).resolve().name if parts[0].startswith("/dev/") else None
     return source
 
 
