@@ -19,6 +19,7 @@ from vmio.metrics import blocktrace
 from vmio.store import Store
 from vmio.system.blockdev import device_chain
 from vmio.system.process import Runner, alive
+from vmio.system.supervise import descendants
 
 from conftest import need
 from qemu_support import needs_qemu
@@ -53,22 +54,13 @@ def bpftrace_pids() -> set[int]:
     """The bpftrace processes this test process started (through vmio's supervisor): another worker of
     ``make test`` tracing its own point at the same moment is not ours to count."""
     out = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if (entry / "comm").read_text().strip() == "bpftrace" and _descends(int(entry.name)):
-                    out.add(int(entry.name))
-            except OSError:
-                continue
+    for pid in descendants(os.getpid()):
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().strip() == "bpftrace":
+                out.add(pid)
+        except OSError:
+            continue
     return out
-
-
-def _descends(pid: int) -> bool:
-    while pid > 1:
-        pid = _parent(pid)
-        if pid == os.getpid():
-            return True
-    return False
 
 
 def fio_on(device: str, seconds: int) -> subprocess.Popen[str]:

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from vmio.metrics.layers import Spans
 from vmio.stats import histogram
+from vmio.system import device_facts
 from vmio.system.process import Runner, Supervised
 
 BPFTRACE = "bpftrace"
@@ -104,33 +105,20 @@ class Disk:
 
 def landing_disks(chain: Sequence[str], sys_root: str | Path = "/sys") -> list[Disk]:
     """The whole disks under the last device of ``chain`` (``blockdev.device_chain``: a loop device is
-    followed to its backing file's device): a partition gives its disk, a dm or md device its members'."""
+    followed to its backing file's device): a partition gives its disk, a dm or md device its members'
+    (``device_facts.disks_under``), each with its number."""
     if not chain:
         return []
     out: list[Disk] = []
-    _disks(chain[-1], Path(sys_root), out, 0)
+    for name in device_facts.disks_under(chain[-1], sys_root):
+        try:
+            major, minor = (
+                int(x) for x in (device_facts.block_dir(name, Path(sys_root)) / "dev").read_text().split(":")
+            )
+        except (OSError, ValueError):
+            continue
+        out.append(Disk(name, major, minor))
     return out
-
-
-def _disks(name: str, sys_root: Path, out: list[Disk], depth: int) -> None:
-    node = sys_root / "class" / "block" / name
-    if depth > 8 or not node.exists():
-        return
-    if (node / "partition").exists():
-        name = node.resolve().parent.name
-        node = sys_root / "class" / "block" / name
-    slaves = sorted(p.name for p in (node / "slaves").iterdir()) if (node / "slaves").is_dir() else []
-    if slaves:
-        for slave in slaves:
-            _disks(slave, sys_root, out, depth + 1)
-        return
-    try:
-        major, minor = (int(x) for x in (node / "dev").read_text().split(":"))
-    except (OSError, ValueError):
-        return
-    disk = Disk(name, major, minor)
-    if disk not in out:
-        out.append(disk)
 
 
 def why_not(disks: Sequence[Disk], sys_root: str | Path, runner: Runner) -> str | None:

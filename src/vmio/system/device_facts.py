@@ -65,6 +65,14 @@ def of_path(
     return out
 
 
+def disks_under(name: str, sys_root: str | Path = "/sys", proc_root: str | Path = "/proc") -> list[str]:
+    """The whole disks under block device ``name`` (see ``_resolve``)."""
+    chain: list[str] = []
+    disks: list[str] = []
+    _resolve(name, Path(sys_root), Path(proc_root), chain, disks, 0)
+    return disks
+
+
 def loop_backing(name: str, sys_root: Path) -> str | None:
     """The file a loop device serves (None: not a loop device, or none attached)."""
     return _read(block_dir(name, sys_root) / "loop" / "backing_file")

@@ -128,26 +128,22 @@ def maker(token: str) -> int | None:
 
 
 def _ip(runner: Runner, *args: str, check: bool = True) -> Completed:
-    done = runner.run(["ip", *args], timeout=TIMEOUT_S, check=False)
-    if check and done.returncode != 0:
-        raise ToolError(
-            f"cannot build vmio's network: ip {' '.join(args)} failed "
-            f"({done.stderr.strip() or done.stdout.strip()}); namespaces need root (CAP_SYS_ADMIN, CAP_NET_ADMIN)",
-            argv=done.argv,
-            returncode=done.returncode,
-        )
-    return done
+    return _checked(runner, ["ip", *args], check, f"cannot build vmio's network: ip {' '.join(args)}",
+                    "; namespaces need root (CAP_SYS_ADMIN, CAP_NET_ADMIN)")  # fmt: skip
 
 
 def _tc(runner: Runner, ns: str, *args: str, check: bool = True) -> Completed:
-    done = runner.run(["tc", "-n", ns, *args], timeout=TIMEOUT_S, check=False)
+    return _checked(
+        runner, ["tc", "-n", ns, *args], check, f"cannot shape vmio's network: tc {' '.join(args)} in {ns}"
+    )
+
+
+def _checked(runner: Runner, argv: list[str], check: bool, failed: str, hint: str = "") -> Completed:
+    """``argv`` run; with ``check`` a failure is a ToolError: ``failed``, the tool's own words, ``hint``."""
+    done = runner.run(argv, timeout=TIMEOUT_S, check=False)
     if check and done.returncode != 0:
-        raise ToolError(
-            f"cannot shape vmio's network: tc {' '.join(args)} in {ns} failed "
-            f"({done.stderr.strip() or done.stdout.strip()})",
-            argv=done.argv,
-            returncode=done.returncode,
-        )
+        words = done.stderr.strip() or done.stdout.strip()
+        raise ToolError(f"{failed} failed ({words}){hint}", argv=done.argv, returncode=done.returncode)
     return done
 
 
