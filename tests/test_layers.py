@@ -85,7 +85,7 @@ def test_host_block_agrees_with_iostat_from_insertion(busy_loopdev: str) -> None
     disks = blocktrace.landing_disks(device_chain(busy_loopdev))
     assert disks and not disks[0].name.startswith("loop"), disks
     iostat = Iostat(f"/dev/{disks[0].name}")
-    trace = blocktrace.HostBlockTrace(disks[:1], 60)
+    trace = blocktrace.HostBlockTrace(disks[:1], 60, insert=True)
     try:
         trace.start()
         began = time.time()
@@ -178,6 +178,7 @@ def test_run_layers_traces_host_block_and_leaves_nothing(
         assert app[ddir]["mean_us"] == pytest.approx(point[f"{ddir}_lat_ns"]["mean"] / 1000, rel=1e-3)
         figures = host[ddir]
         assert figures["ios"] > 0 and 0 < figures["p50_us"] <= figures["p99_us"]
+        assert "insert_mean_us" not in figures  # points leave the insertion probe out (its cost)
     # each fio read is one request on the disk (the window's ends are within a 200 ms slice of fio's 3 s),
     # and its time there is part of fio's
     assert host["read"]["ios"] >= 0.8 * app["read"]["ios"]

@@ -134,7 +134,7 @@ class Tracing:
         if self.host is not None:
             spans["host_block"] = self.host.window(*window)
             shown["host_block"] = {
-                **lay.traced(spans["host_block"], insert=True),
+                **lay.traced(spans["host_block"], insert=self.host.insert),
                 "disks": [d.name for d in self.disks],
             }
         for layer, why in self.why.items():
