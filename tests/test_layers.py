@@ -305,7 +305,7 @@ def test_a_tcg_guest_nests_app_qemu_host_block(
     """One real guest, virtio-blk with cache = "none" (direct through to the disk), two points. The first:
     QEMU's layer counts one request per fio read, and the means nest, app >= qemu >= host_block (under TCG
     the gaps are wide: the guest's own time dwarfs the sampling error of 200 ms slices and µs stamps).
-    The second runs with a bound of 16 KiB on QEMU's log (the seam ``qemutrace.LIMIT``; about 90 requests):
+    The second runs with a bound of 4 KiB on QEMU's log (the seam ``qemutrace.LIMIT``; about 20 requests):
     the point switches QEMU's events off once the log passes it and says so in ``cut``; the log's own lines
     (read from the file when the point ends) hold far fewer requests than fio made, and the point measures.
     Nothing is left behind."""
@@ -316,7 +316,7 @@ def test_a_tcg_guest_nests_app_qemu_host_block(
     def bound_the_second(self: campaign_layers.Tracing, *args: Any) -> None:
         init(self, *args)
         if logged:  # the first point is over
-            monkeypatch.setattr(qemutrace, "LIMIT", 16 << 10)
+            monkeypatch.setattr(qemutrace, "LIMIT", 4 << 10)
 
     def read_the_log(self: campaign_layers.Tracing, *args: Any) -> None:
         [(log, start)] = self.qemu
@@ -350,10 +350,10 @@ def test_a_tcg_guest_nests_app_qemu_host_block(
     # the second point: its log stopped near the bound, well before fio did
     cut, app2 = bounded["layers"]["qemu"], bounded["layers"]["app"]["read"]
     assert bounded["status"] == "done" and app2["ios"] == bounded["read_ops"]
-    assert cut["cut"].startswith("a VM's log passed 16.0 KiB ") and "switched off" in cut["cut"], cut
+    assert cut["cut"].startswith("a VM's log passed 4.00 KiB ") and "switched off" in cut["cut"], cut
     [(_, whole), (size, requests)] = logged
     assert whole >= app["ios"]  # the first point's log: every request
-    assert size > 16 << 10 and requests < 0.5 * app2["ios"], (size, requests, app2["ios"])
+    assert size > 4 << 10 and requests < 0.5 * app2["ios"], (size, requests, app2["ios"])
     assert cut["read"] is None or cut["read"]["ios"] <= requests
     assert bounded["layers"]["host_block"]["read"]["ios"] > 0  # over fio's window (docs/layers.md)
     # diagnose cites the layer that dominates, with the stored figures
