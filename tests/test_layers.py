@@ -10,12 +10,14 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from test_campaign_host import Iostat, busy_loopdev, need_iostat
+from vmio.campaign import layers as campaign_layers
 from vmio.cli import main
-from vmio.metrics import blocktrace
+from vmio.metrics import blocktrace, qemutrace
 from vmio.store import Store
 from vmio.system.blockdev import device_chain
 from vmio.system.process import Runner, alive
@@ -83,7 +85,7 @@ def test_host_block_agrees_with_iostat_from_insertion(busy_loopdev: str) -> None
     disks = blocktrace.landing_disks(device_chain(busy_loopdev))
     assert disks and not disks[0].name.startswith("loop"), disks
     iostat = Iostat(f"/dev/{disks[0].name}")
-    trace = blocktrace.HostBlockTrace(disks[:1], 60)
+    trace = blocktrace.HostBlockTrace(disks[:1], 60, insert=True)
     try:
         trace.start()
         began = time.time()
@@ -176,6 +178,7 @@ def test_run_layers_traces_host_block_and_leaves_nothing(
         assert app[ddir]["mean_us"] == pytest.approx(point[f"{ddir}_lat_ns"]["mean"] / 1000, rel=1e-3)
         figures = host[ddir]
         assert figures["ios"] > 0 and 0 < figures["p50_us"] <= figures["p99_us"]
+        assert "insert_mean_us" not in figures  # points leave the insertion probe out (its cost)
     # each fio read is one request on the disk (the window's ends are within a 200 ms slice of fio's 3 s),
     # and its time there is part of fio's
     assert host["read"]["ios"] >= 0.8 * app["read"]["ios"]
@@ -260,17 +263,7 @@ def _parent(pid: int) -> int:
         return -1
 
 
-@needs_qemu
-@pytest.mark.qemu
-@pytest.mark.slow
-def test_a_tcg_guest_nests_app_qemu_host_block(
-    traced_run: tuple[Path, dict[str, str], set[int]], scratch: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """One real guest, virtio-blk with cache = "none" (direct through to the disk): QEMU's layer counts one
-    request per fio read, and the means nest, app >= qemu >= host_block (under TCG the gaps are wide: the
-    guest's own time dwarfs the sampling error of 200 ms slices and µs stamps); nothing left behind."""
-    db, before, pids = traced_run
-    text = f"""
+VM_SPEC = """
 [campaign]
 name = "lay"
 layers = true
@@ -278,7 +271,7 @@ layers = true
 [[target]]
 name = "vblk"
 kind = "qemu"
-backing = ["{scratch / "vm.img"}"]
+backing = ["{backing}"]
 size = "32M"
 cache = "none"
 
@@ -289,12 +282,61 @@ bs = "4k"
 iodepth = 4
 runtime = "3s"
 ramp = "1s"
+
+[[workload]]
+name = "rr2"
+rw = "randread"
+bs = "4k"
+iodepth = 4
+runtime = "2s"
+ramp = "1s"
 """
+
+
+@needs_qemu
+@pytest.mark.qemu
+@pytest.mark.slow
+def test_a_tcg_guest_nests_app_qemu_host_block(
+    traced_run: tuple[Path, dict[str, str], set[int]],
+    scratch: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One real guest, virtio-blk with cache = "none" (direct through to the disk), two points. The first:
+    QEMU's layer counts one request per fio read, and the means nest, app >= qemu >= host_block (under TCG
+    the gaps are wide: the guest's own time dwarfs the sampling error of 200 ms slices and µs stamps).
+    The second runs with a bound of 4 KiB on QEMU's log (the seam ``qemutrace.LIMIT``; about 20 requests):
+    the point switches QEMU's events off once the log passes it and says so in ``cut``; the log's own lines
+    (read from the file when the point ends) hold far fewer requests than fio made, and the point measures.
+    Nothing is left behind."""
+    db, before, pids = traced_run
+    logged: list[tuple[int, int]] = []  # per point: bytes and completed requests the point's log holds
+    init, finish = campaign_layers.Tracing.__init__, campaign_layers.Tracing.finish
+
+    def bound_the_second(self: campaign_layers.Tracing, *args: Any) -> None:
+        init(self, *args)
+        if logged:  # the first point is over
+            monkeypatch.setattr(qemutrace, "LIMIT", 4 << 10)
+
+    def read_the_log(self: campaign_layers.Tracing, *args: Any) -> None:
+        [(log, start)] = self.qemu
+        with open(log, "rb") as f:
+            f.seek(start)
+            text = f.read()
+        logged.append((len(text), text.count(b":virtio_blk_req_complete ")))
+        finish(self, *args)
+
+    monkeypatch.setattr(campaign_layers.Tracing, "__init__", bound_the_second)
+    monkeypatch.setattr(campaign_layers.Tracing, "finish", read_the_log)
     spec_path = scratch / "vm.toml"
-    spec_path.write_text(text)
+    spec_path.write_text(VM_SPEC.format(backing=scratch / "vm.img"))
     assert main(["run", str(spec_path), "--db", str(db)]) == 0
     assert bpftrace_pids() <= pids and enabled_events() == before
-    point = show(db, capsys)
+    capsys.readouterr()
+    assert main(["show", "lay", "--json", "--db", str(db)]) == 0
+    points = json.loads(capsys.readouterr().out)
+    [point] = [p for p in points if "cut" not in p["layers"]["qemu"]]
+    [bounded] = [p for p in points if "cut" in p["layers"]["qemu"]]
     layers = point["layers"]
     assert isinstance(layers, dict) and set(layers) == {"app", "qemu", "host_block"}
     app, qemu, host = (layers[k]["read"] for k in ("app", "qemu", "host_block"))
@@ -302,13 +344,22 @@ ramp = "1s"
     assert qemu["ios"] == pytest.approx(app["ios"], rel=0.1)
     assert app["mean_us"] >= qemu["mean_us"] >= host["mean_us"], layers
     with Store(db) as store:
-        [run] = store.runs("lay")
+        [run] = [r for r in store.runs("lay") if r["point_key"] == point["point"]]
         stored = {(h[0], h[1]): h for h in store.layer_hists(run["id"])}
     assert sum(stored[("qemu", "read")][4].values()) == qemu["ios"]
+    # the second point: its log stopped near the bound, well before fio did
+    cut, app2 = bounded["layers"]["qemu"], bounded["layers"]["app"]["read"]
+    assert bounded["status"] == "done" and app2["ios"] == bounded["read_ops"]
+    assert cut["cut"].startswith("a VM's log passed 4.00 KiB ") and "switched off" in cut["cut"], cut
+    [(_, whole), (size, requests)] = logged
+    assert whole >= app["ios"]  # the first point's log: every request
+    assert size > 4 << 10 and requests < 0.5 * app2["ios"], (size, requests, app2["ios"])
+    assert cut["read"] is None or cut["read"]["ios"] <= requests
+    assert bounded["layers"]["host_block"]["read"]["ios"] > 0  # over fio's window (docs/layers.md)
     # diagnose cites the layer that dominates, with the stored figures
     capsys.readouterr()
     assert main(["diagnose", "lay", "--db", str(db), "--json"]) == 0
-    [verdict] = json.loads(capsys.readouterr().out).values()
+    verdict = json.loads(capsys.readouterr().out)[point["point"]]
     [step] = [s for s in verdict["steps"] if s["node"] == "layers"]
     before = 1 - host["mean_us"] / app["mean_us"]
     assert step["answer"].startswith(

@@ -26,7 +26,7 @@ from vmio.libvirt import agent, canary
 from vmio.libvirt.virsh import Virsh
 from vmio.spec import LibvirtDomain, LibvirtTarget
 from vmio.targets import Env
-from vmio.targets.libvirt import check_libvirt_writes
+from vmio.targets.libvirt import QEMU_UNTRACED, check_libvirt_writes
 
 from conftest import virsh
 
@@ -168,11 +168,18 @@ def test_a_canary_like_a_domain_is_measured_and_leaves_nothing(
         assert grp.getgrgid(info.st_gid).gr_name == "libvirt-qemu"  # libvirt's QEMU reads; no one else
 
         db = tmp_path / "v.db"
-        assert main(["run", str(_spec(tmp_path / "s.toml", [name])), "--db", str(db)]) == 0
+        assert main(["run", str(_spec(tmp_path / "s.toml", [name])), "--db", str(db), "--layers"]) == 0
         capsys.readouterr()
         assert main(["show", "lv", "--db", str(db), "--json"]) == 0
         (row,) = json.loads(capsys.readouterr().out)
         assert row["status"] == "done" and row["target_kind"] == "libvirt" and row["accel"] == "tcg"
+        # the layers: the operator's QEMU is not traced and says why; the host's block layer is, on the disk
+        # under the canary's file (cache none: each guest read reaches it) where bpftrace is installed
+        layers = row["layers"]
+        assert layers["qemu"] == {"read": None, "write": None, "why": QEMU_UNTRACED}
+        assert layers["app"]["read"]["ios"] == row["read_ops"]
+        host = layers["host_block"]
+        assert host["read"]["ios"] > 0 if shutil.which("bpftrace") else "why" in host, host
         (run,) = _runs(db)
         (doc, _), *_ = _guest_docs(run["log"]).values()
         measured = [j for j in doc["jobs"] if j["jobname"] == "measure"]

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import sqlite3
+import statistics
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -48,7 +51,7 @@ def add(
     store: Store, campaign: str, target: str, offered: int | None, rep: int, iops: float,
     p50_us: float = 100.0, p99_us: float = 900.0, workload: str = "rr", ddir: str = "read",
     samples: list[tuple[float, str, str, float]] | None = None, load: int = 0,
-    oplat: list[tuple[str, str, int, int, str]] | None = None,
+    oplat: list[tuple[str, str, int, int, str]] | None = None, layers: dict[str, object] | None = None,
 ) -> None:  # fmt: skip
     vm = target == "vm"
     lat: dict[str, float | None] = {"min": 20e3, "mean": p50_us * 1.1e3, "max": 5e6, "stddev": 1.0, "p50": p50_us * 1e3,
@@ -62,7 +65,7 @@ def add(
         started=1000.0, ended=1010.0, host=HOST, accel="tcg" if vm else None, fio_version="fio-3.33",
         qemu_version="7.2.0" if vm else None, device="vda", results=[result],
         metrics={("dev:vda", "busy_pct"): 50.0 + rep, ("cpu", "usr_pct"): 10.0, ("cpu", "sys_pct"): 20.0},
-        samples=samples or [], oplat=oplat or [],
+        samples=samples or [], oplat=oplat or [], layers=layers,
     ))  # fmt: skip
 
 
@@ -142,6 +145,74 @@ def test_compare_against_baseline(fixed: Store, tmp_path: Path, capsys: pytest.C
         3000 / 1200,
     )
     assert at_max["value"]["IOPS"] == {"median": 5000, "min": 4000, "max": 6000, "n": 3}
+
+
+def _layers(app: float, host: float, qemu: float | None = None) -> dict[str, object]:
+    """A traced point's ``layers`` as ``show --json`` prints them (reads only; the figures in µs)."""
+
+    def one(mean: float) -> dict[str, object]:
+        return {"read": {"mean_us": mean, "p50_us": mean, "p99_us": 2 * mean, "ios": 1000}, "write": None}
+
+    shown = {"app": one(app), "host_block": {**one(host), "disks": ["vda"]}}
+    return shown if qemu is None else {**shown, "qemu": one(qemu)}
+
+
+def test_compare_against_baseline_has_the_layer_means(
+    store: Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``compare --baseline`` gives each traced layer's mean as the other figures: the ratio of medians over
+    repetitions with the range from the extremes, in text and JSON (held against SQL on the stored
+    ``layers``); a layer only one side traced has its figures and no ratio; an untraced point has none."""
+    new_campaign(store, "lay")
+    for rep, (app_b, host_b, app_v, host_v, qemu_v) in enumerate(
+        [
+            (100.0, 80.0, 900.0, 90.0, 400.0),
+            (104.0, 82.0, 1000.0, 96.0, 440.0),
+            (98.0, 78.0, 950.0, 85.0, 380.0),
+        ],
+        1,
+    ):
+        add(store, "lay", "bare", None, rep, 1000, layers=_layers(app_b, host_b))
+        add(store, "lay", "vm", None, rep, 500, layers=_layers(app_v, host_v, qemu_v))
+    add(store, "lay", "bare", None, 1, 500, workload="rw", ddir="write")  # not traced
+    add(store, "lay", "vm", None, 1, 400, workload="rw", ddir="write")
+    db = tmp_path / "lay.db"
+    store.db.execute("VACUUM INTO ?", (str(db),))
+    mean = "json_extract(layers_json, '$.' || ? || '.read.mean_us')"
+    stored: dict[tuple[str, str], list[float]] = {}
+    for layer in ("app", "host_block", "qemu"):
+        query = f"SELECT target, {mean} FROM run WHERE workload = 'rr' AND {mean} IS NOT NULL"
+        for target, value in sqlite3.connect(db).execute(query, (layer, layer)):
+            stored.setdefault((layer, target), []).append(value)
+    assert main(["compare", "lay", "--baseline", "bare", "--db", str(db), "--json"]) == 0
+    rr, rw = json.loads(capsys.readouterr().out)["rows"]
+    for layer in ("app", "host_block"):
+        vm, bare = stored[(layer, "vm")], stored[(layer, "bare")]
+        got = rr["ratio"][f"{layer} layer mean"]
+        assert got["median"] == pytest.approx(statistics.median(vm) / statistics.median(bare), rel=1e-12)
+        assert (got["min"], got["max"]) == pytest.approx(
+            (min(vm) / max(bare), max(vm) / min(bare)), rel=1e-12
+        )
+        assert rr["value"][f"{layer} layer mean"]["median"] == pytest.approx(statistics.median(vm) * 1000)
+    assert rr["ratio"]["qemu layer mean"] is None  # the baseline has no QEMU
+    assert rr["value"]["qemu layer mean"]["median"] == pytest.approx(
+        statistics.median(stored[("qemu", "vm")]) * 1000
+    )
+    assert rr["unit"]["host_block layer mean"] == "ns"
+    assert not any("layer" in m for m in rw["ratio"])  # neither side traced the writes
+    assert main(["compare", "lay", "--baseline", "bare", "--db", str(db)]) == 0
+    head, first, second = capsys.readouterr().out.splitlines()[1:4]
+    assert re.split(r"\s{2,}", head)[-3:] == [
+        "app layer mean ratio",
+        "qemu layer mean ratio",
+        "host_block layer mean ratio",
+    ]
+    app = stored[("app", "vm")], stored[("app", "bare")]
+    host = stored[("host_block", "vm")], stored[("host_block", "bare")]
+    cells = [f"{statistics.median(v) / statistics.median(b):.2f} [{min(v) / max(b):.2f}-{max(v) / min(b):.2f}]"
+             for v, b in (app, host)]  # fmt: skip
+    assert re.split(r"\s{2,}", first)[-3:] == [cells[0], "-", cells[1]], first
+    assert re.split(r"\s{2,}", second)[-3:] == ["-", "-", "-"], second
 
 
 def before_after_store(store: Store) -> Store:

@@ -9,6 +9,7 @@ fio's own results) and ``layer_hists`` (the histograms the store keeps) over the
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,6 +23,7 @@ from vmio.store.records import JobResult, RunRecord
 from vmio.system.process import Runner
 from vmio.targets import Rig
 from vmio.targets.base import TracesQemu
+from vmio.units import human_bytes
 
 ATTACH_S = blocktrace.ATTACH_TIMEOUT_S
 
@@ -49,6 +51,9 @@ class Tracing:
         self.why: dict[str, str] = {}
         self.rig = rig
         self.qemu: list[tuple[Path, int]] = []  # each VM's log and where the point's lines start
+        self.cut: str | None = None  # why QEMU's events were switched off before the point ended
+        self._done = threading.Event()
+        self._watcher: threading.Thread | None = None
 
     def __enter__(self) -> Tracing:
         self._start_qemu()
@@ -78,11 +83,39 @@ class Tracing:
         except VmioError as exc:
             self.why["qemu"] = f"QEMU's request events could not be switched on: {exc}"
             return
-        self.qemu = [(log, log.stat().st_size if log.exists() else 0) for log in logs]
+        self.qemu = [(log, _size(log)) for log in logs]
+        self._watcher = threading.Thread(target=self._bound_logs, name="vmio-qemu-log-bound", daemon=True)
+        self._watcher.start()
+
+    def _bound_logs(self) -> None:
+        """Switch QEMU's request events off as soon as a VM's log has grown by ``qemutrace.LIMIT`` in the
+        point (checked every ``qemutrace.POLL_S``): the log stays near the bound however long the point runs,
+        and what passed it would not be read anyway."""
+        began = time.monotonic()
+        while not self._done.wait(qemutrace.POLL_S):
+            if all(_size(log) - start <= qemutrace.LIMIT for log, start in self.qemu):
+                continue
+            assert isinstance(self.rig, TracesQemu)  # the watcher runs only for such rigs
+            late = f"{time.monotonic() - began:.1f} s into the point"
+            try:
+                self.rig.qemu_events(False)
+            except VmioError as exc:
+                self.cut = (
+                    f"a VM's log passed {human_bytes(qemutrace.LIMIT)} {late}; QEMU's events stayed on: {exc}"
+                )
+            else:
+                self.cut = (
+                    f"a VM's log passed {human_bytes(qemutrace.LIMIT)} {late}: QEMU's request events were "
+                    "switched off there, and the point's later requests are not counted"
+                )
+            return
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        self._done.set()
+        if self._watcher is not None:  # before the events go off here: one QMP call at a time
+            self._watcher.join()
         try:
             if self.qemu and isinstance(self.rig, TracesQemu):
                 # a VM that cannot answer is failing the point already; its log goes with it
@@ -101,7 +134,7 @@ class Tracing:
         if self.host is not None:
             spans["host_block"] = self.host.window(*window)
             shown["host_block"] = {
-                **lay.traced(spans["host_block"], insert=True),
+                **lay.traced(spans["host_block"], insert=self.host.insert),
                 "disks": [d.name for d in self.disks],
             }
         for layer, why in self.why.items():
@@ -116,17 +149,29 @@ class Tracing:
         layers traced on the host."""
         spans["qemu"] = lay.Spans()
         wall = time.time() - time.monotonic()  # QEMU stamps its lines with the wall clock
-        read = [
-            qemutrace.read(log, start, (window[0] + wall, window[1] + wall), spans["qemu"])
+        read = [  # a log cut short ends early: the window stays fio's
+            qemutrace.read(log, start, (window[0] + wall, window[1] + wall), spans["qemu"], move=not self.cut)
             for log, start in self.qemu
         ]
         qemu = lay.traced(spans["qemu"])
-        if not all(whole for whole, _ in read):
-            qemu["cut"] = f"a VM's log passed {qemutrace.LIMIT >> 20} MiB in the point: the rest was not read"
+        if self.cut is not None:
+            qemu["cut"] = self.cut
+        elif not all(whole for whole, _ in read):
+            qemu["cut"] = (
+                f"a VM's log passed {human_bytes(qemutrace.LIMIT)} in the point: the rest was not read"
+            )
         shown["qemu"] = qemu
         shifts = [shift for _, shift in read if shift is not None]
         shift = min(shifts) if shifts else 0.0
         return window[0] - shift, window[1] - shift
+
+
+def _size(path: Path) -> int:
+    """A log's size now (0 before QEMU wrote to it)."""
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
 
 
 def tracing(

@@ -252,13 +252,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
             console = terminal.console_for(sys.stdout)
             if console is not None:
                 title, lines, tail = compare_text.baseline_parts(rows, names[0], args.baseline)
+                layer_heads = [f"{m} ratio" for m in compare_text.baseline_layers(rows)]  # these go first
                 terminal.print_table(
                     console,
                     lines,
                     title=title,
                     tail=tail,
                     right=frozenset(range(6, len(lines[0]) if lines else 0)),
-                    drop=terminal.by_name(lines[0], BASELINE_DROP) if lines else (),
+                    drop=terminal.by_name(lines[0], [*layer_heads, *BASELINE_DROP]) if lines else (),
                     wide=args.wide,
                     fold=frozenset({0, 5}),  # the workload's and the target's names
                 )

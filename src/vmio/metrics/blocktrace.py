@@ -1,11 +1,13 @@
 """The host's block layer traced for one point: ``bpftrace`` on the block tracepoints, aggregated in BPF maps.
 
-``block:block_rq_insert``, ``block:block_rq_issue`` and ``block:block_rq_complete`` are attached (by
-``perf_event_open``: no kprobe, no tracefs ``enable`` file is written) with a filter on the run's own disks'
-``dev_t``. A request is matched from issue (and insertion) to completion by its disk and start sector; its
-latency from issue goes into a BPF hash map keyed by direction and fio's log-linear bucket index, with the
-sum of latencies beside it (from insertion: the count and sum only), so the kernel aggregates and only the maps cross to vmio, printed every ``SLICE_MS``
-with the time on ``CLOCK_MONOTONIC`` (the clock ``time.monotonic`` reads). The maps are never cleared (a
+``block:block_rq_issue`` and ``block:block_rq_complete`` are attached (by ``perf_event_open``: no kprobe,
+no tracefs ``enable`` file is written) with a filter on the run's own disks' ``dev_t``; with ``insert`` (the
+check against iostat, whose await counts from the request's start) ``block:block_rq_insert`` too, a third
+probe per request that points leave out for its cost. A request is matched from issue (and insertion) to
+completion by its disk and start sector; its latency from issue goes into a BPF hash map keyed by direction
+and fio's log-linear bucket index, with the sum of latencies beside it (from insertion: the sum only; its
+count is the issue span's), so the kernel aggregates and only the maps cross to vmio, printed every
+``SLICE_MS`` with the time on ``CLOCK_MONOTONIC`` (the clock ``time.monotonic`` reads). The maps are never cleared (a
 clear after a print would lose what completed between the two): each print is the total so far, and
 ``window`` takes the difference between the totals at the ends of the slices whose middle lies in the
 measured window.
@@ -47,14 +49,11 @@ EVENT = "events/block/block_rq_issue"
 # bucket index: fio's log-linear rule (stats.histogram.bucket_index) in BPF: msb by halving, then 64 buckets
 # per power of two
 _SCRIPT = """
-tracepoint:block:block_rq_insert /FILTER/ { @ins[args->dev, args->sector] = nsecs; }
-tracepoint:block:block_rq_issue /FILTER/ { @iss[args->dev, args->sector] = nsecs; }
+INSERT_PROBEtracepoint:block:block_rq_issue /FILTER/ { @iss[args->dev, args->sector] = nsecs; }
 tracepoint:block:block_rq_complete /FILTER/ {
   $t1 = @iss[args->dev, args->sector];
-  $t0 = @ins[args->dev, args->sector];
   delete(@iss[args->dev, args->sector]);
-  delete(@ins[args->dev, args->sector]);
-  $d = 2;
+INSERT_TAKE  $d = 2;
   if (strncmp(args->rwbs, "R", 1) == 0 || strncmp(args->rwbs, "FR", 2) == 0) { $d = 0; }
   if (strncmp(args->rwbs, "W", 1) == 0 || strncmp(args->rwbs, "FW", 2) == 0) { $d = 1; }
   if ($t1 && $d < 2) {
@@ -70,23 +69,29 @@ tracepoint:block:block_rq_complete /FILTER/ {
     if ($lat >= 128) { $e = $m - 6; $i = (($e + 1) << 6) + (($lat >> $e) & 63); }
     @h[$d, $i] = count();
     @s[0, $d] = sum($lat);
-    if ($t0 == 0 || $t0 > $t1) { $t0 = $t1; }
-    @s[1, $d] = sum(nsecs - $t0);
-    @n[$d] = count();
-  }
+INSERT_SUM  }
 }
-interval:ms:SLICE { printf("{\\"t\\": %llu}\\n", nsecs); print(@h); print(@s); print(@n); }
+interval:ms:SLICE { printf("{\\"t\\": %llu}\\n", nsecs); print(@h); print(@s); }
 interval:s:LIMIT { exit(); }
-END { printf("{\\"t\\": %llu}\\n", nsecs); print(@h); print(@s); print(@n); clear(@h); clear(@s); clear(@n); clear(@iss); clear(@ins); }
+END { printf("{\\"t\\": %llu}\\n", nsecs); print(@h); print(@s); clear(@h); clear(@s); clear(@iss);INSERT_CLEAR }
 """
+# insertion into the scheduler's queue (``insert``): a third probe per request, for comparing with iostat
+_INSERT = {
+    "INSERT_PROBE": "tracepoint:block:block_rq_insert /FILTER/ { @ins[args->dev, args->sector] = nsecs; }\n",
+    "INSERT_TAKE": "  $t0 = @ins[args->dev, args->sector];\n  delete(@ins[args->dev, args->sector]);\n",
+    "INSERT_SUM": "    if ($t0 == 0 || $t0 > $t1) { $t0 = $t1; }\n    @s[1, $d] = sum(nsecs - $t0);\n",
+    "INSERT_CLEAR": " clear(@ins);",
+}
 
 
-def script(devs: Sequence[int], limit_s: int) -> str:
-    """The bpftrace program for the disks ``devs`` (kernel ``dev_t``: major << 20 | minor)."""
+def script(devs: Sequence[int], limit_s: int, *, insert: bool = False) -> str:
+    """The bpftrace program for the disks ``devs`` (kernel ``dev_t``: major << 20 | minor); with ``insert``
+    also from insertion."""
+    text = _SCRIPT
+    for mark, part in _INSERT.items():
+        text = text.replace(mark, part if insert else "")
     cond = " || ".join(f"args->dev == {d}" for d in devs)
-    return (
-        _SCRIPT.replace("FILTER", cond).replace("SLICE", str(SLICE_MS)).replace("LIMIT", str(max(1, limit_s)))
-    )
+    return text.replace("FILTER", cond).replace("SLICE", str(SLICE_MS)).replace("LIMIT", str(max(1, limit_s)))
 
 
 @dataclass(frozen=True)
@@ -159,9 +164,12 @@ class Slice:
 class HostBlockTrace:
     """``bpftrace`` tracing ``disks`` from ``start`` until ``stop``; ``window`` gives a window's latencies."""
 
-    def __init__(self, disks: Sequence[Disk], limit_s: float) -> None:
+    def __init__(self, disks: Sequence[Disk], limit_s: float, *, insert: bool = False) -> None:
         self.disks = list(disks)
-        self.argv = [BPFTRACE, "-f", "json", "-e", script([d.dev_t for d in disks], int(limit_s) + 1)]
+        self.insert = insert
+        self.argv = [
+            BPFTRACE, "-f", "json", "-e", script([d.dev_t for d in disks], int(limit_s) + 1, insert=insert)
+        ]  # fmt: skip
         self.slices: list[Slice] = []
         self.started_ns = 0
         self.errors: list[str] = []
@@ -260,15 +268,13 @@ class HostBlockTrace:
             for key, count in hist.items():
                 ddir, index = (int(k) for k in str(key).split(","))
                 spans.add(ddirs[ddir], "issue", {histogram.bucket_value(index): int(count)}, 0)
-        counts = data.get("@n")  # the insert span: its count and sum only (its mean is what iostat compares)
-        if isinstance(counts, dict):
-            for key, count in counts.items():
-                spans.counts[(ddirs[int(key)], "insert")] = int(count)
-        sums = data.get("@s")
+        sums = data.get("@s")  # printed after @h: the insert span's count is the issue span's (same requests)
         if isinstance(sums, dict):
             for key, total in sums.items():
                 span, ddir = (int(k) for k in str(key).split(","))
                 spans.add(ddirs[ddir], names[span], {}, int(total))
+                if span == 1:  # from insertion: its count and sum only (its mean is what iostat compares)
+                    spans.counts[(ddirs[ddir], "insert")] = spans.ios(ddirs[ddir], "issue")
 
 
 def _minus(total: Spans, before: Spans) -> Spans:

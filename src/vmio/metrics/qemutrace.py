@@ -4,7 +4,8 @@ QEMU's ``log`` trace backend writes one line per event, stamped (``-msg timestam
 in microseconds: ``PID@SEC.USEC:virtio_blk_handle_read vdev 0x... req 0x... sector N nsectors M``, then
 ``...:virtio_blk_req_complete vdev 0x... req 0x... status 0``. A request is followed by its device and
 request pointers from the virtqueue (``handle``) to its completion; it counts in the window its completion
-falls in. At most ``LIMIT`` bytes of a point's log are read: a longer log is cut, and says so.
+falls in. A point's log is bounded while it is written (``campaign.layers`` switches QEMU's events off when
+it passes ``LIMIT``) and when it is read (at most ``LIMIT`` bytes): either cut says so.
 """
 
 from __future__ import annotations
@@ -15,16 +16,20 @@ from pathlib import Path
 from vmio.metrics.layers import Spans
 from vmio.stats import histogram
 
-LIMIT = 256 << 20  # bytes of one VM's log read per point (about 2.5 M requests)
+LIMIT = 256 << 20  # bytes of one VM's log per point (about 2.5 M requests): written (then events off), read
+POLL_S = 0.25  # how often a point's logs are measured against LIMIT while they are written
 _LINE = re.compile(r"(?:\d+@)?(\d+)\.(\d{1,6}):(virtio_blk_\w+) vdev (0x[0-9a-f]+|\(nil\)) req (0x[0-9a-f]+)")
 
 
-def read(path: Path, offset: int, window: tuple[float, float], spans: Spans) -> tuple[bool, float | None]:
+def read(
+    path: Path, offset: int, window: tuple[float, float], spans: Spans, *, move: bool = True
+) -> tuple[bool, float | None]:
     """Add to ``spans`` the requests of ``path`` past ``offset`` that completed in ``window`` (wall clock
     seconds), moved earlier to end at the log's last completion when that comes first (a guest's fio ends
-    its jobs before the fio client on the host hears of it: fio's own window ends late by that much).
+    its jobs before the fio client on the host hears of it: fio's own window ends late by that much; not
+    with ``move`` False: a log whose events were switched off early ends before the point does).
     Returns whether the log was read whole (False: longer than ``LIMIT``, cut) and how far the window
-    was moved (s; None: no request completed)."""
+    was moved (s; None: no request completed, or not moved)."""
     started: dict[tuple[str, str], tuple[int, str]] = {}
     done: list[tuple[int, str, int]] = []  # completion (us), direction, latency (ns)
     with open(path, "rb") as f:
@@ -47,7 +52,7 @@ def read(path: Path, offset: int, window: tuple[float, float], spans: Spans) -> 
     if not done:
         return len(data) <= LIMIT, None
     lo, hi = (int(t * 1_000_000) for t in window)
-    shift = max(0, hi - max(t for t, _, _ in done))
+    shift = max(0, hi - max(t for t, _, _ in done)) if move else 0
     lo, hi = lo - shift, hi - shift
     bins: dict[str, dict[int, int]] = {"read": {}, "write": {}}
     sums = {"read": 0, "write": 0}
@@ -58,4 +63,4 @@ def read(path: Path, offset: int, window: tuple[float, float], spans: Spans) -> 
             sums[ddir] += ns
     for ddir in ("read", "write"):
         spans.add(ddir, "issue", bins[ddir], sums[ddir])
-    return len(data) <= LIMIT, shift / 1e6
+    return len(data) <= LIMIT, shift / 1e6 if move else None

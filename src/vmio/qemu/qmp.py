@@ -1,8 +1,10 @@
-"""A small synchronous QMP client over PyPI ``qemu.qmp``, with its own event loop and a timeout per call."""
+"""A small synchronous QMP client over PyPI ``qemu.qmp``, with its own event loop and a timeout per call; calls
+from several threads take turns."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -21,6 +23,7 @@ class QMPConnection:
         self.path = path
         self.timeout = timeout
         self._loop = asyncio.new_event_loop()
+        self._lock = threading.Lock()  # one call at a time on the loop, from whichever thread calls
         self._client: QMPClient | None = None
         self._name = name
 
@@ -54,6 +57,7 @@ class QMPConnection:
             return await asyncio.wait_for(awaitable, self.timeout)
 
         try:
-            return self._loop.run_until_complete(bounded())
+            with self._lock:  # a point's log watcher (campaign.layers) calls from its own thread
+                return self._loop.run_until_complete(bounded())
         except (TimeoutError, QMPError, OSError, EOFError) as exc:
             raise ToolError(f"{what} failed: {exc!r}") from exc

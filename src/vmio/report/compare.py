@@ -1,7 +1,7 @@
 """Comparisons: targets against a baseline in one campaign, and one campaign against another.
 
-Against a baseline the ratio is of medians over repetitions, with a range from the extreme ratios of
-the two ranges (a conservative spread). Before/after, points are paired by target, workload name, block
+Against a baseline the ratio is of medians over repetitions (IOPS, p50, p99 and each traced layer's mean),
+with a range from the extreme ratios of the two ranges (a conservative spread). Before/after, points are paired by target, workload name, block
 size and offered load (and load processes); each pair's difference of means comes with its 95% interval
 (Welch's t), and its verdict is ``vmio.stats.tell.change``'s at a size of change (``--min-change``, 5 % unless
 given; the gate's PCT with ``--fail-on-regression``): the whole interval beyond that share of the before mean
@@ -99,6 +99,9 @@ class RatioRow:
 
 
 def against_baseline(data: CampaignData, baseline: str) -> list[RatioRow]:
+    """Each target's points against the baseline's (paired by workload, block size, offered load and load
+    processes): the ratio of medians of IOPS, p50 and p99, and of each layer's mean where either side traced
+    it (docs/layers.md; a ratio is None when one side has no figure)."""
     if baseline not in data.target_names():
         known = ", ".join(data.target_names())
         raise InputError(
@@ -115,6 +118,10 @@ def against_baseline(data: CampaignData, baseline: str) -> list[RatioRow]:
         for ddir in data.ddirs(g.key[1]):
             values = {name: _spread(g, fn, ddir) for name, fn, _ in METRICS}
             ratios = {name: _ratio(values[name], _spread(b, fn, ddir)) for name, fn, _ in METRICS}
+            for name, fn, _ in LAYER_METRICS:  # a layer traced on either side (else no entry)
+                mine, theirs = _spread(g, fn, ddir), _spread(b, fn, ddir)
+                if mine is not None or theirs is not None:
+                    values[name], ratios[name] = mine, _ratio(mine, theirs)
             rows.append(
                 RatioRow(g.key, ddir, ratios, values, data.target_label(g.target), builds.get(g.target))
             )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from vmio.report.compare import METRICS, BeforeAfter, Change, RatioRow, point_label
+from vmio.report.compare import LAYER_METRICS, METRICS, BeforeAfter, Change, RatioRow, point_label
 from vmio.report.data import offered_label, tcg_note
 from vmio.stats.spread import LEVEL, Spread
 from vmio.units import format_size
@@ -46,13 +46,19 @@ def baseline_parts(rows: list[RatioRow], campaign: str, baseline: str) -> tuple[
     )
     if not rows:
         return title, [], "no points to compare (the baseline and the other targets share no done point)\n"
-    head = ("workload", "bs", "offered", "load", "dir", "target", *(f"{m} ratio" for m, _, _ in METRICS))
+    shown = [m for m, _, _ in METRICS] + baseline_layers(rows)
+    head = ("workload", "bs", "offered", "load", "dir", "target", *(f"{m} ratio" for m in shown))
     lines: Lines = [head]
     for r in rows:
         target, workload, bs, offered, load = r.key
         cells = [workload, format_size(bs), offered_label(offered), str(load), r.ddir, r.label or target]
-        lines.append((*cells, *(ratio_cell(r.ratios[m]) for m, _, _ in METRICS)))
+        lines.append((*cells, *(ratio_cell(r.ratios.get(m)) for m in shown)))
     return title, lines, tcg_note(r.label for r in rows)
+
+
+def baseline_layers(rows: Sequence[RatioRow]) -> list[str]:
+    """The layer means (docs/layers.md) some row of a baseline comparison has: its table's extra columns."""
+    return [m for m, _, _ in LAYER_METRICS if any(m in r.ratios for r in rows)]
 
 
 def _value(metric: str, value: float | None) -> str:

@@ -38,6 +38,11 @@ from vmio.targets.base import Endpoint, Env, Facts, Notes, nothing_to_watch
 from vmio.targets.kind import Checks
 
 PID_DIR = Path("/run/libvirt/qemu")
+# the qemu layer of a libvirt target (docs/layers.md): what its ``why`` says
+QEMU_UNTRACED = (
+    "the domains' QEMU was started by libvirtd without vmio's trace log (-D); vmio does not switch trace "
+    "events on in a QEMU it did not start"
+)
 
 
 def read_domain(ref: LibvirtDomain, disk: str | None, virsh: Virsh) -> tuple[DomainShape, DiskShape]:
@@ -166,6 +171,14 @@ class LibvirtRig:
 
     def watch(self, campaign: str, point_key: str) -> contextlib.AbstractContextManager[Notes]:
         return nothing_to_watch()
+
+    def qemu_logs(self) -> str:
+        """Why the domains' QEMU layer is not traced (``TracesQemu``; docs/layers.md): libvirtd started
+        their QEMU, without the log vmio gives its own VMs, and vmio switches no trace event on in it."""
+        return QEMU_UNTRACED
+
+    def qemu_events(self, enable: bool) -> None:
+        """Nothing to switch: ``qemu_logs`` gives no log (vmio leaves the operator's QEMU as it runs)."""
 
     def _storage(self, domain: Domain) -> dict[str, object]:
         """A domain disk's storage: a local file's or device's filesystem and disks; a disk on another
