@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from vmio.campaign import layers
 from vmio.metrics import guesttrace
 from vmio.metrics.layers import Spans, traced
+from vmio.qemu.guestctl import GuestTracer
 from vmio.stats import histogram
+from vmio.system.process import Runner
 
 # as vmio-trace read printed it in a guest (Debian 12's 6.1 kernel), trimmed to a few entries
 READ = """# event histogram
@@ -59,3 +64,28 @@ def test_the_table_is_read_and_cut_to_the_last_slots() -> None:
 def test_slots_scale_with_the_point() -> None:
     assert guesttrace.slot_ns(4) == 100_000_000  # 4 s / 40 is below the 100 ms floor
     assert guesttrace.slot_ns(70) == 1_700_000_000  # 1.75 s, on 100 ms steps
+
+
+class _Rig:
+    """A rig whose one VM's tracer does not answer (its socket is not there): a seam, no VM."""
+
+    probes: list[object] = []
+    fio_env = None
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def guest_tracers(self) -> list[tuple[GuestTracer, str]]:
+        return [(GuestTracer(self.path, "vmio-0"), "vda")]
+
+
+def test_a_guest_that_does_not_answer_says_why(tmp_path: Path) -> None:
+    """The guest's tracer cannot be reached: guest_block says why and nothing else is held up."""
+    rig = _Rig(tmp_path / "trace.sock")
+    with layers.Tracing(rig, Runner(), tmp_path, 5.0, 4.0) as traced:  # type: ignore[arg-type]
+        assert traced.guest == []
+    why = traced.why["guest_block"]
+    assert why.startswith(
+        "vmio-0's block layer could not be traced: vmio-0: the guest's tracer did not answer 'on'"
+    )
+    assert traced.tables is None

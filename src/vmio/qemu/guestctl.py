@@ -48,9 +48,9 @@ class GuestTracer:
                 self._buffer += chunk
         except OSError as exc:  # TimeoutError is an OSError
             self.close()
+            what = f"no answer within {timeout:g} s" if isinstance(exc, TimeoutError) else repr(exc)
             raise ToolError(
-                f"{self.name}: no answer from the guest's tracer to {line.split()[0]!r} within {timeout:g} s: "
-                f"{exc!r}"
+                f"{self.name}: the guest's tracer did not answer {line.split()[0]!r}: {what}"
             ) from exc
 
     def _connect(self, timeout: float) -> socket.socket:
