@@ -362,3 +362,11 @@ def test_own_costs_stack_to_the_outer_mean() -> None:
     assert costs == [("host_block", 77.0), ("qemu", 329.0), ("app", 3976.0)]
     assert sum(c for _, c in costs) == layered["app"]
     assert own_costs({"app": 50.0, "host_block": 80.0}) == [("host_block", 80.0), ("app", 0.0)]  # no nesting
+    # with the guest's block layer between fio and QEMU (the TCG figures of docs/layers.md)
+    guest = {"app": 17321.0, "guest_block": 6094.0, "qemu": 992.0, "host_block": 242.0}
+    assert own_costs(guest) == [
+        ("host_block", 242.0),
+        ("qemu", 750.0),
+        ("guest_block", 5102.0),
+        ("app", 11227.0),
+    ]
