@@ -53,6 +53,14 @@ class GuestTracer:
                 f"{self.name}: the guest's tracer did not answer {line.split()[0]!r}: {what}"
             ) from exc
 
+    def connect(self, timeout: float = TIMEOUT_S) -> None:
+        """Connect now (``ToolError`` if the socket does not answer): while the host is connected the guest's
+        tracer waits in a read, instead of polling a port that reads as ended."""
+        try:
+            self._connect(timeout)
+        except OSError as exc:
+            raise ToolError(f"{self.name}: the guest's tracer's socket did not answer: {exc!r}") from exc
+
     def _connect(self, timeout: float) -> socket.socket:
         if self._sock is None:
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

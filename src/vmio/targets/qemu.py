@@ -259,6 +259,9 @@ class QemuRig:
         ]
         for tracer, _ in self.tracers:
             stack.callback(tracer.close)
+            if env.layers:  # the guest's tracer waits for commands instead of polling its port
+                with contextlib.suppress(VmioError):  # a point's "on" says why, if it still cannot
+                    tracer.connect()
         self.idle = fleet.vms[target.vms :]
         local = [b for b in target.backing if not b.startswith("rbd:")]
         if target.conf and (Path(target.conf).parent / "vmio-dstore.json").is_file():
