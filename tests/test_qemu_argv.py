@@ -55,6 +55,20 @@ def test_virtio_blk_with_range_iothread_and_cache_modes() -> None:
     assert "vmio.disks=/dev/vda" in option(argv, "-append")[0]
 
 
+def test_the_agent_and_the_tracer_share_one_virtio_serial_device() -> None:
+    """The guest_block tracer's port (docs/layers.md) beside the agent's, on one virtio-serial device; each
+    port's socket in the VM's own folder."""
+    argv = build_argv(VMConfig(agent_interval=1, trace_port=True), IMAGE, RUNTIME, caps())
+    devices = option(argv, "-device")
+    assert devices.count("virtio-serial-pci,id=vser0") == 1
+    assert "virtserialport,bus=vser0.0,chardev=agent,name=vmio.agent" in devices
+    assert "virtserialport,bus=vser0.0,chardev=trace,name=vmio.trace" in devices
+    assert "socket,id=trace,path=/run/vm/trace.sock,server=on,wait=off" in option(argv, "-chardev")
+    alone = build_argv(VMConfig(trace_port=True), IMAGE, RUNTIME, caps())
+    assert "virtio-serial-pci,id=vser0" in option(alone, "-device")
+    assert not any("vser0" in d for d in option(build_argv(VMConfig(), IMAGE, RUNTIME, caps()), "-device"))
+
+
 def test_iothread_vq_mapping_only_when_qemu_has_it() -> None:
     config = VMConfig(disks=(Disk(Path("/d.img")),), iothreads=2, queues=4)
     old = build_argv(config, IMAGE, RUNTIME, caps())

@@ -1,6 +1,7 @@
 """A point's latency per layer, traced around its fio run (``[campaign] layers = true``; docs/layers.md).
 
-``Tracing`` starts what can be started before fio (the host's block layer: ``metrics.blocktrace``) and says
+``Tracing`` starts what can be started before fio (the host's block layer: ``metrics.blocktrace``; QEMU's
+request events; the guests' block layer through vmio's guest tracer: ``metrics.guesttrace``) and says
 why a layer was not traced (no local disk, no root, no bpftrace, no tracefs, a failed attach): the point is
 measured either way. ``finish`` fills the record's ``layers`` (``show --json``'s figures, with ``app`` from
 fio's own results) and ``layer_hists`` (the histograms the store keeps) over the measured window.
@@ -16,13 +17,14 @@ from pathlib import Path
 from types import TracebackType
 
 from vmio.errors import VmioError
-from vmio.metrics import blocktrace, qemutrace
+from vmio.metrics import blocktrace, guesttrace, qemutrace
 from vmio.metrics import layers as lay
 from vmio.metrics.sampler import DiskProbe
+from vmio.qemu.guestctl import GuestTracer
 from vmio.store.records import JobResult, RunRecord
 from vmio.system.process import Runner
 from vmio.targets import Rig
-from vmio.targets.base import TracesQemu
+from vmio.targets.base import TracesGuest, TracesQemu
 from vmio.units import human_bytes
 
 ATTACH_S = blocktrace.ATTACH_TIMEOUT_S
@@ -44,7 +46,9 @@ def rig_disks(rig: Rig, sys_root: str | Path) -> list[blocktrace.Disk]:
 class Tracing:
     """The layers of one point: started on entry, stopped on exit (however the point ends)."""
 
-    def __init__(self, rig: Rig, runner: Runner, sys_root: str | Path, limit_s: float) -> None:
+    def __init__(
+        self, rig: Rig, runner: Runner, sys_root: str | Path, limit_s: float, seconds: float | None = None
+    ) -> None:
         self.disks = rig_disks(rig, sys_root)
         self.runner, self.sys_root, self.limit_s = runner, sys_root, limit_s
         self.host: blocktrace.HostBlockTrace | None = None
@@ -54,9 +58,13 @@ class Tracing:
         self.cut: str | None = None  # why QEMU's events were switched off before the point ended
         self._done = threading.Event()
         self._watcher: threading.Thread | None = None
+        self.slot = guesttrace.slot_ns(limit_s if seconds is None else seconds)
+        self.guest: list[GuestTracer] = []  # the guests tracing their block layer
+        self.tables: list[guesttrace.Table] | None = None  # what they counted, read at the point's end
 
     def __enter__(self) -> Tracing:
         self._start_qemu()
+        self._start_guest()
         why = blocktrace.why_not(self.disks, self.sys_root, self.runner)
         if why is None:
             trace = blocktrace.HostBlockTrace(self.disks, self.limit_s + ATTACH_S)
@@ -110,6 +118,43 @@ class Tracing:
                 )
             return
 
+    def _start_guest(self) -> None:
+        """The guests' block layer traced (``vmio-trace on``), in a rig whose VMs run vmio's guest; a guest
+        that refuses says why (its own words) and every guest is switched off again."""
+        if not isinstance(self.rig, TracesGuest):
+            return
+        tracers = self.rig.guest_tracers()
+        if isinstance(tracers, str):
+            self.why["guest_block"] = tracers
+            return
+        for tracer, disk in tracers:
+            try:
+                rc, said = tracer.command(f"on {disk} {self.slot} {guesttrace.SIZE}")
+            except VmioError as exc:
+                rc, said = 1, str(exc)
+            if rc != 0:
+                self.why["guest_block"] = f"{tracer.name}'s block layer could not be traced: {said.strip()}"
+                self._stop_guest()
+                return
+            self.guest.append(tracer)
+
+    def _stop_guest(self) -> None:
+        """Read what each guest counted, then switch its tracing off (whatever the reading did)."""
+        tables, tracers, self.guest = [], self.guest, []
+        for tracer in tracers:
+            try:
+                rc, said = tracer.command("read")
+                if rc != 0:
+                    raise VmioError(said.strip())
+                tables.append(guesttrace.read(said))
+            except VmioError as exc:
+                self.why["guest_block"] = f"{tracer.name}'s count could not be read: {exc}"
+            finally:
+                with contextlib.suppress(VmioError):  # a VM that cannot answer is failing the point already
+                    tracer.command("off")
+        if tracers and "guest_block" not in self.why:
+            self.tables = tables
+
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
@@ -117,6 +162,7 @@ class Tracing:
         if self._watcher is not None:  # before the events go off here: one QMP call at a time
             self._watcher.join()
         try:
+            self._stop_guest()
             if self.qemu and isinstance(self.rig, TracesQemu):
                 # a VM that cannot answer is failing the point already; its log goes with it
                 with contextlib.suppress(VmioError):
@@ -131,6 +177,17 @@ class Tracing:
         spans: dict[str, lay.Spans] = {}
         if self.qemu:
             window = self._qemu(window, spans, shown)
+        if self.tables is not None:
+            spans["guest_block"] = lay.Spans()
+            guesttrace.window(self.tables, window[1] - window[0], self.slot, spans["guest_block"])
+            guest = lay.traced(spans["guest_block"])
+            dropped = sum(t.dropped for t in self.tables)
+            cuts = [t.failed for t in self.tables if t.failed]
+            if dropped:
+                cuts.append(f"the guests' tables were full: {dropped} requests were not counted")
+            if cuts:
+                guest["cut"] = "; ".join(cuts)
+            shown["guest_block"] = guest
         if self.host is not None:
             spans["host_block"] = self.host.window(*window)
             shown["host_block"] = {
@@ -175,7 +232,8 @@ def _size(path: Path) -> int:
 
 
 def tracing(
-    wanted: bool, rig: Rig, runner: Runner, sys_root: str | Path, limit_s: float
+    wanted: bool, rig: Rig, runner: Runner, sys_root: str | Path, limit_s: float, seconds: float | None = None
 ) -> contextlib.AbstractContextManager[Tracing | None]:
-    """``Tracing`` when the campaign asks for layers, else nothing."""
-    return Tracing(rig, runner, sys_root, limit_s) if wanted else contextlib.nullcontext()
+    """``Tracing`` when the campaign asks for layers, else nothing (``seconds``: the point's ramp and
+    runtime, which size the guests' time slots)."""
+    return Tracing(rig, runner, sys_root, limit_s, seconds) if wanted else contextlib.nullcontext()

@@ -197,7 +197,9 @@ def _run_point(
     try:
         with (
             rig.watch(rec.campaign, rec.point_key) as notes,
-            tracing(layers is not None, rig, runner, layers or "/sys", timeout) as traced,
+            tracing(
+                layers is not None, rig, runner, layers or "/sys", timeout, workload.ramp + workload.runtime
+            ) as traced,
         ):
             sampler = Sampler(rig.probes, interval)
             with steps.step(tl.SAMPLER_START):

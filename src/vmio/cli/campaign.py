@@ -323,7 +323,8 @@ def print_dry_run(camp: spec.Campaign, out: TextIO) -> None:
         out.write(f"series {camp.series!r} (vmio trend {camp.series})\n")
     if camp.layers:
         out.write(
-            "layers: each point's latency traced per layer (host_block; qemu in virtio-blk VMs; docs/layers.md)\n"
+            "layers: each point's latency traced per layer (host_block; guest_block in vmio's VMs; qemu in their "
+            "virtio-blk disks; docs/layers.md)\n"
         )
     if camp.until is not None:
         out.write(

@@ -27,8 +27,9 @@ from vmio.system.files import check_place, check_trusted
 from vmio.system.process import Runner
 
 # Bump when the image layout changes (2: uncompressed initramfs; 3: fio's engine libraries stubbed,
-# busybox's applet links in the image; 4: an ELF vmlinux for PVH boot beside the bzImage).
-FORMAT = 4
+# busybox's applet links in the image; 4: an ELF vmlinux for PVH boot beside the bzImage; 5: the guest_block
+# tracer ``vmio-trace``).
+FORMAT = 5
 FIO_PORT = 8765
 READY_MARKER = "VMIO-READY"
 
@@ -89,6 +90,7 @@ def versions(source: inputs.KernelSource, runner: Runner, lean: bool = True) -> 
         (
             script("init.sh")
             + script("agent.sh")
+            + script("trace.sh")
             + f"format={FORMAT}"
             + f"modules={modules}"
             + f"stubs={stubs.fingerprint() if _stubbing(lean) else 'none'}"
@@ -263,6 +265,7 @@ def _write_tree(
         w.symlink(applet, "/bin/busybox")
     w.file("init", script("init.sh").replace("@LD_LIBRARY_PATH@", lib_dirs).encode(), 0o755)
     w.file("bin/vmio-agent", script("agent.sh").encode(), 0o755)
+    w.file("bin/vmio-trace", script("trace.sh").encode(), 0o755)
     listing = []
     for module in modules:
         name = f"lib/modules/{module.name.split('.ko')[0]}.ko"

@@ -50,11 +50,12 @@ for disk in $disks; do
     [ -b "$disk" ] || echo "vmio-guest: disk $disk did not appear"
 done
 
-if [ -n "$agent" ]; then
-    for port in /sys/class/virtio-ports/*; do
-        [ "$(cat "$port/name" 2>/dev/null)" = vmio.agent ] && /bin/vmio-agent "/dev/${port##*/}" "$agent" "$hits" &
-    done
-fi
+for port in /sys/class/virtio-ports/*; do
+    case "$(cat "$port/name" 2>/dev/null)" in
+        vmio.agent) [ -n "$agent" ] && /bin/vmio-agent "/dev/${port##*/}" "$agent" "$hits" & ;;
+        vmio.trace) /bin/vmio-trace "/dev/${port##*/}" & ;;  # the guest_block layer's tracer (host-driven)
+    esac
+done
 
 fio --server=",$fio_port" &
 fio_pid=$!

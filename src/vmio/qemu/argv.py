@@ -18,6 +18,7 @@ from vmio.qemu.caps import QemuCaps
 from vmio.qemu.vmconfig import Accel, Bus, Cache, Disk, Machine, VMConfig
 
 AGENT_PORT_NAME = "vmio.agent"
+TRACE_PORT_NAME = "vmio.trace"
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,11 @@ class Runtime:
     @property
     def agent(self) -> Path:
         return self.workdir / "agent.sock"
+
+    @property
+    def trace(self) -> Path:
+        """The socket of the guest's tracer (``VMConfig.trace_port``)."""
+        return self.workdir / "trace.sock"
 
     @property
     def qemu_log(self) -> Path:
@@ -190,14 +196,21 @@ def build_argv(config: VMConfig, image: GuestImage, runtime: Runtime, caps: Qemu
     argv += disk_args(config, caps)
     if config.balloon:
         argv += ["-device", f"{_virtio('balloon', config)},id=balloon0"]
+    if config.agent_interval is not None or config.trace_port:
+        argv += ["-device", f"{_virtio('serial', config)},id=vser0"]
     if config.agent_interval is not None:
         argv += [
-            "-device",
-            f"{_virtio('serial', config)},id=vser0",
             "-chardev",
             f"socket,id=agent,path={_esc(runtime.agent)},server=on,wait=off",
             "-device",
             f"virtserialport,bus=vser0.0,chardev=agent,name={AGENT_PORT_NAME}",
+        ]
+    if config.trace_port:
+        argv += [
+            "-chardev",
+            f"socket,id=trace,path={_esc(runtime.trace)},server=on,wait=off",
+            "-device",
+            f"virtserialport,bus=vser0.0,chardev=trace,name={TRACE_PORT_NAME}",
         ]
     argv += config.extra_args
     return argv

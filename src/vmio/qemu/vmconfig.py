@@ -118,6 +118,7 @@ class VMConfig:
     machine: Machine | str = Machine.Q35
     balloon: bool = True
     agent_interval: float | None = None  # seconds; starts the guest agent on a virtio-serial port
+    trace_port: bool = False  # the guest_block layer's tracer on a virtio-serial port (docs/layers.md)
     disk_wait: int = 30  # seconds the guest waits for its disks before declaring itself ready
     loglevel: int = 4
     extra_append: tuple[str, ...] = field(default=())

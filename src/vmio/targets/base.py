@@ -19,6 +19,7 @@ from vmio.fio.jobfile import Placement
 from vmio.fio.output import FioOutput
 from vmio.metrics.sampler import Probe
 from vmio.qemu.builds import QemuBuild
+from vmio.qemu.guestctl import GuestTracer
 from vmio.spec import Workload
 from vmio.system.process import Runner
 
@@ -98,6 +99,15 @@ class TracesQemu(Protocol):
     def qemu_logs(self) -> list[Path] | str: ...
 
     def qemu_events(self, enable: bool) -> None: ...
+
+
+@runtime_checkable
+class TracesGuest(Protocol):
+    """A rig whose guests run vmio's tracer (docs/layers.md, ``guest_block``): ``guest_tracers`` are each
+    measured VM's tracer with the name of its disk in the guest (``vda``), or the sentence saying why the
+    guests' block layer is not traced."""
+
+    def guest_tracers(self) -> list[tuple[GuestTracer, str]] | str: ...
 
 
 @contextlib.contextmanager

@@ -157,6 +157,11 @@ class LibvirtRig:
             for d in self.domains
         ]
 
+    def guest_tracers(self) -> str:
+        """The operator's guests' block layer is not traced (``TracesGuest``; docs/layers.md): vmio's tracer
+        runs only in the guests vmio boots, and tracing in someone's guest needs more than the host's say."""
+        return "the operator's guests are not traced (vmio's guest tracer runs only in the VMs vmio boots)"
+
     def facts(self) -> Facts:
         return Facts(
             device=self.device,

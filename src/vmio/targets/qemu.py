@@ -23,6 +23,7 @@ from vmio.errors import InputError, VmioError
 from vmio.metrics.sampler import CpuProbe, DiskProbe, Probe
 from vmio.qemu import VM, AccelProber, Disk, Fleet, QemuCaps, VMConfig, builds, probe_caps
 from vmio.qemu.argv import nvme_timeout_needed, plan_iothreads
+from vmio.qemu.guestctl import GuestTracer
 from vmio.qemu.threads import COMM_LEN, Snapshot, cpu_between, read_threads
 from vmio.qemu.tracing import LAYER_EVENTS, layer_log_args, qemu_trace_args, trace_events
 from vmio.spec import QemuTarget, RbdTarget, Target, Workload
@@ -233,6 +234,7 @@ class QemuRig:
                 machine=target.machine,
                 extra_args=self._trace_args(i),
                 loglevel=GUEST_LOGLEVEL,
+                trace_port=env.layers,
             )
             for i, disk in enumerate(self._held(self._rbd_client(layout(target, env.destroy), stack), stack))
         ]
@@ -252,6 +254,14 @@ class QemuRig:
         )
         self.fleet = fleet
         self.vms = fleet.vms[: target.vms]  # the measured VMs
+        self.tracers = [
+            (GuestTracer(vm.runtime.trace, vm.config.name), vm.guest_devices()[0]) for vm in self.vms
+        ]
+        for tracer, _ in self.tracers:
+            stack.callback(tracer.close)
+            if env.layers:  # the guest's tracer waits for commands instead of polling its port
+                with contextlib.suppress(VmioError):  # a point's "on" says why, if it still cannot
+                    tracer.connect()
         self.idle = fleet.vms[target.vms :]
         local = [b for b in target.backing if not b.startswith("rbd:")]
         if target.conf and (Path(target.conf).parent / "vmio-dstore.json").is_file():
@@ -333,6 +343,12 @@ class QemuRig:
     def qemu_logs(self) -> list[Path] | str:
         """Each measured VM's log of QEMU's request events (``TracesQemu``), or why there is none."""
         return self.layer_logs
+
+    def guest_tracers(self) -> list[tuple[GuestTracer, str]] | str:
+        """Each measured VM's tracer and its disk in the guest (``TracesGuest``), or why there is none."""
+        if not self.env.layers:
+            return "the campaign does not trace layers"
+        return [(tracer, device.removeprefix("/dev/")) for tracer, device in self.tracers]
 
     def qemu_events(self, enable: bool) -> None:
         """Switch QEMU's request events on (for a point) or off, in every measured VM."""
