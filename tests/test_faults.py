@@ -117,8 +117,17 @@ def test_fio_killed_at_its_deadline_is_a_failed_point_with_the_reason(
 
 
 def our_qemus() -> list[int]:
-    return [pid for pid, _ in leftover_processes(os.environ[SESSION_MARK])
-            if Path(f"/proc/{pid}/comm").read_text().startswith("qemu-system")]  # fmt: skip
+    """This session's QEMU processes (one that exits while they are listed is not)."""
+    return [
+        pid for pid, _ in leftover_processes(os.environ[SESSION_MARK]) if _comm(pid).startswith("qemu-system")
+    ]
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text()
+    except FileNotFoundError:  # it exited after it was listed (a stopped point's fio, a killed QEMU)
+        return ""
 
 
 @needs_qemu
