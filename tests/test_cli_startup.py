@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -61,13 +62,13 @@ def helps(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> list[t
 HELPS = helps(build_parser())
 
 
-def probe(*runs: tuple[str, ...]) -> tuple[set[str], list[tuple[int, set[str]]]]:
+def probe(*runs: tuple[str, ...], home: Path = ROOT) -> tuple[set[str], list[tuple[int, set[str]]]]:
     """The packages the light parent had, and for each of ``runs`` the exit code of `vmio ARGS` and the
-    top-level packages loaded after it, each in its own fork of that parent."""
+    top-level packages loaded after it, each in its own fork of that parent (``home``: its ``HOME``)."""
     done = subprocess.run(
         [sys.executable, "-c", PROBE],
         input="".join(json.dumps(list(args)) + "\n" for args in runs),
-        env={"PYTHONPATH": SRC, "PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": str(ROOT)},
+        env={"PYTHONPATH": SRC, "PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": str(home)},
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -110,3 +111,14 @@ def test_the_command_table_is_what_each_module_registers(family: str) -> None:
     sub = argparse.ArgumentParser().add_subparsers()
     importlib.import_module(f"vmio.cli.{family}").register(sub)
     assert tuple(sub.choices) == FEATURES[family]
+
+
+def test_a_report_imports_no_target_rig(tmp_path: Path) -> None:
+    """`vmio report` reads what a stored target is (``targets.traits``), never the rigs that run targets: they
+    bring QEMU's control (asyncio), fio's launcher, libvirt and Ceph clients, a third of its start-up."""
+    db = tmp_path / "v2.db"
+    shutil.copyfile(ROOT / "tests" / "data" / "stores" / "v2-campaign.db", db)
+    page = tmp_path / "r.html"
+    _, [(code, modules)] = probe(("report", "base", "-o", str(page), "--db", str(db)), home=tmp_path)
+    assert code == 0 and page.stat().st_size > 0 and "matplotlib" in modules  # it drew the page
+    assert "asyncio" not in modules

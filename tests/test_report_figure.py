@@ -173,18 +173,41 @@ def test_a_process_with_threads_draws_alone(monkeypatch: pytest.MonkeyPatch) -> 
         waiter.join()
 
 
+def test_two_processes_take_each_queued_item_once() -> None:
+    """The sections' queue: a child and this process reading it at once take every item, none twice."""
+    queue = drawing._queue(range(200))
+    try:
+        child, pipe = drawing._fork(lambda: list(drawing._taken(queue, 255)))
+        try:
+            mine = list(drawing._taken(queue))
+            theirs = drawing._collect(child, pipe)
+        finally:
+            drawing._end(child, pipe)
+    finally:
+        os.close(queue)
+    assert theirs is not None and theirs[0] == 255  # its first, given
+    assert sorted(mine + theirs[1:]) == list(range(200))
+    with pytest.raises(ValueError, match="below 256"):
+        drawing._queue([256])
+
+
 def test_a_report_built_and_drawn_by_two_processes_is_the_same_page(monkeypatch: pytest.MonkeyPatch) -> None:
-    """build(drawn=True): a child builds and draws the figures within runs and sends back what the page
-    needs; the page is the same text as one process makes (but for its time stamp), and when the child
-    fails this process builds its sections too."""
+    """build(drawn=True): a child and this process take the sections from one queue, the child starting with
+    the costliest (the figures within runs); the child sends back what the page needs of its sections; the
+    page is the same text as one process makes (but for its time stamp), and when the child fails this
+    process builds its sections too."""
     campaign = data.load(Store(STORES / "v2-campaign.db", readonly=True), "base")
     stamp = re.compile(r"made by vmio on [^<]*")
     alone = stamp.sub("", page.render(page.build(campaign)))
     report = page.build(campaign, drawn=True)
-    forked = [p for s in report.sections if s.id in page.FORKED for p in s.plots]
-    assert {p.id for p in forked} == {"time-0", "time-1", "qemu-0", "qemu-1"}
+    assert page.COSTLIEST[0] == "over-time"
+    by_child = {s.id for s in report.sections if s.plots[0].figure is None}
+    forked = [p for s in report.sections if s.id in by_child for p in s.plots]
+    assert {"time-0", "time-1"} <= {p.id for p in forked}  # the child's first section
+    ids = [p.id for p in report.plots]
+    assert len(ids) == len(set(ids)) and {"time-0", "time-1", "qemu-0", "qemu-1"} <= set(ids)  # each once:
     assert all(p.figure is None and p.svg for p in forked)  # built and drawn by the child
-    assert all(p.figure is not None for p in report.plots if p not in forked)
+    assert all(p.figure is not None and p.svg for p in report.plots if p not in forked)  # or by this one
     assert stamp.sub("", page.render(report)) == alone
     with pytest.raises(ValueError, match="drawn by another process"):
         to_png(forked[0])

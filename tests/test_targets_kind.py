@@ -12,7 +12,8 @@ from vmio.campaign import runner
 from vmio.errors import InputError
 from vmio.qemu import builds
 from vmio.spec import Campaign, loads_spec
-from vmio.targets import kind_of, qemu
+from vmio.targets import KINDS, kind_of, qemu
+from vmio.targets.traits import TRAITS, traits_of, vm_config
 
 
 def campaign(tmp_path: Path, version: str = "") -> Campaign:
@@ -59,3 +60,13 @@ def test_each_kind_answers_by_its_spec_kind(tmp_path: Path) -> None:
     assert kind_of(bare).size(bare) == 4096 and kind_of(vm).size(vm) == 4096  # the file's own size
     config = kind_of(vm).qemu(vm)
     assert config is not None and kind_of(vm).label(vm) == f"; cache {config.cache}, aio {config.aio}"
+
+
+def test_each_kind_is_its_traits_with_a_rig(tmp_path: Path) -> None:
+    """What the report reads of a kind without its rig (``targets.traits``) is the kind's own answer."""
+    assert set(TRAITS) == set(KINDS)
+    for name, kind in KINDS.items():
+        assert isinstance(kind, type(TRAITS[name])), name
+    bare, vm = campaign(tmp_path).targets
+    assert (vm_config(bare), vm_config(vm), vm_config(None)) == (None, vm, None)
+    assert (traits_of(bare).bare, traits_of(vm).vm) == (kind_of(bare).bare, kind_of(vm).vm) == (True, True)

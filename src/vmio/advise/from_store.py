@@ -27,7 +27,7 @@ from vmio.store import capacity as calibrated
 from vmio.store.campaigns import normal_key
 from vmio.store.rows import PointRow, build_label, point_row
 from vmio.system.blockdev import in_use, is_rotational, stable_id
-from vmio.targets import vm_config
+from vmio.targets.traits import vm_config
 
 # The evidence wants each class's busiest thread (% of one core), not the class's sum.
 QEMU_METRICS = {

@@ -27,7 +27,7 @@ from vmio.published import (
 from vmio.spec import QemuTarget
 from vmio.store import Store
 from vmio.store.rows import point_row
-from vmio.targets import vm_config
+from vmio.targets.traits import vm_config
 
 SEED_BY_CONFIG = {
     SCALE_OUT: SEED_RATIO_SCALE_OUT,

@@ -24,7 +24,7 @@ from vmio.qemu import QemuCaps
 from vmio.spec import Campaign, loads_spec
 from vmio.spec.dump import dumps
 from vmio.store import Store
-from vmio.targets import vm_config
+from vmio.targets.traits import vm_config
 
 
 class PointVerdict(TypedDict):

@@ -16,7 +16,7 @@ from vmio.stats.histogram import Histogram
 from vmio.stats.spread import Spread
 from vmio.store import Store
 from vmio.store.rows import PointRow, build_label, point_rows
-from vmio.targets import vm_config
+from vmio.targets.traits import vm_config
 
 DDIRS = ("read", "write")
 Offered = int | None  # None = "max" (unthrottled)

@@ -1,12 +1,15 @@
 """A report's figures built and drawn as SVG, in two processes when this one may run on two CPUs.
 
 Building and drawing figures is most of a report's time and each figure is drawn alone. ``built`` forks a
-child that builds and draws some sections' figures and sends back what the page needs of them (SVG, ids,
-plotted values) while this process builds and draws the rest; ``svgs`` (for figures already built, as when
+child, and the child and this process share the report's sections: each takes the next section nobody has
+taken from a queue (a pipe holding one byte per section, costliest first: one ``read`` of one byte takes
+one, whichever process asks), builds and draws it; the child sends back what the page needs of its
+sections' figures (SVG, ids, plotted values). A process slowed by the machine's other work so takes fewer
+sections, instead of leaving the other waiting on a fixed half. ``svgs`` (for figures already built, as when
 PNGs are written too) has a forked child, which inherits them, draw about half. The SVGs are the same text
-either way (ids are salted with the plot's id, not with the process). The child dies with vmio (a
-parent-death SIGKILL) and is given ``TIMEOUT`` seconds; if it fails or runs out of time, this process does
-its share too.
+whichever process draws them (ids are salted with the plot's id, not with the process). The child dies
+with vmio (a parent-death SIGKILL) and is given ``TIMEOUT`` seconds; if it fails or runs out of time, this
+process does its share too.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import select
 import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypedDict
 
 from vmio.report.figure import Plot, to_svg
@@ -35,20 +38,50 @@ def may_fork() -> bool:
     return len(os.sched_getaffinity(0)) >= 2 and threading.active_count() == 1
 
 
-def built(makers: Sequence[Callable[[], list[Plot]]], theirs: set[int]) -> list[list[Plot]]:
-    """Each maker's plots, drawn: the makers at ``theirs`` run in a forked child (their plots come back
-    without figures), the others here."""
-    if not theirs or not may_fork():
+def built(makers: Sequence[Callable[[], list[Plot]]], order: Sequence[int]) -> list[list[Plot]]:
+    """Each maker's plots, drawn. With two CPUs a forked child and this process take the makers from one
+    queue in ``order`` (indices, costliest first; the rest after them): the child starts with the first,
+    this process with the second. A maker the child ran comes back as its plots without figures."""
+    if len(makers) < 2 or not may_fork():
         return [_drawn(make()) for make in makers]
-    child, pipe = _fork(lambda: {str(i): [_sent(p) for p in _drawn(makers[i]())] for i in theirs})
+    ranked = list(dict.fromkeys([*order, *range(len(makers))]))
+    queue = _queue(ranked[1:])
     try:
-        out = {i: _drawn(make()) for i, make in enumerate(makers) if i not in theirs}
-        sent = _collect(child, pipe)
+        child, pipe = _fork(
+            lambda: {str(i): [_sent(p) for p in _drawn(makers[i]())] for i in _taken(queue, ranked[0])}
+        )
+        try:
+            out = {i: _drawn(makers[i]()) for i in _taken(queue)}
+            sent = _collect(child, pipe)
+        finally:
+            _end(child, pipe)
     finally:
-        _end(child, pipe)
-    for i in theirs:
-        out[i] = [Plot(figure=None, **p) for p in sent[str(i)]] if sent else _drawn(makers[i]())
-    return [out[i] for i in range(len(makers))]
+        os.close(queue)
+    for key, plots in (sent or {}).items():
+        out[int(key)] = [Plot(figure=None, **p) for p in plots]
+    return [out[i] if i in out else _drawn(makers[i]()) for i in range(len(makers))]
+
+
+def _queue(items: Sequence[int]) -> int:
+    """A pipe's reading end holding ``items`` (one byte each, its writing end closed: an empty queue reads
+    as its end)."""
+    if any(not 0 <= i < 256 for i in items):
+        raise ValueError(f"a queue holds indices below 256, not {list(items)}")
+    read, write = os.pipe()
+    try:
+        os.write(write, bytes(items))  # a handful of bytes: far below a pipe's buffer
+    finally:
+        os.close(write)
+    return read
+
+
+def _taken(queue: int, first: int | None = None) -> Iterator[int]:
+    """``first``, then each item this process takes from ``queue`` (one byte a read: two processes reading
+    one pipe never get the same byte) until it is empty."""
+    if first is not None:
+        yield first
+    while taken := os.read(queue, 1):
+        yield taken[0]
 
 
 def _drawn(plots: list[Plot]) -> list[Plot]:

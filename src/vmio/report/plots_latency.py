@@ -14,7 +14,7 @@ from matplotlib.patches import Patch
 from vmio.report.data import CampaignData, Group, Offered, labels
 from vmio.report.data import offered_label as olabel
 from vmio.report.figure import PALETTE, Plot, color, finish, legend, legend_of, log_scale, new_figure, style
-from vmio.targets import vm_config
+from vmio.targets.traits import vm_config
 from vmio.units import format_size
 
 Facet = tuple[int, int] | None  # (vCPUs, VMs); None for host targets

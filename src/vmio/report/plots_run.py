@@ -25,7 +25,7 @@ from vmio.report.figure import (
     style,
 )
 from vmio.report.plots_load import curve, family_title, offered_ticks, series_label
-from vmio.targets import vm_config
+from vmio.targets.traits import vm_config
 from vmio.units import format_size
 
 TIME_PANELS = (

@@ -30,7 +30,7 @@ from vmio.published import SEED_BARE, SEED_BY_KEY, SEED_CONFIGS, SeedConfig
 from vmio.report.compare_text import columns
 from vmio.report.data import CampaignData, Group, iops
 from vmio.spec.model import Target
-from vmio.targets import kind_of, vm_config
+from vmio.targets.traits import traits_of, vm_config
 
 SEED_SETUP = "KVM, Fedora 23 (Linux 4.2.3), NVMe SSD, N = 16 fio"
 TCG_NOTE = (
@@ -49,7 +49,7 @@ DEDICATED_BUSES = ("block", "vfio")
 def config_of(spec: Target | None) -> SeedConfig | None:
     """The seed-000 configuration a target's spec (as the campaign stored it) has, if any; a target the
     spec does not name reads as a bare host."""
-    if spec is None or kind_of(spec).bare:
+    if spec is None or traits_of(spec).bare:
         return BARE
     vm = vm_config(spec)
     if vm is None:

@@ -2,18 +2,36 @@
 
 ``open_target`` starts a target for its points and gives a ``Rig`` (``targets.base``): its fio endpoints,
 the device it reports, what it samples, the facts a run records. ``placement.endpoints`` derives where a
-point's I/O goes, for the real run and the dry run alike.
+point's I/O goes, for the real run and the dry run alike. What a kind is without its rig (VMs or not, bare
+or not, its QEMU configuration) is in ``targets.traits``, which the report reads without the rigs.
 """
 
-from __future__ import annotations
+import typing as _typing
 
-from contextlib import AbstractContextManager
+from vmio.lazy import exports as _exports
 
-from vmio.errors import InputError
-from vmio.spec import QemuTarget, Target
-from vmio.targets import host, libvirt, qemu, rbd, remote
-from vmio.targets.base import Endpoint, Env, Facts, Notes, Rig
-from vmio.targets.kind import Checks, Kind
+if _typing.TYPE_CHECKING:
+    from vmio.targets.base import Endpoint, Env, Facts, Notes, Rig
+    from vmio.targets.kind import Checks, Kind
+    from vmio.targets.registry import KINDS, kind_of, open_target
+    from vmio.targets.traits import vm_config
+
+# Each name is imported on first use (PEP 562): ``vmio.targets.traits`` comes without every kind's rig.
+_LAZY = {
+    "KINDS": "vmio.targets.registry",
+    "Checks": "vmio.targets.kind",
+    "Endpoint": "vmio.targets.base",
+    "Env": "vmio.targets.base",
+    "Facts": "vmio.targets.base",
+    "Kind": "vmio.targets.kind",
+    "Notes": "vmio.targets.base",
+    "Rig": "vmio.targets.base",
+    "kind_of": "vmio.targets.registry",
+    "open_target": "vmio.targets.registry",
+    "vm_config": "vmio.targets.traits",
+}
+
+__getattr__, __dir__ = _exports(__name__, _LAZY, globals())
 
 __all__ = [
     "KINDS",
@@ -28,24 +46,3 @@ __all__ = [
     "open_target",
     "vm_config",
 ]
-
-# every target kind, by the spec's ``kind`` (a new kind: its module and its line here)
-KINDS: dict[str, Kind] = {k.name: k for k in (host.KIND, qemu.KIND, remote.KIND, rbd.KIND, libvirt.KIND)}
-
-
-def kind_of(target: Target) -> Kind:
-    """The kind that answers for ``target``."""
-    found = KINDS.get(target.kind)
-    if found is None:
-        raise InputError(f"target {target.name!r}: kind {target.kind!r} is not supported")
-    return found
-
-
-def open_target(target: Target, env: Env) -> AbstractContextManager[Rig]:
-    """Start ``target`` (VMs: boot them) for as long as the block lasts; tear it down after."""
-    return kind_of(target).open(target, env)
-
-
-def vm_config(target: Target | None) -> QemuTarget | None:
-    """The QEMU configuration of a target whose VMs vmio starts (None for other kinds, or no target)."""
-    return None if target is None else kind_of(target).qemu(target)

@@ -10,13 +10,14 @@ from pathlib import Path
 
 from vmio.errors import InputError, UnsafeTargetError
 from vmio.metrics.sampler import CpuProbe, DiskProbe, Probe
-from vmio.spec import HostTarget, QemuTarget, Target, Workload
+from vmio.spec import HostTarget, Target, Workload
 from vmio.system import device_facts, files
 from vmio.system.blockdev import Loop, device_chain, loop_device, reported_device, size_of
 from vmio.system.safety import check_target_write, hold, is_block_device, named
 from vmio.targets import placement
 from vmio.targets.base import Endpoint, Env, Facts, Notes, nothing_to_watch
 from vmio.targets.kind import Checks, check_paths
+from vmio.targets.traits import HostTraits
 
 CHUNK = 4 << 20
 
@@ -123,12 +124,8 @@ def loop_facts(loops: list[Loop]) -> dict[str, object]:
     }
 
 
-class HostKind:
+class HostKind(HostTraits):
     """``kind = "host"``: a file (created to its size) or block device on this host, fio run here."""
-
-    name = "host"
-    vm = False
-    bare = True
 
     def preflight(self, target: Target, checks: Checks) -> None:
         t = _host(target)
@@ -147,9 +144,6 @@ class HostKind:
     def size(self, target: Target) -> int | None:
         t = _host(target)
         return t.size if t.size is not None else size_of(t.path)
-
-    def qemu(self, target: Target) -> QemuTarget | None:
-        return None
 
     def label(self, target: Target) -> str:
         return ""

@@ -31,11 +31,12 @@ from vmio.libvirt.guest_fio import Domain
 from vmio.libvirt.virsh import Virsh, is_local
 from vmio.metrics.sampler import CpuProbe, DiskProbe, Probe
 from vmio.qemu.threads import COMM_LEN, Snapshot, cpu_between, read_threads
-from vmio.spec import LibvirtDomain, LibvirtTarget, QemuTarget, Target, Workload
+from vmio.spec import LibvirtDomain, LibvirtTarget, Target, Workload
 from vmio.system import device_facts
 from vmio.system.blockdev import device_chain, reported_device
 from vmio.targets.base import Endpoint, Env, Facts, Notes, nothing_to_watch
 from vmio.targets.kind import Checks
+from vmio.targets.traits import LibvirtTraits
 
 PID_DIR = Path("/run/libvirt/qemu")
 # the qemu layer of a libvirt target (docs/layers.md): what its ``why`` says
@@ -210,12 +211,8 @@ class LibvirtRig:
         return result
 
 
-class LibvirtKind:
+class LibvirtKind(LibvirtTraits):
     """``kind = "libvirt"``: running libvirt domains, fio inside them through their guest agent."""
-
-    name = "libvirt"
-    vm = True
-    bare = False
 
     def preflight(self, target: Target, checks: Checks) -> None:
         if checks.writes:
@@ -227,9 +224,6 @@ class LibvirtKind:
 
     def size(self, target: Target) -> int | None:
         return None
-
-    def qemu(self, target: Target) -> QemuTarget | None:
-        return None  # libvirt starts its domains' QEMU: vmio reads their shape, not a QemuTarget
 
     def label(self, target: Target) -> str:
         return ""

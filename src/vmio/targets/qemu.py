@@ -35,6 +35,7 @@ from vmio.system.safety import check_target_write, hold, is_block_device
 from vmio.targets import host, placement
 from vmio.targets.base import Endpoint, Env, Facts, Notes
 from vmio.targets.kind import Checks, check_paths
+from vmio.targets.traits import QemuTraits
 from vmio.traces.vm_runs import point_dir, vm_trace_name
 
 ALIGN = 1 << 20
@@ -399,12 +400,8 @@ def resolved_build(target: QemuTarget, env: Env) -> builds.QemuBuild:
     return build
 
 
-class QemuKind:
+class QemuKind(QemuTraits):
     """``kind = "qemu"``: VMs vmio boots with a chosen disk path, fio inside them as fio servers."""
-
-    name = "qemu"
-    vm = True
-    bare = False
 
     def preflight(self, target: Target, checks: Checks) -> None:
         t = _qemu(target)
@@ -439,9 +436,6 @@ class QemuKind:
         per_path = t.vms_per_backing()
         sizes = [size // n for path, n in per_path.items() if (size := size_of(path)) is not None]
         return min(sizes) if sizes else None
-
-    def qemu(self, target: Target) -> QemuTarget | None:
-        return _qemu(target)
 
     def label(self, target: Target) -> str:
         t = _qemu(target)

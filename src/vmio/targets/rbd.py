@@ -12,7 +12,7 @@ from pathlib import Path
 
 from vmio.errors import InputError
 from vmio.metrics.sampler import CpuProbe, DiskProbe, Probe
-from vmio.spec import QemuTarget, RbdTarget, Target, Workload
+from vmio.spec import RbdTarget, Target, Workload
 from vmio.system import device_facts, rbdimage
 from vmio.system.blockdev import device_chain, reported_device
 from vmio.system.cephclient import authenticate, client_conf
@@ -20,6 +20,7 @@ from vmio.targets import placement
 from vmio.targets.base import Endpoint, Env, Facts, Notes, nothing_to_watch
 from vmio.targets.kind import Checks
 from vmio.targets.qemu import ceph_client
+from vmio.targets.traits import RbdTraits
 
 
 class RbdRig:
@@ -50,12 +51,8 @@ class RbdRig:
         return nothing_to_watch()
 
 
-class RbdKind:
+class RbdKind(RbdTraits):
     """``kind = "rbd"``: a Ceph RBD image written by fio's ``rbd`` engine."""
-
-    name = "rbd"
-    vm = False
-    bare = False
 
     def preflight(self, target: Target, checks: Checks) -> None:
         t = _rbd(target)
@@ -71,9 +68,6 @@ class RbdKind:
             yield RbdRig(t, env, conf)
 
     def size(self, target: Target) -> int | None:
-        return None
-
-    def qemu(self, target: Target) -> QemuTarget | None:
         return None
 
     def label(self, target: Target) -> str:

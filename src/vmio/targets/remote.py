@@ -14,13 +14,14 @@ from collections.abc import Iterator, Sequence
 from vmio.errors import ToolError, UnsafeTargetError
 from vmio.fio import run as fiorun
 from vmio.metrics.sampler import CpuProbe, Probe
-from vmio.spec import QemuTarget, RemoteTarget, Target, Workload
+from vmio.spec import RemoteTarget, Target, Workload
 from vmio.system.guard import PortGuard
 from vmio.system.paths import remote_normal
 from vmio.system.ports import free_port, wait_for_port
 from vmio.targets import placement
 from vmio.targets.base import Endpoint, Env, Facts, Notes, nothing_to_watch
 from vmio.targets.kind import Checks
+from vmio.targets.traits import RemoteTraits
 
 
 def check_remote_writes(target: RemoteTarget, destroy: Sequence[str]) -> None:
@@ -94,12 +95,8 @@ class LocalFioServer:
         self.guard.close()
 
 
-class RemoteKind:
+class RemoteKind(RemoteTraits):
     """``kind = "remote"``: hosts running ``fio --server``; vmio cannot see their files."""
-
-    name = "remote"
-    vm = False
-    bare = False
 
     def preflight(self, target: Target, checks: Checks) -> None:
         if checks.writes:
@@ -111,9 +108,6 @@ class RemoteKind:
 
     def size(self, target: Target) -> int | None:
         return _remote(target).size  # a fio server's device or file: only the spec can tell
-
-    def qemu(self, target: Target) -> QemuTarget | None:
-        return None
 
     def label(self, target: Target) -> str:
         return ""
