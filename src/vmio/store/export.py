@@ -202,23 +202,18 @@ def flat_points(store: Store, campaign: str) -> list[TableRow]:
             flat[f"dstore_{key}"] = json.dumps(value) if isinstance(value, list | dict) else value
         flat["offered_iops"] = _offered(row)
         flat["hosts"] = " ".join(row.hosts)
-        for ddir, columns in LAT_FLAT:
-            lat = row.lat_ns(ddir) or {}
-            flat.update([(column, lat.get(key)) for column, key in columns])
+        for ddir, columns, keys in LAT_FLAT:
+            lat = row.lat_ns(ddir)
+            flat.update(zip(columns, map(lat.get, keys), strict=True) if lat else dict.fromkeys(columns))
         rows.append(flat)
     return rows
 
 
 # show --json's keys a flat table spreads out
 NESTED = ("read_lat_ns", "write_lat_ns", "hosts", "dstore", "layers")
+_LAT_KEYS = ("min", "mean", "max", "p50", "p90", "p99", "p99.9", "p99.99")
 LAT_FLAT = tuple(
-    (
-        ddir,
-        tuple(
-            (f"{ddir}_lat_{k.replace('.', '_')}_ns", k)
-            for k in ("min", "mean", "max", "p50", "p90", "p99", "p99.9", "p99.99")
-        ),
-    )
+    (ddir, tuple(f"{ddir}_lat_{k.replace('.', '_')}_ns" for k in _LAT_KEYS), _LAT_KEYS)
     for ddir in ("read", "write")
 )  # each direction's latency columns and the keys they take
 
@@ -411,10 +406,30 @@ def _csv(rows: list[TableRow], columns: tuple[str, ...]) -> bytes:
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow([inert(k) for k in names])
     blank = [""] * len(names)  # a column a row does not have
-    writer.writerows(  # ``inert`` only for text: a call per number was a third of 100k points' time
-        [inert(v) if isinstance(v, str) else v for v in map(row.get, names, blank)] for row in rows
-    )
+    for at in range(0, len(rows), 1000):
+        chunk = rows[at : at + 1000]
+        text = (
+            io.StringIO()
+        )  # the rows as they are: a cell the writer starts with a formula's sign is refused
+        csv.writer(text, lineterminator="\n").writerows(map(row.get, names, blank) for row in chunk)
+        if _formula_free(text.getvalue()):
+            buf.write(text.getvalue())
+            continue
+        writer.writerows(  # ``inert`` only for text: a call per number was a third of 100k points' time
+            [inert(v) if isinstance(v, str) else v for v in map(row.get, names, blank)] for row in chunk
+        )
     return buf.getvalue().encode()
+
+
+def _formula_free(text: str) -> bool:
+    """Whether no cell of CSV ``text`` (whole lines) starts with a sign of ``FORMULA_STARTS``, quoted or not:
+    then ``inert`` changes none of its cells (a number starting with "-" is refused too)."""
+    if text[:1] in FORMULA_STARTS or (text[:1] == '"' and text[1:2] in FORMULA_STARTS):
+        return False
+    return not any(f"{before}{sign}" in text for sign in FORMULA_STARTS for before in _CELL_STARTS)
+
+
+_CELL_STARTS = (",", "\n", ',"', '\n"')  # what a cell follows inside a CSV text: a comma or a line's end
 
 
 def _csv_rows(store: Store, campaign: str, table: str, columns: tuple[str, ...], order: str) -> bytes:
