@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from vmio.errors import InputError
+from vmio.store import jsontext
 from vmio.store.database import Store
 from vmio.store.formats import FORMATS
 from vmio.store.rows import PointRow, gc_paused, point_rows
@@ -313,8 +314,9 @@ def _document(store: Store, campaign: str, fmt: str) -> bytes:
 
 def _json_document(store: Store, campaign: str) -> str:
     """``json.dumps({"campaign", "points", "series", "oplat"}, indent=1)``, the same text, written a part at
-    a time: Python's encoder is its slow pure-Python one wherever ``indent`` is given, so the flat rows of
-    the side tables (20 and more a point) go through the C one, their separators carrying the indentation."""
+    a time: Python's encoder is its slow pure-Python one wherever ``indent`` is given, so the points go through
+    ``jsontext.dumps`` and the flat rows of the side tables (20 and more a point) through the C one, their
+    separators carrying the indentation (``_json_rows``: as a %-format of each chunk where it can)."""
     flat = json.JSONEncoder(separators=(",\n   ", ": "))  # a side table's row, two levels deep
 
     def rows(chunks: Iterator[list[tuple[Any, ...]]], columns: tuple[str, ...]) -> str:
@@ -331,7 +333,7 @@ def _json_document(store: Store, campaign: str) -> str:
             rows(store.campaign_table(name, columns[1:], order, campaign), columns) if text is None else text
         )
 
-    points = json.dumps(flat_points(store, campaign), indent=1).replace("\n", "\n ")  # no newline in a string
+    points = jsontext.dumps(flat_points(store, campaign)).replace("\n", "\n ")  # no newline in a string
     sampled = table("sample", SERIES_COLUMNS, SERIES_ORDER)
     ops = table("oplat", OPLAT_COLUMNS, OPLAT_ORDER)
     return f'{{\n "campaign": {json.dumps(campaign)},\n "points": {points},\n "series": {sampled},\n "oplat": {ops}\n}}'
