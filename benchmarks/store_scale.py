@@ -44,6 +44,27 @@ here): 10.8 s CPU before, 11.7 s after, 52 s and 48 s wall under that load.
 Not at the targets: on this machine as loaded the floor is the C work of fetching and formatting each sample
 row (``repr`` of a float took 2-3 µs in these hours against about 0.1 µs idle).
 
+Measured for issue 42, third round (2 cores shared with five other engineers' work, load average 10-17 the
+whole time, so every figure is about twice what an idle host gives; ``--before`` main's ``src``, by turns, one
+run each, CPU seconds in a child with its imports excluded): the ``.series`` and ``.oplat`` tables of ``csv``
+and ``json`` are one ``%``-format of each 5000-row chunk (SQLite reads each cell as the writer would take it,
+``export.CSV_TEXT``/``CSV_NUMBER``/``JSON_TEXT``/``JSON_NUMBER``; a chunk holding a character the writer
+would quote or escape goes through the writer as before), csv's points table is written by the CSV writer as
+its cells are and then checked for a cell starting with a formula's sign (such a chunk goes through
+``inert``), json's points go through ``jsontext.dumps``; ``PointRow.to_json`` and the stored figures are read
+with one getter each. 100k: ``export csv`` 35.2 -> 23.5 s CPU (352 -> 235 µs a point; 96 s -> 64 s wall),
+``export json`` 44.4 -> 30.6 s (444 -> 305), ``export ndjson`` 143 -> 127, ``export prometheus`` 108 -> 112,
+``export parquet`` 223 -> 237 (not changed), ``compare`` 66 -> 58 (6.6 -> 5.8 s CPU, 17 s -> 13 s wall),
+``show --json`` 54 -> 56 (not changed). 10k, the same run: ``export csv`` 273 -> 304, ``json`` 394 -> 290,
+``compare`` 109 -> 94, ``show --json`` 50 -> 55: single runs under that load differ by 10-15 % from one to
+the next (``show --json`` did not change). Every format's output is byte-identical to main's (``cmp`` of
+both trees' exports of the 1k and 10k stores, of a 1k store given NULL values, formula-like, quoted, non-ASCII,
+control-character and blob text cells, tied rows and odd numbers in ``.series`` and ``.oplat``, and of every
+store in tests/data/stores; tests/test_export_tables.py holds the side tables and the points table against the
+standard library's writers). Not at the target of 50 µs a point (shares from cProfile at 10k): a quarter of
+csv's time is ``.series`` (20 rows a point, fetched and formatted), most of the rest its points table
+(``point_rows``, then a dict per point); 70 % of ``compare`` is ``point_rows``, the rest the grouping.
+
 Measured (2 cores shared with other developers' tests, load 2-3; ``--only 'show --json' --repeat 5``, CPU
 seconds (user+sys) as median and range; each tree read its own copy of the same stores, one after the
 other): ``show --json`` before ``store.show_json`` (each point a ``PointRow``, then a dict, then

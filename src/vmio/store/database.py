@@ -696,13 +696,13 @@ class Store:
         columns: Sequence[str],
         order: str,
         campaign: str,
-        cell: str = "{c}",
+        cell: str | Sequence[str] = "{c}",
         size: int = 5000,
     ) -> Iterator[list[tuple[Any, ...]]]:
         """A detail table's rows of the campaign's runs as plain tuples: each run's point key, then ``columns``,
         by run and then ``order`` (``export`` of a million samples), ``size`` rows at a time (never all held at
         once). ``cell`` is the SQL each value is read through (``{c}``: the column), e.g. export's
-        guard of CSV cells.
+        guard of CSV cells; or one such SQL per value (the point key's first).
 
         The runs are walked in id order and each run's rows read through the table's ``run_id`` index (SQLite
         sorts one run's rows at a time, not the whole table's in one temporary tree)."""
@@ -710,7 +710,9 @@ class Store:
         row = self.db.execute("SELECT id FROM campaign WHERE name = ?", (campaign,)).fetchone()
         if row is None:
             return
-        picked = ", ".join(cell.format(c=c) for c in ("r.point_key", *(f"t.{c}" for c in columns)))
+        cells = [cell] * (len(columns) + 1) if isinstance(cell, str) else cell
+        named = ("r.point_key", *(f"t.{c}" for c in columns))
+        picked = ", ".join(sql.format(c=c) for sql, c in zip(cells, named, strict=True))
         cur = self.db.cursor(GuardedCursor)
         cur.row_factory = None
         cur.execute(  # "+": the runs in id order, not through the campaign's index (which SQLite would sort)

@@ -13,11 +13,13 @@ import csv
 import io
 import itertools
 import json
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypedDict
 
 from vmio.errors import InputError
+from vmio.store import jsontext
 from vmio.store.database import Store
 from vmio.store.formats import FORMATS
 from vmio.store.rows import PointRow, gc_paused, point_rows
@@ -201,23 +203,18 @@ def flat_points(store: Store, campaign: str) -> list[TableRow]:
             flat[f"dstore_{key}"] = json.dumps(value) if isinstance(value, list | dict) else value
         flat["offered_iops"] = _offered(row)
         flat["hosts"] = " ".join(row.hosts)
-        for ddir, columns in LAT_FLAT:
-            lat = row.lat_ns(ddir) or {}
-            flat.update([(column, lat.get(key)) for column, key in columns])
+        for ddir, columns, keys in LAT_FLAT:
+            lat = row.lat_ns(ddir)
+            flat.update(zip(columns, map(lat.get, keys), strict=True) if lat else dict.fromkeys(columns))
         rows.append(flat)
     return rows
 
 
 # show --json's keys a flat table spreads out
 NESTED = ("read_lat_ns", "write_lat_ns", "hosts", "dstore", "layers")
+_LAT_KEYS = ("min", "mean", "max", "p50", "p90", "p99", "p99.9", "p99.99")
 LAT_FLAT = tuple(
-    (
-        ddir,
-        tuple(
-            (f"{ddir}_lat_{k.replace('.', '_')}_ns", k)
-            for k in ("min", "mean", "max", "p50", "p90", "p99", "p99.9", "p99.99")
-        ),
-    )
+    (ddir, tuple(f"{ddir}_lat_{k.replace('.', '_')}_ns" for k in _LAT_KEYS), _LAT_KEYS)
     for ddir in ("read", "write")
 )  # each direction's latency columns and the keys they take
 
@@ -317,8 +314,9 @@ def _document(store: Store, campaign: str, fmt: str) -> bytes:
 
 def _json_document(store: Store, campaign: str) -> str:
     """``json.dumps({"campaign", "points", "series", "oplat"}, indent=1)``, the same text, written a part at
-    a time: Python's encoder is its slow pure-Python one wherever ``indent`` is given, so the flat rows of
-    the side tables (20 and more a point) go through the C one, their separators carrying the indentation."""
+    a time: Python's encoder is its slow pure-Python one wherever ``indent`` is given, so the points go through
+    ``jsontext.dumps`` and the flat rows of the side tables (20 and more a point) through the C one, their
+    separators carrying the indentation (``_json_rows``: as a %-format of each chunk where it can)."""
     flat = json.JSONEncoder(separators=(",\n   ", ": "))  # a side table's row, two levels deep
 
     def rows(chunks: Iterator[list[tuple[Any, ...]]], columns: tuple[str, ...]) -> str:
@@ -329,10 +327,42 @@ def _json_document(store: Store, campaign: str) -> str:
         ]
         return "[\n  " + ",\n  ".join(items) + "\n ]" if items else "[]"
 
-    points = json.dumps(flat_points(store, campaign), indent=1).replace("\n", "\n ")  # no newline in a string
-    sampled = rows(store.campaign_table("sample", SERIES_COLUMNS[1:], SERIES_ORDER, campaign), SERIES_COLUMNS)
-    ops = rows(store.campaign_table("oplat", OPLAT_COLUMNS[1:], OPLAT_ORDER, campaign), OPLAT_COLUMNS)
+    def table(name: str, columns: tuple[str, ...], order: str) -> str:
+        text = _json_rows(store, campaign, name, columns, order)
+        return (
+            rows(store.campaign_table(name, columns[1:], order, campaign), columns) if text is None else text
+        )
+
+    points = jsontext.dumps(flat_points(store, campaign)).replace("\n", "\n ")  # no newline in a string
+    sampled = table("sample", SERIES_COLUMNS, SERIES_ORDER)
+    ops = table("oplat", OPLAT_COLUMNS, OPLAT_ORDER)
     return f'{{\n "campaign": {json.dumps(campaign)},\n "points": {points},\n "series": {sampled},\n "oplat": {ops}\n}}'
+
+
+def _json_rows(store: Store, campaign: str, table: str, columns: tuple[str, ...], order: str) -> str | None:
+    """A detail table's list in the JSON document as ``_json_document``'s ``rows`` writes it, each chunk of
+    rows one ``%`` of its rows' text (``str`` of a number is its JSON; a text is written in quotes as it is);
+    None where a value is not written so (a text needing an escape, a NULL text, a blob: ``JSON_TEXT``)."""
+    item = "{\n   " + ",\n   ".join(f'"{c}": ' + ('"%s"' if c in TEXT_COLUMNS else "%s") for c in columns)
+    item += "\n  }"
+    cells = [JSON_TEXT if c in TEXT_COLUMNS else JSON_NUMBER for c in columns]
+    chunks = []
+    for rows in store.campaign_table(table, columns[1:], order, campaign, cell=cells):
+        template = ",\n  ".join([item] * len(rows))
+        text = template % tuple(itertools.chain.from_iterable(rows))
+        if not (text.isascii() and _plain(text, template, '"\\\n') and not _JSON_ESCAPED.search(text)):
+            return None
+        chunks.append(text)
+    return "[\n  " + ",\n  ".join(chunks) + "\n ]" if chunks else "[]"
+
+
+# a JSON value as SQLite reads it for ``_json_rows``: a number as it is, NULL as null; text as it is, to be put
+# in quotes; anything else (a NULL or a blob where text is kept) a control character, which sends the whole
+# table back to the JSON encoder
+JSON_TEXT = "CASE WHEN {c} >= '' AND {c} < X'' THEN {c} ELSE char(1) END"
+JSON_NUMBER = "CASE WHEN {c} < '' THEN {c} WHEN {c} IS NULL THEN 'null' ELSE char(1) END"
+# what the JSON encoder writes otherwise than ``str`` does: a control character (escaped), an infinity
+_JSON_ESCAPED = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]|: -?(?:inf|nan)")
 
 
 def export(store: Store, campaign: str, fmt: str, path: Path) -> list[Path]:
@@ -378,21 +408,70 @@ def _csv(rows: list[TableRow], columns: tuple[str, ...]) -> bytes:
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow([inert(k) for k in names])
     blank = [""] * len(names)  # a column a row does not have
-    writer.writerows(  # ``inert`` only for text: a call per number was a third of 100k points' time
-        [inert(v) if isinstance(v, str) else v for v in map(row.get, names, blank)] for row in rows
-    )
+    for at in range(0, len(rows), 1000):
+        chunk = rows[at : at + 1000]
+        text = (
+            io.StringIO()
+        )  # the rows as they are: a cell the writer starts with a formula's sign is refused
+        csv.writer(text, lineterminator="\n").writerows(map(row.get, names, blank) for row in chunk)
+        if _formula_free(text.getvalue()):
+            buf.write(text.getvalue())
+            continue
+        writer.writerows(  # ``inert`` only for text: a call per number was a third of 100k points' time
+            [inert(v) if isinstance(v, str) else v for v in map(row.get, names, blank)] for row in chunk
+        )
     return buf.getvalue().encode()
+
+
+def _formula_free(text: str) -> bool:
+    """Whether no cell of CSV ``text`` (whole lines) starts with a sign of ``FORMULA_STARTS``, quoted or not:
+    then ``inert`` changes none of its cells (a number starting with "-" is refused too)."""
+    if text[:1] in FORMULA_STARTS or (text[:1] == '"' and text[1:2] in FORMULA_STARTS):
+        return False
+    return not any(f"{before}{sign}" in text for sign in FORMULA_STARTS for before in _CELL_STARTS)
+
+
+_CELL_STARTS = (",", "\n", ',"', '\n"')  # what a cell follows inside a CSV text: a comma or a line's end
 
 
 def _csv_rows(store: Store, campaign: str, table: str, columns: tuple[str, ...], order: str) -> bytes:
     """A detail table (``sample``, ``oplat``) of the campaign as CSV, as ``_csv`` writes its rows as dicts:
-    the header, then each row, its text cells made inert by SQLite as it reads them (``INERT_SQL``)."""
+    the header, then each row, its text cells made inert by SQLite as it reads them (``INERT_SQL``).
+
+    A chunk of rows is one ``%`` of a line per row (``str`` of each cell, as the CSV writer takes it) where no
+    cell holds a character the writer would quote (``_plain``); else the writer writes that chunk."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow([inert(k) for k in columns])
-    for rows in store.campaign_table(table, columns[1:], order, campaign, cell=INERT_SQL):
-        writer.writerows(rows)
+    cells = [(CSV_TEXT if c in TEXT_COLUMNS else CSV_NUMBER).format(inert=INERT_SQL) for c in columns]
+    line = ",".join(["%s"] * len(columns)) + "\n"
+    for rows in store.campaign_table(table, columns[1:], order, campaign, cell=cells):
+        template = line * len(rows)
+        text = template % tuple(itertools.chain.from_iterable(rows))
+        if _plain(text, template, CSV_QUOTED):
+            buf.write(text)
+        else:
+            writer.writerows(rows)
     return buf.getvalue().encode()
+
+
+def _plain(text: str, template: str, special: str) -> bool:
+    """Whether ``text``, ``template`` filled in, holds each ``special`` character only where ``template``
+    does: none came from a value (counted over the whole text, in C)."""
+    return all(text.count(c) == template.count(c) for c in special)
+
+
+# the cells the CSV writer quotes hold one of these (it quotes ``,``, ``"`` and ``\n``; ``\r`` too in some
+# Pythons): a chunk holding one anywhere but between cells and lines goes through the writer
+CSV_QUOTED = ',"\n\r'
+# the detail tables' columns of TEXT affinity: their values are text, or NULL (or a blob, in a store written
+# by hand); the others are numbers, NULL or text
+TEXT_COLUMNS = frozenset({"point", "source", "metric", "host", "job", "ddir"})
+# a CSV cell as SQLite reads it: ``INERT_SQL``'s value, NULL as "" (the writer's ``str`` of None); right for a
+# value of any type, and cheap for the usual one: text from "A" on (no formula starts below it), or a number
+# (below any text). ``{c}`` stays for ``INERT_SQL``'s column.
+CSV_TEXT = "CASE WHEN {{c}} COLLATE BINARY >= 'A' THEN {{c}} ELSE ifnull({inert}, '') END"
+CSV_NUMBER = "CASE WHEN {{c}} < '' THEN {{c}} ELSE ifnull({inert}, '') END"
 
 
 # A text cell starting with one of these is a formula to a spreadsheet (OWASP "CSV injection").

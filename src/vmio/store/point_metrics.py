@@ -10,6 +10,7 @@ computed from the ``run_metric`` rows as the store returns them, so a point read
 from __future__ import annotations
 
 import json
+import operator
 import re
 import sqlite3
 from collections.abc import Mapping, Sequence
@@ -75,10 +76,14 @@ def stored(row: Mapping[str, Any] | sqlite3.Row) -> Figures | None:
     if qemu is None:
         return None
     return Figures(
-        {name: row[name] for name in DEVICE_FIELDS.values()},
-        {name: row[name] for name in CPU_FIELDS.values()},
+        dict(zip(_DEVICE_NAMES, _DEVICE(row), strict=True)),  # a getter of the columns: 100k points
+        dict(zip(_CPU_NAMES, _CPU(row), strict=True)),
         None if qemu == "null" else json.loads(qemu),  # "null": no QEMU process (most points), not decoded
     )
+
+
+_DEVICE_NAMES, _CPU_NAMES = tuple(DEVICE_FIELDS.values()), tuple(CPU_FIELDS.values())
+_DEVICE, _CPU = operator.itemgetter(*_DEVICE_NAMES), operator.itemgetter(*_CPU_NAMES)
 
 
 def qemu_cpu_pct(metrics: Metrics) -> QemuCpu | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import json
+import operator
 import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -108,8 +109,11 @@ def direction(row: RunRow, ddir: str) -> Direction:
     jobs = int(row[jobs_c])
     if jobs == 0:  # nothing measured this direction: the sums of nothing, as summarize gives them
         return Direction(0, 0, 0, 0, None)
-    lat = None if row[lat_c[1]] is None else dict(zip(LAT_NAMES, map(row.__getitem__, lat_c), strict=True))
+    lat = None if row[lat_c[1]] is None else dict(zip(LAT_NAMES, _LATENCY[ddir](row), strict=True))
     return Direction(jobs, row[iops_c], row[bw_c], row[ops_c], lat)
+
+
+_LATENCY = {d: operator.itemgetter(*lat) for d, (*_, lat) in _STORED.items()}  # a direction's latency columns
 
 
 def stored(row: RunRow) -> Summary | None:
