@@ -127,6 +127,61 @@ def run_once(src: Path, spec: Path, db: Path) -> tuple[float, dict[str, float], 
     return wall, iops, steps
 
 
+# Run in each tree's own process: every VM target of the spec started as a campaign starts it, its guests not
+# booted (``Fleet.start`` left out), so what a target's start costs beside the boot shows through the noise
+# that other work on the host puts on the boots themselves.
+STARTS = """
+import dataclasses, json, sys, time
+from vmio.campaign import runner
+from vmio.qemu import fleet
+from vmio.spec import load_spec
+from vmio.targets import kind_of, open_target
+fleet.Fleet.start = lambda self, poll=0.05: self
+campaign = load_spec(sys.argv[1])
+options = runner.Options()
+runner.preflight(campaign, options)
+took = {}
+for target in campaign.targets:
+    if kind_of(target).vm:
+        env = dataclasses.replace(options.target_env(), writes=True)
+        started = time.monotonic()
+        with open_target(target, env):
+            took[target.name] = time.monotonic() - started
+print(json.dumps(took))
+"""
+
+
+def starts_once(src: Path, spec: Path) -> dict[str, float]:
+    """Each VM target's start without its guests' boot, in seconds, in a fresh process of the tree ``src``."""
+    done = subprocess.run(
+        [sys.executable, "-c", STARTS, str(spec)],
+        env={**os.environ, "PYTHONPATH": str(src)},
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
+    if done.returncode != 0:
+        sys.exit(
+            f"campaign_efficiency: the target starts ({src}) exited {done.returncode}: {done.stderr[-800:]}"
+        )
+    took: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return took
+
+
+def report_starts(starts: dict[str, list[dict[str, float]]]) -> None:
+    names = list(starts)
+    print("\neach VM target's start without its guests' boot, seconds, median (range over the runs):")
+    print(f"  {'target':<30}" + "".join(f"{n:>24}" for n in names))
+    targets = list(dict.fromkeys(t for runs in starts.values() for took in runs for t in took))
+    for target in [*targets, "all"]:
+        cells = []
+        for name in names:
+            values = [sum(took.values()) if target == "all" else took[target] for took in starts[name]]
+            cells.append(f"{statistics.median(values):>8.2f} ({min(values):.2f}-{max(values):.2f})")
+        print(f"  {target:<30}" + "".join(f"{c:>24}" for c in cells))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--targets", default="bare,2fio-1vm-sysqemu", help="the demo's targets to run, or 'all'")
@@ -134,6 +189,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=1, help="runs of each tree, by turns")
     ap.add_argument("--before", type=Path, help="another checkout's src, run by turns with this one")
     ap.add_argument("--dir", default="/var/tmp", help="where the campaign's files and stores go")
+    ap.add_argument(
+        "--starts",
+        type=int,
+        default=3,
+        help="times each tree starts the VM targets without a boot (0: never)",
+    )
+    ap.add_argument("--no-campaign", action="store_true", help="only the target starts, no campaign run")
     args = ap.parse_args(argv)
     targets = None if args.targets == "all" else args.targets.split(",")
     offered = args.offered.split(",") if args.offered else None
@@ -144,6 +206,14 @@ def main(argv: list[str] | None = None) -> int:
         spec.write_text(text)
         prepare_files(text)
         trees = {"before": args.before, "after": HERE} if args.before else {"this tree": HERE}
+        starts: dict[str, list[dict[str, float]]] = {t: [] for t in trees}
+        for _ in range(args.starts):
+            for name, src in trees.items():
+                starts[name].append(starts_once(src, spec))
+        if args.starts:
+            report_starts(starts)
+        if args.no_campaign:
+            return 0
         runs: dict[str, list[tuple[float, dict[str, float], dict[str, float]]]] = {t: [] for t in trees}
         for i in range(args.repeat):
             for name, src in trees.items():
