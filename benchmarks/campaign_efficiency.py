@@ -14,7 +14,7 @@ its targets (default: ``bare`` and ``2fio-1vm-sysqemu``, which needs no QEMU bui
 ``--offered`` only some offered loads (default: all three). The demo's own paths (/var/lib/vmio) are not
 touched. Needs root for the VM targets (as ``make demo``), the guest image in vmio's cache.
 
-Measured (2 cores shared with other developers' tests, load average 7-16, TCG; ``--targets
+Measured in the first round (2 cores shared with other developers' tests, load average 7-16, TCG; ``--targets
 bare,2fio-1vm,2fio-1vm-sysqemu --offered 2000,max --before`` main's ``src``, one run each by turns; 12 points of
 1 s ramp + 4 s runtime): measuring 60 s of 116 s wall (52 %) before, 60 s of 112 s (54 %) after (the
 timeline only: no cut yet); each point's IOPS within the two runs' spread (bare: 80,794 against 87,922 at
@@ -26,8 +26,61 @@ together, vmio's start-up and the store writes about 3 s. Scaled to ``make demo`
 targets, 8 VMs, 36 VM points): about 84 s of boots and 86 s of fio starts against 210 s measuring, 55-61 %.
 The 80 % target needs both cut: a guest booted while another measures takes the same 2 CPUs under TCG.
 
+``--starts N`` (default 3) first starts every VM target of the spec N times in each tree, by turns, as a
+campaign starts it but without booting its guests, and prints each target's seconds: what a target's start
+costs beside the boots, which the boots' noise on a loaded host hides in the wall time.
+
+Measured in the second round (issue 42 item 2; the same 2 cores shared with five other developers' test
+suites and builds: load average 7-15 throughout, so every wall time below moved by up to +-30 % between
+two runs of the same tree):
+
+- Where a VM target's start went beside its boot: the guest image looked up again (``guest.build()`` asks
+  ``apt-cache`` for the kernel package's version: 3.7 s on this host) and the QEMU build's capabilities
+  probed again (seven QEMU runs: 1.3-2 s), for every target. Both are now found once per run (``Env.images``,
+  ``Env.caps``, by build). ``--targets all --starts 3 --no-campaign --before`` main: the demo's six VM
+  targets' starts without their boots took 55.5 s (52.6-62.5) before and 14.3 s (10.9-18.5) after; the
+  first VM target of a run and the first of another build pay their lookups once (1fio-per-vm-x2 7-14 s,
+  2fio-1vm-sysqemu 2.3-3.7 s), the others 0.0-0.6 s (2fio-1vm-block: its loop device). Every VM's QEMU argv is
+  the same in both trees (the demo's 8 VMs compared, vmio's pid and the forwarded port aside), so no
+  figure can move by it.
+- The boots (q35, the target's disks, 1-2 vCPUs, TCG): launch to ready 11-23 s wall at load 7-15, for
+  5.3-6.6 s of QEMU CPU: the rest is the host's other work. Of the wall, 1-3.5 s pass before the kernel
+  prints (QEMU, SeaBIOS, the PVH entry: the campaign already boots the image's ``vmlinux``), the kernel 5-8
+  s, init to ``VMIO-READY`` 1-3 s. Tried and not kept, for no change beyond the noise in alternating boots
+  (QEMU CPU to ready, median of 4): no option ROM on the virtio-net device (6.06 s against 6.42 s),
+  skipping the kernel's SP800-108 KDF self-test, which ``initcall_debug`` showed at 0.6-1.5 s in some boots
+  (5.96 s against 6.14 s). The machine type, vCPUs and devices are the target's, so not vmio's to change.
+  Readiness is polled every 50 ms (``Fleet.start``), the accelerator probe is cached per host boot.
+- fio's start in a guest (strace of the host's fio client on a booted guest): the client's exec, libraries
+  and job transfer 0.2-0.35 s; from its RUN to the guest's first "server start" 1.1 s (the guest's fio
+  forking its backend and job processes under TCG, with fio's own 100 ms start-up polls); then 0.6 s after
+  the runtime for the logs and statistics. A null job (no I/O at all) takes 1.5-2.6 s through the guest's
+  fio server: that is the floor, fio's own client/server start under TCG; vmio waits for fio's exit
+  without a poll interval (``communicate``), so no vmio wait is left to cut there. ``thread=1`` would change
+  the point's job and was no shorter.
+- Campaigns (``--targets bare,2fio-1vm,2fio-1vm-sysqemu --offered 2000,max --repeat 2``, by turns, load
+  13-15): measuring/wall 33 % (28-38 %, wall 159-212 s) before and 30 % (28-32 %, wall 186-211 s) after: two
+  VM targets save ~4 s, a tenth of the run-to-run spread here; the bare points' IOPS within the runs'
+  spread, the VM points' moved by up to 4.8x between runs of one tree (2fio-1vm's randread at 2000: 436-682
+  before, 143-292 after, with the same QEMU argv). The demo's whole campaign (``--targets all --starts 0``,
+  42 points, one run of each tree by turns): measuring 210 s of 538 s wall (39 %) before and of 480 s (44 %)
+  after, though the before run shared the host with this work's own QEMU tests for most of its time, so
+  the pair is not even; from the store, the targets' starts 189.6 s before and 145.4 s after (44 s less, as
+  the starts above predict: 41 s), fio's starts 123.8 s and 109.7 s (the same work: 36 VM points at 1.4-2.6 s
+  and 6 bare points, more with the load), the targets' stops 2.4 s and 2.3 s. A second pair,
+  nothing of this work beside it: 210 s of 547 s (38 %) before, of 399 s (53 %) after, but the host's load
+  fell from ~12 to ~4 during the after run, so most of that gap is the load (targets' starts 205.8 s and
+  94.3 s, fio's starts 115.1 s and 82.8 s); the saving that holds whatever the load is the ~41 s of
+  lookups above (about 8 points of measuring/wall on the demo's ~500 s). The bare points' IOPS at 500 and
+  2000 within 0.2 % in both pairs; at max they moved between pairs as much as between trees (randwrite 9,284
+  to 18,281 in one tree), the VM points by up to 4.9x between pairs of one tree.
+- Not reached: 80 %. What is left between the measurements is the boots (6 VM targets, 8 VMs: ~145 s at
+  this load) and fio's starts (~110 s) against 210 s measuring; both are TCG CPU that the measured guests
+  need as well, so no overlap under TCG.
+
 Usage: python benchmarks/campaign_efficiency.py [--targets bare,2fio-1vm-sysqemu | --targets all]
-       [--offered 500,max] [--repeat 2] [--before OTHER_CHECKOUT/src] [--dir /var/tmp]
+       [--offered 500,max] [--repeat 2] [--before OTHER_CHECKOUT/src] [--dir /var/tmp] [--starts 3]
+       [--no-campaign]
 """
 
 from __future__ import annotations
@@ -127,6 +180,61 @@ def run_once(src: Path, spec: Path, db: Path) -> tuple[float, dict[str, float], 
     return wall, iops, steps
 
 
+# Run in each tree's own process: every VM target of the spec started as a campaign starts it, its guests not
+# booted (``Fleet.start`` left out), so what a target's start costs beside the boot shows through the noise
+# that other work on the host puts on the boots themselves.
+STARTS = """
+import dataclasses, json, sys, time
+from vmio.campaign import runner
+from vmio.qemu import fleet
+from vmio.spec import load_spec
+from vmio.targets import kind_of, open_target
+fleet.Fleet.start = lambda self, poll=0.05: self
+campaign = load_spec(sys.argv[1])
+options = runner.Options()
+runner.preflight(campaign, options)
+took = {}
+for target in campaign.targets:
+    if kind_of(target).vm:
+        env = dataclasses.replace(options.target_env(), writes=True)
+        started = time.monotonic()
+        with open_target(target, env):
+            took[target.name] = time.monotonic() - started
+print(json.dumps(took))
+"""
+
+
+def starts_once(src: Path, spec: Path) -> dict[str, float]:
+    """Each VM target's start without its guests' boot, in seconds, in a fresh process of the tree ``src``."""
+    done = subprocess.run(
+        [sys.executable, "-c", STARTS, str(spec)],
+        env={**os.environ, "PYTHONPATH": str(src)},
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
+    if done.returncode != 0:
+        sys.exit(
+            f"campaign_efficiency: the target starts ({src}) exited {done.returncode}: {done.stderr[-800:]}"
+        )
+    took: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return took
+
+
+def report_starts(starts: dict[str, list[dict[str, float]]]) -> None:
+    names = list(starts)
+    print("\neach VM target's start without its guests' boot, seconds, median (range over the runs):")
+    print(f"  {'target':<30}" + "".join(f"{n:>24}" for n in names))
+    targets = list(dict.fromkeys(t for runs in starts.values() for took in runs for t in took))
+    for target in [*targets, "all"]:
+        cells = []
+        for name in names:
+            values = [sum(took.values()) if target == "all" else took[target] for took in starts[name]]
+            cells.append(f"{statistics.median(values):>8.2f} ({min(values):.2f}-{max(values):.2f})")
+        print(f"  {target:<30}" + "".join(f"{c:>24}" for c in cells))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--targets", default="bare,2fio-1vm-sysqemu", help="the demo's targets to run, or 'all'")
@@ -134,6 +242,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=1, help="runs of each tree, by turns")
     ap.add_argument("--before", type=Path, help="another checkout's src, run by turns with this one")
     ap.add_argument("--dir", default="/var/tmp", help="where the campaign's files and stores go")
+    ap.add_argument(
+        "--starts",
+        type=int,
+        default=3,
+        help="times each tree starts the VM targets without a boot (0: never)",
+    )
+    ap.add_argument("--no-campaign", action="store_true", help="only the target starts, no campaign run")
     args = ap.parse_args(argv)
     targets = None if args.targets == "all" else args.targets.split(",")
     offered = args.offered.split(",") if args.offered else None
@@ -144,6 +259,14 @@ def main(argv: list[str] | None = None) -> int:
         spec.write_text(text)
         prepare_files(text)
         trees = {"before": args.before, "after": HERE} if args.before else {"this tree": HERE}
+        starts: dict[str, list[dict[str, float]]] = {t: [] for t in trees}
+        for _ in range(args.starts):
+            for name, src in trees.items():
+                starts[name].append(starts_once(src, spec))
+        if args.starts:
+            report_starts(starts)
+        if args.no_campaign:
+            return 0
         runs: dict[str, list[tuple[float, dict[str, float], dict[str, float]]]] = {t: [] for t in trees}
         for i in range(args.repeat):
             for name, src in trees.items():

@@ -20,8 +20,10 @@ from vmio.campaign import offsets, sweep, until_stable
 from vmio.campaign import timeline as tl
 from vmio.campaign.measure import measure_point, precondition
 from vmio.errors import InputError, UnsafeTargetError, VmioError
+from vmio.guest.image import GuestImage
 from vmio.metrics.sampler import Sampler
 from vmio.qemu.builds import QemuBuild
+from vmio.qemu.caps import QemuCaps
 from vmio.spec import Campaign, Point
 from vmio.store import RunRecord, Store
 from vmio.store.records import Precondition
@@ -46,6 +48,8 @@ class Options:
     # measured, left after; what it gives is called with the point's record before the record is stored
     around_point: Callable[[Point], AbstractContextManager[Callable[[RunRecord], None]]] | None = None
     builds: dict[str, QemuBuild] = field(default_factory=dict)  # each QEMU target's build, resolved once
+    caps: dict[str, QemuCaps] = field(default_factory=dict)  # each build's capabilities, probed once
+    images: dict[str, GuestImage] = field(default_factory=dict)  # the VM targets' guest image, found once
 
     def target_env(self) -> Env:
         return Env(
@@ -56,6 +60,8 @@ class Options:
             self.trace_root,
             self.destroy_data,
             builds=self.builds,
+            caps=self.caps,
+            images=self.images,
         )
 
 

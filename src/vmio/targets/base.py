@@ -17,8 +17,10 @@ from typing import Protocol, runtime_checkable
 from vmio.fio import run as fiorun
 from vmio.fio.jobfile import Placement
 from vmio.fio.output import FioOutput
+from vmio.guest.image import GuestImage
 from vmio.metrics.sampler import Probe
 from vmio.qemu.builds import QemuBuild
+from vmio.qemu.caps import QemuCaps
 from vmio.qemu.guestctl import GuestTracer
 from vmio.spec import Workload
 from vmio.system.process import Runner
@@ -38,6 +40,11 @@ class Env:
     layers: bool = False  # the campaign traces its layers (docs/layers.md): VMs start with QEMU's log
     # each QEMU target's build, resolved once per run (by target name; ``targets.qemu.resolved_build``)
     builds: dict[str, QemuBuild] = field(default_factory=dict, compare=False)
+    # what every VM target of a run shares, found once (``targets.qemu.resolved_caps``/``resolved_image``):
+    # each build's capabilities (by its binary) and the guest image; finding them runs QEMU seven times and
+    # apt-cache, 1-5 s a target on a loaded host, between two targets' points
+    caps: dict[str, QemuCaps] = field(default_factory=dict, compare=False)
+    images: dict[str, GuestImage] = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True)

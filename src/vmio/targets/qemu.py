@@ -20,6 +20,7 @@ from typing import Any
 
 from vmio import guest
 from vmio.errors import InputError, VmioError
+from vmio.guest.image import GuestImage
 from vmio.metrics.sampler import CpuProbe, DiskProbe, Probe
 from vmio.qemu import VM, AccelProber, Disk, Fleet, QemuCaps, VMConfig, builds, probe_caps
 from vmio.qemu.argv import nvme_timeout_needed, plan_iothreads
@@ -204,9 +205,9 @@ class QemuRig:
                 target, backing=tuple(mapped[str(Path(b).resolve())] for b in target.backing)
             )
         self.target, self.env = target, env
-        self.caps = target_caps(target, env.runner, resolved_build(target, env))
+        self.caps = resolved_caps(target, env)
         self.iothreads = plan_iothreads(target.bus, target.iothreads, self.caps)
-        image = guest.build()
+        image = resolved_image(env)
         self.accel = AccelProber(image, self.caps).resolve(target.accel)
         self.live_traces: list[Path] = []
         if target.trace:
@@ -398,6 +399,27 @@ def resolved_build(target: QemuTarget, env: Env) -> builds.QemuBuild:
     if build is None:
         build = env.builds[target.name] = builds.resolve(target.qemu, env.runner)
     return build
+
+
+def resolved_caps(target: QemuTarget, env: Env) -> QemuCaps:
+    """The capabilities of the build ``target.qemu`` names, probed once per run (``env.caps``, by the build's
+    binary: the targets of one build share them)."""
+    build = resolved_build(target, env)
+    caps = env.caps.get(build.path)
+    if caps is None:
+        caps = env.caps[build.path] = target_caps(target, env.runner, build)
+    return caps
+
+
+def resolved_image(env: Env) -> GuestImage:
+    """The guest image (``guest.build()``: found in the cache, or built), once per run (``env.images``)."""
+    image = env.images.get(DEFAULT_IMAGE)
+    if image is None:
+        image = env.images[DEFAULT_IMAGE] = guest.build()
+    return image
+
+
+DEFAULT_IMAGE = "default"  # env.images' key of guest.build()'s image (Debian's cloud kernel, lean)
 
 
 class QemuKind(QemuTraits):
