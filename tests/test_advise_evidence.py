@@ -135,6 +135,8 @@ measured_keys = (
     "layer_host_block_read_us",
     "layer_app_write_us",
     "layer_host_block_write_us",
+    "layer_guest_block_read_us",
+    "layer_guest_block_write_us",
 )
 pct_keys = (
     "dev_busy_pct",

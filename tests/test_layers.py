@@ -399,6 +399,8 @@ def test_a_tcg_guest_nests_app_guest_block_qemu_host_block(
         f"{before:.0%} of the VM's read latency is spent before the host's block"
     )
     assert [c["value"] for c in step["evidence"][:2]] == [app["mean_us"], host["mean_us"]]
+    [split] = [s for s in verdict["steps"] if s["node"] == "layers-guest"]  # the guest's layer splits it
+    assert [c["value"] for c in split["evidence"][:3]] == [app["mean_us"], guest["mean_us"], host["mean_us"]]
 
 
 def test_own_costs_stack_to_the_outer_mean() -> None:

@@ -498,6 +498,36 @@ class _Walk:
                 fact(f"measured.layer_host_block_{ddir}_us", host),
             ]
             self.note("layers", f"Where does the {ddir} latency go? (layers traced)", answer, [*cited, share])
+        for ddir, app, guest, host in (
+            ("read", m.layer_app_read_us, m.layer_guest_block_read_us, m.layer_host_block_read_us),
+            ("write", m.layer_app_write_us, m.layer_guest_block_write_us, m.layer_host_block_write_us),
+        ):
+            if vm and app and guest is not None and host is not None:
+                self.guest_layers(ddir, app, guest, host)
+
+    def guest_layers(self, ddir: str, app: float, guest: float, host: float) -> None:
+        """A VM point whose guest's block layer was traced: fio's mean split three ways, in the guest above
+        its block layer, between the guest's block layer and the host's (the virtualization path proper),
+        and in the host's block layer and the device; the largest part named, each cited as its formula."""
+        a, g, h = (f"measured.layer_{name}_{ddir}_us" for name in ("app", "guest_block", "host_block"))
+        parts = [  # (where, short name, share of fio's mean, its formula)
+            ("in the guest above its block layer (fio and the guest's kernel)", "in the guest",
+             max(0.0, app - guest) / app, f"1 - {g} / {a}"),
+            ("between the guest's block layer and the host's (the guest's driver, the virtio hand-off, QEMU, "
+             "the host kernel's submission)", "on the virtualization path", max(0.0, guest - host) / app,
+             f"({g} - {h}) / {a}"),
+            ("in the host's block layer and the device", "in the host's block layer and the device",
+             min(host, app) / app, f"{h} / {a}"),
+        ]  # fmt: skip
+        top = max(parts, key=lambda part: part[2])
+        rest = ", ".join(f"{part[2]:.0%} {part[1]}" for part in parts if part is not top)
+        answer = f"of the VM's {ddir} latency, {top[2]:.0%} is spent {top[0]}; {rest}"
+        cited = [fact(a, app), fact(g, guest), fact(h, host)]
+        cited += [Cite(part[3], round(part[2], 4), ">=" if part is top else "<=", round(top[2], 4))
+                  for part in parts]  # fmt: skip
+        self.note(
+            "layers-guest", f"Which layer holds the VM's {ddir} latency? (the guest's traced)", answer, cited
+        )
 
     def warnings(self) -> list[str]:
         """Host-wide figures made unreliable by other work on the host."""

@@ -103,6 +103,9 @@ class Measured:
     layer_host_block_read_us: float | None = field(default=None, metadata=_kind("number"))
     layer_app_write_us: float | None = field(default=None, metadata=_kind("number"))
     layer_host_block_write_us: float | None = field(default=None, metadata=_kind("number"))
+    # and the guest's block layer's (a VM point whose guest was traced)
+    layer_guest_block_read_us: float | None = field(default=None, metadata=_kind("number"))
+    layer_guest_block_write_us: float | None = field(default=None, metadata=_kind("number"))
 
 
 class EvidenceJson(TypedDict):

@@ -133,6 +133,8 @@ def evidence_for(
         layer_host_block_read_us=layers.mean_us(row.layers, "host_block", "read"),
         layer_app_write_us=layers.mean_us(row.layers, "app", "write"),
         layer_host_block_write_us=layers.mean_us(row.layers, "host_block", "write"),
+        layer_guest_block_read_us=layers.mean_us(row.layers, "guest_block", "read"),
+        layer_guest_block_write_us=layers.mean_us(row.layers, "guest_block", "write"),
     )
     return Evidence(
         host=Host(
