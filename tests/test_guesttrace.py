@@ -59,6 +59,8 @@ def test_the_table_is_read_and_cut_to_the_last_slots() -> None:
         READ + "renewal failed: the guest's pairing triggers could not be written again\n"
     )
     assert failed.failed is not None and failed.failed.startswith("renewal failed")
+    assert table.renewals == 0 and guesttrace.read(READ + "renewals 0\n").renewals == 0
+    assert guesttrace.read(READ + "renewals 3\n").renewals == 3  # each lost the requests then in flight
 
 
 def test_slots_scale_with_the_point() -> None:

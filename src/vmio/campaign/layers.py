@@ -185,6 +185,17 @@ class Tracing:
             cuts = [t.failed for t in self.tables if t.failed]
             if dropped:
                 cuts.append(f"the guests' tables were full: {dropped} requests were not counted")
+            renewals = sum(t.renewals for t in self.tables)
+            if renewals:
+                counted = ", ".join(
+                    f"{d}: {spans['guest_block'].ios(d, 'issue')} counted of fio's {n}"
+                    for d in lay.DIRECTIONS
+                    if (n := sum(r.total_ios for r in results if r.role == "measure" and r.ddir == d))
+                )
+                cuts.append(
+                    f"the guests' pairing tables were renewed {renewals} times in the point: requests in flight "
+                    f"then were not counted ({counted})"
+                )
             if cuts:
                 guest["cut"] = "; ".join(cuts)
             shown["guest_block"] = guest

@@ -6,8 +6,8 @@
 #                          the kernel by a hist trigger on a synthetic event, keyed by direction (rwbs), the
 #                          completion's time slot (SLOT_NS long) and the latency in us, with the sum in ns;
 #                          each table holds SIZE entries
-#   read                   that histogram, then the issue table's totals (what it dropped) and whether a
-#                          renewal failed
+#   read                   that histogram, then the issue table's totals (what it dropped), whether a
+#                          renewal failed and how many renewals were made (below)
 #   off                    every trigger and the synthetic event removed
 #   state                  the trigger files and the dynamic events, as they read now
 # A trigger pairs an issue with its completion by (dev, sector) in a table (SIZE entries) the kernel never
@@ -21,6 +21,7 @@ ISSUE="" ; DONE="" ; HIST="" ; ISSUE_T=$T/events/block/block_rq_issue/trigger
 DONE_T=$T/events/block/block_rq_complete/trigger ; HIST_T=$T/events/synthetic/$SYN/trigger
 renewer=""
 failed=/tmp/vmio-trace.failed
+renewals=/tmp/vmio-trace.renewals
 
 off() {
     [ -n "$renewer" ] && kill "$renewer" 2>/dev/null && wait "$renewer" 2>/dev/null
@@ -59,7 +60,7 @@ on() {
     HIST="hist:keys=rwbs,slot,us:vals=hitcount,lat:sort=slot:size=$size"
     echo "$HIST" >> "$HIST_T" || { HIST="" ; refused ; return 1; }
     issue=$ISSUE ; done_=$DONE ; half=$((size / 2))
-    rm -f "$failed"
+    rm -f "$failed" ; : > "$renewals"
     read -r r _ _ _ w _ < "/sys/block/$disk/stat" ; last=$((r + w))
     (
         # every 0.25 s: once half a table's worth of requests was issued since the last renewal, both
@@ -74,6 +75,7 @@ on() {
             { echo "$issue" >> "$ISSUE_T" && echo "$done_" >> "$DONE_T"; } 2>/dev/null \
                 || { echo "renewal failed: the guest's pairing triggers could not be written again" > "$failed"
                     break; }
+            echo renewed >> "$renewals"
         done
     ) &
     renewer=$!
@@ -99,7 +101,8 @@ while :; do
         case $cmd in
             on) on "$a" "$b" "$c" ;;
             read) cat "$T/events/synthetic/$SYN/hist" && echo "== issue" \
-                && { grep -A9 '^Totals:' "$T/events/block/block_rq_issue/hist"; cat "$failed" 2>/dev/null; true; } ;;
+                && { grep -A9 '^Totals:' "$T/events/block/block_rq_issue/hist"; cat "$failed" 2>/dev/null
+                    echo "renewals $(grep -c . "$renewals" 2>/dev/null)"; true; } ;;
             off) off ;;
             state) state ;;
             *) echo "unknown command: $cmd" ; false ;;

@@ -62,6 +62,7 @@ class Table:
     entries: list[Entry]
     dropped: int = 0
     failed: str | None = None
+    renewals: int = 0  # times the pairing triggers were renewed while on: each loses the requests in flight
 
 
 def read(text: str) -> Table:
@@ -73,7 +74,10 @@ def read(text: str) -> Table:
         if ddir is not None:
             entries.append(Entry(ddir, int(m.group(2)), int(m.group(4)), int(m.group(5))))
     failed = next((line.strip() for line in text.splitlines() if line.startswith("renewal failed")), None)
-    return Table(entries, sum(int(d) for d in _DROPPED.findall(text)), failed)
+    renewed = re.search(r"^renewals (\d+)$", text, re.M)
+    return Table(
+        entries, sum(int(d) for d in _DROPPED.findall(text)), failed, int(renewed.group(1)) if renewed else 0
+    )
 
 
 def window(tables: Iterable[Table], seconds: float, slot: int, spans: Spans) -> None:
