@@ -99,7 +99,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     order, ``-p no:randomly`` keeps the written one). Tests marked ``ceph`` share a real cluster per
     module whose state one test may leave for the next (an OSD stopped and restarted): they run after the others, together, in the order they are written.
     In a pytest-xdist worker of ``--dist loadgroup`` (``make test``) each test also gets its group
-    (``shared_groups``: the Ceph tests are one, still in the order written), left for the controller's
+    (``shared_groups``: the Ceph tests on the suite's cluster are one, still in the order written; those
+    with a cluster of their own another), left for the controller's
     scheduler (``pytest_xdist_make_scheduler``), and the groups holding a slow test come first."""
     ceph = [item for item in items if item.get_closest_marker("ceph")]
     if ceph:
@@ -111,19 +112,34 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if target and getattr(config.option, "loadgroup", False):  # an xdist worker under --dist loadgroup
         groups = shared_groups(items)
         group = {item.nodeid: groups.get(item.nodeid, item.nodeid) for item in items}
+        alone = {group[item.nodeid] for item in items if item.get_closest_marker("alone")}
+        # every test marked alone and every group holding one (its shared fixture is made in whichever of its
+        # tests runs first, so all of them are alone) make one group, the first handed out: one worker runs
+        # them back to back, keeping the other's tests out throughout (``pytest_runtest_protocol``), and the
+        # other worker waits for them once, not once for each
+        for item in items:
+            if group[item.nodeid] in alone:
+                group[item.nodeid] = groups[item.nodeid] = ALONE
+                if not item.get_closest_marker("alone"):
+                    item.add_marker(pytest.mark.alone)
         slow = {group[item.nodeid] for item in items if item.get_closest_marker("slow")}
         size = collections.Counter(group.values())
-        alone = {group[item.nodeid] for item in items if item.get_closest_marker("alone")}
-        for item in items:  # a shared fixture is made in whichever test of its group runs first
-            if group[item.nodeid] in alone and not item.get_closest_marker("alone"):
-                item.add_marker(pytest.mark.alone)
-        # the longest first (groups holding a slow test, the largest of them first; the scheduler keeps this
+        # then the longest (groups holding a slow test, the largest of them first; the scheduler keeps this
         # order), so that no long test starts last beside an idle worker
-        items.sort(key=lambda item: (group[item.nodeid] not in slow, -size[group[item.nodeid]]))
+        items.sort(
+            key=lambda item: (
+                group[item.nodeid] != ALONE,
+                group[item.nodeid] not in slow,
+                -size[group[item.nodeid]],
+            )
+        )
         mine = f"{target}.{os.getpid()}"  # every worker writes the same map; each one whole, then renamed
         Path(mine).write_text(json.dumps(groups))
         os.replace(mine, target)
 
+
+# the group of every test marked alone
+ALONE = "alone"
 
 # where the workers leave each test's group for the controller (xdist's own xdist_group marks need the test's
 # nodeid to change, which pytest 9 no longer allows)
@@ -162,24 +178,41 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[object]:
     """In ``make test``'s workers a test marked ``alone`` (it measures a CPU share that a test beside it would
     take) runs with no test of the other worker beside it: it waits for the one running there to end, and the
-    next one there waits for it. Every other test runs beside any other. A gate taken before the shared
-    lock keeps a waiting ``alone`` test from being passed over by the tests that keep coming."""
+    next one there waits for it; consecutive ``alone`` tests (their group) keep the other worker out from the
+    first to the last. Every other test runs beside any other. A gate taken before the shared lock keeps a
+    waiting ``alone`` test from being passed over by the tests that keep coming."""
     shared = os.environ.get(GROUPS)
     if not shared or not os.environ.get("PYTEST_XDIST_WORKER"):
         return (yield)
     import fcntl
 
     alone = item.get_closest_marker("alone") is not None
-    with open(f"{shared}.gate", "a") as gate, open(f"{shared}.beside", "a") as beside:
+    if _held:  # the previous test, alone, kept both locked for this one
+        locks = _held.pop()
+    else:
+        locks = contextlib.ExitStack()
+        gate, beside = (
+            os.open(f"{shared}.{name}", os.O_WRONLY | os.O_CREAT, 0o600) for name in ("gate", "beside")
+        )
+        locks.callback(os.close, gate)
+        locks.callback(os.close, beside)
         fcntl.flock(gate, fcntl.LOCK_EX)
+        locks.callback(fcntl.flock, gate, fcntl.LOCK_UN)
         fcntl.flock(beside, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        locks.callback(fcntl.flock, beside, fcntl.LOCK_UN)
         if not alone:
             fcntl.flock(gate, fcntl.LOCK_UN)
-        try:
-            return (yield)
-        finally:
-            fcntl.flock(beside, fcntl.LOCK_UN)
-            fcntl.flock(gate, fcntl.LOCK_UN)
+    try:
+        return (yield)
+    finally:
+        if alone and nextitem is not None and nextitem.get_closest_marker("alone"):
+            _held.append(locks)  # alone tests back to back: the other worker waits for them once
+        else:
+            locks.close()
+
+
+# the gate and the shared lock as an alone test left them, held for the next test of its worker (also alone)
+_held: list[contextlib.ExitStack] = []
 
 
 def _written_order(item: pytest.Item) -> tuple[str, int, str]:
@@ -189,9 +222,12 @@ def _written_order(item: pytest.Item) -> tuple[str, int, str]:
 
 def shared_groups(items: list[pytest.Item]) -> dict[str, str]:
     """nodeid -> the xdist group of each test that shares something with another, so that a worker runs
-    all of them: every test marked ``ceph`` (the one cluster, in written order), and the tests that use one
-    module- or session-scoped fixture of this folder (built once, by one worker: a reproduction, a
-    campaign, libvirtd), named by the ``uses`` marker where a test asks for it by name
+    all of them: every test marked ``ceph`` that uses the suite's cluster (``live_cluster``, in written
+    order: one test may leave its state for the next), every other test marked ``ceph`` (each starts a
+    cluster or shaped network of its own: one at a time, since ``dstore up --network netns`` sweeps what
+    another left, but beside the suite's cluster, so that they are not waited for in its long group), and
+    the tests that use one module- or session-scoped fixture of this folder (built once, by one worker: a
+    reproduction, a campaign, libvirtd), named by the ``uses`` marker where a test asks for it by name
     (``request.getfixturevalue``). Tests in no group are handed out one by one."""
     here = Path(__file__).parent
     parent: dict[str, str] = {}
@@ -204,7 +240,9 @@ def shared_groups(items: list[pytest.Item]) -> dict[str, str]:
     shared: dict[str, list[str]] = {}
     for item in items:
         module = item.nodeid.split("::")[0]
-        keys = ["ceph"] if item.get_closest_marker("ceph") else []
+        keys = []
+        if item.get_closest_marker("ceph"):  # the suite's cluster, or a test's own (see above)
+            keys.append("ceph" if "live_cluster" in item.fixturenames else "ceph-own")
         keys += [f"{module}::{name}" for mark in item.iter_markers("uses") for name in mark.args]
         infos = getattr(item, "_fixtureinfo", None)
         for name, found in (infos.name2fixturedefs if infos else {}).items():
