@@ -143,6 +143,10 @@ def test_a_canary_like_a_domain_is_measured_and_leaves_nothing(
     backing = files / "like.img"
     try:
         _define(name, backing, "--like", prod)
+        # the backing vmio made is written through: no unwritten extent (read back as zeros by the
+        # filesystem without touching the disk), as the kernel's own extent map (filefrag) shows
+        extents = subprocess.run(["filefrag", "-v", str(backing)], capture_output=True, text=True, timeout=60)
+        assert extents.returncode == 0 and "unwritten" not in extents.stdout, extents.stdout
         dumped = virsh("dumpxml", name).stdout
         (tmp_path / "canary.xml").write_text(dumped)
         checked = subprocess.run(

@@ -47,8 +47,15 @@ class Tracing:
     """The layers of one point: started on entry, stopped on exit (however the point ends)."""
 
     def __init__(
-        self, rig: Rig, runner: Runner, sys_root: str | Path, limit_s: float, seconds: float | None = None
+        self,
+        rig: Rig,
+        runner: Runner,
+        sys_root: str | Path,
+        limit_s: float,
+        seconds: float | None = None,
+        bs: int = 512,
     ) -> None:
+        self.bs = bs  # fio's smallest block size: bounds the start sectors the guests' pairing tables hold
         self.disks = rig_disks(rig, sys_root)
         self.runner, self.sys_root, self.limit_s = runner, sys_root, limit_s
         self.host: blocktrace.HostBlockTrace | None = None
@@ -129,7 +136,7 @@ class Tracing:
             return
         for tracer, disk in tracers:
             try:
-                rc, said = tracer.command(f"on {disk} {self.slot} {guesttrace.SIZE}")
+                rc, said = tracer.command(f"on {disk} {self.slot} {guesttrace.SIZE} {self.bs}")
             except VmioError as exc:
                 rc, said = 1, str(exc)
             if rc != 0:
@@ -243,8 +250,14 @@ def _size(path: Path) -> int:
 
 
 def tracing(
-    wanted: bool, rig: Rig, runner: Runner, sys_root: str | Path, limit_s: float, seconds: float | None = None
+    wanted: bool,
+    rig: Rig,
+    runner: Runner,
+    sys_root: str | Path,
+    limit_s: float,
+    seconds: float | None = None,
+    bs: int = 512,
 ) -> contextlib.AbstractContextManager[Tracing | None]:
     """``Tracing`` when the campaign asks for layers, else nothing (``seconds``: the point's ramp and
-    runtime, which size the guests' time slots)."""
-    return Tracing(rig, runner, sys_root, limit_s, seconds) if wanted else contextlib.nullcontext()
+    runtime, which size the guests' time slots; ``bs``: fio's smallest block size)."""
+    return Tracing(rig, runner, sys_root, limit_s, seconds, bs) if wanted else contextlib.nullcontext()

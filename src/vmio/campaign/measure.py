@@ -198,7 +198,13 @@ def _run_point(
         with (
             rig.watch(rec.campaign, rec.point_key) as notes,
             tracing(
-                layers is not None, rig, runner, layers or "/sys", timeout, workload.ramp + workload.runtime
+                layers is not None,
+                rig,
+                runner,
+                layers or "/sys",
+                timeout,
+                workload.ramp + workload.runtime,
+                min(workload.bs, default=512),
             ) as traced,
         ):
             sampler = Sampler(rig.probes, interval)

@@ -2,7 +2,7 @@
 # vmio guest tracer: the guest_block layer (docs/layers.md), switched on and off by the host.
 # Usage: vmio-trace DEVICE (the virtio-serial port named vmio.trace). One command a line from the host, each
 # answered by its output and "--- vmio-trace end RC":
-#   on DISK SLOT_NS SIZE   trace DISK's block layer (/sys/block/DISK): issue to completion, aggregated in
+#   on DISK SLOT_NS SIZE BS  trace DISK's block layer (/sys/block/DISK): issue to completion, aggregated in
 #                          the kernel by a hist trigger on a synthetic event, keyed by direction (rwbs), the
 #                          completion's time slot (SLOT_NS long) and the latency in us, with the sum in ns;
 #                          each table holds SIZE entries
@@ -10,10 +10,12 @@
 #                          renewal failed and how many renewals were made (below)
 #   off                    every trigger and the synthetic event removed
 #   state                  the trigger files and the dynamic events, as they read now
-# A trigger pairs an issue with its completion by (dev, sector) in a table (SIZE entries) the kernel never
-# empties: while on, both pairing triggers are renewed (removed and written again, with empty tables)
-# whenever half a table's worth of requests was issued since the last renewal (checked every 0.25 s); the
-# requests in flight at a renewal, or issued or completed while it is under way, are lost.
+# A trigger pairs an issue with its completion by (dev, sector) in a table the kernel never empties. When
+# every start sector the requests can have (the disk over BS, fio's smallest block size) fits in PAIR_MAX
+# entries, the two pairing tables hold them all; otherwise they hold SIZE and, while on, both pairing triggers
+# are renewed (removed and written again, with empty tables) whenever half a table's worth of requests was
+# issued since the last renewal (checked every 0.25 s); the requests in flight at a renewal, or issued or
+# completed while it is under way, are lost.
 device=$1
 T=/sys/kernel/tracing
 SYN=vmio_blk_lat
@@ -22,6 +24,7 @@ DONE_T=$T/events/block/block_rq_complete/trigger ; HIST_T=$T/events/synthetic/$S
 renewer=""
 failed=/tmp/vmio-trace.failed
 renewals=/tmp/vmio-trace.renewals
+PAIR_MAX=32768  # entries of a pairing table sized to hold every start sector of a disk (~10 MiB each)
 
 off() {
     [ -n "$renewer" ] && kill "$renewer" 2>/dev/null && wait "$renewer" 2>/dev/null
@@ -40,7 +43,7 @@ refused() {  # the kernel's own words on a refused trigger, then everything off 
 }
 
 on() {
-    disk=$1 ; slot=$2 ; size=$3
+    disk=$1 ; slot=$2 ; size=$3 ; bs=${4:-512}
     [ -e "$T/events" ] || mount -t tracefs tracefs "$T" 2>/dev/null \
         || { echo "tracefs could not be mounted at $T in the guest"; return 1; }
     [ -e "$T/events/block/block_rq_issue" ] \
@@ -48,21 +51,33 @@ on() {
     [ -e "$T/synthetic_events" ] \
         || { echo "the guest kernel has no synthetic events or hist triggers (CONFIG_SYNTH_EVENTS)"; return 1; }
     read -r dev < "/sys/block/$disk/dev" 2>/dev/null || { echo "the guest has no disk $disk"; return 1; }
+    # the requests' distinct start sectors: every request starts at a multiple of the greatest common divisor
+    # of fio's smallest block size and the largest request (a bio split at max_sectors_kb), so there are at
+    # most the disk's bytes over it; when they fit in a pairing table of at most PAIR_MAX entries the tables
+    # are made that big and never renewed (a full table drops what does not fit, and says so)
+    read -r sectors < "/sys/block/$disk/size" ; read -r maxkb < "/sys/block/$disk/queue/max_sectors_kb"
+    a=$bs ; b=$((maxkb * 1024)) ; while [ "$b" -gt 0 ]; do t=$((a % b)); a=$b; b=$t; done
+    keys=$(( sectors * 512 / a )) ; pairs=$size ; half=0
+    if [ "$keys" -le "$PAIR_MAX" ]; then
+        while [ "$pairs" -lt "$keys" ]; do pairs=$((pairs * 2)); done
+    else
+        half=$((size / 2))
+    fi
     devt=$(( (${dev%:*} << 20) | ${dev#*:} ))
     off
     free0=$(sed -n "s/^MemFree: *\([0-9]*\).*/\1/p" /proc/meminfo)
     : > "$T/error_log" 2>/dev/null
     echo "$SYN u64 lat; u64 us; u64 slot; char rwbs[8]" >> "$T/synthetic_events" || return 1
-    ISSUE="hist:keys=dev,sector:ts0=common_timestamp:tu0=common_timestamp/1000:size=$size if dev==$devt"
+    ISSUE="hist:keys=dev,sector:ts0=common_timestamp:tu0=common_timestamp/1000:size=$pairs if dev==$devt"
     echo "$ISSUE" >> "$ISSUE_T" || { ISSUE="" ; refused ; return 1; }
-    DONE="hist:keys=dev,sector:lat=common_timestamp-\$ts0:us=common_timestamp/1000-\$tu0:slot=common_timestamp/$slot:size=$size:onmatch(block.block_rq_issue).trace($SYN,\$lat,\$us,\$slot,rwbs) if dev==$devt"
+    DONE="hist:keys=dev,sector:lat=common_timestamp-\$ts0:us=common_timestamp/1000-\$tu0:slot=common_timestamp/$slot:size=$pairs:onmatch(block.block_rq_issue).trace($SYN,\$lat,\$us,\$slot,rwbs) if dev==$devt"
     echo "$DONE" >> "$DONE_T" || { DONE="" ; refused ; return 1; }
     HIST="hist:keys=rwbs,slot,us:vals=hitcount,lat:sort=slot:size=$size"
     echo "$HIST" >> "$HIST_T" || { HIST="" ; refused ; return 1; }
-    issue=$ISSUE ; done_=$DONE ; half=$((size / 2))
+    issue=$ISSUE ; done_=$DONE
     rm -f "$failed" ; : > "$renewals"
     read -r r _ _ _ w _ < "/sys/block/$disk/stat" ; last=$((r + w))
-    (
+    if [ "$half" -gt 0 ]; then (
         # every 0.25 s: once half a table's worth of requests was issued since the last renewal, both
         # pairing triggers are renewed with empty tables
         while sleep 0.25; do
@@ -77,10 +92,10 @@ on() {
                     break; }
             echo renewed >> "$renewals"
         done
-    ) &
-    renewer=$!
+    ) & renewer=$!
+    fi
     free1=$(sed -n "s/^MemFree: *\([0-9]*\).*/\1/p" /proc/meminfo)
-    echo "on $disk dev $devt tables_kb $((free0 - free1))"
+    echo "on $disk dev $devt pairs $pairs renew_every $half tables_kb $((free0 - free1))"
 }
 
 state() {
@@ -96,10 +111,10 @@ state() {
 exec 3<>"$device" || exit 1
 out=/tmp/vmio-trace.out
 while :; do
-    if read -r cmd a b c <&3; then
+    if read -r cmd a b c d <&3; then
         # not in $(...): on and off keep their state (the triggers written, the renewer) in this shell
         case $cmd in
-            on) on "$a" "$b" "$c" ;;
+            on) on "$a" "$b" "$c" "$d" ;;
             read) cat "$T/events/synthetic/$SYN/hist" && echo "== issue" \
                 && { grep -A9 '^Totals:' "$T/events/block/block_rq_issue/hist"; cat "$failed" 2>/dev/null
                     echo "renewals $(grep -c . "$renewals" 2>/dev/null)"; true; } ;;

@@ -360,11 +360,22 @@ def _check_backing_file(path: Path) -> None:
 
 
 def _make_backing(path: Path, size: int) -> None:
+    """A new backing file of ``size`` bytes, written through (zeros): space only allocated (fallocate's
+    unwritten extents) or a hole is read back as zeros by the filesystem without touching the disk, so a
+    canary's reads would never reach the device it is meant to measure."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
-        os.posix_fallocate(fd, 0, size)
+        os.posix_fallocate(fd, 0, size)  # no space: the error comes before anything is written
+        chunk = bytes(BACKING_CHUNK)
+        with open(fd, "wb", closefd=False) as out:  # a file object writes each chunk whole
+            for start in range(0, size, BACKING_CHUNK):
+                out.write(chunk[: min(BACKING_CHUNK, size - start)])
+        os.fsync(fd)
     finally:
         os.close(fd)
+
+
+BACKING_CHUNK = 1 << 20
 
 
 def _record(folder: Path, canary: Canary, state: str) -> None:
