@@ -479,9 +479,9 @@ class _Walk:
         """Where the latency went, for a point traced with layers (docs/layers.md): the share of fio's mean
         spent before the host's block layer (the virtualization path and the host kernel above the block
         layer) against the share in the block layer and the device."""
-        m, vm = self.m, self.ev.vm is not None
-        for ddir, app, host in (("read", m.layer_app_read_us, m.layer_host_block_read_us),
-                                ("write", m.layer_app_write_us, m.layer_host_block_write_us)):  # fmt: skip
+        vm = self.ev.vm is not None
+        for ddir in ("read", "write"):
+            app, host = self.layer_mean("app", ddir), self.layer_mean("host_block", ddir)
             if not app or host is None:
                 continue
             before = max(0.0, 1 - host / app)
@@ -498,12 +498,15 @@ class _Walk:
                 fact(f"measured.layer_host_block_{ddir}_us", host),
             ]
             self.note("layers", f"Where does the {ddir} latency go? (layers traced)", answer, [*cited, share])
-        for ddir, app, guest, host in (
-            ("read", m.layer_app_read_us, m.layer_guest_block_read_us, m.layer_host_block_read_us),
-            ("write", m.layer_app_write_us, m.layer_guest_block_write_us, m.layer_host_block_write_us),
-        ):
-            if vm and app and guest is not None and host is not None:
+        for ddir in ("read", "write") if vm else ():
+            app, guest, host = (self.layer_mean(name, ddir) for name in ("app", "guest_block", "host_block"))
+            if app and guest is not None and host is not None:
                 self.guest_layers(ddir, app, guest, host)
+
+    def layer_mean(self, layer: str, ddir: str) -> float | None:
+        """The measured mean of ``layer`` in direction ``ddir`` (``measured.layer_<layer>_<ddir>_us``)."""
+        value: float | None = getattr(self.m, f"layer_{layer}_{ddir}_us")
+        return value
 
     def guest_layers(self, ddir: str, app: float, guest: float, host: float) -> None:
         """A VM point whose guest's block layer was traced: fio's mean split three ways, in the guest above
