@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import time
 from collections.abc import Iterator
@@ -162,15 +161,3 @@ def test_live_over_qmp(busy_vm: tuple[VM, Path]) -> None:
 def test_live_refuses_a_pid_that_is_not_qemu(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["diagnose", "--live", "--pid", "1", "--seconds", "0.1"]) == 2
     assert "--pid 1 is not a running QEMU" in capsys.readouterr().err
-
-
-@pytest.mark.skipif(shutil.which("virsh") is None, reason="needs virsh (libvirt-clients), not installed")
-def test_live_through_libvirt() -> None:
-    domains = subprocess.run(["virsh", "list", "--name"], capture_output=True, text=True, timeout=30)
-    names = domains.stdout.split()
-    if domains.returncode != 0 or not names:
-        pytest.skip("virsh runs no domain to diagnose")
-    vms = diagnose_live(0.5, Seams())
-    libvirt = [vm for vm in vms if vm.proc.cmd.name in names]
-    assert libvirt and all(vm.facts.via and vm.facts.via.startswith("virsh") for vm in libvirt)
-    assert all(vm.facts.reachable and vm.version for vm in libvirt)

@@ -186,6 +186,10 @@ def test_diagnose_live_reads_a_libvirt_domain(libvirtd: str, capsys: pytest.Capt
         vm = vms[0]
         assert vm["qmp"]["reachable"] and vm["qmp"]["via"] == f"virsh qemu-monitor-command {name}"
         assert vm["accel"] == "tcg" and sorted(vm["iothreads"]) == ids
+        # the version QMP gave, against the domain's own QEMU binary asked directly
+        exe = os.readlink(f"/proc/{vm['pid']}/exe")
+        said = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30).stdout
+        assert vm["qemu_version"] and said.split()[3].startswith(vm["qemu_version"]), said
         (disk,) = vm["disks"]
         assert disk["path"] == str(image) and disk["bus"] == "virtio-blk"
         assert disk["iothread"] == "iothread1"  # <driver iothread="1"> as advised
