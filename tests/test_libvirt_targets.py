@@ -459,8 +459,12 @@ def test_libvirt_spec_round_trips() -> None:
     campaign = loads_spec(SPEC.format(body=body))
     (target,) = campaign.targets
     assert target.domains == (LibvirtDomain("a", "qemu:///system"), LibvirtDomain("b", "qemu+ssh://h/system"))
-    assert target.disk == "vdb" and target.kind == "libvirt"
+    assert target.disk == "vdb" and target.kind == "libvirt" and not target.guest_layers
     assert loads_spec(dumps(campaign)) == campaign
+    assert "guest_layers" not in dumps(campaign)  # at its default, a stored campaign's text is unchanged
+    traced = loads_spec(SPEC.format(body=body + "\nguest_layers = true"))
+    assert traced.targets[0].guest_layers and loads_spec(dumps(traced)) == traced
+    assert traced.canonical() != campaign.canonical()
 
 
 @pytest.mark.parametrize(
@@ -473,6 +477,7 @@ def test_libvirt_spec_round_trips() -> None:
             "domains = ['a']\ndisk = 'v b'",
             "<spec>:7: target[0].disk = 'v b': is not a libvirt disk target name",
         ),
+        ("domains = ['a']\nguest_layers = 'yes'", "<spec>:7: target[0].guest_layers = 'yes': "),
     ],
 )
 def test_bad_libvirt_targets_are_one_sentence(body: str, message: str) -> None:

@@ -50,12 +50,18 @@ off_triggers() {  # vmio's triggers (named by vmio_ in their variables or event)
     return 0
 }
 
+forget() {  # the state files gone, and their folder when nothing else is in it (serial mode keeps its out)
+    rm -f "$keeper_pid" "$failed" "$renewals"
+    rmdir "$S" 2>/dev/null
+    return 0
+}
+
 off() {
     if [ -r "$keeper_pid" ]; then
         read -r k < "$keeper_pid" && kill "$k" 2>/dev/null && wait "$k" 2>/dev/null
-        rm -f "$keeper_pid"
     fi
     off_triggers
+    forget
     ! grep -qs -e "$SYN" -e vmio_ts0 "$DONE_T" "$ISSUE_T" "$T/synthetic_events" \
         || { echo "the guest's triggers could not all be removed"; tail -n 3 "$T/error_log" 2>/dev/null; return 1; }
 }
@@ -71,7 +77,7 @@ keeper() {  # in the background while on: renews both pairing triggers with empt
     read -r r _ _ _ w _ < "/sys/block/$disk/stat" ; last=$((r + w))
     while sleep "$tick"; do
         if [ "$limit" -gt 0 ] && [ "$(uptime_s)" -ge "$end" ]; then
-            rm -f "$keeper_pid" ; off_triggers ; return 0
+            off_triggers ; forget ; return 0
         fi
         [ "$half" -gt 0 ] || continue
         read -r r _ _ _ w _ < "/sys/block/$disk/stat" || continue
@@ -94,7 +100,6 @@ refused() {  # the kernel's own words on a refused trigger, then everything off 
 
 on() {
     disk=$1 ; slot=$2 ; size=$3 ; bs=${4:-512} ; limit=${5:-0}
-    state_dir || return 1
     [ -e "$T/events" ] || mount -t tracefs tracefs "$T" 2>/dev/null \
         || { echo "tracefs could not be mounted at $T in the guest"; return 1; }
     [ -e "$T/events/block/block_rq_issue" ] \
@@ -116,6 +121,7 @@ on() {
     fi
     devt=$(( (${dev%:*} << 20) | ${dev#*:} ))
     off || return 1
+    state_dir || return 1
     free0=$(sed -n "s/^MemFree: *\([0-9]*\).*/\1/p" /proc/meminfo)
     : > "$T/error_log" 2>/dev/null
     echo "$SYN u64 lat; u64 us; u64 slot; char rwbs[8]" >> "$T/synthetic_events" || return 1

@@ -23,7 +23,7 @@ class AgentTracer:
 
     def __init__(self, virsh: Virsh, domain: str) -> None:
         self.virsh, self.domain = virsh, domain
-        self.name = f"domain {domain!r}"
+        self.name = domain
 
     def command(self, line: str, timeout: float = TIMEOUT_S) -> tuple[int, str]:
         """Run one tracer command in the guest; its exit status (1 for a signal) and output. ``ToolError``
