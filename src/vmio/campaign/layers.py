@@ -128,8 +128,10 @@ class Tracing:
             return
 
     def _start_guest(self) -> None:
-        """The guests' block layer traced (``vmio-trace on``), in a rig whose VMs run vmio's guest; a guest
-        that refuses says why (its own words) and every guest is switched off again."""
+        """The guests' block layer traced (``vmio-trace on``), in a rig whose VMs run vmio's guest (or whose
+        libvirt domains' agents run its text); a guest that refuses says why (its own words) and every guest
+        is switched off again. ``on`` is given the point's limit and a minute: past it the guest switches
+        itself off, whatever became of vmio."""
         if not isinstance(self.rig, TracesGuest):
             return
         tracers = self.rig.guest_tracers()
@@ -168,6 +170,8 @@ class Tracing:
                     self.left.append(f"{tracer.name}'s tracing could not be switched off: {said.strip()}")
         if tracers and "guest_block" not in self.why:
             self.tables = tables
+        elif self.left and "guest_block" in self.why:  # no table to carry it: the why does
+            self.why["guest_block"] = "; ".join([self.why["guest_block"], *self.left])
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
