@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
+import pytest
+
 from vmio.campaign import layers
+from vmio.libvirt.guest_trace import AgentTracer
+from vmio.libvirt.virsh import Virsh
 from vmio.metrics import guesttrace
 from vmio.metrics.layers import Spans, traced
 from vmio.qemu.guestctl import GuestTracer
@@ -90,4 +95,29 @@ def test_a_guest_that_does_not_answer_says_why(tmp_path: Path) -> None:
     assert why.startswith(
         "vmio-0's block layer could not be traced: vmio-0: the guest's tracer did not answer 'on'"
     )
+    assert traced.tables is None
+
+
+class _Domains:
+    """A libvirt rig whose one domain's agent refuses (no such domain: ``virsh`` says so): a seam, no VM."""
+
+    probes: list[object] = []
+    fio_env = None
+
+    def guest_tracers(self) -> list[tuple[AgentTracer, str]]:
+        return [(AgentTracer(Virsh("qemu:///system", Runner()), "vmio-no-such-domain"), "vdb")]
+
+
+def test_a_domain_whose_agent_refuses_says_why(tmp_path: Path) -> None:
+    """A libvirt domain's tracer runs through ``virsh qemu-agent-command``: when that fails (here: no such
+    domain, or no libvirtd at all) guest_block says why, in libvirt's words, and the point goes on."""
+    if shutil.which("virsh") is None:
+        pytest.skip("needs virsh (libvirt-clients)")
+    with layers.Tracing(_Domains(), Runner(), tmp_path, 5.0, 4.0) as traced:  # type: ignore[arg-type]
+        assert traced.guest == []
+    why = traced.why["guest_block"]
+    assert why.startswith(
+        "vmio-no-such-domain's block layer could not be traced: domain 'vmio-no-such-domain' on "
+        "qemu:///system: the QEMU guest agent did not answer guest-exec ("
+    ), why
     assert traced.tables is None

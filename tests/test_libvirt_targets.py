@@ -13,6 +13,7 @@ import os
 import shutil
 import sqlite3
 import subprocess
+import time
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,13 +21,16 @@ from typing import Any
 
 import pytest
 
+from vmio.campaign import layers as campaign_layers
 from vmio.cli import main
 from vmio.errors import InputError, UnsafeTargetError
 from vmio.libvirt import agent, canary
+from vmio.libvirt.guest_trace import AgentTracer
 from vmio.libvirt.virsh import Virsh
 from vmio.spec import LibvirtDomain, LibvirtTarget
+from vmio.store import Store
 from vmio.targets import Env
-from vmio.targets.libvirt import QEMU_UNTRACED, check_libvirt_writes
+from vmio.targets.libvirt import GUEST_UNTRACED, QEMU_UNTRACED, check_libvirt_writes
 
 from conftest import virsh
 
@@ -89,7 +93,9 @@ def _define(name: str, backing: Path, *extra: str) -> None:
     assert main(argv) == 0
 
 
-def _spec(path: Path, domains: list[str], rw: str = "randread", runtime: str = "3s") -> Path:
+def _spec(
+    path: Path, domains: list[str], rw: str = "randread", runtime: str = "3s", target: str = ""
+) -> Path:
     names = ", ".join(f'"{d}"' for d in domains)
     path.write_text(f"""[campaign]
 name = "lv"
@@ -97,6 +103,7 @@ name = "lv"
 name = "lv"
 kind = "libvirt"
 domains = [{names}]
+{target}
 [[workload]]
 name = "w"
 rw = "{rw}"
@@ -137,8 +144,15 @@ def _metrics(db: Path, run_id: int, source: str) -> dict[str, float]:
 @pytest.mark.root
 @pytest.mark.slow
 def test_a_canary_like_a_domain_is_measured_and_leaves_nothing(
-    libvirtd: str, prod: str, files: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    libvirtd: str,
+    prod: str,
+    files: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """A canary shaped like a production domain, measured with layers (its guest's block layer not
+    asked for, then asked for: ``_guest_layer``), and removed with everything vmio made."""
     name = f"{TAG}-like"
     backing = files / "like.img"
     try:
@@ -181,6 +195,8 @@ def test_a_canary_like_a_domain_is_measured_and_leaves_nothing(
         # under the canary's file (cache none: each guest read reaches it) where bpftrace is installed
         layers = row["layers"]
         assert layers["qemu"] == {"read": None, "write": None, "why": QEMU_UNTRACED}
+        # nor is the guest's block layer, unless the target asks (guest_layers = true): its entry says so
+        assert layers["guest_block"] == {"read": None, "write": None, "why": GUEST_UNTRACED}
         assert layers["app"]["read"]["ios"] == row["read_ops"]
         host = layers["host_block"]
         assert host["read"]["ios"] > 0 if shutil.which("bpftrace") else "why" in host, host
@@ -208,11 +224,76 @@ def test_a_canary_like_a_domain_is_measured_and_leaves_nothing(
             "SELECT DISTINCT host FROM hist_log WHERE run_id = ?", (run["id"],)
         )
         assert [h for (h,) in hist] == [name]  # fio's histogram logs came back out of the guest
+        _guest_layer(name, libvirtd, tmp_path, capsys, monkeypatch)
     finally:
         _cleanup(name)
     assert name not in virsh("list", "--all", "--name").stdout.split()
     assert not backing.exists() and not (canary.ROOT / name).exists()
     assert virsh("vol-list", "--all").returncode != 0 or str(backing) not in virsh("vol-list", "--all").stdout
+
+
+def _guest_layer(
+    name: str,
+    libvirtd: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``guest_layers = true``: the guest's block layer is traced through its guest agent (the tracer's
+    text on ``sh``'s stdin). Its request count is fio's own within 10 % (the window's start is within a
+    100 ms slot of fio's), its mean lies between fio's and the host block layer's (cache none: each read
+    goes through to the host's disk; 3 % slack per step, as the TCG test in test_layers.py), and the
+    guest's tracefs, read through the agent, holds vmio's triggers during the point and nothing after it.
+    A tracer that is switched on and never off (a vmio killed mid-point) is switched off by the guest
+    itself once the limit ``on`` gave it has passed."""
+    during: list[str] = []
+    enter = campaign_layers.Tracing.__enter__
+
+    def entered(self: campaign_layers.Tracing) -> campaign_layers.Tracing:
+        out = enter(self)
+        during.extend(t.command("state")[1] for t in self.guest)
+        return out
+
+    monkeypatch.setattr(campaign_layers.Tracing, "__enter__", entered)
+    db = tmp_path / "g.db"
+    spec = _spec(tmp_path / "g.toml", [name], target="guest_layers = true")
+    assert main(["run", str(spec), "--db", str(db), "--layers"]) == 0
+    capsys.readouterr()
+    assert main(["show", "lv", "--db", str(db), "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    layers = row["layers"]
+    app, guest, host = (layers[k]["read"] for k in ("app", "guest_block", "host_block"))
+    assert app["ios"] == row["read_ops"] and "cut" not in layers["guest_block"], layers
+    assert guest["ios"] == pytest.approx(app["ios"], rel=0.1), layers
+    tol = 0.97
+    assert app["mean_us"] >= tol * guest["mean_us"], layers
+    assert guest["mean_us"] >= tol * host["mean_us"], layers
+    (run,) = _runs(db)
+    with Store(db) as store:
+        stored = {(h[0], h[1]): h for h in store.layer_hists(run["id"])}
+    assert sum(stored[("guest_block", "read")][4].values()) == guest["ios"]
+    # the guest's tracefs: vmio's triggers during the point, nothing of them after it
+    (state,) = during
+    assert "onmatch(block.block_rq_issue).trace(vmio_blk_lat" in state and "vmio_ts0" in state
+    tracer = AgentTracer(Virsh(libvirtd), name)
+    assert _left(tracer) == ["0"]  # events/block/enable reads 0; no trigger, synthetic event or set_event
+    # switched on and never off: the guest switches it off itself past the limit (1 s here)
+    disk = json.loads(run["host_json"])["libvirt_domains"][0]["guest_device"].removeprefix("/dev/")
+    rc, said = tracer.command(f"on {disk} 100000000 8192 4096 1")
+    assert rc == 0 and said.startswith(f"on {disk} dev "), said
+    assert "vmio_blk_lat" in tracer.command("state")[1]
+    for _ in range(30):
+        if _left(tracer) == ["0"]:
+            break
+        time.sleep(1)
+    assert _left(tracer) == ["0"]
+
+
+def _left(tracer: AgentTracer) -> list[str]:
+    """The guest's tracefs as the tracer's ``state`` reads it, less its headings."""
+    rc, said = tracer.command("state")
+    assert rc == 0, said
+    return [line for line in said.splitlines() if not line.startswith("== ")]
 
 
 @pytest.mark.qemu
@@ -378,8 +459,12 @@ def test_libvirt_spec_round_trips() -> None:
     campaign = loads_spec(SPEC.format(body=body))
     (target,) = campaign.targets
     assert target.domains == (LibvirtDomain("a", "qemu:///system"), LibvirtDomain("b", "qemu+ssh://h/system"))
-    assert target.disk == "vdb" and target.kind == "libvirt"
+    assert target.disk == "vdb" and target.kind == "libvirt" and not target.guest_layers
     assert loads_spec(dumps(campaign)) == campaign
+    assert "guest_layers" not in dumps(campaign)  # at its default, a stored campaign's text is unchanged
+    traced = loads_spec(SPEC.format(body=body + "\nguest_layers = true"))
+    assert traced.targets[0].guest_layers and loads_spec(dumps(traced)) == traced
+    assert traced.canonical() != campaign.canonical()
 
 
 @pytest.mark.parametrize(
@@ -392,6 +477,7 @@ def test_libvirt_spec_round_trips() -> None:
             "domains = ['a']\ndisk = 'v b'",
             "<spec>:7: target[0].disk = 'v b': is not a libvirt disk target name",
         ),
+        ("domains = ['a']\nguest_layers = 'yes'", "<spec>:7: target[0].guest_layers = 'yes': "),
     ],
 )
 def test_bad_libvirt_targets_are_one_sentence(body: str, message: str) -> None:

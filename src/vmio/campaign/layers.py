@@ -10,6 +10,7 @@ fio's own results) and ``layer_hists`` (the histograms the store keeps) over the
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 import time
 from collections.abc import Sequence
@@ -20,7 +21,6 @@ from vmio.errors import VmioError
 from vmio.metrics import blocktrace, guesttrace, qemutrace
 from vmio.metrics import layers as lay
 from vmio.metrics.sampler import DiskProbe
-from vmio.qemu.guestctl import GuestTracer
 from vmio.store.records import JobResult, RunRecord
 from vmio.system.process import Runner
 from vmio.targets import Rig
@@ -28,6 +28,7 @@ from vmio.targets.base import TracesGuest, TracesQemu
 from vmio.units import human_bytes
 
 ATTACH_S = blocktrace.ATTACH_TIMEOUT_S
+GUEST_KEEP_S = 60  # a guest switches its tracing off by itself this long past the point's time limit
 
 
 def rig_disks(rig: Rig, sys_root: str | Path) -> list[blocktrace.Disk]:
@@ -66,8 +67,9 @@ class Tracing:
         self._done = threading.Event()
         self._watcher: threading.Thread | None = None
         self.slot = guesttrace.slot_ns(limit_s if seconds is None else seconds)
-        self.guest: list[GuestTracer] = []  # the guests tracing their block layer
+        self.guest: list[guesttrace.Tracer] = []  # the guests tracing their block layer
         self.tables: list[guesttrace.Table] | None = None  # what they counted, read at the point's end
+        self.left: list[str] = []  # guests whose tracing could not be switched off, in their words
 
     def __enter__(self) -> Tracing:
         self._start_qemu()
@@ -126,17 +128,20 @@ class Tracing:
             return
 
     def _start_guest(self) -> None:
-        """The guests' block layer traced (``vmio-trace on``), in a rig whose VMs run vmio's guest; a guest
-        that refuses says why (its own words) and every guest is switched off again."""
+        """The guests' block layer traced (``vmio-trace on``), in a rig whose VMs run vmio's guest (or whose
+        libvirt domains' agents run its text); a guest that refuses says why (its own words) and every guest
+        is switched off again. ``on`` is given the point's limit and a minute: past it the guest switches
+        itself off, whatever became of vmio."""
         if not isinstance(self.rig, TracesGuest):
             return
         tracers = self.rig.guest_tracers()
         if isinstance(tracers, str):
             self.why["guest_block"] = tracers
             return
+        keep = math.ceil(self.limit_s) + GUEST_KEEP_S  # what a killed vmio leaves on goes off by then
         for tracer, disk in tracers:
             try:
-                rc, said = tracer.command(f"on {disk} {self.slot} {guesttrace.SIZE} {self.bs}")
+                rc, said = tracer.command(f"on {disk} {self.slot} {guesttrace.SIZE} {self.bs} {keep}")
             except VmioError as exc:
                 rc, said = 1, str(exc)
             if rc != 0:
@@ -157,10 +162,16 @@ class Tracing:
             except VmioError as exc:
                 self.why["guest_block"] = f"{tracer.name}'s count could not be read: {exc}"
             finally:
-                with contextlib.suppress(VmioError):  # a VM that cannot answer is failing the point already
-                    tracer.command("off")
+                try:
+                    rc, said = tracer.command("off")
+                except VmioError:  # a VM that cannot answer is failing the point already
+                    rc, said = 0, ""
+                if rc != 0:  # the guest's own words; what is left goes off at the limit ``on`` gave it
+                    self.left.append(f"{tracer.name}'s tracing could not be switched off: {said.strip()}")
         if tracers and "guest_block" not in self.why:
             self.tables = tables
+        elif self.left and "guest_block" in self.why:  # no table to carry it: the why does
+            self.why["guest_block"] = "; ".join([self.why["guest_block"], *self.left])
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -189,7 +200,7 @@ class Tracing:
             guesttrace.window(self.tables, window[1] - window[0], self.slot, spans["guest_block"])
             guest = lay.traced(spans["guest_block"])
             dropped = sum(t.dropped for t in self.tables)
-            cuts = [t.failed for t in self.tables if t.failed]
+            cuts = [t.failed for t in self.tables if t.failed] + self.left
             if dropped:
                 cuts.append(f"the guests' tables were full: {dropped} requests were not counted")
             renewals = sum(t.renewals for t in self.tables)

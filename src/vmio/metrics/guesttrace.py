@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 from vmio.metrics.layers import Spans
 from vmio.stats import histogram
@@ -27,6 +28,16 @@ SIZE = 8192  # entries of each of the guest's tables (about 330 bytes each in th
 
 _ENTRY = re.compile(r"\{ rwbs:\s*(\S*)\s*, slot:\s*(\d+), us:\s*(\d+) \} hitcount:\s*(\d+)\s+lat:\s*(\d+)")
 _DROPPED = re.compile(r"Dropped:\s*(\d+)")
+
+
+class Tracer(Protocol):
+    """A guest's ``vmio-trace``, one command at a time: vmio's guest over its port (``qemu.guestctl``), a
+    libvirt domain's guest through its agent (``libvirt.guest_trace``). ``command`` gives the guest's exit
+    status and output, or raises ``VmioError`` when the guest does not answer."""
+
+    name: str
+
+    def command(self, line: str, timeout: float = ...) -> tuple[int, str]: ...
 
 
 def slot_ns(seconds: float) -> int:

@@ -57,8 +57,8 @@ def _table(item: Target | Workload) -> list[str]:
             value = f"{value.metric}={value.bound_ms:g}ms"
         if f.name == "offered_iops":
             value = ["max" if v is None else v for v in value]
-        if f.name == "arrivals" and value == "uniform":
-            continue
+        if (f.name, value) in (("arrivals", "uniform"), ("guest_layers", False)):
+            continue  # defaults of fields added later: older campaigns keep their text
         out.append(f"{f.name} = {_value(value)}")
     return out
 

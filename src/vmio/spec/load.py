@@ -205,6 +205,7 @@ def _target(data: object, loc: Locator, i: int, stored: bool = False) -> Target:
             tuple(LibvirtDomain(d.name, d.uri or uri) for d in domains),
             uri,
             t.take("disk", _libvirt_disk, None),
+            guest_layers=t.take("guest_layers", f.boolean, False),
         )
         if len(set(target.domains)) != len(target.domains):
             raise t.error("domains", f"target[{i}].domains names a domain twice")

@@ -118,6 +118,9 @@ class LibvirtTarget:
     uri: str = "qemu:///system"
     disk: str | None = None  # the libvirt target name (vdb); None: each domain's only non-root disk
     kind: str = "libvirt"
+    # trace the guests' block layer too (a campaign with layers; docs/layers.md): tracefs triggers in the
+    # operator's guests, switched on and off through their guest agent
+    guest_layers: bool = False
 
 
 Target = HostTarget | QemuTarget | RemoteTarget | RbdTarget | LibvirtTarget
@@ -247,6 +250,7 @@ _LATER_DEFAULTS: dict[str, object] = {
     "capacity_read_iops": None,
     "capacity_write_iops": None,
     "jobs_per_vm_sweep": (),
+    "guest_layers": False,
 }
 
 

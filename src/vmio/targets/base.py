@@ -18,10 +18,10 @@ from vmio.fio import run as fiorun
 from vmio.fio.jobfile import Placement
 from vmio.fio.output import FioOutput
 from vmio.guest.image import GuestImage
+from vmio.metrics.guesttrace import Tracer
 from vmio.metrics.sampler import Probe
 from vmio.qemu.builds import QemuBuild
 from vmio.qemu.caps import QemuCaps
-from vmio.qemu.guestctl import GuestTracer
 from vmio.spec import Workload
 from vmio.system.process import Runner
 
@@ -114,7 +114,7 @@ class TracesGuest(Protocol):
     measured VM's tracer with the name of its disk in the guest (``vda``), or the sentence saying why the
     guests' block layer is not traced."""
 
-    def guest_tracers(self) -> list[tuple[GuestTracer, str]] | str: ...
+    def guest_tracers(self) -> list[tuple[Tracer, str]] | str: ...
 
 
 @contextlib.contextmanager

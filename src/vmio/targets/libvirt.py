@@ -28,7 +28,9 @@ from vmio.fio.output import FioOutput
 from vmio.libvirt import agent, domxml, guest_fio
 from vmio.libvirt.domxml import DiskShape, DomainShape
 from vmio.libvirt.guest_fio import Domain
+from vmio.libvirt.guest_trace import AgentTracer
 from vmio.libvirt.virsh import Virsh, is_local
+from vmio.metrics.guesttrace import Tracer
 from vmio.metrics.sampler import CpuProbe, DiskProbe, Probe
 from vmio.qemu.threads import COMM_LEN, Snapshot, cpu_between, read_threads
 from vmio.spec import LibvirtDomain, LibvirtTarget, Target, Workload
@@ -43,6 +45,11 @@ PID_DIR = Path("/run/libvirt/qemu")
 QEMU_UNTRACED = (
     "the domains' QEMU was started by libvirtd without vmio's trace log (-D); vmio does not switch trace "
     "events on in a QEMU it did not start"
+)
+# the guest_block layer of a libvirt target that did not ask for it
+GUEST_UNTRACED = (
+    "the operator's guests are traced only when the target asks: guest_layers = true in its [[target]] table "
+    "(tracefs triggers in the guest, through its guest agent)"
 )
 
 
@@ -158,10 +165,15 @@ class LibvirtRig:
             for d in self.domains
         ]
 
-    def guest_tracers(self) -> str:
-        """The operator's guests' block layer is not traced (``TracesGuest``; docs/layers.md): vmio's tracer
-        runs only in the guests vmio boots, and tracing in someone's guest needs more than the host's say."""
-        return "the operator's guests are not traced (vmio's guest tracer runs only in the VMs vmio boots)"
+    def guest_tracers(self) -> list[tuple[Tracer, str]] | str:
+        """Each domain's guest tracer, run through its guest agent, with the measured disk's name in the guest,
+        when the target asks for them (``guest_layers = true``; ``TracesGuest``, docs/layers.md); else why
+        not: tracing is switched on in the operator's guests only on the user's word."""
+        if not self.target.guest_layers:
+            return GUEST_UNTRACED
+        return [
+            (AgentTracer(d.virsh, d.ref.name), d.guest_device.removeprefix("/dev/")) for d in self.domains
+        ]
 
     def facts(self) -> Facts:
         return Facts(

@@ -21,6 +21,7 @@ from typing import Any
 from vmio import guest
 from vmio.errors import InputError, VmioError
 from vmio.guest.image import GuestImage
+from vmio.metrics.guesttrace import Tracer
 from vmio.metrics.sampler import CpuProbe, DiskProbe, Probe
 from vmio.qemu import VM, AccelProber, Disk, Fleet, QemuCaps, VMConfig, builds, probe_caps
 from vmio.qemu.argv import nvme_timeout_needed, plan_iothreads
@@ -346,7 +347,7 @@ class QemuRig:
         """Each measured VM's log of QEMU's request events (``TracesQemu``), or why there is none."""
         return self.layer_logs
 
-    def guest_tracers(self) -> list[tuple[GuestTracer, str]] | str:
+    def guest_tracers(self) -> list[tuple[Tracer, str]] | str:
         """Each measured VM's tracer and its disk in the guest (``TracesGuest``), or why there is none."""
         if not self.env.layers:
             return "the campaign does not trace layers"
