@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping
-
-from matplotlib.artist import Artist
+from typing import TYPE_CHECKING
 
 from vmio.report.data import CampaignData, Group, families, labels, offered_label, tcg_note
 from vmio.report.figure import PALETTE, Plot, finish, legend_of, new_figure, style
 from vmio.report.plots_load import family_title
+
+if TYPE_CHECKING:
+    from matplotlib.artist import Artist
 
 INNER_FIRST = ("host_block", "qemu", "guest_block", "app")
 OWN = {  # what a layer's own share is, inside the one outside it

@@ -8,13 +8,15 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Sequence
-
-from matplotlib.axes import Axes
+from typing import TYPE_CHECKING
 
 from vmio.report.data import CampaignData, Row, labels
 from vmio.report.figure import PALETTE, Plot, finish, legend, new_figure, style
 from vmio.stats.spread import Spread
 from vmio.units import format_size
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 DDIRS = ("read", "write")
 SweepKey = tuple[str, str, int]  # target, workload (without its qd=/jobs= label), bs
