@@ -532,7 +532,8 @@ def _thin(q: _Placed) -> None:
 
 
 def _num(v: float) -> str:
-    return f"{v:.2f}".rstrip("0").rstrip(".") if math.isfinite(v) else "0"
+    """A coordinate in points, to a hundredth (a finite value: callers leave out what cannot be drawn)."""
+    return f"{v:.2f}"
 
 
 def _text(

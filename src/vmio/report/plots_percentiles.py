@@ -144,15 +144,17 @@ def _knee_lines(
     label: str,
     colour: str,
 ) -> None:
+    found = []  # each group's median achieved IOPS and its percentiles, the histograms merged once
+    for g in groups:
+        achieved = g.spread(lambda r: iops(r, ddir))
+        if achieved is not None:
+            found.append(
+                (achieved.median, histogram.percentiles(pooled(data, g, ddir), [p for _, p, _ in KNEE]))
+            )
     for name, p, ls in KNEE:
         ax = axes[name]
-        xs, ys = [], []
-        for g in groups:
-            achieved = g.spread(lambda r: iops(r, ddir))
-            value = histogram.percentile(pooled(data, g, ddir), p)
-            if achieved is not None and value is not None:
-                xs.append(achieved.median)
-                ys.append(value / 1e3)
+        xs = [x for x, values in found if values[p] is not None]
+        ys = [float(values[p] or 0) / 1e3 for _, values in found if values[p] is not None]
         if xs:
             marker, width = MARKS[name]
             (line,) = ax.plot(xs, ys, marker=marker, ms=4, color=colour, ls=ls, lw=width, label=label)
