@@ -212,3 +212,19 @@ def test_chosen_ticks_are_matplotlibs_steps() -> None:
     wide = chart._ticks(axis, 0, 100000, 1000, across=True)
     narrow = chart._ticks(axis, 0, 100000, 120, across=True)
     assert [s for _, s in wide][:3] == ["0", "10000", "20000"] and 2 <= len(narrow) < len(wide)
+
+
+def test_a_log_axis_narrower_than_its_labelled_ticks_still_gets_labels() -> None:
+    """Latencies of 70-80 µs on a log axis hold no 10, 20, 50 or 100: evenly stepped labels instead, each
+    placed on the log scale (every labelled tick on one line of log10(value) against its position)."""
+    fig = chart.Chart(1, 1)
+    (panel,) = fig.panels
+    (line,) = panel.plot([1, 2, 3], [71.0, 76.5, 79.0], color="#000000", label="p50")
+    line.set_gid("x--p50")
+    panel.set_yscale("log")
+    svg = ET.fromstring(chart.svg(fig, "x"))
+    axes, pixels = series(svg, "x--p50")
+    labelled = [(px, s) for px, s in ticks(axes, "ytick") if s]
+    assert len(labelled) >= 2 and all(70 <= float(s) <= 80 for _, s in labelled)
+    y0, ys = inverse(ticks(axes, "ytick"), log=True)
+    assert [10 ** (y0 + ys * py) for _, py in pixels] == pytest.approx([71.0, 76.5, 79.0], rel=1e-3)

@@ -1,6 +1,7 @@
 """A report's figures built and drawn as SVG, in two processes when this one may run on two CPUs.
 
-Building and drawing figures is most of a report's time and each figure is drawn alone. ``built`` forks a
+Building and drawing matplotlib figures was most of a report's time and each figure is drawn alone (the
+panels ``report.chart`` draws take a few ms a section: there the child's share is small). ``built`` forks a
 child, and the child and this process share the report's sections: each takes the next section nobody has
 taken from a queue (a pipe holding one byte per section, costliest first: one ``read`` of one byte takes
 one, whichever process asks), builds and draws it; the child sends back what the page needs of its

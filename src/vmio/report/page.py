@@ -63,7 +63,8 @@ SECTIONS: tuple[tuple[str, str, Callable[[CampaignData, str | None], list[Plot]]
     ("qemu-threads", "Which QEMU threads use the CPU?", plots_run.qemu_thread_plots),
 )  # fmt: skip
 # with build(drawn=True): the order in which two processes take sections to build and draw, costliest first
-# (measured on the demo: the 42 panels of #over-time are a third of the work); the others follow
+# (measured on the demo when matplotlib drew every panel: the 42 panels of #over-time were a third of the
+# work; drawn by report.chart, every section of the demo takes a few ms); the others follow
 COSTLIEST = ("over-time", "qemu-threads", "latency-over-time", "latency-distribution", "curves", "busy-cpu")
 # folded under the page's appendix (<details>): figures per second or per thread, and the categorical view
 # of IOPS per offered load that #curves draws on a numeric axis
