@@ -112,8 +112,9 @@ start-up and imports ~0.7 s (matplotlib's ~0.45 s of it, before the fork). What 
 the demo has (lines, markers, error bars, shaded spans on linear, log and categorical axes) is drawn as SVG
 by ``report.chart`` itself, from the same calls the plot modules made on matplotlib's axes; the page keeps
 the groups its tests read (``axes_N``, ``xtick_N``/``ytick_N``, ``<g id="<plot>--<series>">`` with the
-line's every vertex and a ``<use>`` per marker); matplotlib is imported only for box plots, stacked bars,
-sweeps and PNGs (a chart replayed onto it on demand), so the demo's report never imports it or numpy; the
+line's every vertex and a ``<use>`` per marker); so are the sweeps' and the layers' stacked bars; matplotlib
+is imported only for the per-operation box plots and PNGs (a chart replayed onto it on demand), so the
+demo's report never imports it or numpy; the
 knee figure merges each group's histograms once, not once per percentile; diagnose's capacity lookup no
 longer imports ``advise.calibrate`` (fio's launcher, the host target's rig) for a host name. The page is
 byte-identical to main's outside its ``<svg>`` elements (the same ``data-series`` and ``data-values``: ``cmp``

@@ -228,3 +228,30 @@ def test_a_log_axis_narrower_than_its_labelled_ticks_still_gets_labels() -> None
     assert len(labelled) >= 2 and all(70 <= float(s) <= 80 for _, s in labelled)
     y0, ys = inverse(ticks(axes, "ytick"), log=True)
     assert [10 ** (y0 + ys * py) for _, py in pixels] == pytest.approx([71.0, 76.5, 79.0], rel=1e-3)
+
+
+def test_stacked_bars_end_where_their_sums_do() -> None:
+    """The layers' stacked bars: each bar's right edge, read back through the x tick labels, is the running
+    sum of the costs stacked before it; the first group sits at the top (an inverted category axis) with
+    its name as the tick label."""
+    costs = {"bare · max": [110.0, 71.5], "vm · 500": [12.0, 40.0, 250.0]}
+    fig = chart.Chart(1, 1)
+    (panel,) = fig.panels
+    for y, parts in enumerate(costs.values()):
+        left = 0.0
+        for k, cost in enumerate(parts):
+            (bar,) = panel.barh(y, cost, left=left, color="#0072B2", height=0.6).patches
+            bar.set_gid(f"b--{y}-{k}")
+            left += cost
+    panel.set_yticks(range(len(costs)), list(costs))
+    panel.invert_yaxis()
+    svg = ET.fromstring(chart.svg(fig, "b"))
+    (axes,) = [g for g in svg.iter(f"{NS}g") if g.get("id") == "axes_1"]
+    x0, xs = inverse(ticks(axes, "xtick"))
+    names = ticks(axes, "ytick")
+    assert [s for _, s in sorted(names)] == list(costs)  # top (smaller y on the page) first
+    for y, parts in enumerate(costs.values()):
+        for k in range(len(parts)):
+            _, pixels = series(svg, f"b--{y}-{k}")
+            right = max(px for px, _ in pixels)
+            assert x0 + xs * right == pytest.approx(sum(parts[: k + 1]), abs=0.5)

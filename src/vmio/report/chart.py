@@ -1,10 +1,11 @@
-"""Panels vmio draws as SVG itself, without matplotlib: lines with markers, error bars and shaded spans on
-linear, log or categorical axes, in a grid with panel titles, axis labels, one legend and the caption.
+"""Panels vmio draws as SVG itself, without matplotlib: lines with markers, error bars, shaded spans and
+(stacked) horizontal bars on linear, log or categorical axes, in a grid with panel titles, axis labels, one
+legend and the caption.
 
 Building and drawing the report's many small panels through matplotlib (its artists, ticks and text layout)
 was most of a report's time. A ``Chart`` records what a plot module asks of it through the few calls of
-matplotlib's ``Axes`` those modules use (``plot``, ``errorbar``, ``axvspan``, titles, labels, limits, ticks,
-grid) and ``svg`` writes it directly: the same groups a matplotlib SVG has where the page and its tests
+matplotlib's ``Axes`` those modules use (``plot``, ``errorbar``, ``axvspan``, ``barh``, titles, labels,
+limits, ticks, grid) and ``svg`` writes it directly: the same groups a matplotlib SVG has where the page and its tests
 look (``axes_N`` per panel, ``xtick_N``/``ytick_N``, each series a ``<g id="<plot>--<series>">`` holding
 its line as ``<path d="M x y L ...">`` and its markers as ``<use>``), every plotted vertex in the path,
 text as text. ``report.figure`` replays a chart onto a matplotlib figure when one is asked for (PNGs).
@@ -104,6 +105,32 @@ class Span:
 
 
 @dataclass
+class Bar:
+    """A horizontal bar at ``y`` (``height`` tall, axis units) from ``left`` to ``left + width``."""
+
+    y: float
+    width: float
+    left: float
+    height: float
+    color: str
+    label: str | None = None
+    gid: str | None = None
+
+    def set_gid(self, gid: str) -> None:
+        self.gid = gid
+
+
+@dataclass
+class Bars:
+    """What ``Panel.barh`` returns: its bars as ``patches`` (matplotlib's shape)."""
+
+    patches: list[Bar]
+
+
+Item = Line | Span | Bar
+
+
+@dataclass
 class Errorbar:
     """What ``Panel.errorbar`` returns: ``lines[0]`` is the series (matplotlib's shape)."""
 
@@ -125,6 +152,7 @@ class Axis:
     minor: bool = True  # a log axis labels 2 and 5 in each decade too
     label: str = ""
     shown: bool = True  # tick labels drawn (a shared axis draws them on the outer panels only)
+    inverted: bool = False  # the high end first (at the top of a y axis)
 
 
 class Panel:
@@ -135,7 +163,7 @@ class Panel:
         self.row, self.col = row, col
         self.x, self.y = Axis(), Axis()
         self.title, self.title_size = "", TITLE_PT
-        self.items: list[Line | Span] = []
+        self.items: list[Item] = []
         self.grid_alpha: float | None = None
         self.grid_which, self.grid_axis = "major", "both"
 
@@ -189,7 +217,19 @@ class Panel:
     def get_lines(self) -> list[Line]:
         return [i for i in self.items if isinstance(i, Line)]
 
-    def get_legend_handles_labels(self) -> tuple[list[Line | Span], list[str]]:
+    def barh(self, y: float, width: float, *, color: str, left: float = 0.0, height: float = 0.8) -> Bars:
+        bar = Bar(float(y), float(width), float(left), float(height), color)
+        self.items.append(bar)
+        return Bars([bar])
+
+    def set_yticks(self, ticks: Sequence[float], labels: Sequence[str] | None = None) -> None:
+        self.y.ticks = [float(t) for t in ticks]
+        self.y.tick_labels = list(labels) if labels is not None else None
+
+    def invert_yaxis(self) -> None:
+        self.y.inverted = True
+
+    def get_legend_handles_labels(self) -> tuple[list[Item], list[str]]:
         shown = [i for i in self.items if i.label and not i.label.startswith("_")]
         return shown, [str(i.label) for i in shown]
 
@@ -246,7 +286,7 @@ class Chart:
         self.rows, self.cols, self.sharex, self.sharey = rows, cols, sharex, sharey
         self.grid = [[Panel(self, r, c) for c in range(cols)] for r in range(rows)]
         self.title, self.caption = "", ""
-        self._vmio_legend: bool | dict[str, Line | Span] = False  # report.figure.legend/legend_of set it
+        self._vmio_legend: bool | dict[str, Item] = False  # report.figure.legend/legend_of set it
 
     @property
     def panels(self) -> list[Panel]:
@@ -255,13 +295,13 @@ class Chart:
     def finish(self, title: str, caption: str) -> None:
         self.title, self.caption = title, caption
 
-    def legend_entries(self) -> dict[str, Line | Span]:
+    def legend_entries(self) -> dict[str, Item]:
         """The figure's legend: the entries ``legend_of`` gave, else every panel's labelled series once
         (none unless a panel asked for a legend)."""
         given = self._vmio_legend
         if isinstance(given, dict):
             return dict(given)
-        out: dict[str, Line | Span] = {}
+        out: dict[str, Item] = {}
         for panel in self.panels if given else ():
             for handle, label in zip(*panel.get_legend_handles_labels(), strict=True):
                 out.setdefault(label, handle)
@@ -402,6 +442,9 @@ def _extent(chart: Chart) -> dict[int, tuple[tuple[float, float], tuple[float, f
         ys += [y - lo for i in p.get_lines() if i.err for y, lo in zip(i.ys, i.err[0], strict=True)]
         ys += [y + hi for i in p.get_lines() if i.err for y, hi in zip(i.ys, i.err[1], strict=True)]
         edges = [e for i in p.items if isinstance(i, Span) for e in (i.x0, i.x1)]
+        bars = [i for i in p.items if isinstance(i, Bar)]
+        xs += [e for b in bars for e in (b.left, b.left + b.width)]
+        ys += [e for b in bars for e in (b.y - b.height / 2, b.y + b.height / 2)]
         return xs, ys, edges
 
     got = {id(p): spans(p) for p in chart.panels}
@@ -413,7 +456,10 @@ def _extent(chart: Chart) -> dict[int, tuple[tuple[float, float], tuple[float, f
         xs, ys, edges = got[id(p)]
         xlim = _limits(p.x, allx if chart.sharex else xs, alle if chart.sharex else edges)
         ylim = _limits(p.y, ally if chart.sharey else ys, [])
-        out[id(p)] = (xlim, ylim)
+        bars = [i for i in p.items if isinstance(i, Bar)]
+        if bars and p.x.low is None and min(min(b.left, b.left + b.width) for b in bars) >= 0:
+            xlim = (0.0, xlim[1])  # bars stand on zero (matplotlib's sticky edge: no margin below it)
+        out[id(p)] = (xlim, ylim[::-1] if p.y.inverted else ylim)
     if chart.sharey:  # a limit one panel sets holds for all (matplotlib's shared axes)
         lows = [p.y.low for p in chart.panels if p.y.low is not None]
         highs = [p.y.high for p in chart.panels if p.y.high is not None]
@@ -453,8 +499,8 @@ def lay_out(chart: Chart) -> tuple[list[_Placed], float, float, list[str], int]:
         placed.append(
             _Placed(
                 p,
-                _ticks(p.x, *xlim, cell_w * 0.7, across=True),
-                _ticks(p.y, *ylim, cell_h * 0.6, across=False),
+                _ticks(p.x, min(xlim), max(xlim), cell_w * 0.7, across=True),
+                _ticks(p.y, min(ylim), max(ylim), cell_h * 0.6, across=False),
                 xlim,
                 ylim,
             )
@@ -650,6 +696,15 @@ def _panel(
                 f'<g{gid}><path d="M {_num(x0)} {_num(top + h)} L {_num(x1)} {_num(top + h)} L {_num(x1)} {_num(top)} '
                 f'L {_num(x0)} {_num(top)} z" clip-path="url(#{clip})" style="fill: {item.color}; opacity: {item.alpha:g}"/></g>'
             )
+    for item in p.items:  # bars next, under the lines
+        if isinstance(item, Bar):
+            x0, x1 = sx(item.left), sx(item.left + item.width)
+            y0, y1 = sy(item.y - item.height / 2), sy(item.y + item.height / 2)
+            gid = f' id="{html.escape(item.gid)}"' if item.gid else ""
+            out.append(
+                f'<g{gid}><path d="M {_num(x0)} {_num(y0)} L {_num(x1)} {_num(y0)} L {_num(x1)} {_num(y1)} '
+                f'L {_num(x0)} {_num(y1)} z" clip-path="url(#{clip})" style="fill: {item.color}"/></g>'
+            )
     grid = p.grid_alpha
     gx = grid if p.grid_axis in ("both", "x") else None
     gy = grid if p.grid_axis in ("both", "y") else None
@@ -792,11 +847,12 @@ def _legend(
         col, row = i % ncol, i // ncol
         x = x0 + sum(sample + pad + c + TEXT_PT for c in cols[:col])
         y = GAP + (row + 0.5) * TEXT_PT * (LINE + 0.5)
-        if isinstance(handle, Span):
+        if isinstance(handle, Span | Bar):
+            alpha = handle.alpha if isinstance(handle, Span) else 1.0
             out.append(
                 f'<path d="M {_num(x)} {_num(y - 0.35 * TEXT_PT)} L {_num(x + sample)} {_num(y - 0.35 * TEXT_PT)} '
                 f'L {_num(x + sample)} {_num(y + 0.35 * TEXT_PT)} L {_num(x)} {_num(y + 0.35 * TEXT_PT)} z" '
-                f'style="fill: {handle.color}; opacity: {handle.alpha:g}"/>'
+                f'style="fill: {handle.color}; opacity: {alpha:g}"/>'
             )
         else:
             if handle.ls not in ("", "none", "None"):

@@ -9,7 +9,7 @@ figure's text (``report.layout``) and then draw once.
 A plot whose panels are a ``report.chart.Chart`` (lines, error bars and spans: most of a report's panels)
 is drawn as SVG by vmio itself; its matplotlib figure is made from the chart only when asked for
 (``Plot.figure``: PNGs, and tests that read artists). matplotlib is imported only then, or when a panel
-kind vmio does not draw itself (box plots, stacked bars) is built: a report of charts never imports it.
+kind vmio does not draw itself (the per-operation box plots) is built: a report of charts never imports it.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from vmio.report.chart import Chart, Line, Panel, Span
+from vmio.report.chart import Bar, Chart, Item, Panel, Span
 from vmio.report.chart import svg as chart_svg
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ class Plot:
             return self.replayed
         return self.canvas
 
-    def tag(self, artist: Artist | Line | Span | list[Artist] | tuple[Artist, ...], label: str) -> None:
+    def tag(self, artist: Artist | Item | list[Artist] | list[Bar] | tuple[Artist, ...], label: str) -> None:
         """Name a series' artists in the SVG and remember the label."""
         items = artist if isinstance(artist, list | tuple) else [artist]
         for i, item in enumerate(items):
@@ -151,7 +151,7 @@ def shared_legend(axes: list[Axes] | list[Panel], size: int = 8) -> None:
         legend(ax, size)
 
 
-def legend_of(fig: Figure | Chart, handles: dict[str, Artist] | dict[str, Line | Span]) -> None:
+def legend_of(fig: Figure | Chart, handles: dict[str, Artist] | dict[str, Item]) -> None:
     """The figure's legend: these entries (label → handle) instead of its panels' series."""
     fig._vmio_legend = handles  # type: ignore[union-attr,unused-ignore]
 
@@ -303,10 +303,12 @@ def replay(chart: Chart) -> Figure:
     return fig
 
 
-def _replayed(ax: Axes, item: Line | Span) -> Artist:
-    """One series or span drawn on matplotlib's axes, with its id."""
+def _replayed(ax: Axes, item: Item) -> Artist:
+    """One series, span or bar drawn on matplotlib's axes, with its id."""
     artist: Artist
-    if isinstance(item, Span):
+    if isinstance(item, Bar):
+        artist = ax.barh(item.y, item.width, left=item.left, color=item.color, height=item.height).patches[0]
+    elif isinstance(item, Span):
         artist = ax.axvspan(item.x0, item.x1, color=item.color, alpha=item.alpha, lw=0, label=item.label)
     elif item.err is not None:
         artist = ax.errorbar(
@@ -340,6 +342,10 @@ def _replay_axes(ax: Axes, panel: Panel) -> None:
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: (panel.x.format or str)(v)))
     if panel.x.ticks is not None:
         ax.set_xticks(panel.x.ticks, panel.x.tick_labels)
+    if panel.y.ticks is not None:
+        ax.set_yticks(panel.y.ticks, panel.y.tick_labels)
+    if panel.y.inverted:
+        ax.yaxis.set_inverted(True)
     for axis, spec in ((ax.xaxis, panel.x), (ax.yaxis, panel.y)):
         if spec.nbins is not None:
             axis.set_major_locator(MaxNLocator(nbins=spec.nbins, integer=spec.integer))

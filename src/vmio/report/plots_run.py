@@ -7,7 +7,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Callable
 
-from vmio.report.chart import Chart, Line, Panel, Span
+from vmio.report.chart import Chart, Item, Panel
 from vmio.report.data import CampaignData, Group, Row, families, labels, offered_axis, offered_order
 from vmio.report.data import offered_label as olabel
 from vmio.report.figure import (
@@ -180,7 +180,7 @@ def _qemu_figure(
 def _class_legend(panels: list[Panel], targets: list[str]) -> None:
     """One legend, in the first panel: a thread class is the same colour in every panel (each panel's
     title names its target)."""
-    shown: dict[str, Line | Span] = {}
+    shown: dict[str, Item] = {}
     for ax, target in zip(panels, targets, strict=True):
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
             shown.setdefault(label.removeprefix(f"{target} "), handle)
