@@ -126,10 +126,10 @@ fresh checkout then compiles every module on each run), the host shared with thr
 0.82, 0.77, 1.26, 1.16 s wall (median 0.82 s, 0.63 s CPU); at load 6-9 (my own tests running too): before
 median 19.75 s wall, 6.00 s CPU, after 2.85 s wall, 0.76 s CPU. What remains of the ~0.6 s CPU: Python's
 start and vmio's imports (~0.3 s), reading the store and merging its histograms, diagnose's verdicts for
-``#answer``, writing the page. Not changed: the second drawing process (``report.drawing``) now costs more
-than it saves for a report of charts (7 runs by turns at load ~6, this tree with and without it: median 1.51
-s against 1.11 s wall, 0.71 s against 0.62 s CPU); it still pays for matplotlib's panels, and the tests
-hold its behaviour, so it stays. ``--png-dir`` draws every PNG through matplotlib as before (9.8 s wall).
+``#answer``, writing the page. The second drawing process (``report.drawing``) cost more than it saved for
+a report of charts (7 runs by turns at load ~6, this tree with and without it: median 1.51 s against 1.11 s
+wall, 0.71 s against 0.62 s CPU): it now starts only for matplotlib's per-operation box plots
+(``page.worth_forking``). ``--png-dir`` draws every PNG through matplotlib as before (9.8 s wall).
 
 Usage: python benchmarks/store_scale.py [--sizes 1000,10000,100000] [--report-max 1000] [--dir /var/tmp]
        [--demo-repeat 3] [--before OTHER_CHECKOUT/src] [--keep DIR] [--repeat N] [--only 'show --json']

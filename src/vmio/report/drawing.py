@@ -1,7 +1,8 @@
 """A report's figures built and drawn as SVG, in two processes when this one may run on two CPUs.
 
 Building and drawing matplotlib figures was most of a report's time and each figure is drawn alone (the
-panels ``report.chart`` draws take a few ms a section: there the child's share is small). ``built`` forks a
+panels ``report.chart`` draws take a few ms a section: the page asks for the child only when matplotlib
+draws some, ``page.worth_forking``). ``built`` forks a
 child, and the child and this process share the report's sections: each takes the next section nobody has
 taken from a queue (a pipe holding one byte per section, costliest first: one ``read`` of one byte takes
 one, whichever process asks), builds and draws it; the child sends back what the page needs of its
@@ -40,11 +41,14 @@ def may_fork() -> bool:
     return len(os.sched_getaffinity(0)) >= 2 and threading.active_count() == 1
 
 
-def built(makers: Sequence[Callable[[], list[Plot]]], order: Sequence[int]) -> list[list[Plot]]:
-    """Each maker's plots, drawn. With two CPUs a forked child and this process take the makers from one
-    queue in ``order`` (indices, costliest first; the rest after them): the child starts with the first,
-    this process with the second. A maker the child ran comes back as its plots without figures."""
-    if len(makers) < 2 or not may_fork():
+def built(
+    makers: Sequence[Callable[[], list[Plot]]], order: Sequence[int], fork: bool = True
+) -> list[list[Plot]]:
+    """Each maker's plots, drawn. With two CPUs (and ``fork``: the work is worth a second process) a forked
+    child and this process take the makers from one queue in ``order`` (indices, costliest first; the rest
+    after them): the child starts with the first, this process with the second. A maker the child ran comes
+    back as its plots without figures."""
+    if len(makers) < 2 or not fork or not may_fork():
         return [_drawn(make()) for make in makers]
     ranked = list(dict.fromkeys([*order, *range(len(makers))]))
     queue = _queue(ranked[1:])
