@@ -122,9 +122,12 @@ of both trees' pages of this store and of tests/data/stores/v2-campaign.db with 
 All 15 figures' sections now take 0.07 s CPU together. ``--demo-repeat 5 --before`` main's ``src`` by turns,
 both trees' bytecode compiled first (``python -m compileall``: this shell sets PYTHONDONTWRITEBYTECODE, and a
 fresh checkout then compiles every module on each run), the host shared with three other engineers' work
-(load average 3.4-3.7): before 7.22, 7.23, 7.40, 8.28, 8.13 s wall (median 7.40 s, 5.19 s CPU), after 0.77,
-0.82, 0.77, 1.26, 1.16 s wall (median 0.82 s, 0.63 s CPU); at load 6-9 (my own tests running too): before
-median 19.75 s wall, 6.00 s CPU, after 2.85 s wall, 0.76 s CPU. What remains of the ~0.6 s CPU: Python's
+(load average 2.1-3.4): before 7.98, 7.55, 8.55, 8.36, 7.79 s wall (median 7.98 s, 5.51 s CPU), after 1.02,
+0.79, 0.96, 0.94, 0.98 s wall (median 0.96 s, 0.65 s CPU); an earlier run of this round (the drawing child
+still forked; load 3.4-3.7): before median 7.40 s wall, 5.19 s CPU, after 0.82 s wall, 0.63 s CPU; at load
+6-9 (my own tests running too): before median 19.75 s wall, 6.00 s CPU, after 2.85 s wall, 0.76 s CPU.
+On the quiet host of the last round (main: 3.9 s wall, 6.2 s CPU) that CPU ratio, not measured there,
+would put the report well under a second. What remains of the ~0.6 s CPU: Python's
 start and vmio's imports (~0.3 s), reading the store and merging its histograms, diagnose's verdicts for
 ``#answer``, writing the page. The second drawing process (``report.drawing``) cost more than it saved for
 a report of charts (7 runs by turns at load ~6, this tree with and without it: median 1.51 s against 1.11 s
@@ -137,7 +140,9 @@ Usage: python benchmarks/store_scale.py [--sizes 1000,10000,100000] [--report-ma
 
 ``--keep DIR`` keeps the filled stores in DIR (``s<points>.db``) and reuses them on the next run, so the
 commands can be timed again without filling 100k points each time. ``--repeat N`` times each command N
-times and prints each figure as the median with the range. Before/after: run the benchmark with the older
+times and prints each figure as the median with the range. The "after" side is the vmio this process
+imports: run it from a checkout as ``PYTHONPATH=src python benchmarks/store_scale.py ...`` (without it, an
+editable install's tree is timed against ``--before``). Before/after: run the benchmark with the older
 tree's ``src`` first on PYTHONPATH, then the newer one's, each with its own ``--keep`` folder (copy the
 first's stores: a newer vmio migrates them, which an older one then refuses to read).
 """
