@@ -102,13 +102,47 @@ that is ~2.0 s, an estimate, not a measurement. What remains is matplotlib: impo
 and building and drawing 84 panels' ticks, texts and lines, which no setting that keeps the figures as they
 are removes.
 
+``report`` of the demo, fourth round (issue 42 item 3). Where the time went before (main's tree, one
+process, the drawing child off; cProfile and ``-X importtime``): of 9.0 s profiled, 8.4 s were matplotlib,
+2.9 s building figures (1.2 s of it making axes and their ticks) and 5.5 s drawing them (axes' ticks and
+tick labels 3.5 s, lines and markers 1.4 s, legends 0.6 s); without the profiler the sections took 3.67 s
+CPU (over-time's 42 panels 1.26 s, qemu-threads 0.68, latency-over-time 0.40, busy-cpu 0.34,
+latency-distribution 0.30, curves 0.26, latency-vs-iops 0.24, iops 0.19), reading the store 0.08 s,
+start-up and imports ~0.7 s (matplotlib's ~0.45 s of it, before the fork). What changed: every panel kind
+the demo has (lines, markers, error bars, shaded spans on linear, log and categorical axes) is drawn as SVG
+by ``report.chart`` itself, from the same calls the plot modules made on matplotlib's axes; the page keeps
+the groups its tests read (``axes_N``, ``xtick_N``/``ytick_N``, ``<g id="<plot>--<series>">`` with the
+line's every vertex and a ``<use>`` per marker); so are the sweeps' and the layers' stacked bars; matplotlib
+is imported only for the per-operation box plots and PNGs (a chart replayed onto it on demand), so the
+demo's report never imports it or numpy; the
+knee figure merges each group's histograms once, not once per percentile; diagnose's capacity lookup no
+longer imports ``advise.calibrate`` (fio's launcher, the host target's rig) for a host name. The page is
+byte-identical to main's outside its ``<svg>`` elements (the same ``data-series`` and ``data-values``: ``cmp``
+of both trees' pages of this store and of tests/data/stores/v2-campaign.db with the SVGs and time stamp cut).
+All 15 figures' sections now take 0.07 s CPU together. ``--demo-repeat 5 --before`` main's ``src`` by turns,
+both trees' bytecode compiled first (``python -m compileall``: this shell sets PYTHONDONTWRITEBYTECODE, and a
+fresh checkout then compiles every module on each run), the host shared with three other engineers' work
+(load average 2.1-3.4): before 7.98, 7.55, 8.55, 8.36, 7.79 s wall (median 7.98 s, 5.51 s CPU), after 1.02,
+0.79, 0.96, 0.94, 0.98 s wall (median 0.96 s, 0.65 s CPU); an earlier run of this round (the drawing child
+still forked; load 3.4-3.7): before median 7.40 s wall, 5.19 s CPU, after 0.82 s wall, 0.63 s CPU; at load
+6-9 (my own tests running too): before median 19.75 s wall, 6.00 s CPU, after 2.85 s wall, 0.76 s CPU.
+On the quiet host of the last round (main: 3.9 s wall, 6.2 s CPU) that CPU ratio, not measured there,
+would put the report well under a second. What remains of the ~0.6 s CPU: Python's
+start and vmio's imports (~0.3 s), reading the store and merging its histograms, diagnose's verdicts for
+``#answer``, writing the page. The second drawing process (``report.drawing``) cost more than it saved for
+a report of charts (7 runs by turns at load ~6, this tree with and without it: median 1.51 s against 1.11 s
+wall, 0.71 s against 0.62 s CPU): it now starts only for matplotlib's per-operation box plots
+(``page.worth_forking``). ``--png-dir`` draws every PNG through matplotlib as before (9.8 s wall).
+
 Usage: python benchmarks/store_scale.py [--sizes 1000,10000,100000] [--report-max 1000] [--dir /var/tmp]
        [--demo-repeat 3] [--before OTHER_CHECKOUT/src] [--keep DIR] [--repeat N] [--only 'show --json']
        (``--sizes ''``: the demo's report only)
 
 ``--keep DIR`` keeps the filled stores in DIR (``s<points>.db``) and reuses them on the next run, so the
 commands can be timed again without filling 100k points each time. ``--repeat N`` times each command N
-times and prints each figure as the median with the range. Before/after: run the benchmark with the older
+times and prints each figure as the median with the range. The "after" side is the vmio this process
+imports: run it from a checkout as ``PYTHONPATH=src python benchmarks/store_scale.py ...`` (without it, an
+editable install's tree is timed against ``--before``). Before/after: run the benchmark with the older
 tree's ``src`` first on PYTHONPATH, then the newer one's, each with its own ``--keep`` folder (copy the
 first's stores: a newer vmio migrates them, which an older one then refuses to read).
 """

@@ -197,6 +197,9 @@ def test_a_report_built_and_drawn_by_two_processes_is_the_same_page(monkeypatch:
     page is the same text as one process makes (but for its time stamp), and when the child fails this
     process builds its sections too."""
     campaign = data.load(Store(STORES / "v2-campaign.db", readonly=True), "base")
+    # its figures are charts (a few ms a section): the second process is asked for here, as it is for a
+    # campaign with matplotlib's per-operation box plots (test_a_report_of_charts_is_drawn_in_one_process)
+    monkeypatch.setattr(page, "worth_forking", lambda _: True)
     stamp = re.compile(r"made by vmio on [^<]*")
     alone = stamp.sub("", page.render(page.build(campaign)))
     report = page.build(campaign, drawn=True)
@@ -215,3 +218,15 @@ def test_a_report_built_and_drawn_by_two_processes_is_the_same_page(monkeypatch:
     report = page.build(campaign, drawn=True)
     assert all(p.figure is not None for p in report.plots)
     assert stamp.sub("", page.render(report)) == alone
+
+
+def test_a_report_of_charts_is_drawn_in_one_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A campaign without stored operations has no matplotlib figure: built and drawn here, no child (the
+    fork cost more than it saved); one with operations (per-operation box plots) gets the second process."""
+    campaign = data.load(Store(STORES / "v2-campaign.db", readonly=True), "base")
+    assert not page.worth_forking(campaign)
+    monkeypatch.setattr(drawing, "_fork", lambda _: pytest.fail("forked for a report of charts"))
+    report = page.build(campaign, drawn=True)
+    assert report.plots and all(p.figure is not None and p.svg for p in report.plots)
+    campaign.oplat = {campaign.rows[0].point: []}
+    assert page.worth_forking(campaign)

@@ -12,7 +12,6 @@ The result is stored per host and per device under the device's stable identity
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ from vmio.fio import run as fiorun
 from vmio.fio.jobfile import seconds, section
 from vmio.store import Store
 from vmio.store import capacity as stored
+from vmio.store.capacity import host_name
 from vmio.system.blockdev import device_chain, reported_device, stable_id
 from vmio.system.files import check_place
 from vmio.system.process import Runner
@@ -59,10 +59,6 @@ class Calibration:
             "capacity_read_iops": max(self.read_iops.values()),
             "capacity_write_iops": max(self.write_iops.values()) if self.write_iops else None,
         }
-
-
-def host_name() -> str:
-    return socket.gethostname()
 
 
 def calibrate(

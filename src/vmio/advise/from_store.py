@@ -155,8 +155,6 @@ def capacity(
 ) -> tuple[float | None, float | None, str | None]:
     """(read, write, source): declared with diagnose's flags, else by a host target of the campaign on the
     same device, else ``vmio calibrate``'s figures for this host and device; (None, None, None) unknown."""
-    from vmio.advise.calibrate import host_name
-
     if declared is not None and (declared[0] is not None or declared[1] is not None):
         return declared[0], declared[1], "declared with --capacity-read-iops/--capacity-write-iops"
     for target in camp.targets:
@@ -167,7 +165,7 @@ def capacity(
         if any(r["device"] == device for r in store.runs(camp.name) if r["target"] == target.name):
             source = f"declared by target {target.name!r} (capacity_read_iops/capacity_write_iops)"
             return target.capacity_read_iops, target.capacity_write_iops, source
-    row = calibrated.lookup(store, host_name(), stable_id(device, sys_root))
+    row = calibrated.lookup(store, calibrated.host_name(), stable_id(device, sys_root))
     if row is not None:
         return row["capacity_read_iops"], row["capacity_write_iops"], f"vmio calibrate {row['path']}"
     return None, None, None

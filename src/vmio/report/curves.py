@@ -14,11 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from matplotlib.axes import Axes
-from matplotlib.ticker import FuncFormatter, NullLocator
-
+from vmio.report.chart import Chart, Panel
 from vmio.report.data import CampaignData, Row, labels
-from vmio.report.figure import Plot, color, finish, legend, log_scale, new_figure, plotted, slug, style
+from vmio.report.figure import Plot, color, comma, finish, legend, log_scale, plotted, slug
 from vmio.stats.spread import Spread
 from vmio.units import format_size
 
@@ -161,32 +159,30 @@ def curve_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
             targets = [t for t in names if any(r.target == t for r in rows)]
             chunks = [targets[i : i + MAX_LINES] for i in range(0, len(targets), MAX_LINES)]
             panel_rows += [(context, rows, ddir, chunk) for ddir in ddirs for chunk in chunks]
-        with style():
-            fig = new_figure(len(panel_rows), 3, width=4.3, height=2.3)
-            plot = Plot(
-                f"curve-{axis}",
-                f"IOPS and latency against {AXIS_LABEL[axis].split(' (')[0]}",
-                labels(data),
-                fig,
-            )
-            grid = fig.subplots(len(panel_rows), 3, squeeze=False)
-            for panels, (context, rows, ddir, chunk) in zip(grid, panel_rows, strict=True):
-                title = context_title(data, axis, context)
-                for ax, (what, value, unit) in zip(panels, _measures(ddir), strict=True):
-                    for target in chunk:
-                        mine = [r for r in rows if r.target == target]
-                        pts = points(data, mine, axis, ddir, value, unit)
-                        _line(plot, ax, pts, target, f"{title} {ddir} {what}", color(names, target, baseline),
-                              target == baseline)  # fmt: skip
-                    ax.set_title(f"{title}: {ddir} {what}")
-                    ax.set_ylabel(f"{ddir} {what}" + ("" if unit == "IOPS" else f" ({unit})"))
-                    _x_axis(ax, axis)
-                    _y_axis(ax)
-                    legend(ax)
-            plot.caption += " · medians over repetitions; hover a point for its value"
-            if axis == "offered":
-                plot.caption += " · ◇ the unthrottled (max) point, at the IOPS it achieved"
-            finish(fig, plot.title, plot.caption)
+        fig = Chart(len(panel_rows), 3, width=4.3, height=2.3)
+        plot = Plot(
+            f"curve-{axis}",
+            f"IOPS and latency against {AXIS_LABEL[axis].split(' (')[0]}",
+            labels(data),
+            fig,
+        )
+        for panels, (context, rows, ddir, chunk) in zip(fig.grid, panel_rows, strict=True):
+            title = context_title(data, axis, context)
+            for ax, (what, value, unit) in zip(panels, _measures(ddir), strict=True):
+                for target in chunk:
+                    mine = [r for r in rows if r.target == target]
+                    pts = points(data, mine, axis, ddir, value, unit)
+                    _line(plot, ax, pts, target, f"{title} {ddir} {what}", color(names, target, baseline),
+                          target == baseline)  # fmt: skip
+                ax.set_title(f"{title}: {ddir} {what}")
+                ax.set_ylabel(f"{ddir} {what}" + ("" if unit == "IOPS" else f" ({unit})"))
+                _x_axis(ax, axis)
+                _y_axis(ax)
+                legend(ax)
+        plot.caption += " · medians over repetitions; hover a point for its value"
+        if axis == "offered":
+            plot.caption += " · ◇ the unthrottled (max) point, at the IOPS it achieved"
+        finish(fig, plot.title, plot.caption)
         plots.append(plot)
     return plots
 
@@ -199,7 +195,7 @@ def _measures(ddir: str) -> list[tuple[str, Callable[[Row], float | None], str]]
     ]
 
 
-def _line(plot: Plot, ax: Axes, pts: list[Point], target: str, where: str, colour: str, bold: bool) -> None:
+def _line(plot: Plot, ax: Panel, pts: list[Point], target: str, where: str, colour: str, bold: bool) -> None:
     if not pts:
         return
     xs, ys = [p.x for p in pts], [p.y for p in pts]
@@ -214,21 +210,23 @@ def _line(plot: Plot, ax: Axes, pts: list[Point], target: str, where: str, colou
     plot.titles[f"{plot.id}--{slug(label)}"] = [p.title for p in pts]
 
 
-def _x_axis(ax: Axes, axis: str) -> None:
+def _x_axis(ax: Panel, axis: str) -> None:
     positive = plotted(ax, "x")
     if axis == "bs" or (positive and max(positive) / min(positive) >= 10):
         ax.set_xscale("log", base=2 if axis in ("bs", "iodepth", "numjobs") else 10)
         if axis != "offered":  # the swept values themselves as ticks
             ax.set_xticks(sorted(set(positive)))
-        # no minor ticks: each is laid out and drawn (labelled or not), and they were most of the time
-        ax.xaxis.set_minor_locator(NullLocator())
-    show = (lambda v, _: format_size(int(v))) if axis == "bs" else (lambda v, _: f"{v:,.0f}")
-    ax.xaxis.set_major_formatter(FuncFormatter(show))
+        ax.x.minor = False  # decades only
+    ax.x.format = _size if axis == "bs" else comma
     ax.set_xlabel(AXIS_LABEL[axis])
     ax.grid(alpha=0.3)
 
 
-def _y_axis(ax: Axes) -> None:
+def _size(v: float) -> str:
+    return format_size(int(v))
+
+
+def _y_axis(ax: Panel) -> None:
     ys = plotted(ax, "y")
     if ys and max(ys) / min(ys) > 100:
         log_scale(ax)

@@ -1,6 +1,8 @@
 """A report's figures built and drawn as SVG, in two processes when this one may run on two CPUs.
 
-Building and drawing figures is most of a report's time and each figure is drawn alone. ``built`` forks a
+Building and drawing matplotlib figures was most of a report's time and each figure is drawn alone (the
+panels ``report.chart`` draws take a few ms a section: the page asks for the child only when matplotlib
+draws some, ``page.worth_forking``). ``built`` forks a
 child, and the child and this process share the report's sections: each takes the next section nobody has
 taken from a queue (a pipe holding one byte per section, costliest first: one ``read`` of one byte takes
 one, whichever process asks), builds and draws it; the child sends back what the page needs of its
@@ -25,6 +27,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypedDict
 
+from vmio.report.chart import Chart
 from vmio.report.figure import Plot, to_svg
 
 PR_SET_PDEATHSIG = 1
@@ -38,11 +41,14 @@ def may_fork() -> bool:
     return len(os.sched_getaffinity(0)) >= 2 and threading.active_count() == 1
 
 
-def built(makers: Sequence[Callable[[], list[Plot]]], order: Sequence[int]) -> list[list[Plot]]:
-    """Each maker's plots, drawn. With two CPUs a forked child and this process take the makers from one
-    queue in ``order`` (indices, costliest first; the rest after them): the child starts with the first,
-    this process with the second. A maker the child ran comes back as its plots without figures."""
-    if len(makers) < 2 or not may_fork():
+def built(
+    makers: Sequence[Callable[[], list[Plot]]], order: Sequence[int], fork: bool = True
+) -> list[list[Plot]]:
+    """Each maker's plots, drawn. With two CPUs (and ``fork``: the work is worth a second process) a forked
+    child and this process take the makers from one queue in ``order`` (indices, costliest first; the rest
+    after them): the child starts with the first, this process with the second. A maker the child ran comes
+    back as its plots without figures."""
+    if len(makers) < 2 or not fork or not may_fork():
         return [_drawn(make()) for make in makers]
     ranked = list(dict.fromkeys([*order, *range(len(makers))]))
     queue = _queue(ranked[1:])
@@ -58,7 +64,7 @@ def built(makers: Sequence[Callable[[], list[Plot]]], order: Sequence[int]) -> l
     finally:
         os.close(queue)
     for key, plots in (sent or {}).items():
-        out[int(key)] = [Plot(figure=None, **p) for p in plots]
+        out[int(key)] = [Plot(canvas=None, **p) for p in plots]
     return [out[i] if i in out else _drawn(makers[i]()) for i in range(len(makers))]
 
 
@@ -141,7 +147,11 @@ def halves(plots: list[Plot]) -> tuple[list[Plot], list[Plot]]:
 
 
 def cost(plot: Plot) -> int:
-    return FIXED_COST + (len(plot.figure.axes) if plot.figure else 0)
+    """A plot's drawing cost: a unit per matplotlib panel beside ``FIXED_COST`` (a chart vmio draws
+    itself costs a tenth of that a panel)."""
+    if isinstance(plot.canvas, Chart):
+        return 1 + len(plot.canvas.panels) // 10
+    return FIXED_COST + (len(plot.canvas.axes) if plot.canvas else 0)
 
 
 def _fork(work: Callable[[], Any]) -> tuple[int, int]:

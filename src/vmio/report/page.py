@@ -63,7 +63,8 @@ SECTIONS: tuple[tuple[str, str, Callable[[CampaignData, str | None], list[Plot]]
     ("qemu-threads", "Which QEMU threads use the CPU?", plots_run.qemu_thread_plots),
 )  # fmt: skip
 # with build(drawn=True): the order in which two processes take sections to build and draw, costliest first
-# (measured on the demo: the 42 panels of #over-time are a third of the work); the others follow
+# (measured on the demo when matplotlib drew every panel: the 42 panels of #over-time were a third of the
+# work; drawn by report.chart, every section of the demo takes a few ms); the others follow
 COSTLIEST = ("over-time", "qemu-threads", "latency-over-time", "latency-distribution", "curves", "busy-cpu")
 # folded under the page's appendix (<details>): figures per second or per thread, and the categorical view
 # of IOPS per offered load that #curves draws on a numeric axis
@@ -139,13 +140,20 @@ def build(
     order = [[sid for sid, _, _ in SECTIONS].index(sid) for sid in COSTLIEST]
     # figures are many thousands of artists in cycles: the collector walking them was 12 % of the drawing
     with gc_paused():
-        built = drawing.built(makers, order) if drawn else [make() for make in makers]
+        built = drawing.built(makers, order, worth_forking(data)) if drawn else [make() for make in makers]
     sections = [Section(sid, title, plots) for (sid, title, _), plots in zip(SECTIONS, built, strict=True)]
     knees = sla.knees(data, data.sla) if data.sla else []
     seed = seed000.rows(data, seed000.bare_target(data, base))
     report = Report(data, base, summary, [s for s in sections if s.plots], knees, seed)
     report.answers = [(data.name, answer.rows_of(data, summary, knees, limits or {}))]
     return report
+
+
+def worth_forking(data: CampaignData) -> bool:
+    """Whether a second process should share the drawing: only for matplotlib's figures, the per-operation
+    box plots of a campaign that stored its operations. ``report.chart`` draws every other section in a few
+    ms; for a report of charts alone the fork cost more than it saved (benchmarks/store_scale.py)."""
+    return bool(data.oplat)
 
 
 def _plots(

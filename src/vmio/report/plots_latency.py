@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-
-from matplotlib.axes import Axes
-from matplotlib.lines import Line2D
-from matplotlib.patches import Patch
+from typing import TYPE_CHECKING
 
 from vmio.report.data import CampaignData, Group, Offered, labels
 from vmio.report.data import offered_label as olabel
 from vmio.report.figure import PALETTE, Plot, color, finish, legend, legend_of, log_scale, new_figure, style
 from vmio.targets.traits import vm_config
 from vmio.units import format_size
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
 
 Facet = tuple[int, int] | None  # (vCPUs, VMs); None for host targets
 
@@ -86,6 +88,8 @@ def _figure(
 
 
 def _panel(plot: Plot, ax: Axes, data: CampaignData, sets: list[OpSet], baseline: str | None) -> None:
+    from matplotlib.patches import Patch  # box plots are matplotlib's: imported when one is drawn
+
     names = data.target_names()
     loads = sorted({s.group.key[4] for s in sets})
     targets = [t for t in names if any(s.group.target == t for s in sets)]

@@ -11,10 +11,9 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping
 
-from matplotlib.artist import Artist
-
+from vmio.report.chart import Chart, Item
 from vmio.report.data import CampaignData, Group, families, labels, offered_label, tcg_note
-from vmio.report.figure import PALETTE, Plot, finish, legend_of, new_figure, style
+from vmio.report.figure import PALETTE, Plot, finish, legend_of
 from vmio.report.plots_load import family_title
 
 INNER_FIRST = ("host_block", "qemu", "guest_block", "app")
@@ -60,36 +59,32 @@ def layer_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
         ddirs = [d for d in ("read", "write") if any("app" in _median(g, d) for g in groups)]
         if not groups or not ddirs:
             continue
-        with style():
-            fig = new_figure(1, len(ddirs), width=5.2, height=2.0 + 0.35 * len(groups))
-            caption = (
-                labels(data, by_target) + " · each bar: the median over repetitions of each layer's mean"
-            )
-            plot = Plot(
-                f"layers-{i}", f"Where each I/O's time went, by layer: {family_title(family)}", caption, fig
-            )
-            axes = fig.subplots(1, len(ddirs), sharey=True, squeeze=False)[0]
-            names = [f"{data.target_label(g.target)} · {offered_label(g.offered)}" for g in groups]
-            handles: dict[str, Artist] = {}
-            for ax, ddir in zip(axes, ddirs, strict=True):
-                for y, g in enumerate(groups):
-                    left = 0.0
-                    for name, cost in own_costs(_median(g, ddir)):
-                        bar = ax.barh(y, cost, left=left, color=PALETTE[INNER_FIRST.index(name)], height=0.6)
-                        plot.tag(list(bar.patches), OWN[name])
-                        handles.setdefault(OWN[name], bar.patches[0])
-                        plot.titles.setdefault(f"{plot.id}--{ddir}", []).append(
-                            f"{names[y]}: {name} {cost:.1f} µs"
-                        )
-                        left += cost
-                ax.set_yticks(range(len(groups)), names)
-                ax.invert_yaxis()
-                ax.set_xlabel("mean latency (µs), stacked by layer")
-                ax.set_title(f"{ddir}s")
-            note = tcg_note(data.target_label(g.target) for g in groups)
-            if note:
-                plot.caption += f" · {note.strip()}"
-            legend_of(fig, handles)
-            finish(fig, plot.title, plot.caption)
+        fig = Chart(1, len(ddirs), width=5.2, height=2.0 + 0.35 * len(groups), sharey=True)
+        caption = labels(data, by_target) + " · each bar: the median over repetitions of each layer's mean"
+        plot = Plot(
+            f"layers-{i}", f"Where each I/O's time went, by layer: {family_title(family)}", caption, fig
+        )
+        names = [f"{data.target_label(g.target)} · {offered_label(g.offered)}" for g in groups]
+        handles: dict[str, Item] = {}
+        for ax, ddir in zip(fig.grid[0], ddirs, strict=True):
+            for y, g in enumerate(groups):
+                left = 0.0
+                for name, cost in own_costs(_median(g, ddir)):
+                    bar = ax.barh(y, cost, left=left, color=PALETTE[INNER_FIRST.index(name)], height=0.6)
+                    plot.tag(list(bar.patches), OWN[name])
+                    handles.setdefault(OWN[name], bar.patches[0])
+                    plot.titles.setdefault(f"{plot.id}--{ddir}", []).append(
+                        f"{names[y]}: {name} {cost:.1f} µs"
+                    )
+                    left += cost
+            ax.set_yticks(range(len(groups)), names)
+            ax.invert_yaxis()
+            ax.set_xlabel("mean latency (µs), stacked by layer")
+            ax.set_title(f"{ddir}s")
+        note = tcg_note(data.target_label(g.target) for g in groups)
+        if note:
+            plot.caption += f" · {note.strip()}"
+        legend_of(fig, handles)
+        finish(fig, plot.title, plot.caption)
         plots.append(plot)
     return plots

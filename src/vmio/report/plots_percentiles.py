@@ -9,22 +9,10 @@ from __future__ import annotations
 
 import math
 
-from matplotlib.axes import Axes
-from matplotlib.ticker import FixedLocator, NullLocator
-
+from vmio.report.chart import Chart, Panel
 from vmio.report.data import CampaignData, Family, Group, families, iops, labels, offered_axis
 from vmio.report.data import offered_label as olabel
-from vmio.report.figure import (
-    Plot,
-    color,
-    finish,
-    legend,
-    log_scale,
-    new_figure,
-    shared_legend,
-    style,
-    wide_x,
-)
+from vmio.report.figure import Plot, color, finish, legend, log_scale, shared_legend, wide_x
 from vmio.report.plots_load import family_title, series_label
 from vmio.stats import histogram
 from vmio.stats.histogram import Histogram
@@ -63,35 +51,34 @@ def distribution_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
     for i, (family, by_target) in enumerate(families(data).items()):
         axis = offered_axis(g for gs in by_target.values() for g in gs)
         ddirs = _ddirs(data, family)
-        with style():
-            fig = new_figure(1, len(axis))
-            plot = Plot(
-                f"latdist-{i}", f"Latency distribution: {family_title(family)}", labels(data, by_target), fig
-            )
-            panels = fig.subplots(1, len(axis), squeeze=False, sharey=True)[0]
-            for ax, offered in zip(panels, axis, strict=True):
-                for target, groups in by_target.items():
-                    for g in (g for g in groups if g.offered == offered):
-                        for ddir in ddirs:
-                            hist = pooled(data, g, ddir)
-                            if hist:
-                                label = _line_label(target, baseline, ddir, ddirs)
-                                panel, c = f"offered {olabel(offered)}", color(names, target, baseline)
-                                ls = "--" if ddir == "write" else "-"
-                                _curve(plot, ax, hist, label, panel, c, ls, target == baseline)
-                _percentile_axis(ax)
-                ax.set_title(f"offered {olabel(offered)} IOPS")
-            shared_legend(list(panels), 7)  # a target's line looks the same in every panel
-            panels[0].set_ylabel("latency (µs)")
-            plot.caption += " · completion+submission latency per percentile from the merged json+ histograms"
-            plot.caption += " of every job and repetition (fio's buckets)"
-            finish(fig, plot.title, plot.caption)
+        fig = Chart(1, len(axis), sharey=True)
+        plot = Plot(
+            f"latdist-{i}", f"Latency distribution: {family_title(family)}", labels(data, by_target), fig
+        )
+        panels = fig.grid[0]
+        for ax, offered in zip(panels, axis, strict=True):
+            for target, groups in by_target.items():
+                for g in (g for g in groups if g.offered == offered):
+                    for ddir in ddirs:
+                        hist = pooled(data, g, ddir)
+                        if hist:
+                            label = _line_label(target, baseline, ddir, ddirs)
+                            panel, c = f"offered {olabel(offered)}", color(names, target, baseline)
+                            ls = "--" if ddir == "write" else "-"
+                            _curve(plot, ax, hist, label, panel, c, ls, target == baseline)
+            _percentile_axis(ax)
+            ax.set_title(f"offered {olabel(offered)} IOPS")
+        shared_legend(list(panels), 7)  # a target's line looks the same in every panel
+        panels[0].set_ylabel("latency (µs)")
+        plot.caption += " · completion+submission latency per percentile from the merged json+ histograms"
+        plot.caption += " of every job and repetition (fio's buckets)"
+        finish(fig, plot.title, plot.caption)
         plots.append(plot)
     return plots
 
 
 def _curve(
-    plot: Plot, ax: Axes, hist: Histogram, label: str, panel: str, colour: str, ls: str, bold: bool
+    plot: Plot, ax: Panel, hist: Histogram, label: str, panel: str, colour: str, ls: str, bold: bool
 ) -> None:
     values = histogram.percentiles(hist, LEVELS)
     xs = [p for p in LEVELS if values[p] is not None]
@@ -104,10 +91,8 @@ def _curve(
     plot.keep(f"{label} {panel}", xs, ys)
 
 
-def _percentile_axis(ax: Axes) -> None:
-    ax.xaxis.set_major_locator(FixedLocator([nines(p) for p in TICKS]))
-    ax.xaxis.set_minor_locator(NullLocator())
-    ax.set_xticklabels([f"p{p:g}" for p in TICKS])
+def _percentile_axis(ax: Panel) -> None:
+    ax.set_xticks([nines(p) for p in TICKS], [f"p{p:g}" for p in TICKS])
     ax.set_xlim(nines(LEVELS[0]) - 0.1, nines(LEVELS[-1]) + 0.1)
     ax.set_xlabel("percentile")
     log_scale(ax)
@@ -122,52 +107,54 @@ def knee_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
         if len(offered_axis(g for gs in by_target.values() for g in gs)) < 2:
             continue  # no sweep, no curve
         ddirs = _ddirs(data, family)
-        with style():  # p50 and p99 in panels of their own: one line per target in each
-            fig = new_figure(1, 2 * len(ddirs), width=3.3, height=2.6)
-            plot = Plot(
-                f"latiops-{i}",
-                f"Latency against achieved IOPS: {family_title(family)}",
-                labels(data, by_target),
-                fig,
-            )
-            panels = fig.subplots(1, 2 * len(ddirs), squeeze=False)[0]
-            for j, ddir in enumerate(ddirs):
-                pair = {name: panels[2 * j + k] for k, (name, _, _) in enumerate(KNEE)}
-                for target, groups in by_target.items():
-                    label, c = series_label(target, baseline), color(names, target, baseline)
-                    _knee_lines(plot, pair, data, groups, ddir, label, c)
-                for name, ax in pair.items():
-                    wide_x(ax)
-                    ax.set_xlabel(f"achieved {ddir} IOPS")
-                    ax.set_ylabel(f"{ddir} {name} latency (µs)")
-                    ax.set_title(f"{ddir}s: {name}")
-                    log_scale(ax)
-                    ax.grid(alpha=0.3, which="both")
-                    legend(ax)
-            plot.caption += " · one marker per offered load (ascending); latency from the merged histograms"
-            finish(fig, plot.title, plot.caption)
+        # p50 and p99 in panels of their own: one line per target in each
+        fig = Chart(1, 2 * len(ddirs), width=3.3, height=2.6)
+        plot = Plot(
+            f"latiops-{i}",
+            f"Latency against achieved IOPS: {family_title(family)}",
+            labels(data, by_target),
+            fig,
+        )
+        panels = fig.grid[0]
+        for j, ddir in enumerate(ddirs):
+            pair = {name: panels[2 * j + k] for k, (name, _, _) in enumerate(KNEE)}
+            for target, groups in by_target.items():
+                label, c = series_label(target, baseline), color(names, target, baseline)
+                _knee_lines(plot, pair, data, groups, ddir, label, c)
+            for name, ax in pair.items():
+                wide_x(ax)
+                ax.set_xlabel(f"achieved {ddir} IOPS")
+                ax.set_ylabel(f"{ddir} {name} latency (µs)")
+                ax.set_title(f"{ddir}s: {name}")
+                log_scale(ax)
+                ax.grid(alpha=0.3, which="both")
+                legend(ax)
+        plot.caption += " · one marker per offered load (ascending); latency from the merged histograms"
+        finish(fig, plot.title, plot.caption)
         plots.append(plot)
     return plots
 
 
 def _knee_lines(
     plot: Plot,
-    axes: dict[str, Axes],
+    axes: dict[str, Panel],
     data: CampaignData,
     groups: list[Group],
     ddir: str,
     label: str,
     colour: str,
 ) -> None:
+    found = []  # each group's median achieved IOPS and its percentiles, the histograms merged once
+    for g in groups:
+        achieved = g.spread(lambda r: iops(r, ddir))
+        if achieved is not None:
+            found.append(
+                (achieved.median, histogram.percentiles(pooled(data, g, ddir), [p for _, p, _ in KNEE]))
+            )
     for name, p, ls in KNEE:
         ax = axes[name]
-        xs, ys = [], []
-        for g in groups:
-            achieved = g.spread(lambda r: iops(r, ddir))
-            value = histogram.percentile(pooled(data, g, ddir), p)
-            if achieved is not None and value is not None:
-                xs.append(achieved.median)
-                ys.append(value / 1e3)
+        xs = [x for x, values in found if values[p] is not None]
+        ys = [float(values[p] or 0) / 1e3 for _, values in found if values[p] is not None]
         if xs:
             marker, width = MARKS[name]
             (line,) = ax.plot(xs, ys, marker=marker, ms=4, color=colour, ls=ls, lw=width, label=label)
@@ -187,41 +174,38 @@ def over_time_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
         if not logged:
             continue
         ddirs = _ddirs(data, family)
-        with style():
-            fig = new_figure(1, len(logged))
-            plot = Plot(
-                f"lattime-{i}",
-                f"Latency percentiles each second: {family_title(family)}",
-                labels(data, by_target),
-                fig,
-            )
-            panels = fig.subplots(1, len(logged), squeeze=False, sharey=True)[0]
-            for ax, offered in zip(panels, logged, strict=True):
-                for target, groups in by_target.items():
-                    for g in (g for g in groups if g.offered == offered):
-                        for ddir in ddirs:
-                            _time_lines(
-                                plot,
-                                ax,
-                                _log(data, g),
-                                ddir,
-                                _line_label(target, baseline, ddir, ddirs),
-                                f"offered {olabel(offered)}",
-                                color(names, target, baseline),
-                            )
-                ax.set_title(f"offered {olabel(offered)} IOPS")
-                ax.set_xlabel("time in the run (s)")
-                log_scale(ax)
-                ax.grid(alpha=0.3, which="both")
-            shared_legend(list(panels), 6)  # a target's line looks the same in every panel
-            panels[0].set_ylabel("completion latency (µs)")
-            plot.caption += (
-                " · first done repetition; each second's clat histogram (fio write_hist_log, all jobs"
-            )
-            plot.caption += (
-                " merged): p99 solid with circles, p50 dashed with squares, p99.9 dotted with triangles"
-            )
-            finish(fig, plot.title, plot.caption)
+        fig = Chart(1, len(logged), sharey=True)
+        plot = Plot(
+            f"lattime-{i}",
+            f"Latency percentiles each second: {family_title(family)}",
+            labels(data, by_target),
+            fig,
+        )
+        panels = fig.grid[0]
+        for ax, offered in zip(panels, logged, strict=True):
+            for target, groups in by_target.items():
+                for g in (g for g in groups if g.offered == offered):
+                    for ddir in ddirs:
+                        _time_lines(
+                            plot,
+                            ax,
+                            _log(data, g),
+                            ddir,
+                            _line_label(target, baseline, ddir, ddirs),
+                            f"offered {olabel(offered)}",
+                            color(names, target, baseline),
+                        )
+            ax.set_title(f"offered {olabel(offered)} IOPS")
+            ax.set_xlabel("time in the run (s)")
+            log_scale(ax)
+            ax.grid(alpha=0.3, which="both")
+        shared_legend(list(panels), 6)  # a target's line looks the same in every panel
+        panels[0].set_ylabel("completion latency (µs)")
+        plot.caption += " · first done repetition; each second's clat histogram (fio write_hist_log, all jobs"
+        plot.caption += (
+            " merged): p99 solid with circles, p50 dashed with squares, p99.9 dotted with triangles"
+        )
+        finish(fig, plot.title, plot.caption)
         plots.append(plot)
     return plots
 
@@ -232,7 +216,7 @@ def _log(data: CampaignData, group: Group) -> list[tuple[int, str, Histogram]]:
 
 def _time_lines(
     plot: Plot,
-    ax: Axes,
+    ax: Panel,
     log: list[tuple[int, str, Histogram]],
     ddir: str,
     label: str,

@@ -7,10 +7,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Callable
 
-from matplotlib.artist import Artist
-from matplotlib.axes import Axes
-from matplotlib.ticker import MaxNLocator
-
+from vmio.report.chart import Chart, Item, Panel
 from vmio.report.data import CampaignData, Group, Row, families, labels, offered_axis, offered_order
 from vmio.report.data import offered_label as olabel
 from vmio.report.figure import (
@@ -19,10 +16,8 @@ from vmio.report.figure import (
     Plot,
     finish,
     legend_of,
-    new_figure,
     shared_legend,
     slug,
-    style,
 )
 from vmio.report.plots_load import curve, family_title, offered_ticks, series_label
 from vmio.targets.traits import vm_config
@@ -73,26 +68,20 @@ def _time_figure(
 ) -> Plot:
     """A row of panels per target, a column per device figure; one time axis (labelled at the foot) and one
     legend per column (in its top panel: repetitions and the shading look the same in every row)."""
-    with style():
-        fig = new_figure(len(picks), len(TIME_PANELS), width=3.8, height=2.4)
-        title = (
-            f"Device IOPS, await and busy % over time within a run (from /proc/diskstats samples): {workload}"
-        )
-        plot = Plot(f"time-{i}", title, labels(data, [t for t, _ in picks]), fig)
-        axes = fig.subplots(len(picks), len(TIME_PANELS), squeeze=False, sharex=True)
-        for row_axes, (target, g) in zip(axes, picks, strict=True):
-            for ax, (name, metrics, ylabel) in zip(row_axes, TIME_PANELS, strict=True):
-                for rep_i, row in enumerate(sorted(g.rows, key=lambda r: r.repetition)):
-                    _rep_lines(
-                        plot, ax, data, row, metrics, PALETTE[rep_i % len(PALETTE)], f"{target} {name}"
-                    )
-                _time_panel(ax, _panel_title(target, g, baseline), ylabel)
-        for ax in axes[-1]:
-            ax.set_xlabel("time in run (s)")
-        for column in axes.T:
-            shared_legend(list(column), 6)
-        plot.caption += " · one line per repetition; the device is the host block device under the target"
-        finish(fig, plot.title, plot.caption)
+    fig = Chart(len(picks), len(TIME_PANELS), width=3.8, height=2.4, sharex=True)
+    title = f"Device IOPS, await and busy % over time within a run (from /proc/diskstats samples): {workload}"
+    plot = Plot(f"time-{i}", title, labels(data, [t for t, _ in picks]), fig)
+    for row_axes, (target, g) in zip(fig.grid, picks, strict=True):
+        for ax, (name, metrics, ylabel) in zip(row_axes, TIME_PANELS, strict=True):
+            for rep_i, row in enumerate(sorted(g.rows, key=lambda r: r.repetition)):
+                _rep_lines(plot, ax, data, row, metrics, PALETTE[rep_i % len(PALETTE)], f"{target} {name}")
+            _time_panel(ax, _panel_title(target, g, baseline), ylabel)
+    for ax in fig.grid[-1]:
+        ax.set_xlabel("time in run (s)")
+    for column in zip(*fig.grid, strict=True):
+        shared_legend(list(column), 6)
+    plot.caption += " · one line per repetition; the device is the host block device under the target"
+    finish(fig, plot.title, plot.caption)
     return plot
 
 
@@ -101,19 +90,18 @@ def _panel_title(target: str, g: Group, baseline: str | None) -> str:
     return f"{series_label(target, baseline)}: bs {format_size(bs)}, offered {olabel(offered)}, load {load}"
 
 
-def _time_panel(ax: Axes, title: str, ylabel: str) -> None:
-    """A panel's title, y label and axes: four or five ticks a side (these panels are small, and the ticks
-    of 42 panels were a third of the report's drawing)."""
+def _time_panel(ax: Panel, title: str, ylabel: str) -> None:
+    """A panel's title, y label and axes: four or five ticks a side (these panels are small)."""
     ax.set_title(title, fontsize=TEXT_PT)
     ax.set_ylabel(ylabel)
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
-    ax.xaxis.set_major_locator(MaxNLocator(nbins=4, integer=True))
-    ax.yaxis.set_major_locator(MaxNLocator(nbins=4))
+    ax.x.nbins, ax.x.integer = 4, True
+    ax.y.nbins = 4
 
 
 def _rep_lines(
-    plot: Plot, ax: object, data: CampaignData, row: Row, metrics: tuple[str, ...], c: str, name: str
+    plot: Plot, ax: Panel, data: CampaignData, row: Row, metrics: tuple[str, ...], c: str, name: str
 ) -> None:
     samples = data.samples.get(row.point, [])
     source = f"dev:{row.device}"
@@ -123,21 +111,19 @@ def _rep_lines(
             continue
         what = f" {metric.split('_')[0]}" if len(metrics) > 1 else ""
         label = f"rep {row.repetition}{what}"
-        (line,) = ax.plot(ts, vs, ls=ls, color=c, lw=1.2, label=label)  # type: ignore[attr-defined]
+        (line,) = ax.plot(ts, vs, ls=ls, color=c, lw=1.2, label=label)
         plot.tag(line, f"{name} {label}")
     _shade_unmeasured(plot, ax, row, name)
 
 
-def _shade_unmeasured(plot: Plot, ax: object, row: Row, name: str) -> None:
+def _shade_unmeasured(plot: Plot, ax: Panel, row: Row, name: str) -> None:
     """Shade what the run's averages leave out: fio's start-up and ramp before the measured window."""
     window = row.host_facts.get("measured_window")
     if not (isinstance(window, list) and len(window) == 2 and window[0] > 0):
         return
     label = "start-up and ramp (not averaged)"
-    first = label not in ax.get_legend_handles_labels()[1]  # type: ignore[attr-defined]
-    span = ax.axvspan(  # type: ignore[attr-defined]
-        0, window[0], color="#999999", alpha=0.15, lw=0, label=label if first else None
-    )
+    first = label not in ax.get_legend_handles_labels()[1]
+    span = ax.axvspan(0, window[0], color="#999999", alpha=0.15, lw=0, label=label if first else None)
     span.set_gid(f"{plot.id}--ramp-{slug(name)}-rep-{row.repetition}")  # not a data series
 
 
@@ -171,37 +157,36 @@ def _qemu_figure(
     means: dict[str, dict[str, float]],
 ) -> Plot:
     axis = offered_axis(g for gs in vm.values() for g in gs)
-    with style():
-        fig = new_figure(1, len(vm))
-        plot = Plot(
-            f"qemu-{i}",
-            f"CPU per QEMU thread class (% of one core): {family_title(family)}",
-            labels(data, vm),
-            fig,
-        )
-        panels = fig.subplots(1, len(vm), squeeze=False)[0]
-        for ax, (target, groups) in zip(panels, vm.items(), strict=True):
-            for j, (metric, name) in enumerate(QEMU_CLASSES):
-                curve(plot, ax, axis, groups, _thread_value(means, metric), f"{target} {name}", PALETTE[j])
-            offered_ticks(ax, axis)
-            ax.set_title(f"{target} ({target_facts(data, target)})")
-            ax.set_ylabel("CPU % of one core (sum over VMs)")
-            ax.set_ylim(bottom=0)
-        _class_legend(list(panels), list(vm))
-        finish(fig, plot.title, plot.caption)
+    fig = Chart(1, len(vm))
+    plot = Plot(
+        f"qemu-{i}",
+        f"CPU per QEMU thread class (% of one core): {family_title(family)}",
+        labels(data, vm),
+        fig,
+    )
+    panels = fig.grid[0]
+    for ax, (target, groups) in zip(panels, vm.items(), strict=True):
+        for j, (metric, name) in enumerate(QEMU_CLASSES):
+            curve(plot, ax, axis, groups, _thread_value(means, metric), f"{target} {name}", PALETTE[j])
+        offered_ticks(ax, axis)
+        ax.set_title(f"{target} ({target_facts(data, target)})")
+        ax.set_ylabel("CPU % of one core (sum over VMs)")
+        ax.set_ylim(bottom=0)
+    _class_legend(panels, list(vm))
+    finish(fig, plot.title, plot.caption)
     return plot
 
 
-def _class_legend(panels: list[Axes], targets: list[str]) -> None:
+def _class_legend(panels: list[Panel], targets: list[str]) -> None:
     """One legend, in the first panel: a thread class is the same colour in every panel (each panel's
     title names its target)."""
-    shown: dict[str, Artist] = {}
+    shown: dict[str, Item] = {}
     for ax, target in zip(panels, targets, strict=True):
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
             shown.setdefault(label.removeprefix(f"{target} "), handle)
     order = [name for _, name in QEMU_CLASSES if name in shown]
     if order:
-        legend_of(panels[0].figure, {n: shown[n] for n in order})  # type: ignore[arg-type]
+        legend_of(panels[0].figure, {n: shown[n] for n in order})
 
 
 def _thread_value(means: dict[str, dict[str, float]], metric: str) -> Callable[[Row], float | None]:

@@ -9,10 +9,9 @@ import functools
 import re
 from collections.abc import Callable, Sequence
 
-from matplotlib.axes import Axes
-
+from vmio.report.chart import Chart, Panel
 from vmio.report.data import CampaignData, Row, labels
-from vmio.report.figure import PALETTE, Plot, finish, legend, new_figure, style
+from vmio.report.figure import PALETTE, Plot, finish, legend
 from vmio.stats.spread import Spread
 from vmio.units import format_size
 
@@ -45,26 +44,25 @@ def sweep_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
         by_depth = len({r.iodepth for r in rows}) > 1
         xname = "iodepth" if by_depth else "numjobs"
         ddirs = [d for d in DDIRS if any(r.ops(d) for r in rows)] or ["read"]
-        with style():
-            fig = new_figure(1, 2)
-            title = f"IOPS and mean latency against {xname}: {target} · {workload} · bs {format_size(bs)}"
-            plot = Plot(f"sweep-{i}", title, labels(data, [target]), fig)
-            iops_ax, lat_ax = fig.subplots(1, 2, squeeze=False)[0]
-            lines = sorted({r.numjobs or 1 for r in rows}) if by_depth else [0]
-            for n, jobs in enumerate(lines):
-                mine = [r for r in rows if not by_depth or (r.numjobs or 1) == jobs]
-                name = f"numjobs={jobs}" if by_depth else "all points"
-                for ddir in ddirs:
-                    label = f"{ddir} {name}" if len(ddirs) > 1 else name
-                    dash = "-" if ddir == "read" else "--"
-                    _line(plot, iops_ax, mine, by_depth, functools.partial(_iops, ddir=ddir), label, n, dash)
-                    _line(plot, lat_ax, mine, by_depth, functools.partial(_mean_ms, ddir=ddir),
-                          f"latency {label}", n, dash)  # fmt: skip
-            ticks = sorted({_x(r, by_depth) for r in rows})
-            _axes(iops_ax, xname, ticks, "achieved IOPS")
-            _axes(lat_ax, xname, ticks, "mean latency (ms)")
-            legend(iops_ax, 7)
-            finish(fig, plot.title, plot.caption)
+        fig = Chart(1, 2)
+        title = f"IOPS and mean latency against {xname}: {target} · {workload} · bs {format_size(bs)}"
+        plot = Plot(f"sweep-{i}", title, labels(data, [target]), fig)
+        iops_ax, lat_ax = fig.grid[0]
+        lines = sorted({r.numjobs or 1 for r in rows}) if by_depth else [0]
+        for n, jobs in enumerate(lines):
+            mine = [r for r in rows if not by_depth or (r.numjobs or 1) == jobs]
+            name = f"numjobs={jobs}" if by_depth else "all points"
+            for ddir in ddirs:
+                label = f"{ddir} {name}" if len(ddirs) > 1 else name
+                dash = "-" if ddir == "read" else "--"
+                _line(plot, iops_ax, mine, by_depth, functools.partial(_iops, ddir=ddir), label, n, dash)
+                _line(plot, lat_ax, mine, by_depth, functools.partial(_mean_ms, ddir=ddir),
+                      f"latency {label}", n, dash)  # fmt: skip
+        ticks = sorted({_x(r, by_depth) for r in rows})
+        _axes(iops_ax, xname, ticks, "achieved IOPS")
+        _axes(lat_ax, xname, ticks, "mean latency (ms)")
+        legend(iops_ax, 7)
+        finish(fig, plot.title, plot.caption)
         plots.append(plot)
     return plots
 
@@ -81,7 +79,7 @@ def _mean_ms(row: Row, ddir: str) -> float | None:
 
 def _line(
     plot: Plot,
-    ax: Axes,
+    ax: Panel,
     rows: Sequence[Row],
     by_depth: bool,
     value: Callable[[Row], float | None],
@@ -112,10 +110,9 @@ def _x(row: Row, by_depth: bool) -> int:
     return (row.iodepth if by_depth else row.numjobs) or 1
 
 
-def _axes(ax: Axes, xname: str, ticks: list[int], ylabel: str) -> None:
+def _axes(ax: Panel, xname: str, ticks: list[int], ylabel: str) -> None:
     ax.set_xscale("log", base=2)
     ax.set_xticks(ticks, [str(t) for t in ticks])
-    ax.minorticks_off()
     ax.set_xlabel(xname)
     ax.set_ylabel(ylabel)
     ax.set_ylim(bottom=0)

@@ -7,12 +7,19 @@ its ``/dev`` name, which changes between boots.
 from __future__ import annotations
 
 import json
+import socket
 import sqlite3
 import time
 from collections.abc import Mapping
 from typing import Any
 
 from vmio.store.database import Store
+
+
+def host_name() -> str:
+    """The host a calibration belongs to (its hostname): what ``vmio calibrate`` saves under and
+    ``diagnose`` looks up."""
+    return socket.gethostname()
 
 
 def save(
