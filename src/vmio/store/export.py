@@ -22,6 +22,7 @@ from vmio.errors import InputError
 from vmio.store import jsontext
 from vmio.store.database import Store
 from vmio.store.formats import FORMATS
+from vmio.store.integrity import shown
 from vmio.store.rows import PointRow, gc_paused, point_rows
 from vmio.system import files
 from vmio.system.output_paths import all_or_none, check_output_file
@@ -308,7 +309,16 @@ def _document(store: Store, campaign: str, fmt: str) -> bytes:
         )
     if fmt in ("ndjson", "prometheus"):
         rows = samples(store, campaign)
-        return ndjson(rows) if fmt == "ndjson" else prometheus(rows)
+        if fmt == "prometheus":
+            return prometheus(rows)
+        try:
+            return ndjson(rows)
+        except TypeError:  # a label JSON has no form for (a blob in a store written by hand)
+            bad = next(r["labels"] for r in rows if _unencodable(r["labels"]))
+            point = " ".join(
+                f"{k}={bad.get(k)!r}" for k in ("target", "workload", "bs", "offered_iops", "repetition")
+            )
+            raise _not_json(store, campaign, "run", point, bad) from None
     return _json_document(store, campaign).encode()
 
 
@@ -319,24 +329,48 @@ def _json_document(store: Store, campaign: str) -> str:
     separators carrying the indentation (``_json_rows``: as a %-format of each chunk where it can)."""
     flat = json.JSONEncoder(separators=(",\n   ", ": "))  # a side table's row, two levels deep
 
-    def rows(chunks: Iterator[list[tuple[Any, ...]]], columns: tuple[str, ...]) -> str:
-        items = [
-            "{\n   " + flat.encode(dict(zip(columns, r, strict=True)))[1:-1] + "\n  }"
-            for c in chunks
-            for r in c
-        ]
+    def rows(chunks: Iterator[list[tuple[Any, ...]]], name: str, columns: tuple[str, ...]) -> str:
+        items = []
+        for c in chunks:
+            for r in c:
+                row = dict(zip(columns, r, strict=True))
+                try:
+                    items.append("{\n   " + flat.encode(row)[1:-1] + "\n  }")
+                except TypeError:  # a value JSON has no form for (a blob in a store written by hand)
+                    raise _not_json(store, campaign, name, repr(row.get("point")), row) from None
         return "[\n  " + ",\n  ".join(items) + "\n ]" if items else "[]"
 
     def table(name: str, columns: tuple[str, ...], order: str) -> str:
         text = _json_rows(store, campaign, name, columns, order)
-        return (
-            rows(store.campaign_table(name, columns[1:], order, campaign), columns) if text is None else text
-        )
+        if text is not None:
+            return text
+        return rows(store.campaign_table(name, columns[1:], order, campaign), name, columns)
 
-    points = jsontext.dumps(flat_points(store, campaign)).replace("\n", "\n ")  # no newline in a string
+    flat_rows = flat_points(store, campaign)
+    try:
+        points = jsontext.dumps(flat_rows).replace("\n", "\n ")  # no newline in a string
+    except TypeError:
+        bad = next(r for r in flat_rows if _unencodable(r))
+        raise _not_json(store, campaign, "run", repr(bad.get("point")), bad) from None
     sampled = table("sample", SERIES_COLUMNS, SERIES_ORDER)
     ops = table("oplat", OPLAT_COLUMNS, OPLAT_ORDER)
     return f'{{\n "campaign": {json.dumps(campaign)},\n "points": {points},\n "series": {sampled},\n "oplat": {ops}\n}}'
+
+
+def _unencodable(row: TableRow) -> str | None:
+    """The first column of ``row`` whose value JSON cannot hold (bytes: a blob in a text column)."""
+    return next((k for k, v in row.items() if isinstance(v, bytes | bytearray | memoryview)), None)
+
+
+def _not_json(store: Store, campaign: str, table: str, point: str, row: TableRow) -> InputError:
+    """The one error for a row of ``table`` holding a value JSON cannot hold, naming the point (``point``:
+    its key in quotes, or its labels) and the column."""
+    column = _unencodable(row) or "?"
+    return InputError(
+        f"cannot export campaign {campaign!r} of {store.path!r} as JSON: table {table}, point {point}: "
+        f"{column} holds a blob ({shown(row.get(column))}), which JSON cannot hold (vmio writes text there); "
+        "--format csv writes it as it is"
+    )
 
 
 def _json_rows(store: Store, campaign: str, table: str, columns: tuple[str, ...], order: str) -> str | None:
@@ -387,9 +421,9 @@ def _export(store: Store, campaign: str, fmt: str, path: Path) -> list[Path]:
         )
     else:
         tables = (
-            ("", lambda: _parquet(flat_points(store, campaign), POINT_COLUMNS)),
-            (".series", lambda: _parquet(series(store, campaign), SERIES_COLUMNS)),
-            (".oplat", lambda: _parquet(operations(store, campaign), OPLAT_COLUMNS)),
+            ("", lambda: _parquet(flat_points(store, campaign), POINT_COLUMNS, "run")),
+            (".series", lambda: _parquet(series(store, campaign), SERIES_COLUMNS, "sample")),
+            (".oplat", lambda: _parquet(operations(store, campaign), OPLAT_COLUMNS, "oplat")),
         )
     written: list[Path] = []
     with all_or_none(written):  # the three files, or none of them
@@ -491,15 +525,20 @@ def inert(value: object) -> object:
     return value
 
 
-def _parquet(rows: list[TableRow], columns: tuple[str, ...]) -> bytes:
-    """The table as Parquet; an empty one keeps its ``columns`` (typed where ``COLUMN_TYPES`` knows them)."""
+def _parquet(rows: list[TableRow], columns: tuple[str, ...], name: str) -> bytes:
+    """The table as Parquet; an empty one keeps its ``columns`` (typed where ``COLUMN_TYPES`` knows them). A
+    column Parquet cannot hold as one type (an integer beyond 2^53 beside decimals, text beside numbers or
+    blobs: a store written by hand) is one ``InputError`` naming the store's table, point, column and value."""
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError as exc:
         raise InputError("--format parquet needs pyarrow: pip install 'vmio[parquet]'") from exc
     if rows:
-        table = pa.Table.from_pylist(rows)
+        try:
+            table = pa.Table.from_pylist(rows)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
+            raise _not_parquet(rows, name, exc) from None
     else:
         types = {"int": pa.int64(), "float": pa.float64(), "str": pa.string()}
         schema = pa.schema([(c, types[COLUMN_TYPES.get(c, "str")]) for c in columns])
@@ -507,6 +546,40 @@ def _parquet(rows: list[TableRow], columns: tuple[str, ...]) -> bytes:
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink)
     return bytes(sink.getvalue().to_pybytes())
+
+
+def _not_parquet(rows: list[TableRow], table: str, exc: Exception) -> InputError:
+    """The column and value Arrow refused (found by converting each column alone), as one error."""
+    import pyarrow as pa
+
+    for column in dict.fromkeys(itertools.chain.from_iterable(rows)):
+        values = [r.get(column) for r in rows]
+        try:
+            pa.array(values)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as refused:
+            at = _odd_value(values)
+            return InputError(
+                f"cannot export table {table} as Parquet: point {rows[at].get('point')!r}, column {column}: "
+                f"{shown(values[at])} ({refused}); a Parquet column holds one type: --format csv or json "
+                "writes every value as stored"
+            )
+    return InputError(f"cannot export table {table} as Parquet: {exc}")
+
+
+def _odd_value(values: list[object]) -> int:
+    """The index of the value that keeps ``values`` from being one Arrow column: an integer a double cannot
+    hold exactly among decimals, else the first of a type other than the first value's."""
+    kinds = [type(v) for v in values if v is not None]
+    if float in kinds:
+        for i, v in enumerate(values):
+            if type(v) is int and abs(v) > 2**53:
+                return i
+    first = next(iter(kinds), type(None))
+    numbers = {int, float}
+    for i, v in enumerate(values):
+        if v is not None and type(v) is not first and not {type(v), first} <= numbers:
+            return i
+    return 0
 
 
 def check_output(path: Path) -> None:
