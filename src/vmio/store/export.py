@@ -10,16 +10,16 @@ document ``{"campaign", "points", "series", "oplat"}``.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import itertools
 import json
-import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypedDict
 
 from vmio.errors import InputError
-from vmio.store import jsontext
+from vmio.store import jsontext, show_json
 from vmio.store.database import Store
 from vmio.store.formats import FORMATS
 from vmio.store.integrity import shown
@@ -50,6 +50,7 @@ LABELS = ("campaign", "target", "workload", "bs", "offered_iops", "load_processe
 
 
 TableRow = dict[str, object]  # one row of an exported table: column → a JSON, CSV or Parquet value
+FlatValues = tuple[tuple[str, ...], Sequence[object]]  # a point of the flat table: its keys, its values
 
 
 class PkbSample(TypedDict):
@@ -194,21 +195,24 @@ def _prom_escape(value: object) -> str:
 
 
 def flat_points(store: Store, campaign: str) -> list[TableRow]:
-    rows = []
-    for row in point_rows(store, campaign):
-        flat = row.to_json(facts=False)
-        for key in NESTED:  # dropped in place: the other columns keep their order
-            flat.pop(key, None)
-        flat.update(layer_columns(row.layers))
-        for key, value in (row.dstore or {}).items():  # a stored dstore profile's labels, one column each
-            flat[f"dstore_{key}"] = json.dumps(value) if isinstance(value, list | dict) else value
-        flat["offered_iops"] = _offered(row)
-        flat["hosts"] = " ".join(row.hosts)
-        for ddir, columns, keys in LAT_FLAT:
-            lat = row.lat_ns(ddir)
-            flat.update(zip(columns, map(lat.get, keys), strict=True) if lat else dict.fromkeys(columns))
-        rows.append(flat)
-    return rows
+    """The points table: ``flat_row`` of each point (``show_json.flat_rows``: without a ``PointRow`` each)."""
+    return show_json.flat_rows(store, campaign, flat_row)
+
+
+def flat_row(row: PointRow) -> TableRow:
+    """A point as the flat tables hold it: ``show --json``'s keys, its nested values spread out as columns."""
+    flat = row.to_json(facts=False)
+    for key in NESTED:  # dropped in place: the other columns keep their order
+        flat.pop(key, None)
+    flat.update(layer_columns(row.layers))
+    for key, value in (row.dstore or {}).items():  # a stored dstore profile's labels, one column each
+        flat[f"dstore_{key}"] = json.dumps(value) if isinstance(value, list | dict) else value
+    flat["offered_iops"] = _offered(row)
+    flat["hosts"] = " ".join(row.hosts)
+    for ddir, columns, keys in LAT_FLAT:
+        lat = row.lat_ns(ddir)
+        flat.update(zip(columns, map(lat.get, keys), strict=True) if lat else dict.fromkeys(columns))
+    return flat
 
 
 # show --json's keys a flat table spreads out
@@ -384,7 +388,7 @@ def _json_rows(store: Store, campaign: str, table: str, columns: tuple[str, ...]
     for rows in store.campaign_table(table, columns[1:], order, campaign, cell=cells):
         template = ",\n  ".join([item] * len(rows))
         text = template % tuple(itertools.chain.from_iterable(rows))
-        if not (text.isascii() and _plain(text, template, '"\\\n') and not _JSON_ESCAPED.search(text)):
+        if not (text.isascii() and _plain(text, template, '"\\\n') and _json_plain(text)):
             return None
         chunks.append(text)
     return "[\n  " + ",\n  ".join(chunks) + "\n ]" if chunks else "[]"
@@ -395,8 +399,14 @@ def _json_rows(store: Store, campaign: str, table: str, columns: tuple[str, ...]
 # table back to the JSON encoder
 JSON_TEXT = "CASE WHEN {c} >= '' AND {c} < X'' THEN {c} ELSE char(1) END"
 JSON_NUMBER = "CASE WHEN {c} < '' THEN {c} WHEN {c} IS NULL THEN 'null' ELSE char(1) END"
+
+
 # what the JSON encoder writes otherwise than ``str`` does: a control character (escaped), an infinity
-_JSON_ESCAPED = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]|: -?(?:inf|nan)")
+def _json_plain(text: str) -> bool:
+    """Whether ``text`` (ASCII) holds no control character but its newlines (an ASCII text is printable when it
+    holds none: 0x7f is one) and no infinity or NaN written by ``str``: scans in C (a regular expression
+    of the two took ten times as long)."""
+    return text.replace("\n", "").isprintable() and not any(f": {x}" in text for x in ("inf", "-inf", "nan"))
 
 
 def export(store: Store, campaign: str, fmt: str, path: Path) -> list[Path]:
@@ -415,7 +425,7 @@ def _export(store: Store, campaign: str, fmt: str, path: Path) -> list[Path]:
         return [path]
     if fmt == "csv":  # the side tables straight from SQLite to the CSV writer, a row at a time
         tables: tuple[tuple[str, Callable[[], bytes]], ...] = (
-            ("", lambda: _csv(flat_points(store, campaign), POINT_COLUMNS)),
+            ("", lambda: _csv(show_json.flat_values(store, campaign, flat_row), POINT_COLUMNS)),
             (".series", lambda: _csv_rows(store, campaign, "sample", SERIES_COLUMNS, SERIES_ORDER)),
             (".oplat", lambda: _csv_rows(store, campaign, "oplat", OPLAT_COLUMNS, OPLAT_ORDER)),
         )
@@ -434,27 +444,36 @@ def _export(store: Store, campaign: str, fmt: str, path: Path) -> list[Path]:
     return written
 
 
-def _csv(rows: list[TableRow], columns: tuple[str, ...]) -> bytes:
-    """The table as CSV: its header always (``columns`` for an empty table), every row's columns."""
+def _csv(points: list[FlatValues], columns: tuple[str, ...]) -> bytes:
+    """The points table as CSV (each point its keys and values, ``show_json.flat_values``): its header always
+    (``columns`` for an empty table), every point's columns (some only on some points: blank elsewhere)."""
     buf = io.StringIO()
-    # every row's columns (some only on some rows); an empty table still says what it would hold
-    names = list(dict.fromkeys(itertools.chain.from_iterable(rows))) if rows else list(columns)
+    shapes = dict.fromkeys(keys for keys, _ in points)  # most points share a few tuples of keys
+    names = tuple(dict.fromkeys(itertools.chain.from_iterable(shapes))) if points else columns
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow([inert(k) for k in names])
-    blank = [""] * len(names)  # a column a row does not have
+    spread = {keys: _spread(keys, names) for keys in shapes if keys != names}
+    rows = [spread[keys](values) if keys in spread else values for keys, values in points]
     for at in range(0, len(rows), 1000):
         chunk = rows[at : at + 1000]
         text = (
             io.StringIO()
         )  # the rows as they are: a cell the writer starts with a formula's sign is refused
-        csv.writer(text, lineterminator="\n").writerows(map(row.get, names, blank) for row in chunk)
+        csv.writer(text, lineterminator="\n").writerows(chunk)
         if _formula_free(text.getvalue()):
             buf.write(text.getvalue())
             continue
         writer.writerows(  # ``inert`` only for text: a call per number was a third of 100k points' time
-            [inert(v) if isinstance(v, str) else v for v in map(row.get, names, blank)] for row in chunk
+            [inert(v) if isinstance(v, str) else v for v in row] for row in chunk
         )
     return buf.getvalue().encode()
+
+
+def _spread(keys: tuple[str, ...], names: tuple[str, ...]) -> Callable[[Sequence[object]], list[object]]:
+    """A point's values (by ``keys``) under the table's columns ``names``: "" for a column it does not have."""
+    at = {k: i for i, k in enumerate(keys)}
+    picked = [at.get(name, len(keys)) for name in names]
+    return lambda values: [(*values, "")[i] for i in picked]
 
 
 def _formula_free(text: str) -> bool:
@@ -492,7 +511,13 @@ def _csv_rows(store: Store, campaign: str, table: str, columns: tuple[str, ...],
 def _plain(text: str, template: str, special: str) -> bool:
     """Whether ``text``, ``template`` filled in, holds each ``special`` character only where ``template``
     does: none came from a value (counted over the whole text, in C)."""
-    return all(text.count(c) == template.count(c) for c in special)
+    return all(text.count(c) == _count(template, c) for c in special)
+
+
+@functools.lru_cache(maxsize=64)
+def _count(template: str, c: str) -> int:
+    """How often ``c`` is in ``template`` (most chunks of a table share one: counted once)."""
+    return template.count(c)
 
 
 # the cells the CSV writer quotes hold one of these (it quotes ``,``, ``"`` and ``\n``; ``\r`` too in some

@@ -193,6 +193,36 @@ def _point_rows(store: Store, campaign: str | None) -> list[PointRow]:
     return out
 
 
+def summary_rows(store: Store, campaign: str) -> list[PointRow]:
+    """``point_rows`` of one campaign without each point's device, CPU and QEMU-process figures
+    (``device_metrics`` and ``cpu`` empty, ``qemu_cpu_pct`` None): what ``compare`` reads (the stored
+    per-point fields, summary and host facts) from 100k points without reading or building what it does not."""
+    with gc_paused():
+        store.require(campaign)
+        detail = Detail(store, campaign)
+        out = []
+        for runs in store.run_tuples(campaign, SUMMARY_ROW_COLUMNS):
+            for r in runs:
+                run = dict(zip(SUMMARY_ROW_COLUMNS, r, strict=True))
+                summary = summaries.stored(run)
+                imported = run["target_kind"] == "import"
+                results = detail.results.get(run["id"], []) if summary is None or imported else []
+                if summary is None:
+                    summary = summaries.summarize(results, detail.hists)
+                out.append(
+                    _row(campaign, run, summary, NO_FIGURES, results, detail.imported if imported else {})
+                )
+        return out
+
+
+# the run columns ``summary_rows`` reads: the declared fields, the stored summary, host facts, end (an import's
+# file) and id
+SUMMARY_ROW_COLUMNS = tuple(
+    dict.fromkeys((*fields.COLUMN_NAMES, *summaries.SUMMARY_COLUMNS, "host_json", "ended", "id"))
+)
+NO_FIGURES = point_metrics.Figures({}, {}, None)
+
+
 @dataclass
 class Detail:
     """A campaign's detail rows, each table read in bulk on first need: one query, not one per point."""
