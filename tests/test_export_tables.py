@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vmio.cli import main
-from vmio.store import RunRecord, Store, export
+from vmio.store import RunRecord, Store, export, show_json
 from vmio.store.rows import point_rows
 
 SERIES = ("point", "t", "source", "metric", "value")
@@ -194,7 +194,8 @@ ODD_POINTS = (  # run columns a store written by vmio over the years can hold, o
 
 def test_the_flat_rows_as_each_point_row_flattens(tmp_path: Path) -> None:
     """``export.flat_points`` (one getter per point, a template per shape) gives the same rows, keys in the same
-    order and values of the same types, as ``flat_row`` of each ``PointRow``: points of every shape a store
+    order and values of the same types, as ``flat_row`` of each ``PointRow``, and ``show_json.flat_text`` the
+    same text as ``json.dumps(indent=1)`` of them: points of every shape a store
     holds (optional fields, QEMU threads, storage, dstore, traced layers, odd text, no stored summary) and the
     stores of tests/data/stores."""
     db = tmp_path / "s.db"
@@ -224,6 +225,10 @@ def test_the_flat_rows_as_each_point_row_flattens(tmp_path: Path) -> None:
             for name in s.campaigns():
                 flat = export.flat_points(s, name)
                 assert _items(flat) == _items([export.flat_row(r) for r in point_rows(s, name)]), (path, name)
+                assert show_json.flat_text(s, name, export.flat_row) == json.dumps(flat, indent=1), (
+                    path,
+                    name,
+                )
                 assert flat
     with Store(db) as s:
         keys = {k for r in export.flat_points(s, "c") for k in r}

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from vmio.errors import InputError
-from vmio.store import jsontext, show_json
+from vmio.store import show_json
 from vmio.store.database import Store
 from vmio.store.formats import FORMATS
 from vmio.store.integrity import shown
@@ -350,11 +350,10 @@ def _json_document(store: Store, campaign: str) -> str:
             return text
         return rows(store.campaign_table(name, columns[1:], order, campaign), name, columns)
 
-    flat_rows = flat_points(store, campaign)
     try:
-        points = jsontext.dumps(flat_rows).replace("\n", "\n ")  # no newline in a string
+        points = show_json.flat_text(store, campaign, flat_row).replace("\n", "\n ")  # no newline in a string
     except TypeError:
-        bad = next(r for r in flat_rows if _unencodable(r))
+        bad = next(r for r in flat_points(store, campaign) if _unencodable(r))
         raise _not_json(store, campaign, "run", repr(bad.get("point")), bad) from None
     sampled = table("sample", SERIES_COLUMNS, SERIES_ORDER)
     ops = table("oplat", OPLAT_COLUMNS, OPLAT_ORDER)

@@ -352,6 +352,12 @@ _OFFERED_TEXT, _HOSTS_TEXT, _NONE = -3, -2, -1
 _FLAT_SLOT = re.compile("\x00(-?\\d+)\x00")
 _LAYERS = [f.name for f in fields.OPTIONAL].index("layers")
 Build = Callable[[list[object]], object]
+FlatTemplate = tuple[
+    tuple[str, ...],
+    Callable[[list[object]], Sequence[object]],
+    tuple[tuple[int, Build], ...],
+    dict[int, list[int]],
+]
 
 
 def flat_rows(store: Store, campaign: str, flatten: Callable[[rows.PointRow], FlatRow]) -> list[FlatRow]:
@@ -363,51 +369,97 @@ def flat_rows(store: Store, campaign: str, flatten: Callable[[rows.PointRow], Fl
 def flat_values(
     store: Store, campaign: str, flatten: Callable[[rows.PointRow], FlatRow]
 ) -> list[tuple[tuple[str, ...], Sequence[object]]]:
-    """``flat_rows``, each point as its keys (one tuple shared by the points of a shape) and its values.
+    """``flat_rows``, each point as its keys (one tuple shared by the points of a shape) and its values."""
+    with rows.gc_paused():
+        return [(keys, values) for keys, values, _ in _flat_points(store, campaign, flatten)]
+
+
+def flat_text(store: Store, campaign: str, flatten: Callable[[rows.PointRow], FlatRow]) -> str:
+    """``jsontext.dumps(flat_rows(store, campaign, flatten))``, the same text as ``text`` prints show's: one
+    template per tuple of keys, each chunk's scalars encoded in one call of the C encoder."""
+    with rows.gc_paused():
+        if _make is not None:
+            try:
+                return _flat_text(store, campaign, flatten)
+            except _Generic:
+                pass
+        return jsontext.dumps(flat_rows(store, campaign, flatten))
+
+
+def _flat_text(store: Store, campaign: str, flatten: Callable[[rows.PointRow], FlatRow]) -> str:
+    chunks: list[str] = []
+    values: list[object] = []
+    nested: dict[int, str] = {}  # index in values -> the text of a value printed whole
+    templates: list[str] = []
+    for keys, point, maybe in _flat_points(store, campaign, flatten):
+        templates.append(_keys_template(keys))
+        at = len(values)
+        values.extend(point)
+        for k in range(len(point)) if maybe is None else maybe:
+            if type(point[k]) not in _SCALARS:
+                nested[at + k] = _text(point[k])
+                values[at + k] = None
+        if len(templates) == CHUNK:
+            chunks.append(_fill(",\n".join(templates), values, nested))
+            values, nested, templates = [], {}, []
+    if templates:
+        chunks.append(_fill(",\n".join(templates), values, nested))
+    return "[\n" + ",\n".join(chunks) + "\n]" if chunks else "[]"
+
+
+@functools.lru_cache(maxsize=256)
+def _keys_template(keys: tuple[str, ...]) -> str:
+    """A flat row's text as an element of a list (``json.dumps(..., indent=1)``), ``%s`` for each value."""
+    if any("\x00" in k for k in keys):  # a key that could read as a slot
+        raise _Generic
+    text = json.dumps([{k: _slot(i) for i, k in enumerate(keys)}], indent=1)[2:-2].replace("%", "%%")
+    pieces = _MARK.split(text)
+    if [int(i) for i in pieces[1::2]] != list(range(len(keys))):
+        raise _Generic
+    return "%s".join(pieces[::2])
+
+
+def _flat_points(
+    store: Store, campaign: str, flatten: Callable[[rows.PointRow], FlatRow]
+) -> Iterator[tuple[tuple[str, ...], Sequence[object], Sequence[int] | None]]:
+    """Each point's keys, values and the places of the values that can be containers (None: any).
 
     Per shape of row, ``flatten`` of a row whose values name their sources (as ``_template``) says which
     source fills each key; a point's values are then one getter of its sources. A point ``flatten`` spreads
     out by content (traced layers, a dstore profile), or that is not summed, goes through ``flatten`` itself;
     tests/test_export_tables.py holds both against each other."""
-    with rows.gc_paused():
-        store.require(campaign)
-        detail = rows.Detail(store, campaign)
-        out: list[tuple[tuple[str, ...], Sequence[object]]] = []
-        for chunk in store.run_tuples(campaign, COLUMNS, CHUNK):
-            for r in chunk:
-                made = None
-                if _summed(r):
-                    src, whole, shape = _sources(campaign, r)
-                    made = _flat_template(shape, flatten)
-                if made is None:
-                    row = rows.stored_row(campaign, dict(zip(COLUMNS, r, strict=True)), detail)
-                    flat = flatten(row)
-                    out.append((tuple(flat), tuple(flat.values())))
-                    continue
-                keys, take, builds = made
-                for i, value in whole.items():
-                    src[i] = value
-                offered = r[_OFFERED]
-                src += (
-                    "max" if offered is None else str(offered),
-                    " ".join(summaries.hosts(r[_HOSTS])),
-                    None,
-                )
-                values = take(src)
-                if builds:
-                    values = list(values)
-                    for at, build in builds:
-                        values[at] = build(src)
-                out.append((keys, values))
-        return out
+    store.require(campaign)
+    detail = rows.Detail(store, campaign)
+    for chunk in store.run_tuples(campaign, COLUMNS, CHUNK):
+        for r in chunk:
+            made = None
+            if _summed(r):
+                src, whole, shape = _sources(campaign, r)
+                made = _flat_template(shape, flatten)
+            if made is None:
+                flat = flatten(rows.stored_row(campaign, dict(zip(COLUMNS, r, strict=True)), detail))
+                yield tuple(flat), tuple(flat.values()), None
+                continue
+            keys, take, builds, at_source = made
+            maybe = [at for at, _ in builds]
+            for i, value in whole.items():
+                src[i] = value
+                maybe += at_source.get(i, ())
+            offered = r[_OFFERED]
+            src += ("max" if offered is None else str(offered), " ".join(summaries.hosts(r[_HOSTS])), None)
+            values = take(src)
+            if builds:
+                values = list(values)
+                for at, build in builds:
+                    values[at] = build(src)
+            yield keys, values, maybe
 
 
 @functools.cache
-def _flat_template(
-    shape: Shape, flatten: Callable[[rows.PointRow], FlatRow]
-) -> tuple[tuple[str, ...], Callable[[list[object]], Sequence[object]], tuple[tuple[int, Build], ...]] | None:
-    """A flat row's keys, the getter of its values from a point's sources, and the values built from several
-    sources (QEMU's CPU by thread); None where ``flatten`` must read the point itself."""
+def _flat_template(shape: Shape, flatten: Callable[[rows.PointRow], FlatRow]) -> FlatTemplate | None:
+    """A flat row's keys, the getter of its values from a point's sources, the values built from several
+    sources (QEMU's CPU by thread) and each source's places; None where ``flatten`` must read the point
+    itself."""
     if shape[5] or shape[4][_LAYERS]:  # a dstore profile, traced layers: columns named by their content
         return None
     flat = flatten(_slot_row(shape, [], flat=True))
@@ -425,7 +477,10 @@ def _flat_template(
             builds.append((at, build))
             i = _NONE
         sources.append(i)
-    return keys, operator.itemgetter(*sources), tuple(builds)
+    at_source: dict[int, list[int]] = {}
+    for at, i in enumerate(sources):
+        at_source.setdefault(i, []).append(at)
+    return keys, operator.itemgetter(*sources), tuple(builds), at_source
 
 
 def _source_of(value: object) -> int | None:
