@@ -65,6 +65,36 @@ standard library's writers). Not at the target of 50 µs a point (shares from cP
 csv's time is ``.series`` (20 rows a point, fetched and formatted), most of the rest its points table
 (``point_rows``, then a dict per point); 70 % of ``compare`` is ``point_rows``, the rest the grouping.
 
+Measured for issue 42, fourth round (2 cores shared with three other engineers' work, load average 2-12 while
+measuring, 2-4 for the 100k figures: single runs move by 10-30 %, so 100k's ``csv``, ``json`` and
+``compare`` are medians of 3 by turns; ``--before`` main's ``src``, CPU seconds in a child with its imports
+excluded, wall beside): the points table of ``csv``, ``json`` and ``parquet`` is read straight from the run
+rows, without a ``PointRow`` or ``to_json`` dict per point (``show_json.flat_values``: per shape of row,
+``export.flat_row`` of a row whose values name their sources gives the keys and the source of each, as
+``show --json``'s templates do); CSV writes each point's values as they come, JSON's points are one template
+per tuple of keys filled by the C encoder a chunk at a time (``show_json.flat_text``); JSON's side tables are
+checked for control characters with ``isprintable`` (the regular expression took 1 s of 10k points' 2.5 s);
+``compare`` reads a point without its device, CPU and QEMU figures, from its tuple of columns
+(``rows.summary_rows``), and skips the layer means when no point was traced. 100k, medians of 3: ``export
+csv`` 14.95 -> 11.51 s CPU (150 -> 115 µs a point; 17.3 s -> 14.1 s wall), ``export json`` 24.44 -> 17.20 s
+(244 -> 172; 27.4 s -> 18.0 s wall), ``compare`` 4.69 -> 3.11 s (47 -> 31; 4.8 s -> 3.2 s wall); one run
+each: ``export parquet`` 156 -> 127, ``export ndjson`` 128 -> 117, ``export prometheus`` 98 -> 100 (not
+changed), ``show --json`` 31 -> 31 (not changed). 10k, one run each: ``csv`` 155 -> 120, ``json`` 241 ->
+177, ``parquet`` 183 -> 157, ``ndjson`` 114 -> 117, ``prometheus`` 91 -> 112 (not changed: the spread),
+``compare`` 54 -> 32 (median of 3); 1k: ``json`` 357 -> 212, ``compare`` 111 -> 103 (start-up dominates).
+Every format's output is byte-identical to main's (``cmp`` of both trees' exports of the 1k and 10k stores,
+of every store in tests/data/stores and of a 1k store given NULL figures, formula-like, quoted, non-ASCII and
+control-character text, traced layers, a dstore profile, storage facts, odd QEMU threads, optional fields,
+tied and odd ``.series``/``.oplat`` rows; ``compare --baseline`` text and JSON of the 10k and odd stores and
+``compare A B`` of demo000.db too); tests/test_export_tables.py and tests/test_compare_rows.py hold the new
+readers against ``flat_row`` and ``point_rows`` of each point. ``compare`` is within the target; ``csv`` and
+``json`` are not. Where their time goes (in-process at 100k, load ~3): csv's points 2.0 s to read and 1.8 s
+to write, its ``.series`` (2M rows) 6.7 s; json's points 3.8 s, its ``.series`` 9.4 s. What remains is per
+value: SQLite stepping and sorting each run's sample rows and Python's tuple of each (about 1 µs a row), and
+``repr`` of each float (2 per sample row, ~35 per point: 0.3-0.8 µs each on this host), which the
+byte-identical text needs (SQLite 3.40 writes a float with 15 significant digits, not Python's shortest
+round trip, so it cannot format them); at 20 samples a point that alone is 40-60 µs a point.
+
 Measured (2 cores shared with other developers' tests, load 2-3; ``--only 'show --json' --repeat 5``, CPU
 seconds (user+sys) as median and range; each tree read its own copy of the same stores, one after the
 other): ``show --json`` before ``store.show_json`` (each point a ``PointRow``, then a dict, then

@@ -18,7 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vmio.cli import main
-from vmio.store import RunRecord, Store, export
+from vmio.store import RunRecord, Store, export, show_json
+from vmio.store.rows import point_rows
 
 SERIES = ("point", "t", "source", "metric", "value")
 OPLAT = ("point", "host", "job", "seq", "t_ms", "lat_ns", "ddir", "offset")
@@ -144,3 +145,98 @@ def test_the_points_table_as_the_writer_writes_it(tmp_path: Path) -> None:
     assert main(["export", "c", "--format", "csv", "-o", str(tmp_path / "e.csv"), "--db", str(db)]) == 0
     got = (tmp_path / "e.csv").read_text()
     assert got == want and "\n'-t/1," not in got and ",'-t/1," in got and ",t/2," in got
+
+
+def _items(rows: list[dict[str, object]]) -> str:
+    """The rows' keys in order and values with their types (``1 == 1.0`` would hide a changed type)."""
+    return repr([list(r.items()) for r in rows])
+
+
+ODD_POINTS = (  # run columns a store written by vmio over the years can hold, one point each
+    {"target": "=cmd", "workload": "a,b", "accel": 'q"x'},
+    {"workload": "l\nb", "qemu_version": "+1", "device": "é", "error": "-boom\r"},
+    {"dev_busy_pct": None, "cpu_usr_pct": None, "read_p99": None, "status": "failed"},
+    {
+        "layers_json": json.dumps(
+            {"guest": {"read": {"mean_us": 1.5, "ios": 5}}, "host_block": {"why": "off"}}
+        )
+    },
+    {
+        "host_json": json.dumps(
+            {
+                "qemu_machine": "microvm",
+                "guest_io_warnings": 3,
+                "dstore": {"pool": ["a"]},
+                "storage": [{"filesystem": "ext4", "disks": [{"model": "=X", "rotational": 0}]}],
+            }
+        )
+    },  # fmt: skip
+    {"host_json": json.dumps({"storage": [], "qemu_machine": {"odd": 1}}), "target_kind": "qemu"},
+    {
+        "qemu_cpu_json": json.dumps({"vcpu": 1.5, "main_loop": 0.5, "iothreads": [1.0, 2], "other": 0}),
+        "target_kind": "qemu",
+        "qemu_version": "10.0.2",
+    },  # fmt: skip
+    {"qemu_cpu_json": json.dumps({"vcpu": 1}), "target_kind": "libvirt"},
+    {
+        "steady_json": json.dumps({"criterion": "iops:5%", "reached": True, "at_s": None, "jobs": 2}),
+        "iodepth": 8,
+        "numjobs": 2,
+        "offered_pct": 12.5,
+        "arrivals": "poisson",
+        "fio_job_json": json.dumps({"file": "=x.fio"}),
+    },  # fmt: skip
+    {"offered_iops": 300, "read_iops": -5.0, "write_bw": 1e16, "read_lat_mean": 0.1 + 0.2, "read_jobs": 0},
+    {"hosts_json": json.dumps(["h1", "-h2", "h,3"]), "host_json": json.dumps({"hostname": "x\\y"})},
+    {"read_jobs": None},  # no stored summary: read from the results, as a store whose columns were emptied
+)
+
+
+def test_the_flat_rows_as_each_point_row_flattens(tmp_path: Path) -> None:
+    """``export.flat_points`` (one getter per point, a template per shape) gives the same rows, keys in the same
+    order and values of the same types, as ``flat_row`` of each ``PointRow``, and ``show_json.flat_text`` the
+    same text as ``json.dumps(indent=1)`` of them: points of every shape a store
+    holds (optional fields, QEMU threads, storage, dstore, traced layers, odd text, no stored summary) and the
+    stores of tests/data/stores."""
+    db = tmp_path / "s.db"
+    store(db, ["t/1", "t/2"], [], [])
+    with Store(db) as s:
+        for rep in range(3, 3 + len(ODD_POINTS)):
+            s.record(RunRecord(
+                campaign="c", point_key=f"t/w/bs=4096/offered=max/load=0/rep={rep}", target="t",
+                target_kind="host", workload="w", bs=4096, offered_iops=None, load_processes=0, repetition=rep,
+                status="done", started=0.0, ended=1.0,
+            ))  # fmt: skip
+    conn = sqlite3.connect(db)
+    with conn:
+        ids = [r[0] for r in conn.execute("SELECT id FROM run ORDER BY id")][2:]
+        for run_id, values in zip(ids, ODD_POINTS, strict=True):
+            conn.execute(
+                f"UPDATE run SET {', '.join(f'{k} = ?' for k in values)} WHERE id = ?",
+                (*values.values(), run_id),
+            )
+    conn.close()
+    stores = [db]
+    for fixture in sorted(Path(__file__).parent.glob("data/stores/*.db")):
+        stores.append(tmp_path / fixture.name)
+        stores[-1].write_bytes(fixture.read_bytes())
+    for path in stores:
+        with Store(path) as s:
+            for name in s.campaigns():
+                flat = export.flat_points(s, name)
+                assert _items(flat) == _items([export.flat_row(r) for r in point_rows(s, name)]), (path, name)
+                assert show_json.flat_text(s, name, export.flat_row) == json.dumps(flat, indent=1), (
+                    path,
+                    name,
+                )
+                assert flat
+    with Store(db) as s:
+        keys = {k for r in export.flat_points(s, "c") for k in r}
+    assert {
+        "layer_guest_read_mean_us",
+        "dstore_pool",
+        "filesystem",
+        "model",
+        "steady",
+        "iodepth",
+    } <= keys  # every shape was there

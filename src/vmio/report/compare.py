@@ -110,6 +110,7 @@ def against_baseline(data: CampaignData, baseline: str) -> list[RatioRow]:
     groups = data.groups()
     base = {g.key[1:]: g for g in groups if g.target == baseline}
     builds = data.builds()
+    traced = LAYER_METRICS if any(r.layers for r in data.rows) else ()  # no layer: no entry for any
     rows = []
     for g in groups:
         b = base.get(g.key[1:])
@@ -118,7 +119,7 @@ def against_baseline(data: CampaignData, baseline: str) -> list[RatioRow]:
         for ddir in data.ddirs(g.key[1]):
             values = {name: _spread(g, fn, ddir) for name, fn, _ in METRICS}
             ratios = {name: _ratio(values[name], _spread(b, fn, ddir)) for name, fn, _ in METRICS}
-            for name, fn, _ in LAYER_METRICS:  # a layer traced on either side (else no entry)
+            for name, fn, _ in traced:  # a layer traced on either side (else no entry)
                 mine, theirs = _spread(g, fn, ddir), _spread(b, fn, ddir)
                 if mine is not None or theirs is not None:
                     values[name], ratios[name] = mine, _ratio(mine, theirs)

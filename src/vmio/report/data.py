@@ -15,7 +15,7 @@ from vmio.stats import histogram
 from vmio.stats.histogram import Histogram
 from vmio.stats.spread import Spread
 from vmio.store import Store
-from vmio.store.rows import PointRow, build_label, point_rows
+from vmio.store.rows import PointRow, build_label, point_rows, summary_rows
 from vmio.targets.traits import vm_config
 
 DDIRS = ("read", "write")
@@ -206,12 +206,12 @@ def load(store: Store, campaign: str) -> CampaignData:
 
 
 def load_points(store: Store, campaign: str) -> CampaignData:
-    """A campaign's points without their detail (no samples, operations, histograms or run rows): all that
-    ``compare`` and the summary table read, so 100k points are read from their stored summaries alone and
-    the big per-point detail tables are neither read nor checked."""
+    """A campaign's points without their detail (no samples, operations, histograms or run rows) nor their
+    device, CPU and QEMU-process figures (``rows.summary_rows``): all that ``compare`` reads, so 100k points are
+    read from their stored summaries alone and the big per-point detail tables are neither read nor checked."""
     spec = store.spec(campaign)
     specs = {w.name: w for w in spec.workloads}
-    rows, workloads = swept_labels(point_rows(store, campaign), [w.name for w in spec.workloads], specs)
+    rows, workloads = swept_labels(summary_rows(store, campaign), [w.name for w in spec.workloads], specs)
     targets, stops = {t.name: t for t in spec.targets}, store.stops(campaign)
     return CampaignData(
         campaign, rows, {}, targets, workloads, sla=spec.sla, workload_specs=specs, stops=stops

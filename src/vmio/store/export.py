@@ -10,18 +10,19 @@ document ``{"campaign", "points", "series", "oplat"}``.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import itertools
 import json
-import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypedDict
 
 from vmio.errors import InputError
-from vmio.store import jsontext
+from vmio.store import show_json
 from vmio.store.database import Store
 from vmio.store.formats import FORMATS
+from vmio.store.integrity import shown
 from vmio.store.rows import PointRow, gc_paused, point_rows
 from vmio.system import files
 from vmio.system.output_paths import all_or_none, check_output_file
@@ -49,6 +50,7 @@ LABELS = ("campaign", "target", "workload", "bs", "offered_iops", "load_processe
 
 
 TableRow = dict[str, object]  # one row of an exported table: column → a JSON, CSV or Parquet value
+FlatValues = tuple[tuple[str, ...], Sequence[object]]  # a point of the flat table: its keys, its values
 
 
 class PkbSample(TypedDict):
@@ -193,21 +195,24 @@ def _prom_escape(value: object) -> str:
 
 
 def flat_points(store: Store, campaign: str) -> list[TableRow]:
-    rows = []
-    for row in point_rows(store, campaign):
-        flat = row.to_json(facts=False)
-        for key in NESTED:  # dropped in place: the other columns keep their order
-            flat.pop(key, None)
-        flat.update(layer_columns(row.layers))
-        for key, value in (row.dstore or {}).items():  # a stored dstore profile's labels, one column each
-            flat[f"dstore_{key}"] = json.dumps(value) if isinstance(value, list | dict) else value
-        flat["offered_iops"] = _offered(row)
-        flat["hosts"] = " ".join(row.hosts)
-        for ddir, columns, keys in LAT_FLAT:
-            lat = row.lat_ns(ddir)
-            flat.update(zip(columns, map(lat.get, keys), strict=True) if lat else dict.fromkeys(columns))
-        rows.append(flat)
-    return rows
+    """The points table: ``flat_row`` of each point (``show_json.flat_rows``: without a ``PointRow`` each)."""
+    return show_json.flat_rows(store, campaign, flat_row)
+
+
+def flat_row(row: PointRow) -> TableRow:
+    """A point as the flat tables hold it: ``show --json``'s keys, its nested values spread out as columns."""
+    flat = row.to_json(facts=False)
+    for key in NESTED:  # dropped in place: the other columns keep their order
+        flat.pop(key, None)
+    flat.update(layer_columns(row.layers))
+    for key, value in (row.dstore or {}).items():  # a stored dstore profile's labels, one column each
+        flat[f"dstore_{key}"] = json.dumps(value) if isinstance(value, list | dict) else value
+    flat["offered_iops"] = _offered(row)
+    flat["hosts"] = " ".join(row.hosts)
+    for ddir, columns, keys in LAT_FLAT:
+        lat = row.lat_ns(ddir)
+        flat.update(zip(columns, map(lat.get, keys), strict=True) if lat else dict.fromkeys(columns))
+    return flat
 
 
 # show --json's keys a flat table spreads out
@@ -308,7 +313,16 @@ def _document(store: Store, campaign: str, fmt: str) -> bytes:
         )
     if fmt in ("ndjson", "prometheus"):
         rows = samples(store, campaign)
-        return ndjson(rows) if fmt == "ndjson" else prometheus(rows)
+        if fmt == "prometheus":
+            return prometheus(rows)
+        try:
+            return ndjson(rows)
+        except TypeError:  # a label JSON has no form for (a blob in a store written by hand)
+            bad = next(r["labels"] for r in rows if _unencodable(r["labels"]))
+            point = " ".join(
+                f"{k}={bad.get(k)!r}" for k in ("target", "workload", "bs", "offered_iops", "repetition")
+            )
+            raise _not_json(store, campaign, "run", point, bad) from None
     return _json_document(store, campaign).encode()
 
 
@@ -319,24 +333,47 @@ def _json_document(store: Store, campaign: str) -> str:
     separators carrying the indentation (``_json_rows``: as a %-format of each chunk where it can)."""
     flat = json.JSONEncoder(separators=(",\n   ", ": "))  # a side table's row, two levels deep
 
-    def rows(chunks: Iterator[list[tuple[Any, ...]]], columns: tuple[str, ...]) -> str:
-        items = [
-            "{\n   " + flat.encode(dict(zip(columns, r, strict=True)))[1:-1] + "\n  }"
-            for c in chunks
-            for r in c
-        ]
+    def rows(chunks: Iterator[list[tuple[Any, ...]]], name: str, columns: tuple[str, ...]) -> str:
+        items = []
+        for c in chunks:
+            for r in c:
+                row = dict(zip(columns, r, strict=True))
+                try:
+                    items.append("{\n   " + flat.encode(row)[1:-1] + "\n  }")
+                except TypeError:  # a value JSON has no form for (a blob in a store written by hand)
+                    raise _not_json(store, campaign, name, repr(row.get("point")), row) from None
         return "[\n  " + ",\n  ".join(items) + "\n ]" if items else "[]"
 
     def table(name: str, columns: tuple[str, ...], order: str) -> str:
         text = _json_rows(store, campaign, name, columns, order)
-        return (
-            rows(store.campaign_table(name, columns[1:], order, campaign), columns) if text is None else text
-        )
+        if text is not None:
+            return text
+        return rows(store.campaign_table(name, columns[1:], order, campaign), name, columns)
 
-    points = jsontext.dumps(flat_points(store, campaign)).replace("\n", "\n ")  # no newline in a string
+    try:
+        points = show_json.flat_text(store, campaign, flat_row).replace("\n", "\n ")  # no newline in a string
+    except TypeError:
+        bad = next(r for r in flat_points(store, campaign) if _unencodable(r))
+        raise _not_json(store, campaign, "run", repr(bad.get("point")), bad) from None
     sampled = table("sample", SERIES_COLUMNS, SERIES_ORDER)
     ops = table("oplat", OPLAT_COLUMNS, OPLAT_ORDER)
     return f'{{\n "campaign": {json.dumps(campaign)},\n "points": {points},\n "series": {sampled},\n "oplat": {ops}\n}}'
+
+
+def _unencodable(row: TableRow) -> str | None:
+    """The first column of ``row`` whose value JSON cannot hold (bytes: a blob in a text column)."""
+    return next((k for k, v in row.items() if isinstance(v, bytes | bytearray | memoryview)), None)
+
+
+def _not_json(store: Store, campaign: str, table: str, point: str, row: TableRow) -> InputError:
+    """The one error for a row of ``table`` holding a value JSON cannot hold, naming the point (``point``:
+    its key in quotes, or its labels) and the column."""
+    column = _unencodable(row) or "?"
+    return InputError(
+        f"cannot export campaign {campaign!r} of {store.path!r} as JSON: table {table}, point {point}: "
+        f"{column} holds a blob ({shown(row.get(column))}), which JSON cannot hold (vmio writes text there); "
+        "--format csv writes it as it is"
+    )
 
 
 def _json_rows(store: Store, campaign: str, table: str, columns: tuple[str, ...], order: str) -> str | None:
@@ -350,7 +387,7 @@ def _json_rows(store: Store, campaign: str, table: str, columns: tuple[str, ...]
     for rows in store.campaign_table(table, columns[1:], order, campaign, cell=cells):
         template = ",\n  ".join([item] * len(rows))
         text = template % tuple(itertools.chain.from_iterable(rows))
-        if not (text.isascii() and _plain(text, template, '"\\\n') and not _JSON_ESCAPED.search(text)):
+        if not (text.isascii() and _plain(text, template, '"\\\n') and _json_plain(text)):
             return None
         chunks.append(text)
     return "[\n  " + ",\n  ".join(chunks) + "\n ]" if chunks else "[]"
@@ -361,8 +398,14 @@ def _json_rows(store: Store, campaign: str, table: str, columns: tuple[str, ...]
 # table back to the JSON encoder
 JSON_TEXT = "CASE WHEN {c} >= '' AND {c} < X'' THEN {c} ELSE char(1) END"
 JSON_NUMBER = "CASE WHEN {c} < '' THEN {c} WHEN {c} IS NULL THEN 'null' ELSE char(1) END"
+
+
 # what the JSON encoder writes otherwise than ``str`` does: a control character (escaped), an infinity
-_JSON_ESCAPED = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]|: -?(?:inf|nan)")
+def _json_plain(text: str) -> bool:
+    """Whether ``text`` (ASCII) holds no control character but its newlines (an ASCII text is printable when it
+    holds none: 0x7f is one) and no infinity or NaN written by ``str``: scans in C (a regular expression
+    of the two took ten times as long)."""
+    return text.replace("\n", "").isprintable() and not any(f": {x}" in text for x in ("inf", "-inf", "nan"))
 
 
 def export(store: Store, campaign: str, fmt: str, path: Path) -> list[Path]:
@@ -381,15 +424,15 @@ def _export(store: Store, campaign: str, fmt: str, path: Path) -> list[Path]:
         return [path]
     if fmt == "csv":  # the side tables straight from SQLite to the CSV writer, a row at a time
         tables: tuple[tuple[str, Callable[[], bytes]], ...] = (
-            ("", lambda: _csv(flat_points(store, campaign), POINT_COLUMNS)),
+            ("", lambda: _csv(show_json.flat_values(store, campaign, flat_row), POINT_COLUMNS)),
             (".series", lambda: _csv_rows(store, campaign, "sample", SERIES_COLUMNS, SERIES_ORDER)),
             (".oplat", lambda: _csv_rows(store, campaign, "oplat", OPLAT_COLUMNS, OPLAT_ORDER)),
         )
     else:
         tables = (
-            ("", lambda: _parquet(flat_points(store, campaign), POINT_COLUMNS)),
-            (".series", lambda: _parquet(series(store, campaign), SERIES_COLUMNS)),
-            (".oplat", lambda: _parquet(operations(store, campaign), OPLAT_COLUMNS)),
+            ("", lambda: _parquet(flat_points(store, campaign), POINT_COLUMNS, "run")),
+            (".series", lambda: _parquet(series(store, campaign), SERIES_COLUMNS, "sample")),
+            (".oplat", lambda: _parquet(operations(store, campaign), OPLAT_COLUMNS, "oplat")),
         )
     written: list[Path] = []
     with all_or_none(written):  # the three files, or none of them
@@ -400,27 +443,36 @@ def _export(store: Store, campaign: str, fmt: str, path: Path) -> list[Path]:
     return written
 
 
-def _csv(rows: list[TableRow], columns: tuple[str, ...]) -> bytes:
-    """The table as CSV: its header always (``columns`` for an empty table), every row's columns."""
+def _csv(points: list[FlatValues], columns: tuple[str, ...]) -> bytes:
+    """The points table as CSV (each point its keys and values, ``show_json.flat_values``): its header always
+    (``columns`` for an empty table), every point's columns (some only on some points: blank elsewhere)."""
     buf = io.StringIO()
-    # every row's columns (some only on some rows); an empty table still says what it would hold
-    names = list(dict.fromkeys(itertools.chain.from_iterable(rows))) if rows else list(columns)
+    shapes = dict.fromkeys(keys for keys, _ in points)  # most points share a few tuples of keys
+    names = tuple(dict.fromkeys(itertools.chain.from_iterable(shapes))) if points else columns
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow([inert(k) for k in names])
-    blank = [""] * len(names)  # a column a row does not have
+    spread = {keys: _spread(keys, names) for keys in shapes if keys != names}
+    rows = [spread[keys](values) if keys in spread else values for keys, values in points]
     for at in range(0, len(rows), 1000):
         chunk = rows[at : at + 1000]
         text = (
             io.StringIO()
         )  # the rows as they are: a cell the writer starts with a formula's sign is refused
-        csv.writer(text, lineterminator="\n").writerows(map(row.get, names, blank) for row in chunk)
+        csv.writer(text, lineterminator="\n").writerows(chunk)
         if _formula_free(text.getvalue()):
             buf.write(text.getvalue())
             continue
         writer.writerows(  # ``inert`` only for text: a call per number was a third of 100k points' time
-            [inert(v) if isinstance(v, str) else v for v in map(row.get, names, blank)] for row in chunk
+            [inert(v) if isinstance(v, str) else v for v in row] for row in chunk
         )
     return buf.getvalue().encode()
+
+
+def _spread(keys: tuple[str, ...], names: tuple[str, ...]) -> Callable[[Sequence[object]], list[object]]:
+    """A point's values (by ``keys``) under the table's columns ``names``: "" for a column it does not have."""
+    at = {k: i for i, k in enumerate(keys)}
+    picked = [at.get(name, len(keys)) for name in names]
+    return lambda values: [(*values, "")[i] for i in picked]
 
 
 def _formula_free(text: str) -> bool:
@@ -458,7 +510,13 @@ def _csv_rows(store: Store, campaign: str, table: str, columns: tuple[str, ...],
 def _plain(text: str, template: str, special: str) -> bool:
     """Whether ``text``, ``template`` filled in, holds each ``special`` character only where ``template``
     does: none came from a value (counted over the whole text, in C)."""
-    return all(text.count(c) == template.count(c) for c in special)
+    return all(text.count(c) == _count(template, c) for c in special)
+
+
+@functools.lru_cache(maxsize=64)
+def _count(template: str, c: str) -> int:
+    """How often ``c`` is in ``template`` (most chunks of a table share one: counted once)."""
+    return template.count(c)
 
 
 # the cells the CSV writer quotes hold one of these (it quotes ``,``, ``"`` and ``\n``; ``\r`` too in some
@@ -491,15 +549,20 @@ def inert(value: object) -> object:
     return value
 
 
-def _parquet(rows: list[TableRow], columns: tuple[str, ...]) -> bytes:
-    """The table as Parquet; an empty one keeps its ``columns`` (typed where ``COLUMN_TYPES`` knows them)."""
+def _parquet(rows: list[TableRow], columns: tuple[str, ...], name: str) -> bytes:
+    """The table as Parquet; an empty one keeps its ``columns`` (typed where ``COLUMN_TYPES`` knows them). A
+    column Parquet cannot hold as one type (an integer beyond 2^53 beside decimals, text beside numbers or
+    blobs: a store written by hand) is one ``InputError`` naming the store's table, point, column and value."""
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError as exc:
         raise InputError("--format parquet needs pyarrow: pip install 'vmio[parquet]'") from exc
     if rows:
-        table = pa.Table.from_pylist(rows)
+        try:
+            table = pa.Table.from_pylist(rows)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
+            raise _not_parquet(rows, name, exc) from None
     else:
         types = {"int": pa.int64(), "float": pa.float64(), "str": pa.string()}
         schema = pa.schema([(c, types[COLUMN_TYPES.get(c, "str")]) for c in columns])
@@ -507,6 +570,40 @@ def _parquet(rows: list[TableRow], columns: tuple[str, ...]) -> bytes:
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink)
     return bytes(sink.getvalue().to_pybytes())
+
+
+def _not_parquet(rows: list[TableRow], table: str, exc: Exception) -> InputError:
+    """The column and value Arrow refused (found by converting each column alone), as one error."""
+    import pyarrow as pa
+
+    for column in dict.fromkeys(itertools.chain.from_iterable(rows)):
+        values = [r.get(column) for r in rows]
+        try:
+            pa.array(values)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as refused:
+            at = _odd_value(values)
+            return InputError(
+                f"cannot export table {table} as Parquet: point {rows[at].get('point')!r}, column {column}: "
+                f"{shown(values[at])} ({refused}); a Parquet column holds one type: --format csv or json "
+                "writes every value as stored"
+            )
+    return InputError(f"cannot export table {table} as Parquet: {exc}")
+
+
+def _odd_value(values: list[object]) -> int:
+    """The index of the value that keeps ``values`` from being one Arrow column: an integer a double cannot
+    hold exactly among decimals, else the first of a type other than the first value's."""
+    kinds = [type(v) for v in values if v is not None]
+    if float in kinds:
+        for i, v in enumerate(values):
+            if type(v) is int and abs(v) > 2**53:
+                return i
+    first = next(iter(kinds), type(None))
+    numbers = {int, float}
+    for i, v in enumerate(values):
+        if v is not None and type(v) is not first and not {type(v), first} <= numbers:
+            return i
+    return 0
 
 
 def check_output(path: Path) -> None:

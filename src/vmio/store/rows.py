@@ -193,6 +193,85 @@ def _point_rows(store: Store, campaign: str | None) -> list[PointRow]:
     return out
 
 
+def summary_rows(store: Store, campaign: str) -> list[PointRow]:
+    """``point_rows`` of one campaign without each point's device, CPU and QEMU-process figures
+    (``device_metrics`` and ``cpu`` empty, ``qemu_cpu_pct`` None): what ``compare`` reads (the stored
+    per-point fields, summary and host facts) from 100k points without reading or building what it does not."""
+    with gc_paused():
+        store.require(campaign)
+        detail = Detail(store, campaign)
+        out = []
+        for runs in store.run_tuples(campaign, SUMMARY_ROW_COLUMNS):
+            for r in runs:
+                if r[_KIND] != "import" and None not in _SUMMED(r):  # its summary stored (most points)
+                    out.append(_summary_row(campaign, r))
+                    continue
+                run = dict(zip(SUMMARY_ROW_COLUMNS, r, strict=True))
+                summary = summaries.stored(run)
+                imported = run["target_kind"] == "import"
+                results = detail.results.get(run["id"], []) if summary is None or imported else []
+                if summary is None:
+                    summary = summaries.summarize(results, detail.hists)
+                out.append(
+                    _row(campaign, run, summary, NO_FIGURES, results, detail.imported if imported else {})
+                )
+        return out
+
+
+# the run columns ``summary_rows`` reads: the declared fields, the stored summary, host facts, end (an import's
+# file) and id
+SUMMARY_ROW_COLUMNS = tuple(
+    dict.fromkeys((*fields.COLUMN_NAMES, *summaries.SUMMARY_COLUMNS, "host_json", "ended", "id"))
+)
+NO_FIGURES = point_metrics.Figures({}, {}, None)
+_AT = {c: i for i, c in enumerate(SUMMARY_ROW_COLUMNS)}
+_KIND, _HOSTS, _FACTS, _QEMU_VERSION = (
+    _AT[c] for c in ("target_kind", "hosts_json", "host_json", "qemu_version")
+)
+_SUMMED = operator.itemgetter(_AT["read_jobs"], _AT["write_jobs"], _AT["hosts_json"])
+_STORED_NAMES = tuple(f.name for f in fields.COLUMNS if f.read != "json")
+_STORED = operator.itemgetter(*(_AT[f.column] for f in fields.COLUMNS if f.read != "json" and f.column))
+_DECODED = tuple((f.name, _AT[f.column]) for f in fields.COLUMNS if f.read == "json" and f.column)
+# per direction: its jobs, IOPS, bandwidth, operations, mean latency and latency columns (``summaries.direction``)
+_DIRECTIONS = tuple(
+    (
+        _AT[f"{d}_jobs"], _AT[f"{d}_iops"], _AT[f"{d}_bw"], _AT[f"{d}_ops"], _AT[f"{d}_lat_mean"],
+        operator.itemgetter(*(_AT[f"{d}_{c}"] for c in summaries.LAT_COLUMNS)),
+    )
+    for d in ("read", "write")
+)  # fmt: skip
+
+
+def _summary_row(campaign: str, r: tuple[Any, ...]) -> PointRow:
+    """``_row`` of a point whose summary is stored (not an import), without its figures, read from its tuple
+    of ``SUMMARY_ROW_COLUMNS``: the same values, without a dict, ``Summary`` and ``Direction`` per point."""
+    columns = dict(zip(_STORED_NAMES, _STORED(r), strict=True))
+    for name, i in _DECODED:
+        columns[name] = None if r[i] is None else json.loads(r[i])
+    ddirs: list[tuple[Any, Any, Any, dict[str, Any] | None]] = []
+    for jobs, iops, bw, ops, mean, lat in _DIRECTIONS:
+        if not int(r[jobs]):  # the sums of nothing, as ``summaries.direction`` gives them
+            ddirs.append((0, 0, 0, None))
+        else:
+            ddirs.append(
+                (
+                    r[iops],
+                    r[bw],
+                    r[ops],
+                    None if r[mean] is None else dict(zip(summaries.LAT_NAMES, lat(r), strict=True)),
+                )
+            )
+    (read_iops, read_bw, read_ops, read_lat), (write_iops, write_bw, write_ops, write_lat) = ddirs
+    _, host = _host(r[_FACTS], r[_KIND], r[_QEMU_VERSION])
+    return PointRow(
+        campaign=campaign, **columns,
+        read_iops=read_iops, read_bw=read_bw, read_lat_ns=read_lat, read_ops=read_ops,
+        write_iops=write_iops, write_bw=write_bw, write_lat_ns=write_lat, write_ops=write_ops,
+        hosts=summaries.hosts(r[_HOSTS]), device_metrics=NO_FIGURES.device, cpu=NO_FIGURES.cpu, qemu_cpu_pct=None,
+        **host,
+    )  # fmt: skip
+
+
 @dataclass
 class Detail:
     """A campaign's detail rows, each table read in bulk on first need: one query, not one per point."""
@@ -249,12 +328,9 @@ def _row(
     files: Mapping[tuple[str, float], imported_files.Entry],
 ) -> PointRow:
     read, write = summary.read, summary.write
-    text = run["host_json"]
     imported = run["target_kind"] == "import"
-    read_now = facts_read(text) or (imported and bool(text))  # an import: its file is named there
-    facts: dict[str, Any] = json.loads(text) if read_now else {}  # none the row takes out: left for later
+    facts, host = _host(run["host_json"], run["target_kind"], run["qemu_version"])
     vm = run["target_kind"] in ("qemu", "libvirt")
-    before = "q35" if run["qemu_version"] else None  # runs before machine types were all q35
     return PointRow(
         campaign=campaign,
         **fields.load_columns(run),
@@ -269,16 +345,28 @@ def _row(
         hosts=summary.hosts,
         device_metrics=figures.device,
         cpu=figures.cpu,
-        host_facts=facts if read_now else Facts(text),
-        qemu_machine=facts.get("qemu_machine", before) if vm else None,
         qemu_cpu_pct=figures.qemu_cpu_pct if vm else None,
-        guest_io_warnings=facts.get("guest_io_warnings"),  # None for host targets
         fio_figures=imported_fields(facts, [r for r in every if r["role"] == "measure"], files, run["ended"])
         if imported
         else {},
-        dstore=facts["dstore"] if isinstance(facts.get("dstore"), dict) else None,
-        storage=storage_fields.fields(facts.get("storage")),
+        **host,
     )
+
+
+def _host(text: str | None, kind: str, qemu_version: str | None) -> tuple[Mapping[str, Any], dict[str, Any]]:
+    """A point's host facts (decoded only where the row takes something out of them, or an import names its
+    file there) and the row's fields read from them: ``host_facts``, ``qemu_machine``, ``guest_io_warnings``,
+    ``dstore``, ``storage``."""
+    read_now = facts_read(text) or (kind == "import" and bool(text))  # an import: its file is named there
+    facts: dict[str, Any] = json.loads(text or "{}") if read_now else {}  # none the row takes: left for later
+    before = "q35" if qemu_version else None  # runs before machine types were all q35
+    return facts, {
+        "host_facts": facts if read_now else Facts(text),
+        "qemu_machine": facts.get("qemu_machine", before) if kind in ("qemu", "libvirt") else None,
+        "guest_io_warnings": facts.get("guest_io_warnings"),  # None for host targets
+        "dstore": facts["dstore"] if isinstance(facts.get("dstore"), dict) else None,
+        "storage": storage_fields.fields(facts.get("storage")),
+    }
 
 
 def imported_fields(

@@ -150,8 +150,22 @@ def _point(
         nested[len(values)] = " " + jsontext.dumps(row).replace("\n", "\n ")
         values.append(None)
         return "%s"
+    src, whole, shape = _sources(campaign, r)
+    template, take, slots = _template(shape)
+    at = len(values)
+    values.extend(take(src))
+    for i, value in whole.items():
+        text = _text(value)
+        for slot in slots[i]:
+            nested[at + slot] = text
+    return template
+
+
+def _sources(campaign: str, r: Sequence[Any]) -> tuple[list[object], dict[int, object], Shape]:
+    """A summed point's sources (its columns, then the values worked out from them), the values printed whole
+    by source index (None in ``src``), and its shape."""
     src = list(r)
-    whole: dict[int, str] = {}  # source index -> the text of a value printed whole
+    whole: dict[int, object] = {}  # source index -> a value printed whole
     src.append(campaign)
     src.extend(_SHOWN[i](r[i]) for i in _SHOWN)
     src.append(0)
@@ -166,7 +180,7 @@ def _point(
     for i, is_json in _OPTIONAL:
         stored.append(r[i] is not None)
         if is_json and r[i] is not None:
-            whole[i] = _text(dict(json.loads(r[i])))
+            whole[i] = dict(json.loads(r[i]))
     dstore = facts.get("dstore")
     if isinstance(dstore, dict):
         _whole(dict(dstore), src, whole)
@@ -175,13 +189,7 @@ def _point(
         _value(value, src, whole)
     shape = (_direction(r, _READ), _direction(r, _WRITE), len(hosts), qemu, tuple(stored),
              isinstance(dstore, dict), storage is not None)  # fmt: skip
-    template, take, slots = _template(shape)
-    at = len(values)
-    values.extend(take(src))
-    for i, text in whole.items():
-        for slot in slots[i]:
-            nested[at + slot] = text
-    return template
+    return src, whole, shape
 
 
 def _facts(text: str | None) -> Mapping[str, object]:
@@ -219,19 +227,19 @@ def _text(value: object) -> str:
     return jsontext.dumps(value).replace("\n", "\n  ")
 
 
-def _value(value: object, src: list[object], whole: dict[int, str]) -> None:
+def _value(value: object, src: list[object], whole: dict[int, object]) -> None:
     if type(value) in _SCALARS:
         src.append(value)
     else:
         _whole(value, src, whole)
 
 
-def _whole(value: object, src: list[object], whole: dict[int, str]) -> None:
-    whole[len(src)] = _text(value)
+def _whole(value: object, src: list[object], whole: dict[int, object]) -> None:
+    whole[len(src)] = value
     src.append(None)
 
 
-def _qemu(qemu: object, src: list[object], whole: dict[int, str]) -> int | None:
+def _qemu(qemu: object, src: list[object], whole: dict[int, object]) -> int | None:
     """QEMU's CPU by thread class: None (null), the I/O threads' count, or -1 (printed whole)."""
     if qemu is None:
         return None
@@ -262,8 +270,26 @@ def _template(shape: Shape) -> tuple[str, Callable[[list[object]], tuple[object,
 
     The text is ``json.dumps`` of ``PointRow.to_json`` (the one encoder: it alone says which keys, in which
     order) of a row of this shape whose values name their sources."""
-    read, write, hosts, qemu, stored, dstore, storage = shape
     wholes: list[int] = []
+    point = _slot_row(shape, wholes)
+    text = json.dumps([point.to_json(facts=False)], indent=1)[2:-2].replace(
+        "%", "%%"
+    )  # " {...}": the element
+    for i in wholes:
+        text = text.replace(_text_of_whole(i), json.dumps(_slot(i)))
+    pieces = _MARK.split(text)  # text, source, text, source, ..., text
+    sources = [int(i) for i in pieces[1::2]]
+    slots: dict[int, list[int]] = {}
+    for k, i in enumerate(sources):
+        slots.setdefault(i, []).append(k)
+    return "%s".join(pieces[::2]), operator.itemgetter(*sources), slots
+
+
+def _slot_row(shape: Shape, wholes: list[int], flat: bool = False) -> rows.PointRow:
+    """A ``PointRow`` of this shape whose values name their sources (``_slot``; a value printed whole a dict
+    ``{"\\x00whole\\x00": slot}``, its source appended to ``wholes``). ``flat``: as ``flat_rows`` reads it
+    (``offered_iops`` and the hosts as the texts the flat table holds)."""
+    read, write, hosts, qemu, stored, dstore, storage = shape
 
     def whole(i: int) -> Any:
         wholes.append(i)
@@ -277,6 +303,8 @@ def _template(shape: Shape) -> tuple[str, Callable[[list[object]], tuple[object,
         return {"iops": _slot(at), "bw": _slot(at + 1), "lat_ns": lat, "ops": _slot(at + _OPS)}
 
     head = {f.name: _slot(_HEAD_SOURCE[f.name]) for f in fields.HEAD}
+    if flat:
+        head["offered_iops"] = _slot(_OFFERED_TEXT)
     optional = {
         f.name: whole(i) if is_json else _slot(i)
         for f, (i, is_json), on in zip(fields.OPTIONAL, _OPTIONAL, stored, strict=True)
@@ -299,29 +327,189 @@ def _template(shape: Shape) -> tuple[str, Callable[[list[object]], tuple[object,
     dstore_value = whole(at) if dstore else None
     at += bool(dstore)
     r, w = direction(read, _READ), direction(write, _WRITE)
-    point = rows.PointRow(
+    return rows.PointRow(
         **head, **optional,
         read_iops=r["iops"], read_bw=r["bw"], read_lat_ns=r["lat_ns"], read_ops=r["ops"],
         write_iops=w["iops"], write_bw=w["bw"], write_lat_ns=w["lat_ns"], write_ops=w["ops"],
-        hosts=tuple(_slot(_VARIABLE + k) for k in range(hosts)),
+        hosts=(_slot(_HOSTS_TEXT),) if flat else tuple(_slot(_VARIABLE + k) for k in range(hosts)),
         device_metrics={c: _slot(COLUMNS.index(c)) for c in DEVICE_FIELDS.values()},
         cpu={c: _slot(COLUMNS.index(c)) for c in CPU_FIELDS.values()}, host_facts={},
         qemu_machine=_slot(_MACHINE), qemu_cpu_pct=qemu_cpu, guest_io_warnings=_slot(_WARNINGS),
         dstore=dstore_value,
         storage={k: _slot(at + j) for j, k in enumerate(storage_fields.KEYS)} if storage else None,
     )  # fmt: skip
-    text = json.dumps([point.to_json(facts=False)], indent=1)[2:-2].replace(
-        "%", "%%"
-    )  # " {...}": the element
-    for i in wholes:
-        text = text.replace(_text_of_whole(i), json.dumps(_slot(i)))
-    pieces = _MARK.split(text)  # text, source, text, source, ..., text
-    sources = [int(i) for i in pieces[1::2]]
-    slots: dict[int, list[int]] = {}
-    for k, i in enumerate(sources):
-        slots.setdefault(i, []).append(k)
-    return "%s".join(pieces[::2]), operator.itemgetter(*sources), slots
 
 
 def _text_of_whole(i: int) -> str:
     return json.dumps({"\x00whole\x00": _slot(i)}, indent=1).replace("\n", "\n  ")
+
+
+FlatRow = dict[str, object]
+_OFFERED = COLUMNS.index("offered_iops")
+# a flat row's sources after the point's own (``flat_rows``): offered_iops as the flat table's text, the hosts
+# joined, None (a value the template holds as None)
+_OFFERED_TEXT, _HOSTS_TEXT, _NONE = -3, -2, -1
+_FLAT_SLOT = re.compile("\x00(-?\\d+)\x00")
+_LAYERS = [f.name for f in fields.OPTIONAL].index("layers")
+Build = Callable[[list[object]], object]
+FlatTemplate = tuple[
+    tuple[str, ...],
+    Callable[[list[object]], Sequence[object]],
+    tuple[tuple[int, Build], ...],
+    dict[int, list[int]],
+]
+
+
+def flat_rows(store: Store, campaign: str, flatten: Callable[[rows.PointRow], FlatRow]) -> list[FlatRow]:
+    """``[flatten(row) for row in rows.point_rows(store, campaign)]`` (``export``'s flat table), the same
+    dicts without a ``PointRow`` per point (``flat_values``)."""
+    return [dict(zip(keys, values, strict=True)) for keys, values in flat_values(store, campaign, flatten)]
+
+
+def flat_values(
+    store: Store, campaign: str, flatten: Callable[[rows.PointRow], FlatRow]
+) -> list[tuple[tuple[str, ...], Sequence[object]]]:
+    """``flat_rows``, each point as its keys (one tuple shared by the points of a shape) and its values."""
+    with rows.gc_paused():
+        return [(keys, values) for keys, values, _ in _flat_points(store, campaign, flatten)]
+
+
+def flat_text(store: Store, campaign: str, flatten: Callable[[rows.PointRow], FlatRow]) -> str:
+    """``jsontext.dumps(flat_rows(store, campaign, flatten))``, the same text as ``text`` prints show's: one
+    template per tuple of keys, each chunk's scalars encoded in one call of the C encoder."""
+    with rows.gc_paused():
+        if _make is not None:
+            try:
+                return _flat_text(store, campaign, flatten)
+            except _Generic:
+                pass
+        return jsontext.dumps(flat_rows(store, campaign, flatten))
+
+
+def _flat_text(store: Store, campaign: str, flatten: Callable[[rows.PointRow], FlatRow]) -> str:
+    chunks: list[str] = []
+    values: list[object] = []
+    nested: dict[int, str] = {}  # index in values -> the text of a value printed whole
+    templates: list[str] = []
+    for keys, point, maybe in _flat_points(store, campaign, flatten):
+        templates.append(_keys_template(keys))
+        at = len(values)
+        values.extend(point)
+        for k in range(len(point)) if maybe is None else maybe:
+            if type(point[k]) not in _SCALARS:
+                nested[at + k] = _text(point[k])
+                values[at + k] = None
+        if len(templates) == CHUNK:
+            chunks.append(_fill(",\n".join(templates), values, nested))
+            values, nested, templates = [], {}, []
+    if templates:
+        chunks.append(_fill(",\n".join(templates), values, nested))
+    return "[\n" + ",\n".join(chunks) + "\n]" if chunks else "[]"
+
+
+@functools.lru_cache(maxsize=256)
+def _keys_template(keys: tuple[str, ...]) -> str:
+    """A flat row's text as an element of a list (``json.dumps(..., indent=1)``), ``%s`` for each value."""
+    if any("\x00" in k for k in keys):  # a key that could read as a slot
+        raise _Generic
+    text = json.dumps([{k: _slot(i) for i, k in enumerate(keys)}], indent=1)[2:-2].replace("%", "%%")
+    pieces = _MARK.split(text)
+    if [int(i) for i in pieces[1::2]] != list(range(len(keys))):
+        raise _Generic
+    return "%s".join(pieces[::2])
+
+
+def _flat_points(
+    store: Store, campaign: str, flatten: Callable[[rows.PointRow], FlatRow]
+) -> Iterator[tuple[tuple[str, ...], Sequence[object], Sequence[int] | None]]:
+    """Each point's keys, values and the places of the values that can be containers (None: any).
+
+    Per shape of row, ``flatten`` of a row whose values name their sources (as ``_template``) says which
+    source fills each key; a point's values are then one getter of its sources. A point ``flatten`` spreads
+    out by content (traced layers, a dstore profile), or that is not summed, goes through ``flatten`` itself;
+    tests/test_export_tables.py holds both against each other."""
+    store.require(campaign)
+    detail = rows.Detail(store, campaign)
+    for chunk in store.run_tuples(campaign, COLUMNS, CHUNK):
+        for r in chunk:
+            made = None
+            if _summed(r):
+                src, whole, shape = _sources(campaign, r)
+                made = _flat_template(shape, flatten)
+            if made is None:
+                flat = flatten(rows.stored_row(campaign, dict(zip(COLUMNS, r, strict=True)), detail))
+                yield tuple(flat), tuple(flat.values()), None
+                continue
+            keys, take, builds, at_source = made
+            maybe = [at for at, _ in builds]
+            for i, value in whole.items():
+                src[i] = value
+                maybe += at_source.get(i, ())
+            offered = r[_OFFERED]
+            src += ("max" if offered is None else str(offered), " ".join(summaries.hosts(r[_HOSTS])), None)
+            values = take(src)
+            if builds:
+                values = list(values)
+                for at, build in builds:
+                    values[at] = build(src)
+            yield keys, values, maybe
+
+
+@functools.cache
+def _flat_template(shape: Shape, flatten: Callable[[rows.PointRow], FlatRow]) -> FlatTemplate | None:
+    """A flat row's keys, the getter of its values from a point's sources, the values built from several
+    sources (QEMU's CPU by thread) and each source's places; None where ``flatten`` must read the point
+    itself."""
+    if shape[5] or shape[4][_LAYERS]:  # a dstore profile, traced layers: columns named by their content
+        return None
+    flat = flatten(_slot_row(shape, [], flat=True))
+    keys = tuple(flat)
+    if any("\x00" in k for k in keys):
+        return None
+    sources: list[int] = []
+    builds: list[tuple[int, Build]] = []
+    for at, value in enumerate(flat.values()):
+        i = _source_of(value)
+        if i is None:
+            build = _builder(value)
+            if build is None:
+                return None
+            builds.append((at, build))
+            i = _NONE
+        sources.append(i)
+    at_source: dict[int, list[int]] = {}
+    for at, i in enumerate(sources):
+        at_source.setdefault(i, []).append(at)
+    return keys, operator.itemgetter(*sources), tuple(builds), at_source
+
+
+def _source_of(value: object) -> int | None:
+    """The source a template's value names (a slot, or a value printed whole), else None."""
+    if type(value) is dict and len(value) == 1 and "\x00whole\x00" in value:
+        value = value["\x00whole\x00"]
+    if type(value) is str and (found := _FLAT_SLOT.fullmatch(value)):
+        return int(found[1])
+    return None
+
+
+def _builder(value: object) -> Build | None:
+    """How a template's value is built from a point's sources: a container of slots, a constant; None for
+    anything else (a text with a slot inside it)."""
+    i = _source_of(value)
+    if i is not None:
+        return operator.itemgetter(i)
+    if type(value) in _SCALARS and not (type(value) is str and "\x00" in value):
+        return lambda _src: value
+    if type(value) is dict:
+        parts = {k: _builder(v) for k, v in value.items()}
+        if any(b is None or "\x00" in k for k, b in parts.items()):
+            return None
+        made = [(k, b) for k, b in parts.items() if b is not None]
+        return lambda src: {k: b(src) for k, b in made}
+    if type(value) is list:
+        items = [_builder(v) for v in value]
+        if any(b is None for b in items):
+            return None
+        made_items = [b for b in items if b is not None]
+        return lambda src: [b(src) for b in made_items]
+    return None
