@@ -313,16 +313,7 @@ def _document(store: Store, campaign: str, fmt: str) -> bytes:
         )
     if fmt in ("ndjson", "prometheus"):
         rows = samples(store, campaign)
-        if fmt == "prometheus":
-            return prometheus(rows)
-        try:
-            return ndjson(rows)
-        except TypeError:  # a label JSON has no form for (a blob in a store written by hand)
-            bad = next(r["labels"] for r in rows if _unencodable(r["labels"]))
-            point = " ".join(
-                f"{k}={bad.get(k)!r}" for k in ("target", "workload", "bs", "offered_iops", "repetition")
-            )
-            raise _not_json(store, campaign, "run", point, bad) from None
+        return ndjson(rows) if fmt == "ndjson" else prometheus(rows)
     return _json_document(store, campaign).encode()
 
 
@@ -333,47 +324,24 @@ def _json_document(store: Store, campaign: str) -> str:
     separators carrying the indentation (``_json_rows``: as a %-format of each chunk where it can)."""
     flat = json.JSONEncoder(separators=(",\n   ", ": "))  # a side table's row, two levels deep
 
-    def rows(chunks: Iterator[list[tuple[Any, ...]]], name: str, columns: tuple[str, ...]) -> str:
-        items = []
-        for c in chunks:
-            for r in c:
-                row = dict(zip(columns, r, strict=True))
-                try:
-                    items.append("{\n   " + flat.encode(row)[1:-1] + "\n  }")
-                except TypeError:  # a value JSON has no form for (a blob in a store written by hand)
-                    raise _not_json(store, campaign, name, repr(row.get("point")), row) from None
+    def rows(chunks: Iterator[list[tuple[Any, ...]]], columns: tuple[str, ...]) -> str:
+        items = [
+            "{\n   " + flat.encode(dict(zip(columns, r, strict=True)))[1:-1] + "\n  }"
+            for c in chunks
+            for r in c
+        ]
         return "[\n  " + ",\n  ".join(items) + "\n ]" if items else "[]"
 
     def table(name: str, columns: tuple[str, ...], order: str) -> str:
         text = _json_rows(store, campaign, name, columns, order)
         if text is not None:
             return text
-        return rows(store.campaign_table(name, columns[1:], order, campaign), name, columns)
+        return rows(store.campaign_table(name, columns[1:], order, campaign), columns)
 
-    try:
-        points = show_json.flat_text(store, campaign, flat_row).replace("\n", "\n ")  # no newline in a string
-    except TypeError:
-        bad = next(r for r in flat_points(store, campaign) if _unencodable(r))
-        raise _not_json(store, campaign, "run", repr(bad.get("point")), bad) from None
+    points = show_json.flat_text(store, campaign, flat_row).replace("\n", "\n ")  # no newline in a string
     sampled = table("sample", SERIES_COLUMNS, SERIES_ORDER)
     ops = table("oplat", OPLAT_COLUMNS, OPLAT_ORDER)
     return f'{{\n "campaign": {json.dumps(campaign)},\n "points": {points},\n "series": {sampled},\n "oplat": {ops}\n}}'
-
-
-def _unencodable(row: TableRow) -> str | None:
-    """The first column of ``row`` whose value JSON cannot hold (bytes: a blob in a text column)."""
-    return next((k for k, v in row.items() if isinstance(v, bytes | bytearray | memoryview)), None)
-
-
-def _not_json(store: Store, campaign: str, table: str, point: str, row: TableRow) -> InputError:
-    """The one error for a row of ``table`` holding a value JSON cannot hold, naming the point (``point``:
-    its key in quotes, or its labels) and the column."""
-    column = _unencodable(row) or "?"
-    return InputError(
-        f"cannot export campaign {campaign!r} of {store.path!r} as JSON: table {table}, point {point}: "
-        f"{column} holds a blob ({shown(row.get(column))}), which JSON cannot hold (vmio writes text there); "
-        "--format csv writes it as it is"
-    )
 
 
 def _json_rows(store: Store, campaign: str, table: str, columns: tuple[str, ...], order: str) -> str | None:

@@ -6,8 +6,9 @@ year of nightly runs holds millions) are checked when a command first reads that
 so ``vmio show`` of 100k points, which reads each point's stored summary, does not scan them all.
 
 The reference is the schema ``MIGRATIONS`` build up to the file's own version: the same tables and columns
-(none missing, none foreign); every INTEGER/REAL column holds numbers (finite) or NULL; every JSON column holds
-valid JSON of the kind vmio writes (an object, an array, a list of [value, count] pairs).
+(none missing, none foreign); every INTEGER/REAL column holds numbers (finite) or NULL; every TEXT column
+holds text, numbers or NULL, never a blob (no JSON, CSV cell or terminal line has a form for one that says
+what it is); every JSON column holds valid JSON of the kind vmio writes (an object, an array, a list of [value, count] pairs).
 """
 
 from __future__ import annotations
@@ -157,6 +158,12 @@ def _check_table(db: sqlite3.Connection, path: str, table: str, cols: list[tuple
             _check_canonical(db, path)
         return
     _check_numbers(db, path, table, [c for c, t in cols if t in ("INTEGER", "REAL")])
+    for col in _texts(table, cols):
+        blob = _A_BLOB.format(c=f'"{col}"')
+        row = _one(db, f'SELECT rowid, "{col}" FROM "{table}" WHERE {blob} LIMIT 1')
+        if row is not None:
+            why = f"{col} holds a blob ({shown(row[1])}), where vmio writes text"
+            raise damaged_row(db, path, table, row[0], why)
     for col in REQUIRED.get(table, ()):
         row = _one(db, f'SELECT rowid FROM "{table}" WHERE "{col}" IS NULL LIMIT 1')
         if row is not None:
@@ -170,11 +177,17 @@ def _check_table(db: sqlite3.Connection, path: str, table: str, cols: list[tuple
 def _breaks_a_rule(db: sqlite3.Connection, table: str, cols: list[tuple[str, str]]) -> bool:
     """Whether a row of ``table`` breaks one of ``_check_table``'s rules (but the canonical spec's lists)."""
     rules = [_NOT_A_NUMBER.format(c=f'"{c}"') for c, t in cols if t in ("INTEGER", "REAL")]
+    rules += [_A_BLOB.format(c=f'"{c}"') for c in _texts(table, cols)]
     rules += [f'"{c}" IS NULL' for c in REQUIRED.get(table, ())]
     rules += [_not_json(f'"{c}"', JSON_COLUMNS[table, c]) for c, _t in cols if (table, c) in JSON_COLUMNS]
     if not rules:
         return False
     return _one(db, f'SELECT 1 FROM "{table}" WHERE ({") OR (".join(rules)}) LIMIT 1') is not None
+
+
+def _texts(table: str, cols: list[tuple[str, str]]) -> list[str]:
+    """The TEXT columns of ``table`` that are not JSON (``_not_json`` refuses a blob in those)."""
+    return [c for c, t in cols if t == "TEXT" and (table, c) not in JSON_COLUMNS]
 
 
 def _not_json(c: str, kind: str) -> str:
@@ -194,6 +207,8 @@ def shown(value: object) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+# a blob (bytes: only a store written by hand holds one where vmio writes text): blobs sort above every text
+_A_BLOB = "{c} >= X''"
 # a finite number or NULL; text and blobs sort above every number, infinities beyond MAX_FLOAT (4 times as fast
 # as typeof() and abs(): 100k points' run rows)
 _NOT_A_NUMBER = f"NOT ({{c}} IS NULL OR {{c}} BETWEEN -{MAX_FLOAT!r} AND {MAX_FLOAT!r})"
