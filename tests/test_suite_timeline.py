@@ -75,3 +75,43 @@ def test_each_test_has_its_line_and_the_script_reads_them(tmp_path: Path) -> Non
         timeout=60,
     )
     assert bad.returncode == 2 and "none.jsonl" in bad.stderr and "Traceback" not in bad.stderr
+
+
+ALONE_TESTS = """
+import time, pytest
+
+@pytest.mark.alone
+def test_alone():
+    time.sleep(1.5)
+
+def test_a():
+    time.sleep(0.5)
+
+def test_b():
+    time.sleep(0.5)
+
+def test_c():
+    time.sleep(0.5)
+"""
+
+
+def test_in_two_workers_no_test_runs_beside_an_alone_one(tmp_path: Path) -> None:
+    """``make test``'s two workers: each line names its worker, and a test the alone one kept out says how
+    long it waited; no other test ran (start + waited .. end) while the alone one did."""
+    (tmp_path / "test_four.py").write_text(ALONE_TESTS)
+    lines = tmp_path / "t.jsonl"
+    env = {**os.environ, "VMIO_TEST_TIMELINE": str(lines), "PYTHONPATH": f"{ROOT / 'tests'}:{ROOT / 'src'}"}
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "conftest", "-p", "no:randomly", "-p", "no:cacheprovider",
+         "-n", "2", "--dist", "loadgroup", "--rootdir", str(tmp_path), str(tmp_path / "test_four.py")],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    rows = [json.loads(line) for line in lines.read_text().splitlines()]
+    assert sorted(r["test"].split("::")[1] for r in rows) == ["test_a", "test_alone", "test_b", "test_c"]
+    assert {r["worker"] for r in rows} <= {"gw0", "gw1"}
+    (alone,) = [r for r in rows if r["alone"]]
+    began = alone["start"] + alone["waited"]
+    for r in rows:
+        if r is not alone:
+            assert r["start"] + r["waited"] >= alone["end"] - 0.01 or r["end"] <= began + 0.01, (r, alone)
