@@ -194,6 +194,10 @@ def _beside_or_alone(item: pytest.Item, nextitem: pytest.Item | None) -> Iterato
 
     alone = item.get_closest_marker("alone") is not None
     waiting = time.monotonic()
+    began = Path(f"{shared}.alone-began")
+    if not alone and not _started:
+        _started.append(item.nodeid)
+        _first_after_alone(item.session, began)
     if _held:  # the previous test, alone, kept both locked for this one
         locks = _held.pop()
     else:
@@ -209,6 +213,8 @@ def _beside_or_alone(item: pytest.Item, nextitem: pytest.Item | None) -> Iterato
         locks.callback(fcntl.flock, beside, fcntl.LOCK_UN)
         if not alone:
             fcntl.flock(gate, fcntl.LOCK_UN)
+    if alone:
+        began.touch()
     _waited[item.nodeid] = time.monotonic() - waiting
     try:
         return (yield)
@@ -219,6 +225,20 @@ def _beside_or_alone(item: pytest.Item, nextitem: pytest.Item | None) -> Iterato
             locks.close()
 
 
+def _first_after_alone(session: pytest.Session, began: Path, deadline: float = 300.0) -> None:
+    """A worker's first test waits for the alone group to begin (handed out first, to the other worker: both
+    start together) when the run holds one: else the first alone test would wait for it to end, one worker
+    idle, then run while the other waits (at the suite's start, the Ceph group's first test with its cluster:
+    30-50 s of one worker lost). Past ``deadline`` (the alone worker stuck) it goes on."""
+    if not any(item.get_closest_marker("alone") for item in session.items):
+        return
+    end = time.monotonic() + deadline
+    while not began.exists() and time.monotonic() < end:
+        time.sleep(0.1)
+
+
+# the first test this worker ran that was not alone (a worker's first test waits for the alone group to begin)
+_started: list[str] = []
 # the gate and the shared lock as an alone test left them, held for the next test of its worker (also alone)
 _held: list[contextlib.ExitStack] = []
 # seconds each test of this worker waited for the gate and the shared lock (the other worker's alone tests)
@@ -269,13 +289,14 @@ def _timeline(item: pytest.Item) -> Iterator[None]:
     try:
         yield
     finally:
+        end = time.time()  # before the look at /proc below (tens of ms on a busy host)
         after = _running_cpu()
         beside = sum(t - running.get(pid, 0.0) for pid, t in after.items())
         line = {
             "test": item.nodeid,
             "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"),
             "start": round(start, 3),
-            "end": round(time.time(), 3),
+            "end": round(end, 3),
             "cpu": round(_cpu_seconds() - cpu + beside, 3),
             "waited": round(_waited.pop(item.nodeid, 0.0), 3),
             "alone": item.get_closest_marker("alone") is not None,
