@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -181,12 +182,22 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     next one there waits for it; consecutive ``alone`` tests (their group) keep the other worker out from the
     first to the last. Every other test runs beside any other. A gate taken before the shared lock keeps a
     waiting ``alone`` test from being passed over by the tests that keep coming."""
+    with _timeline(item):
+        return (yield from _beside_or_alone(item, nextitem))
+
+
+def _beside_or_alone(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[object]:
     shared = os.environ.get(GROUPS)
     if not shared or not os.environ.get("PYTEST_XDIST_WORKER"):
         return (yield)
     import fcntl
 
     alone = item.get_closest_marker("alone") is not None
+    waiting = time.monotonic()
+    began = Path(f"{shared}.alone-began")
+    if not alone and not _started:
+        _started.append(item.nodeid)
+        _first_after_alone(item.session, began)
     if _held:  # the previous test, alone, kept both locked for this one
         locks = _held.pop()
     else:
@@ -202,6 +213,9 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         locks.callback(fcntl.flock, beside, fcntl.LOCK_UN)
         if not alone:
             fcntl.flock(gate, fcntl.LOCK_UN)
+    if alone:
+        began.touch()
+    _waited[item.nodeid] = time.monotonic() - waiting
     try:
         return (yield)
     finally:
@@ -211,8 +225,94 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
             locks.close()
 
 
+def _first_after_alone(session: pytest.Session, began: Path, deadline: float = 300.0) -> None:
+    """A worker's first test waits for the alone group to begin (handed out first, to the other worker: both
+    start together) when the run holds one: else the first alone test would wait for it to end, one worker
+    idle, then run while the other waits (at the suite's start, the Ceph group's first test with its cluster:
+    30-50 s of one worker lost). Past ``deadline`` (the alone worker stuck) it goes on."""
+    if not any(item.get_closest_marker("alone") for item in session.items):
+        return
+    end = time.monotonic() + deadline
+    while not began.exists() and time.monotonic() < end:
+        time.sleep(0.1)
+
+
+# the first test this worker ran that was not alone (a worker's first test waits for the alone group to begin)
+_started: list[str] = []
 # the gate and the shared lock as an alone test left them, held for the next test of its worker (also alone)
 _held: list[contextlib.ExitStack] = []
+# seconds each test of this worker waited for the gate and the shared lock (the other worker's alone tests)
+_waited: dict[str, float] = {}
+
+
+# -- where the suite's time goes: each test's wall and CPU time, by worker ----------------------------------
+
+# a file to which every worker appends one JSON line a test (``VMIO_TEST_TIMELINE=path make test``)
+TIMELINE = "VMIO_TEST_TIMELINE"
+
+
+def _cpu_seconds() -> float:
+    """User + system CPU of this worker and of its children that have ended (fio, QEMU, Ceph, once reaped)."""
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def _running_cpu() -> dict[int, float]:
+    """pid -> CPU seconds so far of every fio, QEMU and Ceph process of this worker still running (a session's
+    cluster or guest, a daemon no longer its child: ``_cpu_seconds`` never sees those)."""
+    mark = os.environ.get(SESSION_MARK)
+    ticks = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for pid, _ in leftover_processes(mark) if mark else []:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        out[pid] = (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+    return out
+
+
+@contextlib.contextmanager
+def _timeline(item: pytest.Item) -> Iterator[None]:
+    """With ``VMIO_TEST_TIMELINE`` set, one line for the test: its start and end (wall clock), its wait for
+    the other worker's alone tests, its setup, call and teardown seconds and the CPU used meanwhile by its
+    worker, the children it reaped and its fio, QEMU and Ceph processes still running (the CPU of a
+    daemon that was not its child and ended within the test is missed); ``scripts/suite_timeline.py``
+    reads the lines."""
+    path = os.environ.get(TIMELINE)
+    if not path:
+        yield
+        return
+    start, cpu, running = time.time(), _cpu_seconds(), _running_cpu()
+    try:
+        yield
+    finally:
+        end = time.time()  # before the look at /proc below (tens of ms on a busy host)
+        after = _running_cpu()
+        beside = sum(t - running.get(pid, 0.0) for pid, t in after.items())
+        line = {
+            "test": item.nodeid,
+            "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"),
+            "start": round(start, 3),
+            "end": round(end, 3),
+            "cpu": round(_cpu_seconds() - cpu + beside, 3),
+            "waited": round(_waited.pop(item.nodeid, 0.0), 3),
+            "alone": item.get_closest_marker("alone") is not None,
+            **{phase: round(_phases.pop((item.nodeid, phase), 0.0), 3) for phase in PHASES},
+        }
+        with open(path, "a") as f:  # one short write a line: the workers' lines do not interleave
+            f.write(json.dumps(line) + "\n")
+
+
+PHASES = ("setup", "call", "teardown")
+_phases: dict[tuple[str, str], float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if os.environ.get(TIMELINE):
+        _phases[(report.nodeid, report.when)] = report.duration
 
 
 def _written_order(item: pytest.Item) -> tuple[str, int, str]:

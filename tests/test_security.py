@@ -1003,12 +1003,15 @@ def test_nobody_cannot_use_a_campaign_guests_fio_server(
         '[campaign]\nname = "sec"\n\n[[target]]\nname = "vm"\nkind = "qemu"\n'
         f'backing = ["{img}"]\nsize = "32M"\nmachine = "{machine}"\n'
         + (f'qemu = "{build}"\n' if build else "")
-        + '\n[[workload]]\nname = "rr"\nrw = "randread"\nbs = "4k"\niodepth = 2\nruntime = "12s"\n'
+        + '\n[[workload]]\nname = "rr"\nrw = "randread"\nbs = "4k"\niodepth = 2\nruntime = "6s"\n'
     )
+    # the point's 6 s of fio outlast the attack: with 12 s its guest ran on 12-13 s after the last attack
     thread, code = run_in_thread(lambda: main(["run", str(spec), "--db", str(tmp_path / "sec.db")]))
     try:
         disks, before = attack_running_vms(open_scratch)
         assert img in disks
+        # every attack met a running guest (one that had ended would refuse them all for nothing)
+        assert [p for p in descendants(os.getpid()) if "-kernel" in cmdline(p)], "the guest ended mid-attack"
     finally:
         thread.join(300)
     assert code == [0]
