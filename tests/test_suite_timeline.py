@@ -33,10 +33,18 @@ def test_a_child_spins():
 """
 
 
+def inner_env(lines: Path) -> dict[str, str]:
+    """The inner pytest's environment: this one's, without what makes it one of the outer run's workers (run
+    by ``make test``'s workers, the inner controller would take itself for one, share the outer run's alone
+    locks and wait for the very test that started it)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_XDIST_", "VMIO_TEST_GROUPS"))}
+    return {**env, "VMIO_TEST_TIMELINE": str(lines), "PYTHONPATH": f"{ROOT / 'tests'}:{ROOT / 'src'}"}
+
+
 def test_each_test_has_its_line_and_the_script_reads_them(tmp_path: Path) -> None:
     (tmp_path / "test_three.py").write_text(TESTS)
     lines = tmp_path / "t.jsonl"
-    env = {**os.environ, "VMIO_TEST_TIMELINE": str(lines), "PYTHONPATH": f"{ROOT / 'tests'}:{ROOT / 'src'}"}
+    env = inner_env(lines)
     env.pop("PYTEST_XDIST_WORKER", None)
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "conftest", "-p", "no:randomly", "-p", "no:cacheprovider",
@@ -101,7 +109,7 @@ def test_in_two_workers_no_test_runs_beside_an_alone_one(tmp_path: Path) -> None
     handed out first, did not wait for the other worker's first test (1.5 s): that one waited for it."""
     (tmp_path / "test_four.py").write_text(ALONE_TESTS)
     lines = tmp_path / "t.jsonl"
-    env = {**os.environ, "VMIO_TEST_TIMELINE": str(lines), "PYTHONPATH": f"{ROOT / 'tests'}:{ROOT / 'src'}"}
+    env = inner_env(lines)
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "conftest", "-p", "no:randomly", "-p", "no:cacheprovider",
          "-n", "2", "--dist", "loadgroup", "--rootdir", str(tmp_path), str(tmp_path / "test_four.py")],
