@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -127,3 +128,46 @@ def test_merged_percentiles_agree_with_every_operation_logged_by_fio(
     for p in (50, 99, 99.9):
         ours, exact = row.read_lat_ns[f"p{p:g}"], exact_percentile(every, p)
         assert abs(histogram.bucket_index(int(ours)) - histogram.bucket_index(exact)) <= 1, (p, ours, exact)
+
+
+def test_a_seeded_log_is_put_on_each_server_once_for_the_targets_points_and_removed_after(
+    servers: list[LocalFioServer], scratch: Path, tmp_path: Path
+) -> None:
+    """Three points replaying the campaign's seeded operations on two fio servers: each server gets the log
+    by one put job, before the first point, every point replays that file (fio's own log of each operation
+    counts the log's operations on each host), and nothing is left in vmio's folder on the servers' host."""
+    files = [scratch / "a.img", scratch / "b.img"]
+    for f in files:
+        f.write_bytes(b"\xa5" * (16 << 20))
+    hosts = ", ".join(f'"{s.address}"' for s in servers)
+    paths = ", ".join(f'"{f}"' for f in files)
+    spec = tmp_path / "r.toml"
+    spec.write_text(
+        f'[campaign]\nname = "seeded"\nseed = 11\nrepetitions = 3\n[[target]]\nname = "pair"\nkind = "remote"\n'
+        f'hosts = [{hosts}]\npaths = [{paths}]\nsize = "16M"\n'
+        '[[workload]]\nname = "ops"\nrw = "randread"\nbs = "4k"\nops = 30\n'
+    )
+    db, work = tmp_path / "r.db", tmp_path / "work"
+    assert main(["run", str(spec), "--db", str(db), "--workdir", str(work)]) == 0
+    puts = sorted(work.rglob("put-iolog-*.fio"))
+    assert len(puts) == 2 and len({p.parent for p in puts}) == 1, puts  # one log a server, one point put them
+    put = [
+        "".join(bytes.fromhex(h).decode() for h in re.findall(r"buffer_pattern=0x(\w+)", p.read_text()))
+        for p in puts
+    ]
+    offsets = [int(line.split()[2]) for line in put[0].splitlines()[3:-1]]
+    assert len(offsets) == 30 and put[0] == put[1]
+    replayed = {
+        m for job in work.rglob("job*.fio") for m in re.findall(r"^read_iolog=(.+)$", job.read_text(), re.M)
+    }
+    assert len(replayed) == 2, replayed  # the three points read the same two files
+    with Store(db) as store:
+        runs = store.runs("seeded")
+        assert len(runs) == 3 and all(r["status"] == "done" for r in runs)
+        for run in runs:  # fio's own record of each operation: the log's 30 on each host, at every point
+            lat = store.oplat(run["id"])
+            assert sorted(r["host"] for r in lat) == sorted([s.address for s in servers] * 30), run[
+                "point_key"
+            ]
+    folders = {os.path.dirname(p) for p in replayed}
+    assert len(folders) == 1 and not os.listdir(folders.pop())  # removed after the target's last point

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from vmio.campaign import facts
@@ -44,9 +45,13 @@ def measure_point(
     offsets: Sequence[int] | None = None,
     live: Callable[[Sampler], None] | None = None,
     timeline: tl.Timeline | None = None,
+    logs: ServerLogs | None = None,
+    last: bool = True,
 ) -> RunRecord:
     """Measure ``point`` on ``rig`` (or record the error that kept its target from starting); each step's
-    span goes on ``timeline``."""
+    span goes on ``timeline``. The seeded I/O logs a fio server replays are put there once for the points
+    that share ``logs`` (the target's), and removed after its ``last`` point or a failed one; without
+    ``logs``, put and removed around this point."""
     steps = timeline if timeline is not None else tl.Timeline()
     facts_at = steps.now()
     workload = swept_workload(campaign.workload(point.workload), point)
@@ -85,7 +90,26 @@ def measure_point(
         if replay is not None:  # the operations replayed the offsets stored with the campaign
             rec.ops_seed = campaign.seed
         layers = sys_root if campaign.layers else None
-        _measure(point, workload, rig, rundir, rec, interval, runner, replay, live, layers, steps, facts_at)
+        mine = logs if logs is not None else ServerLogs(rundir, runner, rig.fio_env)
+        try:
+            _measure(
+                point,
+                workload,
+                rig,
+                rundir,
+                rec,
+                interval,
+                runner,
+                replay,
+                mine,
+                live,
+                layers,
+                steps,
+                facts_at,
+            )
+        finally:
+            if logs is None or last:
+                _dropped(mine, rec)
     except (UnsafeTargetError, InputError):
         raise
     except VmioError as exc:
@@ -94,8 +118,47 @@ def measure_point(
         rec.log = (
             (rec.log or "") + str(exc) + (("\n" + exc.output[-8000:]) if isinstance(exc, ToolError) else "")
         )
+    if logs is not None and rec.status != "done":  # the runner starts the target afresh: its logs go first
+        _dropped(logs, rec)
     rec.ended = time.time()
     return rec
+
+
+@dataclass
+class ServerLogs:
+    """The seeded I/O logs put on one target's fio servers (``iolog.put_job``), by server and text: a log
+    is put once and replayed by every later point of the target that replays the same operations (the
+    points of a campaign differ by offered load and load processes, not by their log), then removed by one
+    fio run (``drop``). Each log is in this vmio's private folder on the server (``iolog.private_path``)."""
+
+    folder: Path  # where the removing jobs are written and run
+    runner: Runner
+    env: Mapping[str, str] | None = None
+    paths: dict[tuple[str | None, str], str] = field(
+        default_factory=dict
+    )  # (server, log text) -> its path there
+    drops: list[fiorun.Endpoint] = field(default_factory=list)
+
+    def drop(self) -> str | None:
+        """Remove every log put so far (one fio run over the servers); why not, or None."""
+        drops, self.drops = self.drops, []
+        self.paths.clear()
+        if not drops:
+            return None
+        (self.folder / "drop").mkdir(parents=True, exist_ok=True)
+        try:
+            fiorun.run(
+                drops, timeout=PUT_TIMEOUT_S, runner=self.runner, cwd=self.folder / "drop", env=self.env
+            )
+        except VmioError as exc:  # a log left behind is no reason to lose the point's figures
+            return f"the seeded I/O logs were not removed from the fio servers: {exc}"
+        return None
+
+
+def _dropped(logs: ServerLogs, rec: RunRecord) -> None:
+    why = logs.drop()
+    if why is not None:
+        rec.log = (rec.log or "") + "\n" + why
 
 
 def _replay(
@@ -117,7 +180,8 @@ def _measure(
     rec: RunRecord,
     interval: float,
     runner: Runner,
-    replay: str | None = None,
+    replay: str | None,
+    logs: ServerLogs,
     live: Callable[[Sampler], None] | None = None,
     layers: str | None = None,
     steps: tl.Timeline | None = None,
@@ -131,7 +195,8 @@ def _measure(
     steps.add(tl.FACTS, facts_at, steps.now())
     jobs_at = steps.now()
     endpoints = rig.endpoints(workload)
-    files, texts, puts, drops = [], [], [], []
+    files, texts, puts = [], [], []
+    put: dict[tuple[str | None, str], str] = {}  # the logs this point puts: (server, text) -> path there
     for i, ep in enumerate(endpoints):
         rec.numjobs = swept_place(ep.place, point).numjobs
         place = dataclasses.replace(
@@ -144,13 +209,14 @@ def _measure(
             (rundir / f"ops-{i}.iolog").write_text(replay)
             place = dataclasses.replace(place, iolog=str(rundir / f"ops-{i}.iolog"))
         elif replay is not None:  # a fio server reads its log where it runs: a fio job of its own puts it
-            log = iolog.private_path(i)  # in a folder new and private for this run (fio makes it 0700)
-            put = rundir / f"put-iolog-{i}.fio"
-            put.write_text(iolog.put_job(replay, log))
-            puts.append(fiorun.Endpoint(ep.server, put))
-            drop = rundir / f"drop-iolog-{i}.fio"
-            drop.write_text(iolog.drop_job(log, len(replay.encode())))
-            drops.append(fiorun.Endpoint(ep.server, drop))
+            key = (ep.server, replay)
+            log = logs.paths.get(key) or put.get(key)  # put for an earlier point, or for another endpoint
+            if log is None:
+                log = iolog.private_path(i)  # in a folder new and private for this run (fio makes it 0700)
+                job = rundir / f"put-iolog-{i}.fio"
+                job.write_text(iolog.put_job(replay, log))
+                puts.append(fiorun.Endpoint(ep.server, job))
+                put[key] = log
             place = dataclasses.replace(place, iolog=log)
         text = point_job(workload, point, place)
         path = rundir / f"job{i}.fio"
@@ -161,20 +227,13 @@ def _measure(
     timeout = (jobfile.OPS_TIME_LIMIT_S if workload.ops else workload.runtime) + workload.ramp + FIO_GRACE_S
     if puts:  # before the measured run, which only reads (fio's --readonly)
         fiorun.run(puts, timeout=PUT_TIMEOUT_S, runner=runner, cwd=rundir, env=rig.fio_env, what=PUT_WHAT)
+        for (server, text), log in put.items():  # removed with the target's logs, whatever its points do
+            drop = logs.folder / f"drop-iolog-{len(logs.drops)}.fio"
+            drop.write_text(iolog.drop_job(log, len(text.encode())))
+            logs.drops.append(fiorun.Endpoint(server, drop))
+            logs.paths[server, text] = log
     steps.add(tl.JOBS, jobs_at, steps.now())
-    try:
-        _run_point(workload, rig, files, timeout, runner, rundir, rec, interval, live, layers, steps)
-    finally:
-        if drops:  # the logs put above are removed again, whatever the point did
-            _drop_logs(drops, runner, rundir, rig, rec)
-
-
-def _drop_logs(drops: list[fiorun.Endpoint], runner: Runner, rundir: Path, rig: Rig, rec: RunRecord) -> None:
-    (rundir / "drop").mkdir(exist_ok=True)
-    try:
-        fiorun.run(drops, timeout=PUT_TIMEOUT_S, runner=runner, cwd=rundir / "drop", env=rig.fio_env)
-    except VmioError as exc:  # a log left behind is no reason to lose the point's figures
-        rec.log = (rec.log or "") + f"\nthe seeded I/O logs were not removed from the fio servers: {exc}"
+    _run_point(workload, rig, files, timeout, runner, rundir, rec, interval, live, layers, steps)
 
 
 def _run_point(

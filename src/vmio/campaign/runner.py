@@ -18,7 +18,7 @@ from pathlib import Path
 
 from vmio.campaign import offsets, sweep, until_stable
 from vmio.campaign import timeline as tl
-from vmio.campaign.measure import measure_point, precondition
+from vmio.campaign.measure import ServerLogs, measure_point, precondition
 from vmio.errors import InputError, UnsafeTargetError, VmioError
 from vmio.guest.image import GuestImage
 from vmio.metrics.sampler import Sampler
@@ -245,7 +245,7 @@ def _run(
                     current = None
                 if current is None:
                     with steps.step(tl.BOOT):
-                        current = _open(campaign, point, options)
+                        current = _open(campaign, point, options, workdir)
                 rundir = workdir / point.key.replace("/", "_").replace("%", "pct")
                 rundir.mkdir(parents=True, exist_ok=True)
                 with steps.step(tl.PRECONDITION):
@@ -279,6 +279,8 @@ def _run(
                         offsets=ops_offsets,
                         live=keep,
                         timeline=steps,
+                        logs=current.logs,
+                        last=i + 1 == len(todo) or todo[i + 1].target != point.target,
                     )
                 finish(rec)
                 rec.timeline = steps.stored()
@@ -341,6 +343,7 @@ class Opened:
     stack: contextlib.ExitStack
     rig: Rig | None = None
     error: VmioError | None = None
+    logs: ServerLogs | None = None  # the seeded I/O logs put on its fio servers, removed when it closes
 
     def ready(self) -> Rig | VmioError:
         """The started target, or the error to record for its points."""
@@ -350,8 +353,9 @@ class Opened:
         return self.error
 
 
-def _open(campaign: Campaign, point: Point, options: Options) -> Opened:
-    """Start the point's target (for VMs: boot them); a failure is kept for the point to record."""
+def _open(campaign: Campaign, point: Point, options: Options, workdir: Path) -> Opened:
+    """Start the point's target (for VMs: boot them); a failure is kept for the point to record. The I/O
+    logs its points put on its fio servers are removed before it stops, if its last point did not."""
     stack = contextlib.ExitStack()
     try:
         writes = any(w.writes for w in campaign.workloads)
@@ -363,7 +367,9 @@ def _open(campaign: Campaign, point: Point, options: Options) -> Opened:
     except VmioError as exc:
         stack.close()
         return Opened(point.target, stack, error=exc)
-    return Opened(point.target, stack, rig)
+    logs = ServerLogs(Path(tempfile.mkdtemp(prefix="logs-", dir=workdir)), options.runner, rig.fio_env)
+    stack.callback(logs.drop)  # a sweep's stopped points, or an error between points: nothing left there
+    return Opened(point.target, stack, rig, logs=logs)
 
 
 def _after(started: float, done: int, campaign: Campaign, rest: list[Point]) -> float:
