@@ -1,6 +1,6 @@
 """Model error against a local Ceph cluster across block sizes (goal: mean latency within 20 %).
 
-Brings a throwaway 3-OSD cluster up (or uses --dir), measures seed 002's profile at 4K-1M, fits the model
+Brings a throwaway 3-OSD cluster up (or uses --dir), measures bitisle-dstore-2014's profile at 4K-1M, fits the model
 (a) at every block size and (b) at 4K/64K/1M only (the others held out), and prints each fit's
 mean-latency error per block size.
 Then it checks two what-if answers against measurement: pool size 2 and RBD striping (64K x 4), both

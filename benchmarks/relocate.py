@@ -2,7 +2,7 @@
 
 Run: .venv/bin/python benchmarks/relocate.py [--requests N] [--seeds K] [--fit]
 Prints requests/s of the compiled replay (FCFS and elevator); the calibrated FFSB model's gains for 2 VMs
-(fitted) and 3 VMs (predicted), median and range over 10 seeds, beside seed 003's +10 % and +20 %
+(fitted) and 3 VMs (predicted), median and range over 10 seeds, beside kogakuin-relocate-2011's +10 % and +20 %
 (``--fit`` redoes the fit of ``cold_share``); and, for the first (uniform) model with the old FCFS and
 elevator assumptions, the gain by in-zone order (image, first access, co-access sequence).
 """
@@ -73,7 +73,7 @@ def calibrated(requests: int, seeds: int, fit: bool) -> None:
         s = seed_gains(vms, range(seeds), requests, cold_share=cold)
         miss = s.median - SEED_GAINS[vms]
         print(
-            f"  {vms} VMs ({role}): {s.text()}   seed 003: {SEED_GAINS[vms]:+.0%}   model - seed: {miss:+.1%}"
+            f"  {vms} VMs ({role}): {s.text()}   kogakuin-relocate-2011: {SEED_GAINS[vms]:+.0%}   model - seed: {miss:+.1%}"
         )
 
 
@@ -93,7 +93,7 @@ def main() -> None:
         )
     print(
         f"\nuniform FFSB-like model (--ffsb-model uniform), 7200 rpm 1 TB model, median [min .. max] over "
-        f"{args.seeds} seeds; seed 003 measured +10 % (2 VMs) and +20 % (3 VMs)"
+        f"{args.seeds} seeds; kogakuin-relocate-2011 measured +10 % (2 VMs) and +20 % (3 VMs)"
     )
     for policy, depth in (("fcfs", 1), ("elevator", 4)):
         for vms in (2, 3):

@@ -1,4 +1,4 @@
-"""Figures the papers published, as data: seed 000's configurations and their IOPS against Bare.
+"""Figures the papers published, as data: hitachi-nvme-2016's configurations and their IOPS against Bare.
 
 One table, read by ``advise`` (the expected ratio of the configuration Fig. 9 picks) and by the report
 (``report.seed000``, the paper's figures beside a campaign's). It sits in the lowest layer so both can.
@@ -23,7 +23,7 @@ class Ratio:
 
 @dataclass(frozen=True)
 class SeedConfig:
-    """One of seed 000's configurations and its IOPS against Bare, as the paper states them (N = 16 fio
+    """One of hitachi-nvme-2016's configurations and its IOPS against Bare, as the paper states them (N = 16 fio
     processes, 4 KiB random I/O, one NVMe SSD, KVM). The one table of the paper's ratios: ``advise`` and the
     report (``report.seed000``) both read it."""
 
@@ -44,7 +44,7 @@ class SeedConfig:
         )
 
 
-# hitachi-nvme-2016's (seed 000's) figures (docs/DESIGN.md): bare 438k read / 90k write IOPS on one NVMe SSD.
+# hitachi-nvme-2016's (hitachi-nvme-2016's) figures (docs/DESIGN.md): bare 438k read / 90k write IOPS on one NVMe SSD.
 SEED_N = 16  # fio processes in every configuration the paper measured
 SEED_BARE_READ_IOPS = 438_000
 SEED_BARE_WRITE_IOPS = 90_000

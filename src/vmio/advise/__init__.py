@@ -1,4 +1,4 @@
-"""Seed 000's two guidelines as decision procedures: configuration (Fig. 9) and tuning (Fig. 10).
+"""hitachi-nvme-2016's two guidelines as decision procedures: configuration (Fig. 9) and tuning (Fig. 10).
 
 ``config_guideline.advise(facts, requirements)`` recommends a VM disk configuration (``disk_config``) from
 this host's inventory (``inventory.read_host_facts``); ``diagnose.diagnose(evidence)`` says whether I/O is

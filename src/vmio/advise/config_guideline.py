@@ -1,4 +1,4 @@
-"""The configuration guideline (seed 000, Fig. 9) as a decision over requirements and host facts.
+"""The configuration guideline (hitachi-nvme-2016, Fig. 9) as a decision over requirements and host facts.
 
 (a) Will capacity grow by adding VMs (scale-out)? yes → "1 fio/VM x N": one job per VM, as many VMs as
 needed. no → (c) tune one VM: (d) can a device be dedicated to it? yes → "N fio/VM + passthrough";

@@ -1,6 +1,6 @@
 """Is the device at its limit? Judged by IOPS against its capacity, never by ``%util`` alone.
 
-Seed 000 read a device at 100 % busy as the device's neck (Fig. 10 (e)). That holds for a device that
+hitachi-nvme-2016 read a device at 100 % busy as the device's neck (Fig. 10 (e)). That holds for a device that
 serves one request at a time; an NVMe SSD or a RAID set serves many at once and shows 100 % busy long
 before its ceiling (docs/DESIGN.md, later evidence). So the device is judged against a capacity measured by
 ``vmio calibrate`` or declared by the user, and the capacity never comes from the point being judged.

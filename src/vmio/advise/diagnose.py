@@ -1,4 +1,4 @@
-"""The tuning guideline (seed 000, Fig. 10) as a walk over evidence: can a step raise I/O, and what limits it.
+"""The tuning guideline (hitachi-nvme-2016, Fig. 10) as a walk over evidence: can a step raise I/O, and what limits it.
 
 The walk is the figure's, branch by branch: (a) can a device be dedicated to the VM, (b) is a device free,
 (c) does one VM run several jobs, then (f) is an iothread in use, or (d) is the load write-heavy, then

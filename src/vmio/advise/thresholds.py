@@ -1,6 +1,6 @@
 """Every threshold and reference figure the guidelines use, each with where it comes from.
 
-The configuration guideline (Fig. 9) and the tuning guideline (Fig. 10) of seed 000 (Mizuno and Imada,
+The configuration guideline (Fig. 9) and the tuning guideline (Fig. 10) of hitachi-nvme-2016 (Mizuno and Imada,
 Hitachi: "I/O performance evaluation in the virtual environment and optimization method suggestion")
 are decision procedures; the numbers they compare against live here and nowhere else (the paper's own
 figures, in ``vmio.published``), so a reviewer can check each one against its source.

@@ -1,4 +1,4 @@
-"""Seed 004's operation offsets for a campaign: drawn once from ``[campaign] seed``, stored with the
+"""okayama-hypervisors-2020's operation offsets for a campaign: drawn once from ``[campaign] seed``, stored with the
 campaign, and the same for every measured process of every point (see ``vmio.fio.iolog``).
 
 They are block-aligned for the largest block size of the ``ops`` workloads and lie within the first

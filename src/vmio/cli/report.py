@@ -184,7 +184,7 @@ def _print_summary(
     as_json: bool,
     seed: list[seed000.SeedRow],
 ) -> None:
-    """The summary table, then seed 000's configurations beside the campaign's when it has them."""
+    """The summary table, then hitachi-nvme-2016's configurations beside the campaign's when it has them."""
     from vmio.report import seed000
     from vmio.report import summary_table as saturation
 

@@ -1,1 +1,1 @@
-"""dstore: seed 002's evaluation of replicated VM storage on a real Ceph cluster, verdicts, and a model."""
+"""dstore: bitisle-dstore-2014's evaluation of replicated VM storage on a real Ceph cluster, verdicts, and a model."""

@@ -1,4 +1,4 @@
-"""A non-replicated baseline beside the replicated pool (seed 002, Fig. 2's comparison with a general
+"""A non-replicated baseline beside the replicated pool (bitisle-dstore-2014, Fig. 2's comparison with a general
 service): the same OSDs with one copy (``replicas=1``), or a local file through fio's libaio engine
 (``file:PATH``), profiled with the same mix, depth, block sizes and durations: one more target of the
 profile's campaign.

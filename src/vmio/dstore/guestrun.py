@@ -1,4 +1,4 @@
-"""Seed 002's profile from inside a guest, as the seed measured it (IOmeter in a VM on the datastore): a
+"""bitisle-dstore-2014's profile from inside a guest, as the seed measured it (IOmeter in a VM on the datastore): a
 vmio VM whose only disk is the RBD image through QEMU's rbd driver, running fio (libaio, direct) on
 ``/dev/vda`` with the same mix, depth, block sizes and durations as the host's librbd profile.
 

@@ -1,4 +1,4 @@
-"""Figures in the manner of seed 002: IOPS bars and latency lines per block size with the criteria drawn
+"""Figures in the manner of bitisle-dstore-2014: IOPS bars and latency lines per block size with the criteria drawn
 in (Fig. 2), and two configurations side by side (Fig. 3: mirror only vs striped; here also size 2 vs 3).
 """
 

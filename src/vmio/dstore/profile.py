@@ -1,7 +1,7 @@
-"""Seed 002's evaluation profile: 30 % read / 70 % write random I/O, 50 outstanding, block sizes 4K–1M,
+"""bitisle-dstore-2014's evaluation profile: 30 % read / 70 % write random I/O, 50 outstanding, block sizes 4K–1M,
 with a verdict per block size against the service criteria.
 
-Two criteria, both from seed 002 §4. The mean: ≤ ``ideal_ms`` (20 ms) → "ideal", ≤ ``acceptable_ms``
+Two criteria, both from bitisle-dstore-2014 §4. The mean: ≤ ``ideal_ms`` (20 ms) → "ideal", ≤ ``acceptable_ms``
 (100 ms, acceptable because a benchmark keeps the load constant) → "acceptable", else "fails"; a point
 whose IOPS is below the per-host minimum also "fails". The spikes: p99 and max against ``spike_ms``
 (100 ms, "spikes to ~100 ms are no problem") → "ok" (both within), "max-over" (a rare spike beyond it,

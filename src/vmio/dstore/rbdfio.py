@@ -1,4 +1,4 @@
-"""The profile's job on an RBD image (its defaults: seed 002's mix), and QEMU arguments for a VM disk on RBD.
+"""The profile's job on an RBD image (its defaults: bitisle-dstore-2014's mix), and QEMU arguments for a VM disk on RBD.
 
 fio itself runs the profile's points as a campaign's (``targets.rbd``: fio's ``rbd`` engine, every option in
 the job file, ``CEPH_CONF`` naming the cluster); this module only says what a VM needs to reach the image.
@@ -16,7 +16,7 @@ from vmio.errors import InputError
 
 @dataclass(frozen=True)
 class RbdJob:
-    """One fio job against ``pool/image``; defaults are seed 002's mix (30 % read, 50 outstanding I/Os)."""
+    """One fio job against ``pool/image``; defaults are bitisle-dstore-2014's mix (30 % read, 50 outstanding I/Os)."""
 
     bs: int
     runtime_s: float = 10.0

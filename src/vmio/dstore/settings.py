@@ -27,7 +27,7 @@ AFTER_BACK_S = 20.0  # a --fail-osd run goes on this long after the OSD is start
 
 @dataclass(frozen=True)
 class Criteria:
-    """Service criteria of seed 002 (all configurable)."""
+    """Service criteria of bitisle-dstore-2014 (all configurable)."""
 
     ideal_ms: float = 20.0
     acceptable_ms: float = 100.0

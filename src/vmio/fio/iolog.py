@@ -1,4 +1,4 @@
-"""Seed 004's fixed operation offsets: generated once from a seed, replayed by fio from an I/O log.
+"""okayama-hypervisors-2020's fixed operation offsets: generated once from a seed, replayed by fio from an I/O log.
 
 The offsets are drawn once (``generate``) and stored with the campaign; every measured process of every
 point replays them through ``read_iolog`` (fio's version 2 I/O log), ``replay_redirect`` sending the log's

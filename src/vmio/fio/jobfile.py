@@ -1,7 +1,7 @@
 """Render fio job files: one per point and per fio server, and the sections other features' jobs are made of.
 
 Everything goes in the file: fio ignores command-line options given after a job file. The measured jobs
-are named ``measure``; co-running load processes (seed 004) are named ``load`` and repeat the same I/O
+are named ``measure``; co-running load processes (okayama-hypervisors-2020) are named ``load`` and repeat the same I/O
 unthrottled. ``offered_iops`` is a total across every measured job of the point (all VMs and hosts), so
 each job gets its share as ``rate_iops``.
 """
@@ -34,7 +34,9 @@ class Placement:
     # the latency log names each operation's offset (``log_offset``); fio 3.33's client drops the last
     # fifth of such a log from a fio server, so only a local fio asks for it
     lat_log_offsets: bool = False
-    iolog: str | None = None  # the I/O log the measured jobs replay (seed 004's fixed offsets)
+    iolog: str | None = (
+        None  # the I/O log the measured jobs replay (okayama-hypervisors-2020's fixed offsets)
+    )
     cpus_allowed: str | None = None  # fio's CPU list for every process of the point (a host target's cpus)
     # the target's own path when ``filename`` is vmio's descriptor of it (``safety.Held``: fio opens the
     # object vmio checked); named in a comment so the stored job says what it ran on

@@ -1,11 +1,11 @@
-"""Cache-aware memory balancing between VMs (seed 001), simulated.
+"""Cache-aware memory balancing between VMs (hitachi-membal-2014), simulated.
 
 - ``scenario``: TOML scenario files → :class:`~vmio.membal.scenario.Scenario` (``specfields``,
   ``specworkloads`` hold the field readers and the workload tables); ``workloads`` and ``trace`` make the
   access streams.
 - ``simulator``: several VMs' LRU page caches (``engine`` over the numba ``kernels``, or the plain-Python
   ``reference``), interleaved by rate, a policy every epoch.
-- ``policies``: ``equal``, ``efficiency`` (seed 001), ``mom``; ``marginal`` (the default) and ``refault``
+- ``policies``: ``equal``, ``efficiency`` (hitachi-membal-2014), ``mom``; ``marginal`` (the default) and ``refault``
   live in ``marginal``. ``observation`` is the seam for a live balloon controller: build one
   ``VmObservation`` per VM per interval, call ``Policy.decide``, apply the allocations it returns (pages).
 - miss-ratio curves (exact, SHARDS-sampled, streamed: ``vmio membal mrc``) live in :mod:`vmio.mrc`, which

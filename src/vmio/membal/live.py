@@ -5,7 +5,7 @@ Which policies run live: a guest reports its free and file pages, refaults and a
 page-cache hits and misses of its processes (from their ``/proc/PID/io``), but not stack distances.
 Existing libvirt domains (``membal.domains``) report only their balloon statistics unless vmio's agent runs
 in them.
-``equal``, ``refault``, ``mom`` and ``efficiency`` (seed 001: hit pages per second / cache pages) need only
+``equal``, ``refault``, ``mom`` and ``efficiency`` (hitachi-membal-2014: hit pages per second / cache pages) need only
 what it reports; ``marginal`` needs sampled stack distances, so it is refused.
 """
 

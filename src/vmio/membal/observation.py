@@ -25,7 +25,7 @@ class VmObservation:
     resident: int  # pages its cache holds
     accesses: int
     hits: int
-    hit_pages: int  # distinct pages that hit in the interval (seed 001's "hit pages")
+    hit_pages: int  # distinct pages that hit in the interval (hitachi-membal-2014's "hit pages")
     refaults: int = 0  # misses on pages evicted before (a guest's /proc/vmstat workingset_refault_file)
     activations: int = 0  # refaults a cache twice as large would have hit (workingset_activate_file)
     reuse: F64 | None = None  # sampled stack distances, histogram over grain units (last bin: beyond)

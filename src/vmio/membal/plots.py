@@ -1,4 +1,4 @@
-"""Figures of a simulated scenario: hit ratio over time per VM and in total (seed 001 Fig. 2/3), and each
+"""Figures of a simulated scenario: hit ratio over time per VM and in total (hitachi-membal-2014 Fig. 2/3), and each
 VM's memory over time, one panel per policy. Written as PNG and SVG with matplotlib's Agg backend."""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The seam for a live balloon controller is in :mod:`vmio.membal.observation`.
 
 - ``equal``: the same share for every VM.
-- ``efficiency``: seed 001's rule. Page utilization efficiency = pages that hit / cache pages; move ``step``
+- ``efficiency``: hitachi-membal-2014's rule. Page utilization efficiency = pages that hit / cache pages; move ``step``
   from the least to the most efficient VM. Kept to compare against: it can move memory the wrong way.
 - ``marginal`` (default): the slope of each VM's miss-ratio curve, estimated online from sampled stack
   distances (SHARDS), decides; a UCP lookahead sees past cliffs.
@@ -44,7 +44,7 @@ class Equal:
 
 
 class Efficiency:
-    """Seed 001: take ``step`` pages from the least efficient VM, give them to the most efficient."""
+    """hitachi-membal-2014: take ``step`` pages from the least efficient VM, give them to the most efficient."""
 
     name = "efficiency"
     sample_rate = 0.0

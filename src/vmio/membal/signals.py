@@ -70,7 +70,7 @@ class GuestSignals:
 
     def observation(self) -> VmObservation:
         """The policy's view in the cache frame. ``hits`` are the workload's hit pages in the interval,
-        ``hit_pages`` its hit pages per second (seed 001's "hit pages per unit time"; a guest cannot tell
+        ``hit_pages`` its hit pages per second (hitachi-membal-2014's "hit pages per unit time"; a guest cannot tell
         distinct pages apart, so a page hit twice counts twice)."""
         return VmObservation(
             allocation=(self.free + self.file) // PAGE,

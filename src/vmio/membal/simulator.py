@@ -79,7 +79,7 @@ class PolicyRun:
         return per_vm.astype(np.float64), total.astype(np.float64)
 
     def efficiency(self) -> tuple[F64, F64]:
-        """Seed 001's page utilization efficiency (pages that hit / cache pages): per epoch and VM, total."""
+        """hitachi-membal-2014's page utilization efficiency (pages that hit / cache pages): per epoch and VM, total."""
         per_vm = self.hit_pages / np.maximum(self.resident, 1)
         total = self.hit_pages.sum(axis=1) / np.maximum(self.resident.sum(axis=1), 1)
         return per_vm.astype(np.float64), total.astype(np.float64)

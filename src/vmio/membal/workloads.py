@@ -1,6 +1,6 @@
 """Access streams of one VM, as page numbers ``0..footprint-1``; all randomness from the Generator given.
 
-Seed 001's use cases: ``web-normal`` (requests for files spread over content larger than any cache: low
+hitachi-membal-2014's use cases: ``web-normal`` (requests for files spread over content larger than any cache: low
 locality), ``web-burst`` (the same, plus bursts in which a small hot part of the content is requested
 ``factor`` times as often as the rest: medium locality), ``nfs-images`` (VMs booting from a few images,
 each boot reading the image's narrow boot range: high locality).

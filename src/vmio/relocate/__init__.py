@@ -1,4 +1,4 @@
-"""Hot-spot relocation of VM images that share one hard disk (seed 003).
+"""Hot-spot relocation of VM images that share one hard disk (kogakuin-relocate-2011).
 
 Block traces → heat per extent → a relocation plan (all images' hot extents in one zone) → replay on an
 HDD model before and after → apply the plan to a copy of the disk (or generate device-mapper / LVM steps).

@@ -1,4 +1,4 @@
-"""Seed 003's figures against the model: gains over seeds, and the one fit (``cold_share`` on 2 VMs).
+"""kogakuin-relocate-2011's figures against the model: gains over seeds, and the one fit (``cold_share`` on 2 VMs).
 
 The seed measured about +10 % with 2 VMs and +20 % with 3 (Figs. 2 and 3). vmio fits the calibrated FFSB
 model's ``cold_share`` so that the 2-VM median over seeds is nearest +10 %, then predicts 3 VMs with it.

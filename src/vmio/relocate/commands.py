@@ -235,7 +235,7 @@ def _uniform(args: EvaluateRequest, rng: np.random.Generator) -> tuple[Trace, Tr
 def _calibrated(
     args: EvaluateRequest, rng: np.random.Generator
 ) -> tuple[Trace, Trace, Layout, Source, NDArray[np.int64]]:
-    """FFSB's profile_everything per VM (``vmio.relocate.ffsb``), ``cold_share`` fitted on seed 003's 2 VMs."""
+    """FFSB's profile_everything per VM (``vmio.relocate.ffsb``), ``cold_share`` fitted on kogakuin-relocate-2011's 2 VMs."""
     prof = FfsbProfile(
         vms=args.vms,
         image_bytes=args.image_size,

@@ -1,6 +1,6 @@
-"""A request stream built from FFSB's own profile, for seed 003's experiment (the calibrated default).
+"""A request stream built from FFSB's own profile, for kogakuin-relocate-2011's experiment (the calibrated default).
 
-Seed 003 ran FFSB in each VM but does not print the profile. FFSB ships one example profile
+kogakuin-relocate-2011 ran FFSB in each VM but does not print the profile. FFSB ships one example profile
 (``examples/profile_everything`` in FFSB 6.0-rc2, the same file in LTP's ``utils/ffsb-6.0-rc2`` and in
 FFSB-Prime), and its source says what each operation does. Each assumption below names its source:
 
@@ -70,7 +70,7 @@ SIZE_WEIGHTS = (
 
 @dataclass(frozen=True)
 class SeedFit:
-    """The one parameter fitted on seed 003's 2-VM result, and how (``benchmarks/relocate.py --fit``)."""
+    """The one parameter fitted on kogakuin-relocate-2011's 2-VM result, and how (``benchmarks/relocate.py --fit``)."""
 
     cold_share: float
     target_gain_2vm: float = 0.10

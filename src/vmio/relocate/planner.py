@@ -6,7 +6,7 @@ in a chosen order, and leaves every cold extent where it was, except cold extent
 zone: those go, in their order, to the slots the hot extents left (then to free slots). Every logical
 extent is mapped to exactly one physical extent and no two share one.
 
-Where the zone goes by default (``auto``): where seed 003's figures show it (Figs. 5 and 7: near 250 GB of
+Where the zone goes by default (``auto``): where kogakuin-relocate-2011's figures show it (Figs. 5 and 7: near 250 GB of
 the 1 TB disk, beyond the images' hot regions; vmio keeps that as a quarter of the disk), unless the access
 distribution says otherwise: the accesses left outside the zone pull the head away from it and back, and
 when the figures' place costs more than ``ACCESS_OVERRIDE`` (5 %) of a request's base time (controller
@@ -29,7 +29,7 @@ from vmio.relocate.order import zone_order
 from vmio.traces.trace import Trace
 
 POSITIONS = ("auto", "seed", "median", "after", "start", "center")
-SEED_ZONE_FRACTION = 0.25  # seed 003, Figs. 5 and 7: the hot zone near 250 GB of a 1 TB disk
+SEED_ZONE_FRACTION = 0.25  # kogakuin-relocate-2011, Figs. 5 and 7: the hot zone near 250 GB of a 1 TB disk
 ACCESS_OVERRIDE = 0.05
 
 

@@ -1,4 +1,4 @@
-"""Plots of the access distribution over disk address, before and after a plan (seed 003, Fig. 4-7)."""
+"""Plots of the access distribution over disk address, before and after a plan (kogakuin-relocate-2011, Fig. 4-7)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""FFSB-like multi-VM request streams, derived from what seed 003 describes and nothing more.
+"""FFSB-like multi-VM request streams, derived from what kogakuin-relocate-2011 describes and nothing more.
 
-Seed 003: several VMs on one host (Xen), each with a 100 GB virtual disk image on a 1 TB HDD, each running
+kogakuin-relocate-2011: several VMs on one host (Xen), each with a 100 GB virtual disk image on a 1 TB HDD, each running
 FFSB; the images' accesses concentrate in hot regions (Fig. 4-7), and moving 2 GB of hot data per VM
 captured them. The seed does not give FFSB's profile, so vmio assumes, and says so in every result:
 

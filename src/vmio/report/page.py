@@ -103,7 +103,7 @@ class Report:
     summary: list[SummaryRow]
     sections: list[Section]
     knees: list[sla.Knee] = field(default_factory=list)  # with the spec's [campaign] sla
-    seed: list[seed000.SeedRow] = field(default_factory=list)  # seed 000's configurations matched
+    seed: list[seed000.SeedRow] = field(default_factory=list)  # hitachi-nvme-2016's configurations matched
     campaigns: list[CampaignData] = field(default_factory=list)  # several side by side: each, reference first
     answers: list[tuple[str, list[answer.AnswerRow]]] = field(default_factory=list)  # per campaign
 
@@ -180,7 +180,7 @@ def build_many(
     report = build(merged, side_by_side.reference_target(datas, baseline), drawn)
     report.campaigns = datas
     report.answers = [(d.name, _answer_rows(d, baseline, limits or {})) for d in datas]
-    report.seed = []  # seed 000's table compares one campaign's targets with the paper's
+    report.seed = []  # hitachi-nvme-2016's table compares one campaign's targets with the paper's
     return report
 
 
@@ -512,7 +512,7 @@ def _summary_table(report: Report) -> str:
 
 
 def _seed_table(report: Report) -> str:
-    """Seed 000's figures beside the measured ones, each row with its accelerator and build."""
+    """hitachi-nvme-2016's figures beside the measured ones, each row with its accelerator and build."""
     found = report.seed
     if not found:
         return ""

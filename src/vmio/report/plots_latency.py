@@ -1,6 +1,6 @@
-"""Per-operation latency per target (seed 004 Fig. 2-4, 8): a box of every operation, min/avg/max marks,
+"""Per-operation latency per target (okayama-hypervisors-2020 Fig. 2-4, 8): a box of every operation, min/avg/max marks,
 with load processes along the axis and (vCPUs, VMs) as panels; and each operation's latency in turn, per
-environment and load (seed 004 Fig. 5)."""
+environment and load (okayama-hypervisors-2020 Fig. 5)."""
 
 from __future__ import annotations
 
@@ -144,7 +144,7 @@ SERIES_COLUMNS = 3
 
 
 def series_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
-    """Seed 004's Fig. 5: the latency of operation i against i, one panel per environment (target), one
+    """okayama-hypervisors-2020's Fig. 5: the latency of operation i against i, one panel per environment (target), one
     line per count of co-running load processes; the first measured process of the first repetition."""
     by_figure: dict[tuple[str, int, Offered], dict[str, dict[int, list[float]]]] = {}
     for g in data.groups():

@@ -1,5 +1,5 @@
-"""Figures against offered load: achieved IOPS per target with the baseline (seed 000 Fig. 4, 5, 7, 8),
-device busy % and host CPU %usr/%sys (seed 000 Fig. 6)."""
+"""Figures against offered load: achieved IOPS per target with the baseline (hitachi-nvme-2016 Fig. 4, 5, 7, 8),
+device busy % and host CPU %usr/%sys (hitachi-nvme-2016 Fig. 6)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Seed 000's figures beside a campaign's: each of its configurations against Bare, as the paper states them.
+"""hitachi-nvme-2016's figures beside a campaign's: each of its configurations against Bare, as the paper states them.
 
-Seed 000 (Mizuno & Imada) ran 4 KiB random reads and writes with O_DIRECT from N = 16 fio processes on one
+hitachi-nvme-2016 (Mizuno & Imada) ran 4 KiB random reads and writes with O_DIRECT from N = 16 fio processes on one
 NVMe SSD under KVM (Fedora 23, Linux 4.2.3), the offered load (the sum over the fio processes) swept:
 
 =====================  =====================================  ===================================
@@ -108,7 +108,7 @@ class SeedRow:
 
 
 def bare_target(data: CampaignData, baseline: str | None) -> str | None:
-    """The host target seed 000's "Bare" is: the baseline when it is a host target, else the first one."""
+    """The host target hitachi-nvme-2016's "Bare" is: the baseline when it is a host target, else the first one."""
     hosts = [t for t in data.target_names() if data.kind(t) == "host"]
     return baseline if baseline in hosts else (hosts[0] if hosts else None)
 

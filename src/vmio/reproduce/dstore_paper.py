@@ -1,4 +1,4 @@
-"""bitisle-dstore-2014 (seed 002): the paper's profile (30 % read / 70 % write random I/O, 50 outstanding,
+"""bitisle-dstore-2014 (bitisle-dstore-2014): the paper's profile (30 % read / 70 % write random I/O, 50 outstanding,
 4K-1M) on a 3-way replicated Ceph RBD image, repeated, beside the same profile on a striped image (Fig. 3),
 each judged against the paper's service criteria.
 

@@ -1,4 +1,4 @@
-"""hitachi-membal-2014 (seed 001) case 1, live: two real guests whose page caches the paper's rule
+"""hitachi-membal-2014 (hitachi-membal-2014) case 1, live: two real guests whose page caches the paper's rule
 (``efficiency``) balances, against the equal split, on this host's QEMU.
 
 The case needs VM2's (bursty) hot set to be larger than its page cache at the equal split and smaller than

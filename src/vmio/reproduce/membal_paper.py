@@ -1,4 +1,4 @@
-"""hitachi-membal-2014 (seed 001), simulated: Table 1's two cases under the paper's rule against an equal split.
+"""hitachi-membal-2014 (hitachi-membal-2014), simulated: Table 1's two cases under the paper's rule against an equal split.
 
 The paper's number for case 1 is a peak: the total hit ratio rises "最大で約 1.5 倍" (up to about 1.5x) over
 the equal split. vmio computes that statistic: the scheduler's total hit ratio over the equal split's in

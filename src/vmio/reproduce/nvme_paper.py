@@ -1,4 +1,4 @@
-"""hitachi-nvme-2016 (seed 000): N fio processes of 4 KiB random I/O on one device, N = the host's cores up
+"""hitachi-nvme-2016 (hitachi-nvme-2016): N fio processes of 4 KiB random I/O on one device, N = the host's cores up
 to the scale's bound (the paper: 16 on a 16-core host), in the paper's configurations beside Bare (Figs. 4,
 5, 7, 8; the iothread one change at a time, alone and with multi-queue), Bare's device busy % and CPU against
 the offered load (Fig. 6, drawn from the stored sweep), and the paper's guidelines run on them

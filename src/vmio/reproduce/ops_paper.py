@@ -1,4 +1,4 @@
-"""okayama-hypervisors-2020 (seed 004): 100 timed operations per case on bare metal and in VMs, as the
+"""okayama-hypervisors-2020 (okayama-hypervisors-2020): 100 timed operations per case on bare metal and in VMs, as the
 paper ran them: bare metal limited to one CPU (``cpus = 1``: the measured and the load processes share
 it), the VM's disk a regular file on the host (host page cache in the path), and Fig. 6's raw device
 against a regular file on the bare host.

@@ -1,4 +1,4 @@
-"""kogakuin-relocate-2011 (seed 003): relocation's gain on the modelled HDD with 2 and 3 VMs, its trend, and
+"""kogakuin-relocate-2011 (kogakuin-relocate-2011): relocation's gain on the modelled HDD with 2 and 3 VMs, its trend, and
 the access distribution over the disk before and after (the paper's Figs. 4-7).
 
 The FFSB model's ``cold_share`` is fitted once on the paper's 2-VM result under FCFS with the hot zone at

@@ -409,7 +409,7 @@ OPS_FIELDS = ("target", "workload", "bs", "rw", "load_processes", "vcpus", "vms"
 
 
 def ops_rows(store: Store, campaign: str) -> list[OpsRow]:
-    """Seed 004's Figs. 2-4/8 as rows: per target × workload (as defined: its name stands for every
+    """okayama-hypervisors-2020's Figs. 2-4/8 as rows: per target × workload (as defined: its name stands for every
     parameter, so two workloads that share ``rw`` stay two rows) × bs × load processes, the timed
     operations of every measured process (all repetitions) with their min/avg/max latency in ms. The
     target carries its

@@ -1,7 +1,7 @@
 """VMs as a target: boot a fleet running the vmio guest, drive every VM's ``fio --server`` with one client.
 
 VMs are spread over the backing paths in turn; the VMs sharing a path get disjoint byte ranges of it
-(seed 000's "one SSD vs two"). The fleet stays up for the target's consecutive points and is torn down
+(hitachi-nvme-2016's "one SSD vs two"). The fleet stays up for the target's consecutive points and is torn down
 after them or after a failed point. Every run records the accelerator, the QEMU version and each VM's argv.
 """
 
@@ -241,7 +241,7 @@ class QemuRig:
             )
             for i, disk in enumerate(self._held(self._rbd_client(layout(target, env.destroy), stack), stack))
         ]
-        idle = [  # seed 004's second VM: booted alongside with the same CPUs and memory, no disk, no fio
+        idle = [  # okayama-hypervisors-2020's second VM: booted alongside with the same CPUs and memory, no disk, no fio
             VMConfig(
                 index=target.vms + k,
                 vcpus=target.vcpus,

@@ -1,4 +1,4 @@
-"""An RBD image as a target, through fio's ``rbd`` engine (seed 002's replicated store, measured directly).
+"""An RBD image as a target, through fio's ``rbd`` engine (bitisle-dstore-2014's replicated store, measured directly).
 
 fio's rbd engine finds the cluster only through ``CEPH_CONF``; everything else goes in the job file.
 For a cluster vmio started (``vmio dstore up``) the device under its folder is sampled too.
