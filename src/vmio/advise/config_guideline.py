@@ -21,13 +21,12 @@ from typing import TypedDict
 
 from vmio import published
 from vmio.advise import thresholds as t
+from vmio.advise.buses import ADVISE_BUSES, SHARED_BUSES
 from vmio.advise.disk_config import LIBVIRT_VQ_MAPPING, Config, libvirt_xml, maps_queues, qemu_args
 from vmio.advise.inventory import BlockDevice, HostFacts
 from vmio.errors import InputError
 from vmio.published import SEED_N
 
-ADVISE_BUSES = ("virtio-blk", "virtio-scsi", "block", "vfio")
-SHARED_BUSES = ("virtio-blk", "virtio-scsi")
 SCALE_OUT = "1 fio/VM x N"
 PASSTHROUGH = "N fio/VM + passthrough"
 IOTHREAD = "N fio/VM + iothread"

@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from vmio.advise.config_guideline import ADVISE_BUSES, Requirements, advise, parse_buses
+from vmio.advise.buses import ADVISE_BUSES
 from vmio.cli import argtypes
 from vmio.cli.store_args import add_db, default_db, open_store
 from vmio.errors import InputError
@@ -127,6 +127,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run_advise(args: argparse.Namespace) -> int:
+    from vmio.advise.config_guideline import Requirements, advise, parse_buses
     from vmio.advise.inventory import read_host_facts
     from vmio.advise.text import format_advice
 
