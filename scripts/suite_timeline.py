@@ -70,4 +70,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:  # piped into head: the reader has what it wanted
+        sys.stderr.close()
+        sys.exit(0)
