@@ -41,6 +41,15 @@ oplat_rows = st.lists(
 )
 
 
+def point(rep: int) -> RunRecord:
+    """A done point of repetition ``rep`` with no figures (the tests write what they need into its rows)."""
+    return RunRecord(
+        campaign="c", point_key=f"t/w/bs=4096/offered=max/load=0/rep={rep}", target="t", target_kind="host",
+        workload="w", bs=4096, offered_iops=None, load_processes=0, repetition=rep, status="done", started=0.0,
+        ended=1.0,
+    )  # fmt: skip
+
+
 def store(
     path: Path, keys: list[str], samples: Sequence[tuple[object, ...]], ops: Sequence[tuple[object, ...]]
 ) -> None:
@@ -49,11 +58,7 @@ def store(
     with Store(path) as s:
         s.ensure_campaign("c", "c.toml", "", json.dumps({"targets": [], "workloads": []}))
         for rep in (1, 2):
-            s.record(RunRecord(
-                campaign="c", point_key=f"t/w/bs=4096/offered=max/load=0/rep={rep}", target="t",
-                target_kind="host", workload="w", bs=4096, offered_iops=None, load_processes=0, repetition=rep,
-                status="done", started=0.0, ended=1.0,
-            ))  # fmt: skip
+            s.record(point(rep))
     db = sqlite3.connect(path)
     with db:
         ids = [r[0] for r in db.execute("SELECT id FROM run ORDER BY id")]
@@ -202,11 +207,7 @@ def test_the_flat_rows_as_each_point_row_flattens(tmp_path: Path) -> None:
     store(db, ["t/1", "t/2"], [], [])
     with Store(db) as s:
         for rep in range(3, 3 + len(ODD_POINTS)):
-            s.record(RunRecord(
-                campaign="c", point_key=f"t/w/bs=4096/offered=max/load=0/rep={rep}", target="t",
-                target_kind="host", workload="w", bs=4096, offered_iops=None, load_processes=0, repetition=rep,
-                status="done", started=0.0, ended=1.0,
-            ))  # fmt: skip
+            s.record(point(rep))
     conn = sqlite3.connect(db)
     with conn:
         ids = [r[0] for r in conn.execute("SELECT id FROM run ORDER BY id")][2:]

@@ -27,14 +27,18 @@ def servers(fio: str) -> Iterator[list[LocalFioServer]]:
         yield [a, b]
 
 
-def test_two_servers_start_together_and_report_per_host(
-    servers: list[LocalFioServer], scratch: Path, tmp_path: Path
-) -> None:
+def pair(servers: list[LocalFioServer], scratch: Path) -> tuple[list[Path], str, str]:
+    """A 16 MiB file for each server, and the spec's ``hosts`` and ``paths`` lists (TOML) naming them."""
     files = [scratch / "a.img", scratch / "b.img"]
     for f in files:
         f.write_bytes(b"\xa5" * (16 << 20))
-    hosts = ", ".join(f'"{s.address}"' for s in servers)
-    paths = ", ".join(f'"{f}"' for f in files)
+    return files, ", ".join(f'"{s.address}"' for s in servers), ", ".join(f'"{f}"' for f in files)
+
+
+def test_two_servers_start_together_and_report_per_host(
+    servers: list[LocalFioServer], scratch: Path, tmp_path: Path
+) -> None:
+    files, hosts, paths = pair(servers, scratch)
     spec = tmp_path / "r.toml"
     spec.write_text(
         f'[campaign]\nname = "remote"\n[[target]]\nname = "pair"\nkind = "remote"\nhosts = [{hosts}]\n'
@@ -136,11 +140,7 @@ def test_a_seeded_log_is_put_on_each_server_once_for_the_targets_points_and_remo
     """Three points replaying the campaign's seeded operations on two fio servers: each server gets the log
     by one put job, before the first point, every point replays that file (fio's own log of each operation
     counts the log's operations on each host), and nothing is left in vmio's folder on the servers' host."""
-    files = [scratch / "a.img", scratch / "b.img"]
-    for f in files:
-        f.write_bytes(b"\xa5" * (16 << 20))
-    hosts = ", ".join(f'"{s.address}"' for s in servers)
-    paths = ", ".join(f'"{f}"' for f in files)
+    _, hosts, paths = pair(servers, scratch)
     spec = tmp_path / "r.toml"
     spec.write_text(
         f'[campaign]\nname = "seeded"\nseed = 11\nrepetitions = 3\n[[target]]\nname = "pair"\nkind = "remote"\n'

@@ -56,8 +56,21 @@ def text_height(text: str, size: float) -> float:
     return (text.count("\n") + 1) * LINE * size if text else 0.0
 
 
+class _Named:
+    """``set_gid``/``get_gid`` as matplotlib's artists have them: the id a plot module gives a series, a span
+    or a bar, written as its SVG group's id (each subclass holds ``gid``)."""
+
+    gid: str | None
+
+    def set_gid(self, gid: str) -> None:
+        self.gid = gid
+
+    def get_gid(self) -> str | None:
+        return self.gid
+
+
 @dataclass
-class Line:
+class Line(_Named):
     """One series: its points, how it looks, and (``err``) error bars below and above each point."""
 
     xs: list[float]
@@ -73,12 +86,6 @@ class Line:
     capsize: float = 0.0
     mfc: str | None = None  # "none": hollow markers
 
-    def set_gid(self, gid: str) -> None:
-        self.gid = gid
-
-    def get_gid(self) -> str | None:
-        return self.gid
-
     def get_label(self) -> str | None:
         return self.label
 
@@ -90,7 +97,7 @@ class Line:
 
 
 @dataclass
-class Span:
+class Span(_Named):
     """A shaded stretch of the x axis, the panel's full height."""
 
     x0: float
@@ -100,12 +107,9 @@ class Span:
     label: str | None = None
     gid: str | None = None
 
-    def set_gid(self, gid: str) -> None:
-        self.gid = gid
-
 
 @dataclass
-class Bar:
+class Bar(_Named):
     """A horizontal bar at ``y`` (``height`` tall, axis units) from ``left`` to ``left + width``."""
 
     y: float
@@ -115,9 +119,6 @@ class Bar:
     color: str
     label: str | None = None
     gid: str | None = None
-
-    def set_gid(self, gid: str) -> None:
-        self.gid = gid
 
 
 @dataclass
