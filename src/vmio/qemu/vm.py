@@ -22,6 +22,7 @@ from types import TracebackType
 from typing import Any
 
 from vmio.errors import GuestBootError, ToolError, VmioError, tail_lines
+from vmio.fio.relay import RunRelay
 from vmio.guest.image import READY_MARKER, GuestImage
 from vmio.qemu import lifecycle
 from vmio.qemu.argv import Runtime, build_argv
@@ -75,7 +76,8 @@ class VM:
         workdir.mkdir(parents=True, exist_ok=True)
         workdir.chmod(0o700)  # QMP, agent and console: vmio's user only
         self.runtime = Runtime(workdir, host_port or free_port())
-        self.guard = PortGuard()  # the forwarded fio port: vmio's user only
+        self.guard = PortGuard()  # the forwarded fio port and its relay's: vmio's user only
+        self.relay: RunRelay | None = None  # fio's clients reach the guest's server through it (fio.relay)
         try:
             self.argv = build_argv(config, image, self.runtime, caps)
         except BaseException:
@@ -103,7 +105,11 @@ class VM:
 
     @property
     def fio_client(self) -> str:
-        """The ``--client=`` value for the host's fio: ``127.0.0.1,PORT``."""
+        """The ``--client=`` value for the host's fio: ``127.0.0.1,PORT``, the port of the relay that hands
+        the guest's fio server each client's jobs with its RUN (``fio.relay``: no second lost waiting for
+        it), or QEMU's forwarded port before launch."""
+        if self.relay is not None:
+            return self.relay.address
         return f"127.0.0.1,{self.runtime.host_port}"
 
     @property
@@ -126,6 +132,7 @@ class VM:
         self._deadline = self.launched_at + self.boot_timeout
         try:
             self.guard.add(self.runtime.host_port)
+            self.relay = RunRelay(self.runtime.host_port, self.guard)
         except BaseException:
             self.state = VMState.FAILED
             raise
@@ -167,6 +174,8 @@ class VM:
         self.guard.remove(self.runtime.host_port)
         self.runtime = Runtime(self.runtime.workdir, free_port())
         self.guard.add(self.runtime.host_port)
+        if self.relay is not None:
+            self.relay.upstream = self.runtime.host_port
         self.argv = build_argv(self.config, self.image, self.runtime, self.caps)
         self.runtime.console.unlink(missing_ok=True)
         self._proc = lifecycle.spawn(self.argv, self.runtime.qemu_log, self.caps.env)
@@ -231,6 +240,9 @@ class VM:
         if self.state != VMState.STOPPED:
             self._stop_process()
             self._to(VMState.STOPPED)
+        if self.relay is not None:
+            self.relay.close()
+            self.relay = None
         self.guard.close()
         if self._own_workdir:
             shutil.rmtree(self.runtime.workdir, ignore_errors=True)
