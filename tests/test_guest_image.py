@@ -17,7 +17,7 @@ from vmio.cli import main
 from vmio.errors import InputError
 from vmio.guest import image, stubs
 from vmio.guest.cpio import CpioWriter
-from vmio.guest.inputs import KernelSource, Versions, shared_libraries
+from vmio.guest.inputs import APT_PLACES, KernelSource, Versions, debian_kernel_package, shared_libraries
 from vmio.guest.kmod import modinfo_depends, module_name, resolve_modules
 from vmio.qemu import probe_caps
 from vmio.system.process import Runner
@@ -227,3 +227,35 @@ def test_the_kernel_boots_through_pvh(tmp_path_factory: pytest.TempPathFactory) 
         ["readelf", "-n", str(built.boot_kernel)], capture_output=True, text=True, timeout=60
     )
     assert re.search(r"Xen\s+0x[0-9a-f]+\s+Unknown note type: \(0x00000012\)", notes.stdout)
+
+
+class CountingRunner(Runner):
+    """The real runner, counting the ``apt-cache`` runs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.apt = 0
+
+    def run(self, argv, **kwargs):  # type: ignore[no-untyped-def]
+        self.apt += argv[0] == "apt-cache"
+        return super().run(argv, **kwargs)
+
+
+def test_apts_answer_for_the_kernel_is_remembered_while_apts_state_is_unchanged(tmp_path: Path) -> None:
+    asked = debian_kernel_package(Runner())  # apt-cache's own answer, nothing remembered
+    etc = tmp_path / "etc-apt"
+    (etc / "preferences.d").mkdir(parents=True)
+    places = (str(etc), *APT_PLACES[1:])
+    kept = tmp_path / "apt-kernel.json"
+    runner = CountingRunner()
+    assert debian_kernel_package(runner, kept, places) == asked and runner.apt == 1
+    assert debian_kernel_package(runner, kept, places) == asked and runner.apt == 1  # remembered
+    (etc / "preferences.d" / "pin").write_text("Package: *\n")  # apt's configuration changed: asked again
+    assert debian_kernel_package(runner, kept, places) == asked and runner.apt == 2
+    assert debian_kernel_package(runner, kept, places) == asked and runner.apt == 2
+    forged = {**json.loads(kept.read_text()), "image": "linux-image-forged", "version": "0"}
+    kept.write_text(json.dumps(forged))
+    kept.chmod(0o666)  # another user could have written it: not believed
+    assert debian_kernel_package(runner, kept, places) == asked and runner.apt == 3
+    kept.chmod(0o644)
+    assert debian_kernel_package(runner, kept, places) == asked and runner.apt == 3  # written anew

@@ -31,6 +31,9 @@ from vmio.system.process import Runner
 # tracer ``vmio-trace``).
 FORMAT = 5
 FIO_PORT = 8765
+APT_ANSWER = (
+    "apt-kernel.json"  # in the cache's root: apt's answer for the kernel package, while apt's unchanged
+)
 READY_MARKER = "VMIO-READY"
 
 
@@ -84,7 +87,10 @@ def script(name: str) -> str:
     return (resources.files("vmio.guest") / name).read_text()
 
 
-def versions(source: inputs.KernelSource, runner: Runner, lean: bool = True) -> inputs.Versions:
+def versions(
+    source: inputs.KernelSource, runner: Runner, lean: bool = True, root: Path | None = None
+) -> inputs.Versions:
+    """The inputs' versions (the cache key); apt's answer for the kernel kept in the cache ``root``."""
     modules = ",".join(kmod.WANTED_MODULES)
     scripts = hashlib.sha256(
         (
@@ -98,7 +104,7 @@ def versions(source: inputs.KernelSource, runner: Runner, lean: bool = True) -> 
         ).encode()
     )
     return inputs.Versions(
-        kernel=source.version(runner),
+        kernel=source.version(runner, (root or cache_root()) / APT_ANSWER),
         busybox=inputs.busybox_version(runner),
         fio=inputs.fio_version(runner),
         init=scripts.hexdigest()[:16],
@@ -134,7 +140,7 @@ def find(
 ) -> GuestImage | None:
     """The cached image for the current inputs, or None when it has not been built."""
     runner = runner or Runner()
-    key = versions(source or inputs.KernelSource(), runner, lean).key()
+    key = versions(source or inputs.KernelSource(), runner, lean, root).key()
     path = (root or cache_root()) / key
     return load(path) if (path / "manifest.json").is_file() else None
 
@@ -154,7 +160,7 @@ def build(
     initramfs instead of ~8), no PVH ``vmlinux`` (see ``pvh``), busybox's links made at boot."""
     runner = runner or Runner()
     source = source or inputs.KernelSource()
-    vers = versions(source, runner, lean)
+    vers = versions(source, runner, lean, root)
     final = (root or cache_root()) / vers.key()
     if (final / "manifest.json").is_file() and not force:
         return load(final)

@@ -6,14 +6,18 @@ can be computed, and the cache checked, before anything is fetched.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
+import os
 import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from vmio.errors import InputError, ToolError
+from vmio.errors import InputError, ToolError, UnsafeTargetError
 from vmio.fio import run as fiorun
+from vmio.system import files
 from vmio.system.process import Runner
 
 KERNEL_PACKAGE = "linux-image-cloud-amd64"
@@ -41,9 +45,11 @@ class KernelSource:
     kernel: Path | None = None
     modules: Path | None = None
 
-    def version(self, runner: Runner) -> str:
+    def version(self, runner: Runner, remembered: Path | None = None) -> str:
+        """The kernel's version as the cache key takes it (``remembered``: where apt's answer is kept while
+        apt's state is unchanged, ``debian_kernel_package``)."""
         if self.kernel is None:
-            pkg, version = debian_kernel_package(runner)
+            pkg, version = debian_kernel_package(runner, remembered)
             return f"{pkg}={version}"
         if not self.kernel.is_file():
             raise InputError(f"--kernel {str(self.kernel)!r} is not a file; give a vmlinuz path")
@@ -52,14 +58,59 @@ class KernelSource:
         return f"file:{self.kernel.resolve()}:{info.st_size}:{int(info.st_mtime)}:{mods}"
 
 
-def debian_kernel_package(runner: Runner) -> tuple[str, str]:
-    """The concrete image package behind ``linux-image-cloud-amd64`` and its version."""
+def debian_kernel_package(
+    runner: Runner, remembered: Path | None = None, places: tuple[str, ...] | None = None
+) -> tuple[str, str]:
+    """The concrete image package behind ``linux-image-cloud-amd64`` and its version.
+
+    ``apt-cache`` reads every package list to say it (2-4 s on a host whose apt keeps no ``pkgcache.bin``,
+    as Debian's container images configure it), and each ``vmio run`` with a VM target asks once. With
+    ``remembered``, its answer is kept in that file with a stamp of what apt reads (``apt_state``) and
+    given again while the stamp (of ``places``, default ``APT_PLACES``) is the same; a file another user
+    could have written is not believed."""
+    state = apt_state(places or APT_PLACES) if remembered is not None else ""
+    if remembered is not None and remembered.is_file():
+        try:
+            files.check_trusted(remembered, "apt's remembered answer", verb="read")
+            kept = json.loads(remembered.read_text())
+            if kept.get("apt_state") == state and kept.get("package") == KERNEL_PACKAGE:
+                return str(kept["image"]), str(kept["version"])
+        except (UnsafeTargetError, OSError, ValueError, KeyError, AttributeError):
+            pass  # asked again below
     out = runner.run(["apt-cache", "show", "--no-all-versions", KERNEL_PACKAGE], timeout=60).stdout
     version = _field(out, "Version")
     match = re.search(r"^Depends:.*?\b(linux-image-[\w.+-]+)", out, re.MULTILINE)
     if not match:
         raise ToolError(f"apt-cache shows no linux-image dependency for {KERNEL_PACKAGE!r}", output=out)
+    if remembered is not None:
+        answer = {"package": KERNEL_PACKAGE, "apt_state": state, "image": match.group(1), "version": version}
+        with contextlib.suppress(OSError, UnsafeTargetError):  # else asked again next time
+            files.write_atomic(remembered, (json.dumps(answer) + "\n").encode())
     return match.group(1), version
+
+
+APT_PLACES = ("/etc/apt", "/var/lib/apt/lists", "/var/lib/dpkg/status")
+
+
+def apt_state(places: tuple[str, ...] = APT_PLACES) -> str:
+    """A stamp of what ``apt-cache`` reads to choose a package's candidate: its configuration (sources,
+    preferences, apt.conf.d), the package lists ``apt-get update`` writes, dpkg's installed packages, and
+    ``APT_CONFIG``. Each file's and folder's size and change time, one level into each folder under
+    ``/etc/apt``; ``apt-get update``, a changed source or pin, or an installed package changes it."""
+    seen = [f"APT_CONFIG={os.environ.get('APT_CONFIG', '')}"]
+    for place in places:
+        paths = [Path(place)]
+        if paths[0].is_dir():
+            paths += sorted(paths[0].iterdir())
+            paths += sorted(q for p in paths[1:] if p.is_dir() and place == "/etc/apt" for q in p.iterdir())
+        for path in paths:
+            try:
+                st = path.stat()
+            except OSError:
+                seen.append(f"{path} -")
+                continue
+            seen.append(f"{path} {st.st_size} {st.st_mtime_ns} {st.st_ctime_ns}")
+    return hashlib.sha256("\n".join(seen).encode()).hexdigest()
 
 
 def busybox_version(runner: Runner) -> str:
