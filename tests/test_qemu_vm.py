@@ -132,6 +132,9 @@ def test_fleet_boots_two_vms_on_one_backing_file(
         ports = {vm.runtime.host_port for vm in fleet.vms}
         assert len(ports) == 2
     assert all(not alive(vm.pid) for vm in fleet.vms)
+    for vm in fleet.vms:  # both asked to quit over QMP first, then waited for: neither needed a signal
+        assert vm._proc is not None and vm._proc.returncode == 0
+        assert "terminating on signal" not in vm.runtime.qemu_log.read_text()
 
 
 def test_hung_guest_is_killed_with_console_tail(guest: GuestImage, qcaps: QemuCaps, tmp_path: Path) -> None:

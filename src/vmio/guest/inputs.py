@@ -15,7 +15,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from vmio.errors import InputError, ToolError, UnsafeTargetError
+from vmio.errors import InputError, ToolError, UnsafeTargetError, VmioError
 from vmio.fio import run as fiorun
 from vmio.system import files
 from vmio.system.process import Runner
@@ -84,7 +84,7 @@ def debian_kernel_package(
         raise ToolError(f"apt-cache shows no linux-image dependency for {KERNEL_PACKAGE!r}", output=out)
     if remembered is not None:
         answer = {"package": KERNEL_PACKAGE, "apt_state": state, "image": match.group(1), "version": version}
-        with contextlib.suppress(OSError, UnsafeTargetError):  # else asked again next time
+        with contextlib.suppress(OSError, VmioError):  # no cache folder yet, say: asked again next time
             files.write_atomic(remembered, (json.dumps(answer) + "\n").encode())
     return match.group(1), version
 

@@ -94,6 +94,9 @@ class Fleet:
         return self
 
     def shutdown(self) -> None:
+        """Every VM asked to quit, then each waited for and torn down (they end together)."""
+        for vm in self.vms:
+            vm.ask_quit()
         for vm in self.vms:
             vm.shutdown()
 

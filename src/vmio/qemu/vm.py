@@ -91,6 +91,7 @@ class VM:
         self.launched_at = 0.0
         self.ready_at = 0.0
         self._port_retries = 0
+        self._quit_asked = False
 
     # -- facts the caller records -------------------------------------------------------------
     @property
@@ -222,9 +223,18 @@ class VM:
     def console_tail(self, lines: int = 30) -> str:
         return tail_lines(lifecycle.read_tail(self.runtime.console), lines)
 
+    def ask_quit(self) -> None:
+        """Ask QEMU to quit (QMP) without waiting for it; ``shutdown`` then waits. A fleet asks all its VMs
+        first, so they end together rather than one after another."""
+        if self._qmp is not None and self._proc is not None and self._proc.poll() is None:
+            self._qmp_quit()
+            self._quit_asked = True
+
     def _stop_process(self) -> None:
         if self._proc is not None:
             quit_fn = self._qmp_quit if self._qmp is not None else None
+            if quit_fn is not None and self._quit_asked:
+                quit_fn = _asked_already  # only the wait for it left
             lifecycle.stop(self._proc, quit_fn)
         if self._qmp is not None:
             self._qmp.close()
@@ -276,6 +286,10 @@ class VM:
     def query_balloon(self) -> int:
         """The guest's current memory (bytes) as the balloon reports it."""
         return int(self.qmp("query-balloon")["actual"])
+
+
+def _asked_already() -> None:
+    """QMP quit sent already (``VM.ask_quit``)."""
 
 
 def with_accel(config: VMConfig, accel: str) -> VMConfig:
