@@ -4,6 +4,7 @@ it leads to."""
 
 from __future__ import annotations
 
+import os
 import socket
 import struct
 import threading
@@ -15,7 +16,7 @@ import pytest
 
 from vmio.fio import run as fiorun
 from vmio.fio.relay import HEADER, RUN, RunRelay
-from vmio.system.guard import PortGuard
+from vmio.system.guard import PortGuard, rule
 from vmio.system.process import Runner
 from vmio.targets.remote import LocalFioServer
 
@@ -145,3 +146,35 @@ def test_the_relays_port_is_guarded_from_before_it_listens_until_it_closes(guard
     assert f"--dport {port} " not in guard._iptables(["-S", "OUTPUT"])
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", port), timeout=2).close()
+
+
+class CountingRunner(Runner):
+    """The real runner, keeping each ``iptables`` run's arguments."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.iptables: list[list[str]] = []
+
+    def run(self, argv, **kwargs):  # type: ignore[no-untyped-def]
+        if argv[0] == "iptables":
+            self.iptables.append(list(argv))
+        return super().run(argv, **kwargs)
+
+
+def test_a_guard_sweeps_dead_vmios_rules_once_for_all_its_ports() -> None:
+    stale = rule(1, os.geteuid(), 2**22 + 12345)  # above pid_max's default: no such process
+    runner = CountingRunner()
+    runner.run(["iptables", "-w", "10", "-I", "OUTPUT", *stale], timeout=20)
+    guard = PortGuard(runner)
+    try:
+        upstream = Upstream()
+        relay = RunRelay(upstream.port, guard)  # its port: the guard's first
+        guard.add(upstream.port)  # a second port on the same guard
+        sweeps = [a for a in runner.iptables if "-S" in a]
+        assert len(sweeps) == 1
+        assert "--dport 1 " not in guard._iptables(["-S", "OUTPUT"])  # the dead vmio's rule went
+        relay.close()
+        upstream.sock.close()
+    finally:
+        guard.close()
+        runner.run(["iptables", "-w", "10", "-D", "OUTPUT", *stale], timeout=20, check=False)

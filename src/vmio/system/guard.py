@@ -43,6 +43,7 @@ class PortGuard:
         self.uid = os.geteuid() if uid is None else uid
         self.pid = os.getpid()
         self.ports: list[int] = []
+        self._swept = False
 
     def _iptables(self, args: Sequence[str], *, check: bool = True) -> str:
         done = self.runner.run([IPTABLES, "-w", "10", *args], timeout=TIMEOUT_S, check=False)
@@ -57,7 +58,11 @@ class PortGuard:
         return done.stdout
 
     def add(self, port: int) -> None:
-        self.sweep()
+        """Guard ``port``; a guard's first port sweeps dead vmios' rules first (one ``iptables -S`` per
+        guard, not per port: a VM's forwarded port and its fio relay's share one)."""
+        if not self._swept:
+            self.sweep()
+            self._swept = True
         self._iptables(["-I", "OUTPUT", *rule(port, self.uid, self.pid)])
         self.ports.append(port)
 
