@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,17 @@ import pytest
 from vmio.errors import InputError
 from vmio.guest import GuestImage, Versions
 from vmio.qemu import Disk, QemuCaps, Runtime, VMConfig, build_argv, check_disjoint
-from vmio.qemu.caps import parse_device_help, parse_version
+from vmio.qemu.caps import (
+    PROBED_DEVICES,
+    QEMU_BINARY,
+    parse_device_help,
+    parse_device_list,
+    parse_machine_list,
+    parse_version,
+    probe_caps,
+)
+
+from qemu_support import needs_qemu
 
 IMAGE = GuestImage(Path("/cache/g"), "k", Versions("k", "b", "f", "i"), 1, ())
 RUNTIME = Runtime(Path("/run/vm"), 40000)
@@ -179,3 +190,22 @@ def test_guests_skip_the_drivers_of_hardware_they_do_not_have() -> None:
         assert "virtio_pci" not in skipped(config) and "virtio_blk" not in skipped(config)
     wanted = set(kmod.WANTED_MODULES)  # what a VM's devices need is never skipped
     assert not micro & wanted - {"virtio_pci", "virtio_scsi", "sd_mod", "nvme"}
+
+
+@needs_qemu
+def test_probed_caps_are_what_qemu_says_to_each_question_asked_alone() -> None:
+    """``probe_caps`` asks QEMU its seven questions at once; each asked alone here, one after another."""
+    caps = probe_caps(QEMU_BINARY)
+    ask = [caps.binary, "-machine", "none", "-device"]
+    alone = subprocess.run  # one QEMU at a time, nothing of vmio's runner
+    assert (
+        caps.version_text
+        == alone([caps.binary, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+    )
+    assert caps.devices == parse_device_list(alone([*ask, "help"], capture_output=True, text=True).stdout)
+    machines = alone([caps.binary, "-machine", "help"], capture_output=True, text=True).stdout
+    assert caps.machines == parse_machine_list(machines)
+    for driver in PROBED_DEVICES:
+        done = alone([*ask, f"{driver},help"], capture_output=True, text=True)
+        assert caps.device_props[driver] == parse_device_help(done.stdout + done.stderr), driver
+    assert caps.device_props["virtio-blk-pci"] and "pc" in {m.split("-")[0] for m in caps.machines}

@@ -10,11 +10,12 @@ import os
 import re
 import shutil
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from vmio.errors import ToolError
 from vmio.system.files import check_trusted
-from vmio.system.process import Runner
+from vmio.system.process import Completed, Runner
 
 QEMU_BINARY = "qemu-system-x86_64"
 
@@ -147,15 +148,25 @@ def probe_caps(
     check_trusted(path, "QEMU")  # run as root: no other user may have been able to change it
     env = dict(env or {})
     run_env = env or None
-    text = runner.run([path, "--version"], timeout=30, env=run_env).stdout
-    listing = runner.run([path, "-machine", "none", "-device", "help"], timeout=30, env=run_env).stdout
-    machines = parse_machine_list(runner.run([path, "-machine", "help"], timeout=30, env=run_env).stdout)
-    props = {}
-    for driver in PROBED_DEVICES:
-        done = runner.run(
-            [path, "-machine", "none", "-device", f"{driver},help"], timeout=30, check=False, env=run_env
-        )
-        props[driver] = parse_device_help(done.stdout + done.stderr)
+    asks = [
+        (["--version"], True),
+        (["-machine", "none", "-device", "help"], True),
+        (["-machine", "help"], True),
+    ]
+    asks += [(["-machine", "none", "-device", f"{driver},help"], False) for driver in PROBED_DEVICES]
+
+    def ask(args_check: tuple[list[str], bool]) -> Completed:
+        args, check = args_check
+        return runner.run([path, *args], timeout=30, check=check, env=run_env)
+
+    with ThreadPoolExecutor(len(asks)) as pool:  # together: each run is mostly QEMU's own start-up
+        answers = list(pool.map(ask, asks))
+    text, listing = answers[0].stdout, answers[1].stdout
+    machines = parse_machine_list(answers[2].stdout)
+    props = {
+        driver: parse_device_help(done.stdout + done.stderr)
+        for driver, done in zip(PROBED_DEVICES, answers[3:], strict=True)
+    }
     kvm = os.access("/dev/kvm", os.R_OK | os.W_OK)
     return QemuCaps(
         path,
