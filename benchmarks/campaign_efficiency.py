@@ -143,9 +143,13 @@ def seconds(text: str) -> float:
     return float(text[:-2]) / 1000 if text.endswith("ms") else float(text.rstrip("s"))
 
 
-def run_once(src: Path, spec: Path, db: Path) -> tuple[float, dict[str, float], dict[str, float]]:
-    """``vmio run SPEC`` in a fresh process of the tree ``src``: its wall seconds, each point's IOPS, and the
-    seconds of each timeline step over the points (empty where the tree stores none)."""
+Run = tuple[float, dict[str, float], dict[str, float], dict[str, dict[str, float]]]
+
+
+def run_once(src: Path, spec: Path, db: Path) -> Run:
+    """``vmio run SPEC`` in a fresh process of the tree ``src``: its wall seconds, each point's IOPS, the
+    seconds of each timeline step over the points, and each point's steps (empty where the tree stores no
+    timeline)."""
     env = {**os.environ, "PYTHONPATH": str(src)}
     started = time.perf_counter()
     done = subprocess.run(
@@ -169,15 +173,27 @@ def run_once(src: Path, spec: Path, db: Path) -> tuple[float, dict[str, float], 
     )
     iops: dict[str, float] = {}
     steps: dict[str, float] = {}
+    points: dict[str, dict[str, float]] = {}
     for row in json.loads(shown.stdout):
         if row["status"] == "done":
             iops[row["point"]] = row["read_iops"] + row["write_iops"]
     with sqlite3.connect(db) as con:  # the timelines kept with the host facts (run.host_json), if any
-        for target, facts in con.execute("SELECT target, host_json FROM run"):
+        for point, target, facts in con.execute("SELECT point_key, target, host_json FROM run"):
+            mine = points.setdefault(point, {})
             for name, start, end in json.loads(facts or "{}").get("timeline") or []:
                 steps[name] = steps.get(name, 0.0) + end - start
                 steps[f"{target}: {name}"] = steps.get(f"{target}: {name}", 0.0) + end - start
-    return wall, iops, steps
+                mine[name] = mine.get(name, 0.0) + end - start
+            if FIO_START in mine or FIO_END in mine:
+                mine[FIO_BOTH] = mine.get(FIO_START, 0.0) + mine.get(FIO_END, 0.0)
+                steps[FIO_BOTH] = steps.get(FIO_BOTH, 0.0) + mine[FIO_BOTH]
+    return wall, iops, steps, points
+
+
+FIO_START, FIO_END, BOOT = "fio start", "fio end", "target start"
+# a VM's fio reports the end of its runtime on the guest's clock, which the guest set from the emulated RTC
+# (whole seconds) at boot: what it is off by moves time between fio's start and end, not their sum
+FIO_BOTH = "fio start + end"
 
 
 # Run in each tree's own process: every VM target of the spec started as a campaign starts it, its guests not
@@ -267,12 +283,12 @@ def main(argv: list[str] | None = None) -> int:
             report_starts(starts)
         if args.no_campaign:
             return 0
-        runs: dict[str, list[tuple[float, dict[str, float], dict[str, float]]]] = {t: [] for t in trees}
+        runs: dict[str, list[Run]] = {t: [] for t in trees}
         for i in range(args.repeat):
             for name, src in trees.items():
                 db = folder / f"{name.replace(' ', '-')}-{i}.db"
                 runs[name].append(result := run_once(src, spec, db))
-                wall, iops, _ = result
+                wall, iops, _, _ = result
                 measuring = per_point * len(iops)
                 print(
                     f"{name} run {i + 1}: {len(iops)} points, measuring {measuring:.0f} s of {wall:.0f} s "
@@ -285,38 +301,64 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def report(runs: dict[str, list[tuple[float, dict[str, float], dict[str, float]]]], per_point: float) -> None:
+def report(runs: dict[str, list[Run]], per_point: float) -> None:
     names = list(runs)
     print("\nmeasuring / wall, median of the runs (range):")
     for name, took in runs.items():
-        shares = [per_point * len(iops) / wall * 100 for wall, iops, _ in took]
-        walls = [wall for wall, _, _ in took]
+        shares = [per_point * len(run[1]) / run[0] * 100 for run in took]
+        walls = [run[0] for run in took]
         print(
             f"  {name}: {statistics.median(shares):.0f} % ({min(shares):.0f}-{max(shares):.0f} %), "
             f"wall {statistics.median(walls):.0f} s ({min(walls):.0f}-{max(walls):.0f} s)"
         )
     print("\neach point's IOPS, median (range over the runs):")
-    points = list(dict.fromkeys(p for took in runs.values() for _, iops, _ in took for p in iops))
+    points = list(dict.fromkeys(p for took in runs.values() for run in took for p in run[1]))
     print(f"  {'point':<55}" + "".join(f"{n:>28}" for n in names))
     for point in points:
         cells = []
         for name in names:
-            values = [iops[point] for _, iops, _ in runs[name] if point in iops]
+            values = [run[1][point] for run in runs[name] if point in run[1]]
             cells.append(
                 f"{statistics.median(values):>10,.0f} ({min(values):,.0f}-{max(values):,.0f})"
                 if values
                 else "-"
             )
         print(f"  {point:<55}" + "".join(f"{c:>28}" for c in cells))
+    report_point_steps(runs, points)
     for name, took in runs.items():
         steps: dict[str, float] = {}
-        for _, _, mine in took:
-            for step, s in mine.items():
+        for run in took:
+            for step, s in run[2].items():
                 steps[step] = steps.get(step, 0.0) + s / len(took)
         if steps:
             print(f"\n{name}: seconds of each step over the campaign (mean of the runs, from the store):")
             for step, s in sorted(steps.items(), key=lambda kv: (":" in kv[0], kv[0].split(":")[0], -kv[1])):
                 print(f"  {step:<40} {s:8.1f}")
+
+
+def report_point_steps(runs: dict[str, list[Run]], points: list[str]) -> None:
+    """Each point's target start and fio start (+ end), seconds from the store, median over the runs,
+    the trees side by side: steps less bound to the host's load than the wall time."""
+    names = list(runs)
+    if not any(run[3] for took in runs.values() for run in took):
+        return
+    print(
+        "\neach point's stored steps, seconds, median of the runs (target start | fio start | fio start + end):"
+    )
+    print(f"  {'point':<55}" + "".join(f"{n:>26}" for n in names))
+    totals = {name: [0.0, 0.0, 0.0] for name in names}
+    for point in points:
+        cells = []
+        for name in names:
+            mine = [run[3][point] for run in runs[name] if point in run[3]]
+            if not mine:
+                cells.append("-")
+                continue
+            got = [statistics.median(m.get(step, 0.0) for m in mine) for step in (BOOT, FIO_START, FIO_BOTH)]
+            totals[name] = [a + b for a, b in zip(totals[name], got, strict=True)]
+            cells.append(" | ".join(f"{g:5.2f}" for g in got))
+        print(f"  {point:<55}" + "".join(f"{c:>26}" for c in cells))
+    print(f"  {'sum':<55}" + "".join(f"{' | '.join(f'{t:5.1f}' for t in totals[n]):>26}" for n in names))
 
 
 if __name__ == "__main__":

@@ -928,12 +928,13 @@ def ready_vms(timeout: float = 150.0, count: int = 1) -> list[int]:
 
 
 def attack_running_vms(scratch: Path, count: int = 1) -> tuple[list[Path], dict[Path, str]]:
-    """As ``nobody``: a write job against every TCP port the run's processes listen on, and a connect to
-    every unix socket they hold; the backing images' digests taken before. Returns (disks, digests)."""
+    """As ``nobody``: a write job against every TCP port the run's processes listen on (vmio's own, which
+    runs in this process, among them: its fio relays), and a connect to every unix socket they hold; the
+    backing images' digests taken before. Returns (disks, digests)."""
     vms = ready_vms(count=count)
     disks = [d for p in vms for d in qemu_disks(cmdline(p))]
     before = {d: digest(d) for d in disks}
-    ports, paths = listening([*vms, *descendants(os.getpid())])
+    ports, paths = listening([*vms, os.getpid(), *descendants(os.getpid())])  # vmio's fio relays: here
     assert ports, "the run's QEMUs listen on no TCP port"
     job = job_file(scratch, "/dev/vda")
     for port in sorted(ports):
