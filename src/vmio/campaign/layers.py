@@ -70,6 +70,7 @@ class Tracing:
         self.guest: list[guesttrace.Tracer] = []  # the guests tracing their block layer
         self.tables: list[guesttrace.Table] | None = None  # what they counted, read at the point's end
         self.left: list[str] = []  # guests whose tracing could not be switched off, in their words
+        self.owner = guesttrace.owner()  # this run's name in the guests' claims (another run's is refused)
 
     def __enter__(self) -> Tracing:
         self._start_qemu()
@@ -141,10 +142,12 @@ class Tracing:
         keep = math.ceil(self.limit_s) + GUEST_KEEP_S  # what a killed vmio leaves on goes off by then
         for tracer, disk in tracers:
             try:
-                rc, said = tracer.command(f"on {disk} {self.slot} {guesttrace.SIZE} {self.bs} {keep}")
+                rc, said = tracer.command(
+                    f"on {disk} {self.slot} {guesttrace.SIZE} {self.bs} {keep} {self.owner}"
+                )
             except VmioError as exc:
                 rc, said = 1, str(exc)
-            if rc != 0:
+            if rc != 0:  # (another run's live tracer: refused in the guest, which this run leaves alone)
                 self.why["guest_block"] = f"{tracer.name}'s block layer could not be traced: {said.strip()}"
                 self._stop_guest()
                 return
@@ -155,7 +158,7 @@ class Tracing:
         tables, tracers, self.guest = [], self.guest, []
         for tracer in tracers:
             try:
-                rc, said = tracer.command("read")
+                rc, said = tracer.command(f"read {self.owner}")
                 if rc != 0:
                     raise VmioError(said.strip())
                 tables.append(guesttrace.read(said))
@@ -163,7 +166,7 @@ class Tracing:
                 self.why["guest_block"] = f"{tracer.name}'s count could not be read: {exc}"
             finally:
                 try:
-                    rc, said = tracer.command("off")
+                    rc, said = tracer.command(f"off {self.owner}")
                 except VmioError:  # a VM that cannot answer is failing the point already
                     rc, said = 0, ""
                 if rc != 0:  # the guest's own words; what is left goes off at the limit ``on`` gave it
@@ -227,6 +230,7 @@ class Tracing:
             shown[layer] = lay.untraced(why)
         rec.layers = lay.shown(shown)
         rec.layer_hists = lay.rows(spans)
+        rec.warnings += self.left  # vmio run says so too: something of vmio's is left in a guest
 
     def _qemu(
         self, window: tuple[float, float], spans: dict[str, lay.Spans], shown: dict[str, object]

@@ -14,7 +14,9 @@ slots are ``slot_ns`` long, so the window's start is within one slot of fio's.
 
 from __future__ import annotations
 
+import os
 import re
+import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
@@ -38,6 +40,13 @@ class Tracer(Protocol):
     name: str
 
     def command(self, line: str, timeout: float = ...) -> tuple[int, str]: ...
+
+
+def owner() -> str:
+    """This run's name in a guest tracer's claim (``on``/``read``/``off``'s last word): vmio's PID and host,
+    one word of letters, digits and ``@:._-``, as the guest's tracer accepts it."""
+    host = re.sub(r"[^A-Za-z0-9.-]", "-", socket.gethostname())[:64] or "host"
+    return f"vmio-{os.getpid()}@{host}"
 
 
 def slot_ns(seconds: float) -> int:
