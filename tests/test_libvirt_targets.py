@@ -278,6 +278,7 @@ def _guest_layer(
     with Store(db) as store:
         stored = {(h[0], h[1]): h for h in store.layer_hists(run["id"])}
     assert sum(stored[("guest_block", "read")][4].values()) == guest["ios"]
+    _clock(name, libvirtd, run, layers, stored[("guest_block", "read")][4])
     # the guest's tracefs: vmio's triggers during the point, nothing of them after it
     (state,) = during
     assert "onmatch(block.block_rq_issue).trace(vmio_blk_lat" in state and "vmio_ts0" in state
@@ -298,6 +299,30 @@ def _guest_layer(
     assert _state(said[3][1]) == ["0"], said
     _two_runs_said(said[4:], disk)
     _off_refused(tracer, name, libvirtd, disk, tmp_path)
+
+
+def _clock(name: str, libvirtd: str, run: sqlite3.Row, layers: dict[str, Any], bins: dict[int, int]) -> None:
+    """The guest's clocks, against the guest kernel's own word (read through the agent): its clocksource as
+    stored in the point's facts, and a note on each layer read off a coarse clock exactly when the kernel
+    says so: fio's when the clocksource counts jiffies, guest_block's when the kernel could not use its TSC
+    (its sched_clock, hence the trace clock, then counts jiffies: the canary's i440fx guest has no HPET or
+    PM timer to calibrate it against under TCG). The stored histogram is the step's multiples."""
+    said = agent.run(
+        Virsh(libvirtd), name, "sh", ["-c", "cat /sys/devices/system/clocksource/clocksource0/current_clocksource;"
+                                      " dmesg | grep -c 'could not calculate TSC khz'"],
+    )  # fmt: skip
+    source, no_tsc = said.out.split()
+    (facts,) = json.loads(run["host_json"])["guest_clock"].values()
+    assert facts["clocksource"] == source, (facts, said)
+    assert ("clock" in layers["app"]) == (source in ("jiffies", "refined-jiffies")), (layers["app"], source)
+    guest = layers["guest_block"]
+    assert ("clock" in guest) == (no_tsc != "0"), (guest, said)
+    if "clock" in guest:  # a step of the kernel's tick: 1, 4 or 10 ms (HZ 1000, 250, 100), or a bit more
+        step = facts["trace_step_us"]
+        assert any(tick <= step <= 1.01 * tick for tick in (1000, 4000, 10000)), facts
+        assert f"in {step} µs steps" in guest["clock"], (facts, guest)
+        # each stored bucket near a multiple of the step (a bucket is within 1/64 of its latencies, above 64 µs)
+        assert all(abs(b / 1000 - round(b / 1000 / step) * step) <= 0.03 * b / 1000 for b in bins), bins
 
 
 def _batch(virsh: Virsh, name: str, lines: list[str]) -> list[tuple[int, str]]:

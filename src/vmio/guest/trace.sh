@@ -221,7 +221,12 @@ on() {
         echo "$k $(started $k) $end $owner" > "$S/by.$$" && mv "$S/by.$$" "$held/by"
     fi
     free1=$(sed -n "s/^MemFree: *\([0-9]*\).*/\1/p" /proc/meminfo)
-    echo "on $disk dev $devt pairs $pairs renew_every $half tables_kb $((free0 - free1))"
+    # the guest's clocks: fio's (the clocksource: jiffies ones step by the kernel's tick) and the trace
+    # clock the triggers stamp with (in brackets; "global" by default when the kernel found sched_clock
+    # unstable, as without a usable TSC)
+    read -r cs < /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || cs=unknown
+    tc=$(sed -n 's/.*\[\([a-z0-9-]*\)\].*/\1/p' "$T/trace_clock" 2>/dev/null)
+    echo "on $disk dev $devt pairs $pairs renew_every $half tables_kb $((free0 - free1)) clock $cs ${tc:-unknown}"
 }
 
 state() {

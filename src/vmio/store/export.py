@@ -228,8 +228,9 @@ LAYER_FIGURES = ("mean_us", "p50_us", "p99_us", "ios")
 
 
 def layer_columns(layers: dict[str, object] | None) -> TableRow:
-    """A point's ``layers`` (docs/layers.md) as flat columns: ``layer_{name}_{read|write}_{figure}``, and
-    ``layer_{name}_why`` for a layer that was not traced."""
+    """A point's ``layers`` (docs/layers.md) as flat columns: ``layer_{name}_{read|write}_{figure}``,
+    ``layer_{name}_why`` for a layer that was not traced and ``layer_{name}_clock`` for one read off a coarse
+    clock."""
     out: TableRow = {}
     for name, layer in (layers or {}).items():
         if not isinstance(layer, dict):
@@ -240,6 +241,8 @@ def layer_columns(layers: dict[str, object] | None) -> TableRow:
                 out[f"layer_{name}_{ddir}_{key}"] = figures.get(key)
         if "why" in layer:
             out[f"layer_{name}_why"] = layer["why"]
+        if "clock" in layer:  # a guest's coarse clock: its percentiles are multiples of a step
+            out[f"layer_{name}_clock"] = layer["clock"]
     return out
 
 
