@@ -68,9 +68,10 @@ forget() {  # the state files and the claim gone, and their folder when nothing 
 
 release() { rm -f "$held/by"; rmdir "$held" 2>/dev/null; return 0; }
 
-started() {  # process $1's start time (field 22 of /proc/PID/stat; after the name, which may hold spaces)
+started() {  # process $1's start time (field 22 of /proc/PID/stat; after the name, which may hold spaces);
+    # nothing once it ended (a zombie: no one may reap a keeper whose on has exited)
     sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | {
-        read -r _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ st _ && echo "$st"; }
+        read -r state _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ st _ && [ "$state" != Z ] && echo "$st"; }
 }
 
 claimed() {  # whether the guest is claimed, with the claim's PID START END OWNER in hp hs he ho
@@ -94,11 +95,13 @@ held_by() {  # the one line that says who holds the guest, and until when (after
         "the guest, holds it$until_)"
 }
 
-end_keeper() {  # the claim's keeper ended (after claimed), before its triggers go: it may be renewing them
+end_keeper() {  # the claim's keeper ended (after claimed), before its triggers go: it may be renewing them.
+    # SIGKILL: a shell handles SIGTERM only once its sleep ends (up to a second); a renewal cut short leaves
+    # nothing that the sweep after this does not remove
     running && [ "$hp" != "$$" ] || return 0
-    kill "$hp" 2>/dev/null || return 0
+    kill -9 "$hp" 2>/dev/null || return 0
     wait "$hp" 2>/dev/null ; n=0  # (reaped when it is this shell's child; else watched to its end)
-    while [ $n -lt 20 ] && [ "$(started "$hp")" = "$hs" ]; do sleep 0.1; n=$((n + 1)); done
+    while [ $n -lt 20 ] && [ "$(started "$hp")" = "$hs" ]; do sleep 0.05; n=$((n + 1)); done
 }
 
 sweep() {  # vmio's triggers and synthetic event removed; else what is left and the kernel's words, one line
