@@ -226,6 +226,32 @@ def test_refused_trace_says_why_and_the_point_measures(
         assert store.layer_hists(run["id"]) == []
 
 
+class _RefusedMount(Runner):
+    """A runner whose ``mount`` fails as an unprivileged or locked-down host's would (a seam: the program
+    run instead says so and exits 32, mount's own failure status)."""
+
+    def run(self, argv: Any, **kwargs: Any) -> Any:
+        assert argv[0] == "mount", argv
+        return super().run(["sh", "-c", "echo 'mount: permission denied' >&2; exit 32"], **kwargs)
+
+
+def test_a_host_that_cannot_trace_says_why(tmp_path: Path) -> None:
+    """Each way the host's block layer cannot be traced is one sentence (the point is measured all the
+    same: test_refused_trace_says_why_and_the_point_measures): no disk of this host under the target, a
+    kernel without tracefs, a tracefs that cannot be mounted (mount's own words)."""
+    assert (
+        blocktrace.why_not([], tmp_path, Runner()) == "the target's I/O lands on no block device of this host"
+    )
+    assert blocktrace.tracefs(tmp_path, Runner()) == (
+        f"this kernel has no tracefs ({tmp_path / 'kernel/tracing'} does not exist)"
+    )
+    (tmp_path / "kernel/tracing").mkdir(parents=True)
+    assert blocktrace.tracefs(tmp_path, _RefusedMount()) == (
+        f"tracefs is not mounted and could not be mounted at {tmp_path / 'kernel/tracing'}: mount: permission "
+        "denied"
+    )
+
+
 def test_the_tracer_dies_with_vmio(tmp_path: Path) -> None:
     """vmio killed by SIGKILL mid-trace: its tracer (under the supervisor) dies with it."""
     need_tracing()
