@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -191,6 +192,8 @@ def test_run_layers_traces_host_block_and_leaves_nothing(
     assert main(["report", "lay", "--db", str(db), "-o", str(scratch / "r.html")]) == 0
     page = (scratch / "r.html").read_text()
     assert 'id="layers-0"' in page and "host block layer and device" in page
+    shown = " ".join(re.sub(r"<[^>]+>", " ", page).split())  # the page's text, as wrapped lines joined
+    assert "the layers need not nest, and a share below zero is drawn as zero" in shown  # buffered I/O
     with Store(db) as store:
         [run] = store.runs("lay")
         hists = store.layer_hists(run["id"])
