@@ -409,7 +409,8 @@ def _off_refused(tracer: AgentTracer, name: str, libvirtd: str, disk: str, tmp_p
     (here: the test, through the agent), cannot be removed (the kernel answers EBUSY). The point's
     guest_block carries the guest's words in ``cut``, its figures are the requests the guest counted before
     (as many as the guest's own /sys/block/DISK/stat counted), vmio run's output warns; the next ``on``
-    refuses with the same words while the obstacle stays, and sweeps once it is gone."""
+    refuses with the same words while the obstacle stays, and sweeps once it is gone. Before that, another
+    run's point while this one's tracer lives: refused, saying why, touching nothing."""
     virsh = Virsh(libvirtd)
     # 40 direct reads, counted by the guest's own disk statistics; then the obstacle
     reads = (
@@ -422,6 +423,16 @@ def _off_refused(tracer: AgentTracer, name: str, libvirtd: str, disk: str, tmp_p
         done = agent.run(virsh, name, "sh", ["-c", reads])
         assert done.exitcode == 0, done
         counted = int(done.out.strip())
+        # another run's point meanwhile: refused in the guest (this one's tracer lives), its guest_block says
+        # why, and it neither reads nor switches off there (this one's table is read whole below)
+        other = campaign_layers.Tracing(_Domain(tracer, disk), Runner(), tmp_path, 5.0, 4.0)  # type: ignore[arg-type]
+        other.owner = "vmio-2@other"
+        with other:
+            assert other.guest == []
+        assert other.why["guest_block"].startswith(
+            f"{name}'s block layer could not be traced: the guest's block layer is being traced by another "
+            f"run, {traced.owner} (its tracer, PID "
+        ) and other.why["guest_block"].endswith("; nothing was changed"), other.why
     now = time.monotonic()
     rec = RunRecord(
         campaign="t", point_key="t/p", target="t", target_kind="libvirt", workload="w", bs=4096,
