@@ -1,5 +1,5 @@
-"""Points whose guest kernel reported disk trouble are named in the report, and TCG targets are marked in its
-#layers figure, with fixed data."""
+"""Points whose guest kernel reported disk trouble, or whose guest's clock was coarse, are named in the report,
+and TCG targets are marked in its #layers figure, with fixed data."""
 
 from __future__ import annotations
 
@@ -67,3 +67,24 @@ def test_the_layers_figure_marks_tcg_targets() -> None:
     # the bars' names (the y axis), then the caption's note
     assert f"bare · max vblk {report_data.TCG_MARK} · max" in text, text
     assert text.endswith(report_data.TCG_NOTE.strip()), text
+
+
+def test_points_read_off_a_coarse_guest_clock_are_named() -> None:
+    """A point whose layers carry a ``clock`` note (its guest's clock stepped by the kernel's tick) is named
+    in the report with the note, layer by layer; a point without one is not."""
+    note = "the guest's trace clock is coarse (vmio-0's in 4000 µs steps: ...)"
+    figures = {"read": {"ios": 2000, "mean_us": 2395.0, "p50_us": 4014.08, "p99_us": 8028.16}, "write": None}
+    with Store(":memory:") as store:
+        store.ensure_campaign("g", "g.toml", "", "{}")
+        coarse, fine = rec("vblk", "qemu", 0), rec("bare", "host", None)
+        coarse.layers = {"guest_block": {**figures, "clock": note}}
+        fine.layers = {"app": figures}
+        store.record(coarse)
+        store.record(fine)
+        html = page.render(page.build(report_data.load(store, "g"), "bare"))
+    section = html.split("<h2>Coarse guest clocks</h2>")[1].split("</ul>")[0]
+    assert (
+        "vblk/rr/bs=4096/offered=max/load=0/rep=1, guest_block: the guest&#x27;s trace clock is coarse"
+        in section
+    )
+    assert "bare/" not in section
