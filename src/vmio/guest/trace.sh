@@ -206,6 +206,9 @@ on() {
     end=0 ; [ "$limit" -gt 0 ] && end=$(( $(uptime_s) + limit ))
     state_dir || return 1
     claim "$owner" "$end" || return 1  # another run's live tracer: refused, nothing changed
+    if [ -r "$S/keeper" ]; then  # the keeper of a vmio from before claims (its PID alone), ended as it was
+        read -r k < "$S/keeper" && kill "$k" 2>/dev/null ; rm -f "$S/keeper"
+    fi
     sweep || { forget; return 1; }  # what an earlier tracer left (its keeper gone): removed, else its words
     free0=$(sed -n "s/^MemFree: *\([0-9]*\).*/\1/p" /proc/meminfo)
     : > "$T/error_log" 2>/dev/null
