@@ -131,7 +131,7 @@ def test_a_coarse_trace_clock_shows_in_its_steps() -> None:
     def table(*us: int) -> guesttrace.Table:
         return guesttrace.Table([guesttrace.Entry("read", 1, 1, u * 1000, u) for u in us])
 
-    # the canary's guest (no usable TSC; refined-jiffies' tick is a little over 4 ms)
+    # a canary without ACPI (no usable TSC; refined-jiffies' tick is a little over 4 ms)
     assert table(0, 4000, 4001, 8001).step_us() == 4000
     assert table(8001, 12002, 40010).step_us() == 4000  # the shortest request took two steps
     assert table(0, 0).step_us() == 0  # every request read 0: the step is longer than all of them

@@ -303,10 +303,10 @@ def _guest_layer(
 
 def _clock(name: str, libvirtd: str, run: sqlite3.Row, layers: dict[str, Any], bins: dict[int, int]) -> None:
     """The guest's clocks, against the guest kernel's own word (read through the agent): its clocksource as
-    stored in the point's facts, and a note on each layer read off a coarse clock exactly when the kernel
-    says so: fio's when the clocksource counts jiffies, guest_block's when the kernel could not use its TSC
-    (its sched_clock, hence the trace clock, then counts jiffies: the canary's i440fx guest has no HPET or
-    PM timer to calibrate it against under TCG). The stored histogram is the step's multiples."""
+    stored in the point's facts. The canary has ACPI (its HPET and PM timer), so its TSC calibrates even
+    under TCG and neither fio's latencies nor the guest's block layer's are read off a coarse clock: no note,
+    and latencies between the kernel's ticks (a canary without ACPI read every one as 0, 4000, 8000 µs...;
+    the coarse case: test_guesttrace.py, test_advise_diagnose.py, test_report_guest_warnings.py)."""
     said = agent.run(
         Virsh(libvirtd), name, "sh", ["-c", "cat /sys/devices/system/clocksource/clocksource0/current_clocksource;"
                                       " dmesg | grep -c 'could not calculate TSC khz'"],
@@ -314,15 +314,11 @@ def _clock(name: str, libvirtd: str, run: sqlite3.Row, layers: dict[str, Any], b
     source, no_tsc = said.out.split()
     (facts,) = json.loads(run["host_json"])["guest_clock"].values()
     assert facts["clocksource"] == source, (facts, said)
-    assert ("clock" in layers["app"]) == (source in ("jiffies", "refined-jiffies")), (layers["app"], source)
-    guest = layers["guest_block"]
-    assert ("clock" in guest) == (no_tsc != "0"), (guest, said)
-    if "clock" in guest:  # a step of the kernel's tick: 1, 4 or 10 ms (HZ 1000, 250, 100), or a bit more
-        step = facts["trace_step_us"]
-        assert any(tick <= step <= 1.01 * tick for tick in (1000, 4000, 10000)), facts
-        assert f"in {step} µs steps" in guest["clock"], (facts, guest)
-        # each stored bucket near a multiple of the step (a bucket is within 1/64 of its latencies, above 64 µs)
-        assert all(abs(b / 1000 - round(b / 1000 / step) * step) <= 0.03 * b / 1000 for b in bins), bins
+    assert source not in ("jiffies", "refined-jiffies") and no_tsc == "0", said
+    assert "clock" not in layers["app"] and "clock" not in layers["guest_block"], layers
+    assert facts.get("trace_step_us") is None, facts
+    off_tick = [b for b in bins if min(b % 4_000_000, 4_000_000 - b % 4_000_000) > 200_000]
+    assert len(off_tick) >= len(bins) // 2, bins  # most buckets are not near a 4 ms multiple
 
 
 def _batch(virsh: Virsh, name: str, lines: list[str]) -> list[tuple[int, str]]:
