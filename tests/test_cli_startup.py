@@ -136,6 +136,7 @@ def test_a_relocation_plan_imports_no_plotting_or_simulator(tmp_path: Path) -> N
     _, [(code, modules), (drew, plotted)] = probe(
         ("relocate", "plan", str(trace), "-o", str(plan)),
         ("relocate", "analyze", str(trace), "--plot-dir", str(figures)),
+        home=tmp_path,  # matplotlib's font cache goes there
     )
     assert code == 0 and json.loads(plan.read_text())["zone"]["extents"] >= 1
     assert not {"matplotlib", "numba", "llvmlite"} & modules
