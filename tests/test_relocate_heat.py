@@ -11,7 +11,16 @@ from hypothesis import strategies as st
 
 from vmio.errors import InputError
 from vmio.relocate import plots
-from vmio.relocate.heat import extent_counts, heat_over_time, hot_by_budget, hot_by_coverage, summarize
+from vmio.relocate.heat import (
+    HotChoice,
+    extent_counts,
+    heat_over_time,
+    hot_by_budget,
+    hot_by_coverage,
+    summarize,
+    touched_counts,
+)
+from vmio.relocate.layout import Layout
 from vmio.traces.trace import Trace
 
 MiB = 1 << 20
@@ -51,6 +60,29 @@ def test_hot_set_is_the_smallest_covering_set(counts: list[int], coverage: float
     assert c[hot].sum() >= coverage * total * (1 - 1e-9)
     best_smaller = np.sort(c)[::-1][: len(hot) - 1].sum()
     assert best_smaller < coverage * total
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    touched=st.lists(st.integers(0, 30), max_size=60),
+    size=st.integers(31, 40),
+    coverage=st.floats(0.01, 1.0),
+    budget=st.integers(0, 8),
+)
+def test_hot_set_of_the_touched_extents_is_that_of_every_extent(
+    touched: list[int], size: int, coverage: float, budget: int
+) -> None:
+    """The planner's hot sets come from the extents the requests touch; every extent's counts (zeros
+    included) give the same sets, ties and all."""
+    tr = _trace([0] * len(touched), [e * MiB + 7 for e in touched])
+    layout = Layout.consecutive(["a", "b"], [size * MiB, MiB], MiB)
+    dense = extent_counts(tr, 0, MiB, size)
+    extents, counts = touched_counts(tr, 0, MiB, size)
+    assert extents.tolist() == sorted(set(touched)) and counts.tolist() == dense[dense > 0].tolist()
+    by_coverage, untouched = HotChoice(coverage=coverage).pick(tr, layout)
+    assert by_coverage.tolist() == hot_by_coverage(dense, coverage).tolist() and untouched.tolist() == []
+    by_budget = HotChoice(budget_bytes=budget * MiB).pick(tr, layout)[0]
+    assert by_budget.tolist() == hot_by_budget(dense, budget).tolist()
 
 
 def test_budget_and_bad_coverage() -> None:

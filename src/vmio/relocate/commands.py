@@ -11,11 +11,17 @@ import numpy as np
 from numpy.typing import NDArray
 
 from vmio.errors import InputError
-from vmio.relocate import plots
 from vmio.relocate.disk import builtin_disk
-from vmio.relocate.evaluate import Evaluation, HotChoice, ReplaySetup, evaluate
 from vmio.relocate.ffsb import SEED_FIT, FfsbProfile, ffsb_layout, ffsb_profile_stream
-from vmio.relocate.heat import ImageHeat, extent_counts, extents_of, heat_over_time, pages_of, summarize
+from vmio.relocate.heat import (
+    HotChoice,
+    ImageHeat,
+    extent_counts,
+    extents_of,
+    heat_over_time,
+    pages_of,
+    summarize,
+)
 from vmio.relocate.layout import Layout
 from vmio.relocate.plan_io import plan_to_dict, plan_zone, read_plan, write_plan
 from vmio.relocate.planner import Plan, build_plan
@@ -28,6 +34,7 @@ from vmio.units import format_size, parse_size
 if TYPE_CHECKING:
     from vmio.mrc.curve import Sampling
     from vmio.mrc.points import CacheCurve
+    from vmio.relocate.evaluate import Evaluation, ReplaySetup
 
 
 def parse_images(specs: Sequence[str]) -> dict[str, int]:
@@ -73,6 +80,8 @@ def plan_from_trace(
 
 def analyze_plots(trace: Trace, extent: int, out_dir: Path) -> list[Path]:
     """The access distribution over the images laid out one after another, and per-image heat over time."""
+    from vmio.relocate import plots  # matplotlib: only where a figure is drawn, not for every sub-command
+
     layout = layout_for(trace, [], extent, None, 0)
     phys = layout.physical_offset(trace.image, trace.offset)
     paths: list[Path] = []
@@ -288,6 +297,8 @@ def _from_traces(args: EvaluateRequest) -> tuple[Trace, Trace, Layout, Source]:
 
 
 def evaluate_request(args: EvaluateRequest) -> EvaluationReport:
+    from vmio.relocate.evaluate import ReplaySetup, evaluate  # the replay's compiled kernels: not for a plan
+
     rng = np.random.default_rng(args.seed)
     streams = None
     if args.synthetic and args.ffsb_model not in SYNTHETIC_MODELS:
@@ -308,6 +319,8 @@ def evaluate_request(args: EvaluateRequest) -> EvaluationReport:
     before = layout.physical_offset(stream.image, stream.offset)
     after = ev.plan.physical_offset(stream.image, stream.offset)
     if args.plot:
+        from vmio.relocate import plots  # matplotlib: only when a figure is asked for
+
         plots.access_distribution(
             before,
             after,
