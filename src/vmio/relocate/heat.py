@@ -6,7 +6,7 @@ A request counts once, at the extent holding its first byte.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -14,8 +14,18 @@ from numpy.typing import NDArray
 from vmio.errors import InputError
 from vmio.traces.trace import Trace, check_page_budget, expand_runs
 
-if TYPE_CHECKING:
-    from vmio.relocate.layout import Layout
+
+class Extents(Protocol):
+    """What a hot set needs of a layout (``relocate.layout.Layout``, which imports this module): each image's
+    extent count and the extent size."""
+
+    @property
+    def names(self) -> tuple[str, ...]: ...
+    @property
+    def nextents(self) -> tuple[int, ...]: ...
+    @property
+    def extent_bytes(self) -> int: ...
+
 
 DEFAULT_EXTENT = 1 << 20
 
@@ -119,7 +129,7 @@ class HotChoice:
     budget_bytes: int | None = None
     coverage: float = 0.9
 
-    def pick(self, trace: Trace, layout: Layout) -> list[NDArray[np.int64]]:
+    def pick(self, trace: Trace, layout: Extents) -> list[NDArray[np.int64]]:
         """Per image, its hot logical extents (ascending), chosen among the extents its requests touch."""
         out = []
         for i in range(len(layout.names)):
