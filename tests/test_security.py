@@ -1168,7 +1168,7 @@ def test_without_the_folder_rule_dstore_up_writes_into_another_users_folder(
     os.chown(theirs, 65534, 65534)
     written: list[bool] = []
 
-    def stop_before_daemons(runner: object, layout: object, replicas: int, deadline: float) -> None:
+    def stop_before_daemons(runner: object, layout: object, deadline: float) -> None:
         written.append((theirs / "ceph.conf").is_file())
         raise KeyboardInterrupt  # nothing started: `up` tears down what it wrote
 
