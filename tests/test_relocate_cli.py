@@ -15,7 +15,9 @@ import pytest
 
 from vmio.cli import main
 from vmio.membal.reference import lru_hits
+from vmio.relocate.heat import ADDRESS_ROWS, heat_over_time
 from vmio.relocate.plan_io import read_plan
+from vmio.traces.readers import read_trace
 
 from conftest import CLOUDPHYSICS_SAMPLE
 
@@ -96,6 +98,14 @@ resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
 from vmio.cli import main
 sys.exit(main(["relocate", "plan", sys.argv[1], "-o", sys.argv[2]]))
 """
+# `vmio relocate analyze TRACE --plot-dir DIR` within 2 GiB (matplotlib's own start takes some): its heat map
+# was one int64 a time bin and extent, 11 GiB for the trace below
+LIMITED_PLOTS = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+from vmio.cli import main
+sys.exit(main(["relocate", "analyze", sys.argv[1], "--plot-dir", sys.argv[2]]))
+"""
 
 
 def test_plan_of_one_request_far_into_a_huge_image(tmp_path: Path) -> None:
@@ -126,6 +136,32 @@ def test_plan_of_one_request_far_into_a_huge_image(tmp_path: Path) -> None:
     plan = read_plan(out)  # checked again as `apply` reads it
     where = plan.physical_offset(np.zeros(3, np.int32), np.array([hot * MiB + 5, zone * MiB, MiB], np.int64))
     assert where.tolist() == [zone * MiB + 5, hot * MiB, MiB]
+
+
+def test_the_heat_map_of_a_huge_image_sums_its_accesses_in_rows(tmp_path: Path) -> None:
+    """The same one request's image analysed with figures: the heat map sums consecutive extents into at
+    most ADDRESS_ROWS rows (every access kept, in the row of its extent), and both figures are written
+    within 2 GiB of address space."""
+    lbn = 60626179329
+    hot = lbn * 512 // MiB
+    trace = tmp_path / "t.csv"
+    trace.write_text(f"version,time,op,size,lbn\n1,0,2a,0,{lbn}\n1,1,2a,8,0\n")
+    grid, _edges, per = heat_over_time(read_trace(trace), 0, MiB, hot + 1)
+    assert per == -(-(hot + 1) // ADDRESS_ROWS) and grid.shape == (50, -(-(hot + 1) // per))
+    assert grid.shape[1] <= ADDRESS_ROWS and grid.sum() == 2
+    assert grid[:, hot // per].sum() == 1 and grid[:, 0].sum() == 1
+    env = {"PYTHONPATH": SRC, "PATH": os.environ["PATH"], "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
+           "MPLCONFIGDIR": str(tmp_path / "mpl")}  # fmt: skip
+    plots = tmp_path / "plots"
+    done = subprocess.run(
+        [sys.executable, "-c", LIMITED_PLOTS, str(trace), str(plots)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in plots.iterdir()) == ["access-distribution.png", "heat-t.png"]
 
 
 @pytest.mark.parametrize(("vms", "seed_gain"), [(2, 0.10), (3, 0.20)])

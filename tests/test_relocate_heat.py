@@ -42,8 +42,11 @@ def test_counts_per_extent_and_over_time() -> None:
     tr = _trace([0, 0, 0, 1, 0], [0, MiB + 5, MiB, 3 * MiB, 2 * MiB])
     assert extent_counts(tr, 0, MiB).tolist() == [1, 2, 1]
     assert extent_counts(tr, 1, MiB, 5).tolist() == [0, 0, 0, 1, 0]
-    grid, edges = heat_over_time(tr, 0, MiB, 3, time_bins=2)
-    assert grid.sum(axis=0).tolist() == [1, 2, 1] and len(edges) == 3
+    grid, edges, per = heat_over_time(tr, 0, MiB, 3, time_bins=2)
+    assert grid.sum(axis=0).tolist() == [1, 2, 1] and len(edges) == 3 and per == 1
+    # rows of two extents: [0, 1] and [2]; every access kept
+    grid, _, per = heat_over_time(tr, 0, MiB, 3, time_bins=2, rows=2)
+    assert grid.sum(axis=0).tolist() == [3, 1] and per == 2
     with pytest.raises(InputError, match="beyond"):
         extent_counts(tr, 0, MiB, 2)
 
@@ -105,6 +108,6 @@ def test_plots_are_written(tmp_path: Path) -> None:
     before = rng.integers(0, 10**9, 500)
     out = plots.access_distribution(before, before // 2, tmp_path / "d.png", disk_bytes=10**9, title="t")
     grid = rng.integers(0, 5, (10, 20))
-    out2 = plots.heat_over_time(grid, np.linspace(0, 1, 11), tmp_path / "h.png", extent_bytes=MiB, title="a")
+    out2 = plots.heat_over_time(grid, np.linspace(0, 1, 11), tmp_path / "h.png", row_bytes=MiB, title="a")
     for p in (out, out2):
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -16,7 +16,6 @@ from vmio.relocate.ffsb import SEED_FIT, FfsbProfile, ffsb_layout, ffsb_profile_
 from vmio.relocate.heat import (
     HotChoice,
     ImageHeat,
-    extent_counts,
     extents_of,
     heat_over_time,
     pages_of,
@@ -96,12 +95,15 @@ def analyze_plots(trace: Trace, extent: int, out_dir: Path) -> list[Path]:
             )
         )
         for i, name in enumerate(trace.images):
-            counts = extent_counts(trace, i, extent, layout.nextents[i])
-            grid, edges = heat_over_time(trace, i, extent, len(counts))
+            grid, edges, per = heat_over_time(trace, i, extent, layout.nextents[i])
             safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
             paths.append(
                 plots.heat_over_time(
-                    grid, edges, out_dir / f"heat-{safe}.png", extent_bytes=extent, title=name
+                    grid,
+                    edges,
+                    out_dir / f"heat-{safe}.png",
+                    row_bytes=per * extent,
+                    title=name,
                 )
             )
     return paths

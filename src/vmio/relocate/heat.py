@@ -84,19 +84,25 @@ def touched_counts(
     return extents.astype(np.int64), counts.astype(np.int64)
 
 
+ADDRESS_ROWS = 1024  # the heat map's address rows at most: its figure is 300 pixels tall
+
+
 def heat_over_time(
-    trace: Trace, image: int, extent_bytes: int, nextents: int, time_bins: int = 50
-) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-    """A (time bin × extent) matrix of access counts for ``image`` and the time-bin edges."""
+    trace: Trace, image: int, extent_bytes: int, nextents: int, time_bins: int = 50, rows: int = ADDRESS_ROWS
+) -> tuple[NDArray[np.int64], NDArray[np.float64], int]:
+    """A (time bin × address row) matrix of access counts for ``image``, the time-bin edges, and the
+    extents a row sums (``rows`` at most: an image of more extents has each row sum as many consecutive
+    extents as it takes, so the matrix stays small for a large image and no access is dropped)."""
     sub = trace.image == image
     t = trace.time[sub]
     lo, hi = (float(t.min()), float(t.max())) if len(t) else (0.0, 1.0)
     edges = np.linspace(lo, hi if hi > lo else lo + 1.0, time_bins + 1)
     tb = np.clip(np.searchsorted(edges, t, side="right") - 1, 0, time_bins - 1)
-    eb = trace.offset[sub] // extent_bytes
-    grid = np.zeros((time_bins, nextents), dtype=np.int64)
+    per = max(1, -(-nextents // rows))
+    eb = trace.offset[sub] // extent_bytes // per
+    grid = np.zeros((time_bins, -(-nextents // per)), dtype=np.int64)
     np.add.at(grid, (tb, eb), 1)
-    return grid, edges
+    return grid, edges, per
 
 
 def hot_by_coverage(counts: NDArray[np.int64], coverage: float) -> NDArray[np.int64]:
