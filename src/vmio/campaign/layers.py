@@ -102,6 +102,8 @@ class Tracing:
             self.rig.qemu_events(True)
         except VmioError as exc:
             self.why["qemu"] = f"QEMU's request events could not be switched on: {exc}"
+            with contextlib.suppress(VmioError):  # any that went on before the refusal
+                self.rig.qemu_events(False)
             return
         self.qemu = [(log, _size(log)) for log in logs]
         self._watcher = threading.Thread(target=self._bound_logs, name="vmio-qemu-log-bound", daemon=True)
