@@ -95,6 +95,42 @@ value: SQLite stepping and sorting each run's sample rows and Python's tuple of 
 byte-identical text needs (SQLite 3.40 writes a float with 15 significant digits, not Python's shortest
 round trip, so it cannot format them); at 20 samples a point that alone is 40-60 µs a point.
 
+Measured for issue 42, fifth round (2 cores shared with three other engineers' work, load average 3-10;
+``--before`` main's ``src``, ``--repeat 3`` by turns, CPU seconds in a child with its imports excluded,
+medians; two runs of 100k). What changed: the ``.series``/``.oplat`` text cells are read as they are and each
+chunk's distinct texts checked once (``export._texts_are``: a chunk holds a few, its points' keys and sources,
+picked out in C), not made inert and guarded by a ``CASE`` per cell in SQL and the chunk's whole text counted
+and scanned (JSON: ``isascii``, three counts, a copy without newlines for ``isprintable``, three searches for
+infinities, 2.6 s of 100k's 10 s); number cells are ``ifnull`` (the store refuses any other value in a number
+column before a detail table is read: ``integrity.check_rows``); the JSON document is kept in pieces and
+joined once (the ``.series`` text was copied five times, now twice); csv's points look for a formula's sign
+after a cell's start only for the signs the text holds (one ``memchr`` pass each: 24 searches of the text were
+6 % of 100k's csv). 100k: ``export csv`` 11.52 -> 9.79 s CPU (115 -> 98 µs a point) and 10.92 -> 10.11 (109 ->
+101), ``export json`` 15.95 -> 12.77 (160 -> 128) and 15.61 -> 13.24 (156 -> 132); max RSS (``/usr/bin/time``)
+csv 444 -> 368 MB, json 1131 -> 1035 MB. 10k: ``csv`` 114 -> 109, ``json`` 185 -> 140; 1k (start-up
+dominates): ``csv`` 155 -> 164, ``json`` 196 -> 167. Every format's output is byte-identical to main's
+(``cmp`` of both trees' csv, json, parquet, ndjson and prometheus of the 1k and 10k stores, of 100k's csv and
+json, of every campaign in tests/data/stores, and of the 1k and 10k stores given formula-like, quoted, comma,
+newline, CR, non-ASCII, control-character and backslash texts, NULL values, -0.0, 1e-300, 1e308 and 2^62 in
+``.series``, tied, NULL and odd ``.oplat`` rows, odd point keys and the odd run columns of
+tests/test_export_tables.py; an infinity or a text in ``sample.value`` is the same one error in both). Tried
+and dropped: SQL writing each text cell as CSV (inert, quoted where needed: ``GLOB``/``CASE`` per cell) took
+9.6 s CPU against 6.5 s for 100k's ``.series``; fetch chunks of 1000 or 20000 rows instead of 5000 made no
+difference beyond the spread.
+
+Not at the target, and why (in-process at 100k, load ~6, CPU s): opening and checking the sample rows 0.4,
+csv's points 3.2 (1.8 reading them through ``show_json.flat_values``, 1.4 writing), its ``.series`` 5.5;
+json's points 4.0, its ``.series`` 5.7. The ``.series`` floor is the stored form, one row per sample (2M rows
+at 100k): at load ~12, stepping SQLite over them with nothing fetched took 1.5 s (leaving out the sort of each
+run's rows by ``t, source, metric``, which no index gives, saved ~0.9 s of a fetch); fetching the five cells
+as Python objects 1.8 s more; ``repr`` of the 4M floats 1.7 s (SQLite 3.40 cannot print a float as Python's
+shortest round trip, and the output keeps it). A measurement (not a design) of the alternative: the same
+samples stored one row per run, in export order, ``t`` and ``value`` as their ``repr`` texts (four texts, each
+joined by a unit separator), give the byte-identical ``.series`` csv of 100k points in 1.6-1.7 s CPU (one
+fetch per run, a split and one ``%`` per run, no float formatting) against 5.5 s. That is a schema change (one
+migration of every ``sample`` row, its fixture, the readers ``Store.samples``, the campaign samples, report's
+over-time figures, the integrity check of numbers held as text, ``vmio rm``) not made in this round.
+
 Measured (2 cores shared with other developers' tests, load 2-3; ``--only 'show --json' --repeat 5``, CPU
 seconds (user+sys) as median and range; each tree read its own copy of the same stores, one after the
 other): ``show --json`` before ``store.show_json`` (each point a ``PointRow``, then a dict, then

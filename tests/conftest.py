@@ -555,6 +555,21 @@ def live_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[cluster.C
         assert not root.exists()
 
 
+@contextlib.contextmanager
+def recovery_unpaced(conf: Path) -> Iterator[None]:
+    """Ceph's recovery unpaced while the block runs, then the cluster's default again: the suite's OSDs are
+    files on a disk the kernel calls rotational, so they count as "hdd" and wait 0.1 s between recovery ops
+    (``osd_recovery_sleep_hdd``), a pace that protects clients of a real disk and that no test's figure
+    reads. A returning OSD catches up in 18-20 s instead of 58-86 s (``test_dstore_failure.py``'s outage, by
+    turns on one cluster)."""
+    ceph = ["ceph", "-c", str(conf), "--connect-timeout", "20", "config"]
+    subprocess.run([*ceph, "set", "osd", "osd_recovery_sleep_hdd", "0"], check=True, timeout=60)
+    try:
+        yield
+    finally:
+        subprocess.run([*ceph, "rm", "osd", "osd_recovery_sleep_hdd"], check=True, timeout=60)
+
+
 DSTORE_GOLDEN_JSON = Path(__file__).parent / "data" / "dstore" / "profile-before-43.json"
 
 

@@ -481,3 +481,15 @@ def test_a_vm_whose_guest_was_traced_names_the_layer_that_holds_its_latency() ->
     bare = run(vm=None, measured={"layer_app_read_us": 100.0, "layer_guest_block_read_us": 90.0,
                                   "layer_host_block_read_us": 50.0})  # fmt: skip
     assert "layers-guest" not in nodes(bare)
+
+
+def test_a_guest_whose_clock_is_coarse_is_warned_of() -> None:
+    """A traced guest whose trace clock stepped by the kernel's tick (docs/layers.md, "The guest's clock"):
+    diagnose warns that its percentiles are multiples of the step; a fine clock (None) adds nothing."""
+    coarse = run(measured={"layer_app_read_us": 6599.0, "guest_clock_step_us": 4000.0})
+    assert coarse.warnings[-1] == (
+        "the guest's clock is coarse (4000 µs steps: its kernel's tick, no usable TSC): the guest's latency "
+        "percentiles are multiples of a step and read 0 below one; the means are not biased"
+    )
+    fine = run(measured={"layer_app_read_us": 6599.0})
+    assert not any("coarse" in w for w in fine.warnings)

@@ -137,6 +137,7 @@ measured_keys = (
     "layer_host_block_write_us",
     "layer_guest_block_read_us",
     "layer_guest_block_write_us",
+    "guest_clock_step_us",
 )
 pct_keys = (
     "dev_busy_pct",

@@ -123,3 +123,21 @@ def test_a_report_imports_no_target_rig(tmp_path: Path) -> None:
     assert code == 0 and page.read_text().count("<svg") >= 6  # it drew the page
     assert "matplotlib" not in modules  # its panels are charts vmio draws itself (report.chart)
     assert "asyncio" not in modules
+
+
+def test_a_relocation_plan_imports_no_plotting_or_simulator(tmp_path: Path) -> None:
+    """`vmio relocate plan` draws nothing and replays nothing: matplotlib and numba (2-4 s of a loaded
+    host's start-up) stay out; `analyze --plot-dir` still imports matplotlib, as it draws."""
+    trace = tmp_path / "t.csv"
+    trace.write_text(
+        "version,time,op,size,lbn\n" + "".join(f"1,{i},28,4096,{i % 7 * 4096}\n" for i in range(50))
+    )
+    plan, figures = tmp_path / "plan.json", tmp_path / "figures"
+    _, [(code, modules), (drew, plotted)] = probe(
+        ("relocate", "plan", str(trace), "-o", str(plan)),
+        ("relocate", "analyze", str(trace), "--plot-dir", str(figures)),
+        home=tmp_path,  # matplotlib's font cache goes there
+    )
+    assert code == 0 and json.loads(plan.read_text())["zone"]["extents"] >= 1
+    assert not {"matplotlib", "numba", "llvmlite"} & modules
+    assert drew == 0 and "matplotlib" in plotted and (figures / "access-distribution.png").is_file()

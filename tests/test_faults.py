@@ -26,7 +26,7 @@ from vmio.system.ports import free_port
 from vmio.system.process import Runner
 from vmio.targets.remote import LocalFioServer
 
-from conftest import CEPH_TOOLS, SESSION_MARK, leftover_processes, needs_tools
+from conftest import CEPH_TOOLS, SESSION_MARK, leftover_processes, needs_tools, recovery_unpaced
 from qemu_support import needs_qemu
 
 pytestmark = pytest.mark.fio
@@ -308,18 +308,13 @@ def test_an_osd_killed_mid_profile_is_recorded_and_the_profile_completes(
         assert _our_fio(ref.conf) == []  # no fio outlives the profile
     finally:
         killer.join(timeout=150)
-        # recovery unpaced while the OSD catches up (file-backed OSDs count as "hdd": 0.1 s between
-        # recovery ops by default), then the cluster's default again
-        _ceph(ref.conf, "config", "set", "osd", "osd_recovery_sleep_hdd", "0")
-        try:
+        with recovery_unpaced(ref.conf):  # while the OSD catches up
             if (
                 not _alive(osd_pid)
                 and daemons.owned_pid(layout.pid_file(f"osd.{victim}"), layout.conf) is None
             ):
                 daemons.start(Runner(), layout, "osd", str(victim))
             _wait_active_clean(ref.conf, 180)
-        finally:
-            _ceph(ref.conf, "config", "rm", "osd", "osd_recovery_sleep_hdd")
     # the cluster's daemons are exactly those of its pid files: the restarted OSD, none orphaned
     live = daemons.running(layout.run_dir, layout.conf)
     assert sorted(live) == ["mgr.x", "mon.a", "osd.0", "osd.1", "osd.2"] and osd_pid not in live.values()

@@ -121,3 +121,27 @@ def test_a_domain_whose_agent_refuses_says_why(tmp_path: Path) -> None:
         "qemu:///system: the QEMU guest agent did not answer guest-exec ("
     ), why
     assert traced.tables is None
+
+
+def test_a_coarse_trace_clock_shows_in_its_steps() -> None:
+    """The trace clock's step from the latencies the guest counted (docs/layers.md): a guest whose
+    sched_clock counts jiffies (HZ=250: 4 ms) reads every request as 0, 4000, 8000 µs...; a fine clock
+    reads them as they are."""
+
+    def table(*us: int) -> guesttrace.Table:
+        return guesttrace.Table([guesttrace.Entry("read", 1, 1, u * 1000, u) for u in us])
+
+    # a canary without ACPI (no usable TSC; refined-jiffies' tick is a little over 4 ms)
+    assert table(0, 4000, 4001, 8001).step_us() == 4000
+    assert table(8001, 12002, 40010).step_us() == 4000  # the shortest request took two steps
+    assert table(0, 0).step_us() == 0  # every request read 0: the step is longer than all of them
+    assert table(0, 10000).step_us() == 10000  # HZ=100
+    assert table(37801, 9740, 409, 14013).step_us() is None  # a fine clock (the READ table's latencies)
+    assert table(1613, 4882, 22675, 3001).step_us() is None  # a fine clock on slow requests (TCG)
+    assert table(8000).step_us() is None and table(4000, 12000).step_us() is None  # too few to tell
+    assert table().step_us() is None
+    assert table(2000, 3000, 5000).step_us() == 1000  # HZ=1000
+    said = "on vdb dev 266338320 pairs 8192 renew_every 0 tables_kb 8040 clock refined-jiffies global"
+    assert guesttrace.clock(said) == ("refined-jiffies", "global")
+    assert guesttrace.clock("on vdb dev 266338320 pairs 8192 renew_every 0 tables_kb 8040") is None
+    assert guesttrace.coarse("refined-jiffies") and not guesttrace.coarse("tsc")

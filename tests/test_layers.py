@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -22,6 +23,7 @@ from vmio.store import Store
 from vmio.system.blockdev import device_chain
 from vmio.system.process import Runner, alive
 from vmio.system.supervise import descendants
+from vmio.targets import qemu as qemu_targets
 
 from conftest import need
 from qemu_support import needs_qemu
@@ -191,6 +193,8 @@ def test_run_layers_traces_host_block_and_leaves_nothing(
     assert main(["report", "lay", "--db", str(db), "-o", str(scratch / "r.html")]) == 0
     page = (scratch / "r.html").read_text()
     assert 'id="layers-0"' in page and "host block layer and device" in page
+    shown = " ".join(re.sub(r"<[^>]+>", " ", page).split())  # the page's text, as wrapped lines joined
+    assert "the layers need not nest, and a share below zero is drawn as zero" in shown  # buffered I/O
     with Store(db) as store:
         [run] = store.runs("lay")
         hists = store.layer_hists(run["id"])
@@ -224,6 +228,32 @@ def test_refused_trace_says_why_and_the_point_measures(
     with Store(db) as store:
         [run] = store.runs("lay")
         assert store.layer_hists(run["id"]) == []
+
+
+class _RefusedMount(Runner):
+    """A runner whose ``mount`` fails as an unprivileged or locked-down host's would (a seam: the program
+    run instead says so and exits 32, mount's own failure status)."""
+
+    def run(self, argv: Any, **kwargs: Any) -> Any:
+        assert argv[0] == "mount", argv
+        return super().run(["sh", "-c", "echo 'mount: permission denied' >&2; exit 32"], **kwargs)
+
+
+def test_a_host_that_cannot_trace_says_why(tmp_path: Path) -> None:
+    """Each way the host's block layer cannot be traced is one sentence (the point is measured all the
+    same: test_refused_trace_says_why_and_the_point_measures): no disk of this host under the target, a
+    kernel without tracefs, a tracefs that cannot be mounted (mount's own words)."""
+    assert (
+        blocktrace.why_not([], tmp_path, Runner()) == "the target's I/O lands on no block device of this host"
+    )
+    assert blocktrace.tracefs(tmp_path, Runner()) == (
+        f"this kernel has no tracefs ({tmp_path / 'kernel/tracing'} does not exist)"
+    )
+    (tmp_path / "kernel/tracing").mkdir(parents=True)
+    assert blocktrace.tracefs(tmp_path, _RefusedMount()) == (
+        f"tracefs is not mounted and could not be mounted at {tmp_path / 'kernel/tracing'}: mount: permission "
+        "denied"
+    )
 
 
 def test_the_tracer_dies_with_vmio(tmp_path: Path) -> None:
@@ -263,6 +293,7 @@ def _parent(pid: int) -> int:
         return -1
 
 
+MISSING_EVENT = "virtio_blk_req_done_by_another_build"  # a trace event no QEMU here has
 VM_SPEC = """
 [campaign]
 name = "lay"
@@ -290,6 +321,13 @@ bs = "4k"
 iodepth = 4
 runtime = "2s"
 ramp = "1s"
+
+[[workload]]
+name = "rr3"
+rw = "randread"
+bs = "4k"
+iodepth = 4
+runtime = "1s"
 """
 
 
@@ -313,20 +351,28 @@ def test_a_tcg_guest_nests_app_guest_block_qemu_host_block(
     Nothing is left behind."""
     db, before, pids = traced_run
     logged: list[tuple[int, int]] = []  # per point: bytes and completed requests the point's log holds
+    ends: list[int] = []  # the log's length at each traced point's end
     init, finish = campaign_layers.Tracing.__init__, campaign_layers.Tracing.finish
 
     def bound_the_second(self: campaign_layers.Tracing, *args: Any) -> None:
         init(self, *args)
-        if logged:  # the first point is over
+        if len(logged) == 1:  # the first point is over
             monkeypatch.setattr(qemutrace, "LIMIT", 4 << 10)
+        if len(logged) == 2:  # the third point: a build without one of the events (a name QEMU lacks)
+            monkeypatch.setattr(qemu_targets, "LAYER_EVENTS", (*qemu_targets.LAYER_EVENTS, MISSING_EVENT))
 
     def read_the_log(self: campaign_layers.Tracing, *args: Any) -> None:
+        if not self.qemu:  # not traced (the third point): the log as long as the second point left it
+            [log] = self.rig.qemu_logs()
+            logged.append((0, log.stat().st_size))
+            return finish(self, *args)
         [(log, start)] = self.qemu
         with open(log, "rb") as f:
             f.seek(start)
             text = f.read()
         logged.append((len(text), text.count(b":virtio_blk_req_complete ")))
-        finish(self, *args)
+        ends.append(start + len(text))
+        return finish(self, *args)
 
     guest_state: list[str] = []  # the guest's tracefs as its tracer reads it: in each point, after it
     enter, leave = campaign_layers.Tracing.__enter__, campaign_layers.Tracing.__exit__
@@ -352,8 +398,9 @@ def test_a_tcg_guest_nests_app_guest_block_qemu_host_block(
     capsys.readouterr()
     assert main(["show", "lay", "--json", "--db", str(db)]) == 0
     points = json.loads(capsys.readouterr().out)
-    [point] = [p for p in points if "cut" not in p["layers"]["qemu"]]
+    [point] = [p for p in points if "cut" not in p["layers"]["qemu"] and "why" not in p["layers"]["qemu"]]
     [bounded] = [p for p in points if "cut" in p["layers"]["qemu"]]
+    [lacking] = [p for p in points if "why" in p["layers"]["qemu"]]
     layers = point["layers"]
     assert isinstance(layers, dict) and set(layers) == {"app", "guest_block", "qemu", "host_block"}
     app, guest, qemu, host = (layers[k]["read"] for k in ("app", "guest_block", "qemu", "host_block"))
@@ -384,11 +431,17 @@ def test_a_tcg_guest_nests_app_guest_block_qemu_host_block(
     cut, app2 = bounded["layers"]["qemu"], bounded["layers"]["app"]["read"]
     assert bounded["status"] == "done" and app2["ios"] == bounded["read_ops"]
     assert cut["cut"].startswith("a VM's log passed 4.00 KiB ") and "switched off" in cut["cut"], cut
-    [(_, whole), (size, requests)] = logged
+    [(_, whole), (size, requests), _] = logged
     assert whole >= app["ios"]  # the first point's log: every request
     assert size > 4 << 10 and requests < 0.5 * app2["ios"], (size, requests, app2["ios"])
     assert cut["read"] is None or cut["read"]["ios"] <= requests
     assert bounded["layers"]["host_block"]["read"]["ios"] > 0  # over fio's window (docs/layers.md)
+    # the third point: QEMU lacked an event, so none was switched on and the entry says which; it measures
+    assert lacking["status"] == "done" and lacking["layers"]["app"]["read"]["ios"] == lacking["read_ops"] > 0
+    why = lacking["layers"]["qemu"]["why"]
+    assert why.startswith("QEMU's request events could not be switched on: ") and MISSING_EVENT in why, why
+    assert lacking["layers"]["qemu"]["read"] is None and lacking["layers"]["guest_block"]["read"]["ios"] > 0
+    assert logged[2] == (0, ends[-1])  # nothing logged in it: no event was left on
     # diagnose cites the layer that dominates, with the stored figures
     capsys.readouterr()
     assert main(["diagnose", "lay", "--db", str(db), "--json"]) == 0

@@ -8,8 +8,10 @@ what undefine leaves.
 from __future__ import annotations
 
 import grp
+import io
 import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -22,13 +24,17 @@ from typing import Any
 import pytest
 
 from vmio.campaign import layers as campaign_layers
+from vmio.campaign.runner import Progress
 from vmio.cli import main
+from vmio.cli.campaign import ProgressPrinter
 from vmio.errors import InputError, UnsafeTargetError
+from vmio.guest.image import script
 from vmio.libvirt import agent, canary
 from vmio.libvirt.guest_trace import AgentTracer
 from vmio.libvirt.virsh import Virsh
 from vmio.spec import LibvirtDomain, LibvirtTarget
-from vmio.store import Store
+from vmio.store import RunRecord, Store
+from vmio.system.process import Runner
 from vmio.targets import Env
 from vmio.targets.libvirt import GUEST_UNTRACED, QEMU_UNTRACED, check_libvirt_writes
 
@@ -272,21 +278,187 @@ def _guest_layer(
     with Store(db) as store:
         stored = {(h[0], h[1]): h for h in store.layer_hists(run["id"])}
     assert sum(stored[("guest_block", "read")][4].values()) == guest["ios"]
+    _clock(name, libvirtd, run, layers, stored[("guest_block", "read")][4])
     # the guest's tracefs: vmio's triggers during the point, nothing of them after it
     (state,) = during
     assert "onmatch(block.block_rq_issue).trace(vmio_blk_lat" in state and "vmio_ts0" in state
     tracer = AgentTracer(Virsh(libvirtd), name)
     assert _left(tracer) == ["0"]  # events/block/enable reads 0; no trigger, synthetic event or set_event
-    # switched on and never off: the guest switches it off itself past the limit (1 s here)
+    # switched on and never off: the guest switches it off itself past the limit (1 s here); watched in the
+    # guest (every 0.2 s, for up to 30 s), in one agent call with the two runs' commands that follow
     disk = json.loads(run["host_json"])["libvirt_domains"][0]["guest_device"].removeprefix("/dev/")
-    rc, said = tracer.command(f"on {disk} 100000000 8192 4096 1")
-    assert rc == 0 and said.startswith(f"on {disk} dev "), said
-    assert "vmio_blk_lat" in tracer.command("state")[1]
-    for _ in range(30):
-        if _left(tracer) == ["0"]:
-            break
-        time.sleep(1)
-    assert _left(tracer) == ["0"]
+    watch = (
+        "!n=0; while [ $n -lt 150 ] && grep -q vmio_blk_lat /sys/kernel/tracing/synthetic_events; do sleep 0.2; "
+        "n=$((n + 1)); done"
+    )
+    said = _batch(Virsh(libvirtd), name, [f"on {disk} 100000000 8192 4096 1", "state", watch, "state",
+                                          *_two_runs(disk)])  # fmt: skip
+    rc, text = said[0]
+    assert rc == 0 and text.startswith(f"on {disk} dev "), said
+    assert "vmio_blk_lat" in said[1][1]
+    assert _state(said[3][1]) == ["0"], said
+    _two_runs_said(said[4:], disk)
+    _off_refused(tracer, name, libvirtd, disk, tmp_path)
+
+
+def _clock(name: str, libvirtd: str, run: sqlite3.Row, layers: dict[str, Any], bins: dict[int, int]) -> None:
+    """The guest's clocks, against the guest kernel's own word (read through the agent): its clocksource as
+    stored in the point's facts. The canary has ACPI (its HPET and PM timer), so its TSC calibrates even
+    under TCG and neither fio's latencies nor the guest's block layer's are read off a coarse clock: no note,
+    and latencies between the kernel's ticks (a canary without ACPI read every one as 0, 4000, 8000 µs...;
+    the coarse case: test_guesttrace.py, test_advise_diagnose.py, test_report_guest_warnings.py)."""
+    said = agent.run(
+        Virsh(libvirtd), name, "sh", ["-c", "cat /sys/devices/system/clocksource/clocksource0/current_clocksource;"
+                                      " dmesg | grep -c 'could not calculate TSC khz'"],
+    )  # fmt: skip
+    source, no_tsc = said.out.split()
+    (facts,) = json.loads(run["host_json"])["guest_clock"].values()
+    assert facts["clocksource"] == source, (facts, said)
+    assert source not in ("jiffies", "refined-jiffies") and no_tsc == "0", said
+    assert "clock" not in layers["app"] and "clock" not in layers["guest_block"], layers
+    assert facts.get("trace_step_us") is None, facts
+    off_tick = [b for b in bins if min(b % 4_000_000, 4_000_000 - b % 4_000_000) > 200_000]
+    assert len(off_tick) >= len(bins) // 2, bins  # most buckets are not near a 4 ms multiple
+
+
+def _batch(virsh: Virsh, name: str, lines: list[str]) -> list[tuple[int, str]]:
+    """Tracer commands run one after another in the guest, through one ``guest-exec`` (each agent call
+    takes about a second under TCG): each command its own ``sh -s -- -c COMMAND`` process with the tracer's
+    text on its standard input, as ``AgentTracer`` runs it; a line starting with ``!`` is a shell command of
+    the test's. Each line's exit status and output."""
+    steps = "".join(
+        (f"{line[1:]}\n" if line.startswith("!") else f'printf "%s\\n" "$t" | sh -s -- -c {line}\n')
+        + 'echo "--- rc $?"\n'
+        for line in lines
+    )
+    done = agent.run(
+        virsh, name, "sh", ["-c", f"t=$(cat)\n{steps}"], timeout=120, input_text=script("trace.sh")
+    )
+    parts = re.split(r"^--- rc (\d+)\n", done.out, flags=re.M)
+    said = [(int(rc), text) for text, rc in zip(parts[0::2], parts[1::2], strict=False)]
+    assert len(said) == len(lines), (done, lines)
+    return said
+
+
+def _state(said: str) -> list[str]:
+    """The tracer's ``state`` output less its headings (as ``_left``)."""
+    return [line for line in said.splitlines() if not line.startswith("== ")]
+
+
+def _two_runs(disk: str) -> list[str]:
+    """Two vmio runs tracing one guest (the commands; ``_two_runs_said`` checks what they said)."""
+    on = f"on {disk} 100000000 8192 4096 60"
+    kill = "!read -r k _ < /run/vmio-trace/held/by && kill $k && echo $k"
+    return [
+        f"{on} vmio-1@first", "state", f"{on} vmio-2@second", "read vmio-2@second", "off vmio-2@second",
+        "state", "off vmio-1@first", "state", f"{on} vmio-1@first", kill, f"{on} vmio-2@second", "state",
+        "off vmio-2@second", "state",
+    ]  # fmt: skip
+
+
+def _two_runs_said(said: list[tuple[int, str]], disk: str) -> None:
+    """Two vmio runs tracing one guest: while the first's tracer lives (its keeper runs, its limit has not
+    passed), the second's ``on`` is refused in one line naming the first and changes nothing, and its
+    ``read`` and ``off`` are refused too; the first's ``off`` leaves nothing. A claim whose keeper was killed
+    in the guest (restarting the agent may take it) is stale: the next ``on`` sweeps it and claims anew."""
+    assert said[0][0] == 0, said
+    held = _state(said[1][1])
+    assert held[0].endswith(" vmio-1@first") and any("vmio_ts0" in line for line in held), held
+    keeper = held[0].split()[0]  # the claim's first word: the keeper's PID in the guest
+    rc, refused = said[2]
+    assert rc == 1 and refused.startswith(
+        f"the guest's block layer is being traced by another run, vmio-1@first (its tracer, PID {keeper} in "
+        "the guest, holds it until its limit, "
+    ), said
+    assert refused.endswith("s from now); nothing was changed\n") and refused.count("\n") == 1, said
+    for rc, text in said[3:5]:  # the second run owns nothing there: read and off refused, nothing changed
+        assert rc == 1 and text.endswith("; refused for vmio-2@second\n"), said
+    assert _state(said[5][1]) == held
+    assert said[6][0] == 0 and _state(said[7][1]) == ["0"], said  # the first's off: nothing left
+    assert said[8][0] == 0 and said[9][0] == 0, said
+    killed = said[9][1].strip()
+    rc, text = said[10]  # the first's keeper killed: stale, swept and claimed by the second
+    assert rc == 0 and text.startswith(f"on {disk} dev "), said
+    claim = _state(said[11][1])[0]
+    assert claim.endswith(" vmio-2@second") and claim.split()[0] != killed, said
+    assert said[12][0] == 0 and _state(said[13][1]) == ["0"], said
+
+
+class _Domain:
+    """A rig of one libvirt domain whose guest is traced through its agent (no fio, no host disk)."""
+
+    probes: list[object] = []
+    fio_env = None
+
+    def __init__(self, tracer: AgentTracer, disk: str) -> None:
+        self.tracer, self.disk = tracer, disk
+
+    def guest_tracers(self) -> list[tuple[AgentTracer, str]]:
+        return [(self.tracer, self.disk)]
+
+
+BUSY = "/sys/kernel/tracing/instances/vmio-test-busy/events/synthetic/vmio_blk_lat/enable"
+
+
+def _off_refused(tracer: AgentTracer, name: str, libvirtd: str, disk: str, tmp_path: Path) -> None:
+    """The guest's ``off`` fails: vmio's synthetic event, enabled in a tracefs instance by someone else
+    (here: the test, through the agent), cannot be removed (the kernel answers EBUSY). The point's
+    guest_block carries the guest's words in ``cut``, its figures are the requests the guest counted before
+    (as many as the guest's own /sys/block/DISK/stat counted), vmio run's output warns; the next ``on``
+    refuses with the same words while the obstacle stays, and sweeps once it is gone. Before that, another
+    run's point while this one's tracer lives: refused, saying why, touching nothing."""
+    virsh = Virsh(libvirtd)
+    # 40 direct reads, counted by the guest's own disk statistics; then the obstacle
+    reads = (
+        f"read -r a _ < /sys/block/{disk}/stat; dd if=/dev/{disk} of=/dev/null bs=4096 count=40 skip=100 "
+        f"iflag=direct 2>/dev/null; read -r b _ < /sys/block/{disk}/stat; echo $((b - a)); "
+        f"mkdir {BUSY.split('/events/')[0]} && echo 1 > {BUSY}"
+    )
+    with campaign_layers.Tracing(_Domain(tracer, disk), Runner(), tmp_path, 5.0, 4.0) as traced:  # type: ignore[arg-type]
+        assert traced.guest == [tracer], traced.why
+        done = agent.run(virsh, name, "sh", ["-c", reads])
+        assert done.exitcode == 0, done
+        counted = int(done.out.strip())
+        # another run's point meanwhile: refused in the guest (this one's tracer lives), its guest_block says
+        # why, and it neither reads nor switches off there (this one's table is read whole below)
+        other = campaign_layers.Tracing(_Domain(tracer, disk), Runner(), tmp_path, 5.0, 4.0)  # type: ignore[arg-type]
+        other.owner = "vmio-2@other"
+        with other:
+            assert other.guest == []
+        assert other.why["guest_block"].startswith(
+            f"{name}'s block layer could not be traced: the guest's block layer is being traced by another "
+            f"run, {traced.owner} (its tracer, PID "
+        ) and other.why["guest_block"].endswith("; nothing was changed"), other.why
+    now = time.monotonic()
+    rec = RunRecord(
+        campaign="t", point_key="t/p", target="t", target_kind="libvirt", workload="w", bs=4096,
+        offered_iops=None, load_processes=0, repetition=1, status="done", started=now - 4, ended=now,
+    )  # fmt: skip
+    traced.finish(rec, [], (now - 4, now))
+    words = (
+        "the guest's triggers could not all be removed (left in synthetic_events): sh: write error: Device or "
+        "resource busy"
+    )
+    guest = rec.layers["guest_block"] if rec.layers else {}
+    assert guest["cut"] == f"{name}'s tracing could not be switched off: {words}", guest
+    assert counted == 40 and guest["read"]["ios"] == counted, (counted, guest)
+    assert [(h[0], h[1], sum(h[4].values())) for h in rec.layer_hists] == [("guest_block", "read", counted)]
+    assert rec.warnings == [guest["cut"]]
+    out = io.StringIO()  # vmio run's lines (not a terminal): the point, then its warning
+    ProgressPrinter(out)(Progress(1, 1, "t/p", "done", None, warnings=tuple(rec.warnings)))
+    assert out.getvalue().splitlines()[1] == f"  warning: {guest['cut']}"
+    on = f"on {disk} 100000000 8192 4096 60 vmio-3@next"
+    said = _batch(
+        virsh, name,
+        ["state", on, "state", f"!echo 0 > {BUSY} && rmdir {BUSY.split('/events/')[0]}", on, "off vmio-3@next",
+         "state"],
+    )  # fmt: skip
+    left = _state(said[0][1])
+    # the synthetic event (and its dynamic_events line), nothing else: events/block/enable reads 0
+    assert [line.split()[0] for line in left] == ["vmio_blk_lat", "s:synthetic/vmio_blk_lat", "0"], said
+    assert said[1] == (1, words + "\n") and _state(said[2][1]) == left, said  # the obstacle stays: refused
+    assert said[3][0] == 0 and said[4][0] == 0 and said[5][0] == 0, said  # gone: swept, on, off
+    assert _state(said[6][1]) == ["0"], said
 
 
 def _left(tracer: AgentTracer) -> list[str]:

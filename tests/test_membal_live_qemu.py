@@ -17,7 +17,7 @@ from vmio.membal.liverun import LiveSettings, vm_configs
 from vmio.membal.livework import Load, LoadRun
 from vmio.qemu import AccelProber, Fleet, QemuCaps
 from vmio.store import Store
-from vmio.store.membal import decisions, finish_run, run_row, start_run
+from vmio.store.membal import DecisionRow, decisions, finish_run, run_row, start_run
 
 from qemu_support import caps, needs_qemu, session_guest
 
@@ -43,6 +43,16 @@ def settle(vm: BalloonedVM, target: int, timeout: float = 15.0) -> int:
     return actual
 
 
+MOVED_S = 90.0  # the longest the controller runs for the moves the test reads
+
+
+def _both_moved(rows: list[DecisionRow]) -> bool:
+    """The loaded guest (vmio-0) deflated under pressure and the idle one (vmio-1) shrunk by the policy."""
+    return any(
+        r.vm == "vmio-0" and "pressure" in r.reason and r.new_target > r.old_target for r in rows
+    ) and any(r.vm == "vmio-1" and r.reason == "policy" and r.new_target < r.old_target for r in rows)
+
+
 def test_balloons_follow_the_controller_and_a_pressured_guest_is_deflated(
     guest: GuestImage, qcaps: QemuCaps, tmp_path: Path
 ) -> None:
@@ -61,9 +71,14 @@ def test_balloons_follow_the_controller_and_a_pressured_guest_is_deflated(
         control.start()
         assert [settle(g, 288 * M) for g in guests] == [288 * M, 288 * M]  # QEMU took the initial targets
         vm0 = fleet.vms[0]
-        load = LoadRun([(vm0.fio_client, settings.loads[0], vm0.guest_devices()[0])], 20, tmp_path)
+        # steps of 1.5 s until the loaded guest was deflated under pressure and the idle one shrunk: on a
+        # quiet host within the 12 s of ``duration``; a busy host delays the guests' fio and their pressure
+        load = LoadRun([(vm0.fio_client, settings.loads[0], vm0.guest_devices()[0])], MOVED_S + 10, tmp_path)
+        deadline = time.monotonic() + MOVED_S
         try:
             control.run(settings.duration, settings.interval)
+            while not _both_moved(decisions(store, run_id)) and time.monotonic() < deadline:
+                control.run(settings.interval, settings.interval)
         finally:
             load.stop()
         finals = [settle(g, t) for g, t in zip(guests, control.targets, strict=True)]

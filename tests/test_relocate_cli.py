@@ -4,18 +4,26 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from vmio.cli import main
 from vmio.membal.reference import lru_hits
+from vmio.relocate.heat import ADDRESS_ROWS, heat_over_time
 from vmio.relocate.plan_io import read_plan
+from vmio.traces.readers import read_trace
 
 from conftest import CLOUDPHYSICS_SAMPLE
 
 DATA = Path(__file__).parent / "data" / "relocate"
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+MiB = 1 << 20
 
 
 def _json(capsys: pytest.CaptureFixture[str]) -> Any:
@@ -80,6 +88,80 @@ def test_plan_from_traces_writes_a_valid_plan(tmp_path: Path) -> None:
     plan = read_plan(out)
     assert plan.layout.nextents == (256, 512) and plan.zone_extents == 2 and plan.order == "first"
     assert main(["relocate", "plan", str(DATA / "plain.csv"), "--image", "vm1", "-o", str(out)]) == 2
+
+
+# `vmio relocate plan TRACE -o OUT` with the address space capped (what a plan over the disk's extents, one
+# dense array each, could not stay under: it needed 2.7 GB for the trace below)
+LIMITED = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+from vmio.cli import main
+sys.exit(main(["relocate", "plan", sys.argv[1], "-o", sys.argv[2]]))
+"""
+# `vmio relocate analyze TRACE --plot-dir DIR` within 2 GiB (matplotlib's own start takes some): its heat map
+# was one int64 a time bin and extent, 11 GiB for the trace below
+LIMITED_PLOTS = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+from vmio.cli import main
+sys.exit(main(["relocate", "analyze", sys.argv[1], "--plot-dir", sys.argv[2]]))
+"""
+
+
+def test_plan_of_one_request_far_into_a_huge_image(tmp_path: Path) -> None:
+    """One request ~28 TiB into its image (29.6 M extents of 1 MiB, the image's size inferred from it): the
+    plan moves that extent into a zone of one extent and the zone's cold extent into the hole it left, and
+    the command does it within 1 GiB of address space."""
+    lbn = 60626179329  # in 512-byte sectors
+    trace, out = tmp_path / "t.csv", tmp_path / "plan.json"
+    trace.write_text(f"version,time,op,size,lbn\n1,0,2a,0,{lbn}\n")
+    env = {"PYTHONPATH": SRC, "PATH": os.environ["PATH"], "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", LIMITED, str(trace), str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    hot = lbn * 512 // MiB  # the one extent accessed
+    image = hot + 1  # no --image: the image ends with its highest extent accessed
+    disk = 2 * image  # no --disk-size: the images, then as much again (the default hot budget: one image)
+    zone = disk // 4  # no access outside the hot set: the seed's place, a quarter into the disk
+    doc = json.loads(out.read_text())
+    assert doc["images"] == [{"name": "t", "extents": image, "base_extent": 0}]
+    assert doc["disk_bytes"] == disk * MiB
+    assert (doc["zone"]["start_extent"], doc["zone"]["extents"]) == (zone, 1)
+    assert doc["moves"] == [[0, zone, zone, hot], [0, hot, hot, zone]]
+    plan = read_plan(out)  # checked again as `apply` reads it
+    where = plan.physical_offset(np.zeros(3, np.int32), np.array([hot * MiB + 5, zone * MiB, MiB], np.int64))
+    assert where.tolist() == [zone * MiB + 5, hot * MiB, MiB]
+
+
+def test_the_heat_map_of_a_huge_image_sums_its_accesses_in_rows(tmp_path: Path) -> None:
+    """The same one request's image analysed with figures: the heat map sums consecutive extents into at
+    most ADDRESS_ROWS rows (every access kept, in the row of its extent), and both figures are written
+    within 2 GiB of address space."""
+    lbn = 60626179329
+    hot = lbn * 512 // MiB
+    trace = tmp_path / "t.csv"
+    trace.write_text(f"version,time,op,size,lbn\n1,0,2a,0,{lbn}\n1,1,2a,8,0\n")
+    grid, _edges, per = heat_over_time(read_trace(trace), 0, MiB, hot + 1)
+    assert per == -(-(hot + 1) // ADDRESS_ROWS) and grid.shape == (50, -(-(hot + 1) // per))
+    assert grid.shape[1] <= ADDRESS_ROWS and grid.sum() == 2
+    assert grid[:, hot // per].sum() == 1 and grid[:, 0].sum() == 1
+    env = {"PYTHONPATH": SRC, "PATH": os.environ["PATH"], "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
+           "MPLCONFIGDIR": str(tmp_path / "mpl")}  # fmt: skip
+    plots = tmp_path / "plots"
+    done = subprocess.run(
+        [sys.executable, "-c", LIMITED_PLOTS, str(trace), str(plots)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in plots.iterdir()) == ["access-distribution.png", "heat-t.png"]
 
 
 @pytest.mark.parametrize(("vms", "seed_gain"), [(2, 0.10), (3, 0.20)])

@@ -11,7 +11,16 @@ from hypothesis import strategies as st
 
 from vmio.errors import InputError
 from vmio.relocate import plots
-from vmio.relocate.heat import extent_counts, heat_over_time, hot_by_budget, hot_by_coverage, summarize
+from vmio.relocate.heat import (
+    HotChoice,
+    extent_counts,
+    heat_over_time,
+    hot_by_budget,
+    hot_by_coverage,
+    summarize,
+    touched_counts,
+)
+from vmio.relocate.layout import Layout
 from vmio.traces.trace import Trace
 
 MiB = 1 << 20
@@ -33,8 +42,11 @@ def test_counts_per_extent_and_over_time() -> None:
     tr = _trace([0, 0, 0, 1, 0], [0, MiB + 5, MiB, 3 * MiB, 2 * MiB])
     assert extent_counts(tr, 0, MiB).tolist() == [1, 2, 1]
     assert extent_counts(tr, 1, MiB, 5).tolist() == [0, 0, 0, 1, 0]
-    grid, edges = heat_over_time(tr, 0, MiB, 3, time_bins=2)
-    assert grid.sum(axis=0).tolist() == [1, 2, 1] and len(edges) == 3
+    grid, edges, per = heat_over_time(tr, 0, MiB, 3, time_bins=2)
+    assert grid.sum(axis=0).tolist() == [1, 2, 1] and len(edges) == 3 and per == 1
+    # rows of two extents: [0, 1] and [2]; every access kept
+    grid, _, per = heat_over_time(tr, 0, MiB, 3, time_bins=2, rows=2)
+    assert grid.sum(axis=0).tolist() == [3, 1] and per == 2
     with pytest.raises(InputError, match="beyond"):
         extent_counts(tr, 0, MiB, 2)
 
@@ -51,6 +63,29 @@ def test_hot_set_is_the_smallest_covering_set(counts: list[int], coverage: float
     assert c[hot].sum() >= coverage * total * (1 - 1e-9)
     best_smaller = np.sort(c)[::-1][: len(hot) - 1].sum()
     assert best_smaller < coverage * total
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    touched=st.lists(st.integers(0, 30), max_size=60),
+    size=st.integers(31, 40),
+    coverage=st.floats(0.01, 1.0),
+    budget=st.integers(0, 8),
+)
+def test_hot_set_of_the_touched_extents_is_that_of_every_extent(
+    touched: list[int], size: int, coverage: float, budget: int
+) -> None:
+    """The planner's hot sets come from the extents the requests touch; every extent's counts (zeros
+    included) give the same sets, ties and all."""
+    tr = _trace([0] * len(touched), [e * MiB + 7 for e in touched])
+    layout = Layout.consecutive(["a", "b"], [size * MiB, MiB], MiB)
+    dense = extent_counts(tr, 0, MiB, size)
+    extents, counts = touched_counts(tr, 0, MiB, size)
+    assert extents.tolist() == sorted(set(touched)) and counts.tolist() == dense[dense > 0].tolist()
+    by_coverage, untouched = HotChoice(coverage=coverage).pick(tr, layout)
+    assert by_coverage.tolist() == hot_by_coverage(dense, coverage).tolist() and untouched.tolist() == []
+    by_budget = HotChoice(budget_bytes=budget * MiB).pick(tr, layout)[0]
+    assert by_budget.tolist() == hot_by_budget(dense, budget).tolist()
 
 
 def test_budget_and_bad_coverage() -> None:
@@ -73,6 +108,6 @@ def test_plots_are_written(tmp_path: Path) -> None:
     before = rng.integers(0, 10**9, 500)
     out = plots.access_distribution(before, before // 2, tmp_path / "d.png", disk_bytes=10**9, title="t")
     grid = rng.integers(0, 5, (10, 20))
-    out2 = plots.heat_over_time(grid, np.linspace(0, 1, 11), tmp_path / "h.png", extent_bytes=MiB, title="a")
+    out2 = plots.heat_over_time(grid, np.linspace(0, 1, 11), tmp_path / "h.png", row_bytes=MiB, title="a")
     for p in (out, out2):
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -11,7 +11,7 @@ from vmio.errors import InputError
 from vmio.relocate.layout import Layout
 from vmio.relocate.order import order_quality, zone_order
 from vmio.relocate.plan_io import mapping_runs, plan_from_dict, plan_to_dict
-from vmio.relocate.planner import Plan, build_plan
+from vmio.relocate.planner import Plan, build_plan, moved_extents
 from vmio.traces.trace import Trace
 
 E = 4096
@@ -84,6 +84,33 @@ def test_every_block_is_mapped_exactly_once(case: tuple[Layout, list[np.ndarray]
     assert all(np.array_equal(a, b) for a, b in zip(again.mapping, plan.mapping, strict=True))
     runs = mapping_runs(plan)
     assert sum(r[2] for r in runs) == sum(layout.nextents)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_validate_refuses_exactly_the_mappings_that_are_not_one_to_one(data: st.DataObject) -> None:
+    """A plan holds its moves only; its check (moves against the layout) agrees with the whole mapping
+    built here extent by extent: each extent on the disk, no two in one place."""
+    sizes = data.draw(st.lists(st.integers(1, 8), min_size=1, max_size=3))
+    disk = sum(sizes) + data.draw(st.integers(0, 6))
+    layout = Layout.consecutive([f"vm{i}" for i in range(len(sizes))], [s * E for s in sizes], E, disk * E)
+    extents = [(i, k) for i, s in enumerate(sizes) for k in range(s)]
+    movers = data.draw(st.lists(st.sampled_from(extents), unique=True, max_size=6))
+    dest = {ik: data.draw(st.integers(0, disk)) for ik in movers}  # ``disk``: one past the end
+    whole = [dest.get((i, k), layout.base[i] + k) for i, k in extents]
+    plan = Plan(layout, moved_extents(layout, dest), 0, 0, "start", "image")
+    if max(whole) >= disk:
+        with pytest.raises(InputError, match="outside the disk"):
+            plan.validate()
+    elif len(set(whole)) < len(whole):
+        twice = min(p for p in whole if whole.count(p) > 1)
+        with pytest.raises(InputError, match=f"same place on the disk \\(physical extent {twice}\\)"):
+            plan.validate()
+    else:
+        plan.validate()
+        assert [m.tolist() for m in plan.mapping] == [
+            whole[sum(sizes[:i]) : sum(sizes[: i + 1])] for i in range(len(sizes))
+        ]
 
 
 def test_after_position_needs_free_space() -> None:

@@ -517,10 +517,9 @@ def test_an_external_ioengine_in_a_job_file_is_refused(
 def test_csv_cells_are_not_formulas(
     rule: str, formula_store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The points and the samples (``.series``: the point key starts ``-t/``, which SQLite guards as it reads)."""
+    """The points and the samples (``.series``: the point key starts ``-t/``)."""
     if rule == "off":
         monkeypatch.setattr(export, "inert", lambda value: value)
-        monkeypatch.setattr(export, "INERT_SQL", "{c}")
     out = tmp_path / "f.csv"
     assert main(["export", "f", "--format", "csv", "-o", str(out), "--db", str(formula_store)]) == 0
     with out.open(newline="") as f:
@@ -1170,7 +1169,7 @@ def test_without_the_folder_rule_dstore_up_writes_into_another_users_folder(
     os.chown(theirs, 65534, 65534)
     written: list[bool] = []
 
-    def stop_before_daemons(runner: object, layout: object, replicas: int, deadline: float) -> None:
+    def stop_before_daemons(runner: object, layout: object, deadline: float) -> None:
         written.append((theirs / "ceph.conf").is_file())
         raise KeyboardInterrupt  # nothing started: `up` tears down what it wrote
 

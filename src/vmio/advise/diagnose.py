@@ -538,6 +538,16 @@ class _Walk:
         m, cpus = self.m, self.ev.host.cpus
         if self.tcg:
             out.append("TCG: the guest's CPU is emulated; IOPS and CPU figures are TCG's, not KVM's")
+        if m.guest_clock_step_us is not None:
+            step = (
+                f"{m.guest_clock_step_us:g} µs steps"
+                if m.guest_clock_step_us
+                else "steps longer than every request"
+            )
+            out.append(
+                f"the guest's clock is coarse ({step}: its kernel's tick, no usable TSC): the guest's latency "
+                "percentiles are multiples of a step and read 0 below one; the means are not biased"
+            )
         if cpus and m.cpu_usr_pct is not None and m.cpu_sys_pct is not None and m.own_cpu_pct is not None:
             busy = (m.cpu_usr_pct + m.cpu_sys_pct) / 100 * cpus
             other = busy - m.own_cpu_pct / 100

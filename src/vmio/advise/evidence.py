@@ -106,6 +106,9 @@ class Measured:
     # and the guest's block layer's (a VM point whose guest was traced)
     layer_guest_block_read_us: float | None = field(default=None, metadata=_kind("number"))
     layer_guest_block_write_us: float | None = field(default=None, metadata=_kind("number"))
+    # a traced guest's trace clock step (µs) when it steps by the kernel's tick (no usable TSC; 0: every
+    # latency read 0): its latency percentiles are multiples of it (docs/layers.md, "The guest's clock")
+    guest_clock_step_us: float | None = field(default=None, metadata=_kind("number"))
 
 
 class EvidenceJson(TypedDict):

@@ -135,6 +135,7 @@ def evidence_for(
         layer_host_block_write_us=layers.mean_us(row.layers, "host_block", "write"),
         layer_guest_block_read_us=layers.mean_us(row.layers, "guest_block", "read"),
         layer_guest_block_write_us=layers.mean_us(row.layers, "guest_block", "write"),
+        guest_clock_step_us=_clock_step(facts),
     )
     return Evidence(
         host=Host(
@@ -199,6 +200,18 @@ def _busiest(metrics: dict[tuple[str, str], float], metric: str) -> float | None
         older = metric.replace("_max", "")
         found = [v for (src, m), v in metrics.items() if src.startswith("qemu:") and m == older]
     return max(found, default=None)
+
+
+def _clock_step(facts: Mapping[str, object]) -> float | None:
+    """The coarsest step of a traced guest's trace clock (``guest_clock`` in the point's facts; None: every
+    traced guest's clock is fine, or none was traced)."""
+    clocks = facts.get("guest_clock")
+    steps = [
+        float(step)
+        for vm in (clocks.values() if isinstance(clocks, dict) else ())
+        if isinstance(vm, dict) and isinstance(step := vm.get("trace_step_us"), int | float)
+    ]
+    return max(steps, default=None)
 
 
 def _load_avg(facts: Mapping[str, object]) -> float | None:

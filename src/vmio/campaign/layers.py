@@ -28,6 +28,7 @@ from vmio.targets.base import TracesGuest, TracesQemu
 from vmio.units import human_bytes
 
 ATTACH_S = blocktrace.ATTACH_TIMEOUT_S
+UNBIASED = "the mean is not biased (a step falls anywhere within a request)"
 GUEST_KEEP_S = 60  # a guest switches its tracing off by itself this long past the point's time limit
 
 
@@ -70,6 +71,8 @@ class Tracing:
         self.guest: list[guesttrace.Tracer] = []  # the guests tracing their block layer
         self.tables: list[guesttrace.Table] | None = None  # what they counted, read at the point's end
         self.left: list[str] = []  # guests whose tracing could not be switched off, in their words
+        self.owner = guesttrace.owner()  # this run's name in the guests' claims (another run's is refused)
+        self.clocks: dict[str, tuple[str, str]] = {}  # each traced guest's clocksource and trace clock
 
     def __enter__(self) -> Tracing:
         self._start_qemu()
@@ -99,6 +102,8 @@ class Tracing:
             self.rig.qemu_events(True)
         except VmioError as exc:
             self.why["qemu"] = f"QEMU's request events could not be switched on: {exc}"
+            with contextlib.suppress(VmioError):  # any that went on before the refusal
+                self.rig.qemu_events(False)
             return
         self.qemu = [(log, _size(log)) for log in logs]
         self._watcher = threading.Thread(target=self._bound_logs, name="vmio-qemu-log-bound", daemon=True)
@@ -141,29 +146,34 @@ class Tracing:
         keep = math.ceil(self.limit_s) + GUEST_KEEP_S  # what a killed vmio leaves on goes off by then
         for tracer, disk in tracers:
             try:
-                rc, said = tracer.command(f"on {disk} {self.slot} {guesttrace.SIZE} {self.bs} {keep}")
+                rc, said = tracer.command(
+                    f"on {disk} {self.slot} {guesttrace.SIZE} {self.bs} {keep} {self.owner}"
+                )
             except VmioError as exc:
                 rc, said = 1, str(exc)
-            if rc != 0:
+            if rc != 0:  # (another run's live tracer: refused in the guest, which this run leaves alone)
                 self.why["guest_block"] = f"{tracer.name}'s block layer could not be traced: {said.strip()}"
                 self._stop_guest()
                 return
             self.guest.append(tracer)
+            if (clock := guesttrace.clock(said)) is not None:
+                self.clocks[tracer.name] = clock
 
     def _stop_guest(self) -> None:
         """Read what each guest counted, then switch its tracing off (whatever the reading did)."""
         tables, tracers, self.guest = [], self.guest, []
         for tracer in tracers:
             try:
-                rc, said = tracer.command("read")
+                rc, said = tracer.command(f"read {self.owner}")
                 if rc != 0:
                     raise VmioError(said.strip())
                 tables.append(guesttrace.read(said))
+                tables[-1].vm = tracer.name
             except VmioError as exc:
                 self.why["guest_block"] = f"{tracer.name}'s count could not be read: {exc}"
             finally:
                 try:
-                    rc, said = tracer.command("off")
+                    rc, said = tracer.command(f"off {self.owner}")
                 except VmioError:  # a VM that cannot answer is failing the point already
                     rc, said = 0, ""
                 if rc != 0:  # the guest's own words; what is left goes off at the limit ``on`` gave it
@@ -217,6 +227,7 @@ class Tracing:
             if cuts:
                 guest["cut"] = "; ".join(cuts)
             shown["guest_block"] = guest
+        self._clocks(rec, shown)
         if self.host is not None:
             spans["host_block"] = self.host.window(*window)
             shown["host_block"] = {
@@ -227,6 +238,47 @@ class Tracing:
             shown[layer] = lay.untraced(why)
         rec.layers = lay.shown(shown)
         rec.layer_hists = lay.rows(spans)
+        rec.warnings += self.left  # vmio run says so too: something of vmio's is left in a guest
+
+    def _clocks(self, rec: RunRecord, shown: dict[str, object]) -> None:
+        """The guests' clocks in the point's facts (``guest_clock``), and a note (``clock``) on the guest's
+        layers whose clock steps by the kernel's tick (docs/layers.md): there a latency shorter than a step
+        reads 0, so the percentiles are multiples of a step (the mean is not biased: a step falls anywhere
+        within a request)."""
+        steps = {t.vm: t.step_us() for t in self.tables or []}
+        if not self.clocks and not steps:
+            return
+        rec.host["guest_clock"] = {
+            vm: {
+                "clocksource": self.clocks[vm][0] if vm in self.clocks else None,
+                "trace_clock": self.clocks[vm][1] if vm in self.clocks else None,
+                "trace_step_us": steps.get(vm),
+            }
+            for vm in {**self.clocks, **steps}
+        }
+        coarse = {vm: step for vm, step in steps.items() if step is not None}
+        guest = shown.get("guest_block")
+        if coarse and isinstance(guest, dict):
+            each = ", ".join(
+                f"{vm}'s in {step} µs steps" if step else f"{vm}'s read 0 µs for every request"
+                for vm, step in coarse.items()
+            )
+            guest["clock"] = (
+                f"the guest's trace clock is coarse ({each}: the guest kernel's sched_clock counts its tick, as "
+                "when it found no usable TSC): a request shorter than a step reads 0 µs, p50_us and p99_us are "
+                f"multiples of a step; {UNBIASED}"
+            )
+        jiffies = {vm: cs for vm, (cs, _) in self.clocks.items() if guesttrace.coarse(cs)}
+        app = shown.get("app")
+        if jiffies and isinstance(app, dict):
+            each = ", ".join(
+                f"{vm}'s is {cs}" + (f" ({steps[vm]} µs steps)" if steps.get(vm) else "")
+                for vm, cs in jiffies.items()
+            )
+            app["clock"] = (
+                f"fio's clock in the guest is coarse (its clocksource: {each}; it steps by the kernel's tick): a "
+                f"request shorter than a step reads 0 µs, p50_us and p99_us are multiples of a step; {UNBIASED}"
+            )
 
     def _qemu(
         self, window: tuple[float, float], spans: dict[str, lay.Spans], shown: dict[str, object]

@@ -82,6 +82,7 @@ class Progress:
     # included) and its wall seconds, from the end of the point before it
     timeline: tuple[tl.Step, ...] = ()
     wall_s: float | None = None
+    warnings: tuple[str, ...] = ()  # done or failed: what the point left that the user should hear of
 
 
 class Live:
@@ -303,7 +304,7 @@ def _run(
                 report(
                     Progress(
                         done, len(points), point.key, rec.status, None, iops, error=rec.error,
-                        timeline=tuple(steps.steps), wall_s=wall,
+                        timeline=tuple(steps.steps), wall_s=wall, warnings=tuple(rec.warnings),
                     )
                 )  # fmt: skip
         finally:

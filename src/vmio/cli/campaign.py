@@ -390,8 +390,11 @@ class ProgressPrinter:
 
     def show(self, p: runner.Progress) -> None:
         if self.bar is not None:
-            if p.status == "failed" and self.console is not None:  # above the bar, where it stays
-                self.console.print(f"failed {p.point}: {p.error or 'no reason recorded'}", markup=False)
+            if self.console is not None:  # above the bar, where they stay
+                if p.status == "failed":
+                    self.console.print(f"failed {p.point}: {p.error or 'no reason recorded'}", markup=False)
+                for warning in p.warnings:
+                    self.console.print(f"warning {p.point}: {warning}", markup=False)
             self.bar.update(p.done, p.total, p.point, p.status, p.eta_s, p.iops, p.point_left_s, live=p.tick)
             return
         if p.tick:
@@ -404,6 +407,7 @@ class ProgressPrinter:
             done = f" ({p.iops:,.0f} IOPS)" if p.iops is not None else ""
             why = f": {p.error}" if p.error else ""
             self.stream.write(f"[{p.done}/{p.total}] {p.status} {p.point}{done}{why}\n")
+            self.stream.writelines(f"  warning: {warning}\n" for warning in p.warnings)
         elif p.tick:
             left = f" {_hms(p.point_left_s)} left in the point" if p.point_left_s is not None else ""
             iops = f", device {p.iops:,.0f} IOPS" if p.iops is not None else ""

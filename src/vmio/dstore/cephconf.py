@@ -31,6 +31,12 @@ class ClusterLayout:
     osd_block_mib: int = 4096
     network: Network | None = None  # the monitor, each OSD and the client in namespaces of their own
 
+    @property
+    def replicas(self) -> int:
+        """The copies of the cluster's pool (and of any pool created on it with the defaults): 3, or one per
+        OSD on fewer."""
+        return min(3, self.osds)
+
     def role(self, name: str) -> str:
         """The network member a daemon (``mon.a``, ``mgr.x``, ``osd.2``) lives in: the mgr beside the mon."""
         kind, _, ident = name.partition(".")
@@ -118,8 +124,10 @@ def render_conf(layout: ClusterLayout) -> str:
         f"mgr data = {root}/mgr/ceph-$id",
         f"osd data = {root}/osd/ceph-$id",
         "osd crush chooseleaf type = 0",
-        "osd pool default size = 3",
-        "osd pool default min size = 2",
+        # the pool's copies at its creation: no `osd pool set` after it (each a map change the mon commits
+        # about a second later)
+        f"osd pool default size = {layout.replicas}",
+        f"osd pool default min size = {max(1, layout.replicas - 1)}",
         f"osd pool default pg num = {layout.pg_num}",
         f"osd pool default pgp num = {layout.pg_num}",
         "osd pool default pg autoscale mode = off",

@@ -20,6 +20,7 @@ import stat
 import time
 import uuid
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -141,7 +142,7 @@ def up(
                 root.rmdir()
             raise
     layout = new_layout(root, osds, network)
-    ref = ClusterRef(layout.conf, layout.pool, layout.image, root, min(3, osds), osds, network=network)
+    ref = ClusterRef(layout.conf, layout.pool, layout.image, root, layout.replicas, osds, network=network)
     try:
         for sub in ("run", "log", "crash", "mon", "mgr", "osd"):
             (root / sub).mkdir(parents=True, exist_ok=True)
@@ -152,7 +153,7 @@ def up(
             netns.remove(network.token, runner)
         raise
     try:
-        _bootstrap(runner, layout, ref.replicas, time.monotonic() + deadline_s)
+        _bootstrap(runner, layout, time.monotonic() + deadline_s)
         if not owned:
             _write_state(root, ref, layout, owner=None)  # up: it stays until `dstore down`
     except BaseException:
@@ -198,7 +199,7 @@ def _keyring(runner: Runner, layout: ClusterLayout) -> None:
     layout.keyring.chmod(0o600)
 
 
-def _bootstrap(runner: Runner, layout: ClusterLayout, replicas: int, deadline: float) -> None:
+def _bootstrap(runner: Runner, layout: ClusterLayout, deadline: float) -> None:
     conf = str(layout.conf)
     monmap = str(layout.root / "monmap")
     _keyring(runner, layout)
@@ -217,23 +218,11 @@ def _bootstrap(runner: Runner, layout: ClusterLayout, replicas: int, deadline: f
     daemons.start(runner, layout, "mgr", "x")
     if layout.network is not None:  # the monitor is reachable only from the client's namespace
         runner = netns.InNamespace(layout.network.ns("client"), CLIENT_TOOLS, runner)
-    for _ in range(layout.osds):
-        _add_osd(runner, layout)
+    _add_osds(runner, layout)
     ceph(runner, layout.conf, "osd", "crush", "rule", "create-replicated", "vmio-osd", "default", "osd")
     pg = str(layout.pg_num)
+    # its size and min_size are the conf's pool defaults (``cephconf.render_conf``: the layout's replicas)
     ceph(runner, layout.conf, "osd", "pool", "create", layout.pool, pg, pg, "replicated", "vmio-osd")
-    ceph(
-        runner,
-        layout.conf,
-        "osd",
-        "pool",
-        "set",
-        layout.pool,
-        "size",
-        str(replicas),
-        "--yes-i-really-mean-it",
-    )
-    ceph(runner, layout.conf, "osd", "pool", "set", layout.pool, "min_size", str(max(1, replicas - 1)))
     ceph(runner, layout.conf, "osd", "pool", "application", "enable", layout.pool, "rbd")
     wait_clean(runner, layout.conf, deadline, expected=layout.pg_num)
     runner.run(
@@ -244,22 +233,34 @@ def _bootstrap(runner: Runner, layout: ClusterLayout, replicas: int, deadline: f
     rbdimage.mark(runner, conf, layout.pool, layout.image)  # vmio's own: profiles may write it
 
 
-def _add_osd(runner: Runner, layout: ClusterLayout) -> None:
+def _add_osds(runner: Runner, layout: ClusterLayout) -> None:
+    """Every OSD: its id and key from the mon one after another, then each one's store made and its daemon
+    started, the OSDs side by side (``ceph-osd --mkfs`` and a starting ``ceph-osd``, which returns once its
+    store is mounted, take 2-3 s each on a loaded 2-core host: 15 s for three one after another)."""
+    new = [_new_osd(runner, layout) for _ in range(layout.osds)]
+    with ThreadPoolExecutor(max_workers=len(new)) as pool:
+        for done in [pool.submit(_make_osd, runner, layout, osd_id, osd_uuid) for osd_id, osd_uuid in new]:
+            done.result()  # the first failure raises (``up`` then takes down what started)
+
+
+def _new_osd(runner: Runner, layout: ClusterLayout) -> tuple[int, str]:
+    """A new OSD's id and uuid from the mon, its key in the cluster's keyring."""
     osd_uuid = str(uuid.uuid4())
     osd_id = int(ceph(runner, layout.conf, "osd", "new", osd_uuid).strip())
     key = ceph(runner, layout.conf, "auth", "get-or-create", f"osd.{osd_id}", "mon", "allow profile osd",
                "mgr", "allow profile osd", "osd", "allow *")  # fmt: skip
     with layout.keyring.open("a") as keyring:
         keyring.write(key if key.endswith("\n") else key + "\n")
+    return osd_id, osd_uuid
+
+
+def _make_osd(runner: Runner, layout: ClusterLayout, osd_id: int, osd_uuid: str) -> None:
+    """OSD ``osd_id``'s store made and its daemon started."""
     layout.osd_dir(osd_id).mkdir(parents=True)
     mkfs = ["ceph-osd", "-c", str(layout.conf), "-i", str(osd_id), "--mkfs", "--osd-uuid", osd_uuid]
     if layout.network is not None:
         mkfs = ["ip", "netns", "exec", layout.network.ns(f"osd{osd_id}"), *mkfs]
-    runner.run(
-        mkfs,
-        timeout=120.0,
-        error=ClusterError,
-    )
+    runner.run(mkfs, timeout=120.0, error=ClusterError)
     daemons.start(runner, layout, "osd", str(osd_id))
 
 

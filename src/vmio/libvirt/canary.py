@@ -240,6 +240,11 @@ def domain_xml(canary: Canary, folder: Path) -> str:
     ET.SubElement(os_, "kernel").text = str(folder / "vmlinuz")
     ET.SubElement(os_, "initrd").text = str(folder / "initramfs.img")
     ET.SubElement(os_, "cmdline").text = f"console=ttyS0 panic=-1 quiet rdinit={initrd.RDINIT} vmio.agent=1"
+    # ACPI as any installed domain has it: without its HPET and PM timer tables the guest cannot calibrate its
+    # TSC under TCG, and its clocks then count jiffies (4 ms steps: every latency 0, 4000, 8000 µs...)
+    features = ET.SubElement(dom, "features")
+    ET.SubElement(features, "acpi")
+    ET.SubElement(features, "apic")
     ET.SubElement(dom, "on_poweroff").text = "destroy"
     ET.SubElement(dom, "on_crash").text = "destroy"
     devices = ET.SubElement(dom, "devices")

@@ -4,9 +4,11 @@ agent's ``guest-exec``, as ``sh -s -- -c COMMAND ARGS`` with the script's text o
 
 Nothing is installed in the operator's guest: the tracer's state between commands (the keeper's PID, its
 renewals) is in ``/run/vmio-trace``, root's alone. Each call has a time limit (``agent.run`` kills the guest
-process past it). ``on`` runs ``off`` first (which finds vmio's triggers in the guest's trigger files), and
-the guest switches everything off by itself past the limit ``on`` is given: a vmio killed in a point leaves
-nothing on in the guest after that limit, or after the next point's ``on``, whichever comes first.
+process past it). ``on`` claims the guest for this run (``/run/vmio-trace/held``: another run's live tracer
+makes it refuse, changing nothing) and sweeps what an earlier tracer left (it finds vmio's triggers in the
+guest's trigger files), and the guest switches everything off by itself past the limit ``on`` is given: a
+vmio killed in a point leaves nothing on in the guest after that limit, or after the next point's ``on``,
+whichever comes first.
 """
 
 from __future__ import annotations

@@ -14,7 +14,9 @@ slots are ``slot_ns`` long, so the window's start is within one slot of fio's.
 
 from __future__ import annotations
 
+import os
 import re
+import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
@@ -25,6 +27,8 @@ from vmio.stats import histogram
 SLOT_MIN_NS = 100_000_000  # a slot is at least 100 ms
 SLOTS = 40  # about this many slots over a point's ramp and runtime
 SIZE = 8192  # entries of each of the guest's tables (about 330 bytes each in the guest's kernel)
+COARSE_US = 1000  # a trace clock stepping by this much or more is the kernel's tick (sched_clock on jiffies)
+JIFFIES = ("jiffies", "refined-jiffies")  # the clocksources that count the kernel's tick
 
 _ENTRY = re.compile(r"\{ rwbs:\s*(\S*)\s*, slot:\s*(\d+), us:\s*(\d+) \} hitcount:\s*(\d+)\s+lat:\s*(\d+)")
 _DROPPED = re.compile(r"Dropped:\s*(\d+)")
@@ -38,6 +42,24 @@ class Tracer(Protocol):
     name: str
 
     def command(self, line: str, timeout: float = ...) -> tuple[int, str]: ...
+
+
+def owner() -> str:
+    """This run's name in a guest tracer's claim (``on``/``read``/``off``'s last word): vmio's PID and host,
+    one word of letters, digits and ``@:._-``, as the guest's tracer accepts it."""
+    host = re.sub(r"[^A-Za-z0-9.-]", "-", socket.gethostname())[:64] or "host"
+    return f"vmio-{os.getpid()}@{host}"
+
+
+def clock(said: str) -> tuple[str, str] | None:
+    """The guest's clocksource and trace clock as its ``on`` printed them (``... clock CLOCKSOURCE TRACE``)."""
+    m = re.search(r" clock (\S+) (\S+)\s*$", said.strip())
+    return (m.group(1), m.group(2)) if m else None
+
+
+def coarse(clocksource: str) -> bool:
+    """Whether fio's clock in a guest with this clocksource steps by the kernel's tick (1-10 ms)."""
+    return clocksource in JIFFIES
 
 
 def slot_ns(seconds: float) -> int:
@@ -63,6 +85,7 @@ class Entry:
     slot: int
     count: int
     sum_ns: int
+    us: int = 0  # the cell's latency in µs (the trace clock's difference: its steps show in these)
 
 
 @dataclass
@@ -74,6 +97,28 @@ class Table:
     dropped: int = 0
     failed: str | None = None
     renewals: int = 0  # times the pairing triggers were renewed while on: each loses the requests in flight
+    vm: str = ""  # the guest it was read from
+
+    def step_us(self) -> int | None:
+        """The trace clock's step as these latencies show it, when it is coarse: every latency (µs) within
+        1 µs and 0.1 % of a multiple of one step of 1 ms or more (the kernel's tick, or a tick and a bit: the
+        refined-jiffies clocksource's tick is not a whole number of µs), over at least three distinct
+        values, or beside a latency of 0 µs (a request takes microseconds: a clock that read none of it
+        moves in steps). 0 when every latency read 0 (the step is longer than all of them); None for a
+        fine clock, or too few latencies to tell."""
+        values = {e.us for e in self.entries}
+        steps = sorted(values - {0})
+        if not steps:
+            return 0 if values else None
+        if 0 not in values and len(steps) < 3:
+            return None
+        for k in range(1, 11):  # the shortest latency may be several steps
+            step = steps[0] / k
+            if step < COARSE_US:
+                break
+            if all(abs(v - round(v / step) * step) <= 1 + v / 1000 for v in steps):
+                return round(step)
+        return None
 
 
 def read(text: str) -> Table:
@@ -83,7 +128,7 @@ def read(text: str) -> Table:
     for m in _ENTRY.finditer(text):
         ddir = direction(m.group(1))
         if ddir is not None:
-            entries.append(Entry(ddir, int(m.group(2)), int(m.group(4)), int(m.group(5))))
+            entries.append(Entry(ddir, int(m.group(2)), int(m.group(4)), int(m.group(5)), int(m.group(3))))
     failed = next((line.strip() for line in text.splitlines() if line.startswith("renewal failed")), None)
     renewed = re.search(r"^renewals (\d+)$", text, re.M)
     return Table(

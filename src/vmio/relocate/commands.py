@@ -11,11 +11,16 @@ import numpy as np
 from numpy.typing import NDArray
 
 from vmio.errors import InputError
-from vmio.relocate import plots
 from vmio.relocate.disk import builtin_disk
-from vmio.relocate.evaluate import Evaluation, HotChoice, ReplaySetup, evaluate
 from vmio.relocate.ffsb import SEED_FIT, FfsbProfile, ffsb_layout, ffsb_profile_stream
-from vmio.relocate.heat import ImageHeat, extent_counts, extents_of, heat_over_time, pages_of, summarize
+from vmio.relocate.heat import (
+    HotChoice,
+    ImageHeat,
+    extents_of,
+    heat_over_time,
+    pages_of,
+    summarize,
+)
 from vmio.relocate.layout import Layout
 from vmio.relocate.plan_io import plan_to_dict, plan_zone, read_plan, write_plan
 from vmio.relocate.planner import Plan, build_plan
@@ -28,6 +33,7 @@ from vmio.units import format_size, parse_size
 if TYPE_CHECKING:
     from vmio.mrc.curve import Sampling
     from vmio.mrc.points import CacheCurve
+    from vmio.relocate.evaluate import Evaluation, ReplaySetup
 
 
 def parse_images(specs: Sequence[str]) -> dict[str, int]:
@@ -73,6 +79,8 @@ def plan_from_trace(
 
 def analyze_plots(trace: Trace, extent: int, out_dir: Path) -> list[Path]:
     """The access distribution over the images laid out one after another, and per-image heat over time."""
+    from vmio.relocate import plots  # matplotlib: only where a figure is drawn, not for every sub-command
+
     layout = layout_for(trace, [], extent, None, 0)
     phys = layout.physical_offset(trace.image, trace.offset)
     paths: list[Path] = []
@@ -87,12 +95,15 @@ def analyze_plots(trace: Trace, extent: int, out_dir: Path) -> list[Path]:
             )
         )
         for i, name in enumerate(trace.images):
-            counts = extent_counts(trace, i, extent, layout.nextents[i])
-            grid, edges = heat_over_time(trace, i, extent, len(counts))
+            grid, edges, per = heat_over_time(trace, i, extent, layout.nextents[i])
             safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
             paths.append(
                 plots.heat_over_time(
-                    grid, edges, out_dir / f"heat-{safe}.png", extent_bytes=extent, title=name
+                    grid,
+                    edges,
+                    out_dir / f"heat-{safe}.png",
+                    row_bytes=per * extent,
+                    title=name,
                 )
             )
     return paths
@@ -288,6 +299,8 @@ def _from_traces(args: EvaluateRequest) -> tuple[Trace, Trace, Layout, Source]:
 
 
 def evaluate_request(args: EvaluateRequest) -> EvaluationReport:
+    from vmio.relocate.evaluate import ReplaySetup, evaluate  # the replay's compiled kernels: not for a plan
+
     rng = np.random.default_rng(args.seed)
     streams = None
     if args.synthetic and args.ffsb_model not in SYNTHETIC_MODELS:
@@ -308,6 +321,8 @@ def evaluate_request(args: EvaluateRequest) -> EvaluationReport:
     before = layout.physical_offset(stream.image, stream.offset)
     after = ev.plan.physical_offset(stream.image, stream.offset)
     if args.plot:
+        from vmio.relocate import plots  # matplotlib: only when a figure is asked for
+
         plots.access_distribution(
             before,
             after,

@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from vmio.relocate.disk import DiskParams
-from vmio.relocate.heat import extent_counts, hot_by_budget, hot_by_coverage
+from vmio.relocate.heat import HotChoice
 from vmio.relocate.layout import Layout
 from vmio.relocate.order import ORDERS
 from vmio.relocate.planner import Plan, build_plan
@@ -25,24 +25,6 @@ class ReplaySetup:
     depth: int | None = 1
     policy: str = "fcfs"
     queue: int = 32
-
-
-@dataclass(frozen=True)
-class HotChoice:
-    """Which extents are hot: the ``budget_bytes`` most accessed per image, or those covering ``coverage``."""
-
-    budget_bytes: int | None = None
-    coverage: float = 0.9
-
-    def pick(self, trace: Trace, layout: Layout) -> list[NDArray[np.int64]]:
-        out = []
-        for i in range(len(layout.names)):
-            counts = extent_counts(trace, i, layout.extent_bytes, layout.nextents[i])
-            if self.budget_bytes is not None:
-                out.append(hot_by_budget(counts, self.budget_bytes // layout.extent_bytes))
-            else:
-                out.append(hot_by_coverage(counts, self.coverage))
-        return out
 
 
 @dataclass

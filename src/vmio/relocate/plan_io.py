@@ -12,7 +12,7 @@ import numpy as np
 
 from vmio.errors import InputError
 from vmio.relocate.layout import Layout
-from vmio.relocate.planner import Plan
+from vmio.relocate.planner import Moved, Plan, moved_extents
 from vmio.system import files
 from vmio.system.input_file import load_json
 
@@ -91,13 +91,13 @@ def _layout(data: Mapping[str, object]) -> Layout:
     return Layout(tuple(names), tuple(sizes), tuple(bases), e, disk)
 
 
-def _mapping(data: Mapping[str, object], lay: Layout) -> tuple[np.ndarray, ...]:
-    """The mapping after the plan's moves; each move names an existing image and extent, once."""
-    mapping = [b + np.arange(n, dtype=np.int64) for b, n in zip(lay.base, lay.nextents, strict=True)]
+def _moved(data: Mapping[str, object], lay: Layout) -> Moved:
+    """The plan's moves; each names an existing image and extent, once, and starts where that extent is
+    (the mapping starts as the identity: every extent not moved stays where the layout put it)."""
     moves = data["moves"]
     if not isinstance(moves, list):
         raise InputError(f"moves = {_shown(moves)} is not a list of [image, extent, from, to]")
-    seen: set[tuple[int, int]] = set()
+    dest: dict[tuple[int, int], int] = {}
     for n, move in enumerate(moves):
         if not isinstance(move, list) or len(move) != 4:
             raise InputError(f"moves[{n}] = {_shown(move)} is not [image, extent, from, to]")
@@ -105,13 +105,12 @@ def _mapping(data: Mapping[str, object], lay: Layout) -> tuple[np.ndarray, ...]:
         logical = _int(move[1], f"moves[{n}] extent", 0, lay.nextents[image] - 1)
         src = _int(move[2], f"moves[{n}] from", 0, lay.disk_extents - 1)
         dst = _int(move[3], f"moves[{n}] to", 0, lay.disk_extents - 1)
-        if (image, logical) in seen:
+        if (image, logical) in dest:
             raise InputError(f"moves[{n}] moves extent {logical} of image {lay.names[image]!r} a second time")
-        seen.add((image, logical))
-        if mapping[image][logical] != src:
+        if lay.base[image] + logical != src:
             raise InputError(f"move {move!r} does not start where the extent is")
-        mapping[image][logical] = dst
-    return tuple(mapping)
+        dest[image, logical] = dst
+    return moved_extents(lay, dest)
 
 
 TOP_KEYS = ("format", "version", "extent_bytes", "disk_bytes", "images", "zone", "moves")
@@ -139,14 +138,14 @@ def plan_from_dict(data: Any, where: str = "plan") -> Plan:
         lay = _layout(data)
         for n, img in enumerate(data["images"]):
             _known(img, IMAGE_KEYS, f"images[{n}].")
-        mapping = _mapping(data, lay)
+        moved = _moved(data, lay)
         zone = data["zone"]
         if not isinstance(zone, dict):
             raise InputError(f"zone = {_shown(zone)} is not an object")
         _known(zone, ZONE_KEYS, "zone.")
         plan = Plan(
             lay,
-            mapping,
+            moved,
             _int(zone["start_extent"], "zone.start_extent", 0, lay.disk_extents),
             _int(zone["extents"], "zone.extents", 0, lay.disk_extents),
             str(zone["position"]),

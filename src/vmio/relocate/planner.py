@@ -16,8 +16,9 @@ median), the zone goes there instead. The plan records which rule it followed an
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import NDArray
@@ -33,12 +34,20 @@ SEED_ZONE_FRACTION = 0.25  # kogakuin-relocate-2011, Figs. 5 and 7: the hot zone
 ACCESS_OVERRIDE = 0.05
 
 
+Moved = tuple[tuple[NDArray[np.int64], NDArray[np.int64]], ...]
+
+
 @dataclass(frozen=True)
 class Plan:
-    """A layout before, the per-image mapping after, and the zone."""
+    """A layout before, the extents that move, and the zone.
+
+    An extent not in ``moved`` stays where the layout put it (the mapping starts as the identity), so a plan
+    holds its moves, not one entry per extent of the disk: ``moved[i]`` is image ``i``'s logical extents
+    that move (ascending) and the physical extent each goes to.
+    """
 
     layout: Layout
-    mapping: tuple[NDArray[np.int64], ...]
+    moved: Moved
     zone_start: int
     zone_extents: int
     position: str
@@ -46,40 +55,95 @@ class Plan:
     placement: str = "given"
     placement_reason: str = ""
 
+    @cached_property
+    def mapping(self) -> tuple[NDArray[np.int64], ...]:
+        """Every extent's physical extent after the plan, one int64 array per image: only for what walks
+        every extent (``apply`` copies each one, the mapping table and dm tables list runs of all of them)."""
+        out = []
+        for (logical, dst), b, n in zip(self.moved, self.layout.base, self.layout.nextents, strict=True):
+            m = np.arange(b, b + n, dtype=np.int64)
+            m[logical] = dst
+            out.append(m)
+        return tuple(out)
+
     def moves(self) -> list[tuple[int, int, int, int]]:
         """(image, logical extent, from physical extent, to physical extent) for every extent that moves."""
         out: list[tuple[int, int, int, int]] = []
-        for i, new in enumerate(self.mapping):
-            old = self.layout.base[i] + np.arange(len(new))
-            out.extend((i, k, int(old[k]), int(new[k])) for k in np.flatnonzero(new != old).tolist())
+        for i, (logical, dst) in enumerate(self.moved):
+            b = self.layout.base[i]
+            out.extend((i, k, b + k, p) for k, p in zip(logical.tolist(), dst.tolist(), strict=True))
         return out
 
     def physical_offset(self, image: NDArray[np.int32], offset: NDArray[np.int64]) -> NDArray[np.int64]:
         """Where byte ``offset`` of ``image`` lies on the disk after the plan."""
         e = self.layout.extent_bytes
         out = np.empty(len(offset), dtype=np.int64)
-        for i, new in enumerate(self.mapping):
+        for i, (logical, dst) in enumerate(self.moved):
             sel = image == i
-            out[sel] = new[offset[sel] // e] * e + offset[sel] % e
+            ext = offset[sel] // e
+            new = self.layout.base[i] + ext
+            if len(logical):
+                at = np.minimum(np.searchsorted(logical, ext), len(logical) - 1)
+                hit = logical[at] == ext
+                new[hit] = dst[at[hit]]
+            out[sel] = new * e + offset[sel] % e
         return out
 
     def validate(self) -> None:
-        """Raise ``InputError`` unless each logical extent maps to its own physical extent on the disk."""
+        """Raise ``InputError`` unless each logical extent maps to its own physical extent on the disk.
+
+        Only the moves are checked against the layout (time and memory follow the moves, not the disk):
+        the images lie inside the disk and apart, each move's extent is its image's, and no two extents
+        share a place: no two moves go to one extent, and none goes onto an extent that stays.
+        """
         lay = self.layout
-        if len(self.mapping) != len(lay.names):
-            raise InputError(f"plan maps {len(self.mapping)} images but the layout has {len(lay.names)}")
-        allp = np.concatenate(self.mapping) if self.mapping else np.zeros(0, dtype=np.int64)
-        for i, m in enumerate(self.mapping):
-            if len(m) != lay.nextents[i]:
-                raise InputError(
-                    f"image {lay.names[i]!r}: {len(m)} extents mapped, expected {lay.nextents[i]}"
-                )
-        if len(allp) and (allp.min() < 0 or allp.max() >= lay.disk_extents):
+        if len(self.moved) != len(lay.names):
+            raise InputError(f"plan maps {len(self.moved)} images but the layout has {len(lay.names)}")
+        spans = sorted((b, b + n) for b, n in zip(lay.base, lay.nextents, strict=True) if n > 0)
+        if spans and (spans[0][0] < 0 or max(hi for _lo, hi in spans) > lay.disk_extents):
             raise InputError(f"plan maps an extent outside the disk's {lay.disk_extents} extents")
-        uniq, counts = np.unique(allp, return_counts=True)
-        if len(uniq) != len(allp):
-            twice = int(uniq[np.argmax(counts > 1)])
-            raise InputError(f"plan maps two extents to the same place on the disk (physical extent {twice})")
+        for (_lo1, hi1), (lo2, _hi2) in zip(spans, spans[1:], strict=False):
+            if hi1 > lo2:
+                raise InputError(
+                    f"plan maps two extents to the same place on the disk (physical extent {lo2})"
+                )
+        for name, n, (logical, dst) in zip(lay.names, lay.nextents, self.moved, strict=True):
+            if len(logical) != len(dst) or np.any(np.diff(logical) <= 0):
+                raise InputError(f"image {name!r}: its moves are not one per extent, in order")
+            if len(logical) and (logical[0] < 0 or logical[-1] >= n):
+                raise InputError(f"image {name!r}: an extent beyond its {n} extents moves")
+        src = np.concatenate(
+            [np.zeros(0, np.int64)] + [b + m[0] for b, m in zip(lay.base, self.moved, strict=True)]
+        )
+        dst = np.concatenate([np.zeros(0, np.int64)] + [m[1] for m in self.moved])
+        if len(dst) and (dst.min() < 0 or dst.max() >= lay.disk_extents):
+            raise InputError(f"plan maps an extent outside the disk's {lay.disk_extents} extents")
+        ordered = np.sort(dst)
+        twice = ordered[1:][np.diff(ordered) == 0]
+        starts = np.array([lo for lo, _hi in spans], dtype=np.int64)
+        ends = np.array([hi for _lo, hi in spans], dtype=np.int64)
+        j = np.searchsorted(starts, dst, side="right") - 1
+        inside = (j >= 0) & (dst < ends[np.maximum(j, 0)]) if len(spans) else np.zeros(len(dst), bool)
+        onto_staying = dst[inside & ~np.isin(dst, src)]
+        clash = np.concatenate([twice, onto_staying])
+        if len(clash):
+            raise InputError(
+                f"plan maps two extents to the same place on the disk (physical extent {int(clash.min())})"
+            )
+
+
+def moved_extents(layout: Layout, dest: Mapping[tuple[int, int], int]) -> Moved:
+    """``Plan.moved`` from ``dest`` ((image, logical extent) -> physical extent); an extent sent where it
+    already is does not move."""
+    per: list[list[tuple[int, int]]] = [[] for _ in layout.names]
+    for (i, k), p in dest.items():
+        if p != layout.base[i] + k:
+            per[i].append((k, p))
+    out = []
+    for rows in per:
+        pairs = np.array(sorted(rows), dtype=np.int64).reshape(-1, 2)
+        out.append((pairs[:, 0].copy(), pairs[:, 1].copy()))
+    return tuple(out)
 
 
 def build_plan(
@@ -111,21 +175,19 @@ def build_plan(
     if position in ("auto", "seed", "median"):
         placement, resolved, reason = _choose_position(layout, hot_pairs, trace, disk or DRIVE_7200, position)
     zstart = _zone_start(layout, nhot, resolved)
-    mapping = [layout.base[i] + np.arange(n, dtype=np.int64) for i, n in enumerate(layout.nextents)]
-    vacated = sorted(int(mapping[i][k]) for i, k in ordered)
+    vacated = sorted(layout.base[i] + k for i, k in ordered)
     zone_end = zstart + nhot
     hot_set = set(ordered)
     displaced = [ik for _p, ik in sorted(_owners(layout, zstart, zone_end).items()) if ik not in hot_set]
-    holes = [p for p in vacated if not zstart <= p < zone_end] + _free_slots(layout, zstart, zone_end)
+    holes = [p for p in vacated if not zstart <= p < zone_end]
+    holes += _free_slots(layout, zstart, zone_end, len(displaced) - len(holes))
     if len(holes) < len(displaced):
         raise InputError(
             "the disk has no room for the cold extents displaced by the zone; choose another position"
         )
-    for (i, k), p in zip(displaced, sorted(holes[: len(displaced)]), strict=True):
-        mapping[i][k] = p
-    for slot, (i, k) in enumerate(ordered):
-        mapping[i][k] = zstart + slot
-    plan = Plan(layout, tuple(mapping), zstart, nhot, position, order, placement, reason)
+    dest = dict(zip(displaced, sorted(holes[: len(displaced)]), strict=True))
+    dest.update((ik, zstart + slot) for slot, ik in enumerate(ordered))
+    plan = Plan(layout, moved_extents(layout, dest), zstart, nhot, position, order, placement, reason)
     plan.validate()
     return plan
 
@@ -138,12 +200,19 @@ def _owners(layout: Layout, lo: int, hi: int) -> dict[int, tuple[int, int]]:
     return out
 
 
-def _free_slots(layout: Layout, zlo: int, zhi: int) -> list[int]:
-    used = np.zeros(layout.disk_extents, dtype=bool)
-    for b, n in zip(layout.base, layout.nextents, strict=True):
-        used[b : b + n] = True
-    used[zlo:zhi] = True
-    return np.flatnonzero(~used).tolist()
+def _free_slots(layout: Layout, zlo: int, zhi: int, want: int) -> list[int]:
+    """The lowest ``want`` extents (or all, if fewer) that no image holds, outside the zone: found from the
+    gaps between the images' spans, so the work follows ``want`` and the images, not the disk's size."""
+    taken = sorted([(b, b + n) for b, n in zip(layout.base, layout.nextents, strict=True)] + [(zlo, zhi)])
+    out: list[int] = []
+    cursor = 0
+    for lo, hi in [*taken, (layout.disk_extents, layout.disk_extents)]:
+        if len(out) >= want:
+            break
+        gap_end = min(lo, layout.disk_extents)
+        out.extend(range(cursor, min(gap_end, cursor + want - len(out))))
+        cursor = max(cursor, hi)
+    return out
 
 
 def _zone_start(layout: Layout, nhot: int, position: str) -> int:

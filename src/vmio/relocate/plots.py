@@ -42,11 +42,17 @@ def access_distribution(
 
 
 def heat_over_time(
-    grid: NDArray[np.int64], edges: NDArray[np.float64], out: Path, *, extent_bytes: int, title: str
+    grid: NDArray[np.int64],
+    edges: NDArray[np.float64],
+    out: Path,
+    *,
+    row_bytes: int,
+    title: str,
 ) -> Path:
-    """A time × address heat map of one image's accesses."""
+    """A time × address heat map of one image's accesses (each of ``grid``'s rows the accesses to
+    ``row_bytes`` of the image's address)."""
     fig, ax = plt.subplots(figsize=(8, 3))
-    top = grid.shape[1] * extent_bytes / 1e9
+    top = grid.shape[1] * row_bytes / 1e9
     ax.imshow(grid.T, aspect="auto", origin="lower", extent=(edges[0], edges[-1], 0, top), cmap="viridis")
     ax.set_xlabel("time")
     ax.set_ylabel("image address [GB]")

@@ -227,6 +227,7 @@ def render(report: Report) -> str:
         _toc(report),
         _failures(data),
         _guest_warnings(data),
+        _coarse_clocks(data),
     ]
     main = [s for s in report.sections if s.id not in APPENDIX]
     folded = [s for s in report.sections if s.id in APPENDIX]
@@ -601,6 +602,27 @@ def _guest_warnings(data: CampaignData) -> str:
         "<h2>Guest disk warnings</h2><p>The guest kernel reported I/O timeouts or errors during these points "
         "(see each run's log in the store); their figures include the stalls.</p>"
         f'<ul class="failed">{items}</ul>'
+    )
+
+
+def _coarse_clocks(data: CampaignData) -> str:
+    """Points whose traced guest measured off a clock that steps by the kernel's tick (docs/layers.md, "The
+    guest's clock"): their percentiles (fio's, the guest block layer's) are multiples of a step."""
+    noted = [
+        (r.point, layer, note)
+        for r in data.rows
+        for layer, entry in (r.layers or {}).items()
+        if isinstance(entry, dict) and isinstance(note := entry.get("clock"), str)
+    ]
+    if not noted:
+        return ""
+    items = "".join(
+        f"<li>{html.escape(point)}, {layer}: {html.escape(note)}</li>" for point, layer, note in noted
+    )
+    return (
+        "<h2>Coarse guest clocks</h2><p>These points' guests counted time in the kernel's ticks (no usable "
+        "TSC): their latency percentiles read 0 below a tick and are multiples of it; their means are not "
+        f'biased.</p><ul class="failed">{items}</ul>'
     )
 
 

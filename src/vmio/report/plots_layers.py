@@ -60,7 +60,11 @@ def layer_plots(data: CampaignData, baseline: str | None) -> list[Plot]:
         if not groups or not ddirs:
             continue
         fig = Chart(1, len(ddirs), width=5.2, height=2.0 + 0.35 * len(groups), sharey=True)
-        caption = labels(data, by_target) + " · each bar: the median over repetitions of each layer's mean"
+        caption = labels(data, by_target) + (
+            " · each bar: the median over repetitions of each layer's mean · with a host page cache in the path"
+            ' (buffered I/O, cache = "writeback") an I/O need not reach the disk and the disk\'s requests are'
+            " write-back, read-ahead or merged: the layers need not nest, and a share below zero is drawn as zero"
+        )
         plot = Plot(
             f"layers-{i}", f"Where each I/O's time went, by layer: {family_title(family)}", caption, fig
         )

@@ -10,10 +10,10 @@ document ``{"campaign", "points", "series", "oplat"}``.
 from __future__ import annotations
 
 import csv
-import functools
 import io
 import itertools
 import json
+import operator
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypedDict
@@ -228,8 +228,9 @@ LAYER_FIGURES = ("mean_us", "p50_us", "p99_us", "ios")
 
 
 def layer_columns(layers: dict[str, object] | None) -> TableRow:
-    """A point's ``layers`` (docs/layers.md) as flat columns: ``layer_{name}_{read|write}_{figure}``, and
-    ``layer_{name}_why`` for a layer that was not traced."""
+    """A point's ``layers`` (docs/layers.md) as flat columns: ``layer_{name}_{read|write}_{figure}``,
+    ``layer_{name}_why`` for a layer that was not traced and ``layer_{name}_clock`` for one read off a coarse
+    clock."""
     out: TableRow = {}
     for name, layer in (layers or {}).items():
         if not isinstance(layer, dict):
@@ -240,6 +241,8 @@ def layer_columns(layers: dict[str, object] | None) -> TableRow:
                 out[f"layer_{name}_{ddir}_{key}"] = figures.get(key)
         if "why" in layer:
             out[f"layer_{name}_why"] = layer["why"]
+        if "clock" in layer:  # a guest's coarse clock: its percentiles are multiples of a step
+            out[f"layer_{name}_clock"] = layer["clock"]
     return out
 
 
@@ -314,66 +317,86 @@ def _document(store: Store, campaign: str, fmt: str) -> bytes:
     if fmt in ("ndjson", "prometheus"):
         rows = samples(store, campaign)
         return ndjson(rows) if fmt == "ndjson" else prometheus(rows)
-    return _json_document(store, campaign).encode()
+    return "".join(_json_document(store, campaign)).encode()
 
 
-def _json_document(store: Store, campaign: str) -> str:
+def _json_document(store: Store, campaign: str) -> list[str]:
     """``json.dumps({"campaign", "points", "series", "oplat"}, indent=1)``, the same text, written a part at
     a time: Python's encoder is its slow pure-Python one wherever ``indent`` is given, so the points go through
     ``jsontext.dumps`` and the flat rows of the side tables (20 and more a point) through the C one, their
-    separators carrying the indentation (``_json_rows``: as a %-format of each chunk where it can)."""
+    separators carrying the indentation (``_json_rows``: as a %-format of each chunk where it can). In pieces,
+    joined once (hundreds of MB at 100k points: each copy of the whole costs)."""
     flat = json.JSONEncoder(separators=(",\n   ", ": "))  # a side table's row, two levels deep
 
-    def rows(chunks: Iterator[list[tuple[Any, ...]]], columns: tuple[str, ...]) -> str:
+    def rows(chunks: Iterator[list[tuple[Any, ...]]], columns: tuple[str, ...]) -> list[str]:
         items = [
             "{\n   " + flat.encode(dict(zip(columns, r, strict=True)))[1:-1] + "\n  }"
             for c in chunks
             for r in c
         ]
-        return "[\n  " + ",\n  ".join(items) + "\n ]" if items else "[]"
+        return _json_list(items)
 
-    def table(name: str, columns: tuple[str, ...], order: str) -> str:
-        text = _json_rows(store, campaign, name, columns, order)
-        if text is not None:
-            return text
+    def table(name: str, columns: tuple[str, ...], order: str) -> list[str]:
+        pieces = _json_rows(store, campaign, name, columns, order)
+        if pieces is not None:
+            return pieces
         return rows(store.campaign_table(name, columns[1:], order, campaign), columns)
 
     points = show_json.flat_text(store, campaign, flat_row).replace("\n", "\n ")  # no newline in a string
     sampled = table("sample", SERIES_COLUMNS, SERIES_ORDER)
     ops = table("oplat", OPLAT_COLUMNS, OPLAT_ORDER)
-    return f'{{\n "campaign": {json.dumps(campaign)},\n "points": {points},\n "series": {sampled},\n "oplat": {ops}\n}}'
+    head = f'{{\n "campaign": {json.dumps(campaign)},\n "points": '
+    return [head, points, ',\n "series": ', *sampled, ',\n "oplat": ', *ops, "\n}"]
 
 
-def _json_rows(store: Store, campaign: str, table: str, columns: tuple[str, ...], order: str) -> str | None:
+def _json_list(items: list[str]) -> list[str]:
+    """A list of a side table in the JSON document, its ``items`` (each a row's text, or a chunk of rows')
+    set in pieces: ``"[\\n  " + ",\\n  ".join(items) + "\\n ]"``, ``[]`` for none."""
+    if not items:
+        return ["[]"]
+    pieces = ["[\n  "]
+    for item in items:
+        pieces += (item, ",\n  ")
+    pieces[-1] = "\n ]"
+    return pieces
+
+
+def _json_rows(
+    store: Store, campaign: str, table: str, columns: tuple[str, ...], order: str
+) -> list[str] | None:
     """A detail table's list in the JSON document as ``_json_document``'s ``rows`` writes it, each chunk of
     rows one ``%`` of its rows' text (``str`` of a number is its JSON; a text is written in quotes as it is);
-    None where a value is not written so (a text needing an escape, a NULL text, a blob: ``JSON_TEXT``)."""
+    None where a text is not written so: one that is not plain ASCII, or holds a quote or a backslash (each
+    chunk's distinct texts checked, ``_texts_are``), or a NULL text."""
     item = "{\n   " + ",\n   ".join(f'"{c}": ' + ('"%s"' if c in TEXT_COLUMNS else "%s") for c in columns)
     item += "\n  }"
-    cells = [JSON_TEXT if c in TEXT_COLUMNS else JSON_NUMBER for c in columns]
+    cells = ["{c}" if c in TEXT_COLUMNS else JSON_NUMBER for c in columns]
+    texts = [i for i, c in enumerate(columns) if c in TEXT_COLUMNS]
     chunks = []
     for rows in store.campaign_table(table, columns[1:], order, campaign, cell=cells):
-        template = ",\n  ".join([item] * len(rows))
-        text = template % tuple(itertools.chain.from_iterable(rows))
-        if not (text.isascii() and _plain(text, template, '"\\\n') and _json_plain(text)):
+        text = ",\n  ".join([item] * len(rows)) % tuple(itertools.chain.from_iterable(rows))
+        if not _texts_are(rows, texts, _json_plain):
             return None
         chunks.append(text)
-    return "[\n  " + ",\n  ".join(chunks) + "\n ]" if chunks else "[]"
+    return _json_list(chunks)
 
 
-# a JSON value as SQLite reads it for ``_json_rows``: a number as it is, NULL as null; text as it is, to be put
-# in quotes; anything else (a NULL or a blob where text is kept) a control character, which sends the whole
-# table back to the JSON encoder
-JSON_TEXT = "CASE WHEN {c} >= '' AND {c} < X'' THEN {c} ELSE char(1) END"
-JSON_NUMBER = "CASE WHEN {c} < '' THEN {c} WHEN {c} IS NULL THEN 'null' ELSE char(1) END"
+# a number column's cell as SQLite reads it for ``_json_rows``: the number as it is, NULL as null (a detail
+# table's number columns hold finite numbers or NULL: ``TEXT_COLUMNS``)
+JSON_NUMBER = "ifnull({c}, 'null')"
 
 
-# what the JSON encoder writes otherwise than ``str`` does: a control character (escaped), an infinity
+def _texts_are(rows: list[tuple[Any, ...]], at: Sequence[int], plain: Callable[[str], bool]) -> bool:
+    """Whether every value of the columns ``at`` in ``rows`` is a text that is ``plain``: each distinct value
+    checked once (a column of a chunk holds a few: its points' keys, its sources), picked out in C."""
+    distinct = (set(map(operator.itemgetter(i), rows)) for i in at)
+    return all(type(v) is str and plain(v) for values in distinct for v in values)
+
+
 def _json_plain(text: str) -> bool:
-    """Whether ``text`` (ASCII) holds no control character but its newlines (an ASCII text is printable when it
-    holds none: 0x7f is one) and no infinity or NaN written by ``str``: scans in C (a regular expression
-    of the two took ten times as long)."""
-    return text.replace("\n", "").isprintable() and not any(f": {x}" in text for x in ("inf", "-inf", "nan"))
+    """Whether ``json.dumps`` writes ``text`` as it is between quotes: printable ASCII (no control character,
+    no 0x7f) without a quote or a backslash."""
+    return text.isascii() and text.isprintable() and '"' not in text and "\\" not in text
 
 
 def export(store: Store, campaign: str, fmt: str, path: Path) -> list[Path]:
@@ -414,26 +437,29 @@ def _export(store: Store, campaign: str, fmt: str, path: Path) -> list[Path]:
 def _csv(points: list[FlatValues], columns: tuple[str, ...]) -> bytes:
     """The points table as CSV (each point its keys and values, ``show_json.flat_values``): its header always
     (``columns`` for an empty table), every point's columns (some only on some points: blank elsewhere)."""
-    buf = io.StringIO()
     shapes = dict.fromkeys(keys for keys, _ in points)  # most points share a few tuples of keys
     names = tuple(dict.fromkeys(itertools.chain.from_iterable(shapes))) if points else columns
+    buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow([inert(k) for k in names])
+    parts = [buf.getvalue()]
     spread = {keys: _spread(keys, names) for keys in shapes if keys != names}
     rows = [spread[keys](values) if keys in spread else values for keys, values in points]
     for at in range(0, len(rows), 1000):
         chunk = rows[at : at + 1000]
-        text = (
-            io.StringIO()
+        buf.seek(0)
+        buf.truncate()
+        writer.writerows(
+            chunk
         )  # the rows as they are: a cell the writer starts with a formula's sign is refused
-        csv.writer(text, lineterminator="\n").writerows(chunk)
-        if _formula_free(text.getvalue()):
-            buf.write(text.getvalue())
-            continue
-        writer.writerows(  # ``inert`` only for text: a call per number was a third of 100k points' time
-            [inert(v) if isinstance(v, str) else v for v in row] for row in chunk
-        )
-    return buf.getvalue().encode()
+        if not _formula_free(buf.getvalue()):
+            buf.seek(0)
+            buf.truncate()
+            writer.writerows(  # ``inert`` only for text: a call per number was a third of 100k points' time
+                [inert(v) if isinstance(v, str) else v for v in row] for row in chunk
+            )
+        parts.append(buf.getvalue())
+    return "".join(parts).encode()
 
 
 def _spread(keys: tuple[str, ...], names: tuple[str, ...]) -> Callable[[Sequence[object]], list[object]]:
@@ -445,10 +471,13 @@ def _spread(keys: tuple[str, ...], names: tuple[str, ...]) -> Callable[[Sequence
 
 def _formula_free(text: str) -> bool:
     """Whether no cell of CSV ``text`` (whole lines) starts with a sign of ``FORMULA_STARTS``, quoted or not:
-    then ``inert`` changes none of its cells (a number starting with "-" is refused too)."""
+    then ``inert`` changes none of its cells (a number starting with "-" is refused too). A sign that is not in
+    the text at all is ruled out by one ``memchr``-fast pass; only the others are looked for after a cell's
+    start."""
     if text[:1] in FORMULA_STARTS or (text[:1] == '"' and text[1:2] in FORMULA_STARTS):
         return False
-    return not any(f"{before}{sign}" in text for sign in FORMULA_STARTS for before in _CELL_STARTS)
+    signs = [sign for sign in FORMULA_STARTS if sign in text]
+    return not any(f"{before}{sign}" in text for sign in signs for before in _CELL_STARTS)
 
 
 _CELL_STARTS = (",", "\n", ',"', '\n"')  # what a cell follows inside a CSV text: a comma or a line's end
@@ -456,57 +485,49 @@ _CELL_STARTS = (",", "\n", ',"', '\n"')  # what a cell follows inside a CSV text
 
 def _csv_rows(store: Store, campaign: str, table: str, columns: tuple[str, ...], order: str) -> bytes:
     """A detail table (``sample``, ``oplat``) of the campaign as CSV, as ``_csv`` writes its rows as dicts:
-    the header, then each row, its text cells made inert by SQLite as it reads them (``INERT_SQL``).
+    the header, then each row, its text cells made inert (``inert``).
 
-    A chunk of rows is one ``%`` of a line per row (``str`` of each cell, as the CSV writer takes it) where no
-    cell holds a character the writer would quote (``_plain``); else the writer writes that chunk."""
+    A chunk of rows is one ``%`` of a line per row (``str`` of each cell, as the CSV writer takes it) where its
+    text cells are plain (``_csv_plain``: each distinct text checked once, ``_texts_are``); else the writer
+    writes that chunk, its texts made inert."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow([inert(k) for k in columns])
-    cells = [(CSV_TEXT if c in TEXT_COLUMNS else CSV_NUMBER).format(inert=INERT_SQL) for c in columns]
+    parts = [buf.getvalue().encode()]
+    cells = ["{c}" if c in TEXT_COLUMNS else CSV_NUMBER for c in columns]
+    texts = [i for i, c in enumerate(columns) if c in TEXT_COLUMNS]
     line = ",".join(["%s"] * len(columns)) + "\n"
     for rows in store.campaign_table(table, columns[1:], order, campaign, cell=cells):
-        template = line * len(rows)
-        text = template % tuple(itertools.chain.from_iterable(rows))
-        if _plain(text, template, CSV_QUOTED):
-            buf.write(text)
-        else:
-            writer.writerows(rows)
-    return buf.getvalue().encode()
+        text = (line * len(rows)) % tuple(itertools.chain.from_iterable(rows))
+        if _texts_are(rows, texts, _csv_plain):
+            parts.append(text.encode())
+            continue
+        buf.seek(0)
+        buf.truncate()
+        writer.writerows([inert(v) for v in row] for row in rows)
+        parts.append(buf.getvalue().encode())
+    return b"".join(parts)
 
 
-def _plain(text: str, template: str, special: str) -> bool:
-    """Whether ``text``, ``template`` filled in, holds each ``special`` character only where ``template``
-    does: none came from a value (counted over the whole text, in C)."""
-    return all(text.count(c) == _count(template, c) for c in special)
-
-
-@functools.lru_cache(maxsize=64)
-def _count(template: str, c: str) -> int:
-    """How often ``c`` is in ``template`` (most chunks of a table share one: counted once)."""
-    return template.count(c)
+def _csv_plain(text: str) -> bool:
+    """Whether the CSV writer writes ``text`` as it is and ``inert`` leaves it so: no character the writer
+    quotes (``CSV_QUOTED``), no formula's sign first."""
+    return not text.startswith(FORMULA_STARTS) and not any(c in text for c in CSV_QUOTED)
 
 
 # the cells the CSV writer quotes hold one of these (it quotes ``,``, ``"`` and ``\n``; ``\r`` too in some
-# Pythons): a chunk holding one anywhere but between cells and lines goes through the writer
+# Pythons): a chunk holding one in a text goes through the writer
 CSV_QUOTED = ',"\n\r'
-# the detail tables' columns of TEXT affinity: their values are text, or NULL (or a blob, in a store written
-# by hand); the others are numbers, NULL or text
+# the detail tables' columns of TEXT affinity: their values are text or NULL; the others finite numbers or NULL
+# (the store refuses any other value, a blob, a text in a number column, an infinity, before a detail table
+# is read: ``integrity.check_rows``)
 TEXT_COLUMNS = frozenset({"point", "source", "metric", "host", "job", "ddir"})
-# a CSV cell as SQLite reads it: ``INERT_SQL``'s value, NULL as "" (the writer's ``str`` of None); right for a
-# value of any type, and cheap for the usual one: text from "A" on (no formula starts below it), or a number
-# (below any text). ``{c}`` stays for ``INERT_SQL``'s column.
-CSV_TEXT = "CASE WHEN {{c}} COLLATE BINARY >= 'A' THEN {{c}} ELSE ifnull({inert}, '') END"
-CSV_NUMBER = "CASE WHEN {{c}} < '' THEN {{c}} ELSE ifnull({inert}, '') END"
+# a number column's cell as SQLite reads it for CSV: the number as it is, NULL as "" (the writer's ``str`` of None)
+CSV_NUMBER = "ifnull({c}, '')"
 
 
 # A text cell starting with one of these is a formula to a spreadsheet (OWASP "CSV injection").
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-# ``inert`` in SQL, for a column ``{c}`` as SQLite reads it (text only: a number stays a number)
-INERT_SQL = (
-    "CASE WHEN typeof({c}) = 'text' AND substr({c}, 1, 1) IN ('=', '+', '-', '@', char(9), char(13)) "
-    "THEN '''' || {c} ELSE {c} END"
-)
 
 
 def inert(value: object) -> object:

@@ -73,6 +73,8 @@ class RunRecord(StoredPoint):
     measured_window: tuple[float, float] | None = None  # the window the means cover, s from samples_t0
     # where the point's time went: [step, start s, end s] from its start (``vmio.campaign.timeline``)
     timeline: list[list[object]] | None = None
+    # what ``vmio run`` says about the point beside its figures (not stored: the figures' entries say it too)
+    warnings: list[str] = field(default_factory=list)
 
     def host_json(self) -> dict[str, object]:
         """The host facts with the run's own data, as the store keeps them (``run.host_json``)."""

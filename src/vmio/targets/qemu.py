@@ -354,7 +354,18 @@ class QemuRig:
         return [(tracer, device.removeprefix("/dev/")) for tracer, device in self.tracers]
 
     def qemu_events(self, enable: bool) -> None:
-        """Switch QEMU's request events on (for a point) or off, in every measured VM."""
+        """Switch QEMU's request events on (for a point) or off, in every measured VM. Before any is switched
+        on, every VM's QEMU is asked which it has: a build without one of them switches none on and says
+        which it lacks (``VmioError``), so nothing is left logging for a layer that cannot be traced."""
+        if enable:
+            for vm in self.vms:
+                known = {e["name"] for e in vm.qmp("trace-event-get-state", {"name": "virtio_blk_*"})}
+                missing = [event for event in LAYER_EVENTS if event not in known]
+                if missing:
+                    raise VmioError(
+                        f"{vm.config.name}'s QEMU ({vm.caps.binary}, {'.'.join(map(str, vm.caps.version))}) has no trace event "
+                        f"{', '.join(missing)} (a build without them, or another trace backend)"
+                    )
         for vm in self.vms:
             for event in LAYER_EVENTS:
                 vm.qmp("trace-event-set-state", {"name": event, "enable": enable})
