@@ -138,6 +138,15 @@ average 2-12 through this work, logged every 30 s beside the runs):
   load, since it is a sleep), the lookups 3-4 s, so about 256 s, 82 %: a projection, not a measurement;
   the best run here, at load 2-5, was 77 %.
 
+Measured on the quiet host (nothing else running, load under 3), the whole demo by turns, ``--targets all
+--starts 0 --before`` main at 20d68ec (this round's start): **measuring 210 s of 288 s wall (73 %) before, of
+260 s (81 %) after** (a run of the after tree alone just before: 260 s, 81 %; of the before tree alone that
+morning: 288 s, 73 %). From the stored steps: fio's starts 54.2 s -> 26.2 s (the relay), the targets' starts
+21.0 s -> 21.5 s (boots, 8 VMs). The rate-limited points' IOPS equal in both trees (500, 2,000 within 4); the
+max points moved both ways (bare randwrite 45,125 -> 63,454; 2fio-1vm-iothread randread 10,323 -> 7,272), as
+much as two runs of one tree moved (the before tree's morning run against this one: 2fio-1vm randread 8,603
+and 7,107, 2fio-1vm-sysqemu randread 6,095 and 7,516).
+
 Usage: python benchmarks/campaign_efficiency.py [--targets bare,2fio-1vm-sysqemu | --targets all]
        [--offered 500,max] [--repeat 2] [--before OTHER_CHECKOUT/src] [--dir /var/tmp] [--starts 3]
        [--no-campaign]
