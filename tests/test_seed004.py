@@ -201,9 +201,11 @@ def test_idle_vm_runs_through_the_point(campaign: dict[str, Path]) -> None:
         # its QEMU threads were read from /proc through the point, apart from the measured VM's
         samples = [s for s in store.samples(run["id"]) if s["source"] == "idle-qemu:vmio-1"]
         assert samples and max(s["t"] for s in samples) > 0
-        measured_port = " ".join(argvs[0]).split("hostfwd=tcp:127.0.0.1:")[1].split("-")[0]
-        ports = {r["host"].rpartition(":")[2] for r in store.results(run["id"])}
-        assert ports == {measured_port}  # fio ran in the measured VM only
+        measured = argvs[0][argvs[0].index("-name") + 1].split(",")[0]
+        servers = facts["fio_servers"]  # each VM's fio server as fio's results name it
+        assert set(servers) == {measured, "vmio-1"} and servers[measured] != servers["vmio-1"]
+        hosts = {r["host"] for r in store.results(run["id"])}
+        assert hosts == {servers[measured]}  # fio ran in the measured VM only
 
 
 @needs_qemu

@@ -298,6 +298,8 @@ class QemuRig:
                 "iothread_fallback": self.iothreads.reason,
                 "nvme_io_timeout_workaround": nvme_timeout_needed(self.fleet.vms[0].config, self.caps),
                 "idle_vms": [{"name": vm.config.name, "pid": vm.pid} for vm in self.idle],
+                # each VM's fio server as fio's results name it (their ``host``): the VM's relay (fio.relay)
+                "fio_servers": {vm.config.name: vm.fio_client.replace(",", ":") for vm in self.fleet.vms},
                 **host.loop_facts(self.loops),
                 "storage": self.storage(),
             },
