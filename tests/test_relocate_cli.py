@@ -108,6 +108,21 @@ sys.exit(main(["relocate", "analyze", sys.argv[1], "--plot-dir", sys.argv[2]]))
 """
 
 
+def _limited(script: str, *args: Path, **env: str) -> None:
+    """``script`` (LIMITED or LIMITED_PLOTS) run on ``args`` in a Python of its own, one thread for numpy; it
+    must succeed within its address-space cap."""
+    env |= {
+        "PYTHONPATH": SRC,
+        "PATH": os.environ["PATH"],
+        "OPENBLAS_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", script, *map(str, args)], env=env, capture_output=True, text=True, timeout=180
+    )
+    assert done.returncode == 0, done.stderr
+
+
 def test_plan_of_one_request_far_into_a_huge_image(tmp_path: Path) -> None:
     """One request ~28 TiB into its image (29.6 M extents of 1 MiB, the image's size inferred from it): the
     plan moves that extent into a zone of one extent and the zone's cold extent into the hole it left, and
@@ -115,15 +130,7 @@ def test_plan_of_one_request_far_into_a_huge_image(tmp_path: Path) -> None:
     lbn = 60626179329  # in 512-byte sectors
     trace, out = tmp_path / "t.csv", tmp_path / "plan.json"
     trace.write_text(f"version,time,op,size,lbn\n1,0,2a,0,{lbn}\n")
-    env = {"PYTHONPATH": SRC, "PATH": os.environ["PATH"], "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(
-        [sys.executable, "-c", LIMITED, str(trace), str(out)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
+    _limited(LIMITED, trace, out)
     hot = lbn * 512 // MiB  # the one extent accessed
     image = hot + 1  # no --image: the image ends with its highest extent accessed
     disk = 2 * image  # no --disk-size: the images, then as much again (the default hot budget: one image)
@@ -150,17 +157,8 @@ def test_the_heat_map_of_a_huge_image_sums_its_accesses_in_rows(tmp_path: Path) 
     assert per == -(-(hot + 1) // ADDRESS_ROWS) and grid.shape == (50, -(-(hot + 1) // per))
     assert grid.shape[1] <= ADDRESS_ROWS and grid.sum() == 2
     assert grid[:, hot // per].sum() == 1 and grid[:, 0].sum() == 1
-    env = {"PYTHONPATH": SRC, "PATH": os.environ["PATH"], "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
-           "MPLCONFIGDIR": str(tmp_path / "mpl")}  # fmt: skip
     plots = tmp_path / "plots"
-    done = subprocess.run(
-        [sys.executable, "-c", LIMITED_PLOTS, str(trace), str(plots)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert done.returncode == 0, done.stderr
+    _limited(LIMITED_PLOTS, trace, plots, MPLCONFIGDIR=str(tmp_path / "mpl"))
     assert sorted(p.name for p in plots.iterdir()) == ["access-distribution.png", "heat-t.png"]
 
 

@@ -13,7 +13,6 @@ from vmio.errors import InputError
 from vmio.relocate import plots
 from vmio.relocate.heat import (
     HotChoice,
-    extent_counts,
     heat_over_time,
     hot_by_budget,
     hot_by_coverage,
@@ -40,15 +39,15 @@ def _trace(image: list[int], offset: list[int]) -> Trace:
 
 def test_counts_per_extent_and_over_time() -> None:
     tr = _trace([0, 0, 0, 1, 0], [0, MiB + 5, MiB, 3 * MiB, 2 * MiB])
-    assert extent_counts(tr, 0, MiB).tolist() == [1, 2, 1]
-    assert extent_counts(tr, 1, MiB, 5).tolist() == [0, 0, 0, 1, 0]
+    assert [a.tolist() for a in touched_counts(tr, 0, MiB)] == [[0, 1, 2], [1, 2, 1]]
+    assert [a.tolist() for a in touched_counts(tr, 1, MiB, 5)] == [[3], [1]]
     grid, edges, per = heat_over_time(tr, 0, MiB, 3, time_bins=2)
     assert grid.sum(axis=0).tolist() == [1, 2, 1] and len(edges) == 3 and per == 1
     # rows of two extents: [0, 1] and [2]; every access kept
     grid, _, per = heat_over_time(tr, 0, MiB, 3, time_bins=2, rows=2)
     assert grid.sum(axis=0).tolist() == [3, 1] and per == 2
     with pytest.raises(InputError, match="beyond"):
-        extent_counts(tr, 0, MiB, 2)
+        touched_counts(tr, 0, MiB, 2)
 
 
 @settings(max_examples=100, deadline=None)
@@ -79,7 +78,7 @@ def test_hot_set_of_the_touched_extents_is_that_of_every_extent(
     included) give the same sets, ties and all."""
     tr = _trace([0] * len(touched), [e * MiB + 7 for e in touched])
     layout = Layout.consecutive(["a", "b"], [size * MiB, MiB], MiB)
-    dense = extent_counts(tr, 0, MiB, size)
+    dense = np.bincount(np.array(touched, dtype=np.int64), minlength=size)  # every extent's, zeros included
     extents, counts = touched_counts(tr, 0, MiB, size)
     assert extents.tolist() == sorted(set(touched)) and counts.tolist() == dense[dense > 0].tolist()
     by_coverage, untouched = HotChoice(coverage=coverage).pick(tr, layout)

@@ -28,7 +28,11 @@ from vmio.targets.base import TracesGuest, TracesQemu
 from vmio.units import human_bytes
 
 ATTACH_S = blocktrace.ATTACH_TIMEOUT_S
-UNBIASED = "the mean is not biased (a step falls anywhere within a request)"
+# what a coarse clock does to a layer's figures (its ``clock`` note ends so)
+COARSE_READS = (
+    "a request shorter than a step reads 0 µs, p50_us and p99_us are multiples of a step; the mean is not "
+    "biased (a step falls anywhere within a request)"
+)
 GUEST_KEEP_S = 60  # a guest switches its tracing off by itself this long past the point's time limit
 
 
@@ -167,8 +171,7 @@ class Tracing:
                 rc, said = tracer.command(f"read {self.owner}")
                 if rc != 0:
                     raise VmioError(said.strip())
-                tables.append(guesttrace.read(said))
-                tables[-1].vm = tracer.name
+                tables.append(guesttrace.read(said, vm=tracer.name))
             except VmioError as exc:
                 self.why["guest_block"] = f"{tracer.name}'s count could not be read: {exc}"
             finally:
@@ -248,14 +251,11 @@ class Tracing:
         steps = {t.vm: t.step_us() for t in self.tables or []}
         if not self.clocks and not steps:
             return
-        rec.host["guest_clock"] = {
-            vm: {
-                "clocksource": self.clocks[vm][0] if vm in self.clocks else None,
-                "trace_clock": self.clocks[vm][1] if vm in self.clocks else None,
-                "trace_step_us": steps.get(vm),
-            }
-            for vm in {**self.clocks, **steps}
-        }
+        facts = {}
+        for vm in {**self.clocks, **steps}:
+            source, trace_clock = self.clocks.get(vm, (None, None))
+            facts[vm] = {"clocksource": source, "trace_clock": trace_clock, "trace_step_us": steps.get(vm)}
+        rec.host["guest_clock"] = facts
         coarse = {vm: step for vm, step in steps.items() if step is not None}
         guest = shown.get("guest_block")
         if coarse and isinstance(guest, dict):
@@ -265,8 +265,7 @@ class Tracing:
             )
             guest["clock"] = (
                 f"the guest's trace clock is coarse ({each}: the guest kernel's sched_clock counts its tick, as "
-                "when it found no usable TSC): a request shorter than a step reads 0 µs, p50_us and p99_us are "
-                f"multiples of a step; {UNBIASED}"
+                f"when it found no usable TSC): {COARSE_READS}"
             )
         jiffies = {vm: cs for vm, (cs, _) in self.clocks.items() if guesttrace.coarse(cs)}
         app = shown.get("app")
@@ -276,8 +275,8 @@ class Tracing:
                 for vm, cs in jiffies.items()
             )
             app["clock"] = (
-                f"fio's clock in the guest is coarse (its clocksource: {each}; it steps by the kernel's tick): a "
-                f"request shorter than a step reads 0 µs, p50_us and p99_us are multiples of a step; {UNBIASED}"
+                f"fio's clock in the guest is coarse (its clocksource: {each}; it steps by the kernel's tick): "
+                f"{COARSE_READS}"
             )
 
     def _qemu(

@@ -34,9 +34,8 @@ class Placement:
     # the latency log names each operation's offset (``log_offset``); fio 3.33's client drops the last
     # fifth of such a log from a fio server, so only a local fio asks for it
     lat_log_offsets: bool = False
-    iolog: str | None = (
-        None  # the I/O log the measured jobs replay (okayama-hypervisors-2020's fixed offsets)
-    )
+    # the I/O log the measured jobs replay (okayama-hypervisors-2020's fixed offsets)
+    iolog: str | None = None
     cpus_allowed: str | None = None  # fio's CPU list for every process of the point (a host target's cpus)
     # the target's own path when ``filename`` is vmio's descriptor of it (``safety.Held``: fio opens the
     # object vmio checked); named in a comment so the stored job says what it ran on

@@ -31,9 +31,8 @@ from vmio.system.process import Runner
 # tracer ``vmio-trace``).
 FORMAT = 5
 FIO_PORT = 8765
-APT_ANSWER = (
-    "apt-kernel.json"  # in the cache's root: apt's answer for the kernel package, while apt's unchanged
-)
+# in the cache's root: apt's answer for the kernel package, kept while apt's state is unchanged
+APT_ANSWER = "apt-kernel.json"
 READY_MARKER = "VMIO-READY"
 
 

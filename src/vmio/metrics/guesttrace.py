@@ -121,9 +121,9 @@ class Table:
         return None
 
 
-def read(text: str) -> Table:
-    """The table ``vmio-trace read`` printed: the synthetic event's histogram, then the pairing table's
-    totals (the ``Dropped`` counts of both are added up) and a failed renewal."""
+def read(text: str, vm: str = "") -> Table:
+    """The table ``vmio-trace read`` printed in guest ``vm``: the synthetic event's histogram, then the
+    pairing table's totals (the ``Dropped`` counts of both are added up) and a failed renewal."""
     entries = []
     for m in _ENTRY.finditer(text):
         ddir = direction(m.group(1))
@@ -132,7 +132,11 @@ def read(text: str) -> Table:
     failed = next((line.strip() for line in text.splitlines() if line.startswith("renewal failed")), None)
     renewed = re.search(r"^renewals (\d+)$", text, re.M)
     return Table(
-        entries, sum(int(d) for d in _DROPPED.findall(text)), failed, int(renewed.group(1)) if renewed else 0
+        entries,
+        sum(int(d) for d in _DROPPED.findall(text)),
+        failed,
+        int(renewed.group(1)) if renewed else 0,
+        vm,
     )
 
 

@@ -48,11 +48,12 @@ def check_extents(what: str, extents: int, extent_bytes: int) -> None:
         )
 
 
-def _extents_accessed(
-    trace: Trace, image: int, extent_bytes: int, nextents: int | None
-) -> tuple[NDArray[np.int64], int]:
-    """The extent of each request of ``image``, and the image's extents (``nextents`` or the highest + 1),
-    checked: within MAX_EXTENTS and every request inside the image."""
+def touched_counts(
+    trace: Trace, image: int, extent_bytes: int, nextents: int | None = None
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """The extents of ``image`` its requests touch (ascending) and the accesses of each, so time and memory
+    follow the requests, not the image's size. The image has ``nextents`` extents (default: the highest
+    touched + 1), checked: within MAX_EXTENTS and every request inside the image."""
     sub = trace.image == image
     idx = trace.offset[sub] // extent_bytes
     size = int(idx.max()) + 1 if nextents is None and len(idx) else (nextents or 0)
@@ -62,24 +63,6 @@ def _extents_accessed(
             f"image {trace.images[image]!r} is accessed at byte {int(trace.offset[sub].max())}, beyond its "
             f"{size * extent_bytes} bytes; give the image's real size"
         )
-    return idx, size
-
-
-def extent_counts(
-    trace: Trace, image: int, extent_bytes: int, nextents: int | None = None
-) -> NDArray[np.int64]:
-    """Accesses per extent of ``image``, every extent of it (a figure's grid; the hot set needs only
-    ``touched_counts``); ``nextents`` defaults to the highest extent touched + 1."""
-    idx, size = _extents_accessed(trace, image, extent_bytes, nextents)
-    return np.bincount(idx, minlength=size).astype(np.int64)
-
-
-def touched_counts(
-    trace: Trace, image: int, extent_bytes: int, nextents: int | None = None
-) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """The extents of ``image`` its requests touch (ascending) and the accesses of each: ``extent_counts``
-    without its zeros, so time and memory follow the requests, not the image's size (checked alike)."""
-    idx, _size = _extents_accessed(trace, image, extent_bytes, nextents)
     extents, counts = np.unique(idx, return_counts=True)
     return extents.astype(np.int64), counts.astype(np.int64)
 
@@ -108,7 +91,7 @@ def heat_over_time(
 def hot_by_coverage(counts: NDArray[np.int64], coverage: float) -> NDArray[np.int64]:
     """The smallest set of extents that together receive at least ``coverage`` (0..1] of all accesses
     (indices into ``counts``, ascending; ties go to the lower index, so extents never accessed are never
-    picked and ``touched_counts``' extents give the same set as every extent's counts)."""
+    picked and ``touched_counts``' extents give the same set as every extent's counts, zeros included)."""
     if not 0.0 < coverage <= 1.0:
         raise InputError(f"coverage {coverage!r} must be in (0, 1]; e.g. 0.9 for 90 % of accesses")
     total = int(counts.sum())

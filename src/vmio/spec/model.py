@@ -33,7 +33,8 @@ class HostTarget:
     name: str
     path: str
     size: int | None = None
-    loop: bool = False  # attach the file as a direct-I/O loop device for the target's points (okayama-hypervisors-2020)
+    # attach the file as a direct-I/O loop device for the target's points (okayama-hypervisors-2020)
+    loop: bool = False
     kind: str = "host"
     cpus: int | None = (
         None  # the measured and load processes run on this many CPUs (okayama-hypervisors-2020's BM/1 core)
@@ -67,12 +68,10 @@ class QemuTarget:
     keyring: str | None = None  # that client's keyring (None: the conf's)
     qemu: str | None = None  # an installed version ("10.0") or a binary's path; None: the system's
     machine: str = "q35"
-    loop: bool = (
-        False  # attach each backing file as a direct-I/O loop device (okayama-hypervisors-2020's raw device)
-    )
-    idle_vms: int = (
-        0  # VMs booted beside the measured ones and left idle (no fio; okayama-hypervisors-2020's "2 VMs")
-    )
+    # attach each backing file as a direct-I/O loop device (okayama-hypervisors-2020's raw device)
+    loop: bool = False
+    # VMs booted beside the measured ones and left idle (no fio; okayama-hypervisors-2020's "2 VMs")
+    idle_vms: int = 0
     kind: str = "qemu"
 
     def backing_of(self, vm: int) -> str:
@@ -176,9 +175,8 @@ class Campaign:
     workloads: tuple[Workload, ...]
     path: str = "<spec>"
     sla: Sla | None = None  # a latency bound the report's summary states the highest IOPS within
-    seed: int | None = (
-        None  # okayama-hypervisors-2020: the ``ops`` workloads' operation offsets are generated from it
-    )
+    # okayama-hypervisors-2020: the ``ops`` workloads' operation offsets are generated from it
+    seed: int | None = None
     series: str | None = None  # the series the campaign belongs to (``vmio trend``)
     until: UntilStable | None = None  # repeat-until-stable: ``until_spread`` and ``max_repetitions``
     layers: bool = False  # trace each point's latency per layer (docs/layers.md); not part of the points

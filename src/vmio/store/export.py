@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from vmio.errors import InputError
-from vmio.store import show_json
+from vmio.store import jsontext, show_json
 from vmio.store.database import Store
 from vmio.store.formats import FORMATS
 from vmio.store.integrity import shown
@@ -334,7 +334,7 @@ def _json_document(store: Store, campaign: str) -> list[str]:
             for c in chunks
             for r in c
         ]
-        return _json_list(items)
+        return jsontext.list_pieces(items, "  ", " ")  # a side table: two levels deep
 
     def table(name: str, columns: tuple[str, ...], order: str) -> list[str]:
         pieces = _json_rows(store, campaign, name, columns, order)
@@ -347,18 +347,6 @@ def _json_document(store: Store, campaign: str) -> list[str]:
     ops = table("oplat", OPLAT_COLUMNS, OPLAT_ORDER)
     head = f'{{\n "campaign": {json.dumps(campaign)},\n "points": '
     return [head, points, ',\n "series": ', *sampled, ',\n "oplat": ', *ops, "\n}"]
-
-
-def _json_list(items: list[str]) -> list[str]:
-    """A list of a side table in the JSON document, its ``items`` (each a row's text, or a chunk of rows')
-    set in pieces: ``"[\\n  " + ",\\n  ".join(items) + "\\n ]"``, ``[]`` for none."""
-    if not items:
-        return ["[]"]
-    pieces = ["[\n  "]
-    for item in items:
-        pieces += (item, ",\n  ")
-    pieces[-1] = "\n ]"
-    return pieces
 
 
 def _json_rows(
@@ -374,11 +362,10 @@ def _json_rows(
     texts = [i for i, c in enumerate(columns) if c in TEXT_COLUMNS]
     chunks = []
     for rows in store.campaign_table(table, columns[1:], order, campaign, cell=cells):
-        text = ",\n  ".join([item] * len(rows)) % tuple(itertools.chain.from_iterable(rows))
         if not _texts_are(rows, texts, _json_plain):
             return None
-        chunks.append(text)
-    return _json_list(chunks)
+        chunks.append(",\n  ".join([item] * len(rows)) % tuple(itertools.chain.from_iterable(rows)))
+    return jsontext.list_pieces(chunks, "  ", " ")
 
 
 # a number column's cell as SQLite reads it for ``_json_rows``: the number as it is, NULL as null (a detail
@@ -449,9 +436,8 @@ def _csv(points: list[FlatValues], columns: tuple[str, ...]) -> bytes:
         chunk = rows[at : at + 1000]
         buf.seek(0)
         buf.truncate()
-        writer.writerows(
-            chunk
-        )  # the rows as they are: a cell the writer starts with a formula's sign is refused
+        # the rows as they are: a cell the writer starts with a formula's sign is refused
+        writer.writerows(chunk)
         if not _formula_free(buf.getvalue()):
             buf.seek(0)
             buf.truncate()

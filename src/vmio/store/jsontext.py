@@ -48,6 +48,19 @@ def dumps(obj: object) -> str:
         return json.dumps(obj, indent=1)
 
 
+def list_pieces(items: list[str], indent: str = "", closing: str = "") -> list[str]:
+    """A list of items already encoded, in pieces (``"".join`` of them is its text; a large list is not
+    copied into one string first): ``"[\n" + indent + (",\n" + indent).join(items) + "\n" + closing + "]"``,
+    ``[]`` for none."""
+    if not items:
+        return ["[]"]
+    out = ["[\n" + indent]
+    for item in items:
+        out += (item, ",\n" + indent)
+    out[-1] = "\n" + closing + "]"
+    return out
+
+
 def _nested(value: object) -> bool:
     return isinstance(value, _CONTAINERS) and len(value) > 0
 

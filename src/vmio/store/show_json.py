@@ -91,13 +91,7 @@ def pieces(store: Store, campaign: str | None) -> list[str]:
             chunks = [chunk for name in names for chunk in _campaign(store, name)]
         except _Generic:
             return [_generic(store, names)]
-    if not chunks:
-        return ["[]"]
-    out = ["[\n"]
-    for chunk in chunks:
-        out += (chunk, ",\n")
-    out[-1] = "\n]"
-    return out
+    return jsontext.list_pieces(chunks)
 
 
 def _generic(store: Store, names: list[str]) -> str:

@@ -278,8 +278,7 @@ class QemuRig:
         self.probes += [QemuThreadProbe(vm, prefix="idle-qemu") for vm in self.idle]
 
     def endpoints(self, workload: Workload) -> list[Endpoint]:
-        servers = [vm.fio_client.replace(",", ":") for vm in self.vms]
-        return placement.endpoints(self.target, workload, servers=servers)
+        return placement.endpoints(self.target, workload, servers=[_server(vm) for vm in self.vms])
 
     def facts(self) -> Facts:
         return Facts(
@@ -299,7 +298,7 @@ class QemuRig:
                 "nvme_io_timeout_workaround": nvme_timeout_needed(self.fleet.vms[0].config, self.caps),
                 "idle_vms": [{"name": vm.config.name, "pid": vm.pid} for vm in self.idle],
                 # each VM's fio server as fio's results name it (their ``host``): the VM's relay (fio.relay)
-                "fio_servers": {vm.config.name: vm.fio_client.replace(",", ":") for vm in self.fleet.vms},
+                "fio_servers": {vm.config.name: _server(vm) for vm in self.fleet.vms},
                 **host.loop_facts(self.loops),
                 "storage": self.storage(),
             },
@@ -365,8 +364,8 @@ class QemuRig:
                 missing = [event for event in LAYER_EVENTS if event not in known]
                 if missing:
                     raise VmioError(
-                        f"{vm.config.name}'s QEMU ({vm.caps.binary}, {'.'.join(map(str, vm.caps.version))}) has no trace event "
-                        f"{', '.join(missing)} (a build without them, or another trace backend)"
+                        f"{vm.config.name}'s QEMU ({vm.caps.binary}, {vm.caps.version_string}) has no trace "
+                        f"event {', '.join(missing)} (a build without them, or another trace backend)"
                     )
         for vm in self.vms:
             for event in LAYER_EVENTS:
@@ -431,6 +430,11 @@ def resolved_image(env: Env) -> GuestImage:
     if image is None:
         image = env.images[DEFAULT_IMAGE] = guest.build()
     return image
+
+
+def _server(vm: VM) -> str:
+    """A VM's fio server as fio's client names it in its results (``host``): ``127.0.0.1:PORT``, its relay."""
+    return vm.fio_client.replace(",", ":")
 
 
 DEFAULT_IMAGE = "default"  # env.images' key of guest.build()'s image (Debian's cloud kernel, lean)
