@@ -1,4 +1,4 @@
-"""The configuration guideline (seed 000, Fig. 9): every branch, over real QEMU facts and a fake sysfs."""
+"""The configuration guideline (hitachi-nvme-2016, Fig. 9): every branch, over real QEMU facts and a fake sysfs."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The tuning guideline (seed 000, Fig. 10): every branch, with evidence that reaches it."""
+"""The tuning guideline (hitachi-nvme-2016, Fig. 10): every branch, with evidence that reaches it."""
 
 from __future__ import annotations
 

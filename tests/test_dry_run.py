@@ -12,7 +12,7 @@ def test_dry_run_prints_every_point_with_its_job_file(capsys: pytest.CaptureFixt
     out = capsys.readouterr().out
     assert out.startswith("campaign 'demo': 42 points\n")  # 7 targets x 2 workloads x 3 offered loads
     assert out.count("\n## ") == 42 and out.count("[measure]") == 42
-    # seed 000's "1fio/vm x N": 2000 IOPS offered over 2 VMs of one fio each
+    # hitachi-nvme-2016's "1fio/vm x N": 2000 IOPS offered over 2 VMs of one fio each
     vms = out.split("## 1fio-per-vm-x2/4k-randread/bs=4k/offered=2000/load=0/rep=1")[1].split("## ")[0]
     assert "in each of 2 VM(s)" in vms and "filename=/dev/vda" in vms and "numjobs=1" in vms
     assert "rate_iops=1000" in vms

@@ -1,4 +1,4 @@
-"""A real Ceph cluster on loopback: up, status, the seed 002 profile at three block sizes, plots, a QEMU rbd
+"""A real Ceph cluster on loopback: up, status, the bitisle-dstore-2014 profile at three block sizes, plots, a QEMU rbd
 disk, the striping comparison, and down leaving no process and no file behind."""
 
 from __future__ import annotations
@@ -208,7 +208,7 @@ def test_rbd_target_in_a_campaign(live_cluster: cluster.ClusterRef, tmp_path: Pa
 
 @pytest.mark.qemu
 def test_vm_disk_on_rbd_in_a_campaign(live_cluster: cluster.ClusterRef, tmp_path: Path) -> None:
-    """Seed 002's case: a guest whose disk lives on the replicated store, through QEMU's rbd driver."""
+    """bitisle-dstore-2014's case: a guest whose disk lives on the replicated store, through QEMU's rbd driver."""
     from vmio.store import Store
     from vmio.store.rows import point_rows
 

@@ -1,4 +1,4 @@
-"""Seed 002 as the paper measured it, on a real loopback Ceph cluster: the replicated pool beside a
+"""bitisle-dstore-2014 as the paper measured it, on a real loopback Ceph cluster: the replicated pool beside a
 non-replicated baseline (one copy on the same OSDs; a local file), the profile from inside a guest on
 the RBD image, and the pool through one OSD's outage and recovery. One cluster for the module."""
 

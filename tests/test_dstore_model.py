@@ -1,10 +1,11 @@
-"""The replicated-store model: seed 002's published shape, what-if directions, fork-join, Little's law."""
+"""The replicated-store model: bitisle-dstore-2014's published shape, what-if directions, fork-join, Little's law."""
 
 from __future__ import annotations
 
 import pytest
 
 from vmio.dstore.calibrate import fit_profile, parse_network, what_if
+from vmio.dstore.degraded import DegradedRun, Outage, Sample, Second, format_run
 from vmio.dstore.model import StoreParams, harmonic, predict, solve
 from vmio.dstore.profile import Criteria, Point, Profile
 from vmio.errors import InputError
@@ -15,7 +16,7 @@ LARGE = [256 * KIB, 512 * KIB, 1024 * KIB]
 
 
 def seed_002_small_points() -> list[Point]:
-    """Seed 002 Fig. 2 as its text reads it (§5): "4K to 64K give several thousand IOPS, well above the
+    """bitisle-dstore-2014 Fig. 2 as its text reads it (§5): "4K to 64K give several thousand IOPS, well above the
     4,000 IOPS goal" (4K〜64K の範囲では数千 IOPS 程出ており、理想とする 4,000IOPS を大きく上回り). The figure
     prints no numbers; these readings keep every size above 4,000, falling with the block size, with
     IOPS x latency = 50 outstanding I/Os, as a closed benchmark with 50 outstanding I/Os gives.
@@ -150,3 +151,23 @@ def test_network_speeds_are_bits(text: str, bytes_per_s: float) -> None:
 def test_bad_network_speed(text: str) -> None:
     with pytest.raises(InputError, match="--network"):
         parse_network(text)
+
+
+def _outage_run(samples: list[tuple[float, bool]], iops: list[float]) -> DegradedRun:
+    run = DegradedRun(Outage(osd=1, at_s=3.0, back_at_s=8.0), 4096, 12.0, 4, 70, 3)
+    run.seconds = [Second(t + 1.0, x, x, 0.0, None) for t, x in enumerate(iops)]  # second t: up to t
+    run.samples = [Sample(t, up, {}) for t, up in samples]
+    return run
+
+
+def test_iops_while_down_are_the_seconds_the_osd_was_stopped_not_one_unlucky_sample() -> None:
+    # fio completed I/O in every second the OSD was stopped but the one it went down in; the cluster's
+    # samples, seconds apart, saw it down once, at that edge
+    iops = [100.0, 100.0, 100.0, 0.0, 60.0, 50.0, 40.0, 70.0, 0.0, 100.0, 100.0, 100.0]
+    run = _outage_run([(1.0, True), (3.2, False), (9.5, True)], iops)
+    assert run.down_window() == (3.2, 3.2)
+    assert run.iops_while_down() == 0.0  # its times unknown: the samples' window, the second ending at 4
+    run.stopped_at_s, run.started_at_s = 3.02, 8.01
+    # the seconds wholly inside 3.02 .. 8.01 end at 5, 6, 7 and 8 (the one ending at 4 began before the stop)
+    assert run.iops_while_down() == pytest.approx((60 + 50 + 40 + 70) / 4)
+    assert "mean IOPS while it was stopped 55" in format_run(run)

@@ -1,4 +1,4 @@
-"""Seed 001's two cases and the case that shows why its measure is not the default (examples/membal)."""
+"""hitachi-membal-2014's two cases and the case that shows why its measure is not the default (examples/membal)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def test_case1_efficiency_and_marginal_beat_equal(case1: Outcome) -> None:
     assert case1.vs_equal("efficiency") > 1.2
     assert case1.vs_equal("marginal") > 1.2
     assert case1.vs_equal("refault") > 1.2
-    # as in seed 001 Fig. 2: memory goes from the low-locality web server to the bursty one
+    # as in hitachi-membal-2014 Fig. 2: memory goes from the low-locality web server to the bursty one
     for name in ("efficiency", "marginal", "refault"):
         web, burst = case1.runs[name].allocation[-1]
         assert burst > web

@@ -1,4 +1,4 @@
-"""Seed 003's FFSB figures: the 2-VM gain is fitted, the 3-VM gain is predicted; where the zone goes."""
+"""kogakuin-relocate-2011's FFSB figures: the 2-VM gain is fitted, the 3-VM gain is predicted; where the zone goes."""
 
 from __future__ import annotations
 

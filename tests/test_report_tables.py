@@ -356,7 +356,7 @@ def test_per_operation_latency_faceted_by_vcpus_and_vms(store: Store) -> None:
                 ]
                 add(store, "ops", target, None, rep, 100, workload="ops", load=load, oplat=ops)
     plot, series = page.build(data.load(store, "ops")).section("per-operation-latency").plots  # type: ignore[union-attr]
-    # seed 004 Fig. 5: each operation in turn, a panel per target, a line per load count (first repetition)
+    # okayama-hypervisors-2020 Fig. 5: each operation in turn, a panel per target, a line per load count (first repetition)
     assert series.id == "opseries-0" and len([ax for ax in series.figure.axes if ax.get_visible()]) == 3
     assert series.values["opseries-0--vm-2-load"] == [[i + 1.0, (300 + 20 + i + 1) / 1000] for i in range(20)]
     assert [ax.get_title() for ax in plot.figure.axes] == ["host (no VM)", "1 vCPU · 2 VMs", "2 vCPUs · 1 VM"]

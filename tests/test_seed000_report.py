@@ -1,7 +1,7 @@
-"""Seed 000 beside a stored campaign, and QEMU builds told apart by `report`, `compare` and `diagnose`.
+"""hitachi-nvme-2016 beside a stored campaign, and QEMU builds told apart by `report`, `compare` and `diagnose`.
 
 ``tests/data/stores/demo000.db`` holds real campaigns stored by vmio (2 cores, TCG):
-- ``demo``: examples/demo.toml as scripts/demo.sh ran it (seed 000's configurations on QEMU 10.0.2, and "N fio/vm"
+- ``demo``: examples/demo.toml as scripts/demo.sh ran it (hitachi-nvme-2016's configurations on QEMU 10.0.2, and "N fio/vm"
   on the system QEMU 7.2.22 beside it); samples, histogram logs and per-operation logs left out to keep it small;
 - ``builds-10`` and ``builds-72``: the same bare file and one-VM target ``vm`` on QEMU 10.0.2 and on 7.2.22.
 The expected figures here are read from the store's own tables with SQL, not through vmio's row code.

@@ -1,4 +1,4 @@
-"""Seed 004 as it ran: seeded operation offsets replayed everywhere, loop devices, idle VMs, ``show --ops``.
+"""okayama-hypervisors-2020 as it ran: seeded operation offsets replayed everywhere, loop devices, idle VMs, ``show --ops``.
 
 One campaign (real fio, real QEMU TCG) is run once for the module: the bare host on a ``loop = true`` file
 with two measured processes, and one VM on a ``loop = true`` backing with an idle VM beside it, each with

@@ -17,7 +17,7 @@ OPS = 20
 def test_two_ops_workloads_with_the_same_rw_stay_two_rows(
     scratch: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # seed 004's raw device vs file comparison in small: the same reads, direct and through the page cache
+    # okayama-hypervisors-2020's raw device vs file comparison in small: the same reads, direct and through the page cache
     spec = tmp_path / "o.toml"
     spec.write_text(
         f'[campaign]\nname = "o"\n[[target]]\nname = "bare"\npath = "{scratch}/o.img"\nsize = "8M"\n'

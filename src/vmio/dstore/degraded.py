@@ -132,11 +132,18 @@ class DegradedRun:
         return (min(down), max(down)) if down else None
 
     def iops_while_down(self) -> float | None:
-        """Mean IOPS of the logged seconds inside the window the samples saw the OSD down."""
-        window = self.down_window()
-        if window is None:
+        """Mean IOPS of the logged seconds wholly inside the outage: from vmio stopping the OSD's daemon to
+        starting it again (a logged second covers the second up to its time). Where those times are not
+        known, the window the samples saw the OSD down. Not that window alone: on a loaded host the samples are
+        seconds apart, and a run whose samples saw the OSD down once, at an edge of the outage where no I/O
+        completed, read 0 IOPS while fio completed I/O in every second inside it."""
+        if self.stopped_at_s is not None and self.started_at_s is not None:
+            low, high = self.stopped_at_s + 1.0, self.started_at_s
+        elif (window := self.down_window()) is not None:
+            low, high = window[0], window[1] + 1.0
+        else:
             return None
-        inside = [s.iops for s in self.seconds if window[0] <= s.t_s <= window[1] + 1.0]
+        inside = [s.iops for s in self.seconds if low <= s.t_s <= high]
         return sum(inside) / len(inside) if inside else None
 
     def to_json(self) -> dict[str, object]:
@@ -399,6 +406,10 @@ def _wait_healthy(run: DegradedRun, runner: Runner, ref: ClusterRef, t0: float, 
         time.sleep(SAMPLE_EVERY_S)
 
 
+def _count(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}"
+
+
 def format_run(run: DegradedRun) -> str:
     """The run per second, the OSD's state from the nearest earlier sample, and the summary."""
     name = f"osd.{run.outage.osd}"
@@ -417,10 +428,12 @@ def format_run(run: DegradedRun) -> str:
         lines.append(f"{sec.t_s:6.1f} {sec.iops:8.0f} {mean} {state:>7}  {pgs}")
     window = run.down_window()
     lines.append(
-        f"{name} seen down by `ceph osd tree` from {window[0]:.1f} s to {window[1]:.1f} s; "
-        f"mean IOPS meanwhile {run.iops_while_down() or 0:.0f}"
-        if window
-        else f"{name} was never seen down by `ceph osd tree`"
+        (
+            f"{name} seen down by `ceph osd tree` from {window[0]:.1f} s to {window[1]:.1f} s"
+            if window
+            else f"{name} was never seen down by `ceph osd tree`"
+        )
+        + f"; mean IOPS while it was stopped {_count(run.iops_while_down())}"
     )
     failed = (
         f"I/O failed: {run.io_errors} errors counted by fio"
