@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from vmio.errors import InputError
-from vmio.store import jsontext, show_json
+from vmio.store import jsontext, packed, show_json
 from vmio.store.database import Store
 from vmio.store.formats import FORMATS
 from vmio.store.integrity import shown
@@ -265,8 +265,13 @@ COLUMN_TYPES = {"t": "float", "value": "float", "seq": "int", "t_ms": "float", "
 
 
 def series(store: Store, campaign: str) -> list[TableRow]:
-    chunks = store.campaign_table("sample", SERIES_COLUMNS[1:], SERIES_ORDER, campaign)
-    return [dict(zip(SERIES_COLUMNS, r, strict=True)) for rows in chunks for r in rows]
+    """The samples table's rows (Parquet): each run's samples (``Store.unpacked``) under its point key."""
+    return [
+        {"point": key, **{c: s[c] for c in SERIES_COLUMNS[1:]}}
+        for rows in store.campaign_packed_samples(campaign)
+        for run_id, key, *row in rows
+        for s in store.unpacked(run_id, row)
+    ]
 
 
 def operations(store: Store, campaign: str) -> list[TableRow]:
@@ -274,7 +279,56 @@ def operations(store: Store, campaign: str) -> list[TableRow]:
     return [dict(zip(OPLAT_COLUMNS, r, strict=True)) for rows in chunks for r in rows]
 
 
-SERIES_ORDER, OPLAT_ORDER = "t.t, t.source, t.metric", "t.seq"
+OPLAT_ORDER = "t.seq"
+
+
+def _series_cells(
+    store: Store, campaign: str, cell: Callable[[str], str], null: str
+) -> Iterator[tuple[str, int, list[str], list[str], list[str], list[str]]]:
+    """Each run's samples as the cells of its ``.series`` rows: its point key, ``n``, and the ``n`` cells of
+    ``t``, ``source``, ``metric`` and ``value``. The numbers are their stored texts (``packed.numbers``: JSON
+    and ``repr`` write them so; ``null`` for none); a text is ``cell`` of it, worked out once per packed list
+    (a campaign's runs share a few). A row ``packed`` cannot read is the store's one error for it."""
+    cells: dict[str, list[str]] = {}  # a packed source or metric list → its items' cells
+    for rows in store.campaign_packed_samples(campaign):
+        for run_id, key, n, t, source, metric, value in rows:
+            try:
+                ts, vs = packed.numbers(t, n, "t"), packed.numbers(value, n, "value")
+                ss = cells.get(source) or cells.setdefault(
+                    source, [*map(cell, packed.texts(source, n, "source"))]
+                )
+                ms = cells.get(metric) or cells.setdefault(
+                    metric, [*map(cell, packed.texts(metric, n, "metric"))]
+                )
+            except ValueError as exc:
+                raise store.sample_damage(run_id, exc) from None
+            if null != "null" and "n" in value:
+                vs = [null if v == "null" else v for v in vs]
+            yield key, n, ts, ss, ms, vs
+
+
+def _series_lines(
+    store: Store, campaign: str, line: str, cell: Callable[[str], str], null: str
+) -> Iterator[str]:
+    """Each run's ``.series`` rows as ``line`` (a ``%`` of the five cells) filled with ``_series_cells``, the
+    point key through ``cell`` too."""
+    for key, n, *columns in _series_cells(store, campaign, cell, null):
+        yield (line * n) % tuple(itertools.chain.from_iterable(zip([cell(key)] * n, *columns, strict=True)))
+
+
+def _csv_cell(text: str) -> str:
+    """A text cell as the CSV writer writes it in a row of several, made inert (``inert``)."""
+    if not text.startswith(FORMULA_STARTS) and not any(c in text for c in CSV_QUOTED):
+        return text
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow([inert(text), ""])
+    return buf.getvalue()[:-2]  # without the empty cell's comma and the line's end
+
+
+def _csv_series(store: Store, campaign: str) -> bytes:
+    """The ``.series`` table as CSV: ``_csv_rows``' text (a number as it is, none as blank, text inert)."""
+    head = ",".join(SERIES_COLUMNS) + "\n"
+    return (head + "".join(_series_lines(store, campaign, "%s,%s,%s,%s,%s\n", _csv_cell, ""))).encode()
 
 
 SINGLE_FILE = ("json", "ndjson", "prometheus")  # one document; csv and parquet write side files
@@ -343,7 +397,11 @@ def _json_document(store: Store, campaign: str) -> list[str]:
         return rows(store.campaign_table(name, columns[1:], order, campaign), columns)
 
     points = show_json.flat_text(store, campaign, flat_row).replace("\n", "\n ")  # no newline in a string
-    sampled = table("sample", SERIES_COLUMNS, SERIES_ORDER)
+    item = "{\n   " + ",\n   ".join(f'"{c}": %s' for c in SERIES_COLUMNS) + "\n  }"
+    lines = _series_lines(store, campaign, item + ",\n  ", json.JSONEncoder().encode, "null")
+    sampled = jsontext.list_pieces(
+        [text[:-4] for text in lines], "  ", " "
+    )  # each run's rows, its last comma cut
     ops = table("oplat", OPLAT_COLUMNS, OPLAT_ORDER)
     head = f'{{\n "campaign": {json.dumps(campaign)},\n "points": '
     return [head, points, ',\n "series": ', *sampled, ',\n "oplat": ', *ops, "\n}"]
@@ -403,7 +461,7 @@ def _export(store: Store, campaign: str, fmt: str, path: Path) -> list[Path]:
     if fmt == "csv":  # the side tables straight from SQLite to the CSV writer, a row at a time
         tables: tuple[tuple[str, Callable[[], bytes]], ...] = (
             ("", lambda: _csv(show_json.flat_values(store, campaign, flat_row), POINT_COLUMNS)),
-            (".series", lambda: _csv_rows(store, campaign, "sample", SERIES_COLUMNS, SERIES_ORDER)),
+            (".series", lambda: _csv_series(store, campaign)),
             (".oplat", lambda: _csv_rows(store, campaign, "oplat", OPLAT_COLUMNS, OPLAT_ORDER)),
         )
     else:
@@ -470,7 +528,7 @@ _CELL_STARTS = (",", "\n", ',"', '\n"')  # what a cell follows inside a CSV text
 
 
 def _csv_rows(store: Store, campaign: str, table: str, columns: tuple[str, ...], order: str) -> bytes:
-    """A detail table (``sample``, ``oplat``) of the campaign as CSV, as ``_csv`` writes its rows as dicts:
+    """A detail table (``oplat``) of the campaign as CSV, as ``_csv`` writes its rows as dicts:
     the header, then each row, its text cells made inert (``inert``).
 
     A chunk of rows is one ``%`` of a line per row (``str`` of each cell, as the CSV writer takes it) where its

@@ -1,0 +1,142 @@
+"""A run's samples as the store keeps them: one row of table ``sample`` per run, not one per sample.
+
+The row holds the run's ``n`` samples in the order export writes them (by time, source and metric, ties in the
+order written) as four JSON lists: ``t`` and ``value`` of numbers, each written as Python's ``repr`` of the float
+SQLite's REAL column would have read back (``-0.0`` as ``0.0``, NaN as null, an integer as a float), ``source``
+and ``metric`` of texts. A run's samples are read and written together, so one row a run costs one fetch, and
+the numbers' texts are the export's cells as they are (no float formatted again: at 100k points the per-sample
+rows were 2M rows to step, sort and convert, and 4M floats to ``repr``).
+
+The store checks each row's four lists when a command first reads the table (``integrity``: JSON lists of
+``n``); the numbers' texts are checked as numbers where they are read (``numbers``: finite, or null in
+``value``), so a damaged row is the same one error a REAL column holding text was.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from operator import itemgetter
+from typing import Any
+
+from vmio.errors import InputError
+
+Packed = tuple[int, str, str, str, str]  # n, t, source, metric, value as table sample holds them
+SampleRow = dict[str, Any]  # one sample as the readers take it: run_id, t, source, metric, value
+
+_COMPACT: dict[str, Any] = {"separators": (",", ":"), "ensure_ascii": False}
+# the characters of a list of finite numbers as ``pack`` writes it (inside its brackets); "nul" for null
+_NUMBER_CHARS, _NULL_CHARS = "0123456789.,-e+E", "nul"
+_LONGEST = len("-1.2345678901234567e-308")  # the longest repr of a float: a longer number is not one
+
+
+def pack(samples: Sequence[tuple[Any, ...]]) -> Packed:
+    """``(n, t, source, metric, value)`` of a run's samples ``(t, source, metric, value)``: sorted as export
+    orders them (stable: ties as written), the numbers as SQLite's REAL columns kept them (a float, -0.0 as
+    0.0, NaN as null); an ``InputError`` for a time or value that is not a number or a source or metric that
+    is not text."""
+    try:
+        rows = sorted([(float(t) + 0.0, s, m, v) for t, s, m, v in samples], key=_ORDER)
+        values = [None if v is None or v != v else float(v) + 0.0 for *_, v in rows]
+    except (TypeError, ValueError):
+        bad = next(s for s in samples if not all(_number(x) for x in (s[0], s[3] if s[3] is not None else 0)))
+        raise InputError(f"a sample's time or value is not a number: {_shown(bad)}") from None
+    ts, sources, metrics = ([r[i] for r in rows] for i in range(3))
+    if any(t != t for t in ts) or not all(type(x) is str for x in (*sources, *metrics)):
+        bad = next(r for r in rows if r[0] != r[0] or type(r[1]) is not str or type(r[2]) is not str)
+        raise InputError(f"a sample needs a time and a source and metric of text: {_shown(bad)}")
+    t, source, metric, value = (json.dumps(c, **_COMPACT) for c in (ts, sources, metrics, values))
+    return len(rows), t, source, metric, value
+
+
+_ORDER = itemgetter(0, 1, 2)
+
+
+def _number(value: object) -> bool:
+    try:
+        float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def numbers(text: str, n: int, column: str) -> list[str]:
+    """The texts of the ``n`` numbers of a packed ``t`` or ``value`` list (``null`` for none, in ``value``),
+    each as JSON and ``repr`` write it; a ``ValueError`` naming the value that is not a finite number. The
+    list is valid JSON of ``n`` items (``integrity``); a character outside a number's, a number longer than
+    a float's ``repr`` or one with an exponent is looked at."""
+    if n == 0:
+        return []
+    inner = text[1:-1]
+    allowed = _NUMBER_CHARS + _NULL_CHARS if column == "value" else _NUMBER_CHARS
+    parts = inner.split(",")
+    if inner.strip(allowed) or len(parts) != n:
+        raise ValueError(_not_numbers(text, column))
+    if ("e" in inner or "E" in inner or max(map(len, parts)) > _LONGEST) and not all(
+        p == "null" or math.isfinite(float(p)) for p in parts
+    ):
+        raise ValueError(_not_numbers(text, column))
+    return parts
+
+
+def _not_numbers(text: str, column: str) -> str:
+    """Why ``text`` is not a packed list of finite numbers: its first item that is not one."""
+    try:
+        items = json.loads(text)
+    except ValueError:
+        return f"{column} = {_shown(text)} is not a JSON list"
+    for item in items if isinstance(items, list) else [items]:
+        if item is None and column == "value":
+            continue
+        if type(item) not in (int, float) or not math.isfinite(item):
+            return f"{column} holds {_shown(item)}, which is not a finite number"
+    return f"{column} = {_shown(text)} is not a list of numbers as vmio writes it"
+
+
+def texts(text: str, n: int, column: str) -> list[str]:
+    """The ``n`` texts of a packed ``source`` or ``metric`` list; a ``ValueError`` if it holds other items."""
+    items = json.loads(text)
+    if type(items) is not list or len(items) != n or not all(type(i) is str for i in items):
+        bad = next((i for i in items if type(i) is not str), text) if type(items) is list else text
+        raise ValueError(f"{column} holds {_shown(bad)}, where vmio writes a list of {n} texts")
+    return items
+
+
+def unpack(run_id: int, row: Packed) -> list[SampleRow]:
+    """A run's packed row as its samples, each ``{"run_id", "t", "source", "metric", "value"}`` (floats)."""
+    n, t, source, metric, value = row
+    numbers(t, n, "t")
+    numbers(value, n, "value")
+    ts, vs = json.loads(t, parse_int=float), json.loads(value, parse_int=float)
+    return [
+        {"run_id": run_id, "t": a, "source": s, "metric": m, "value": v}
+        for a, s, m, v in zip(ts, texts(source, n, "source"), texts(metric, n, "metric"), vs, strict=True)
+    ]
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def migrate(db: sqlite3.Connection, table: str) -> None:
+    """Fill ``table`` (the packed form) from the per-sample rows of ``sample``, a run at a time in export
+    order (``t, source, metric``, then as written), never more than one run's rows held."""
+    rows = db.execute(
+        "SELECT run_id, t, source, metric, value FROM sample ORDER BY run_id, t, source, metric, rowid"
+    )
+    db.executemany(f"INSERT INTO {table} VALUES (?, ?, ?, ?, ?, ?)", _runs(rows))
+
+
+def _runs(rows: Iterable[tuple[Any, ...]]) -> Iterator[tuple[object, ...]]:
+    run_id, mine = None, list[tuple[Any, ...]]()
+    for row in rows:
+        if row[0] != run_id:
+            if mine:
+                yield (run_id, *pack(mine))
+            run_id, mine = row[0], list[tuple[Any, ...]]()
+        mine.append(row[1:])
+    if mine:
+        yield (run_id, *pack(mine))
