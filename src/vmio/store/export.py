@@ -282,38 +282,43 @@ def operations(store: Store, campaign: str) -> list[TableRow]:
 OPLAT_ORDER = "t.seq"
 
 
-def _series_cells(
-    store: Store, campaign: str, cell: Callable[[str], str], null: str
-) -> Iterator[tuple[str, int, list[str], list[str], list[str], list[str]]]:
-    """Each run's samples as the cells of its ``.series`` rows: its point key, ``n``, and the ``n`` cells of
-    ``t``, ``source``, ``metric`` and ``value``. The numbers are their stored texts (``packed.numbers``: JSON
-    and ``repr`` write them so; ``null`` for none); a text is ``cell`` of it, worked out once per packed list
-    (a campaign's runs share a few). A row ``packed`` cannot read is the store's one error for it."""
-    cells: dict[str, list[str]] = {}  # a packed source or metric list → its items' cells
+def _series_text(
+    store: Store, campaign: str, parts: Sequence[str], cell: Callable[[str], str], null: str
+) -> Iterator[str]:
+    """Each run's ``.series`` rows as one text: the five cells (point, t, source, metric, value) with ``parts``
+    before, between and after them (the sixth: the row's end). The numbers are their stored texts
+    (``packed.numbers``: JSON and ``repr`` write them so; ``null`` for none), a text is ``cell`` of it; what
+    lies between a row's ``t`` and ``value`` is worked out once per pair of packed source and metric lists (a
+    campaign's runs share a few), so a run's rows are one join. A row ``packed`` cannot read is the store's
+    one error for it."""
+    before, after_key, after_t, after_source, after_metric, end = parts
+    middles: dict[tuple[str, str], list[str]] = {}  # a run's source and metric lists → its rows' middles
     for rows in store.campaign_packed_samples(campaign):
         for run_id, key, n, t, source, metric, value in rows:
             try:
                 ts, vs = packed.numbers(t, n, "t"), packed.numbers(value, n, "value")
-                ss = cells.get(source) or cells.setdefault(
-                    source, [*map(cell, packed.texts(source, n, "source"))]
-                )
-                ms = cells.get(metric) or cells.setdefault(
-                    metric, [*map(cell, packed.texts(metric, n, "metric"))]
-                )
+                middle = middles.get((source, metric))
+                if middle is None:
+                    if len(middles) > 256:  # a few shared lists, not one per run held
+                        middles.clear()
+                    ss, ms = packed.texts(source, n, "source"), packed.texts(metric, n, "metric")
+                    middle = middles[source, metric] = [
+                        f"{after_t}{cell(s)}{after_source}{cell(m)}{after_metric}"
+                        for s, m in zip(ss, ms, strict=True)
+                    ]
             except ValueError as exc:
                 raise store.sample_damage(run_id, exc) from None
             if null != "null" and "n" in value:
                 vs = [null if v == "null" else v for v in vs]
-            yield key, n, ts, ss, ms, vs
+            head = before + cell(key) + after_key
+            yield head + (end + head).join(map(operator.add, map(operator.add, ts, middle), vs)) + end
 
 
-def _series_lines(
-    store: Store, campaign: str, line: str, cell: Callable[[str], str], null: str
-) -> Iterator[str]:
-    """Each run's ``.series`` rows as ``line`` (a ``%`` of the five cells) filled with ``_series_cells``, the
-    point key through ``cell`` too."""
-    for key, n, *columns in _series_cells(store, campaign, cell, null):
-        yield (line * n) % tuple(itertools.chain.from_iterable(zip([cell(key)] * n, *columns, strict=True)))
+# what comes before, between and after a .series row's cells in the JSON document (two levels deep)
+JSON_SERIES = (
+    *(("{\n   " if i == 0 else ",\n   ") + f'"{c}": ' for i, c in enumerate(SERIES_COLUMNS)),
+    "\n  },\n  ",
+)
 
 
 def _csv_cell(text: str) -> str:
@@ -328,7 +333,9 @@ def _csv_cell(text: str) -> str:
 def _csv_series(store: Store, campaign: str) -> bytes:
     """The ``.series`` table as CSV: ``_csv_rows``' text (a number as it is, none as blank, text inert)."""
     head = ",".join(SERIES_COLUMNS) + "\n"
-    return (head + "".join(_series_lines(store, campaign, "%s,%s,%s,%s,%s\n", _csv_cell, ""))).encode()
+    return (
+        head + "".join(_series_text(store, campaign, ("", ",", ",", ",", ",", "\n"), _csv_cell, ""))
+    ).encode()
 
 
 SINGLE_FILE = ("json", "ndjson", "prometheus")  # one document; csv and parquet write side files
@@ -397,11 +404,8 @@ def _json_document(store: Store, campaign: str) -> list[str]:
         return rows(store.campaign_table(name, columns[1:], order, campaign), columns)
 
     points = show_json.flat_text(store, campaign, flat_row).replace("\n", "\n ")  # no newline in a string
-    item = "{\n   " + ",\n   ".join(f'"{c}": %s' for c in SERIES_COLUMNS) + "\n  }"
-    lines = _series_lines(store, campaign, item + ",\n  ", json.JSONEncoder().encode, "null")
-    sampled = jsontext.list_pieces(
-        [text[:-4] for text in lines], "  ", " "
-    )  # each run's rows, its last comma cut
+    runs = _series_text(store, campaign, JSON_SERIES, json.JSONEncoder().encode, "null")
+    sampled = jsontext.list_pieces([text[:-4] for text in runs], "  ", " ")  # each run's rows, last comma cut
     ops = table("oplat", OPLAT_COLUMNS, OPLAT_ORDER)
     head = f'{{\n "campaign": {json.dumps(campaign)},\n "points": '
     return [head, points, ',\n "series": ', *sampled, ',\n "oplat": ', *ops, "\n}"]

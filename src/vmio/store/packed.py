@@ -27,9 +27,6 @@ Packed = tuple[int, str, str, str, str]  # n, t, source, metric, value as table 
 SampleRow = dict[str, Any]  # one sample as the readers take it: run_id, t, source, metric, value
 
 _COMPACT: dict[str, Any] = {"separators": (",", ":"), "ensure_ascii": False}
-# the characters of a list of finite numbers as ``pack`` writes it (inside its brackets); "nul" for null
-_NUMBER_CHARS, _NULL_CHARS = "0123456789.,-e+E", "nul"
-_LONGEST = len("-1.2345678901234567e-308")  # the longest repr of a float: a longer number is not one
 
 
 def pack(samples: Sequence[tuple[Any, ...]]) -> Packed:
@@ -64,18 +61,26 @@ def _number(value: object) -> bool:
 
 def numbers(text: str, n: int, column: str) -> list[str]:
     """The texts of the ``n`` numbers of a packed ``t`` or ``value`` list (``null`` for none, in ``value``),
-    each as JSON and ``repr`` write it; a ``ValueError`` naming the value that is not a finite number. The
-    list is valid JSON of ``n`` items (``integrity``); a character outside a number's, a number longer than
-    a float's ``repr`` or one with an exponent is looked at."""
-    if n == 0:
-        return []
+    each as JSON and ``repr`` write it; a ``ValueError`` naming the item that is not a finite number. The
+    list is valid JSON of ``n`` items (``integrity`` checked it when the table was first read), so an item
+    that is not a number holds a quote, a bracket or a letter of true, false or null; one with an exponent is
+    read to see that it is finite."""
     inner = text[1:-1]
-    allowed = _NUMBER_CHARS + _NULL_CHARS if column == "value" else _NUMBER_CHARS
-    parts = inner.split(",")
-    if inner.strip(allowed) or len(parts) != n:
+    if (
+        '"' in inner
+        or "[" in inner
+        or "{" in inner
+        or "t" in inner
+        or "f" in inner
+        or "n" in inner
+        and column != "value"
+    ):
         raise ValueError(_not_numbers(text, column))
-    if ("e" in inner or "E" in inner or max(map(len, parts)) > _LONGEST) and not all(
-        p == "null" or math.isfinite(float(p)) for p in parts
+    parts = inner.split(",") if n else []
+    if (
+        len(parts) != n
+        or ("e" in inner or "E" in inner)
+        and not all(p == "null" or math.isfinite(float(p)) for p in parts)
     ):
         raise ValueError(_not_numbers(text, column))
     return parts
@@ -84,7 +89,7 @@ def numbers(text: str, n: int, column: str) -> list[str]:
 def _not_numbers(text: str, column: str) -> str:
     """Why ``text`` is not a packed list of finite numbers: its first item that is not one."""
     try:
-        items = json.loads(text)
+        items = json.loads(text, parse_int=float)
     except ValueError:
         return f"{column} = {_shown(text)} is not a JSON list"
     for item in items if isinstance(items, list) else [items]:
@@ -110,6 +115,9 @@ def unpack(run_id: int, row: Packed) -> list[SampleRow]:
     numbers(t, n, "t")
     numbers(value, n, "value")
     ts, vs = json.loads(t, parse_int=float), json.loads(value, parse_int=float)
+    for column, items in (("t", ts), ("value", vs)):  # a number of 309 digits and more, without an exponent
+        if math.inf in items or -math.inf in items:
+            raise ValueError(_not_numbers(t if column == "t" else value, column))
     return [
         {"run_id": run_id, "t": a, "source": s, "metric": m, "value": v}
         for a, s, m, v in zip(ts, texts(source, n, "source"), texts(metric, n, "metric"), vs, strict=True)
