@@ -208,9 +208,10 @@ Usage: python benchmarks/store_scale.py [--sizes 1000,10000,100000] [--report-ma
 commands can be timed again without filling 100k points each time. ``--repeat N`` times each command N
 times and prints each figure as the median with the range. The "after" side is the vmio this process
 imports: run it from a checkout as ``PYTHONPATH=src python benchmarks/store_scale.py ...`` (without it, an
-editable install's tree is timed against ``--before``). Before/after: run the benchmark with the older
-tree's ``src`` first on PYTHONPATH, then the newer one's, each with its own ``--keep`` folder (copy the
-first's stores: a newer vmio migrates them, which an older one then refuses to read).
+editable install's tree is timed against ``--before``). With ``--before`` each tree reads its own store: the
+older tree's is filled through its own ``Store.record`` in a child (``s<points>.before.db``), this tree's is
+a copy of it that this tree opens first, migrating it where the schemas differ (the migration's time and
+memory are printed: a user's big store is migrated once, on its first open).
 """
 
 from __future__ import annotations
@@ -504,14 +505,66 @@ def figures(took: list[tuple[float, float]], points: int) -> str:
     return f"{wall:8.2f} {cpu:8.2f} {spread:>13}  {cpu / points * 1e6:12.0f}"
 
 
-def by_turns(db: Path, work: Path, n: int, args: argparse.Namespace) -> None:
-    """Each command timed in a child of the ``--before`` tree, then of this one, ``--repeat`` times by turns
-    (both read the same store: trees of one schema), printed side by side with CPU µs a point."""
+# A child filling a store through one tree's ``Store.record`` (``fill``): ``python -c FILL POINTS PATH``.
+FILL = f"""
+import sys
+from pathlib import Path
+sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})
+import store_scale
+store_scale.fill(Path(sys.argv[2]), int(sys.argv[1]))
+"""
+# A child opening a store with one tree (which migrates an older one): prints "WALL CPU MAXRSS_KB".
+OPEN = """
+import resource, sys, time
+from vmio.store import Store
+started, cpu = time.perf_counter(), time.process_time()
+Store(sys.argv[1]).close()
+print(time.perf_counter() - started, time.process_time() - cpu, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def child(script: str, args: list[str], src: Path) -> str:
+    """The output of ``python -c script args`` with ``src`` first on its path; a failure stops the benchmark."""
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        env={**os.environ, "PYTHONPATH": str(src)},
+        capture_output=True,
+        text=True,
+        timeout=7200,
+        check=False,
+    )
+    if done.returncode != 0:
+        sys.exit(f"store_scale: {args} ({src}) exited {done.returncode}: {done.stderr[-500:]}")
+    return done.stdout
+
+
+def stores(folder: Path, n: int, before: Path) -> tuple[Path, Path]:
+    """The ``--before`` tree's store (filled through its own ``Store.record``) and this tree's (a copy of it
+    opened by this tree, which migrates it where the schemas differ: the migration's wall and CPU seconds and
+    the child's max RSS are printed)."""
+    old, new = folder / f"s{n}.before.db", folder / f"s{n}.db"
+    if not old.exists():
+        started = time.perf_counter()
+        child(FILL, [str(n), str(old)], before)
+        print(f"{n:>8}  fill (before)   {time.perf_counter() - started:8.2f} s wall", flush=True)
+    if not new.exists():
+        shutil.copyfile(old, new)
+        wall, cpu, rss = child(OPEN, [str(new)], Path(vmio.__file__).parents[1]).split()
+        print(f"{n:>8}  open (migrate)  {float(wall):8.2f} s wall {float(cpu):8.2f} s CPU  max RSS {int(rss) / 1024:.0f} MB",
+              flush=True)  # fmt: skip
+    return old, new
+
+
+def by_turns(dbs: tuple[Path, Path], work: Path, n: int, args: argparse.Namespace) -> None:
+    """Each command timed in a child of the ``--before`` tree (on its store), then of this one (on its own),
+    ``--repeat`` times by turns, printed side by side with CPU µs a point."""
     after = Path(vmio.__file__).parents[1]
     sides = {
-        side: commands(db, work, n, args.report_max, functools.partial(timed_child, src=src))
-        for side, src in (("before", args.before), ("after", after))
+        side: commands(db, work / side, n, args.report_max, functools.partial(timed_child, src=src))
+        for side, src, db in (("before", args.before, dbs[0]), ("after", after, dbs[1]))
     }
+    for side in sides:
+        (work / side).mkdir(exist_ok=True)
     for name in sides["after"]:
         if args.only and name not in args.only.split(","):
             continue
@@ -558,11 +611,14 @@ def main_(argv: list[str] | None = None) -> int:
         )
         for n in sizes:
             db = (args.keep or work) / f"s{n}.db"
-            if not db.exists():
-                print(f"{n:>8}  {'fill (record)':<15} {figures([fill(db, n)], n)}", flush=True)
             if args.before:
-                by_turns(db, work, n, args)
+                dbs = stores(args.keep or work, n, args.before)
+                by_turns(dbs, work, n, args)
+                if not args.keep:
+                    dbs[0].unlink()
             else:
+                if not db.exists():
+                    print(f"{n:>8}  {'fill (record)':<15} {figures([fill(db, n)], n)}", flush=True)
                 chosen = commands(db, work, n, args.report_max)
                 if args.only:
                     chosen = {name: run for name, run in chosen.items() if name in args.only.split(",")}

@@ -403,7 +403,7 @@ def _json_document(store: Store, campaign: str) -> list[str]:
             return pieces
         return rows(store.campaign_table(name, columns[1:], order, campaign), columns)
 
-    points = show_json.flat_text(store, campaign, flat_row).replace("\n", "\n ")  # no newline in a string
+    points = show_json.flat_text(store, campaign, flat_row, " ")  # one level deeper
     runs = _series_text(store, campaign, JSON_SERIES, json.JSONEncoder().encode, "null")
     sampled = jsontext.list_pieces([text[:-4] for text in runs], "  ", " ")  # each run's rows, last comma cut
     ops = table("oplat", OPLAT_COLUMNS, OPLAT_ORDER)
