@@ -11,6 +11,7 @@ import csv
 import io
 import json
 import math
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 import pytest
 
 from vmio.cli import main
+from vmio.errors import InputError
 from vmio.store import RunRecord, Store
 
 STORES = Path(__file__).parent / "data" / "stores"
@@ -187,3 +189,30 @@ def test_a_damaged_packed_row_is_one_error(
         assert f"vmio rm fixture --db {db}" in err
     assert db.read_bytes() == before
     assert list((tmp_path / "out").iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("sample", "why"),
+    [
+        (
+            (0.5, "cpu", "usr_pct", "abc"),
+            "a sample's time or value is not a number: (0.5, 'cpu', 'usr_pct', 'abc')",
+        ),
+        ((float("nan"), "cpu", "usr_pct", 1.0), "a sample needs a time, and a source and metric of text"),
+        ((0.5, b"cpu", "usr_pct", 1.0), "a sample needs a time, and a source and metric of text"),
+    ],
+)
+def test_a_sample_the_store_cannot_hold_is_refused_and_nothing_written(
+    tmp_path: Path, sample: tuple[Any, ...], why: str
+) -> None:
+    """Not written to be refused later as a damaged row: the point is not stored at all (one transaction)."""
+    db, _ = recorded(tmp_path / "s.db")
+    with Store(db) as s:
+        with pytest.raises(InputError, match=re.escape(why)):
+            s.record(
+                RunRecord(campaign="fixture", point_key="k2", target="t", target_kind="host", workload="w", bs=4096,
+                          offered_iops=None, load_processes=0, repetition=2, status="done", started=0.0, ended=1.0,
+                          samples=[(0.0, "cpu", "sys_pct", 1.0), sample])
+            )  # fmt: skip
+        assert [r["point_key"] for r in s.runs("fixture")] == ["k"]
+        assert s.db.execute("SELECT COUNT(*) FROM sample").fetchone()[0] == 1

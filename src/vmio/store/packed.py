@@ -36,16 +36,16 @@ def pack(samples: Sequence[tuple[Any, ...]]) -> Packed:
     0.0, NaN as null); an ``InputError`` for a time or value that is not a number or a source or metric that
     is not text."""
     try:
-        rows = sorted([(float(t) + 0.0, s, m, v) for t, s, m, v in samples], key=_ORDER)
-        values = [None if v is None or v != v else float(v) + 0.0 for *_, v in rows]
+        rows = [(float(t) + 0.0, s, m, None if v is None else float(v) + 0.0) for t, s, m, v in samples]
     except (TypeError, ValueError):
-        bad = next(s for s in samples if not all(_number(x) for x in (s[0], s[3] if s[3] is not None else 0)))
+        bad = next((s for s in samples if not (_number(s[0]) and (s[3] is None or _number(s[3])))), samples)
         raise InputError(f"a sample's time or value is not a number: {_shown(bad)}") from None
-    ts, sources, metrics = ([r[i] for r in rows] for i in range(3))
-    if any(t != t for t in ts) or not all(type(x) is str for x in (*sources, *metrics)):
-        bad = next(r for r in rows if r[0] != r[0] or type(r[1]) is not str or type(r[2]) is not str)
-        raise InputError(f"a sample needs a time and a source and metric of text: {_shown(bad)}")
-    return _lists(ts, sources, metrics, values)
+    for row in rows:
+        if row[0] != row[0] or type(row[1]) is not str or type(row[2]) is not str:
+            raise InputError(f"a sample needs a time, and a source and metric of text: {_shown(row)}")
+    rows.sort(key=_ORDER)
+    ts, sources, metrics, values = zip(*rows, strict=True) if rows else ((), (), (), ())
+    return _lists(ts, sources, metrics, [v if v == v else None for v in values])  # NaN: SQLite's NULL
 
 
 def _lists(
@@ -73,22 +73,12 @@ def numbers(text: str, n: int, column: str) -> list[str]:
     that is not a number holds a quote, a bracket or a letter of true, false or null; one with an exponent is
     read to see that it is finite."""
     inner = text[1:-1]
-    if (
-        '"' in inner
-        or "[" in inner
-        or "{" in inner
-        or "t" in inner
-        or "f" in inner
-        or "n" in inner
-        and column != "value"
-    ):
+    other = '"' in inner or "[" in inner or "{" in inner or "t" in inner or "f" in inner
+    if other or ("n" in inner and column != "value"):  # a text, list, object, true, false; null but in value
         raise ValueError(_not_numbers(text, column))
     parts = inner.split(",") if n else []
-    if (
-        len(parts) != n
-        or ("e" in inner or "E" in inner)
-        and not all(p == "null" or math.isfinite(float(p)) for p in parts)
-    ):
+    exponent = "e" in inner or "E" in inner
+    if len(parts) != n or (exponent and not all(p == "null" or math.isfinite(float(p)) for p in parts)):
         raise ValueError(_not_numbers(text, column))
     return parts
 
