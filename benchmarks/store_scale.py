@@ -585,8 +585,8 @@ def stores(folder: Path, n: int, before: Path) -> tuple[Path, Path]:
     if not new.exists():
         shutil.copyfile(old, new)
         wall, cpu, rss = child(OPEN, [str(new)], Path(vmio.__file__).parents[1]).split()
-        print(f"{n:>8}  open (migrate)  {float(wall):8.2f} s wall {float(cpu):8.2f} s CPU  max RSS {int(rss) / 1024:.0f} MB",
-              flush=True)  # fmt: skip
+        took = f"{float(wall):8.2f} s wall {float(cpu):8.2f} s CPU  max RSS {int(rss) / 1024:.0f} MB"
+        print(f"{n:>8}  open (migrate)  {took}", flush=True)
     return old, new
 
 

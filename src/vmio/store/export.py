@@ -285,15 +285,16 @@ OPLAT_ORDER = "t.seq"
 def _series_text(
     store: Store, campaign: str, parts: Sequence[str], cell: Callable[[str], str], null: str
 ) -> Iterator[str]:
-    """Each run's ``.series`` rows as one text: the five cells (point, t, source, metric, value) with ``parts``
-    before, between and after them (the sixth: the row's end). The numbers are their stored texts
-    (``packed.numbers``: JSON and ``repr`` write them so; ``null`` for none), a text is ``cell`` of it; what
-    lies between a row's ``t`` and ``value`` is worked out once per pair of packed source and metric lists (a
-    campaign's runs share a few), so a run's rows are one join. A row ``packed`` cannot read is the store's
-    one error for it."""
+    """Each chunk of runs' ``.series`` rows as one text (a few large strings, not one a run): the five cells
+    (point, t, source, metric, value) with ``parts`` before, between and after them (the sixth: the row's
+    end). The numbers are their stored texts (``packed.numbers``: JSON and ``repr`` write them so; ``null``
+    for none), a text is ``cell`` of it; what lies between a row's ``t`` and ``value`` is worked out once per
+    pair of packed source and metric lists (a campaign's runs share a few), so a run's rows are one join. A
+    row ``packed`` cannot read is the store's one error for it."""
     before, after_key, after_t, after_source, after_metric, end = parts
     middles: dict[tuple[str, str], list[str]] = {}  # a run's source and metric lists → its rows' middles
     for rows in store.campaign_packed_samples(campaign):
+        chunk: list[str] = []  # the runs of this fetch, joined once
         for run_id, key, n, t, source, metric, value in rows:
             try:
                 ts, vs = packed.numbers(t, n, "t"), packed.numbers(value, n, "value")
@@ -311,7 +312,8 @@ def _series_text(
             if null != "null" and "n" in value:
                 vs = [null if v == "null" else v for v in vs]
             head = before + cell(key) + after_key
-            yield head + (end + head).join(map(operator.add, map(operator.add, ts, middle), vs)) + end
+            chunk.append(head + (end + head).join(map(operator.add, map(operator.add, ts, middle), vs)) + end)
+        yield "".join(chunk)
 
 
 # what comes before, between and after a .series row's cells in the JSON document (two levels deep)
@@ -405,7 +407,7 @@ def _json_document(store: Store, campaign: str) -> list[str]:
 
     points = show_json.flat_text(store, campaign, flat_row, " ")  # one level deeper
     runs = _series_text(store, campaign, JSON_SERIES, json.JSONEncoder().encode, "null")
-    sampled = jsontext.list_pieces([text[:-4] for text in runs], "  ", " ")  # each run's rows, last comma cut
+    sampled = jsontext.list_pieces([text[:-4] for text in runs], "  ", " ")  # a chunk's rows, last comma cut
     ops = table("oplat", OPLAT_COLUMNS, OPLAT_ORDER)
     head = f'{{\n "campaign": {json.dumps(campaign)},\n "points": '
     return [head, points, ',\n "series": ', *sampled, ',\n "oplat": ', *ops, "\n}"]

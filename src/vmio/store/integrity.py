@@ -8,8 +8,8 @@ so ``vmio show`` of 100k points, which reads each point's stored summary, does n
 The reference is the schema ``MIGRATIONS`` build up to the file's own version: the same tables and columns
 (none missing, none foreign); every INTEGER/REAL column holds numbers (finite) or NULL; every TEXT column
 holds text, numbers or NULL, never a blob (no JSON, CSV cell or terminal line has a form for one that says
-what it is); every JSON column holds valid JSON of the kind vmio writes (an object, an array, a list of [value, count] pairs);
-each run's row of samples (``vmio.store.packed``) holds four JSON lists of its ``n`` samples (whose numbers
+what it is); every JSON column holds valid JSON of the kind vmio writes (an object, an array, a list of [value, count] pairs).
+Each run's row of samples (``vmio.store.packed``) holds four JSON lists of its ``n`` samples (whose numbers
 ``packed.numbers`` checks where they are read).
 """
 
