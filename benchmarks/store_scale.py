@@ -131,7 +131,7 @@ fetch per run, a split and one ``%`` per run, no float formatting) against 5.5 s
 migration of every ``sample`` row, its fixture, the readers ``Store.samples``, the campaign samples, report's
 over-time figures, the integrity check of numbers held as text, ``vmio rm``) not made in this round.
 
-Measured for issue 42, sixth round (2 cores shared with one other engineer's work, load average 1.5-2.8;
+Measured for issue 42, sixth round (2 cores shared with one other engineer's work, load average 2.0-3.5;
 ``--before`` main's ``src``, ``--repeat 3`` by turns, CPU seconds in a child with its imports excluded,
 medians; each tree reads its own store: main's filled by main, this tree's a copy it migrated). What changed:
 the store keeps a run's samples in one row (``vmio.store.packed``, migration 13: table ``sample`` holds each
@@ -142,29 +142,32 @@ cells between ``t`` and ``value`` once per pair of source and metric lists; the 
 the table is first read (``integrity``), their items as finite numbers where they are read
 (``packed.numbers``: a few ``in`` searches a list, an item with an exponent parsed); json's points are one
 template per shape with QEMU's threads as slots (``show_json._flat_row_template``), not a nested dict printed
-whole per VM point, and the points list is indented by its templates, not copied. 100k: ``export csv`` 12.36
--> 7.37 s CPU (124 -> 74 µs a point; 14.1 s -> 8.4 s wall), ``export json`` 12.77 -> 7.50 s (128 -> 75; 13.7 s
--> 8.9 s wall); single runs of this tree between those turns gave csv 5.3-6.3 s and json 7.0-7.5 s. 10k:
-``csv`` 151 -> 72, ``json`` 122 -> 74; 1k (start-up dominates): ``csv`` 183 -> 139, ``json`` 227 -> 142.
-The migration (``open (migrate)``: a copy of main's store opened by this tree, once): 100k points (2M sample
-rows) 11.0 s wall, 7.6 s CPU, 23 MB max RSS (the rows read in export order and packed a run at a time in C:
-``groupby``, ``zip``, one JSON encoder; a first version with a Python loop a row took 13.4 s CPU); 10k 1.2 s
-wall. Every output is byte-identical to main's (``cmp``): csv, json, parquet, ndjson and prometheus exports,
-``show --json``, ``show``, ``ls``, ``report`` (its time stamp cut) and ``compare --baseline`` (text and JSON)
-of the 1k and 10k stores, of every campaign in tests/data/stores (the four stores and the schema fixtures,
-migrated on a copy) and of the 1k store given 54 odd sample rows (unit separator, NUL, CR, newline, tab,
-quote, backslash, non-ASCII, formula-like, empty and "null" texts, -0.0, 1e-300, 1e308, 2^62, -1.8e308,
-5e-324, NULL values, ties in time, source and metric); 100k's csv and json too. tests/test_store_samples.py
-holds the migration (every sample of tests/data/stores/schema-v12-samples.sql against its rows read with
-sqlite3 before migrating), odd samples recorded against a REAL row a sample, and a damaged packed row as one
-error. Not at the target of 50 µs a point. Where the time goes now (in-process at 100k, load ~1.7, CPU s):
-opening the store 0.43 and checking the sample rows' JSON 0.26; csv's points 3.0 (1.7 reading them,
-``show_json.flat_values``: ~10 µs of Python a point in ``_sources`` and ``_flat_points``; 1.3 the CSV
-writer), its ``.series`` 1.3 (5.5 at load ~6 in the fifth round), writing and ``fsync`` 0.5; json's points
+whole per VM point, the points list is indented by its templates, not copied, and the json document and csv's
+``.series`` are written in their pieces (``files.write_atomic`` takes pieces), never joined and encoded
+whole. 100k: ``export csv`` 10.56 -> 5.96 s CPU (106 -> 60 µs a point; 15.2 s -> 9.0 s wall), ``export
+json`` 13.31 -> 6.41 s (133 -> 64; 16.3 s -> 8.5 s wall); 10k: ``csv`` 122 -> 59, ``json`` 131 -> 60; 1k
+(start-up dominates): ``csv`` 187 -> 151, ``json`` 221 -> 121. An earlier run of this round (before the
+pieces were written unjoined, load 1.8-3.1): 100k ``csv`` 98 -> 59, ``json`` 157 -> 76. Max RSS
+(``/usr/bin/time``, 100k): csv 367 -> 298 MB, json 1034 -> 664 MB. The migration (``open (migrate)``: a copy
+of main's store opened by this tree, once): 100k points (2M sample rows) 13.0 s wall, 7.9 s CPU, 24 MB max
+RSS (the rows read in export order and packed a run at a time in C: ``groupby``, ``zip``, one JSON encoder;
+a first version with a Python loop a row took 13.4 s CPU); 10k 1.2 s wall. Every output is byte-identical to
+main's (``cmp``): csv, json, parquet, ndjson and prometheus exports, ``show --json``, ``show``, ``ls``,
+``report`` (its time stamp cut) and ``compare --baseline`` (text and JSON) of the 1k and 10k stores, of every
+campaign in tests/data/stores (the four stores and the schema fixtures, migrated on a copy) and of the 1k
+store given 54 odd sample rows (unit separator, NUL, CR, newline, tab, quote, backslash, non-ASCII,
+formula-like, empty and "null" texts, -0.0, 1e-300, 1e308, 2^62, -1.8e308, 5e-324, NULL values, ties in
+time, source and metric); 100k's csv and json too. tests/test_store_samples.py holds the migration (every
+sample of tests/data/stores/schema-v12-samples.sql against its rows read with sqlite3 before migrating), odd
+samples recorded against a REAL row a sample, and a damaged packed row as one error. Not at the target of 50
+µs a point on this host. Where the time goes now (in-process at 100k, load ~1.7, CPU s): opening the store
+0.43 and checking the sample rows' JSON 0.26; csv's points 3.0 (1.7 reading them, ``show_json.flat_values``:
+~10 µs of Python a point in ``_sources`` and ``_flat_points``, which trimming did not move; 1.3 the CSV
+writer), its ``.series`` 1.3 (5.5 at load ~6 in the fifth round), writing and ``fsync`` ~0.5; json's points
 3.0 (``flat_text``: the same reading, then the C encoder and one ``%`` a chunk 0.9), its ``.series`` 1.1,
-joining and encoding the 470 MB document 0.6, writing and ``fsync`` 1.4. What remains is the points table
-(per point: SQLite's 64 columns to Python, the sources and shape of each point in Python) and the output's
-own size; the samples are no longer the floor.
+writing and ``fsync`` of the 470 MB document ~1. What remains is the points table (per point: SQLite's 64
+columns to Python, each point's sources and shape in Python) and the output's own size; the samples are no
+longer the floor.
 
 Measured (2 cores shared with other developers' tests, load 2-3; ``--only 'show --json' --repeat 5``, CPU
 seconds (user+sys) as median and range; each tree read its own copy of the same stores, one after the
