@@ -131,6 +131,44 @@ fetch per run, a split and one ``%`` per run, no float formatting) against 5.5 s
 migration of every ``sample`` row, its fixture, the readers ``Store.samples``, the campaign samples, report's
 over-time figures, the integrity check of numbers held as text, ``vmio rm``) not made in this round.
 
+Measured for issue 42, sixth round (2 cores shared with one other engineer's work, load average 2.0-3.5;
+``--before`` main's ``src``, ``--repeat 3`` by turns, CPU seconds in a child with its imports excluded,
+medians; each tree reads its own store: main's filled by main, this tree's a copy it migrated). What changed:
+the store keeps a run's samples in one row (``vmio.store.packed``, migration 13: table ``sample`` holds each
+run's ``n`` samples as four JSON lists in export order, ties as written, the numbers as ``repr`` of the float
+SQLite's REAL column gave back: -0.0 as 0.0, NaN as null, an integer as a float), so export's ``.series``
+copies each run's number texts (no float formatted, one fetch a run, no sort of 2M rows) and works out the
+cells between ``t`` and ``value`` once per pair of source and metric lists; the lists' JSON is checked where
+the table is first read (``integrity``), their items as finite numbers where they are read
+(``packed.numbers``: a few ``in`` searches a list, an item with an exponent parsed); json's points are one
+template per shape with QEMU's threads as slots (``show_json._flat_row_template``), not a nested dict printed
+whole per VM point, the points list is indented by its templates, not copied, and the json document and csv's
+``.series`` are written in their pieces (``files.write_atomic`` takes pieces), never joined and encoded
+whole. 100k: ``export csv`` 10.56 -> 5.96 s CPU (106 -> 60 µs a point; 15.2 s -> 9.0 s wall), ``export
+json`` 13.31 -> 6.41 s (133 -> 64; 16.3 s -> 8.5 s wall); 10k: ``csv`` 122 -> 59, ``json`` 131 -> 60; 1k
+(start-up dominates): ``csv`` 187 -> 151, ``json`` 221 -> 121. An earlier run of this round (before the
+pieces were written unjoined, load 1.8-3.1): 100k ``csv`` 98 -> 59, ``json`` 157 -> 76. Max RSS
+(``/usr/bin/time``, 100k): csv 367 -> 298 MB, json 1034 -> 664 MB. The migration (``open (migrate)``: a copy
+of main's store opened by this tree, once): 100k points (2M sample rows) 13.0 s wall, 7.9 s CPU, 24 MB max
+RSS (the rows read in export order and packed a run at a time in C: ``groupby``, ``zip``, one JSON encoder;
+a first version with a Python loop a row took 13.4 s CPU); 10k 1.2 s wall. Every output is byte-identical to
+main's (``cmp``): csv, json, parquet, ndjson and prometheus exports, ``show --json``, ``show``, ``ls``,
+``report`` (its time stamp cut) and ``compare --baseline`` (text and JSON) of the 1k and 10k stores, of every
+campaign in tests/data/stores (the four stores and the schema fixtures, migrated on a copy) and of the 1k
+store given 54 odd sample rows (unit separator, NUL, CR, newline, tab, quote, backslash, non-ASCII,
+formula-like, empty and "null" texts, -0.0, 1e-300, 1e308, 2^62, -1.8e308, 5e-324, NULL values, ties in
+time, source and metric); 100k's csv and json too. tests/test_store_samples.py holds the migration (every
+sample of tests/data/stores/schema-v12-samples.sql against its rows read with sqlite3 before migrating), odd
+samples recorded against a REAL row a sample, and a damaged packed row as one error. Not at the target of 50
+µs a point on this host. Where the time goes now (in-process at 100k, load ~1.7, CPU s): opening the store
+0.43 and checking the sample rows' JSON 0.26; csv's points 3.0 (1.7 reading them, ``show_json.flat_values``:
+~10 µs of Python a point in ``_sources`` and ``_flat_points``, which trimming did not move; 1.3 the CSV
+writer), its ``.series`` 1.3 (5.5 at load ~6 in the fifth round), writing and ``fsync`` ~0.5; json's points
+3.0 (``flat_text``: the same reading, then the C encoder and one ``%`` a chunk 0.9), its ``.series`` 1.1,
+writing and ``fsync`` of the 470 MB document ~1. What remains is the points table (per point: SQLite's 64
+columns to Python, each point's sources and shape in Python) and the output's own size; the samples are no
+longer the floor.
+
 Measured (2 cores shared with other developers' tests, load 2-3; ``--only 'show --json' --repeat 5``, CPU
 seconds (user+sys) as median and range; each tree read its own copy of the same stores, one after the
 other): ``show --json`` before ``store.show_json`` (each point a ``PointRow``, then a dict, then
@@ -208,9 +246,10 @@ Usage: python benchmarks/store_scale.py [--sizes 1000,10000,100000] [--report-ma
 commands can be timed again without filling 100k points each time. ``--repeat N`` times each command N
 times and prints each figure as the median with the range. The "after" side is the vmio this process
 imports: run it from a checkout as ``PYTHONPATH=src python benchmarks/store_scale.py ...`` (without it, an
-editable install's tree is timed against ``--before``). Before/after: run the benchmark with the older
-tree's ``src`` first on PYTHONPATH, then the newer one's, each with its own ``--keep`` folder (copy the
-first's stores: a newer vmio migrates them, which an older one then refuses to read).
+editable install's tree is timed against ``--before``). With ``--before`` each tree reads its own store: the
+older tree's is filled through its own ``Store.record`` in a child (``s<points>.before.db``), this tree's is
+a copy of it that this tree opens first, migrating it where the schemas differ (the migration's time and
+memory are printed: a user's big store is migrated once, on its first open).
 """
 
 from __future__ import annotations
@@ -504,14 +543,66 @@ def figures(took: list[tuple[float, float]], points: int) -> str:
     return f"{wall:8.2f} {cpu:8.2f} {spread:>13}  {cpu / points * 1e6:12.0f}"
 
 
-def by_turns(db: Path, work: Path, n: int, args: argparse.Namespace) -> None:
-    """Each command timed in a child of the ``--before`` tree, then of this one, ``--repeat`` times by turns
-    (both read the same store: trees of one schema), printed side by side with CPU µs a point."""
+# A child filling a store through one tree's ``Store.record`` (``fill``): ``python -c FILL POINTS PATH``.
+FILL = f"""
+import sys
+from pathlib import Path
+sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})
+import store_scale
+store_scale.fill(Path(sys.argv[2]), int(sys.argv[1]))
+"""
+# A child opening a store with one tree (which migrates an older one): prints "WALL CPU MAXRSS_KB".
+OPEN = """
+import resource, sys, time
+from vmio.store import Store
+started, cpu = time.perf_counter(), time.process_time()
+Store(sys.argv[1]).close()
+print(time.perf_counter() - started, time.process_time() - cpu, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def child(script: str, args: list[str], src: Path) -> str:
+    """The output of ``python -c script args`` with ``src`` first on its path; a failure stops the benchmark."""
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        env={**os.environ, "PYTHONPATH": str(src)},
+        capture_output=True,
+        text=True,
+        timeout=7200,
+        check=False,
+    )
+    if done.returncode != 0:
+        sys.exit(f"store_scale: {args} ({src}) exited {done.returncode}: {done.stderr[-500:]}")
+    return done.stdout
+
+
+def stores(folder: Path, n: int, before: Path) -> tuple[Path, Path]:
+    """The ``--before`` tree's store (filled through its own ``Store.record``) and this tree's (a copy of it
+    opened by this tree, which migrates it where the schemas differ: the migration's wall and CPU seconds and
+    the child's max RSS are printed)."""
+    old, new = folder / f"s{n}.before.db", folder / f"s{n}.db"
+    if not old.exists():
+        started = time.perf_counter()
+        child(FILL, [str(n), str(old)], before)
+        print(f"{n:>8}  fill (before)   {time.perf_counter() - started:8.2f} s wall", flush=True)
+    if not new.exists():
+        shutil.copyfile(old, new)
+        wall, cpu, rss = child(OPEN, [str(new)], Path(vmio.__file__).parents[1]).split()
+        took = f"{float(wall):8.2f} s wall {float(cpu):8.2f} s CPU  max RSS {int(rss) / 1024:.0f} MB"
+        print(f"{n:>8}  open (migrate)  {took}", flush=True)
+    return old, new
+
+
+def by_turns(dbs: tuple[Path, Path], work: Path, n: int, args: argparse.Namespace) -> None:
+    """Each command timed in a child of the ``--before`` tree (on its store), then of this one (on its own),
+    ``--repeat`` times by turns, printed side by side with CPU µs a point."""
     after = Path(vmio.__file__).parents[1]
     sides = {
-        side: commands(db, work, n, args.report_max, functools.partial(timed_child, src=src))
-        for side, src in (("before", args.before), ("after", after))
+        side: commands(db, work / side, n, args.report_max, functools.partial(timed_child, src=src))
+        for side, src, db in (("before", args.before, dbs[0]), ("after", after, dbs[1]))
     }
+    for side in sides:
+        (work / side).mkdir(exist_ok=True)
     for name in sides["after"]:
         if args.only and name not in args.only.split(","):
             continue
@@ -558,11 +649,14 @@ def main_(argv: list[str] | None = None) -> int:
         )
         for n in sizes:
             db = (args.keep or work) / f"s{n}.db"
-            if not db.exists():
-                print(f"{n:>8}  {'fill (record)':<15} {figures([fill(db, n)], n)}", flush=True)
             if args.before:
-                by_turns(db, work, n, args)
+                dbs = stores(args.keep or work, n, args.before)
+                by_turns(dbs, work, n, args)
+                if not args.keep:
+                    dbs[0].unlink()
             else:
+                if not db.exists():
+                    print(f"{n:>8}  {'fill (record)':<15} {figures([fill(db, n)], n)}", flush=True)
                 chosen = commands(db, work, n, args.report_max)
                 if args.only:
                     chosen = {name: run for name, run in chosen.items() if name in args.only.split(",")}

@@ -12,6 +12,7 @@ import json
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -41,33 +42,37 @@ oplat_rows = st.lists(
 )
 
 
-def point(rep: int) -> RunRecord:
-    """A done point of repetition ``rep`` with no figures (the tests write what they need into its rows)."""
+def point(rep: int, samples: Sequence[tuple[Any, ...]] = ()) -> RunRecord:
+    """A done point of repetition ``rep`` with ``samples`` and no figures (the tests write what they need into
+    its rows)."""
     return RunRecord(
         campaign="c", point_key=f"t/w/bs=4096/offered=max/load=0/rep={rep}", target="t", target_kind="host",
         workload="w", bs=4096, offered_iops=None, load_processes=0, repetition=rep, status="done", started=0.0,
-        ended=1.0,
+        ended=1.0, samples=list(samples),
     )  # fmt: skip
+
+
+def split(samples: Sequence[tuple[object, ...]]) -> list[list[tuple[object, ...]]]:
+    """The samples of the two points: by turns, the first three again (a sample's duplicates tie on the export's
+    order: they keep the order written)."""
+    rows = [*samples, *samples[:3]]
+    return [rows[0::2], rows[1::2]]
 
 
 def store(
     path: Path, keys: list[str], samples: Sequence[tuple[object, ...]], ops: Sequence[tuple[object, ...]]
 ) -> None:
-    """Two points recorded by vmio, their keys, samples and operations then written as given (a sample's
-    duplicates tie on the table's order: they keep the order written)."""
+    """Two points recorded by vmio with their samples (``split``), their keys and operations then written as
+    given."""
     with Store(path) as s:
         s.ensure_campaign("c", "c.toml", "", json.dumps({"targets": [], "workloads": []}))
-        for rep in (1, 2):
-            s.record(point(rep))
+        for rep, mine in enumerate(split(samples), 1):
+            s.record(point(rep, mine))
     db = sqlite3.connect(path)
     with db:
         ids = [r[0] for r in db.execute("SELECT id FROM run ORDER BY id")]
         for run_id, key in zip(ids, keys, strict=True):
             db.execute("UPDATE run SET point_key = ? WHERE id = ?", (key, run_id))
-        db.executemany(
-            "INSERT INTO sample (run_id, t, source, metric, value) VALUES (?, ?, ?, ?, ?)",
-            [(ids[i % 2], *row) for i, row in enumerate([*samples, *samples[:3]])],
-        )
         db.executemany(
             "INSERT INTO oplat (run_id, host, job, seq, t_ms, lat_ns, ddir, offset) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [(ids[i % 2], *row) for i, row in enumerate(ops)],
@@ -81,6 +86,23 @@ def reference(path: Path, table: str, columns: tuple[str, ...], order: str) -> l
     picked = ", ".join(f"t.{c}" for c in columns[1:])
     rows = db.execute(
         f"SELECT r.point_key, {picked} FROM run r JOIN {table} t ON t.run_id = r.id ORDER BY r.id, {order}, t.rowid"
+    ).fetchall()
+    db.close()
+    return rows
+
+
+def sample_reference(keys: list[str], samples: Sequence[tuple[object, ...]]) -> list[tuple[object, ...]]:
+    """The two points' samples (``split``) as a plain SQLite table of one REAL-typed row a sample (the store's
+    form before schema 13) reads them: by point, then time, source and metric, then as written."""
+    db = sqlite3.connect(":memory:")
+    db.execute(
+        "CREATE TABLE sample (run INTEGER, point TEXT, t REAL NOT NULL, source TEXT NOT NULL, metric TEXT NOT NULL, "
+        "value REAL)"
+    )
+    for run, (key, mine) in enumerate(zip(keys, split(samples), strict=True)):
+        db.executemany("INSERT INTO sample VALUES (?, ?, ?, ?, ?, ?)", [(run, key, *row) for row in mine])
+    rows = db.execute(
+        "SELECT point, t, source, metric, value FROM sample ORDER BY run, t, source, metric, rowid"
     ).fetchall()
     db.close()
     return rows
@@ -107,7 +129,7 @@ def test_side_tables_as_the_writers_write_them(
     folder = tmp_path_factory.mktemp("t")
     db = folder / "s.db"
     store(db, keys, samples, ops)
-    series = reference(db, "sample", SERIES, "t.t, t.source, t.metric")
+    series = sample_reference(keys, samples)
     oplat = reference(db, "oplat", OPLAT, "t.seq")
     assert main(["export", "c", "--format", "csv", "-o", str(folder / "e.csv"), "--db", str(db)]) == 0
     assert (folder / "e.series.csv").read_bytes() == csv_text(SERIES, series).encode()
@@ -127,7 +149,7 @@ def test_a_plain_chunk_and_one_with_quotes_in_one_table(tmp_path: Path) -> None:
     samples += [(1.0, "a,b", "m", -2.5), (2.0, "=cmd", "-m", None)]  # a comma: the one cell the writer quotes
     db = tmp_path / "s.db"
     store(db, ["k/1", "-k/2"], samples, [])
-    series = reference(db, "sample", SERIES, "t.t, t.source, t.metric")
+    series = sample_reference(["k/1", "-k/2"], samples)
     assert main(["export", "c", "--format", "csv", "-o", str(tmp_path / "e.csv"), "--db", str(db)]) == 0
     assert (tmp_path / "e.series.csv").read_text() == csv_text(SERIES, series)
     text = (tmp_path / "e.series.csv").read_text()

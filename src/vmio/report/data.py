@@ -15,6 +15,7 @@ from vmio.stats import histogram
 from vmio.stats.histogram import Histogram
 from vmio.stats.spread import Spread
 from vmio.store import Store
+from vmio.store.packed import SampleRow
 from vmio.store.rows import PointRow, build_label, point_rows, summary_rows
 from vmio.targets.traits import vm_config
 
@@ -86,7 +87,7 @@ class CampaignData:
     runs: dict[str, sqlite3.Row]  # by point key
     targets: dict[str, Target]  # each target's spec, by name
     workload_order: list[str] = field(default_factory=list)
-    samples: dict[str, list[sqlite3.Row]] = field(default_factory=dict)  # by point key, ordered by t
+    samples: dict[str, list[SampleRow]] = field(default_factory=dict)  # by point key, ordered by t
     oplat: dict[str, list[sqlite3.Row]] = field(default_factory=dict)  # by point key, in issue order
     # by point key and direction: the measured jobs' latency histograms merged (every VM, host and job)
     hists: dict[str, dict[str, Histogram]] = field(default_factory=dict)

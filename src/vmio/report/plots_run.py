@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 import statistics
 from collections import defaultdict
 from collections.abc import Callable
@@ -20,6 +19,7 @@ from vmio.report.figure import (
     slug,
 )
 from vmio.report.plots_load import curve, family_title, offered_ticks, series_label
+from vmio.store.packed import SampleRow
 from vmio.targets.traits import vm_config
 from vmio.units import format_size
 
@@ -44,7 +44,7 @@ def representative(groups: list[Group]) -> Group | None:
     return min(done, key=lambda g: (g.key[2], g.key[4], tuple(-x for x in offered_order(g.offered))))
 
 
-def series(samples: list[sqlite3.Row], source: str, metric: str) -> tuple[list[float], list[float]]:
+def series(samples: list[SampleRow], source: str, metric: str) -> tuple[list[float], list[float]]:
     pts = [(s["t"], s["value"]) for s in samples if s["source"] == source and s["metric"] == metric]
     return [t for t, _ in pts], [v for _, v in pts]
 
@@ -127,7 +127,7 @@ def _shade_unmeasured(plot: Plot, ax: Panel, row: Row, name: str) -> None:
     span.set_gid(f"{plot.id}--ramp-{slug(name)}-rep-{row.repetition}")  # not a data series
 
 
-def qemu_means(samples: list[sqlite3.Row]) -> dict[str, float]:
+def qemu_means(samples: list[SampleRow]) -> dict[str, float]:
     """Each thread class's mean CPU % over the run, summed over the VMs (``qemu:<vm>`` sources)."""
     values: dict[tuple[str, str], list[float]] = defaultdict(list)
     for s in samples:

@@ -18,6 +18,7 @@ from vmio.report.compare_text import before_after_parts
 from vmio.report.data import CampaignData, Row
 from vmio.spec.model import Target, Workload
 from vmio.stats.histogram import Histogram
+from vmio.store.packed import SampleRow
 
 
 def merge(datas: list[CampaignData]) -> CampaignData:
@@ -26,7 +27,7 @@ def merge(datas: list[CampaignData]) -> CampaignData:
     order: list[str] = []
     runs: dict[str, sqlite3.Row] = {}
     targets: dict[str, Target] = {}
-    samples: dict[str, list[sqlite3.Row]] = {}
+    samples: dict[str, list[SampleRow]] = {}
     oplat: dict[str, list[sqlite3.Row]] = {}
     hists: dict[str, dict[str, Histogram]] = {}
     logs: dict[str, list[tuple[int, str, Histogram]]] = {}

@@ -25,15 +25,15 @@ from urllib.parse import quote
 from vmio.errors import InputError, StoreError
 from vmio.spec.model import Campaign
 from vmio.spec.stored import restore
-from vmio.store import imported_files
+from vmio.store import imported_files, packed
 from vmio.store.failures import GuardedConnection, GuardedCursor, explain, missing, not_a_store
 from vmio.store.fields import COLUMN_NAMES as POINT_COLUMN_NAMES
 from vmio.store.fields import COLUMNS as POINT_COLUMNS
 from vmio.store.imported_spec import IMPORTED, imported_campaign
-from vmio.store.integrity import DETAIL_TABLES, check_rows, check_store
+from vmio.store.integrity import DETAIL_TABLES, check_rows, check_store, damaged_row
 from vmio.store.point_metrics import write as write_point_metrics
 from vmio.store.records import JobResult, RunRecord
-from vmio.store.schema import MIGRATIONS, PCT_COLUMNS, SCHEMA_VERSION
+from vmio.store.schema import MIGRATIONS, PACKED_SAMPLES, PCT_COLUMNS, SCHEMA_VERSION
 from vmio.store.summaries import decode_bins
 from vmio.store.summaries import write as write_summaries
 from vmio.system import files
@@ -46,6 +46,7 @@ DEFAULT_TIMEOUT_S = 30.0
 SUMMARIES_MIGRATION = 8
 METRICS_MIGRATION = 9
 IMPORTED_FILES_MIGRATION = 11
+SAMPLES_MIGRATION = 13  # a run's samples in one row (``packed``), from the per-sample rows its SQL then drops
 
 
 def lock_timeout() -> float:
@@ -270,6 +271,9 @@ class Store:
                 # version is read again under the write lock, so each migration runs once
                 if self._stored_version() >= version:
                     continue
+                if version == SAMPLES_MIGRATION:  # the per-sample rows packed before the SQL drops them
+                    db.execute(PACKED_SAMPLES)
+                    packed.migrate(db, "sample_packed")
                 for statement in sql.split(";"):
                     if statement.strip():
                         db.execute(statement)
@@ -538,7 +542,8 @@ class Store:
         run_id = _insert_run(db, cid, rec)
         for res in rec.results:
             _insert_result(db, run_id, res)
-        db.executemany("INSERT INTO sample VALUES (?, ?, ?, ?, ?)", [(run_id, *s) for s in rec.samples])
+        if rec.samples:
+            db.execute("INSERT INTO sample VALUES (?, ?, ?, ?, ?, ?)", (run_id, *packed.pack(rec.samples)))
         db.executemany(
             "INSERT INTO run_metric VALUES (?, ?, ?, ?)",
             [(run_id, src, metric, value) for (src, metric), value in rec.metrics.items()],
@@ -652,14 +657,41 @@ class Store:
             mine[(source, metric)] = value
         return out
 
-    def campaign_samples(self, campaign: str) -> dict[int, list[sqlite3.Row]]:
+    def campaign_samples(self, campaign: str) -> dict[int, list[packed.SampleRow]]:
         """Every run's samples (``samples``), by run id."""
+        return {
+            run_id: self.unpacked(run_id, row)
+            for rows in self.campaign_packed_samples(campaign)
+            for run_id, _key, *row in rows
+        }
+
+    def campaign_packed_samples(self, campaign: str, size: int = 2000) -> Iterator[list[tuple[Any, ...]]]:
+        """The campaign's runs that have samples, in id order, each as its id, point key and packed row (``n, t,
+        source, metric, value``: ``packed``), ``size`` at a time."""
         self._detail("sample")
-        return self._by_run(
-            "SELECT s.* FROM sample s JOIN run ON run.id = s.run_id JOIN campaign c ON c.id = run.campaign_id "
-            "WHERE c.name = ? ORDER BY s.run_id, s.t, s.source, s.metric",
-            campaign,
+        row = self.db.execute("SELECT id FROM campaign WHERE name = ?", (campaign,)).fetchone()
+        if row is None:
+            return
+        cur = self.db.cursor(GuardedCursor)
+        cur.row_factory = None
+        cur.execute(  # "+": the runs in id order, not through the campaign's index (which SQLite would sort)
+            "SELECT r.id, r.point_key, s.n, s.t, s.source, s.metric, s.value FROM run r CROSS JOIN sample s "
+            "ON s.run_id = r.id WHERE +r.campaign_id = ? ORDER BY r.id",
+            (row[0],),
         )
+        while chunk := cur.fetchmany(size):
+            yield chunk
+
+    def sample_damage(self, run_id: int, exc: ValueError) -> StoreError:
+        """The error of a packed sample row that ``packed`` could not read (``exc`` says why)."""
+        return damaged_row(self.db, self.path, "sample", run_id, str(exc))
+
+    def unpacked(self, run_id: int, row: Sequence[Any]) -> list[packed.SampleRow]:
+        """A packed row of ``campaign_packed_samples`` as its samples (``packed.unpack``)."""
+        try:
+            return packed.unpack(run_id, tuple(row))
+        except ValueError as exc:
+            raise self.sample_damage(run_id, exc) from None
 
     def campaign_oplat(self, campaign: str) -> dict[int, list[sqlite3.Row]]:
         """Every run's timed operations (``oplat``), by run id."""
@@ -729,9 +761,13 @@ class Store:
         )
         return {(r[0], r[1]): r[2] for r in rows}
 
-    def samples(self, run_id: int) -> list[sqlite3.Row]:
+    def samples(self, run_id: int) -> list[packed.SampleRow]:
+        """The run's samples as ``{"run_id", "t", "source", "metric", "value"}``, by time (then source, metric)."""
         self._detail("sample")
-        return list(self.db.execute("SELECT * FROM sample WHERE run_id = ? ORDER BY t", (run_id,)))
+        row = self.db.execute(
+            "SELECT n, t, source, metric, value FROM sample WHERE run_id = ?", (run_id,)
+        ).fetchone()
+        return self.unpacked(run_id, row) if row is not None else []
 
     def hist_log(self, run_id: int) -> list[tuple[str, str, int, str, dict[int, int]]]:
         """The run's per-interval latency histograms: (host, job, t ms, ddir, bins), by time."""

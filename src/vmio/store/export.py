@@ -14,12 +14,12 @@ import io
 import itertools
 import json
 import operator
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypedDict
 
 from vmio.errors import InputError
-from vmio.store import jsontext, show_json
+from vmio.store import jsontext, packed, show_json
 from vmio.store.database import Store
 from vmio.store.formats import FORMATS
 from vmio.store.integrity import shown
@@ -265,8 +265,13 @@ COLUMN_TYPES = {"t": "float", "value": "float", "seq": "int", "t_ms": "float", "
 
 
 def series(store: Store, campaign: str) -> list[TableRow]:
-    chunks = store.campaign_table("sample", SERIES_COLUMNS[1:], SERIES_ORDER, campaign)
-    return [dict(zip(SERIES_COLUMNS, r, strict=True)) for rows in chunks for r in rows]
+    """The samples table's rows (Parquet): each run's samples (``Store.unpacked``) under its point key."""
+    return [
+        {"point": key, **{c: s[c] for c in SERIES_COLUMNS[1:]}}
+        for rows in store.campaign_packed_samples(campaign)
+        for run_id, key, *row in rows
+        for s in store.unpacked(run_id, row)
+    ]
 
 
 def operations(store: Store, campaign: str) -> list[TableRow]:
@@ -274,7 +279,64 @@ def operations(store: Store, campaign: str) -> list[TableRow]:
     return [dict(zip(OPLAT_COLUMNS, r, strict=True)) for rows in chunks for r in rows]
 
 
-SERIES_ORDER, OPLAT_ORDER = "t.t, t.source, t.metric", "t.seq"
+OPLAT_ORDER = "t.seq"
+
+
+def _series_text(
+    store: Store, campaign: str, parts: Sequence[str], cell: Callable[[str], str], null: str
+) -> Iterator[str]:
+    """Each chunk of runs' ``.series`` rows as one text (a few large strings, not one a run): the five cells
+    (point, t, source, metric, value) with ``parts`` before, between and after them (the sixth: the row's
+    end). The numbers are their stored texts (``packed.numbers``: JSON and ``repr`` write them so; ``null``
+    for none), a text is ``cell`` of it; what lies between a row's ``t`` and ``value`` is worked out once per
+    pair of packed source and metric lists (a campaign's runs share a few), so a run's rows are one join. A
+    row ``packed`` cannot read is the store's one error for it."""
+    before, after_key, after_t, after_source, after_metric, end = parts
+    middles: dict[tuple[str, str], list[str]] = {}  # a run's source and metric lists → its rows' middles
+    for rows in store.campaign_packed_samples(campaign):
+        chunk: list[str] = []  # the runs of this fetch, joined once
+        for run_id, key, n, t, source, metric, value in rows:
+            try:
+                ts, vs = packed.numbers(t, n, "t"), packed.numbers(value, n, "value")
+                middle = middles.get((source, metric))
+                if middle is None:
+                    if len(middles) > 256:  # a few shared lists, not one per run held
+                        middles.clear()
+                    ss, ms = packed.texts(source, n, "source"), packed.texts(metric, n, "metric")
+                    middle = middles[source, metric] = [
+                        f"{after_t}{cell(s)}{after_source}{cell(m)}{after_metric}"
+                        for s, m in zip(ss, ms, strict=True)
+                    ]
+            except ValueError as exc:
+                raise store.sample_damage(run_id, exc) from None
+            if null != "null" and "n" in value:
+                vs = [null if v == "null" else v for v in vs]
+            head = before + cell(key) + after_key
+            chunk.append(head + (end + head).join(map(operator.add, map(operator.add, ts, middle), vs)) + end)
+        yield "".join(chunk)
+
+
+# what comes before, between and after a .series row's cells in the JSON document (two levels deep)
+JSON_SERIES = (
+    *(("{\n   " if i == 0 else ",\n   ") + f'"{c}": ' for i, c in enumerate(SERIES_COLUMNS)),
+    "\n  },\n  ",
+)
+
+
+def _csv_cell(text: str) -> str:
+    """A text cell as the CSV writer writes it in a row of several, made inert (``inert``)."""
+    if not text.startswith(FORMULA_STARTS) and not any(c in text for c in CSV_QUOTED):
+        return text
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow([inert(text), ""])
+    return buf.getvalue()[:-2]  # without the empty cell's comma and the line's end
+
+
+def _csv_series(store: Store, campaign: str) -> list[bytes]:
+    """The ``.series`` table as CSV, in pieces (``_series_text``'s, never joined: 2M rows are 170 MB): the
+    text ``_csv_rows`` writes (a number as it is, none as blank, text inert)."""
+    texts = _series_text(store, campaign, ("", ",", ",", ",", ",", "\n"), _csv_cell, "")
+    return [(",".join(SERIES_COLUMNS) + "\n").encode(), *(text.encode() for text in texts)]
 
 
 SINGLE_FILE = ("json", "ndjson", "prometheus")  # one document; csv and parquet write side files
@@ -342,8 +404,9 @@ def _json_document(store: Store, campaign: str) -> list[str]:
             return pieces
         return rows(store.campaign_table(name, columns[1:], order, campaign), columns)
 
-    points = show_json.flat_text(store, campaign, flat_row).replace("\n", "\n ")  # no newline in a string
-    sampled = table("sample", SERIES_COLUMNS, SERIES_ORDER)
+    points = show_json.flat_text(store, campaign, flat_row, " ")  # one level deeper
+    runs = _series_text(store, campaign, JSON_SERIES, json.JSONEncoder().encode, "null")
+    sampled = jsontext.list_pieces([text[:-4] for text in runs], "  ", " ")  # a chunk's rows, last comma cut
     ops = table("oplat", OPLAT_COLUMNS, OPLAT_ORDER)
     head = f'{{\n "campaign": {json.dumps(campaign)},\n "points": '
     return [head, points, ',\n "series": ', *sampled, ',\n "oplat": ', *ops, "\n}"]
@@ -397,13 +460,16 @@ def _export(store: Store, campaign: str, fmt: str, path: Path) -> list[Path]:
     if fmt not in FORMATS:
         raise InputError(f"--format {fmt!r} is not known; use one of {', '.join(FORMATS)}")
     check_output(path)
+    if fmt == "json":  # its pieces written as they are: 100k points' document is 470 MB, not joined first
+        _atomic(path, map(str.encode, _json_document(store, campaign)))
+        return [path]
     if fmt in SINGLE_FILE:
         _atomic(path, document(store, campaign, fmt))
         return [path]
     if fmt == "csv":  # the side tables straight from SQLite to the CSV writer, a row at a time
-        tables: tuple[tuple[str, Callable[[], bytes]], ...] = (
+        tables: tuple[tuple[str, Callable[[], bytes | list[bytes]]], ...] = (
             ("", lambda: _csv(show_json.flat_values(store, campaign, flat_row), POINT_COLUMNS)),
-            (".series", lambda: _csv_rows(store, campaign, "sample", SERIES_COLUMNS, SERIES_ORDER)),
+            (".series", lambda: _csv_series(store, campaign)),
             (".oplat", lambda: _csv_rows(store, campaign, "oplat", OPLAT_COLUMNS, OPLAT_ORDER)),
         )
     else:
@@ -470,7 +536,7 @@ _CELL_STARTS = (",", "\n", ',"', '\n"')  # what a cell follows inside a CSV text
 
 
 def _csv_rows(store: Store, campaign: str, table: str, columns: tuple[str, ...], order: str) -> bytes:
-    """A detail table (``sample``, ``oplat``) of the campaign as CSV, as ``_csv`` writes its rows as dicts:
+    """A detail table (``oplat``) of the campaign as CSV, as ``_csv`` writes its rows as dicts:
     the header, then each row, its text cells made inert (``inert``).
 
     A chunk of rows is one ``%`` of a line per row (``str`` of each cell, as the CSV writer takes it) where its
@@ -586,6 +652,6 @@ def check_output(path: Path) -> None:
     check_output_file(path)
 
 
-def _atomic(path: Path, data: bytes) -> None:
+def _atomic(path: Path, data: bytes | Iterable[bytes]) -> None:
     """Write ``data`` to ``path`` through a private temporary file beside it (``files.write_atomic``)."""
     files.write_atomic(path, data)

@@ -9,6 +9,8 @@ The reference is the schema ``MIGRATIONS`` build up to the file's own version: t
 (none missing, none foreign); every INTEGER/REAL column holds numbers (finite) or NULL; every TEXT column
 holds text, numbers or NULL, never a blob (no JSON, CSV cell or terminal line has a form for one that says
 what it is); every JSON column holds valid JSON of the kind vmio writes (an object, an array, a list of [value, count] pairs).
+Each run's row of samples (``vmio.store.packed``) holds four JSON lists of its ``n`` samples (whose numbers
+``packed.numbers`` checks where they are read).
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ JSON_COLUMNS: dict[tuple[str, str], str] = {
 }
 # per-point detail: checked on a command's first read of the table, not at open
 DETAIL_TABLES = frozenset({"result", "histogram", "sample", "hist_log", "oplat", "layer_hist"})
+# the columns of a run's packed samples (since schema 13: ``vmio.store.packed``), each a JSON list of its n samples
+PACKED = ("t", "source", "metric", "value")
 # canonical's lists that reports read as lists of objects
 CANONICAL_LISTS = ("targets", "workloads")
 MAX_FLOAT = 1.7976931348623157e308
@@ -172,6 +176,11 @@ def _check_table(db: sqlite3.Connection, path: str, table: str, cols: list[tuple
         kind = JSON_COLUMNS.get((table, col))
         if kind:
             _check_json(db, path, table, col, kind)
+    for col in _packed(table, cols):
+        row = _one(db, f'SELECT rowid, "{col}", n FROM "{table}" WHERE {_NOT_A_LIST.format(c=col)} LIMIT 1')
+        if row is not None:
+            why = f"{col} = {shown(row[1])} is not a JSON list of the run's {row[2]} samples (n)"
+            raise damaged_row(db, path, table, row[0], why)
 
 
 def _breaks_a_rule(db: sqlite3.Connection, table: str, cols: list[tuple[str, str]]) -> bool:
@@ -180,6 +189,7 @@ def _breaks_a_rule(db: sqlite3.Connection, table: str, cols: list[tuple[str, str
     rules += [_A_BLOB.format(c=f'"{c}"') for c in _texts(table, cols)]
     rules += [f'"{c}" IS NULL' for c in REQUIRED.get(table, ())]
     rules += [_not_json(f'"{c}"', JSON_COLUMNS[table, c]) for c, _t in cols if (table, c) in JSON_COLUMNS]
+    rules += [_NOT_A_LIST.format(c=c) for c in _packed(table, cols)]
     if not rules:
         return False
     return _one(db, f'SELECT 1 FROM "{table}" WHERE ({") OR (".join(rules)}) LIMIT 1') is not None
@@ -188,6 +198,17 @@ def _breaks_a_rule(db: sqlite3.Connection, table: str, cols: list[tuple[str, str
 def _texts(table: str, cols: list[tuple[str, str]]) -> list[str]:
     """The TEXT columns of ``table`` that are not JSON (``_not_json`` refuses a blob in those)."""
     return [c for c, t in cols if t == "TEXT" and (table, c) not in JSON_COLUMNS]
+
+
+def _packed(table: str, cols: list[tuple[str, str]]) -> tuple[str, ...]:
+    """The packed list columns of ``table``: the sample table's since schema 13 (it has ``n``), else none."""
+    return PACKED if table == "sample" and ("n", "INTEGER") in cols else ()
+
+
+# not a JSON list of n items (a parse of the text, cached by SQLite for the three calls)
+_NOT_A_LIST = (
+    "CASE WHEN json_valid({c}) THEN json_type({c}) <> 'array' OR json_array_length({c}) IS NOT n ELSE 1 END"
+)
 
 
 def _not_json(c: str, kind: str) -> str:

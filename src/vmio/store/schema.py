@@ -8,6 +8,15 @@ its device, CPU and QEMU figures, ``point_metrics.write``).
 
 from __future__ import annotations
 
+# table sample since migration 13: a run's samples in one row (``vmio.store.packed``); created under this name,
+# filled from the per-sample rows by ``Store._apply``, then renamed to sample
+PACKED_SAMPLES = """
+        CREATE TABLE IF NOT EXISTS sample_packed (
+            run_id INTEGER PRIMARY KEY REFERENCES run(id) ON DELETE CASCADE,
+            n INTEGER NOT NULL,
+            t TEXT NOT NULL, source TEXT NOT NULL, metric TEXT NOT NULL, value TEXT NOT NULL
+        )"""
+
 MIGRATIONS: list[tuple[int, str, str]] = [
     (
         1,
@@ -241,6 +250,14 @@ MIGRATIONS: list[tuple[int, str, str]] = [
             bins TEXT NOT NULL
         );
         CREATE INDEX layer_hist_run ON layer_hist(run_id);
+        """,
+    ),
+    (
+        13,
+        "samples: one row per run, its samples as four lists (times, sources, metrics, values) in export order",
+        f"""{PACKED_SAMPLES};
+        DROP TABLE sample;
+        ALTER TABLE sample_packed RENAME TO sample;
         """,
     ),
 ]

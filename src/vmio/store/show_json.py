@@ -61,7 +61,7 @@ _HEAD_SOURCE = {
     else COLUMNS.index(f.column)
     for f in fields.HEAD
 }  # fmt: skip
-_MARK = re.compile(r'"\\u0000(\d+)\\u0000"')  # a slot in json.dumps' text: its source's index
+_MARK = re.compile(r'"\\u0000(-?\d+)\\u0000"')  # a slot in json.dumps' text: its source's index
 _make = getattr(_encoder, "c_make_encoder", None)
 CHUNK = 500  # points a time: their values are freed and their memory reused (2000: twice the page faults)
 
@@ -368,37 +368,96 @@ def flat_values(
         return [(keys, values) for keys, values, _ in _flat_points(store, campaign, flatten)]
 
 
-def flat_text(store: Store, campaign: str, flatten: Callable[[rows.PointRow], FlatRow]) -> str:
+def flat_text(
+    store: Store, campaign: str, flatten: Callable[[rows.PointRow], FlatRow], indent: str = ""
+) -> str:
     """``jsontext.dumps(flat_rows(store, campaign, flatten))``, the same text as ``text`` prints show's: one
-    template per tuple of keys, each chunk's scalars encoded in one call of the C encoder."""
+    template per tuple of keys, each chunk's scalars encoded in one call of the C encoder. ``indent``: each
+    line but the first indented by it (the list nested in a document: ``.replace("\n", "\n" + indent)``, a
+    JSON string holding no newline), the templates indented once, not the whole text copied."""
     with rows.gc_paused():
         if _make is not None:
             try:
-                return _flat_text(store, campaign, flatten)
+                return _flat_text(store, campaign, flatten, "\n" + indent)
             except _Generic:
                 pass
-        return jsontext.dumps(flat_rows(store, campaign, flatten))
+        return jsontext.dumps(flat_rows(store, campaign, flatten)).replace("\n", "\n" + indent)
 
 
-def _flat_text(store: Store, campaign: str, flatten: Callable[[rows.PointRow], FlatRow]) -> str:
+def _flat_text(store: Store, campaign: str, flatten: Callable[[rows.PointRow], FlatRow], newline: str) -> str:
+    """``flat_text`` through templates: a summed point's text is its shape's (``_flat_row_template``: its
+    values, those of nested QEMU threads too, taken from its sources in one getter), any other point's the one
+    of its tuple of keys (``_keys_template``) over ``flatten`` of it."""
+    store.require(campaign)
+    detail = rows.Detail(store, campaign)
     chunks: list[str] = []
     values: list[object] = []
     nested: dict[int, str] = {}  # index in values -> the text of a value printed whole
     templates: list[str] = []
-    for keys, point, maybe in _flat_points(store, campaign, flatten):
-        templates.append(_keys_template(keys))
-        at = len(values)
-        values.extend(point)
-        for k in range(len(point)) if maybe is None else maybe:
-            if type(point[k]) not in _SCALARS:
-                nested[at + k] = _text(point[k])
-                values[at + k] = None
-        if len(templates) == CHUNK:
-            chunks.append(_fill(",\n".join(templates), values, nested))
-            values, nested, templates = [], {}, []
+    indented: dict[str, str] = {}  # a template -> its lines after the first indented (``newline``)
+
+    def lines(text: str) -> str:
+        return text if newline == "\n" else text.replace("\n", newline)
+
+    for chunk in store.run_tuples(campaign, COLUMNS, CHUNK):
+        for r in chunk:
+            made = None
+            if _summed(r):
+                src, whole, shape = _sources(campaign, r)
+                made = _flat_row_template(shape, flatten)
+            at = len(values)
+            if made is None:
+                flat = flatten(rows.stored_row(campaign, dict(zip(COLUMNS, r, strict=True)), detail))
+                template = _keys_template(tuple(flat))
+                values.extend(flat.values())
+                for k, value in enumerate(flat.values()):
+                    if type(value) not in _SCALARS:
+                        nested[at + k] = lines(_text(value))
+                        values[at + k] = None
+            else:
+                template, take, slots = made
+                offered = r[_OFFERED]
+                src += (
+                    "max" if offered is None else str(offered),
+                    " ".join(summaries.hosts(r[_HOSTS])),
+                    None,
+                )
+                values.extend(take(src))
+                for i, value in whole.items():
+                    text = lines(_text(value))
+                    for slot in slots.get(i, ()):
+                        nested[at + slot] = text
+            templates.append(indented.get(template) or indented.setdefault(template, lines(template)))
+            if len(templates) == CHUNK:
+                chunks.append(_fill(("," + newline).join(templates), values, nested))
+                values, nested, templates = [], {}, []
     if templates:
-        chunks.append(_fill(",\n".join(templates), values, nested))
-    return "[\n" + ",\n".join(chunks) + "\n]" if chunks else "[]"
+        chunks.append(_fill(("," + newline).join(templates), values, nested))
+    return "[" + newline + ("," + newline).join(chunks) + newline + "]" if chunks else "[]"
+
+
+@functools.cache
+def _flat_row_template(
+    shape: Shape, flatten: Callable[[rows.PointRow], FlatRow]
+) -> tuple[str, Callable[[list[object]], Sequence[object]], dict[int, list[int]]] | None:
+    """A flat row's text as an element of a list, ``%s`` for each value, as ``_template`` makes show's: the
+    getter of its values from a point's sources (after them: offered_iops' text, the hosts joined, None) and
+    each source's slots; None where ``flatten`` must read the point itself (``_flat_template``) or a value is
+    not one slot."""
+    if _flat_template(shape, flatten) is None:
+        return None
+    wholes: list[int] = []
+    text = json.dumps([flatten(_slot_row(shape, wholes, flat=True))], indent=1)[2:-2].replace("%", "%%")
+    for i in wholes:
+        text = text.replace(_text_of_whole(i), json.dumps(_slot(i)))
+    pieces = _MARK.split(text)
+    if any("\\u0000" in piece for piece in pieces[::2]) or len(pieces) < 5:  # a slot inside a text; one value
+        return None
+    sources = [int(i) for i in pieces[1::2]]
+    slots: dict[int, list[int]] = {}
+    for k, i in enumerate(sources):
+        slots.setdefault(i, []).append(k)
+    return "%s".join(pieces[::2]), operator.itemgetter(*sources), slots
 
 
 @functools.lru_cache(maxsize=256)

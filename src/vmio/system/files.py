@@ -25,7 +25,7 @@ import io
 import os
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
@@ -148,8 +148,9 @@ def check_trusted(path: str | os.PathLike[str], what: str, verb: str = "run") ->
             )
 
 
-def write_atomic(path: str | os.PathLike[str], data: bytes, mode: int = 0o644) -> Path:
-    """Write ``data`` as the whole of ``path``: a private temporary beside it, then a rename."""
+def write_atomic(path: str | os.PathLike[str], data: bytes | Iterable[bytes], mode: int = 0o644) -> Path:
+    """Write ``data`` (bytes, or pieces of them: a large document never joined in memory) as the whole of
+    ``path``: a private temporary beside it, then a rename."""
     target = Path(path)
     check_place(target, new=True)
     try:
@@ -158,7 +159,10 @@ def write_atomic(path: str | os.PathLike[str], data: bytes, mode: int = 0o644) -
         raise write_failed(target, exc) from None
     try:
         with os.fdopen(fd, "wb") as out:
-            out.write(data)
+            if isinstance(data, bytes):
+                out.write(data)
+            else:
+                out.writelines(data)
             out.flush()
             os.fchmod(out.fileno(), mode)
             os.fsync(out.fileno())
