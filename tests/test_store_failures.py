@@ -404,3 +404,22 @@ def test_the_run_lock_leaves_no_file_and_a_removed_lock_is_not_shared(tmp_path: 
                 assert len(opened) == 2 and lock.exists()
                 assert os.fstat(opened[1]).st_ino == os.stat(lock).st_ino
         assert not lock.exists()
+
+
+def test_a_stored_spec_without_its_points_target_is_named_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the fixture was written by hand: its canonical spec names no target, its runs are of target "host"
+    db = tmp_path / "v12.db"
+    with sqlite3.connect(db) as c:
+        c.executescript((STORES / "schema-v12.sql").read_text())
+    c.close()
+    code, err = run_cli(["diagnose", "fixture", "--db", str(db)], capsys)
+    assert (
+        code == 2
+        and one_line(err) == "vmio: error: campaign 'fixture' has no target 'host' (its targets: none)"
+    )
+    # the report has no verdict for such a point (it cannot diagnose it) and writes the rest
+    code, err = run_cli(["report", "fixture", "-o", str(tmp_path / "r.html"), "--db", str(db)], capsys)
+    assert code == 0 and "Traceback" not in err
+    assert "host/randread/4k" in (tmp_path / "r.html").read_text()

@@ -12,6 +12,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from functools import cached_property
 
+from vmio.errors import SpecError
 from vmio.spec.series import UntilStable
 from vmio.spec.sla import Sla
 from vmio.spec.steady import Steady
@@ -192,10 +193,23 @@ class Campaign:
         return json.dumps(body, sort_keys=True)
 
     def target(self, name: str) -> Target:
-        return self._targets[name]
+        """The target of that name; a ``SpecError`` naming the campaign if it has none (a stored point of a
+        spec that no longer holds its target, e.g. a store edited by hand)."""
+        found = self._targets.get(name)
+        if found is None:
+            raise SpecError(
+                f"campaign {self.name!r} has no target {name!r} (its targets: {_names(self.targets)})"
+            )
+        return found
 
     def workload(self, name: str) -> Workload:
-        return self._workloads[name]
+        """The workload of that name; a ``SpecError`` naming the campaign if it has none."""
+        found = self._workloads.get(name)
+        if found is None:
+            raise SpecError(
+                f"campaign {self.name!r} has no workload {name!r} (its workloads: {_names(self.workloads)})"
+            )
+        return found
 
     @cached_property
     def _targets(self) -> dict[str, Target]:
@@ -342,3 +356,7 @@ class Point:
     def max_key(self) -> str:
         """The key of the ``max`` point a share of it is taken from."""
         return dataclasses.replace(self, offered_iops=None, offered_pct=None).key
+
+
+def _names(items: tuple[Target, ...] | tuple[Workload, ...]) -> str:
+    return ", ".join(i.name for i in items) or "none"
