@@ -16,29 +16,17 @@ process does its share too.
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import json
 import os
-import select
-import signal
-import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypedDict
 
 from vmio.report.chart import Chart
 from vmio.report.figure import Plot, to_svg
+from vmio.system import forked
 
-PR_SET_PDEATHSIG = 1
 TIMEOUT = 300.0  # seconds the child may take: a report of 1000 points draws in well under a minute
 FIXED_COST = 4  # a figure's drawing cost beside one unit per panel (title, caption, page layout)
-
-
-def may_fork() -> bool:
-    """Two CPUs for this process, and a single thread (a lock another thread holds would stay held in
-    the child)."""
-    return len(os.sched_getaffinity(0)) >= 2 and threading.active_count() == 1
 
 
 def built(
@@ -48,7 +36,7 @@ def built(
     child and this process take the makers from one queue in ``order`` (indices, costliest first; the rest
     after them): the child starts with the first, this process with the second. A maker the child ran comes
     back as its plots without figures."""
-    if len(makers) < 2 or not fork or not may_fork():
+    if len(makers) < 2 or not fork or not forked.may_fork():
         return [_drawn(make()) for make in makers]
     ranked = list(dict.fromkeys([*order, *range(len(makers))]))
     queue = _queue(ranked[1:])
@@ -123,7 +111,7 @@ def svgs(plots: list[Plot]) -> dict[str, str]:
     """Each plot's SVG by plot id."""
     drawn = {p.id: p.svg for p in plots if p.svg is not None}
     left = [p for p in plots if p.svg is None]
-    if len(left) < 2 or not may_fork():
+    if len(left) < 2 or not forked.may_fork():
         return drawn | {p.id: to_svg(p) for p in left}
     mine, theirs = halves(left)
     child, pipe = _fork(lambda: {p.id: to_svg(p) for p in theirs})
@@ -155,42 +143,15 @@ def cost(plot: Plot) -> int:
 
 
 def _fork(work: Callable[[], Any]) -> tuple[int, int]:
-    """Start a child doing ``work`` (its result JSON); return its pid and the pipe's reading end."""
-    prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up here: the child loads nothing
-    parent = os.getpid()
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid:
-        os.close(write)
-        return pid, read
-    code = 1
-    try:  # the child: never returns, never runs the parent's exit handlers or flushes its buffers
-        os.close(read)
-        if prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0 and os.getppid() == parent:
-            with os.fdopen(write, "wb") as out:
-                out.write(json.dumps(work()).encode())
-            code = 0
-    finally:
-        os._exit(code)
+    """Start a child doing ``work`` (its result sent as JSON); return its pid and the pipe's reading end."""
+    return forked.start(lambda: json.dumps(work()).encode())
 
 
 def _collect(pid: int, pipe: int) -> Any:
     """What the child's work returned, or None when it failed or took more than ``TIMEOUT`` seconds."""
-    chunks: list[bytes] = []
-    deadline = time.monotonic() + TIMEOUT
-    while (left := deadline - time.monotonic()) > 0 and select.select([pipe], [], [], left)[0]:
-        chunk = os.read(pipe, 1 << 20)
-        if not chunk:
-            _, status = os.waitpid(pid, 0)
-            return json.loads(b"".join(chunks)) if os.waitstatus_to_exitcode(status) == 0 else None
-        chunks.append(chunk)
-    return None
+    sent = forked.collect(pid, pipe, TIMEOUT)
+    return None if sent is None else json.loads(sent)
 
 
 def _end(pid: int, pipe: int) -> None:
-    """Close the pipe and make sure the child is gone (killed if it still runs) and reaped."""
-    os.close(pipe)
-    with contextlib.suppress(ChildProcessError):
-        if os.waitpid(pid, os.WNOHANG) == (0, 0):
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
+    forked.end(pid, pipe)

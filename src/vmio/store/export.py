@@ -9,11 +9,13 @@ document ``{"campaign", "points", "series", "oplat"}``.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import itertools
 import json
 import operator
+import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypedDict
@@ -24,7 +26,7 @@ from vmio.store.database import Store
 from vmio.store.formats import FORMATS
 from vmio.store.integrity import shown
 from vmio.store.rows import PointRow, gc_paused, point_rows
-from vmio.system import files
+from vmio.system import files, forked
 from vmio.system.output_paths import all_or_none, check_output_file
 
 # metric name → (unit, how to read it from a ``show --json`` row); latencies in ns as the store keeps them
@@ -379,15 +381,17 @@ def _document(store: Store, campaign: str, fmt: str) -> bytes:
     if fmt in ("ndjson", "prometheus"):
         rows = samples(store, campaign)
         return ndjson(rows) if fmt == "ndjson" else prometheus(rows)
-    return "".join(_json_document(store, campaign)).encode()
+    head, rest = _json_document(store, campaign)
+    return (head + "".join(rest)).encode()
 
 
-def _json_document(store: Store, campaign: str) -> list[str]:
+def _json_document(store: Store, campaign: str, points: bool = True) -> tuple[str, list[str]]:
     """``json.dumps({"campaign", "points", "series", "oplat"}, indent=1)``, the same text, written a part at
     a time: Python's encoder is its slow pure-Python one wherever ``indent`` is given, so the points go through
     ``jsontext.dumps`` and the flat rows of the side tables (20 and more a point) through the C one, their
     separators carrying the indentation (``_json_rows``: as a %-format of each chunk where it can). In pieces,
-    joined once (hundreds of MB at 100k points: each copy of the whole costs)."""
+    joined once (hundreds of MB at 100k points: each copy of the whole costs). Its head, then the rest:
+    the head holds the points unless ``points`` is false (a child made them: ``_beside``)."""
     flat = json.JSONEncoder(separators=(",\n   ", ": "))  # a side table's row, two levels deep
 
     def rows(chunks: Iterator[list[tuple[Any, ...]]], columns: tuple[str, ...]) -> list[str]:
@@ -404,12 +408,13 @@ def _json_document(store: Store, campaign: str) -> list[str]:
             return pieces
         return rows(store.campaign_table(name, columns[1:], order, campaign), columns)
 
-    points = show_json.flat_text(store, campaign, flat_row, " ")  # one level deeper
     runs = _series_text(store, campaign, JSON_SERIES, json.JSONEncoder().encode, "null")
     sampled = jsontext.list_pieces([text[:-4] for text in runs], "  ", " ")  # a chunk's rows, last comma cut
     ops = table("oplat", OPLAT_COLUMNS, OPLAT_ORDER)
     head = f'{{\n "campaign": {json.dumps(campaign)},\n "points": '
-    return [head, points, ',\n "series": ', *sampled, ',\n "oplat": ', *ops, "\n}"]
+    if points:  # one level deeper
+        head += show_json.flat_text(store, campaign, flat_row, " ")
+    return head, [',\n "series": ', *sampled, ',\n "oplat": ', *ops, "\n}"]
 
 
 def _json_rows(
@@ -461,30 +466,101 @@ def _export(store: Store, campaign: str, fmt: str, path: Path) -> list[Path]:
         raise InputError(f"--format {fmt!r} is not known; use one of {', '.join(FORMATS)}")
     check_output(path)
     if fmt == "json":  # its pieces written as they are: 100k points' document is 470 MB, not joined first
-        _atomic(path, map(str.encode, _json_document(store, campaign)))
+        with _beside(
+            store, campaign, lambda own: show_json.flat_text(own, campaign, flat_row, " ").encode()
+        ) as points:
+            head, rest = _json_document(store, campaign, points=False)
+            _atomic(path, [head.encode(), points(), *map(str.encode, rest)])
         return [path]
     if fmt in SINGLE_FILE:
         _atomic(path, document(store, campaign, fmt))
         return [path]
     if fmt == "csv":  # the side tables straight from SQLite to the CSV writer, a row at a time
-        tables: tuple[tuple[str, Callable[[], bytes | list[bytes]]], ...] = (
-            ("", lambda: _csv(show_json.flat_values(store, campaign, flat_row), POINT_COLUMNS)),
-            (".series", lambda: _csv_series(store, campaign)),
-            (".oplat", lambda: _csv_rows(store, campaign, "oplat", OPLAT_COLUMNS, OPLAT_ORDER)),
-        )
-    else:
-        tables = (
-            ("", lambda: _parquet(flat_points(store, campaign), POINT_COLUMNS, "run")),
-            (".series", lambda: _parquet(series(store, campaign), SERIES_COLUMNS, "sample")),
-            (".oplat", lambda: _parquet(operations(store, campaign), OPLAT_COLUMNS, "oplat")),
-        )
+        with _beside(
+            store, campaign, lambda own: _csv(show_json.flat_values(own, campaign, flat_row), POINT_COLUMNS)
+        ) as points:
+            sides = [
+                _csv_series(store, campaign),
+                _csv_rows(store, campaign, "oplat", OPLAT_COLUMNS, OPLAT_ORDER),
+            ]
+            return _written(path, fmt, [[points()], *sides])
+    return _written(
+        path,
+        fmt,
+        [
+            _parquet(flat_points(store, campaign), POINT_COLUMNS, "run"),
+            _parquet(series(store, campaign), SERIES_COLUMNS, "sample"),
+            _parquet(operations(store, campaign), OPLAT_COLUMNS, "oplat"),
+        ],
+    )
+
+
+def _written(path: Path, fmt: str, tables: list[Any]) -> list[Path]:
+    """The points, ``.series`` and ``.oplat`` tables (bytes, or pieces of them) written beside each other: the
+    three files, or none of them."""
     written: list[Path] = []
-    with all_or_none(written):  # the three files, or none of them
-        for suffix, table in tables:
+    with all_or_none(written):
+        for suffix, table in zip(("", ".series", ".oplat"), tables, strict=True):
             side = path.with_name(f"{path.stem}{suffix}{path.suffix or '.' + fmt}") if suffix else path
-            _atomic(side, table())
+            _atomic(side, table)
             written.append(side)
     return written
+
+
+# a campaign with fewer points is exported in one process: a child's start and its own open of the store (its
+# checks) cost about what it would save (benchmarks/store_scale.py)
+FORK_POINTS = 2000
+CHILD_TIMEOUT = 600.0  # seconds the child may take; past them this process does the child's part itself
+
+
+@contextlib.contextmanager
+def _beside(store: Store, campaign: str, make: Callable[[Store], bytes]) -> Iterator[Callable[[], bytes]]:
+    """``make`` (a part of the export: the points table) done by a forked child on the second CPU, with its own
+    read-only connection to the store, while this process does the rest; the getter waits for it and gives
+    its bytes, which the child wrote into an anonymous memory file (100k points are ~170 MB of JSON: no pipe
+    this process would have to drain meanwhile). Where no child may run (one CPU, another thread, a small
+    campaign, a store read through a migrated copy in memory) or it failed or ran out of time, the getter
+    makes the part here: what is written is the same either way, and an error in the part is this
+    process' error."""
+    if not _worth_forking(store, campaign):
+        yield lambda: make(store)
+        return
+    memory = os.memfd_create("vmio-export", os.MFD_CLOEXEC)
+
+    def child() -> bytes:
+        with Store(store.path, readonly=True) as own, open(memory, "wb", closefd=False) as out:
+            out.write(make(own))
+        return b""
+
+    def get() -> bytes:
+        if forked.collect(pid, pipe, CHILD_TIMEOUT) is None:
+            return make(store)
+        with open(memory, "rb", closefd=False) as made:
+            made.seek(0)  # the child's writes moved the offset this process shares with it
+            return made.read()
+
+    try:
+        pid, pipe = forked.start(child)
+        try:
+            yield get
+        finally:
+            forked.end(pid, pipe)
+    finally:
+        os.close(memory)
+
+
+def _worth_forking(store: Store, campaign: str) -> bool:
+    """Two CPUs and one thread (``forked.may_fork``), a campaign of ``FORK_POINTS`` or more, and a store read
+    from its file (not an older one migrated into a copy in memory, which a child's open would migrate again)."""
+    if not forked.may_fork() or not store.path or store.path == ":memory:":
+        return False
+    main_file = store.db.execute("PRAGMA database_list").fetchone()[2]
+    if not main_file:
+        return False
+    row = store.db.execute(
+        "SELECT count(*) FROM run r JOIN campaign c ON c.id = r.campaign_id WHERE c.name = ?", (campaign,)
+    ).fetchone()
+    return int(row[0]) >= FORK_POINTS
 
 
 def _csv(points: list[FlatValues], columns: tuple[str, ...]) -> bytes:
