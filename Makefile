@@ -23,6 +23,11 @@ venv: $(STAMP)
 qemu-builds: venv
 	$(BIN)/vmio qemu add 10.0 || echo "vmio: no QEMU 10.0 offered here; the two-build tests will try again and fail"
 
+# The tests' Python processes (pytest's workers, each `python -m vmio` a test starts) keep what they compile in
+# __pycache__: with PYTHONDONTWRITEBYTECODE set (some shells and images set it) every one of them compiles
+# vmio and rewrites the test modules' asserts again, ~4 CPU-s more for each worker's collection alone.
+unexport PYTHONDONTWRITEBYTECODE
+
 # Two workers (pytest-xdist) where tests wait on guests, fio runtimes and Ceph: the tests that share a cluster,
 # a guest, a campaign or libvirtd stay in one worker, the slow ones start first (tests/conftest.py's
 # shared_groups). TEST_WORKERS=0 runs the suite in one process; the 30 slowest tests are printed at the end.
