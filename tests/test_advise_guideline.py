@@ -148,7 +148,7 @@ def test_calibrate_a_file_and_a_loop_device_then_diagnose_uses_it(
         pytest.skip("needs root for a loop device")
     db = str(tmp_path / "c.db")
     image = scratch / "cal.img"
-    assert main(["calibrate", str(image), "--size", "16M", "--runtime", "150ms", "--db", db, "--json"]) == 0
+    assert main(["calibrate", str(image), "--size", "16M", "--runtime", "50ms", "--db", db, "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert image.stat().st_size == 16 << 20 and image.stat().st_blocks * 512 >= 16 << 20  # fully written
     assert {"path", "device", "read_iops", "write_iops", "read_bw", "write_bw", "capacity_read_iops",
@@ -158,7 +158,7 @@ def test_calibrate_a_file_and_a_loop_device_then_diagnose_uses_it(
     assert doc["capacity_read_iops"] == max(doc["read_iops"].values()) > 0
     loop = make_loop(scratch / "loop.img", 32 << 20)
     try:
-        assert main(["calibrate", loop, "--runtime", "150ms", "--db", db, "--json"]) == 0
+        assert main(["calibrate", loop, "--runtime", "50ms", "--db", db, "--json"]) == 0
         blank = json.loads(capsys.readouterr().out)
         assert blank["device"] == Path(loop).name and blank["write_iops"] is not None  # blank: writes allowed
         with Store(db) as store:
@@ -179,7 +179,7 @@ def test_calibrate_a_file_and_a_loop_device_then_diagnose_uses_it(
         assert (verdict["at_limit"], verdict["limit"]) == (True, "device")
         # once the loop device holds a filesystem, calibrate measures reads only
         subprocess.run(["mkfs.ext4", "-q", loop], check=True, timeout=60)
-        assert main(["calibrate", loop, "--runtime", "150ms", "--db", db, "--json"]) == 0
+        assert main(["calibrate", loop, "--runtime", "50ms", "--db", db, "--json"]) == 0
         used = json.loads(capsys.readouterr().out)
         assert used["write_iops"] is None and used["capacity_write_iops"] is None and used["read_iops"]
     finally:

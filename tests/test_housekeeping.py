@@ -255,7 +255,7 @@ def test_calibrate_shows_progress_and_human_rates(
     fio: str, scratch: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     image, db = scratch / "cal.img", str(scratch / "vmio.db")
-    assert main(["calibrate", str(image), "--size", "16M", "--runtime", "150ms", "--db", db]) == 0
+    assert main(["calibrate", str(image), "--size", "16M", "--runtime", "50ms", "--db", db]) == 0
     captured = capsys.readouterr()
     steps = [line for line in captured.err.splitlines() if "calibrating" in line]
     assert (

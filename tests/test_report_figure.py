@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -131,10 +132,21 @@ def overlaps(fig: Figure, title_shown: bool) -> list[str]:
     return wrong
 
 
+def only_this_thread(seconds: float = 20.0) -> None:
+    """Wait for the threads an earlier test of this worker left ending (a campaign's progress or sampler
+    thread, daemons that end on their own), since ``drawing.may_fork`` forks only a single-threaded process;
+    fail naming any still running after ``seconds``."""
+    end = time.monotonic() + seconds
+    while threading.active_count() > 1 and time.monotonic() < end:
+        time.sleep(0.05)
+    assert threading.active_count() == 1, f"threads still running: {threading.enumerate()}"
+
+
 def test_two_processes_draw_the_same_svgs(monkeypatch: pytest.MonkeyPatch) -> None:
     """The forked child's share comes back whole and equal to drawing every figure here; a child that fails
     (its drawing raises) leaves its share to this process, and is reaped."""
     assert len(os.sched_getaffinity(0)) >= 2, "this machine has one CPU: svgs() would not fork"
+    only_this_thread()
     build = lambda: page.build(data.load(Store(STORES / "v2-campaign.db", readonly=True), "base")).plots  # noqa: E731
     alone = {p.id: to_svg(p) for p in build()}
     plots = build()
@@ -196,6 +208,7 @@ def test_a_report_built_and_drawn_by_two_processes_is_the_same_page(monkeypatch:
     the costliest (the figures within runs); the child sends back what the page needs of its sections; the
     page is the same text as one process makes (but for its time stamp), and when the child fails this
     process builds its sections too."""
+    only_this_thread()
     campaign = data.load(Store(STORES / "v2-campaign.db", readonly=True), "base")
     # its figures are charts (a few ms a section): the second process is asked for here, as it is for a
     # campaign with matplotlib's per-operation box plots (test_a_report_of_charts_is_drawn_in_one_process)

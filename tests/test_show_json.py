@@ -91,7 +91,9 @@ def reference(store: Store, campaign: str | None) -> str:
     return json.dumps([row.to_json(facts=False) for row in rows.point_rows(store, campaign)], indent=1)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# 100 examples of 0-6 points in each of two campaigns: every target kind, emptied column set, odd QEMU CPU
+# figure and odd facts text is expected to come up dozens of times a run
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_the_same_text_as_the_rows_json_dumps_prints(data: st.DataObject) -> None:
     with Store(":memory:") as store:

@@ -26,7 +26,8 @@ documents = st.recursive(
 )
 
 
-@settings(max_examples=400, deadline=None)
+# 200 documents of up to 40 leaves: every scalar kind and the placeholder strings, nested, many times
+@settings(max_examples=200, deadline=None)
 @given(documents)
 def test_the_same_text_as_json_dumps_indent_1(doc: object) -> None:
     assert jsontext.dumps(doc) == json.dumps(doc, indent=1)
@@ -47,7 +48,8 @@ rows = st.lists(
 )  # show --json's shape: a list of dicts, some values dicts of scalars (latencies) or lists (hosts)
 
 
-@settings(max_examples=300, deadline=None)
+# 150 lists of up to 5 rows, each value a scalar, a dict of scalars or a list: every shape many times
+@settings(max_examples=150, deadline=None)
 @given(rows)
 def test_rows_as_show_prints_them(doc: list[dict[str, object]]) -> None:
     assert jsontext.dumps(doc) == json.dumps(doc, indent=1)
