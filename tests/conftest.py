@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -69,6 +70,16 @@ def scratch() -> Iterator[Path]:
     """A folder on a real disk (not tmpfs), so O_DIRECT works."""
     with disk_folder() as path:
         yield path
+
+
+def only_this_thread(seconds: float = 20.0) -> None:
+    """Wait for the threads an earlier test of this worker left ending (a campaign's progress or sampler
+    thread, daemons that end on their own): vmio forks a helper only from a single-threaded process
+    (``system.forked.may_fork``); fail naming any still running after ``seconds``."""
+    end = time.monotonic() + seconds
+    while threading.active_count() > 1 and time.monotonic() < end:
+        time.sleep(0.05)
+    assert threading.active_count() == 1, f"threads still running: {threading.enumerate()}"
 
 
 def make_loop(image: Path, size: int) -> str:

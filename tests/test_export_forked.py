@@ -16,6 +16,8 @@ from vmio.cli import main
 from vmio.store import Store, export, show_json
 from vmio.system import forked
 
+from conftest import only_this_thread
+
 STORES = Path(__file__).parent / "data" / "stores"
 
 
@@ -35,6 +37,7 @@ def test_a_child_makes_the_points_and_the_files_are_the_same(
     fmt: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert len(os.sched_getaffinity(0)) >= 2, "this machine has one CPU: export would not fork"
+    only_this_thread()
     db = tmp_path / "demo.db"
     shutil.copy(STORES / "demo000.db", db)
     Store(db).close()  # migrated in its file (a read-only open of an older store reads a migrated copy)

@@ -176,10 +176,18 @@ def test_a_run_says_what_it_changed_in_the_job_file_before_its_first_point(
 
 
 def _fio_json(scratch: Path, out: Path, rate: int) -> Path:
+    """fio's own output of a run held at ``rate`` IOPS. The test's inputs are these rates, so a run a loaded
+    host left more than 3 % short of its rate is made again (five tries; else the host could not hold it)."""
     argv = ["fio", "--output-format=json+", f"--filename={scratch / 'g.img'}", "--size=8M", "--bs=4k",
             "--runtime=500ms", "--time_based", "--ioengine=psync", "--name=rr", "--rw=randread", f"--rate={rate * 4}k"]  # fmt: skip
-    out.write_text(subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True).stdout)
-    return out
+    got = []
+    for _ in range(5):
+        text = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True).stdout
+        got.append(json.loads(text)["jobs"][0]["read"]["iops"])
+        if got[-1] >= rate * 0.97:
+            out.write_text(text)
+            return out
+    raise AssertionError(f"fio did not hold {rate} IOPS on this host in five runs: {got}")
 
 
 @pytest.mark.fio

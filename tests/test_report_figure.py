@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,6 +16,8 @@ from matplotlib.transforms import Bbox
 from vmio.report import data, drawing, page
 from vmio.report.figure import Plot, finish, legend, log_scale, new_figure, style, to_png, to_svg
 from vmio.store import Store
+
+from conftest import only_this_thread
 
 STORES = Path(__file__).parent / "data" / "stores"
 
@@ -130,16 +131,6 @@ def overlaps(fig: Figure, title_shown: bool) -> list[str]:
             f"panels {i} and {j} overlap" for j, b in enumerate(panels[i + 1 :], i + 1) if a.overlaps(b)
         ]
     return wrong
-
-
-def only_this_thread(seconds: float = 20.0) -> None:
-    """Wait for the threads an earlier test of this worker left ending (a campaign's progress or sampler
-    thread, daemons that end on their own), since ``drawing.may_fork`` forks only a single-threaded process;
-    fail naming any still running after ``seconds``."""
-    end = time.monotonic() + seconds
-    while threading.active_count() > 1 and time.monotonic() < end:
-        time.sleep(0.05)
-    assert threading.active_count() == 1, f"threads still running: {threading.enumerate()}"
 
 
 def test_two_processes_draw_the_same_svgs(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from rates import assert_throttled
 from vmio.campaign import runner
 from vmio.cli import main
 from vmio.fio.run import FIO
@@ -81,6 +82,7 @@ class VaryingRate(Runner):
 
     def __init__(self) -> None:
         self.runs = 0
+        self.asked: list[str] = []  # each job file as fio read it
 
     def run(self, argv: Sequence[str], *, timeout: float, **kw: Any) -> Completed:
         if argv and argv[0] == FIO and str(argv[-1]).endswith(".fio"):
@@ -88,6 +90,7 @@ class VaryingRate(Runner):
             text = job.read_text()
             if "rate_iops=300" in text:
                 job.write_text(text.replace("rate_iops=300", f"rate_iops={self.RATES[self.runs % 2]}"))
+                self.asked.append(job.read_text())
                 self.runs += 1
         return super().run(argv, timeout=timeout, **kw)
 
@@ -120,7 +123,10 @@ def test_a_varying_point_runs_to_the_maximum_and_says_so(
         outcome = runner.run(loads_spec(text, "varying.toml"), text, store, runner.Options(runner=rates))
     assert (outcome.done, outcome.failed) == (3, 0) and rates.runs == 3
     iops, (taken, settled, spread) = stored(db, "varying")
-    assert [round(i / 50) * 50 for i in iops] == [150, 450, 150]  # fio ran at the rates the test set
+    # fio was asked for the rates the test set and kept under each (whether it reaches a rate depends on how
+    # busy the host is: tests/rates.py; one that fell short, 300 of 450 on a loaded host, still varies)
+    for achieved, rate, job in zip(iops, (150, 450, 150), rates.asked, strict=True):
+        assert_throttled(achieved, rate, job)
     assert (taken, settled) == (3, False)
     assert spread == pytest.approx(
         half_width(iops), rel=1e-3
