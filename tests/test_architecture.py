@@ -207,8 +207,9 @@ STARTS_ALLOWED = {
     "vmio/spec/fio_refusals.py:fio_knows": "`fio --cmdhelp=KEY` (prints an option's help, runs no job), 20 s "
     "timeout, once per key: spec sits below vmio.fio and system.process's callers (tests/test_fio_launch.py "
     "lists it too)",
-    "vmio/report/drawing.py:_fork": "a fork of vmio itself (no program executed) drawing half a report's "
-    "figures on the second CPU; the parent reads its pipe with a deadline and kills and reaps it",
+    "vmio/system/forked.py:start": "a fork of vmio itself (no program executed) drawing half a report's "
+    "figures or making a big export's points table on the second CPU; it dies with vmio (parent-death "
+    "SIGKILL), the parent reads its pipe with a deadline and kills and reaps it",
 }
 MODULE_STARTS = {
     "subprocess": {"run", "Popen", "call", "check_call", "check_output", "getoutput", "getstatusoutput"},
