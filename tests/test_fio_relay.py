@@ -4,6 +4,7 @@ it leads to."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import struct
@@ -43,7 +44,10 @@ class Upstream:
         self.thread.start()
 
     def _serve(self) -> None:
-        conn, _ = self.sock.accept()
+        try:
+            conn, _ = self.sock.accept()
+        except OSError:  # closed unreached (``close``)
+            return
         self.accepted_at = time.monotonic()
         with conn:
             conn.sendall(self.reply)
@@ -53,7 +57,16 @@ class Upstream:
 
     def join(self) -> None:
         self.thread.join(timeout=10)
+        self.close()
+
+    def close(self) -> None:
+        """Stop listening; a thread still waiting to accept ends (a shutdown wakes it, a close would not),
+        so no thread of the test outlives it."""
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
+        self.thread.join(timeout=10)
         self.sock.close()
+        assert not self.thread.is_alive()
 
 
 @pytest.fixture
@@ -141,7 +154,7 @@ def test_the_relays_port_is_guarded_from_before_it_listens_until_it_closes(guard
         assert f"--dport {port} " in rules and port in guard.ports
     finally:
         relay.close()
-        upstream.sock.close()
+        upstream.close()
     assert port not in guard.ports
     assert f"--dport {port} " not in guard._iptables(["-S", "OUTPUT"])
     with pytest.raises(OSError):
@@ -174,7 +187,7 @@ def test_a_guard_sweeps_dead_vmios_rules_once_for_all_its_ports() -> None:
         assert len(sweeps) == 1
         assert "--dport 1 " not in guard._iptables(["-S", "OUTPUT"])  # the dead vmio's rule went
         relay.close()
-        upstream.sock.close()
+        upstream.close()
     finally:
         guard.close()
         runner.run(["iptables", "-w", "10", "-D", "OUTPUT", *stale], timeout=20, check=False)
