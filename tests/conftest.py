@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import tempfile
 import threading
@@ -80,6 +81,17 @@ def only_this_thread(seconds: float = 20.0) -> None:
     while threading.active_count() > 1 and time.monotonic() < end:
         time.sleep(0.05)
     assert threading.active_count() == 1, f"threads still running: {threading.enumerate()}"
+
+
+STORES = Path(__file__).parent / "data" / "stores"
+
+
+def store_from_sql(name: str, db: Path) -> Path:
+    """A store file ``db`` holding ``tests/data/stores/<name>`` as it was written (a fixture of an older schema:
+    vmio migrates it when it opens it)."""
+    with contextlib.closing(sqlite3.connect(db)) as c:
+        c.executescript((STORES / name).read_text())
+    return db
 
 
 def make_loop(image: Path, size: int) -> str:

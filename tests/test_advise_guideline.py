@@ -20,7 +20,7 @@ from vmio.spec import loads_spec
 from vmio.store import RunRecord, Store
 from vmio.system.blockdev import stable_id, uses
 
-from conftest import make_loop
+from conftest import make_loop, store_from_sql
 
 DATA = Path(__file__).parent / "data" / "stores"
 
@@ -56,9 +56,7 @@ def test_holders_and_loop_backing_from_a_sys_fixture(tmp_path: Path) -> None:
 
 
 def test_a_v3_store_migrates_to_device_capacity(tmp_path: Path) -> None:
-    db = tmp_path / "v3.db"
-    with sqlite3.connect(db) as conn:
-        conn.executescript((DATA / "schema-v3.sql").read_text())
+    db = store_from_sql("schema-v3.sql", tmp_path / "v3.db")
     assert sqlite3.connect(db).execute("SELECT MAX(version) FROM migrations").fetchone()[0] == 3
     with Store(db) as store:
         assert store.schema_version >= 4

@@ -18,6 +18,8 @@ from hypothesis import strategies as st
 
 from vmio.cli import main
 
+from conftest import store_from_sql
+
 BAD = Path(__file__).parent / "data" / "bad"
 CASES: list[dict[str, Any]] = tomllib.loads((BAD / "cases.toml").read_text())["case"]
 
@@ -28,10 +30,7 @@ def test_bad_input_is_one_clear_error(
 ) -> None:
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    fixture = tmp_path / "fixture.db"
-    with sqlite3.connect(fixture) as db:
-        db.executescript((BAD.parent / "stores" / "schema-v2.sql").read_text())
-    db.close()
+    fixture = store_from_sql("schema-v2.sql", tmp_path / "fixture.db")
     special = _special_files(tmp_path / "special", case)
     monkeypatch.chdir(tmp)
     monkeypatch.delenv("VMIO_DB", raising=False)

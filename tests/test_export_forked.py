@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ from vmio.cli import main
 from vmio.store import Store, export, show_json
 from vmio.system import forked
 
-from conftest import only_this_thread
+from conftest import only_this_thread, store_from_sql
 
 STORES = Path(__file__).parent / "data" / "stores"
 
@@ -67,10 +66,7 @@ def test_a_child_makes_the_points_and_the_files_are_the_same(
 def test_a_store_migrated_in_memory_is_exported_in_one_process(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    db = tmp_path / "v12.db"
-    with sqlite3.connect(db) as c:
-        c.executescript((STORES / "schema-v12-samples.sql").read_text())
-    c.close()
+    db = store_from_sql("schema-v12-samples.sql", tmp_path / "v12.db")
     monkeypatch.setattr(forked, "start", lambda work: pytest.fail("forked for a store migrated in memory"))
     monkeypatch.setattr(export, "FORK_POINTS", 1)
     out = tmp_path / "out"

@@ -32,7 +32,7 @@ from vmio.relocate.plan_io import plan_to_dict
 from vmio.relocate.planner import build_plan
 from vmio.store import Store
 
-from conftest import disk_folder, need
+from conftest import disk_folder, need, store_from_sql
 
 HERE = Path(__file__).parent
 HANG_S = 30
@@ -391,8 +391,7 @@ def test_stores_read_only(
 ) -> None:
     with fresh_dir() as work, fresh_dir() as folder:
         db = folder / "vmio.db"
-        with contextlib.closing(sqlite3.connect(db)) as con:
-            con.executescript((HERE / "data" / "stores" / "schema-v2.sql").read_text())
+        store_from_sql("schema-v2.sql", db)
         with Store(db):
             pass
         with contextlib.closing(sqlite3.connect(db)) as con:

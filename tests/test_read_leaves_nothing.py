@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sqlite3
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,12 +15,13 @@ import pytest
 from vmio.cli import main
 from vmio.store import Store
 
+from conftest import store_from_sql
+
 STORES = Path(__file__).parent / "data" / "stores"
 
 
 def _fixture_store(path: Path) -> Path:
-    with contextlib.closing(sqlite3.connect(path)) as db:
-        db.executescript((STORES / "schema-v2.sql").read_text())
+    store_from_sql("schema-v2.sql", path)
     with Store(path):  # migrated to this vmio's schema, WAL mode, as `vmio run` leaves it
         pass
     assert not Path(f"{path}-wal").exists()

@@ -26,7 +26,7 @@ from vmio.store import Store
 from vmio.store import rows as summary
 from vmio.system.blockdev import loops_over
 
-from conftest import disk_folder
+from conftest import disk_folder, store_from_sql
 from qemu_support import needs_qemu
 
 DATA = Path(__file__).parent / "data" / "stores"
@@ -275,9 +275,7 @@ def test_offsets_are_aligned_within_the_span_and_drawn_once() -> None:
 
 
 def test_v5_store_migrates_to_seeded_offsets(tmp_path: Path) -> None:
-    db = tmp_path / "v5.db"
-    with sqlite3.connect(db) as con:
-        con.executescript((DATA / "schema-v5.sql").read_text())
+    db = store_from_sql("schema-v5.sql", tmp_path / "v5.db")
     store = Store(db)
     assert store.schema_version >= 6
     assert store.offsets("fixture") is None  # a campaign stored before seeds has none

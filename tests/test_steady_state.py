@@ -4,7 +4,6 @@ preconditioning, run with real fio on a real file; the store migrates from schem
 from __future__ import annotations
 
 import json
-import sqlite3
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -15,6 +14,8 @@ from vmio.errors import SpecError
 from vmio.spec import loads_spec
 from vmio.store import Store
 from vmio.store.schema import SCHEMA_VERSION
+
+from conftest import store_from_sql
 
 FIXTURE = Path(__file__).parent / "data" / "stores" / "schema-v3-run.sql"
 
@@ -94,10 +95,7 @@ def test_bad_criteria_name_the_line(tmp_path: Path) -> None:
 
 def test_schema_3_store_migrates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A store vmio wrote at schema 3 gains the new columns; its rows read as before (no new keys)."""
-    db = tmp_path / "v3.db"
-    con = sqlite3.connect(db)
-    con.executescript(FIXTURE.read_text())
-    con.close()
+    db = store_from_sql(FIXTURE.name, tmp_path / "v3.db")
     with Store(db) as store:
         assert store.schema_version == SCHEMA_VERSION  # migrated to the newest
     assert main(["show", "v3", "--json", "--db", str(db)]) == 0

@@ -25,6 +25,8 @@ from vmio.store import MIGRATIONS, SCHEMA_VERSION, RunRecord, Store
 from vmio.store import rows as summary
 from vmio.system import files
 
+from conftest import store_from_sql
+
 STORES = Path(__file__).parent / "data" / "stores"
 READERS = (["show"], ["show", "fixture"], ["show", "--json"], ["report", "fixture"])
 
@@ -52,10 +54,7 @@ def filled(db: Path, points: int = 40) -> Path:
 
 
 def from_fixture(version: int, db: Path) -> Path:
-    with sqlite3.connect(db) as c:
-        c.executescript((STORES / f"schema-v{version}.sql").read_text())
-    c.close()
-    return db
+    return store_from_sql(f"schema-v{version}.sql", db)
 
 
 def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
@@ -410,10 +409,7 @@ def test_a_stored_spec_without_its_points_target_is_named_not_a_traceback(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # the fixture was written by hand: its canonical spec names no target, its runs are of target "host"
-    db = tmp_path / "v12.db"
-    with sqlite3.connect(db) as c:
-        c.executescript((STORES / "schema-v12.sql").read_text())
-    c.close()
+    db = store_from_sql("schema-v12.sql", tmp_path / "v12.db")
     code, err = run_cli(["diagnose", "fixture", "--db", str(db)], capsys)
     assert (
         code == 2

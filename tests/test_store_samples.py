@@ -22,6 +22,8 @@ from vmio.cli import main
 from vmio.errors import InputError
 from vmio.store import RunRecord, Store
 
+from conftest import store_from_sql
+
 STORES = Path(__file__).parent / "data" / "stores"
 SERIES = ("point", "t", "source", "metric", "value")
 FORMULA = ("=", "+", "-", "@", "\t", "\r")
@@ -35,10 +37,7 @@ ODD = [
 
 
 def fixture_store(path: Path) -> Path:
-    c = sqlite3.connect(path)
-    c.executescript((STORES / "schema-v12-samples.sql").read_text())
-    c.close()
-    return path
+    return store_from_sql("schema-v12-samples.sql", path)
 
 
 def plain_rows(path: Path) -> list[tuple[Any, ...]]:

@@ -18,6 +18,8 @@ from vmio.store import RunRecord, Store
 from vmio.store import rows as summary
 from vmio.store.summaries import SUMMARY_COLUMNS
 
+from conftest import store_from_sql
+
 STORES = Path(__file__).parent / "data" / "stores"
 LAT = {"min": 1000.0, "mean": 2000.0, "max": 9000.0, "stddev": 5.0, "p50": 2.0, "p90": 2.5, "p99": 3.0,
        "p99.9": 3.0, "p99.99": 3.0}  # fmt: skip
@@ -38,10 +40,7 @@ def point(key: str, results: list[JobResult]) -> RunRecord:
 
 
 def test_the_v7_fixture_migrates_with_its_points_summarized(tmp_path: Path) -> None:
-    db = tmp_path / "v7.db"
-    with sqlite3.connect(db) as c:
-        c.executescript((STORES / "schema-v7.sql").read_text())
-    c.close()
+    db = store_from_sql("schema-v7.sql", tmp_path / "v7.db")
     with Store(db) as s:
         row = s.db.execute("SELECT * FROM run WHERE point_key = 'host/randread/4k/max/1'").fetchone()
         # the fixture's one job: 5000 reads in bins 395264 x2600, 501760 x2300, 700416 x90, 888832 x10
