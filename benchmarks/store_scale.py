@@ -529,17 +529,7 @@ sys.exit(code) if code else print(*took)
 
 def timed_child(argv: list[str], src: Path) -> tuple[float, float]:
     """(wall, CPU) seconds ``vmio ARGV`` took in a child with ``src`` first on its path (imports excluded)."""
-    done = subprocess.run(
-        [sys.executable, "-c", CHILD, json.dumps(argv)],
-        env={**os.environ, "PYTHONPATH": str(src)},
-        capture_output=True,
-        text=True,
-        timeout=3600,
-        check=False,
-    )
-    if done.returncode != 0:
-        sys.exit(f"store_scale: vmio {' '.join(argv)} ({src}) exited {done.returncode}: {done.stderr[-500:]}")
-    wall, cpu = done.stdout.split()
+    wall, cpu = child(CHILD, [json.dumps(argv)], src).split()
     return float(wall), float(cpu)
 
 

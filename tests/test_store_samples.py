@@ -7,8 +7,6 @@ table of one REAL-typed row a sample (the form before schema 13) filled with the
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 import re
@@ -18,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from test_export_tables import SERIES, csv_text  # the standard library's writer, the reference
 from vmio.cli import main
 from vmio.errors import InputError
 from vmio.store import RunRecord, Store
@@ -25,8 +24,6 @@ from vmio.store import RunRecord, Store
 from conftest import store_from_sql
 
 STORES = Path(__file__).parent / "data" / "stores"
-SERIES = ("point", "t", "source", "metric", "value")
-FORMULA = ("=", "+", "-", "@", "\t", "\r")
 # odd numbers and texts: ties in time, source and metric (kept as written), -0.0, NaN, integers, the extremes
 ODD = [
     (1.0, "cpu", "usr_pct", 3.0), (0.5, "a\x1fb", "=SUM(A1)", -0.0), (1.0, "cpu", "usr_pct", 1.0),
@@ -55,17 +52,6 @@ def plain_rows(path: Path) -> list[tuple[Any, ...]]:
 def same(a: list[tuple[Any, ...]], b: list[tuple[Any, ...]]) -> bool:
     """Equal values of equal types (``repr``: -0.0 is not 0.0, 1 is not 1.0)."""
     return repr(a) == repr(b)
-
-
-def csv_text(rows: list[tuple[Any, ...]]) -> str:
-    """The standard library's CSV writer over ``rows``, text starting with a formula's sign made inert."""
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(SERIES)
-    writer.writerows(
-        [("'" + v if isinstance(v, str) and v.startswith(FORMULA) else v) for v in r] for r in rows
-    )
-    return buf.getvalue()
 
 
 def exported(db: Path, out: Path) -> tuple[str, list[dict[str, Any]]]:
@@ -105,7 +91,7 @@ def test_the_migration_keeps_every_sample(tmp_path: Path, readonly: bool) -> Non
             ]
             assert same(sorted(unpacked, key=lambda r: keys[r[0]]), before)
     csv_series, json_series = exported(db, tmp_path)
-    assert csv_series == csv_text(before)
+    assert csv_series == csv_text(SERIES, before)
     assert json_series == [dict(zip(SERIES, r, strict=True)) for r in before]
     assert "'=SUM(A1)" in csv_series and "\x00nul" in csv_series and '"new\nline"' in csv_series
 
@@ -133,7 +119,7 @@ def test_odd_samples_come_back_as_sqlite_kept_them(tmp_path: Path) -> None:
     assert same(got, want)
     assert math.copysign(1.0, got[[r[2] for r in got].index("a\x1fb")][4]) == 1.0  # -0.0 as SQLite kept it
     csv_series, json_series = exported(db, tmp_path)
-    assert csv_series == csv_text(want)
+    assert csv_series == csv_text(SERIES, want)
     assert json_series == [dict(zip(SERIES, r, strict=True)) for r in want]
 
 

@@ -382,16 +382,16 @@ def _document(store: Store, campaign: str, fmt: str) -> bytes:
         rows = samples(store, campaign)
         return ndjson(rows) if fmt == "ndjson" else prometheus(rows)
     head, rest = _json_document(store, campaign)
-    return (head + "".join(rest)).encode()
+    return (head + _json_points(store, campaign) + "".join(rest)).encode()
 
 
-def _json_document(store: Store, campaign: str, points: bool = True) -> tuple[str, list[str]]:
+def _json_document(store: Store, campaign: str) -> tuple[str, list[str]]:
     """``json.dumps({"campaign", "points", "series", "oplat"}, indent=1)``, the same text, written a part at
     a time: Python's encoder is its slow pure-Python one wherever ``indent`` is given, so the points go through
     ``jsontext.dumps`` and the flat rows of the side tables (20 and more a point) through the C one, their
     separators carrying the indentation (``_json_rows``: as a %-format of each chunk where it can). In pieces,
-    joined once (hundreds of MB at 100k points: each copy of the whole costs). Its head, then the rest:
-    the head holds the points unless ``points`` is false (a child made them: ``_beside``)."""
+    joined once (hundreds of MB at 100k points: each copy of the whole costs). Its head and the rest, the
+    points (``_json_points``, which a child may make: ``_beside``) between them."""
     flat = json.JSONEncoder(separators=(",\n   ", ": "))  # a side table's row, two levels deep
 
     def rows(chunks: Iterator[list[tuple[Any, ...]]], columns: tuple[str, ...]) -> list[str]:
@@ -412,9 +412,12 @@ def _json_document(store: Store, campaign: str, points: bool = True) -> tuple[st
     sampled = jsontext.list_pieces([text[:-4] for text in runs], "  ", " ")  # a chunk's rows, last comma cut
     ops = table("oplat", OPLAT_COLUMNS, OPLAT_ORDER)
     head = f'{{\n "campaign": {json.dumps(campaign)},\n "points": '
-    if points:  # one level deeper
-        head += show_json.flat_text(store, campaign, flat_row, " ")
     return head, [',\n "series": ', *sampled, ',\n "oplat": ', *ops, "\n}"]
+
+
+def _json_points(store: Store, campaign: str) -> str:
+    """The JSON document's points list (one level deeper than the document's keys)."""
+    return show_json.flat_text(store, campaign, flat_row, " ")
 
 
 def _json_rows(
@@ -466,10 +469,8 @@ def _export(store: Store, campaign: str, fmt: str, path: Path) -> list[Path]:
         raise InputError(f"--format {fmt!r} is not known; use one of {', '.join(FORMATS)}")
     check_output(path)
     if fmt == "json":  # its pieces written as they are: 100k points' document is 470 MB, not joined first
-        with _beside(
-            store, campaign, lambda own: show_json.flat_text(own, campaign, flat_row, " ").encode()
-        ) as points:
-            head, rest = _json_document(store, campaign, points=False)
+        with _beside(store, campaign, lambda own: _json_points(own, campaign).encode()) as points:
+            head, rest = _json_document(store, campaign)
             _atomic(path, [head.encode(), points(), *map(str.encode, rest)])
         return [path]
     if fmt in SINGLE_FILE:
@@ -552,11 +553,8 @@ def _beside(store: Store, campaign: str, make: Callable[[Store], bytes]) -> Iter
 def _worth_forking(store: Store, campaign: str) -> bool:
     """Two CPUs and one thread (``forked.may_fork``), a campaign of ``FORK_POINTS`` or more, and a store read
     from its file (not an older one migrated into a copy in memory, which a child's open would migrate again)."""
-    if not forked.may_fork() or not store.path or store.path == ":memory:":
-        return False
-    main_file = store.db.execute("PRAGMA database_list").fetchone()[2]
-    if not main_file:
-        return False
+    if not forked.may_fork() or not store.db.execute("PRAGMA database_list").fetchone()[2]:
+        return False  # no file behind the connection: ":memory:", or an older store's migrated copy
     row = store.db.execute(
         "SELECT count(*) FROM run r JOIN campaign c ON c.id = r.campaign_id WHERE c.name = ?", (campaign,)
     ).fetchone()

@@ -416,12 +416,7 @@ def _flat_text(store: Store, campaign: str, flatten: Callable[[rows.PointRow], F
                         values[at + k] = None
             else:
                 template, take, slots = made
-                offered = r[_OFFERED]
-                src += (
-                    "max" if offered is None else str(offered),
-                    " ".join(summaries.hosts(r[_HOSTS])),
-                    None,
-                )
+                src += _flat_tail(r)
                 values.extend(take(src))
                 for i, value in whole.items():
                     text = lines(_text(value))
@@ -434,6 +429,13 @@ def _flat_text(store: Store, campaign: str, flatten: Callable[[rows.PointRow], F
     if templates:
         chunks.append(_fill(("," + newline).join(templates), values, nested))
     return "[" + newline + ("," + newline).join(chunks) + newline + "]" if chunks else "[]"
+
+
+def _flat_tail(r: Sequence[Any]) -> tuple[object, ...]:
+    """What a flat row's templates read after a point's ``_sources``: its offered load as text ("max" for
+    none), its hosts joined, and an empty value."""
+    offered = r[_OFFERED]
+    return ("max" if offered is None else str(offered), " ".join(summaries.hosts(r[_HOSTS])), None)
 
 
 @functools.cache
@@ -498,8 +500,7 @@ def _flat_points(
             for i, value in whole.items():
                 src[i] = value
                 maybe += at_source.get(i, ())
-            offered = r[_OFFERED]
-            src += ("max" if offered is None else str(offered), " ".join(summaries.hosts(r[_HOSTS])), None)
+            src += _flat_tail(r)
             values = take(src)
             if builds:
                 values = list(values)
