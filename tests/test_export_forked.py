@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
+import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,7 +54,7 @@ def test_a_child_makes_the_points_and_the_files_are_the_same(
     _no_child_left()
     # the child's make fails (in the child only): this process makes the points itself, the same files
     parent = os.getpid()
-    made = show_json.flat_text if fmt == "json" else show_json.flat_values
+    made = show_json.flat_items if fmt == "json" else show_json.flat_values
 
     def fails_in_the_child(*args: object, **kwargs: object) -> object:
         if os.getpid() != parent:
@@ -73,3 +77,173 @@ def test_a_store_migrated_in_memory_is_exported_in_one_process(
     out.mkdir()
     assert main(["export", "fixture", "--format", "csv", "-o", str(out / "x.csv"), "--db", str(db)]) == 0
     assert (out / "x.series.csv").read_text().count("\n") > 1
+
+
+@pytest.fixture
+def forking(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, dict[str, bytes]]:
+    """The demo store migrated in its file, its JSON exported in one process, and exports made to fork
+    (``FORK_POINTS`` 1) in chunks of 5 points (``show_json.CHUNK``: 42 points, 9 chunks)."""
+    assert len(os.sched_getaffinity(0)) >= 2, "this machine has one CPU: export would not fork"
+    only_this_thread()
+    db = tmp_path / "demo.db"
+    shutil.copy(STORES / "demo000.db", db)
+    Store(db).close()
+    alone = _export(db, "json", tmp_path / "alone")
+    monkeypatch.setattr(export, "FORK_POINTS", 1)
+    monkeypatch.setattr(show_json, "CHUNK", 5)
+    return db, alone
+
+
+def _slow_child(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
+    """Each chunk of points the child makes takes ``seconds`` longer (this process' none)."""
+    parent, fill = os.getpid(), show_json._fill
+
+    def slow(*args: Any) -> str:
+        if os.getpid() != parent:
+            time.sleep(seconds)
+        return fill(*args)
+
+    monkeypatch.setattr(show_json, "_fill", slow)
+
+
+def _shares(monkeypatch: pytest.MonkeyPatch) -> list[int | None]:
+    """What the child told this process when asked for a share (``export._told``), as the export runs."""
+    told: list[int | None] = []
+    tell = export._told
+    monkeypatch.setattr(export, "_told", lambda fd: told.append(tell(fd)) or told[-1])
+    return told
+
+
+def test_the_child_gives_a_share_of_the_points_and_the_document_is_the_same(
+    forking: tuple[Path, dict[str, bytes]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Asked once this process has made the series and oplat, the child (slowed: it has made its first
+    chunks of 5 points, not all 9) gives this process the later half of the runs it has not reached; each
+    writes its points and the document is byte for byte the one-process export's."""
+    db, alone = forking
+    _slow_child(monkeypatch, 0.2)
+    told = _shares(monkeypatch)
+    assert _export(db, "json", tmp_path / "shared") == alone
+    with Store(db, readonly=True) as s:
+        ids = [r[export.RUN_ID] for c in s.run_tuples("demo", show_json.COLUMNS) for r in c]
+    assert len(told) == 1 and told[0] in ids[10:-5], (told, ids)  # past two chunks, short of the last
+    _no_child_left()
+
+
+def test_a_child_done_before_it_is_asked_shares_nothing(
+    forking: tuple[Path, dict[str, bytes]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """This process slowed instead: the child has written every point when asked, and ended (told: 0)."""
+    db, alone = forking
+    told = _shares(monkeypatch)
+    _slow_rest(monkeypatch)
+    assert _export(db, "json", tmp_path / "unshared") == alone
+    assert told == [0]
+    _no_child_left()
+
+
+def _slow_rest(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process makes the series and oplat 1.5 s later (the child, 42 points, has long ended)."""
+    rest = export._json_rest
+    monkeypatch.setattr(export, "_json_rest", lambda *a: time.sleep(1.5) or rest(*a))
+
+
+@pytest.mark.parametrize("when", ["before it is asked", "after it gave a share"])
+def test_a_child_that_fails_having_written_points_leaves_them_all_to_this_process(
+    when: str, forking: tuple[Path, dict[str, bytes]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The child's text is cut off where it began and this process writes every point: the document is
+    the same, no child is left."""
+    db, alone = forking
+    parent, items = os.getpid(), show_json.flat_items
+    _slow_child(monkeypatch, 0.2)
+    told = _shares(monkeypatch)
+    if when == "before it is asked":
+        _slow_rest(monkeypatch)
+
+    def fails_in_the_child(*args: Any) -> Iterator[str]:
+        made = items(*args)
+        if os.getpid() == parent:
+            yield from made
+            return
+        for k, item in enumerate(made):
+            if k == (1 if when == "before it is asked" else 4):  # after a share is given: 3 chunks in
+                raise RuntimeError("the child's part failed")
+            yield item
+
+    monkeypatch.setattr(show_json, "flat_items", fails_in_the_child)
+    assert _export(db, "json", tmp_path / "failed") == alone
+    assert told == ([0] if when == "before it is asked" else told[:1]) and told[0] is not None
+    assert when == "before it is asked" or told[0] > 0, told
+    _no_child_left()
+
+
+def test_a_child_past_its_time_is_stopped_before_its_text_is_cut_off(
+    forking: tuple[Path, dict[str, bytes]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A child that neither tells nor ends within ``CHILD_TIMEOUT`` is killed, then its text cut off and
+    every point written by this process: the same document. Not stopped, the child would write its first
+    chunk (at 1 s) into the file while this process writes its points (from 0.3 s, 1.5 s long) and the
+    texts would mix."""
+    db, alone = forking
+    _slow_child(monkeypatch, 1.0)
+    monkeypatch.setattr(export, "CHILD_TIMEOUT", 0.3)
+    points = export._json_points
+    monkeypatch.setattr(export, "_json_points", lambda *a: time.sleep(1.5) or points(*a))
+    assert _export(db, "json", tmp_path / "late") == alone
+    _no_child_left()
+
+
+def test_a_share_that_is_not_for_the_templates_is_written_by_this_process_whole(
+    forking: tuple[Path, dict[str, bytes]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where a point of this process' share is not for the templates (``Untemplated``: the generic
+    printer's), the child's text is cut off and ``flat_text`` writes all the points: the same document."""
+    db, alone = forking
+    parent, items = os.getpid(), show_json.flat_items
+    _slow_child(monkeypatch, 0.2)
+    told = _shares(monkeypatch)
+
+    def untemplated_share(*args: Any) -> Iterator[str]:
+        if os.getpid() == parent and len(args) > 4:  # the share's runs given: not flat_text's call
+            raise show_json.Untemplated
+        return items(*args)
+
+    monkeypatch.setattr(show_json, "flat_items", untemplated_share)
+    assert _export(db, "json", tmp_path / "generic") == alone
+    assert len(told) == 1 and told[0], told
+    _no_child_left()
+
+
+@pytest.mark.parametrize("apart", [False, True], ids=["ids in a row", "ids apart"])
+def test_runs_from_an_id_and_a_share_in_both_of_run_tuples_reading_orders(
+    apart: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``run_tuples(first=)`` and ``run_id_past`` against the campaign's ids in order (sqlite3's own query),
+    with its runs' ids in a row (read in id order) and four in five runs deleted (read through the index);
+    and the document of a shared export of the latter the same as the one-process one."""
+    db = tmp_path / "demo.db"
+    shutil.copy(STORES / "demo000.db", db)
+    with Store(db) as s:
+        if apart:
+            s.db.execute("DELETE FROM run WHERE id % 5 <> 0")
+    with sqlite3.connect(db) as plain:
+        demo = "SELECT r.id FROM run r JOIN campaign c ON c.id = r.campaign_id WHERE c.name = 'demo'"
+        ids = [r[0] for r in plain.execute(demo + " ORDER BY r.id")]
+    plain.close()
+    assert len(ids) == (8 if apart else 42) and (ids[-1] - ids[0] + 1 > 4 * len(ids)) == apart
+    with Store(db, readonly=True) as s:
+        for k in (0, 1, len(ids) // 2, len(ids) - 1):
+            assert [r[0] for c in s.run_tuples("demo", ["id"], 3, first=ids[k]) for r in c] == ids[k:]
+            for skip in (0, 2):
+                past = ids[k + 1 + skip] if k + 1 + skip < len(ids) else None
+                assert s.run_id_past("demo", ids[k], skip) == past
+    if apart:
+        alone = _export(db, "json", tmp_path / "alone")
+        monkeypatch.setattr(export, "FORK_POINTS", 1)
+        monkeypatch.setattr(show_json, "CHUNK", 2)
+        _slow_child(monkeypatch, 0.3)
+        told = _shares(monkeypatch)
+        assert _export(db, "json", tmp_path / "shared") == alone
+        assert told == [ids[5]], (told, ids)  # after the child's first chunk of 2: half of the 6 left
+        _no_child_left()

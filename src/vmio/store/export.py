@@ -16,9 +16,10 @@ import itertools
 import json
 import operator
 import os
+import select
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, BinaryIO, TypedDict
 
 from vmio.errors import InputError
 from vmio.store import jsontext, packed, show_json
@@ -381,17 +382,23 @@ def _document(store: Store, campaign: str, fmt: str) -> bytes:
     if fmt in ("ndjson", "prometheus"):
         rows = samples(store, campaign)
         return ndjson(rows) if fmt == "ndjson" else prometheus(rows)
-    head, rest = _json_document(store, campaign)
-    return (head + _json_points(store, campaign) + "".join(rest)).encode()
+    return (
+        _json_head(campaign) + _json_points(store, campaign) + "".join(_json_rest(store, campaign))
+    ).encode()
 
 
-def _json_document(store: Store, campaign: str) -> tuple[str, list[str]]:
-    """``json.dumps({"campaign", "points", "series", "oplat"}, indent=1)``, the same text, written a part at
-    a time: Python's encoder is its slow pure-Python one wherever ``indent`` is given, so the points go through
-    ``jsontext.dumps`` and the flat rows of the side tables (20 and more a point) through the C one, their
-    separators carrying the indentation (``_json_rows``: as a %-format of each chunk where it can). In pieces,
-    joined once (hundreds of MB at 100k points: each copy of the whole costs). Its head and the rest, the
-    points (``_json_points``, which a child may make: ``_beside``) between them."""
+def _json_head(campaign: str) -> str:
+    """The JSON document's text up to its points list."""
+    return f'{{\n "campaign": {json.dumps(campaign)},\n "points": '
+
+
+def _json_rest(store: Store, campaign: str) -> list[str]:
+    """``json.dumps({"campaign", "points", "series", "oplat"}, indent=1)``'s text after the points list,
+    written a part at a time: Python's encoder is its slow pure-Python one wherever ``indent`` is given, so the
+    flat rows of the side tables (20 and more a point) go through the C one, their separators carrying the
+    indentation (``_json_rows``: as a %-format of each chunk where it can). In pieces, joined once or never
+    (hundreds of MB at 100k points: each copy of the whole costs). The document is ``_json_head``, the points
+    (``_json_points``) and these."""
     flat = json.JSONEncoder(separators=(",\n   ", ": "))  # a side table's row, two levels deep
 
     def rows(chunks: Iterator[list[tuple[Any, ...]]], columns: tuple[str, ...]) -> list[str]:
@@ -411,13 +418,15 @@ def _json_document(store: Store, campaign: str) -> tuple[str, list[str]]:
     runs = _series_text(store, campaign, JSON_SERIES, json.JSONEncoder().encode, "null")
     sampled = jsontext.list_pieces([text[:-4] for text in runs], "  ", " ")  # a chunk's rows, last comma cut
     ops = table("oplat", OPLAT_COLUMNS, OPLAT_ORDER)
-    head = f'{{\n "campaign": {json.dumps(campaign)},\n "points": '
-    return head, [',\n "series": ', *sampled, ',\n "oplat": ', *ops, "\n}"]
+    return [',\n "series": ', *sampled, ',\n "oplat": ', *ops, "\n}"]
 
 
 def _json_points(store: Store, campaign: str) -> str:
     """The JSON document's points list (one level deeper than the document's keys)."""
     return show_json.flat_text(store, campaign, flat_row, " ")
+
+
+POINTS_NEWLINE = "\n "  # a line break in the points list, one level deep in the document
 
 
 def _json_rows(
@@ -468,10 +477,8 @@ def _export(store: Store, campaign: str, fmt: str, path: Path) -> list[Path]:
     if fmt not in FORMATS:
         raise InputError(f"--format {fmt!r} is not known; use one of {', '.join(FORMATS)}")
     check_output(path)
-    if fmt == "json":  # its pieces written as they are: 100k points' document is 470 MB, not joined first
-        with _beside(store, campaign, lambda own: _json_points(own, campaign).encode()) as points:
-            head, rest = _json_document(store, campaign)
-            _atomic(path, [head.encode(), points(), *map(str.encode, rest)])
+    if fmt == "json":
+        _write_json(store, campaign, path)
         return [path]
     if fmt in SINGLE_FILE:
         _atomic(path, document(store, campaign, fmt))
@@ -529,7 +536,7 @@ def _beside(store: Store, campaign: str, make: Callable[[Store], bytes]) -> Iter
     memory = os.memfd_create("vmio-export", os.MFD_CLOEXEC)
 
     def child() -> bytes:
-        with Store(store.path, readonly=True) as own, open(memory, "wb", closefd=False) as out:
+        with store.reader() as own, open(memory, "wb", closefd=False) as out:
             out.write(make(own))
         return b""
 
@@ -550,15 +557,139 @@ def _beside(store: Store, campaign: str, make: Callable[[Store], bytes]) -> Iter
         os.close(memory)
 
 
+def _write_json(store: Store, campaign: str, path: Path) -> None:
+    """The JSON document written at ``path`` a part at a time (100k points' is 470 MB: never joined): its
+    head, its points (``_points_beside``: on two CPUs where that pays), its series and oplat tables."""
+    with files.replacing(path) as out:
+        out.write(_json_head(campaign).encode())
+        with _points_beside(store, campaign, out) as points:
+            rest = _json_rest(store, campaign)
+            points()
+        out.writelines(map(str.encode, rest))
+
+
+@contextlib.contextmanager
+def _points_beside(store: Store, campaign: str, out: BinaryIO) -> Iterator[Callable[[], None]]:
+    """The JSON document's points list written into ``out`` where it stands, made on two CPUs.
+
+    A forked child (its own connection: ``Store.reader``) writes the points' text into ``out`` from the
+    first point on, while this process makes the rest of the document. Then the getter asks the child for a
+    share: the child gives this process the later half of the points it has not reached (``_until_asked``:
+    their first id) and stops before them; this process makes those, waits for the child and writes them
+    after its text. Where no child may run (``_worth_forking``) the getter writes the points; where the
+    child failed, ran out of time or wrote other than it said, or a point is not for the templates
+    (``show_json.Untemplated``), the child's text is cut off and this process writes them all: what is
+    written is the same either way, and an error in the points is this process' error."""
+
+    def alone() -> None:
+        out.write(_json_points(store, campaign).encode())
+
+    if not _worth_forking(store, campaign):
+        yield alone
+        return
+    out.flush()
+    start, count = out.tell(), store.run_count(campaign)
+    ask, asked = os.pipe()  # this process -> the child: "give me a share"
+    told, tell = os.pipe()  # the child -> this process: the share's first id
+
+    def child() -> bytes:
+        os.close(asked)
+        os.close(told)
+        written = items = 0
+        with store.reader() as own, open(out.fileno(), "wb", closefd=False) as mine:
+            rows = _until_asked(own, campaign, count, ask, tell)
+            for item in show_json.flat_items(own, campaign, flat_row, POINTS_NEWLINE, rows):
+                written += mine.write((("," if items else "[") + POINTS_NEWLINE + item).encode())
+                items += 1
+        return f"{written} {items}".encode()
+
+    def points() -> None:
+        with contextlib.suppress(BrokenPipeError):  # the child has ended: it made them all, or failed
+            os.write(asked, b"?")
+        first = _told(told)
+        mine: list[str] | None = []
+        if first:
+            try:
+                rows = store.run_tuples(campaign, show_json.COLUMNS, show_json.CHUNK, first=first)
+                mine = list(show_json.flat_items(store, campaign, flat_row, POINTS_NEWLINE, rows))
+            except show_json.Untemplated:
+                mine = None
+        made = None if first is None else forked.collect(pid, pipe, CHILD_TIMEOUT)
+        written, items = map(int, made.split()) if made else (-1, 0)
+        if mine is None or out.tell() != start + written:
+            forked.stop(pid)  # before its text is cut off: a child past its time may still be writing
+            out.seek(start)
+            out.truncate()
+            alone()
+            return
+        out.writelines(
+            (("," if items or k else "[") + POINTS_NEWLINE + item).encode() for k, item in enumerate(mine)
+        )
+        out.write((POINTS_NEWLINE + "]" if items or mine else "[]").encode())
+
+    try:
+        pid, pipe = forked.start(child)
+    except BaseException:
+        for fd in (ask, asked, told, tell):
+            os.close(fd)
+        raise
+    os.close(ask)
+    os.close(tell)
+    try:
+        yield points
+    finally:
+        forked.end(pid, pipe)
+        os.close(asked)
+        os.close(told)
+
+
+RUN_ID = show_json.COLUMNS.index("id")  # a run's id in ``show_json.COLUMNS``
+
+
+def _until_asked(
+    store: Store, campaign: str, count: int, ask: int, tell: int
+) -> Iterator[list[tuple[Any, ...]]]:
+    """The campaign's ``count`` runs as ``show_json.flat_items`` reads them, a chunk at a time, until asked
+    (a byte on ``ask``, looked for after each chunk): then the later half of the runs not yet given is the
+    asker's, its first id told on ``tell`` (8 bytes; 0: none, fewer than two chunks were left), and the runs
+    stop before it."""
+    given, below = 0, None
+    chunks = store.run_tuples(campaign, show_json.COLUMNS, show_json.CHUNK)
+    for chunk in chunks:
+        yield chunk
+        given += len(chunk)
+        if select.select([ask], [], [], 0)[0]:
+            left = count - given
+            if left >= 2 * show_json.CHUNK:
+                below = store.run_id_past(campaign, chunk[-1][RUN_ID], left // 2)
+            os.write(tell, (below or 0).to_bytes(8, "little"))
+            break
+    for chunk in chunks if below is None else ():
+        yield chunk
+    for chunk in chunks if below is not None else ():
+        kept = [r for r in chunk if r[RUN_ID] < below]
+        if kept:
+            yield kept
+        if len(kept) < len(chunk):
+            return
+
+
+def _told(told: int) -> int | None:
+    """The first id of the share the child told (``_until_asked``): 0 for none, or where it ended without
+    telling (it made them all, or failed: ``forked.collect`` says which); None where it told nothing in
+    ``CHILD_TIMEOUT`` seconds."""
+    if not select.select([told], [], [], CHILD_TIMEOUT)[0]:
+        return None
+    said = os.read(told, 8)
+    return int.from_bytes(said, "little") if len(said) == 8 else 0
+
+
 def _worth_forking(store: Store, campaign: str) -> bool:
     """Two CPUs and one thread (``forked.may_fork``), a campaign of ``FORK_POINTS`` or more, and a store read
     from its file (not an older one migrated into a copy in memory, which a child's open would migrate again)."""
     if not forked.may_fork() or not store.db.execute("PRAGMA database_list").fetchone()[2]:
         return False  # no file behind the connection: ":memory:", or an older store's migrated copy
-    row = store.db.execute(
-        "SELECT count(*) FROM run r JOIN campaign c ON c.id = r.campaign_id WHERE c.name = ?", (campaign,)
-    ).fetchone()
-    return int(row[0]) >= FORK_POINTS
+    return store.run_count(campaign) >= FORK_POINTS
 
 
 def _csv(points: list[FlatValues], columns: tuple[str, ...]) -> bytes:

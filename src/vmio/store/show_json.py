@@ -17,7 +17,7 @@ import functools
 import json
 import operator
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from json import encoder as _encoder
 from typing import Any
 
@@ -66,12 +66,12 @@ _make = getattr(_encoder, "c_make_encoder", None)
 CHUNK = 500  # points a time: their values are freed and their memory reused (2000: twice the page faults)
 
 
-class _Generic(Exception):
+class Untemplated(Exception):
     """This text is for ``PointRow.to_json`` and ``jsontext.dumps`` to print."""
 
 
 def _refuse(_value: object) -> object:
-    raise _Generic
+    raise Untemplated
 
 
 def text(store: Store, campaign: str | None) -> str:
@@ -89,7 +89,7 @@ def pieces(store: Store, campaign: str | None) -> list[str]:
             return [_generic(store, names)]
         try:
             chunks = [chunk for name in names for chunk in _campaign(store, name)]
-        except _Generic:
+        except Untemplated:
             return [_generic(store, names)]
     return jsontext.list_pieces(chunks)
 
@@ -376,30 +376,42 @@ def flat_text(
     line but the first indented by it (the list nested in a document: ``.replace("\n", "\n" + indent)``, a
     JSON string holding no newline), the templates indented once, not the whole text copied."""
     with rows.gc_paused():
-        if _make is not None:
-            try:
-                return _flat_text(store, campaign, flatten, "\n" + indent)
-            except _Generic:
-                pass
-        return jsontext.dumps(flat_rows(store, campaign, flatten)).replace("\n", "\n" + indent)
+        try:
+            return flat_list(list(flat_items(store, campaign, flatten, "\n" + indent)), "\n" + indent)
+        except Untemplated:
+            return jsontext.dumps(flat_rows(store, campaign, flatten)).replace("\n", "\n" + indent)
 
 
-def _flat_text(store: Store, campaign: str, flatten: Callable[[rows.PointRow], FlatRow], newline: str) -> str:
-    """``flat_text`` through templates: a summed point's text is its shape's (``_flat_row_template``: its
-    values, those of nested QEMU threads too, taken from its sources in one getter), any other point's the one
-    of its tuple of keys (``_keys_template``) over ``flatten`` of it."""
+def flat_list(items: Sequence[str], newline: str) -> str:
+    """The list of ``flat_items``' pieces: ``[``, the pieces one after another, ``]``."""
+    return "[" + newline + ("," + newline).join(items) + newline + "]" if items else "[]"
+
+
+def flat_items(
+    store: Store,
+    campaign: str,
+    flatten: Callable[[rows.PointRow], FlatRow],
+    newline: str,
+    chunks: Iterable[list[tuple[Any, ...]]] | None = None,
+) -> Iterator[str]:
+    """The items of ``flat_text``'s list, a chunk of points a piece (their texts joined by ``,`` and
+    ``newline``): a summed point's text is its shape's (``_flat_row_template``: its values, those of nested QEMU
+    threads too, taken from its sources in one getter), any other point's the one of its tuple of keys
+    (``_keys_template``) over ``flatten`` of it. ``chunks``: the points' ``COLUMNS`` (``Store.run_tuples``),
+    all the campaign's when None. Raises ``Untemplated`` where a value is not for the templates."""
+    if _make is None:
+        raise Untemplated
     store.require(campaign)
     detail = rows.Detail(store, campaign)
-    chunks: list[str] = []
-    values: list[object] = []
-    nested: dict[int, str] = {}  # index in values -> the text of a value printed whole
-    templates: list[str] = []
     indented: dict[str, str] = {}  # a template -> its lines after the first indented (``newline``)
 
     def lines(text: str) -> str:
         return text if newline == "\n" else text.replace("\n", newline)
 
-    for chunk in store.run_tuples(campaign, COLUMNS, CHUNK):
+    for chunk in store.run_tuples(campaign, COLUMNS, CHUNK) if chunks is None else chunks:
+        values: list[object] = []
+        nested: dict[int, str] = {}  # index in values -> the text of a value printed whole
+        templates: list[str] = []
         for r in chunk:
             made = None
             if _summed(r):
@@ -423,12 +435,8 @@ def _flat_text(store: Store, campaign: str, flatten: Callable[[rows.PointRow], F
                     for slot in slots.get(i, ()):
                         nested[at + slot] = text
             templates.append(indented.get(template) or indented.setdefault(template, lines(template)))
-            if len(templates) == CHUNK:
-                chunks.append(_fill(("," + newline).join(templates), values, nested))
-                values, nested, templates = [], {}, []
-    if templates:
-        chunks.append(_fill(("," + newline).join(templates), values, nested))
-    return "[" + newline + ("," + newline).join(chunks) + newline + "]" if chunks else "[]"
+        if templates:
+            yield _fill(("," + newline).join(templates), values, nested)
 
 
 def _flat_tail(r: Sequence[Any]) -> tuple[object, ...]:
@@ -466,11 +474,11 @@ def _flat_row_template(
 def _keys_template(keys: tuple[str, ...]) -> str:
     """A flat row's text as an element of a list (``json.dumps(..., indent=1)``), ``%s`` for each value."""
     if any("\x00" in k for k in keys):  # a key that could read as a slot
-        raise _Generic
+        raise Untemplated
     text = json.dumps([{k: _slot(i) for i, k in enumerate(keys)}], indent=1)[2:-2].replace("%", "%%")
     pieces = _MARK.split(text)
     if [int(i) for i in pieces[1::2]] != list(range(len(keys))):
-        raise _Generic
+        raise Untemplated
     return "%s".join(pieces[::2])
 
 

@@ -150,7 +150,20 @@ def check_trusted(path: str | os.PathLike[str], what: str, verb: str = "run") ->
 
 def write_atomic(path: str | os.PathLike[str], data: bytes | Iterable[bytes], mode: int = 0o644) -> Path:
     """Write ``data`` (bytes, or pieces of them: a large document never joined in memory) as the whole of
-    ``path``: a private temporary beside it, then a rename."""
+    ``path``: a private temporary beside it, then a rename (``replacing``)."""
+    with replacing(path, mode) as out:
+        if isinstance(data, bytes):
+            out.write(data)
+        else:
+            out.writelines(data)
+    return Path(path)
+
+
+@contextlib.contextmanager
+def replacing(path: str | os.PathLike[str], mode: int = 0o644) -> Iterator[BinaryIO]:
+    """A file to write the whole of ``path`` into: a private temporary beside it, which replaces ``path``
+    (flushed, ``mode``, synced to the disk) when the block ends, and is removed when it raises. An ``OSError``
+    in the block is a failure to write ``path``, named so (a full disk exit 1, anything else exit 2)."""
     target = Path(path)
     check_place(target, new=True)
     try:
@@ -159,15 +172,12 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | Iterable[bytes], mo
         raise write_failed(target, exc) from None
     try:
         with os.fdopen(fd, "wb") as out:
-            if isinstance(data, bytes):
-                out.write(data)
-            else:
-                out.writelines(data)
+            yield out
             out.flush()
             os.fchmod(out.fileno(), mode)
             os.fsync(out.fileno())
         os.replace(tmp, target)
-    except OSError as exc:  # a full disk is exit 1, anything else exit 2; the user's path named either way
+    except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise write_failed(target, exc) from None
@@ -175,7 +185,6 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | Iterable[bytes], mo
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    return target
 
 
 @contextlib.contextmanager

@@ -63,6 +63,11 @@ def collect(pid: int, pipe: int, timeout: float) -> bytes | None:
 def end(pid: int, pipe: int) -> None:
     """Close the pipe and make sure the child is gone (killed if it still runs) and reaped."""
     os.close(pipe)
+    stop(pid)
+
+
+def stop(pid: int) -> None:
+    """Make sure the child is gone (killed if it still runs) and reaped; nothing if it already was."""
     with contextlib.suppress(ChildProcessError):
         if os.waitpid(pid, os.WNOHANG) == (0, 0):
             os.kill(pid, signal.SIGKILL)
