@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from vmio.cli import main
+from vmio.errors import StoreError
 from vmio.store import Store, export, show_json
 from vmio.system import forked
 
@@ -247,3 +248,22 @@ def test_runs_from_an_id_and_a_share_in_both_of_run_tuples_reading_orders(
         assert _export(db, "json", tmp_path / "shared") == alone
         assert told == [ids[5]], (told, ids)  # after the child's first chunk of 2: half of the 6 left
         _no_child_left()
+
+
+def test_a_reader_opens_the_file_this_store_has_open_not_one_put_in_its_place(tmp_path: Path) -> None:
+    """``Store.reader`` (the child's connection, without the open's checks) reads the file this store
+    checked; a file renamed into its path since is refused (one error naming the store), and the export of
+    a child that met it is this process' (its file's 42 points, not the other's 41)."""
+    db, other = tmp_path / "demo.db", tmp_path / "other.db"
+    shutil.copy(STORES / "demo000.db", db)
+    Store(db).close()
+    shutil.copy(db, other)
+    with Store(other) as o:
+        o.db.execute("DELETE FROM run WHERE id = 42")
+    with Store(db, readonly=True) as s:
+        with s.reader() as twin:
+            assert twin.run_count("demo") == 42
+        os.replace(other, db)
+        with pytest.raises(StoreError, match=r"demo\.db' was replaced while vmio read it"):
+            s.reader()
+        assert s.run_count("demo") == 42

@@ -112,13 +112,19 @@ class Store:
     def reader(self) -> Store:
         """Another read-only connection to this store's file, for a forked child (a connection must not
         cross a fork). It makes none of the checks of an open: this one made them of the same file (100k
-        points' run table: 0.5 s), and the tables it left to their first read stay so. A store read from a
-        file at the current schema only (not a migrated copy in memory)."""
+        points' run table: 0.5 s), and the tables it left to their first read stay so. Same by effect: the
+        file SQLite opened is the one this store's connection has open (a file put in its place since is
+        refused). A store read from a file at the current schema only (not a migrated copy in memory)."""
         twin = object.__new__(Store)
         twin.path, twin.readonly, twin.timeout = self.path, True, self.timeout
         twin._sides_before = None  # side files are this store's to tidy
         twin._unchecked = set(self._unchecked)
+        before = _opened(self.path)
         twin.db = twin._connect()
+        new = {file for fd, file in _opened(self.path).items() if fd not in before}
+        if new != set(before.values()):  # not the file this store checked
+            twin.db.close()
+            raise StoreError(f"the store {self.path!r} was replaced while vmio read it", exit_code=2)
         return twin
 
     def close(self) -> None:
@@ -869,6 +875,20 @@ def _open_readonly(path: str, timeout: float) -> GuardedConnection:
         if not _on_readonly_fs(path):
             raise
     return sqlite3.connect(uri + "?immutable=1", uri=True, isolation_level=None, factory=GuardedConnection)
+
+
+def _opened(path: str) -> dict[int, tuple[int, int]]:
+    """The files (device, inode) this process has open under ``path``'s name, by descriptor: what SQLite
+    opened, not what the path names now."""
+    name = str(Path(path).resolve())
+    found = {}
+    for fd in os.listdir("/proc/self/fd"):
+        link = f"/proc/self/fd/{fd}"
+        with contextlib.suppress(OSError):  # listdir's own descriptor, closed since
+            if os.readlink(link) == name:
+                st = os.stat(link)
+                found[int(fd)] = (st.st_dev, st.st_ino)
+    return found
 
 
 def _side_files(path: str) -> set[str]:
