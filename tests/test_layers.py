@@ -122,8 +122,11 @@ def test_host_block_agrees_with_iostat_from_the_start(busy_loopdev: str) -> None
     assert fio.returncode == 0
     offset = time.time() - time.monotonic()  # iostat stamps the wall clock, the trace the monotonic one
     stamps = [t for t, _ in iostat.reports if began <= t <= ended]
+    assert len(stamps) >= 4, f"iostat ended {len(stamps)} report(s) inside fio's run: {iostat.reports}"
     ends = calm_ends(trace, stamps, offset)
-    assert len(ends) >= 2 and ends[-1] - ends[0] > 2.5, f"no 3 s between calm ends: {stamps}, calm {ends}"
+    assert len(ends) >= 2 and ends[-1] - ends[0] > 2.5, (
+        f"no 3 reports between calm ends: {stamps}, calm {ends}"
+    )
     first, last = ends[0], ends[-1]
     spans = trace.window(first - offset, last - offset)
     inside = [r for (t0, _), (t1, r) in zip(iostat.reports, iostat.reports[1:], strict=False)
