@@ -11,7 +11,7 @@ much for the ratio to mean much, so read the CPU per I/O (host-wide, which inclu
 
 With ``--probes`` it weighs the host tracer's parts instead: fio alone on the file (no vmio run), beside
 nothing, beside ``HostBlockTrace`` as points run it (issue and completion), and beside it with the insertion
-probe as well (``insert=True``: what points ran before issue 45's cost cut, and what the iostat check runs),
+probe as well (``insert=True``: what points ran before issue 45's cost cut; the iostat check adds the start's),
 in rotating order, printing per variant the medians of IOPS, fio's own CPU per I/O (fio's usr + sys: the
 submission-side probes run in its context), the tracer's CPU per I/O (bpftrace's process, and vmio's
 reader threads: this process's CPU while fio runs) and the host's CPU per I/O (everything: completions run in interrupt context, on whatever runs).

@@ -2,15 +2,19 @@
 
 ``block:block_rq_issue`` and ``block:block_rq_complete`` are attached (by ``perf_event_open``: no kprobe,
 no tracefs ``enable`` file is written) with a filter on the run's own disks' ``dev_t``; with ``insert`` (the
-check against iostat, whose await counts from the request's start) ``block:block_rq_insert`` too, a third
-probe per request that points leave out for its cost. A request is matched from issue (and insertion) to
-completion by its disk and start sector; its latency from issue goes into a BPF hash map keyed by direction
-and fio's log-linear bucket index, with the sum of latencies beside it (from insertion: the sum only; its
-count is the issue span's), so the kernel aggregates and only the maps cross to vmio, printed every
-``SLICE_MS`` with the time on ``CLOCK_MONOTONIC`` (the clock ``time.monotonic`` reads). The maps are never cleared (a
-clear after a print would lose what completed between the two): each print is the total so far, and
-``window`` takes the difference between the totals at the ends of the slices whose middle lies in the
-measured window.
+check against iostat) ``block:block_rq_insert`` too, and with ``start`` ``block:block_io_start`` as well
+(Linux 6.5 and later): probes per request that points leave out for their cost. ``block_io_start`` fires
+where the kernel's I/O accounting stamps a request's start (``blk_account_io_start``, as the bio becomes a
+request, before a plug or the scheduler holds it), the start iostat's await counts from; the insertion into
+the scheduler's queue comes later (at the plug's flush), or never (a request issued directly, or through the
+flush machinery). A request is matched from issue (and insertion, and start) to completion by its disk and
+start sector; its latency from issue goes into a BPF hash map keyed by direction and fio's log-linear bucket
+index, with the sum of latencies beside it (from insertion and from the start: the sums only; their count is
+the issue span's), so the kernel aggregates and only the maps cross to vmio, printed every ``SLICE_MS`` (or
+the ``slice_ms`` asked) with the time on ``CLOCK_MONOTONIC`` (the clock ``time.monotonic`` reads). The maps
+are never cleared (a clear after a print would lose what completed between the two): each print is the total
+so far, and ``window`` takes the difference between the totals at the ends of the slices whose middle lies
+in the measured window.
 
 Requests, not bios, are counted: bios merged into one request count once, a bio split into several requests
 counts each, a partial completion ends the request's span at its first completion; flushes and discards are
@@ -45,6 +49,7 @@ ATTACH_TIMEOUT_S = 60.0  # compiling the script takes seconds on a busy host
 STOP_TIMEOUT_S = 10.0
 TRACEFS = ("kernel/tracing", "kernel/debug/tracing")  # under /sys, where bpftrace finds the events
 EVENT = "events/block/block_rq_issue"
+START_EVENT = "events/block/block_io_start"  # Linux 6.5 and later
 
 # bucket index: fio's log-linear rule (stats.histogram.bucket_index) in BPF: msb by halving, then 64 buckets
 # per power of two
@@ -82,16 +87,42 @@ _INSERT = {
     "INSERT_SUM": "    if ($t0 == 0 || $t0 > $t1) { $t0 = $t1; }\n    @s[1, $d] = sum(nsecs - $t0);\n",
     "INSERT_CLEAR": " clear(@ins);",
 }
+# the accounting's start (``start``, with ``insert``): what iostat's await counts from; a request whose start
+# was not seen (or a kernel without block_io_start) counts from its insertion
+_START = {
+    "INSERT_PROBE": "tracepoint:block:block_io_start /FILTER/ { @st[args->dev, args->sector] = nsecs; }\n",
+    "INSERT_TAKE": "  $t2 = @st[args->dev, args->sector];\n  delete(@st[args->dev, args->sector]);\n",
+    "INSERT_SUM": "    if ($t2 == 0 || $t2 > $t0) { $t2 = $t0; }\n    @s[2, $d] = sum(nsecs - $t2);\n",
+    "INSERT_CLEAR": " clear(@st);",
+}
+_NO_START_EVENT = {"INSERT_TAKE": "  $t2 = (uint64)0;\n", "INSERT_SUM": _START["INSERT_SUM"]}
 
 
-def script(devs: Sequence[int], limit_s: int, *, insert: bool = False) -> str:
-    """The bpftrace program for the disks ``devs`` (kernel ``dev_t``: major << 20 | minor); with ``insert``
-    also from insertion."""
+def script(
+    devs: Sequence[int],
+    limit_s: int,
+    *,
+    insert: bool = False,
+    start: bool = False,
+    start_event: bool = True,
+    slice_ms: int = SLICE_MS,
+) -> str:
+    """The bpftrace program for the disks ``devs`` (kernel ``dev_t``: major << 20 | minor), printing every
+    ``slice_ms``; with ``insert`` also from insertion, and with ``start`` too from the accounting's start
+    (``block_io_start``; without it, ``start_event`` false, from insertion)."""
+    parts = [_INSERT] if insert else []
+    if insert and start:
+        parts.append(_START if start_event else _NO_START_EVENT)
     text = _SCRIPT
-    for mark, part in _INSERT.items():
-        text = text.replace(mark, part if insert else "")
+    for mark in _INSERT:
+        text = text.replace(mark, "".join(part.get(mark, "") for part in parts))
     cond = " || ".join(f"args->dev == {d}" for d in devs)
-    return text.replace("FILTER", cond).replace("SLICE", str(SLICE_MS)).replace("LIMIT", str(max(1, limit_s)))
+    return text.replace("FILTER", cond).replace("SLICE", str(slice_ms)).replace("LIMIT", str(max(1, limit_s)))
+
+
+def has_start_event(sys_root: str | Path = "/sys") -> bool:
+    """Whether the kernel has ``block:block_io_start`` (Linux 6.5 and later), under a mounted tracefs."""
+    return any((Path(sys_root) / p / START_EVENT).exists() for p in TRACEFS)
 
 
 @dataclass(frozen=True)
@@ -164,12 +195,21 @@ class Slice:
 class HostBlockTrace:
     """``bpftrace`` tracing ``disks`` from ``start`` until ``stop``; ``window`` gives a window's latencies."""
 
-    def __init__(self, disks: Sequence[Disk], limit_s: float, *, insert: bool = False) -> None:
+    def __init__(
+        self,
+        disks: Sequence[Disk],
+        limit_s: float,
+        *,
+        insert: bool = False,
+        start: bool = False,
+        slice_ms: int = SLICE_MS,
+    ) -> None:
         self.disks = list(disks)
         self.insert = insert
-        self.argv = [
-            BPFTRACE, "-f", "json", "-e", script([d.dev_t for d in disks], int(limit_s) + 1, insert=insert)
-        ]  # fmt: skip
+        self.start_event = start and has_start_event()  # the start traced, not taken at insertion
+        text = script([d.dev_t for d in disks], int(limit_s) + 1, insert=insert, start=start,
+                      start_event=self.start_event, slice_ms=slice_ms)  # fmt: skip
+        self.argv = [BPFTRACE, "-f", "json", "-e", text]
         self.slices: list[Slice] = []
         self.started_ns = 0
         self.errors: list[str] = []
@@ -261,20 +301,22 @@ class HostBlockTrace:
 
     @staticmethod
     def _map(data: dict[str, object], spans: Spans) -> None:
-        names = ("issue", "insert")
+        names = ("issue", "insert", "start")
         ddirs = ("read", "write")
         hist = data.get("@h")
         if isinstance(hist, dict):
             for key, count in hist.items():
                 ddir, index = (int(k) for k in str(key).split(","))
                 spans.add(ddirs[ddir], "issue", {histogram.bucket_value(index): int(count)}, 0)
-        sums = data.get("@s")  # printed after @h: the insert span's count is the issue span's (same requests)
+        sums = data.get(
+            "@s"
+        )  # printed after @h: the other spans' counts are the issue span's (same requests)
         if isinstance(sums, dict):
             for key, total in sums.items():
                 span, ddir = (int(k) for k in str(key).split(","))
                 spans.add(ddirs[ddir], names[span], {}, int(total))
-                if span == 1:  # from insertion: its count and sum only (its mean is what iostat compares)
-                    spans.counts[(ddirs[ddir], "insert")] = spans.ios(ddirs[ddir], "issue")
+                if span:  # from insertion, from the start: count and sum only (the start's is iostat's await)
+                    spans.counts[(ddirs[ddir], names[span])] = spans.ios(ddirs[ddir], "issue")
 
 
 def _minus(total: Spans, before: Spans) -> Spans:

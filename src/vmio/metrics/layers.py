@@ -9,8 +9,9 @@ of its latencies, so its mean is exact and its percentiles are fio's rule over t
 ``show --json`` prints a point's ``layers`` as ``{layer: {"read": FIGURES, "write": FIGURES}}`` with
 ``FIGURES`` = ``{mean_us, p50_us, p99_us, ios}`` (null: no I/O of that direction was seen); a layer that
 could not be traced has ``read``/``write`` null and ``why``; a ``host_block`` traced from insertion too
-(points stored before issue 45's cost cut; the iostat check) adds ``insert_mean_us`` to its directions, the
-mean from insertion in the scheduler's queue (what iostat's await counts).
+(points stored before issue 45's cost cut) adds ``insert_mean_us`` to its directions, the mean from
+insertion in the scheduler's queue (iostat's await counts from earlier still: the request's start, which
+only the iostat check traces).
 """
 
 from __future__ import annotations
