@@ -308,9 +308,8 @@ class HostBlockTrace:
             for key, count in hist.items():
                 ddir, index = (int(k) for k in str(key).split(","))
                 spans.add(ddirs[ddir], "issue", {histogram.bucket_value(index): int(count)}, 0)
-        sums = data.get(
-            "@s"
-        )  # printed after @h: the other spans' counts are the issue span's (same requests)
+        # printed after @h: the other spans' counts are the issue span's (the same requests)
+        sums = data.get("@s")
         if isinstance(sums, dict):
             for key, total in sums.items():
                 span, ddir = (int(k) for k in str(key).split(","))
