@@ -107,6 +107,14 @@ def _slow_child(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
     monkeypatch.setattr(show_json, "_fill", slow)
 
 
+def _wholes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Each time this process writes every point itself (``export._json_points``: the child's text cut off)."""
+    made: list[int] = []
+    points = export._json_points
+    monkeypatch.setattr(export, "_json_points", lambda *a: made.append(1) or points(*a))
+    return made
+
+
 def _shares(monkeypatch: pytest.MonkeyPatch) -> list[int | None]:
     """What the child told this process when asked for a share (``export._told``), as the export runs."""
     told: list[int | None] = []
@@ -123,8 +131,9 @@ def test_the_child_gives_a_share_of_the_points_and_the_document_is_the_same(
     writes its points and the document is byte for byte the one-process export's."""
     db, alone = forking
     _slow_child(monkeypatch, 0.2)
-    told = _shares(monkeypatch)
+    told, wholes = _shares(monkeypatch), _wholes(monkeypatch)
     assert _export(db, "json", tmp_path / "shared") == alone
+    assert wholes == []  # the child's text and this process' share, as they were written
     with Store(db, readonly=True) as s:
         ids = [r[export.RUN_ID] for c in s.run_tuples("demo", show_json.COLUMNS) for r in c]
     assert len(told) == 1 and told[0] in ids[10:-5], (told, ids)  # past two chunks, short of the last
@@ -138,8 +147,9 @@ def test_a_child_done_before_it_is_asked_shares_nothing(
     db, alone = forking
     told = _shares(monkeypatch)
     _slow_rest(monkeypatch)
+    wholes = _wholes(monkeypatch)
     assert _export(db, "json", tmp_path / "unshared") == alone
-    assert told == [0]
+    assert told == [0] and wholes == []
     _no_child_left()
 
 
@@ -173,7 +183,9 @@ def test_a_child_that_fails_having_written_points_leaves_them_all_to_this_proces
             yield item
 
     monkeypatch.setattr(show_json, "flat_items", fails_in_the_child)
+    wholes = _wholes(monkeypatch)
     assert _export(db, "json", tmp_path / "failed") == alone
+    assert wholes == [1]
     assert told == ([0] if when == "before it is asked" else told[:1]) and told[0] is not None
     assert when == "before it is asked" or told[0] > 0, told
     _no_child_left()
@@ -191,7 +203,9 @@ def test_a_child_past_its_time_is_stopped_before_its_text_is_cut_off(
     monkeypatch.setattr(export, "CHILD_TIMEOUT", 0.3)
     points = export._json_points
     monkeypatch.setattr(export, "_json_points", lambda *a: time.sleep(1.5) or points(*a))
+    wholes = _wholes(monkeypatch)
     assert _export(db, "json", tmp_path / "late") == alone
+    assert wholes == [1]
     _no_child_left()
 
 
@@ -211,7 +225,9 @@ def test_a_share_that_is_not_for_the_templates_is_written_by_this_process_whole(
         return items(*args)
 
     monkeypatch.setattr(show_json, "flat_items", untemplated_share)
+    wholes = _wholes(monkeypatch)
     assert _export(db, "json", tmp_path / "generic") == alone
+    assert wholes == [1]
     assert len(told) == 1 and told[0], told
     _no_child_left()
 
@@ -244,8 +260,9 @@ def test_runs_from_an_id_and_a_share_in_both_of_run_tuples_reading_orders(
         monkeypatch.setattr(export, "FORK_POINTS", 1)
         monkeypatch.setattr(show_json, "CHUNK", 2)
         _slow_child(monkeypatch, 0.3)
-        told = _shares(monkeypatch)
+        told, wholes = _shares(monkeypatch), _wholes(monkeypatch)
         assert _export(db, "json", tmp_path / "shared") == alone
+        assert wholes == []
         assert told == [ids[5]], (told, ids)  # after the child's first chunk of 2: half of the 6 left
         _no_child_left()
 

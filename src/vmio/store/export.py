@@ -615,8 +615,8 @@ def _points_beside(store: Store, campaign: str, out: BinaryIO) -> Iterator[Calla
             except show_json.Untemplated:
                 mine = None
         made = None if first is None else forked.collect(pid, pipe, CHILD_TIMEOUT)
-        written, items = map(int, made.split()) if made else (-1, 0)
-        if mine is None or out.tell() != start + written:
+        written, items = map(int, made.split()) if made else (0, 0)
+        if mine is None or made is None or out.tell() != start + written:
             forked.stop(pid)  # before its text is cut off: a child past its time may still be writing
             out.seek(start)
             out.truncate()
