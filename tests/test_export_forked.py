@@ -21,6 +21,7 @@ from vmio.store import Store, export, show_json
 from vmio.system import forked
 
 from conftest import only_this_thread, store_from_sql
+from test_store_samples import recorded
 
 STORES = Path(__file__).parent / "data" / "stores"
 
@@ -284,3 +285,28 @@ def test_a_reader_opens_the_file_this_store_has_open_not_one_put_in_its_place(tm
         with pytest.raises(StoreError, match=r"demo\.db' was replaced while vmio read it"):
             s.reader()
         assert s.run_count("demo") == 42
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_an_error_in_this_process_part_ends_the_child_and_writes_nothing(
+    fmt: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A damaged series row met by this process while the child makes the points: one error naming the row,
+    the child ended (none left), no file written (the document's temporary removed too)."""
+    only_this_thread()
+    db, run_id = recorded(tmp_path / "s.db")
+    with sqlite3.connect(db) as c:
+        c.execute("UPDATE sample SET t = ? WHERE run_id = ?", ('["x"]', run_id))
+    c.close()
+    started = []
+    start = forked.start
+    monkeypatch.setattr(forked, "start", lambda work: started.append(1) or start(work))
+    monkeypatch.setattr(export, "FORK_POINTS", 1)
+    out = tmp_path / "out"
+    out.mkdir()
+    assert main(["export", "fixture", "--format", fmt, "-o", str(out / f"e.{fmt}"), "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert f"(table sample, row {run_id}: t holds 'x', which is not a finite number)" in err, err
+    assert started == [1] and list(out.iterdir()) == []
+    _no_child_left()
