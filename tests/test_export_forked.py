@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
+from test_store_samples import recorded  # a store of one run with one sample
 from vmio.cli import main
 from vmio.errors import StoreError
 from vmio.store import Store, export, show_json
 from vmio.system import forked
 
 from conftest import only_this_thread, store_from_sql
-from test_store_samples import recorded
 
 STORES = Path(__file__).parent / "data" / "stores"
 
