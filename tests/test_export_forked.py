@@ -260,7 +260,7 @@ def test_runs_from_an_id_and_a_share_in_both_of_run_tuples_reading_orders(
         alone = _export(db, "json", tmp_path / "alone")
         monkeypatch.setattr(export, "FORK_POINTS", 1)
         monkeypatch.setattr(show_json, "CHUNK", 2)
-        _slow_child(monkeypatch, 0.3)
+        _slow_child(monkeypatch, 0.6)  # this process asks well within the child's first chunk
         told, wholes = _shares(monkeypatch), _wholes(monkeypatch)
         assert _export(db, "json", tmp_path / "shared") == alone
         assert wholes == []
