@@ -664,9 +664,10 @@ def _until_asked(
                 below = store.run_id_past(campaign, chunk[-1][RUN_ID], left // 2)
             os.write(tell, (below or 0).to_bytes(8, "little"))
             break
-    for chunk in chunks if below is None else ():
-        yield chunk
-    for chunk in chunks if below is not None else ():
+    if below is None:  # not asked, or nothing to share
+        yield from chunks
+        return
+    for chunk in chunks:
         kept = [r for r in chunk if r[RUN_ID] < below]
         if kept:
             yield kept
