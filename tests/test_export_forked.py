@@ -58,14 +58,17 @@ def test_a_child_makes_the_points_and_the_files_are_the_same(
     parent = os.getpid()
     made = show_json.flat_items if fmt == "json" else show_json.flat_values
 
+    here = []  # the points made by this process
+
     def fails_in_the_child(*args: object, **kwargs: object) -> object:
         if os.getpid() != parent:
             raise RuntimeError("the child's part failed")
+        here.append(1)
         return made(*args, **kwargs)  # type: ignore[operator]
 
     monkeypatch.setattr(show_json, made.__name__, fails_in_the_child)
     assert _export(db, fmt, tmp_path / "failed") == alone
-    assert started == [1, 1]
+    assert started == [1, 1] and here == [1]  # the child's failure reached, and its part made here
     _no_child_left()
 
 

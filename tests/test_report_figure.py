@@ -16,6 +16,7 @@ from matplotlib.transforms import Bbox
 from vmio.report import data, drawing, page
 from vmio.report.figure import Plot, finish, legend, log_scale, new_figure, style, to_png, to_svg
 from vmio.store import Store
+from vmio.system import forked
 
 from conftest import only_this_thread
 
@@ -185,7 +186,7 @@ def test_two_processes_take_each_queued_item_once() -> None:
             mine = list(drawing._taken(queue))
             theirs = drawing._collect(child, pipe)
         finally:
-            drawing._end(child, pipe)
+            forked.end(child, pipe)
     finally:
         os.close(queue)
     assert theirs is not None and theirs[0] == 255  # its first, given

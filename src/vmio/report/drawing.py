@@ -48,7 +48,7 @@ def built(
             out = {i: _drawn(makers[i]()) for i in _taken(queue)}
             sent = _collect(child, pipe)
         finally:
-            _end(child, pipe)
+            forked.end(child, pipe)
     finally:
         os.close(queue)
     for key, plots in (sent or {}).items():
@@ -119,7 +119,7 @@ def svgs(plots: list[Plot]) -> dict[str, str]:
         drawn |= {p.id: to_svg(p) for p in mine}
         sent = _collect(child, pipe)
     finally:
-        _end(child, pipe)
+        forked.end(child, pipe)
     return drawn | (sent if sent is not None else {p.id: to_svg(p) for p in theirs})
 
 
@@ -151,7 +151,3 @@ def _collect(pid: int, pipe: int) -> Any:
     """What the child's work returned, or None when it failed or took more than ``TIMEOUT`` seconds."""
     sent = forked.collect(pid, pipe, TIMEOUT)
     return None if sent is None else json.loads(sent)
-
-
-def _end(pid: int, pipe: int) -> None:
-    forked.end(pid, pipe)

@@ -11,6 +11,7 @@ import json
 from collections import Counter
 from dataclasses import asdict, dataclass
 from functools import cached_property
+from typing import TypeVar
 
 from vmio.errors import SpecError
 from vmio.spec.series import UntilStable
@@ -195,21 +196,11 @@ class Campaign:
     def target(self, name: str) -> Target:
         """The target of that name; a ``SpecError`` naming the campaign if it has none (a stored point of a
         spec that no longer holds its target, e.g. a store edited by hand)."""
-        found = self._targets.get(name)
-        if found is None:
-            raise SpecError(
-                f"campaign {self.name!r} has no target {name!r} (its targets: {_names(self.targets)})"
-            )
-        return found
+        return _named(self.name, "target", self._targets, name, self.targets)
 
     def workload(self, name: str) -> Workload:
         """The workload of that name; a ``SpecError`` naming the campaign if it has none."""
-        found = self._workloads.get(name)
-        if found is None:
-            raise SpecError(
-                f"campaign {self.name!r} has no workload {name!r} (its workloads: {_names(self.workloads)})"
-            )
-        return found
+        return _named(self.name, "workload", self._workloads, name, self.workloads)
 
     @cached_property
     def _targets(self) -> dict[str, Target]:
@@ -358,5 +349,13 @@ class Point:
         return dataclasses.replace(self, offered_iops=None, offered_pct=None).key
 
 
-def _names(items: tuple[Target, ...] | tuple[Workload, ...]) -> str:
-    return ", ".join(i.name for i in items) or "none"
+_Item = TypeVar("_Item", Target, Workload)
+
+
+def _named(campaign: str, kind: str, known: dict[str, _Item], name: str, items: tuple[_Item, ...]) -> _Item:
+    """``known[name]``, or a ``SpecError`` naming the campaign, the name and its ``items``' names."""
+    found = known.get(name)
+    if found is None:
+        names = ", ".join(i.name for i in items) or "none"
+        raise SpecError(f"campaign {campaign!r} has no {kind} {name!r} (its {kind}s: {names})")
+    return found

@@ -530,7 +530,7 @@ def _beside(store: Store, campaign: str, make: Callable[[Store], bytes]) -> Iter
     campaign, a store read through a migrated copy in memory) or it failed or ran out of time, the getter
     makes the part here: what is written is the same either way, and an error in the part is this
     process' error."""
-    if not _worth_forking(store, campaign):
+    if not _fork_count(store, campaign):
         yield lambda: make(store)
         return
     memory = os.memfd_create("vmio-export", os.MFD_CLOEXEC)
@@ -576,7 +576,7 @@ def _points_beside(store: Store, campaign: str, out: BinaryIO) -> Iterator[Calla
     first point on, while this process makes the rest of the document. Then the getter asks the child for a
     share: the child gives this process the later half of the points it has not reached (``_until_asked``:
     their first id) and stops before them; this process makes those, waits for the child and writes them
-    after its text. Where no child may run (``_worth_forking``) the getter writes the points; where the
+    after its text. Where no child may run (``_fork_count``) the getter writes the points; where the
     child failed, ran out of time or wrote other than it said, or a point is not for the templates
     (``show_json.Untemplated``), the child's text is cut off and this process writes them all: what is
     written is the same either way, and an error in the points is this process' error."""
@@ -584,11 +584,12 @@ def _points_beside(store: Store, campaign: str, out: BinaryIO) -> Iterator[Calla
     def alone() -> None:
         out.write(_json_points(store, campaign).encode())
 
-    if not _worth_forking(store, campaign):
+    count = _fork_count(store, campaign)
+    if not count:
         yield alone
         return
     out.flush()
-    start, count = out.tell(), store.run_count(campaign)
+    start = out.tell()
     ask, asked = os.pipe()  # this process -> the child: "give me a share"
     told, tell = os.pipe()  # the child -> this process: the share's first id
 
@@ -598,8 +599,8 @@ def _points_beside(store: Store, campaign: str, out: BinaryIO) -> Iterator[Calla
         written = items = 0
         with store.reader() as own, open(out.fileno(), "wb", closefd=False) as mine:
             rows = _until_asked(own, campaign, count, ask, tell)
-            for item in show_json.flat_items(own, campaign, flat_row, POINTS_NEWLINE, rows):
-                written += mine.write((("," if items else "[") + POINTS_NEWLINE + item).encode())
+            for piece in _list_pieces(show_json.flat_items(own, campaign, flat_row, POINTS_NEWLINE, rows), 0):
+                written += mine.write(piece)
                 items += 1
         return f"{written} {items}".encode()
 
@@ -622,10 +623,8 @@ def _points_beside(store: Store, campaign: str, out: BinaryIO) -> Iterator[Calla
             out.truncate()
             alone()
             return
-        out.writelines(
-            (("," if items or k else "[") + POINTS_NEWLINE + item).encode() for k, item in enumerate(mine)
-        )
-        out.write((POINTS_NEWLINE + "]" if items or mine else "[]").encode())
+        out.writelines(_list_pieces(mine, items))
+        out.write((POINTS_NEWLINE + "]" if items or mine else "[]").encode())  # as show_json.flat_list ends
 
     try:
         pid, pipe = forked.start(child)
@@ -641,6 +640,14 @@ def _points_beside(store: Store, campaign: str, out: BinaryIO) -> Iterator[Calla
         forked.end(pid, pipe)
         os.close(asked)
         os.close(told)
+
+
+def _list_pieces(items: Iterable[str], before: int) -> Iterator[bytes]:
+    """The points list's text of ``items`` (``show_json.flat_items``'), each after its separator (``[`` for
+    the list's first, else ``,``), ``before`` items written ahead of them: ``show_json.flat_list`` a piece at a
+    time, without its end."""
+    for k, item in enumerate(items, before):
+        yield (("," if k else "[") + POINTS_NEWLINE + item).encode()
 
 
 RUN_ID = show_json.COLUMNS.index("id")  # a run's id in ``show_json.COLUMNS``
@@ -685,12 +692,14 @@ def _told(told: int) -> int | None:
     return int.from_bytes(said, "little") if len(said) == 8 else 0
 
 
-def _worth_forking(store: Store, campaign: str) -> bool:
-    """Two CPUs and one thread (``forked.may_fork``), a campaign of ``FORK_POINTS`` or more, and a store read
-    from its file (not an older one migrated into a copy in memory, which a child's open would migrate again)."""
+def _fork_count(store: Store, campaign: str) -> int:
+    """The campaign's points where a child is worth forking for them, else 0: two CPUs and one thread
+    (``forked.may_fork``), a campaign of ``FORK_POINTS`` or more, and a store read from its file (not an older
+    one migrated into a copy in memory, which a child's open would migrate again)."""
     if not forked.may_fork() or not store.db.execute("PRAGMA database_list").fetchone()[2]:
-        return False  # no file behind the connection: ":memory:", or an older store's migrated copy
-    return store.run_count(campaign) >= FORK_POINTS
+        return 0  # no file behind the connection: ":memory:", or an older store's migrated copy
+    count = store.run_count(campaign)
+    return count if count >= FORK_POINTS else 0
 
 
 def _csv(points: list[FlatValues], columns: tuple[str, ...]) -> bytes:
